@@ -1,0 +1,1 @@
+"""The ``crawlkit`` command: thin typer wrappers over the :mod:`crawlkit` library."""

@@ -1,0 +1,99 @@
+"""The single exit point of the ``crawlkit`` command.
+
+Exit status (DESIGN.md): 0 success, 1 failure, 2 usage error. Errors are printed as
+one line, ``crawlkit <command>: <message>``, on stderr; ``--debug`` adds the traceback.
+A closed stdout (``crawlkit canon urls.txt | head``) ends the command quietly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+import typer
+
+from crawlkit.errors import CrawlkitError
+from crawlkit_cli import commands  # noqa: F401  (registers every command on the app)
+from crawlkit_cli.app import app, invocation
+
+
+def _command_name(argv: Sequence[str]) -> str:
+    group = typer.main.get_command(app)
+    words: list[str] = []
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        words.append(arg)
+        if not isinstance(group, click.Group):
+            break
+        sub = group.get_command(click.Context(group), arg)
+        if sub is None:
+            words.pop()
+            break
+        if not isinstance(sub, click.Group):
+            break
+        group = sub
+    return " ".join(words)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run one command line and return its exit status (never raises)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    invocation.command = _command_name(args)
+    invocation.debug = "--debug" in args
+    prefix = f"crawlkit {invocation.command}".strip()
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="crawlkit", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        print(f"{prefix}: {exc.format_message()}", file=sys.stderr)
+        print(f"Try 'crawlkit {invocation.command} --help'.".replace("  ", " "), file=sys.stderr)
+        return 2
+    except click.Abort:
+        return 130
+    except CrawlkitError as exc:
+        if invocation.debug:
+            traceback.print_exc()
+        print(f"{prefix}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return _broken_pipe()
+    except KeyboardInterrupt:
+        print(f"{prefix}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: say so on one line, traceback only on request
+        if invocation.debug:
+            traceback.print_exc()
+        print(
+            f"{prefix}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            file=sys.stderr,
+        )
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def _broken_pipe() -> int:
+    # The reader went away (`crawlkit canon big.txt | head -1`). Python would print
+    # "Exception ignored ... BrokenPipeError" when it flushes stdout at exit; point
+    # stdout at /dev/null so that final flush is silent.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    code = run(argv)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _broken_pipe()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

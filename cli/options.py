@@ -1,0 +1,56 @@
+"""Options shared by several commands, defined once so their help reads the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+InputFiles = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Input files (NDJSON, optionally zstd or gzip); '-' or none reads stdin.",
+        show_default=False,
+    ),
+]
+OutFile = Annotated[
+    str,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Write records here instead of stdout (.zst or .gz compresses). Written to a "
+        "temporary name and renamed when complete.",
+    ),
+]
+StateDir = Annotated[
+    Path,
+    typer.Option(
+        "--state",
+        help="State directory (created if missing; locked while in use).",
+        show_default=False,
+    ),
+]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary on stderr.")]
+AllowNet = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-net",
+        help="Allow fetching from this CIDR even if it is loopback, private or reserved "
+        "(repeatable).",
+        show_default=False,
+    ),
+]
+HostsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--hosts-file",
+        help="Resolve names from this /etc/hosts-style file before DNS (as written by "
+        "'crawlkit testweb').",
+        show_default=False,
+    ),
+]
+Agent = Annotated[
+    str,
+    typer.Option("--agent", help="User-Agent header; its first token is matched in robots.txt."),
+]

@@ -1,0 +1,55 @@
+"""Diagnostics: how stages report bad records and warnings on stderr.
+
+A stage never prints on its own. It is handed a :class:`Reporter`, which writes one
+line per problem, prefixed with the program name (``crawlkit extract: ...``), and
+counts them so the summary can say how many records were skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import TextIO
+
+
+class Reporter:
+    """Writes one-line diagnostics to a text stream and counts them by kind.
+
+    ``limit`` caps how many lines of one kind are printed (the count goes on), so a
+    file of a million bad lines does not flood a terminal.
+    """
+
+    def __init__(self, prog: str = "crawlkit", stream: TextIO | None = None, limit: int = 100):
+        self.prog = prog
+        self.stream = stream
+        self.limit = limit
+        self.counts: Counter[str] = Counter()
+
+    def warn(self, message: str, kind: str = "warning") -> None:
+        self.counts[kind] += 1
+        if self.counts[kind] == self.limit + 1:
+            self._write(f"more {kind} lines suppressed; the summary counts them")
+        elif self.counts[kind] <= self.limit:
+            self._write(message)
+
+    def bad_record(self, source: str, line: int, message: str) -> None:
+        """Report a record that was skipped: ``source:line: message``."""
+        self.warn(f"{source}:{line}: {message}", kind="bad record")
+
+    def info(self, message: str) -> None:
+        self._write(message)
+
+    def _write(self, message: str) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        print(f"{self.prog}: {message}", file=stream, flush=True)
+
+    @property
+    def bad_records(self) -> int:
+        return self.counts["bad record"]
+
+
+class NullReporter(Reporter):
+    """A reporter that only counts (library callers that want no output)."""
+
+    def _write(self, message: str) -> None:
+        pass

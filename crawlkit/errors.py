@@ -1,0 +1,68 @@
+"""The one exception tree of crawlkit.
+
+Library code raises these; only the CLI's single exit point prints them (one line,
+``crawlkit <command>: <message>``) and turns them into an exit status::
+
+    CrawlkitError                 exit 1 unless noted
+    ├── UsageError                exit 2: bad flags or arguments
+    ├── InputError                a stream or file cannot be read (file, line)
+    │   └── TruncatedInput        compressed input ended early; records before it kept
+    ├── InvalidURL                a URL cannot be parsed or is not http(s)
+    ├── StateError                a state directory is missing, corrupt or of another version
+    │   └── LockedError           another process holds the state directory
+    ├── PolicyRefused             robots, trap limits or network policy refuse an action
+    └── NetworkError              a fetch failed below HTTP (DNS, connect, TLS, timeout)
+
+A *bad record* is not an exception that ends a stage: readers report it on stderr with
+its file and line number, count it and go on (DESIGN.md stream conventions).
+"""
+
+from __future__ import annotations
+
+
+class CrawlkitError(Exception):
+    """Base class of every error crawlkit raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(CrawlkitError):
+    """The command line or the arguments of a call make no sense."""
+
+    exit_code = 2
+
+
+class InputError(CrawlkitError):
+    """An input stream cannot be read; ``source`` and ``line`` say where."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None):
+        self.source = source
+        self.line = line
+        where = source or ""
+        if line is not None:
+            where = f"{where}:{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class TruncatedInput(InputError):
+    """A compressed stream ended before its end marker (a partial download or a crash)."""
+
+
+class InvalidURL(CrawlkitError, ValueError):
+    """A URL that cannot be parsed, or whose scheme is not http or https."""
+
+
+class StateError(CrawlkitError):
+    """A state directory is missing, damaged, or written by an incompatible version."""
+
+
+class LockedError(StateError):
+    """Another live process owns the state directory (DESIGN.md invariant 6)."""
+
+
+class PolicyRefused(CrawlkitError):
+    """An action was refused by policy: robots.txt, a trap limit, or the network policy."""
+
+
+class NetworkError(CrawlkitError):
+    """A fetch failed below HTTP: name resolution, connect, TLS, or a timeout."""

@@ -1,0 +1,382 @@
+"""Record streams: the one place where crawlkit opens files, stdin and stdout.
+
+Conventions (DESIGN.md "Stream conventions"):
+
+* ``-`` or no path means stdin / stdout; at most one input may be stdin.
+* Input compression is detected from magic bytes (zstd, gzip), so a pipe can carry
+  either; output is compressed by the file name's extension (``.zst``, ``.gz``).
+* One JSON object a line, UTF-8. Records are plain dicts, so fields a stage does not
+  know pass through untouched.
+* A bad line (not JSON, not an object, invalid UTF-8, longer than the line cap) is
+  reported with its file and line number, counted and skipped; the stream goes on.
+* A truncated zstd or gzip stream is reported as such; the records before the damage
+  are kept, and the reporter remembers the failure so the command can exit 1.
+* Output files are written under a temporary name, fsynced and renamed when complete,
+  so a crash never leaves a half file under the final name (invariant 5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import orjson
+import zstandard
+
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InputError, TruncatedInput, UsageError
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+GZIP_MAGIC = b"\x1f\x8b"
+DEFAULT_MAX_LINE = 16 * 1024 * 1024
+_CHUNK = 1 << 16
+
+Record = dict[str, Any]
+
+
+def is_stdio(path: str | os.PathLike[str] | None) -> bool:
+    return path is None or str(path) == "-"
+
+
+def display_name(path: str | os.PathLike[str] | None) -> str:
+    return "<stdin>" if is_stdio(path) else str(path)
+
+
+class _ZstdReader(io.RawIOBase):
+    """Decompresses a stream of one or more zstd frames, and notices truncation.
+
+    ``zstandard.stream_reader`` returns a clean EOF when the input stops mid-frame; a
+    crawler must not mistake a half-written file for a complete one, so this reader
+    raises :class:`TruncatedInput` instead.
+    """
+
+    def __init__(self, raw: BinaryIO, source: str):
+        self._raw = raw
+        self._source = source
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        while not self._pending and not self._done:
+            self._fill()
+        n = min(len(view), len(self._pending))
+        view[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _fill(self) -> None:
+        chunk = self._raw.read(_CHUNK)
+        if not chunk:
+            self._done = True
+            if self._in_frame:
+                raise TruncatedInput("zstd stream ends inside a frame", source=self._source)
+            return
+        out = []
+        while chunk:
+            try:
+                out.append(self._obj.decompress(chunk))
+            except zstandard.ZstdError as exc:
+                raise InputError(f"corrupt zstd data ({exc})", source=self._source) from exc
+            self._in_frame = not self._obj.eof
+            if self._obj.eof:
+                chunk = self._obj.unused_data
+                self._obj = self._dctx.decompressobj()
+            else:
+                chunk = b""
+        self._pending = b"".join(out)
+
+
+class _GzipReader(io.RawIOBase):
+    """gzip (also multi-member) with truncation and corruption mapped to InputError."""
+
+    def __init__(self, raw: BinaryIO, source: str):
+        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._source = source
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return self._gz.readinto(buffer)
+        except EOFError as exc:
+            raise TruncatedInput("gzip stream ends early", source=self._source) from exc
+        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
+            raise InputError(f"corrupt gzip data ({exc})", source=self._source) from exc
+
+
+def open_input(path: str | os.PathLike[str] | None) -> BinaryIO:
+    """Open a path (or ``-`` for stdin) as a decompressed, buffered binary stream."""
+    source = display_name(path)
+    if is_stdio(path):
+        raw: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+        except OSError as exc:
+            raise InputError(exc.strerror or str(exc), source=source) from exc
+    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    magic = buffered.peek(4)[:4]
+    if magic.startswith(ZSTD_MAGIC):
+        return io.BufferedReader(_ZstdReader(buffered, source), _CHUNK)  # type: ignore[return-value]
+    if magic.startswith(GZIP_MAGIC):
+        return io.BufferedReader(_GzipReader(buffered, source), _CHUNK)  # type: ignore[return-value]
+    return buffered  # type: ignore[return-value]
+
+
+def check_single_stdin(paths: Sequence[str | os.PathLike[str]]) -> None:
+    if sum(1 for p in paths if is_stdio(p)) > 1:
+        raise UsageError("at most one input may be standard input ('-')")
+
+
+def iter_lines(
+    stream: BinaryIO, source: str, reporter: Reporter, max_line: int = DEFAULT_MAX_LINE
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` without the line end; overlong lines are skipped.
+
+    An overlong line is read past in chunks, never held whole in memory.
+    A truncated compressed stream is reported and ends this input (records before it
+    were already yielded).
+    """
+    lineno = 0
+    try:
+        while True:
+            line = stream.readline(max_line + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > max_line and not line.endswith(b"\n"):
+                skipped = len(line)
+                while line and not line.endswith(b"\n"):
+                    line = stream.readline(_CHUNK)
+                    skipped += len(line)
+                reporter.bad_record(source, lineno, f"line longer than {max_line} bytes skipped")
+                continue
+            yield lineno, line.rstrip(b"\r\n")
+    except TruncatedInput as exc:
+        reporter.warn(f"{exc}; the {lineno} lines before the damage were kept", "truncated input")
+    except InputError as exc:
+        reporter.warn(f"{exc}; the {lineno} lines before the damage were kept", "corrupt input")
+
+
+def parse_record(line: bytes) -> Record:
+    """Parse one NDJSON line into a dict; raises ValueError with a short reason."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        if b"\xff" in line or _invalid_utf8(line):
+            raise ValueError("invalid UTF-8") from exc
+        raise ValueError(f"not JSON ({exc.msg})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"not a JSON object (a {type(value).__name__})")
+    return value
+
+
+def _invalid_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def read_records(
+    paths: Sequence[str | os.PathLike[str]] | None,
+    reporter: Reporter | None = None,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> Iterator[Record]:
+    """Yield the records of every input in order; bad lines are reported and skipped."""
+    yield from (rec for _, _, rec in read_records_with_lines(paths, reporter, max_line=max_line))
+
+
+def read_records_with_lines(
+    paths: Sequence[str | os.PathLike[str]] | None,
+    reporter: Reporter | None = None,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> Iterator[tuple[str, int, Record]]:
+    """Like :func:`read_records`, with the source name and line number of each record."""
+    reporter = reporter if reporter is not None else NullReporter()
+    inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
+    check_single_stdin(inputs)
+    for path in inputs:
+        source = display_name(path)
+        with contextlib.closing(open_input(path)) as stream:
+            for lineno, line in iter_lines(stream, source, reporter, max_line):
+                if not line.strip():
+                    continue
+                try:
+                    yield source, lineno, parse_record(line)
+                except ValueError as exc:
+                    reporter.bad_record(source, lineno, str(exc))
+
+
+def read_text_lines(
+    paths: Sequence[str | os.PathLike[str]] | None,
+    reporter: Reporter | None = None,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> Iterator[tuple[str, int, str | None]]:
+    """Yield ``(source, line_number, text)``; text is None for a line that is not UTF-8.
+
+    Callers that keep lines aligned (``crawlkit canon``) need to see the bad line too.
+    """
+    reporter = reporter if reporter is not None else NullReporter()
+    inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
+    check_single_stdin(inputs)
+    for path in inputs:
+        source = display_name(path)
+        with contextlib.closing(open_input(path)) as stream:
+            for lineno, line in iter_lines(stream, source, reporter, max_line):
+                try:
+                    yield source, lineno, line.decode("utf-8")
+                except UnicodeDecodeError:
+                    reporter.bad_record(source, lineno, "invalid UTF-8")
+                    yield source, lineno, None
+
+
+def dumps(record: Record) -> bytes:
+    """One NDJSON line (with its newline)."""
+    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+class Output:
+    """A binary output that is either stdout or a file committed atomically on close.
+
+    Use it as a context manager: on a clean exit the temporary file is flushed,
+    fsynced and renamed to its final name; on an exception it is removed and the
+    final name is left as it was.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, *, level: int = 3):
+        self.path = None if is_stdio(path) else Path(path)  # type: ignore[arg-type]
+        self._tmp: Path | None = None
+        self._raw: IO[bytes]
+        self._stream: IO[bytes]
+        self._closer: Any = None
+        if self.path is None:
+            self._raw = sys.stdout.buffer
+            self._stream = self._raw
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        self._tmp = Path(tmp)
+        self._raw = os.fdopen(fd, "wb")
+        name = self.path.name
+        if name.endswith(".zst"):
+            self._closer = zstandard.ZstdCompressor(level=level).stream_writer(
+                self._raw, closefd=False
+            )
+            self._stream = self._closer
+        elif name.endswith(".gz"):
+            self._closer = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
+            self._stream = self._closer
+        else:
+            self._stream = self._raw
+
+    def write(self, data: bytes) -> None:
+        self._stream.write(data)
+
+    def write_record(self, record: Record) -> None:
+        self._stream.write(dumps(record))
+
+    def write_records(self, records: Iterable[Record]) -> int:
+        n = 0
+        for record in records:
+            self._stream.write(dumps(record))
+            n += 1
+        return n
+
+    def commit(self) -> None:
+        if self.path is None:
+            self._raw.flush()
+            return
+        if self._closer is not None:
+            self._closer.close()
+        self._raw.flush()
+        os.fsync(self._raw.fileno())
+        self._raw.close()
+        assert self._tmp is not None
+        os.replace(self._tmp, self.path)
+        fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        if self.path is None or self._tmp is None:
+            return
+        with contextlib.suppress(Exception):
+            if self._closer is not None:
+                self._closer.close()
+        with contextlib.suppress(OSError):
+            self._raw.close()
+        with contextlib.suppress(OSError):
+            self._tmp.unlink()
+
+    def __enter__(self) -> Output:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def open_output(path: str | os.PathLike[str] | None) -> Output:
+    """Open an output by the conventions above (``-`` or None is stdout)."""
+    return Output(path)
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Make a rename durable: fsync the directory that holds the entry."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent)
+
+
+def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:
+    atomic_write_bytes(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    return orjson.loads(Path(path).read_bytes())
