@@ -70,6 +70,11 @@ class _ZstdReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
         while not self._pending and not self._done:
@@ -105,11 +110,18 @@ class _GzipReader(io.RawIOBase):
     """gzip (also multi-member) with truncation and corruption mapped to InputError."""
 
     def __init__(self, raw: BinaryIO, source: str):
+        self._raw = raw
         self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
         self._source = source
 
     def readable(self) -> bool:
         return True
+
+    def close(self) -> None:
+        if not self.closed:
+            self._gz.close()
+            self._raw.close()
+        super().close()
 
     def readinto(self, buffer: Any) -> int:
         try:

@@ -1,0 +1,184 @@
+"""Record streams: compression by magic bytes, bad lines, truncation, atomic outputs."""
+
+from __future__ import annotations
+
+import gzip
+import io as pyio
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit import io
+from crawlkit.diag import Reporter
+from crawlkit.errors import InputError, UsageError
+
+
+def _records(n: int) -> list[dict]:
+    return [{"url": f"http://a.com/{i}", "n": i, "extra": {"keep": [i, None]}} for i in range(n)]
+
+
+def _ndjson(records: list[dict]) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+def _reporter() -> tuple[Reporter, pyio.StringIO]:
+    buf = pyio.StringIO()
+    return Reporter("crawlkit test", stream=buf), buf
+
+
+@pytest.mark.parametrize("suffix", ["", ".zst", ".gz"])
+def test_round_trip_by_extension_and_magic(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"r.ndjson{suffix}"
+    recs = _records(1000)
+    with io.open_output(path) as out:
+        out.write_records(recs)
+    raw = path.read_bytes()
+    if suffix == ".zst":
+        assert raw.startswith(io.ZSTD_MAGIC)
+    elif suffix == ".gz":
+        assert raw.startswith(io.GZIP_MAGIC)
+    # detection is by magic bytes, not the name: rename and read again
+    renamed = tmp_path / "no-extension"
+    path.rename(renamed)
+    assert list(io.read_records([renamed])) == recs
+
+
+def test_unknown_fields_pass_through(tmp_path: Path) -> None:
+    rec = {"url": "http://a.com/", "mine": {"deep": [1, 2.5, "x", None, True]}, "ü": "ß"}
+    path = tmp_path / "a.ndjson"
+    path.write_bytes(orjson.dumps(rec) + b"\n")
+    assert list(io.read_records([path])) == [rec]
+
+
+def test_bad_lines_are_reported_counted_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.ndjson"
+    path.write_bytes(
+        b'{"n": 1}\n'
+        b"not json\n"
+        b"[1, 2]\n"
+        b'{"n": 2}\n'
+        b"\x00\xff\xfe binary junk \x80\n"
+        b"\n"
+        b'{"n": 3}\r\n'
+        b'{"n": 4}'  # no final newline
+    )
+    rep, buf = _reporter()
+    got = list(io.read_records([path], rep))
+    assert [r["n"] for r in got] == [1, 2, 3, 4]
+    assert rep.bad_records == 3
+    lines = buf.getvalue().splitlines()
+    assert any(f"{path}:2: not JSON" in line for line in lines)
+    assert any(f"{path}:3: not a JSON object" in line for line in lines)
+    assert any(f"{path}:5: invalid UTF-8" in line for line in lines)
+
+
+def test_empty_file_gives_no_records_and_no_errors(tmp_path: Path) -> None:
+    for name, data in [("e", b""), ("e.zst", zstandard.ZstdCompressor().compress(b"")),
+                       ("e.gz", gzip.compress(b""))]:  # fmt: skip
+        path = tmp_path / name
+        path.write_bytes(data)
+        rep, _ = _reporter()
+        assert list(io.read_records([path], rep)) == []
+        assert sum(rep.counts.values()) == 0
+
+
+def test_truncated_zstd_keeps_records_before_the_damage(tmp_path: Path) -> None:
+    recs = _records(20000)
+    data = zstandard.ZstdCompressor().compress(_ndjson(recs))
+    path = tmp_path / "cut.ndjson.zst"
+    path.write_bytes(data[: len(data) // 2])
+    rep, buf = _reporter()
+    got = list(io.read_records([path], rep))
+    assert 0 < len(got) < len(recs)
+    assert got == recs[: len(got)]  # exactly a prefix, nothing invented
+    assert rep.counts["truncated input"] == 1
+    assert "zstd stream ends inside a frame" in buf.getvalue()
+
+
+def test_truncated_gzip_keeps_records_before_the_damage(tmp_path: Path) -> None:
+    recs = _records(20000)
+    data = gzip.compress(_ndjson(recs))
+    path = tmp_path / "cut.ndjson.gz"
+    path.write_bytes(data[: len(data) // 2])
+    rep, buf = _reporter()
+    got = list(io.read_records([path], rep))
+    assert 0 < len(got) < len(recs)
+    assert got == recs[: len(got)]
+    assert rep.counts["truncated input"] == 1
+    assert "gzip stream ends early" in buf.getvalue()
+
+
+def test_multi_frame_zstd_is_read_whole(tmp_path: Path) -> None:
+    recs = _records(300)
+    comp = zstandard.ZstdCompressor()
+    data = b"".join(comp.compress(_ndjson(recs[i : i + 100])) for i in range(0, 300, 100))
+    path = tmp_path / "frames.zst"
+    path.write_bytes(data)
+    assert list(io.read_records([path])) == recs
+
+
+def test_hundred_megabyte_line_is_skipped_not_held(tmp_path: Path) -> None:
+    path = tmp_path / "huge.ndjson"
+    with open(path, "wb") as f:
+        f.write(b'{"n": 1}\n')
+        f.write(b'{"blob": "')
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            f.write(chunk)
+        f.write(b'"}\n')
+        f.write(b'{"n": 2}\n')
+    rep, buf = _reporter()
+    got = list(io.read_records([path], rep, max_line=1 << 20))
+    assert [r["n"] for r in got] == [1, 2]
+    assert rep.bad_records == 1
+    assert f"{path}:2: line longer than" in buf.getvalue()
+
+
+def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="missing.ndjson"):
+        list(io.read_records([tmp_path / "missing.ndjson"]))
+
+
+def test_only_one_stdin() -> None:
+    with pytest.raises(UsageError):
+        list(io.read_records(["-", "-"]))
+
+
+def test_failed_output_leaves_the_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "out.ndjson.zst"
+    with io.open_output(path) as out:
+        out.write_record({"v": "old"})
+    with pytest.raises(RuntimeError), io.open_output(path) as out:
+        out.write_record({"v": "new"})
+        raise RuntimeError("crash mid-write")
+    assert list(io.read_records([path])) == [{"v": "old"}]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.ndjson.zst"]  # no temp left
+
+
+def test_output_is_invisible_until_complete(tmp_path: Path) -> None:
+    path = tmp_path / "out.ndjson"
+    out = io.open_output(path)
+    out.write_record({"a": 1})
+    assert not path.exists()
+    out.commit()
+    assert path.exists()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=10,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=10), json_values, max_size=6), max_size=20))
+def test_ndjson_round_trip_keeps_every_field(tmp_path_factory, recs: list[dict]) -> None:
+    path = tmp_path_factory.mktemp("rt") / "r.ndjson.zst"
+    with io.open_output(path) as out:
+        out.write_records(recs)
+    assert list(io.read_records([path])) == recs

@@ -1,0 +1,193 @@
+"""The URL layer: canonical forms at each rule level, registered domains, fingerprints."""
+
+from __future__ import annotations
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.errors import InvalidURL
+from crawlkit.url import Canonicalizer, Rules, fingerprint, load_param_denylist, site_of_host
+
+NONE = Canonicalizer(Rules.NONE)
+SAFE = Canonicalizer(Rules.SAFE)
+DEFAULT = Canonicalizer(Rules.DEFAULT)
+
+
+# (input, none, safe, default) — each row names what it shows.
+RULE_TABLE = [
+    # scheme and host case, default port: the WHATWG parser already does these
+    ("HTTP://Example.COM:80/", "http://example.com/", "http://example.com/", "http://example.com/"),
+    ("https://a.com:443/x", "https://a.com/x", "https://a.com/x", "https://a.com/x"),
+    ("http://a.com:8080/x", "http://a.com:8080/x", "http://a.com:8080/x", "http://a.com:8080/x"),
+    # empty path becomes /
+    ("http://a.com", "http://a.com/", "http://a.com/", "http://a.com/"),
+    # dot segments
+    ("http://a.com/a/./b/../c", "http://a.com/a/c", "http://a.com/a/c", "http://a.com/a/c"),
+    # fragment dropped at every level
+    ("http://a.com/x#top", "http://a.com/x", "http://a.com/x", "http://a.com/x"),
+    ("http://a.com/x#", "http://a.com/x", "http://a.com/x", "http://a.com/x"),
+    # percent-escapes: uppercase, unreserved decoded (safe and up only)
+    ("http://a.com/%7euser/%2fx", "http://a.com/%7euser/%2fx", "http://a.com/~user/%2Fx",
+     "http://a.com/~user/%2Fx"),
+    ("http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=A%E2%82%AC",
+     "http://a.com/?q=A%E2%82%AC"),
+    # tracking parameters removed and query sorted (default only)
+    ("http://a.com/p?utm_source=x&b=2&a=1&gclid=9", "http://a.com/p?utm_source=x&b=2&a=1&gclid=9",
+     "http://a.com/p?utm_source=x&b=2&a=1&gclid=9", "http://a.com/p?a=1&b=2"),
+    ("http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
+     "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
+     "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5", "http://a.com/p"),
+    # stable sort for equal keys
+    ("http://a.com/?b=1&a=2&a=1", "http://a.com/?b=1&a=2&a=1", "http://a.com/?b=1&a=2&a=1",
+     "http://a.com/?a=2&a=1&b=1"),
+    # session ids, in the query and as a path parameter
+    ("http://a.com/x?PHPSESSID=abc&id=1", "http://a.com/x?PHPSESSID=abc&id=1",
+     "http://a.com/x?PHPSESSID=abc&id=1", "http://a.com/x?id=1"),
+    ("http://a.com/x;jsessionid=ABC123?id=1", "http://a.com/x;jsessionid=ABC123?id=1",
+     "http://a.com/x;jsessionid=ABC123?id=1", "http://a.com/x?id=1"),
+    ("http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v", "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v",
+     "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v", "http://a.com/x?k=v"),
+    # empty query: kept by none and safe (a browser sends "?"), dropped by default
+    ("http://a.com/x?", "http://a.com/x?", "http://a.com/x?", "http://a.com/x"),
+    ("http://a.com/x?&&", "http://a.com/x?&&", "http://a.com/x?&&", "http://a.com/x"),
+    # www. and trailing slashes are never touched
+    ("http://www.a.com/dir/", "http://www.a.com/dir/", "http://www.a.com/dir/", "http://www.a.com/dir/"),
+    ("http://www.a.com/dir", "http://www.a.com/dir", "http://www.a.com/dir", "http://www.a.com/dir"),
+    # IDN to punycode
+    ("http://Bücher.example/", "http://xn--bcher-kva.example/", "http://xn--bcher-kva.example/",
+     "http://xn--bcher-kva.example/"),
+    # IPv6 and IPv4 forms
+    ("http://[0:0::1]:8080/", "http://[::1]:8080/", "http://[::1]:8080/", "http://[::1]:8080/"),
+    ("http://0x7f.1/", "http://127.0.0.1/", "http://127.0.0.1/", "http://127.0.0.1/"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "none", "safe", "default"), RULE_TABLE)
+def test_rule_levels(raw: str, none: str, safe: str, default: str) -> None:
+    assert NONE.canonicalize(raw) == none
+    assert SAFE.canonicalize(raw) == safe
+    assert DEFAULT.canonicalize(raw) == default
+
+
+# WHATWG resolution against a base (the browser's answer).
+RESOLUTION = [
+    ("http://a.com/b/c/d", "../x", "http://a.com/b/x"),
+    ("http://a.com/b/c/d", "../../../../x", "http://a.com/x"),
+    ("http://a.com/b/c/d", "?q=1", "http://a.com/b/c/d?q=1"),
+    ("http://a.com/b/c/d", "#frag", "http://a.com/b/c/d"),
+    ("https://a.com/b/", "//cdn.b.com/x.js", "https://cdn.b.com/x.js"),
+    ("http://a.com/b/", "/abs", "http://a.com/abs"),
+    ("http://a.com/b/", "  spaced  ", "http://a.com/b/spaced"),
+    ("http://a.com/b/", "x y", "http://a.com/b/x%20y"),
+    ("http://a.com/b/", "http:other", "http://a.com/b/other"),
+    ("http://a.com/", "http://[::FFFF:127.0.0.1]/", "http://[::ffff:7f00:1]/"),
+    ("http://a.com/", "HTTPS://MÜNCHEN.de/ä", "https://xn--mnchen-3ya.de/%C3%A4"),
+    ("http://a.com/a%2fb/", "c", "http://a.com/a%2Fb/c"),
+    ("http://a.com/", "\\\\b.com\\x", "http://b.com/x"),
+]
+
+
+@pytest.mark.parametrize(("base", "ref", "expected"), RESOLUTION)
+def test_whatwg_resolution(base: str, ref: str, expected: str) -> None:
+    assert DEFAULT.canonicalize(ref, base) == expected
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["mailto:a@b.c", "javascript:alert(1)", "data:text/html,x", "ftp://a.com/", "/relative",
+     "", "http://", "http://exa mple.com/", "http://[::1/", "file:///etc/passwd", "\ud800"],
+)  # fmt: skip
+def test_unusable_urls_raise_invalid_url(bad: str) -> None:
+    with pytest.raises(InvalidURL):
+        DEFAULT.parse(bad)
+
+
+PSL = [
+    ("www.bbc.co.uk", "bbc.co.uk"),
+    ("a.b.c.example.com", "example.com"),
+    ("foo.blogspot.com", "foo.blogspot.com"),  # private section counts
+    ("x.foo.blogspot.com", "foo.blogspot.com"),
+    ("co.uk", "co.uk"),  # a public suffix is its own site
+    ("127.0.0.1", "127.0.0.1"),
+    ("[::1]", "[::1]"),
+    ("localhost", "localhost"),
+    ("www.xn--mnchen-3ya.de", "xn--mnchen-3ya.de"),
+    ("a.b.xn--p1ai", "b.xn--p1ai"),  # .рф
+    ("h3.test", "h3.test"),
+    ("example.com.", "example.com"),
+]
+
+
+@pytest.mark.parametrize(("host", "site"), PSL)
+def test_registered_domain(host: str, site: str) -> None:
+    assert site_of_host(host) == site
+
+
+def test_record_fields() -> None:
+    parsed = DEFAULT.parse("HTTPS://News.BBC.co.uk:8443/a?b=1#x")
+    assert parsed.url == "https://news.bbc.co.uk:8443/a?b=1"
+    assert parsed.host == "news.bbc.co.uk:8443"
+    assert parsed.site == "bbc.co.uk"
+    assert parsed.fp == format(xxhash.xxh3_64_intdigest(parsed.url.encode()), "016x")
+    assert len(parsed.fp) == 16 and parsed.fp == fingerprint(parsed.url)
+
+
+def test_user_denylist_extends_shipped_one(tmp_path) -> None:
+    extra = tmp_path / "deny.txt"
+    extra.write_text("# mine\nref\nsrc_*\n")
+    canon = Canonicalizer(param_denylist=load_param_denylist([extra]))
+    assert canon.canonicalize("http://a.com/?ref=x&src_a=1&utm_x=2&k=1") == "http://a.com/?k=1"
+    assert DEFAULT.canonicalize("http://a.com/?ref=x") == "http://a.com/?ref=x"
+
+
+# --- properties -------------------------------------------------------------------
+
+url_parts = st.sampled_from(
+    ["http://", "https://", "HTTP://", "http://a.com", "www.", "Ex.COM", ":80", ":443", ":8080",
+     "/", "/./", "/../", "//", "%7e", "%2f", "%41", "%e2%82%ac", "%", "?", "&", "=", "#",
+     "utm_source=1", "a=1", "b=2", ";jsessionid=x", ";JSESSIONID=", "PHPSESSID=2", "ü", "é",
+     "[::1]", "127.0.0.1", "xn--", "-", ".", " ", "\t", "\\", "@", "user:pw@", "a", "Z", "0"]
+)  # fmt: skip
+urlish = st.lists(url_parts, min_size=1, max_size=14).map("".join)
+anything = st.one_of(urlish, st.text(max_size=60))
+
+
+@settings(max_examples=600, deadline=None)
+@given(urlish)
+def test_canonicalization_is_idempotent(raw: str) -> None:
+    for canon in (NONE, SAFE, DEFAULT):
+        try:
+            once = canon.canonicalize("http://h.com/" + raw if not raw.startswith("http") else raw)
+        except InvalidURL:
+            continue
+        assert canon.canonicalize(once) == once, (canon.rules, raw, once)
+
+
+@settings(max_examples=600, deadline=None)
+@given(anything, st.one_of(st.none(), st.just("http://base.com/a/b")))
+def test_never_raises_anything_but_invalid_url(raw: str, base: str | None) -> None:
+    for canon in (NONE, SAFE, DEFAULT):
+        try:
+            canon.parse(raw, base)
+        except InvalidURL:
+            pass
+
+
+@settings(max_examples=400, deadline=None)
+@given(urlish, urlish)
+def test_stricter_levels_collapse_at_least_as_much(a: str, b: str) -> None:
+    a = "http://h.com/" + a
+    b = "http://h.com/" + b
+
+    def forms(canon: Canonicalizer, raw: str) -> str | None:
+        try:
+            return canon.canonicalize(raw)
+        except InvalidURL:
+            return None
+
+    if forms(NONE, a) is not None and forms(NONE, a) == forms(NONE, b):
+        assert forms(SAFE, a) == forms(SAFE, b)
+    if forms(SAFE, a) is not None and forms(SAFE, a) == forms(SAFE, b):
+        assert forms(DEFAULT, a) == forms(DEFAULT, b)
