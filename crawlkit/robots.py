@@ -63,7 +63,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +78,10 @@ __all__ = [
     "Rule",
     "Verdict",
     "agent_token",
+    "check_lines",
     "normalize_path",
     "normalize_pattern",
+    "rules_for_status",
 ]
 
 #: How much of a robots.txt is parsed (RFC 9309 section 2.5 asks for at least 500 KiB).
@@ -387,10 +389,10 @@ class _GroupView:
         self._verdicts: dict[int, Verdict] = {}
 
     def check(self, url: str) -> Verdict:
-        path = _path_of(url)
+        path = normalize_path(_path_of(url))
         if path == "/robots.txt" or path.startswith("/robots.txt?"):
-            return _ALLOWED
-        rule = self.matcher.best(normalize_path(path))
+            return _ALLOWED  # RFC 9309 2.2.2: the file itself is always allowed
+        rule = self.matcher.best(path)
         if rule is None:
             return _ALLOWED
         verdict = self._verdicts.get(id(rule))
@@ -560,7 +562,7 @@ class RobotsTxt:
         if self._mode != "rules":
             if self._mode == "allow_all":
                 return _ALLOWED
-            path = _path_of(url)
+            path = normalize_path(_path_of(url))
             if path == "/robots.txt" or path.startswith("/robots.txt?"):
                 return _ALLOWED
             return _DENIED
@@ -764,3 +766,34 @@ class RobotsPolicy:
         """
         limit = min(entry.expires_at, entry.fetched_at + MAX_CACHE_AGE)
         return entry.fetched_at - 60 <= now < limit
+
+
+def rules_for_status(status: int, body: bytes, policy: RobotsPolicy | None = None) -> RobotsTxt:
+    """The rules in force when robots.txt was answered with ``status`` and ``body``
+    (no earlier copy known), by :class:`RobotsPolicy`."""
+    if not 100 <= status <= 599:
+        raise UsageError(f"HTTP status must be 100-599, not {status}")
+    return (policy or RobotsPolicy()).on_response(status, body, 0.0).rules()
+
+
+def check_lines(
+    robots: RobotsTxt,
+    agent: str,
+    lines: Iterable[tuple[str, int, str | None]],
+) -> Iterator[dict[str, Any]]:
+    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
+
+    ``lines`` are ``(source, line_number, text)`` as from
+    :func:`crawlkit.io.read_text_lines`; a line that is not UTF-8 (text None) gives a
+    record with ``"url": null``, ``"allowed": false`` and an ``"error"``, so every
+    input line is answered (DESIGN.md invariant 1). Streams; constant memory.
+    """
+    for _source, _lineno, text in lines:
+        if text is None:
+            yield {"url": None, "allowed": False, "rule": None, "error": "invalid UTF-8"}
+            continue
+        url = text.strip()
+        if not url:
+            continue
+        verdict = robots.check(agent, url)
+        yield {"url": url, "allowed": verdict.allowed, "rule": verdict.rule}
