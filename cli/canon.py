@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import InputFiles, OutFile
 
 from crawlkit import io
 from crawlkit.stages.canon import canon_records
 from crawlkit.url import Canonicalizer, Rules, load_param_denylist
-from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile
 
 
 @app.command("canon")

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import click
 import typer
-
-from crawlkit.errors import CrawlkitError
 from crawlkit_cli import commands  # noqa: F401  (registers every command on the app)
 from crawlkit_cli.app import app, invocation
+
+from crawlkit.errors import CrawlkitError
 
 
 def _command_name(argv: Sequence[str]) -> str:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 import typer
+from crawlkit_cli.main import app
 
 from crawlkit import __version__
-from crawlkit_cli.main import app
 
 DATE = "2026"  # fixed, so regenerating pages does not churn them
 

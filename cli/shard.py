@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import InputFiles, Quiet
 
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_records, which
-from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, Quiet
 
 
 @app.command("shard")

@@ -287,7 +287,9 @@ class Output:
             self._stream = self._raw
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+        )
         self._tmp = Path(tmp)
         self._raw = os.fdopen(fd, "wb")
         name = self.path.name

@@ -61,7 +61,9 @@ def _lock(path: Path, wait: bool) -> int:
             owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
         finally:
             os.close(fd)
-        raise LockedError(f"state directory {path} is in use by another process ({owner})")
+        raise LockedError(
+            f"state directory {path} is in use by another process ({owner})"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
     return fd

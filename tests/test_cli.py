@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 import orjson
 import typer
-
 from crawlkit_cli.main import app
 from crawlkit_cli.manpages import pages
 
@@ -84,5 +83,7 @@ def test_man_pages_match_help() -> None:
 
 
 def test_python_dash_m_and_console_script_agree() -> None:
-    a = subprocess.run([sys.executable, "-m", "crawlkit", "--help"], capture_output=True, check=True)
+    a = subprocess.run(
+        [sys.executable, "-m", "crawlkit", "--help"], capture_output=True, check=True
+    )
     assert b"canon" in a.stdout and b"shard" in a.stdout

@@ -139,7 +139,7 @@ def test_hundred_megabyte_line_is_skipped_not_held(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="missing.ndjson"):
+    with pytest.raises(InputError, match=r"missing\.ndjson"):
         list(io.read_records([tmp_path / "missing.ndjson"]))
 
 
@@ -170,9 +170,11 @@ def test_output_is_invisible_until_complete(tmp_path: Path) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=10,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=200, deadline=None)
