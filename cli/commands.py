@@ -1,4 +1,5 @@
 """Imports every command module so each registers itself on the app, in help order."""
 
-import crawlkit_cli.robots  # noqa: F401
+import crawlkit_cli.robots
+import crawlkit_cli.sitemap  # noqa: F401
 from crawlkit_cli import canon, shard  # noqa: F401
