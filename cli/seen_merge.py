@@ -1,0 +1,167 @@
+"""crawlkit seen-merge."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import orjson
+import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import InputFiles, OutFile, StateDir
+
+from crawlkit import io
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.seen import SeenStore
+from crawlkit.stages.seen_merge import DEFAULT_BATCH, SeenMerge, read_lines, store_stats
+from crawlkit.url import Canonicalizer, fingerprint_int
+
+
+@app.command("seen-merge")
+def seen_merge(
+    files: InputFiles = None,
+    state: StateDir = ...,  # type: ignore[assignment]
+    out: OutFile = "-",
+    capacity: Annotated[
+        int | None,
+        typer.Option(
+            "--capacity",
+            help="Design count of the Bloom filter when the seen set is created (or with "
+            "--rebuild); recorded in the state. [default: 10000000]",
+            show_default=False,
+        ),
+    ] = None,
+    fp_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--fp-rate",
+            help="Design false-positive rate of the filter, set like --capacity. [default: 0.001]",
+            show_default=False,
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int,
+        typer.Option("--batch-size", help="Records per batch (checked and committed together)."),
+    ] = DEFAULT_BATCH,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Check and write as usual, but change no state."),
+    ] = False,
+    stats: Annotated[
+        bool,
+        typer.Option("--stats", help="Print the run's figures as one JSON object on stderr."),
+    ] = False,
+    stats_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--stats-file", help="Write the --stats JSON to this file instead.", show_default=False
+        ),
+    ] = None,
+    contains: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--contains",
+            help="Only report whether this URL is seen (repeatable; with --contains the "
+            "arguments are URLs too, not files). Changes nothing.",
+            show_default=False,
+        ),
+    ] = None,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild",
+            help="Rebuild the filter from the exact fingerprints (at --capacity/--fp-rate "
+            "if given) and exit; reads no input.",
+        ),
+    ] = False,
+) -> None:
+    """Pass on only URLs never seen before, and remember them (Bloom filter + exact set).
+
+    Reads link or URL records (NDJSON, optionally zstd or gzip; a line that is not a
+    JSON object is taken as a bare URL). Records without "fp" are canonicalized (url,
+    host, site and fp are set); records with "fp" are trusted as they are. Writes each
+    URL the seen set does not hold, once, in input order, with all its fields (records
+    that had "fp" byte for byte); repeats within the input keep the first. A URL that
+    cannot be used is reported with its line number and skipped.
+
+    Buffers one batch (--batch-size records, about their size in bytes plus 50 bytes
+    each) and streams batch after batch. Each batch's new URLs are committed to the
+    seen set only after they were written: on stdout, after the batch is flushed; with
+    --out FILE, all at the end, after FILE was renamed into place (until then their
+    fingerprints are held pending, 8 bytes each). A URL is never marked seen without
+    being written out; a crash or a closed pipe can make a rerun repeat URLs, never
+    drop them. Running the same input twice emits nothing the second time.
+
+    State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64,
+    merged LSM-style), a Bloom filter file (memory-mapped; 1.8 bytes per URL of
+    capacity at 0.1%) and manifest.json, which is replaced atomically as the commit
+    point. When the stored count passes the capacity the filter is rebuilt at twice
+    the count, with a warning. Every "maybe" of the filter is confirmed against the
+    exact fingerprints. --dry-run and --contains take no lock and change nothing.
+
+    Stats (--stats): checked, new, bloom_maybes, confirmed_seen, false_positives,
+    measured_fp_rate, filter_fill, stored, bytes_per_url_disk, bytes_per_url_ram.
+
+    Example:
+
+        crawlkit seen-merge --state S links.ndjson.zst | crawlkit frontier add --state S
+        crawlkit seen-merge --state S --contains https://example.com/
+    """
+    rep = reporter()
+    if contains:
+        _contains(state, [*contains, *(files or [])])
+        return
+    if rebuild:
+        if files:
+            raise UsageError("--rebuild reads no input; run it on its own")
+        with SeenStore.open(state, reporter=rep) as store:
+            store.rebuild(capacity, fp_rate)
+            _emit_stats(stats, stats_file, store_stats(store))
+        return
+    canon = Canonicalizer()
+    lines = read_lines(files, rep)
+    to_stdout = io.is_stdio(out)
+    with SeenStore.open(
+        state, writable=not dry_run, capacity=capacity, fp_rate=fp_rate, reporter=rep
+    ) as store:
+        merger = SeenMerge(store, canonicalizer=canon, batch_size=batch_size, reporter=rep,
+                           dry_run=dry_run)  # fmt: skip
+        with io.open_output(out) as sink:
+            # For stdout, Output.commit is a flush: a batch counts as written once the
+            # pipe has it. A file counts as written only once it is renamed (below).
+            merger.run(lines, sink.write, sink.commit if to_stdout else lambda: None,
+                       commit_each_batch=to_stdout)  # fmt: skip
+        merger.commit_pending()
+        if stats or stats_file:
+            _emit_stats(stats, stats_file, {**merger.stats.to_json(), **store_stats(store)})
+    if merger.stats.bad_records:
+        rep.info(f"{merger.stats.bad_records} bad records skipped")
+    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        raise typer.Exit(1)
+
+
+def _contains(state: Path, urls: list[str]) -> None:
+    rep = reporter()
+    canon = Canonicalizer()
+    with SeenStore.open(state, writable=False, reporter=rep) as store, io.open_output("-") as sink:
+        for text in urls:
+            try:
+                url = canon.canonicalize(text)
+            except InvalidURL as exc:
+                rep.warn(str(exc), "bad URL")
+                sink.write_record({"input": text, "url": None, "seen": None, "error": str(exc)})
+                continue
+            fp = fingerprint_int(url)
+            seen = bool(store.contains(np.array([fp], dtype=np.uint64))[0])
+            sink.write_record({"input": text, "url": url, "fp": f"{fp:016x}", "seen": seen})
+
+
+def _emit_stats(to_stderr: bool, path: Path | None, figures: dict[str, Any]) -> None:
+    data = orjson.dumps(figures) + b"\n"
+    if path is not None:
+        io.atomic_write_bytes(path, data)
+    if to_stderr or path is None:
+        sys.stderr.buffer.write(data)
+        sys.stderr.flush()

@@ -1,0 +1,287 @@
+"""``crawlkit seen-merge``: pass on only the URLs the crawl has never seen.
+
+Reads link or URL records (NDJSON; a line that is not a JSON object is taken as a bare
+URL) in batches of ``batch_size``. For each batch:
+
+1. records without ``fp`` are canonicalized (``url``, ``host``, ``site`` and ``fp`` are
+   set; a URL that cannot be used is reported as a bad record and skipped);
+2. repeats within the input are dropped, the first occurrence wins and input order
+   is kept;
+3. the store is asked about the whole batch at once: Bloom filter, then an exact
+   check of every "maybe" against the sorted runs (DESIGN.md invariant 4);
+4. the never-seen records are written, all their fields kept (a record that already
+   had ``fp`` is written byte for byte as it came);
+5. only after the write has succeeded are their fingerprints committed to the store.
+
+So a URL is never marked seen unless it was also written out. When writing fails
+(a closed pipe, a full disk) nothing of that batch is committed, and a rerun emits
+those URLs again: a crash can repeat URLs, never lose them.
+
+When the output is a file that is renamed into place only at the end, "written" means
+"renamed": the caller keeps the batches' fingerprints pending (``commit_each_batch=
+False``) and calls :meth:`SeenMerge.commit_pending` after the rename. Pending
+fingerprints are still checked, so later batches do not repeat earlier ones.
+
+Memory: one batch of output lines and a few arrays of 8-byte keys per batch, plus
+8 bytes per pending fingerprint; the store itself is memory-mapped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.io import Record
+from crawlkit.seen import SeenStore
+from crawlkit.seen.runs import lookup_sorted, merge_sorted
+from crawlkit.url import Canonicalizer
+
+__all__ = ["DEFAULT_BATCH", "SeenMerge", "SeenMergeStats", "read_lines", "store_stats"]
+
+DEFAULT_BATCH = 1_000_000
+_HEX16 = re.compile(r"[0-9a-fA-F]{16}")
+_MAX_PENDING_ARRAYS = 8
+
+Line = tuple[str, int, "bytes | Record"]
+
+
+@dataclass
+class SeenMergeStats:
+    """What one run saw. ``checked`` keys were asked of the store; of them the filter
+    said "maybe" for ``bloom_maybes``, ``confirmed_seen`` were really stored and
+    ``false_positives`` were not (they were emitted as new, like every unseen key)."""
+
+    records: int = 0
+    bad_records: int = 0
+    duplicates: int = 0
+    checked: int = 0
+    bloom_maybes: int = 0
+    confirmed_seen: int = 0
+    false_positives: int = 0
+    new: int = 0
+    committed: int = 0
+    batches: int = 0
+
+    @property
+    def measured_fp_rate(self) -> float | None:
+        """False positives among the checked keys that were not stored."""
+        negatives = self.checked - self.confirmed_seen
+        return self.false_positives / negatives if negatives else None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = asdict(self)
+        out["measured_fp_rate"] = self.measured_fp_rate
+        return out
+
+
+def read_lines(
+    paths: Sequence[str | os.PathLike[str]] | None, reporter: Reporter | None = None
+) -> Iterator[tuple[str, int, bytes]]:
+    """``(source, line_number, line)`` of every non-blank line of the inputs, in order."""
+    reporter = reporter if reporter is not None else NullReporter()
+    inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
+    io.check_single_stdin(inputs)
+    for path in inputs:
+        source = io.display_name(path)
+        with contextlib.closing(io.open_input(path)) as stream:
+            for lineno, line in io.iter_lines(stream, source, reporter):
+                if line.strip():
+                    yield source, lineno, line
+
+
+class SeenMerge:
+    """Runs the batch algorithm over lines (or records) against one store.
+
+    ``dry_run`` checks and writes exactly what a real run would, but never commits.
+    """
+
+    def __init__(
+        self,
+        store: SeenStore,
+        *,
+        canonicalizer: Canonicalizer,
+        batch_size: int = DEFAULT_BATCH,
+        reporter: Reporter | None = None,
+        dry_run: bool = False,
+    ):
+        if batch_size < 1:
+            raise UsageError(f"batch size must be at least 1, not {batch_size}")
+        if not dry_run and not store.writable:
+            raise UsageError("seen-merge needs a writable store unless it is a dry run")
+        self.store = store
+        self.canon = canonicalizer
+        self.batch_size = batch_size
+        self.reporter = reporter if reporter is not None else NullReporter()
+        self.dry_run = dry_run
+        self.stats = SeenMergeStats()
+        self._pending: list[npt.NDArray[np.uint64]] = []
+
+    # -- per record ----------------------------------------------------------------------
+
+    def _prepare(self, source: str, lineno: int, item: bytes | Record) -> tuple[int, bytes] | None:
+        """The fingerprint and the output line of one input line, or None if it is bad."""
+        record: Record
+        if isinstance(item, dict):
+            record, raw = item, None
+        elif item.lstrip()[:1] == b"{":
+            try:
+                record = io.parse_record(item)
+            except ValueError as exc:
+                return self._bad(source, lineno, str(exc))
+            raw = item
+        else:
+            try:
+                text = item.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                return self._bad(source, lineno, "invalid UTF-8")
+            record, raw = {"url": text}, None
+        fp = record.get("fp")
+        if fp is None:
+            url = record.get("url")
+            if not isinstance(url, str):
+                return self._bad(source, lineno, 'record has neither "fp" nor a "url" string')
+            try:
+                parsed = self.canon.parse(url)
+            except InvalidURL as exc:
+                return self._bad(source, lineno, str(exc))
+            record["url"], record["host"], record["site"], record["fp"] = parsed
+            return int(parsed.fp, 16), io.dumps(record)
+        if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
+            return self._bad(source, lineno, '"fp" is not 16 hex digits')
+        return int(fp, 16), (raw + b"\n" if raw is not None else io.dumps(record))
+
+    def _bad(self, source: str, lineno: int, message: str) -> None:
+        self.stats.bad_records += 1
+        self.reporter.bad_record(source, lineno, message)
+        return None
+
+    # -- per batch -----------------------------------------------------------------------
+
+    def run(
+        self,
+        lines: Iterable[Line],
+        write: Callable[[bytes], object],
+        flush: Callable[[], object] = lambda: None,
+        *,
+        commit_each_batch: bool = True,
+    ) -> SeenMergeStats:
+        """Process every line; ``write`` gets each batch's new records, then ``flush``.
+
+        With ``commit_each_batch`` a batch's fingerprints are committed right after its
+        ``flush`` returns; otherwise they stay pending until :meth:`commit_pending`.
+        """
+        fps: list[int] = []
+        outs: list[bytes] = []
+        for source, lineno, item in lines:
+            prepared = self._prepare(source, lineno, item)
+            if prepared is None:
+                continue
+            fps.append(prepared[0])
+            outs.append(prepared[1])
+            if len(fps) >= self.batch_size:
+                self._batch(fps, outs, write, flush, commit_each_batch)
+                fps, outs = [], []
+        if fps:
+            self._batch(fps, outs, write, flush, commit_each_batch)
+        return self.stats
+
+    def _batch(
+        self,
+        fp_list: list[int],
+        outs: list[bytes],
+        write: Callable[[bytes], object],
+        flush: Callable[[], object],
+        commit_each_batch: bool,
+    ) -> None:
+        stats = self.stats
+        stats.batches += 1
+        stats.records += len(fp_list)
+        fps = np.array(fp_list, dtype=np.uint64)
+        # First occurrences: after a stable sort the first of each group of equal keys
+        # is the earliest in the input.
+        order = np.argsort(fps, kind="stable")
+        ordered = fps[order]
+        starts = np.ones(len(ordered), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+        keys = ordered[starts]  # distinct, ascending
+        first = order[starts]  # where each key first occurs
+        del order, ordered, starts
+        fresh = ~lookup_sorted(self._pending, keys) if self._pending else None
+        if fresh is not None:
+            keys, first = keys[fresh], first[fresh]
+        stats.duplicates += len(fps) - len(keys)
+        answer = self.store.lookup(keys)
+        stats.checked += len(keys)
+        stats.bloom_maybes += answer.maybes
+        stats.confirmed_seen += answer.confirmed
+        stats.false_positives += answer.false_positives
+        unseen = ~answer.seen
+        new_keys = keys[unseen]
+        emit = np.sort(first[unseen])
+        # Write, and only then commit (invariant 4): an exception here leaves the store
+        # as it was.
+        write(b"".join([outs[i] for i in emit.tolist()]))
+        flush()
+        stats.new += len(emit)
+        if self.dry_run or not commit_each_batch:
+            self._add_pending(new_keys)
+        else:
+            self.store.commit(new_keys)
+            stats.committed += len(new_keys)
+
+    def _add_pending(self, keys: npt.NDArray[np.uint64]) -> None:
+        if len(keys):
+            self._pending.append(keys)
+        if len(self._pending) > _MAX_PENDING_ARRAYS:
+            self._pending = [merge_sorted(self._pending)]
+
+    def commit_pending(self) -> None:
+        """Commit every pending fingerprint (call once the output is durable)."""
+        if self.dry_run or not self._pending:
+            return
+        keys = merge_sorted(self._pending)
+        self.store.commit(keys)
+        self.stats.committed += len(keys)
+        self._pending = []
+
+
+def store_stats(store: SeenStore, *, count_bits: bool = True) -> dict[str, Any]:
+    """The store's figures for ``--stats``: size, filter fill, bytes per stored URL.
+
+    ``bytes_per_url_ram`` counts the filter, which probing keeps resident; the runs
+    are memory-mapped and only the pages a batch touches are read. Batch buffers
+    depend on the batch size, not on the number of stored URLs.
+    """
+    stored = store.stored
+    bloom = store.filter
+    out: dict[str, Any] = {
+        "stored": stored,
+        "runs": len(store.manifest.runs) if store.manifest else 0,
+    }
+    if bloom is None:
+        out.update(capacity=None, filter_bits=0, filter_k=0, filter_fill=0.0,
+                   bytes_per_url_disk=None, bytes_per_url_ram=None)  # fmt: skip
+        return out
+    fill = bloom.fill() if count_bits else None
+    out.update(
+        capacity=bloom.capacity,
+        fp_rate=bloom.fp_rate,
+        filter_bits=bloom.m,
+        filter_k=bloom.k,
+        filter_fill=fill,
+        expected_fp_rate=fill**bloom.k if fill is not None else None,
+        disk_bytes=store.disk_bytes(),
+        bytes_per_url_disk=store.disk_bytes() / stored if stored else None,
+        bytes_per_url_ram=bloom.nbytes / stored if stored else None,
+    )
+    return out
