@@ -14,11 +14,11 @@ Contract:
 * :func:`hamming` is the number of differing bits; it is symmetric and a metric.
 
 How it is fast: the text is lowercased and encoded once, word boundaries come from a
-256-entry byte class table, and every word is hashed at once with a polynomial prefix
-sum (``np.cumsum`` wraps modulo 2**64, and multiplying by the inverse power makes a
-word's hash independent of where it occurs). Shingles are mixed from three word hashes
-with a 64-bit finaliser, and the 64 votes are counted by unpacking the shingle hashes
-into bits. No Python loop runs per word or per bit.
+256-entry byte table (``bytes.translate``), and every word is hashed at once with a
+polynomial prefix sum (``np.cumsum`` wraps modulo 2**64, and multiplying by the
+inverse power makes a word's hash independent of where it occurs). Shingles are
+mixed from three word hashes with a 64-bit finaliser, and the 64 votes are counted
+bit-sliced (see :func:`_bit_votes`). No Python loop runs per word or per bit.
 """
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ _FMIX1 = _U64(0xFF51AFD7ED558CCD)
 _FMIX2 = _U64(0xC4CEB9FE1A85EC53)
 _S33 = _U64(33)
 
-# Byte classes: 1 = word byte, 2 = digit, 0 = separator. Bytes >= 0x80 (UTF-8 of any
-# non-ASCII character) count as word bytes, so every script forms words.
-_CLASS = np.zeros(256, dtype=np.uint8)
-for _c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_":
-    _CLASS[_c] = 1
-for _c in b"0123456789":
-    _CLASS[_c] = 2
-_CLASS[0x80:] = 1
-_IS_WORD = _CLASS > 0
+# Per byte: the value it adds to a word's hash (0 for separators and digits) and
+# whether it belongs to a word. Bytes >= 0x80 (UTF-8 of any non-ASCII character) are
+# word bytes, so every script forms words. Digits are part of a word but add nothing
+# to its hash, so "page2" and "page3" are one word and "2024" is no word at all.
+_WORD_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789"
+_IS_WORD_TABLE = bytes(1 if c in _WORD_BYTES or c >= 0x80 else 0 for c in range(256))
+_VALUE_TABLE = bytes(
+    c if (c in _WORD_BYTES or c >= 0x80) and not 0x30 <= c <= 0x39 else 0 for c in range(256)
+)
 
 _POW_CACHE: dict[str, np.ndarray] = {}
 
@@ -77,47 +77,60 @@ def _fmix(x: np.ndarray) -> np.ndarray:
 
 def word_hashes(text: str) -> np.ndarray:
     """64-bit hashes of the words of ``text`` in order (digit-only words left out)."""
-    data = np.frombuffer(text.lower().encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    n = data.size
+    lowered = text.lower().encode("utf-8", "surrogatepass")
+    n = len(lowered)
     if n == 0:
         return np.zeros(0, dtype=_U64)
-    cls = _CLASS[data]
-    is_word = cls > 0
-    # Word starts and ends from the edges of runs of word bytes.
-    edges = np.flatnonzero(np.diff(is_word.view(np.int8), prepend=0, append=0))
+    # bytes.translate is a C loop: cheaper than a numpy table lookup here.
+    padded = np.zeros(n + 2, dtype=np.bool_)
+    padded[1:-1] = np.frombuffer(lowered.translate(_IS_WORD_TABLE), dtype=np.bool_)
+    # Word starts and ends are the edges of runs of word bytes.
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
     starts = edges[0::2]
     ends = edges[1::2]
-    if starts.size == 0:
-        return np.zeros(0, dtype=_U64)
-    # Leave out words made only of digits: count the non-digit word bytes per word.
-    letters = np.concatenate(([0], np.cumsum(cls == 1, dtype=np.int64)))
-    keep = letters[ends] > letters[starts]
-    starts = starts[keep]
-    ends = ends[keep]
-    if starts.size == 0:
-        return np.zeros(0, dtype=_U64)
     inv, fwd = _powers(n + 1)
-    with np.errstate(over="ignore"):
-        # prefix[i] = sum_{j<i} (byte_j + 1) * BASE**-j  (mod 2**64); +1 so NUL counts.
-        terms = (data.astype(_U64) + _U64(1)) * inv[:n]
-        prefix = np.zeros(n + 1, dtype=_U64)
-        np.cumsum(terms, dtype=_U64, out=prefix[1:])
-        # Multiply by BASE**start: the hash of a word does not depend on its position.
-        raw = (prefix[ends] - prefix[starts]) * fwd[starts]
-        raw = raw + (ends - starts).astype(_U64)
-        return _fmix(raw)
+    # uint64 array arithmetic wraps modulo 2**64 without warnings (only numpy scalar
+    # arithmetic warns), which is what the polynomial hash wants.
+    # prefix[i] = sum_{j<i} value(byte_j) * BASE**-j
+    values = np.frombuffer(lowered.translate(_VALUE_TABLE), dtype=np.uint8)
+    prefix = np.zeros(n + 1, dtype=_U64)
+    np.cumsum(values * inv[:n], dtype=_U64, out=prefix[1:])
+    # Multiply by BASE**start: the hash of a word does not depend on its position.
+    raw = (prefix[ends] - prefix[starts]) * fwd[starts]
+    # A word of digits only sums to 0 (any other word does so with odds 2**-64).
+    return _fmix(raw[raw != 0])
 
 
 def _shingle_hashes(words: np.ndarray) -> np.ndarray:
     n = words.size
-    with np.errstate(over="ignore"):
-        if n >= 3:
-            mixed = words[:-2] * _MUL1 + words[1:-1] * _MUL2 + words[2:] * _MUL3
-        elif n == 2:
-            mixed = words[:1] * _MUL1 + words[1:] * _MUL2
-        else:
-            mixed = words * _MUL1
-        return _fmix(mixed)
+    if n >= 3:
+        mixed = words[:-2] * _MUL1 + words[1:-1] * _MUL2 + words[2:] * _MUL3
+    elif n == 2:
+        mixed = words[:1] * _MUL1 + words[1:] * _MUL2
+    else:
+        mixed = words * _MUL1
+    return _fmix(mixed)
+
+
+_SHIFTS = np.arange(8, dtype=_U64)[:, None]
+_LOW_BITS = _U64(0x0101010101010101)
+
+
+def _bit_votes(shingles: np.ndarray) -> np.ndarray:
+    """How many of the hashes have bit j set, for j in 0..63.
+
+    Bit-sliced: ``(h >> b) & 0x0101...01`` puts bits b, b+8, ..., b+56 in the eight
+    byte lanes of a uint64, and summing 255 of those cannot carry out of a lane, so
+    the counting is a handful of contiguous numpy reductions.
+    """
+    m = shingles.size
+    k = -(-m // 255)
+    padded = np.zeros(k * 255, dtype=_U64)
+    padded[:m] = shingles
+    sliced = (padded[None, :] >> _SHIFTS) & _LOW_BITS  # (8, k*255)
+    lanes = sliced.reshape(8, k, 255).sum(axis=2, dtype=_U64)  # (8, k)
+    counts = lanes.view(np.uint8).reshape(8, k, 8).sum(axis=1, dtype=np.int64)  # [b, byte]
+    return counts.T.reshape(64)
 
 
 def simhash(text: str) -> int:
@@ -125,15 +138,12 @@ def simhash(text: str) -> int:
     words = word_hashes(text)
     if words.size == 0:
         return 0
-    shingles = _shingle_hashes(words).astype("<u8", copy=False)
+    shingles = _shingle_hashes(words)
     m = shingles.size
-    # Bit j of every shingle hash, as an (m, 64) matrix of 0/1 bytes, little-endian
-    # bit order so column j is bit j of the integer.
-    bits = np.unpackbits(shingles.view(np.uint8), bitorder="little").reshape(m, 64)
-    votes = bits.sum(axis=0, dtype=np.int32)
+    votes = _bit_votes(shingles)
     # A bit is set when more than half of the shingles have it (ties clear it).
     chosen = (2 * votes > m).astype(np.uint8)
-    return int(np.packbits(chosen, bitorder="little").view("<u8")[0])
+    return int.from_bytes(np.packbits(chosen, bitorder="little").tobytes(), "little")
 
 
 def simhash_hex(text: str) -> str:

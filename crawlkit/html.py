@@ -1,0 +1,496 @@
+"""HTML pages: is it HTML, which charset, and what does it say (links, robots, text).
+
+One job: turn the bytes of one HTTP response body into a :class:`Page`. The caller
+(``crawlkit.stages.extract``) decides which records to feed in and what to write.
+
+Contracts:
+
+* :func:`looks_like_html` answers from the Content-Type, and sniffs the first bytes
+  when the type is missing or generic (``text/plain``, ``application/octet-stream``) or
+  when an HTML type is declared over bytes that are plainly something else (PNG, PDF,
+  gzip, ...), as browsers do (WHATWG MIME Sniffing).
+* :func:`detect_charset` follows the WHATWG encoding sniffing order: a byte order mark,
+  then the Content-Type ``charset``, then a ``<meta charset>`` or ``<meta http-equiv>``
+  in the first 4 KiB, then UTF-8 if the bytes are valid UTF-8, else windows-1252.
+  Labels map to codecs by the WHATWG Encoding Standard (``iso-8859-1`` means
+  windows-1252, ``gb2312`` means gb18030, ...).
+* :class:`HtmlExtractor` parses with selectolax's Lexbor parser (the HTML5 tree
+  builder, so broken markup parses as a browser would). Links come from ``a[href]``,
+  ``area[href]``, ``link[rel=canonical|alternate|next]``, ``frame[src]``,
+  ``iframe[src]`` and ``<meta http-equiv=refresh>``, are resolved against
+  ``<base href>`` and the page URL by the WHATWG URL rules, canonicalized, and kept
+  only when they are http(s); each canonical URL appears once per page (its first
+  occurrence; nofollow only if every occurrence is nofollow).
+* Caps bound the work per page: at most ``max_html_bytes`` of HTML are parsed and at
+  most ``max_links`` links kept. A page over a cap is still returned, parsed up to the
+  cap, with :attr:`Page.capped` saying which cap it hit, so the caller can count it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+
+import ada_url
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlkit.errors import InvalidURL
+from crawlkit.simhash import simhash
+from crawlkit.url import Canonicalizer, ParsedURL
+
+__all__ = [
+    "BOILERPLATE_TAGS",
+    "HtmlExtractor",
+    "Link",
+    "Page",
+    "detect_charset",
+    "looks_like_html",
+    "parse_robots_directives",
+]
+
+MAX_HTML_BYTES = 5 * 1024 * 1024
+MAX_LINKS = 10_000
+
+#: Elements whose text is not the page's content: code, navigation and page chrome.
+BOILERPLATE_TAGS = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "iframe",
+    "svg",
+]
+
+_LINK_SELECTOR = "a[href], area[href], link[href], frame[src], iframe[src], meta[http-equiv]"
+_LINK_RELS = frozenset({"canonical", "alternate", "next"})
+
+# ---------------------------------------------------------------- content type
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Types a server sends when it does not know better: sniff those.
+_GENERIC_TYPES = frozenset(
+    {"", "text/plain", "application/octet-stream", "unknown/unknown", "application/unknown", "*/*"}
+)
+_BINARY_MAGIC = (
+    b"\x89PNG",
+    b"GIF8",
+    b"\xff\xd8\xff",
+    b"%PDF-",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"RIFF",
+    b"\x00\x00\x01\x00",
+    b"OggS",
+    b"\x28\xb5\x2f\xfd",
+)
+# The HTML signatures of the WHATWG MIME Sniffing standard (each followed by a space
+# or ">"), and "<?xml" / "<svg" are not HTML.
+_HTML_SIGNATURES = (
+    b"<!doctype html",
+    b"<html",
+    b"<head",
+    b"<script",
+    b"<iframe",
+    b"<h1",
+    b"<div",
+    b"<font",
+    b"<table",
+    b"<a",
+    b"<style",
+    b"<title",
+    b"<b",
+    b"<body",
+    b"<br",
+    b"<p",
+    b"<!--",
+    b"<meta",
+    b"<link",
+)
+
+
+def media_type(content_type: str | None) -> str:
+    """The lowercased ``type/subtype`` of a Content-Type value ('' when absent)."""
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _sniff_html(body: bytes) -> bool:
+    head = body[:512].lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n\x0c").lower()
+    for sig in _HTML_SIGNATURES:
+        if head.startswith(sig):
+            rest = head[len(sig) : len(sig) + 1]
+            if sig == b"<!--" or rest in (b" ", b">", b"\t", b"\n", b"\r", b"\x0c", b"/", b""):
+                return True
+    return False
+
+
+def looks_like_html(content_type: str | None, body: bytes) -> bool:
+    """Whether a response body is an HTML page (see the module docstring)."""
+    mtype = media_type(content_type)
+    if mtype in _HTML_TYPES:
+        return not body.startswith(_BINARY_MAGIC)
+    if mtype in _GENERIC_TYPES:
+        return _sniff_html(body)
+    return False
+
+
+# ---------------------------------------------------------------- charset
+
+# WHATWG Encoding Standard labels whose Python codec differs from the label's name.
+_WHATWG_LABELS = {
+    "iso-8859-1": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso_8859-1": "cp1252",
+    "latin1": "cp1252",
+    "l1": "cp1252",
+    "ascii": "cp1252",
+    "us-ascii": "cp1252",
+    "windows-1252": "cp1252",
+    "cp819": "cp1252",
+    "iso-8859-9": "cp1254",
+    "latin5": "cp1254",
+    "iso-8859-11": "cp874",
+    "tis-620": "cp874",
+    "windows-874": "cp874",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "gb_2312-80": "gb18030",
+    "chinese": "gb18030",
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "ms_kanji": "cp932",
+    "windows-31j": "cp932",
+    "euc-kr": "cp949",
+    "ks_c_5601-1987": "cp949",
+    "korean": "cp949",
+    "big5": "big5hkscs",
+    "x-x-big5": "big5hkscs",
+    "utf8": "utf-8",
+    "unicode-1-1-utf-8": "utf-8",
+    "x-unicode20utf8": "utf-8",
+    "utf-16": "utf-16-le",
+    "utf-16le": "utf-16-le",
+    "utf-16be": "utf-16-be",
+    "unicode": "utf-16-le",
+    "x-user-defined": "cp1252",
+}
+
+_CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+\-]+)""", re.IGNORECASE
+)
+
+
+def codec_for_label(label: str | None) -> str | None:
+    """The Python codec for a charset label, or None when the label is unknown."""
+    if not label:
+        return None
+    name = label.strip().strip("\"'").lower()
+    if not name:
+        return None
+    name = _WHATWG_LABELS.get(name, name)
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, str, int]:
+    """``(codec, source, bom_length)``: which codec decodes ``body`` and why.
+
+    ``source`` is one of ``bom``, ``header``, ``meta``, ``utf-8`` (valid UTF-8 without
+    a declaration) or ``default`` (windows-1252, the web's historical default).
+    """
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "utf-8", "bom", 3
+    if body.startswith(b"\xff\xfe"):
+        return "utf-16-le", "bom", 2
+    if body.startswith(b"\xfe\xff"):
+        return "utf-16-be", "bom", 2
+    if content_type:
+        match = _CT_CHARSET.search(content_type)
+        codec = codec_for_label(match.group(1)) if match else None
+        if codec:
+            return codec, "header", 0
+    match = _META_CHARSET.search(body, 0, 4096)
+    if match:
+        codec = codec_for_label(match.group(1).decode("ascii", "replace"))
+        if codec:
+            # A page that says utf-16 in ASCII-compatible bytes is not UTF-16 (WHATWG).
+            if codec.startswith("utf-16"):
+                codec = "utf-8"
+            return codec, "meta", 0
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252", "default", 0
+    return "utf-8", "utf-8", 0
+
+
+# ---------------------------------------------------------------- robots
+
+
+def parse_robots_directives(value: str | None) -> tuple[bool, bool]:
+    """``(noindex, nofollow)`` from a meta robots content or an X-Robots-Tag value.
+
+    ``none`` means both. An X-Robots-Tag line aimed at one named bot
+    (``otherbot: noindex``) is ignored; tokens are case-insensitive.
+    """
+    if not value:
+        return False, False
+    noindex = nofollow = False
+    for part in value.split(","):
+        token = part.strip().lower()
+        if ":" in token:
+            agent, _, token = token.partition(":")
+            if agent.strip() not in ("", "robots", "all", "crawlkit"):
+                continue
+            token = token.strip()
+        if token == "noindex":
+            noindex = True
+        elif token == "nofollow":
+            nofollow = True
+        elif token == "none":
+            noindex = nofollow = True
+    return noindex, nofollow
+
+
+_REFRESH = re.compile(r"""^\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$""", re.IGNORECASE | re.DOTALL)
+
+
+def refresh_target(content: str) -> str | None:
+    """The URL of a ``<meta http-equiv=refresh content="5; url=...">``, or None."""
+    match = _REFRESH.match(content)
+    if not match:
+        return None
+    target = match.group(1).strip()
+    if target[:1] in ("'", '"'):
+        quote = target[0]
+        target = target[1:].split(quote, 1)[0]
+    return target.strip() or None
+
+
+# ---------------------------------------------------------------- links
+
+
+class LinkResolver:
+    """Resolves and canonicalizes hrefs, with a bounded cache of results.
+
+    Navigation links repeat on every page of a site, so results are cached under a
+    key that holds exactly what the result depends on: the href alone for an
+    absolute http(s) URL, the base's scheme and authority for ``/path`` and
+    ``//host`` references, the whole base otherwise.
+    """
+
+    def __init__(self, canon: Canonicalizer, max_entries: int = 200_000):
+        self._canon = canon
+        self._cache: dict[tuple[str, str], ParsedURL | None] = {}
+        self._max = max_entries
+
+    def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
+
+        ``authority`` is ``scheme://userinfo@host:port`` of the WHATWG serialization
+        of ``base``.
+        """
+        if href.startswith(("http://", "https://")) and "\t" not in href and "\n" not in href:
+            key = ("", href)
+        elif href.startswith("//"):
+            key = (authority.partition(":")[0], href)
+        elif href.startswith("/"):
+            key = (authority, href)
+        else:
+            key = (base, href)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        try:
+            parsed: ParsedURL | None = self._canon.parse(href, base)
+        except InvalidURL:
+            parsed = None
+        if len(self._cache) >= self._max:
+            self._cache.clear()
+        self._cache[key] = parsed
+        return parsed
+
+
+@dataclass(slots=True)
+class Link:
+    """One outgoing link: its canonical URL, whether it is nofollow, and its element."""
+
+    url: ParsedURL
+    nofollow: bool
+    tag: str
+
+
+@dataclass(slots=True)
+class Page:
+    """What an HTML page says. ``capped`` names the caps the page hit (empty if none)."""
+
+    title: str | None
+    canonical: str | None
+    noindex: bool
+    nofollow: bool
+    links: list[Link]
+    text: str
+    text_bytes: int
+    simhash: int
+    charset: str
+    capped: list[str] = field(default_factory=list)
+
+
+def _serialize(url: str, base: str | None) -> str | None:
+    """The WHATWG serialization of ``url`` resolved against ``base``; None if unparsable."""
+    try:
+        return ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+    except Exception:  # ada raises ValueError; odd text (lone surrogates) others
+        return None
+
+
+def _authority(href: str) -> str:
+    slash = href.find("/", href.find("://") + 3) if "://" in href else -1
+    return href[:slash] if slash > 0 else href
+
+
+class HtmlExtractor:
+    """Parses HTML bodies into :class:`Page` objects (see the module docstring).
+
+    One instance keeps a :class:`LinkResolver` cache, so reuse it across pages.
+    """
+
+    def __init__(
+        self,
+        canon: Canonicalizer,
+        *,
+        max_html_bytes: int = MAX_HTML_BYTES,
+        max_links: int = MAX_LINKS,
+    ):
+        self.canon = canon
+        self.max_html_bytes = max_html_bytes
+        self.max_links = max_links
+        self.resolver = LinkResolver(canon)
+
+    def decode(self, body: bytes, content_type: str | None) -> tuple[str | bytes, str]:
+        """The markup to hand to Lexbor and the codec used.
+
+        UTF-8 is passed as bytes (Lexbor reads UTF-8 natively and replaces invalid
+        sequences); other charsets are decoded here, with replacement characters.
+        """
+        codec, _, bom = detect_charset(body, content_type)
+        if codec == "utf-8":
+            return (body[bom:] if bom else body), codec
+        return body[bom:].decode(codec, "replace"), codec
+
+    def extract(
+        self,
+        body: bytes,
+        url: str,
+        *,
+        content_type: str | None = None,
+        x_robots_tag: str | None = None,
+    ) -> Page:
+        """Parse one page fetched from ``url`` (its final URL, after redirects)."""
+        capped: list[str] = []
+        if len(body) > self.max_html_bytes:
+            body = body[: self.max_html_bytes]
+            capped.append("html")
+        markup, codec = self.decode(body, content_type)
+        tree = LexborHTMLParser(markup)
+        noindex, nofollow = parse_robots_directives(x_robots_tag)
+
+        title_node = tree.css_first("title")
+        title = " ".join(title_node.text().split()) if title_node is not None else None
+
+        base = _serialize(url, None) or url
+        base_node = tree.css_first("base[href]")
+        if base_node is not None:
+            base_href = (base_node.attributes.get("href") or "").strip()
+            if base_href:
+                base = _serialize(base_href, base) or base
+        authority = _authority(base)
+
+        raw_links: list[tuple[str, bool, str]] = []
+        canonical_href: str | None = None
+        for node in tree.css(_LINK_SELECTOR):
+            tag = node.tag or ""
+            attrs = node.attributes
+            if tag == "a" or tag == "area":
+                href = attrs.get("href")
+                rel = (attrs.get("rel") or "").lower()
+                raw_links.append((href or "", "nofollow" in rel.split(), tag))
+            elif tag == "link":
+                rels = (attrs.get("rel") or "").lower().split()
+                if not _LINK_RELS.intersection(rels):
+                    continue
+                href = attrs.get("href") or ""
+                if "canonical" in rels and canonical_href is None:
+                    canonical_href = href
+                raw_links.append((href, "nofollow" in rels, "link"))
+            elif tag == "frame" or tag == "iframe":
+                raw_links.append((attrs.get("src") or "", False, tag))
+            elif tag == "meta":
+                equiv = (attrs.get("http-equiv") or "").strip().lower()
+                if equiv == "refresh":
+                    target = refresh_target(attrs.get("content") or "")
+                    if target:
+                        raw_links.append((target, False, "meta"))
+        for node in tree.css("meta[name]"):
+            attrs = node.attributes
+            if (attrs.get("name") or "").strip().lower() in ("robots", "crawlkit"):
+                ni, nf = parse_robots_directives(attrs.get("content"))
+                noindex = noindex or ni
+                nofollow = nofollow or nf
+
+        canonical: str | None = None
+        if canonical_href is not None and canonical_href.strip():
+            parsed = self.resolver.resolve(canonical_href, base, authority)
+            canonical = parsed.url if parsed is not None else None
+
+        links: list[Link] = []
+        index: dict[str, int] = {}
+        resolve = self.resolver.resolve
+        for href, link_nofollow, tag in raw_links:
+            if not href or not href.strip():
+                continue
+            parsed = resolve(href, base, authority)
+            if parsed is None:
+                continue
+            seen = index.get(parsed.fp)
+            flag = nofollow or link_nofollow
+            if seen is not None:
+                if not flag:
+                    links[seen].nofollow = False
+                continue
+            if len(links) >= self.max_links:
+                capped.append("links")
+                break
+            index[parsed.fp] = len(links)
+            links.append(Link(parsed, flag, tag))
+
+        tree.strip_tags(BOILERPLATE_TAGS)
+        body_node = tree.body
+        raw_text = body_node.text(separator=" ") if body_node is not None else ""
+        text = " ".join(raw_text.split())
+        return Page(
+            title=title,
+            canonical=canonical,
+            noindex=noindex,
+            nofollow=nofollow,
+            links=links,
+            text=text,
+            text_bytes=len(text.encode("utf-8", "surrogatepass")),
+            simhash=simhash(text),
+            charset=codec,
+            capped=capped,
+        )

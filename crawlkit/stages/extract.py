@@ -1,0 +1,337 @@
+"""``crawlkit extract``: WARC responses to page records and link records.
+
+Parsing burns CPU and runs apart from fetching. The main process reads the WARC
+files in order, keeps the records worth parsing (``response``, HTTP 200, HTML by
+Content-Type or by sniffing) and hands them in chunks to ``jobs`` worker processes;
+results come back in submission order, so the output is the same bytes for any
+``jobs`` (same input, same bytes out).
+
+Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
+``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``) and one link
+record per distinct outgoing http(s) link (a URL record with ``depth`` + 1,
+``reason: "link"``, ``via`` and ``from`` the page URL, and ``nofollow``).
+
+Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
+bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
+parse (reported on stderr with the URL). A page over a parse-time cap (HTML bytes,
+links) is parsed up to the cap, written with ``"capped": [...]`` and counted as an
+error. A truncated or damaged WARC ends that file with one line on stderr after the
+records before the damage were processed; the next file is read.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InputError, InvalidURL
+from crawlkit.html import (
+    MAX_HTML_BYTES,
+    MAX_LINKS,
+    HtmlExtractor,
+    looks_like_html,
+    media_type,
+)
+from crawlkit.url import Canonicalizer, Rules
+from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses
+
+__all__ = ["ExtractOptions", "ExtractStats", "extract_warcs", "link_priority"]
+
+_NL = orjson.OPT_APPEND_NEWLINE
+# Types worth reading the body of: HTML, and the generic ones that get sniffed.
+_CANDIDATE_TYPES = frozenset(
+    {
+        "",
+        "text/html",
+        "application/xhtml+xml",
+        "text/plain",
+        "application/octet-stream",
+        "unknown/unknown",
+        "application/unknown",
+        "*/*",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractOptions:
+    """Tuning for one run; every field has the documented default."""
+
+    rules: Rules = Rules.DEFAULT
+    max_html_bytes: int = MAX_HTML_BYTES
+    max_links: int = MAX_LINKS
+    max_body: int = MAX_BODY
+    chunk_records: int = 64
+    chunk_bytes: int = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ExtractStats:
+    """Counts for the summary line. ``errors`` counts parse failures and capped pages."""
+
+    records: int = 0
+    pages: int = 0
+    links: int = 0
+    revisits: int = 0
+    non_200: int = 0
+    not_html: int = 0
+    bad_url: int = 0
+    errors: int = 0
+    capped: int = 0
+    damaged_files: int = 0
+    by_status: Counter[int] = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        return (
+            f"{self.records} WARC records: {self.pages} pages, {self.links} links; "
+            f"passed over {self.revisits} revisits, {self.non_200} non-200, "
+            f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
+            f"{self.errors} page errors ({self.capped} over a cap)"
+            + (f"; {self.damaged_files} damaged WARC files" if self.damaged_files else "")
+        )
+
+
+def link_priority(depth: int, nofollow: bool) -> float:
+    """A link's priority hint for the frontier: 1/(depth+1), halved for nofollow.
+
+    Higher is sooner; the frontier is free to weigh it with what it knows.
+    """
+    value = 1.0 / (depth + 1)
+    return round(value / 2 if nofollow else value, 6)
+
+
+# A job is the part of a WARC response a worker needs, as plain picklable values.
+Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None]
+# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body, truncated)
+ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
+
+_worker: HtmlExtractor | None = None
+
+
+def _init_worker(options: ExtractOptions) -> None:
+    global _worker
+    _worker = HtmlExtractor(
+        Canonicalizer(options.rules),
+        max_html_bytes=options.max_html_bytes,
+        max_links=options.max_links,
+    )
+
+
+def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -> ChunkResult:
+    """Parse a chunk of responses: ``(page lines, link lines, counts, warnings)``.
+
+    Never raises for one page: a failure becomes a warning and a count.
+    """
+    ex = extractor if extractor is not None else _worker
+    assert ex is not None, "worker not initialised"
+    pages: list[bytes] = []
+    links: list[bytes] = []
+    counts: Counter[str] = Counter()
+    warnings: list[tuple[str, str]] = []
+    for job in jobs:
+        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated = job
+        try:
+            page_url = ex.canon.parse(target)
+        except InvalidURL as exc:
+            counts["bad_url"] += 1
+            warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
+            continue
+        try:
+            page = ex.extract(body, target, content_type=ctype, x_robots_tag=x_robots)
+        except Exception as exc:  # one page never ends the run
+            counts["errors"] += 1
+            warnings.append((f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})",
+                             "page error"))  # fmt: skip
+            continue
+        record: dict[str, Any] = {
+            "url": page_url.url,
+            "host": page_url.host,
+            "site": page_url.site,
+            "fp": page_url.fp,
+            "depth": depth,
+            "status": status,
+            "fetched_at": fetched_at,
+            "content_type": ctype,
+            "charset": page.charset,
+            "digest": digest,
+            "simhash": f"{page.simhash:016x}",
+            "title": page.title,
+            "canonical": page.canonical,
+            "noindex": page.noindex,
+            "nofollow": page.nofollow,
+            "links": len(page.links),
+            "text_bytes": page.text_bytes,
+        }
+        if truncated:
+            record["truncated"] = truncated
+        if page.capped:
+            record["capped"] = page.capped
+            counts["errors"] += 1
+            counts["capped"] += 1
+            warnings.append((f"{page_url.url}: over the {' and '.join(page.capped)} cap; "
+                             "parsed up to it", "page error"))  # fmt: skip
+        pages.append(orjson.dumps(record, option=_NL))
+        counts["pages"] += 1
+        link_depth = depth + 1
+        for link in page.links:
+            target_url = link.url
+            links.append(
+                orjson.dumps(
+                    {
+                        "url": target_url.url,
+                        "host": target_url.host,
+                        "site": target_url.site,
+                        "fp": target_url.fp,
+                        "depth": link_depth,
+                        "priority": link_priority(link_depth, link.nofollow),
+                        "reason": "link",
+                        "via": page_url.url,
+                        "from": page_url.url,
+                        "nofollow": link.nofollow,
+                        "tag": link.tag,
+                    },
+                    option=_NL,
+                )
+            )
+        counts["links"] += len(page.links)
+    return b"".join(pages), b"".join(links), dict(counts), warnings
+
+
+def _might_be_html(status: int | None, content_type: str | None) -> bool:
+    return status == 200 and media_type(content_type) in _CANDIDATE_TYPES
+
+
+def _jobs(
+    paths: Sequence[str],
+    options: ExtractOptions,
+    stats: ExtractStats,
+    reporter: Reporter,
+) -> Iterator[Job]:
+    for path in paths:
+        wstats = WarcStats()
+        try:
+            for resp in iter_responses(
+                path, want_body=_might_be_html, max_body=options.max_body, stats=wstats
+            ):
+                stats.records += 1
+                if resp.record_type == "revisit":
+                    stats.revisits += 1
+                    continue
+                if resp.status is not None:
+                    stats.by_status[resp.status] += 1
+                if resp.status != 200:
+                    stats.non_200 += 1
+                    continue
+                body = resp.body
+                ctype = resp.content_type
+                if body is None or not looks_like_html(ctype, body):
+                    stats.not_html += 1
+                    continue
+                yield (
+                    resp.target_uri,
+                    resp.date,
+                    resp.payload_digest,
+                    resp.status,
+                    ctype,
+                    resp.headers.get("x-robots-tag"),
+                    resp.depth,
+                    body,
+                    resp.truncated,
+                )
+        except InputError as exc:
+            stats.damaged_files += 1
+            reporter.warn(str(exc), "damaged WARC")
+        stats.records += wstats.other
+
+
+def _chunks(jobs: Iterable[Job], options: ExtractOptions) -> Iterator[list[Job]]:
+    chunk: list[Job] = []
+    size = 0
+    for job in jobs:
+        chunk.append(job)
+        size += len(job[7])
+        if len(chunk) >= options.chunk_records or size >= options.chunk_bytes:
+            yield chunk
+            chunk = []
+            size = 0
+    if chunk:
+        yield chunk
+
+
+def extract_warcs(
+    paths: Sequence[str],
+    write_pages: Callable[[bytes], object],
+    write_links: Callable[[bytes], object] | None = None,
+    *,
+    jobs: int = 1,
+    options: ExtractOptions | None = None,
+    reporter: Reporter | None = None,
+) -> ExtractStats:
+    """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
+
+    ``write_pages`` / ``write_links`` receive whole chunks of NDJSON lines, in input
+    order; ``write_links`` None drops link records. ``jobs`` > 1 parses in that many
+    worker processes (at most ``2 * jobs`` chunks in flight, so memory stays bounded).
+    Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
+    (the command exits 1 then).
+    """
+    options = options or ExtractOptions()
+    reporter = reporter or NullReporter()
+    stats = ExtractStats()
+    chunks = _chunks(_jobs(paths, options, stats, reporter), options)
+
+    def take(result: ChunkResult) -> None:
+        pages, links, counts, warnings = result
+        if pages:
+            write_pages(pages)
+        if links and write_links is not None:
+            write_links(links)
+        stats.pages += counts.get("pages", 0)
+        stats.links += counts.get("links", 0)
+        stats.errors += counts.get("errors", 0)
+        stats.capped += counts.get("capped", 0)
+        stats.bad_url += counts.get("bad_url", 0)
+        for message, kind in warnings:
+            reporter.warn(message, kind)
+
+    if jobs <= 1:
+        extractor = HtmlExtractor(
+            Canonicalizer(options.rules),
+            max_html_bytes=options.max_html_bytes,
+            max_links=options.max_links,
+        )
+        for chunk in chunks:
+            take(process_chunk(chunk, extractor))
+        return stats
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with cf.ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(options,),
+    ) as pool:
+        pending: deque[cf.Future[ChunkResult]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(process_chunk, chunk))
+            while len(pending) >= 2 * jobs:
+                take(pending.popleft().result())
+        while pending:
+            take(pending.popleft().result())
+    return stats
+
+
+def default_jobs() -> int:
+    """One worker per available CPU."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1

@@ -1,0 +1,510 @@
+"""Reading HTTP responses out of WARC files, from any writer.
+
+One job: turn a WARC file into a stream of :class:`WarcResponse` objects. It reads
+WARC/1.0 and WARC/1.1 (and the older 0.17/0.18 version lines), uncompressed, gzipped
+per record (the usual ``.warc.gz``), gzipped as one stream, or zstd-compressed as a
+whole, as written by crawlkit, wget, Heritrix, warcio or Common Crawl.
+
+Contracts:
+
+* Only ``response`` and ``revisit`` records with an HTTP message are yielded, in file
+  order; ``warcinfo``, ``request``, ``metadata``, ``resource`` and non-HTTP responses
+  (``dns:``) are passed over and counted in :attr:`WarcStats.other`.
+* The body is read only when ``want_body(status, content_type)`` says so (others are
+  skipped without being held in memory). It is the entity body with the transfer
+  coding (chunked) and the content coding (gzip, deflate, zstd; br when the brotli
+  module is installed) undone, capped at ``max_body`` decoded bytes
+  (:attr:`WarcResponse.truncated` says so).
+* A WARC that ends in the middle of a record, or a damaged gzip member, raises
+  :class:`~crawlkit.errors.TruncatedInput` (or :class:`~crawlkit.errors.InputError`
+  for data that is not a WARC) after every complete record before it was yielded,
+  so the caller keeps them.
+* ``payload_digest`` is the record's ``WARC-Payload-Digest`` as written; when absent,
+  one is computed over the payload as stored (``sha1:`` + base32, as WARC writers do).
+
+The reader parses the format itself instead of going through warcio: warcio accepts a
+truncated last record silently, and a plain reader over the buffered, decompressed
+stream from :func:`crawlkit.io.open_input` is also faster. :func:`open_warc` is the one
+place to swap in another reader.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import sys
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from crawlkit.errors import InputError, TruncatedInput
+from crawlkit.io import display_name, is_stdio
+
+__all__ = ["WarcResponse", "WarcStats", "iter_responses", "open_warc"]
+
+MAX_BODY = 10 * 1024 * 1024
+_MAX_HEADER_BYTES = 256 * 1024
+_SKIP_CHUNK = 1 << 20
+
+try:  # optional: br content coding
+    import brotli as _brotli  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the environment
+    _brotli = None
+
+
+@dataclass(slots=True)
+class WarcResponse:
+    """One HTTP response (or revisit) record.
+
+    ``headers`` holds the HTTP response headers with lowercased names (the last value
+    of a repeated header wins). ``body`` is None when it was not asked for.
+    """
+
+    record_type: str  # "response" or "revisit"
+    target_uri: str
+    date: str | None
+    record_id: str | None
+    payload_digest: str | None
+    status: int | None
+    headers: dict[str, str]
+    depth: int
+    body: bytes | None
+    truncated: str | None  # WARC-Truncated, or "length" when max_body cut the body
+    record_number: int
+
+    @property
+    def content_type(self) -> str | None:
+        return self.headers.get("content-type")
+
+
+@dataclass(slots=True)
+class WarcStats:
+    """What a reader passed over, by kind."""
+
+    records: int = 0
+    other: int = 0
+    undecodable: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_FILL = 1 << 20
+
+
+class WarcStream:
+    """The decompressed bytes of a WARC file, with ``read`` and ``readline``.
+
+    gzip (one member per record, or one for the whole file) and zstd are undone here
+    rather than by a buffered reader, so that when the file is cut off or damaged every
+    byte decoded before the damage is still handed out; :attr:`damage` then says what
+    went wrong, and reads after that point come back short.
+    """
+
+    def __init__(self, raw: BinaryIO, source: str):
+        self._raw = raw
+        self.source = source
+        self._buf = b""
+        self._pos = 0
+        self._eof = False
+        self.damage: str | None = None
+        magic = self._peek_raw()
+        self._mode = "plain"
+        if magic.startswith(_GZIP_MAGIC):
+            self._mode = "gzip"
+            self._dec: object = zlib.decompressobj(31)
+            self._in_member = False
+        elif magic.startswith(_ZSTD_MAGIC):
+            import zstandard
+
+            self._mode = "zstd"
+            self._zctx = zstandard.ZstdDecompressor()
+            self._dec = self._zctx.decompressobj()
+            self._in_member = False
+        self._raw_pending = magic
+
+    def _peek_raw(self) -> bytes:
+        return self._raw.read(4) or b""
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def _fill(self) -> None:
+        """Decode more input into the buffer; sets ``_eof`` (and ``damage``) at the end."""
+        chunk = self._raw_pending + (self._raw.read(_FILL) or b"")
+        self._raw_pending = b""
+        if self._buf and self._pos:
+            self._buf = self._buf[self._pos :]
+            self._pos = 0
+        if not chunk:
+            self._eof = True
+            if self._mode != "plain" and self._in_member:
+                self.damage = f"{self._mode} data ends in the middle of a member"
+            return
+        if self._mode == "plain":
+            self._buf += chunk
+            return
+        out: list[bytes] = []
+        try:
+            while chunk:
+                if self._mode == "gzip":
+                    dec = self._dec
+                    assert isinstance(dec, type(zlib.decompressobj()))
+                    out.append(dec.decompress(chunk))
+                    if dec.eof:
+                        chunk = dec.unused_data
+                        self._dec = zlib.decompressobj(31)
+                        self._in_member = False
+                    else:
+                        self._in_member = True
+                        chunk = b""
+                else:
+                    zdec = self._dec
+                    out.append(zdec.decompress(chunk))  # type: ignore[attr-defined]
+                    if zdec.eof:  # type: ignore[attr-defined]
+                        chunk = zdec.unused_data  # type: ignore[attr-defined]
+                        self._dec = self._zctx.decompressobj()
+                        self._in_member = False
+                    else:
+                        self._in_member = True
+                        chunk = b""
+        except Exception as exc:  # zlib.error, zstandard.ZstdError
+            self.damage = f"corrupt {self._mode} data ({exc})"
+            self._eof = True
+        self._buf += b"".join(out)
+
+    def read(self, n: int) -> bytes:
+        while len(self._buf) - self._pos < n and not self._eof:
+            self._fill()
+        data = self._buf[self._pos : self._pos + n]
+        self._pos += len(data)
+        return data
+
+    def readline(self, limit: int) -> bytes:
+        scan = self._pos
+        while True:
+            end = min(len(self._buf), self._pos + limit)
+            nl = self._buf.find(b"\n", scan, end)
+            if nl >= 0:
+                line = self._buf[self._pos : nl + 1]
+                self._pos = nl + 1
+                return line
+            if end - self._pos >= limit or self._eof:
+                line = self._buf[self._pos : end]
+                self._pos = end
+                return line
+            offset = end - self._pos  # _fill moves the buffer; keep the scan relative
+            self._fill()
+            scan = self._pos + offset
+
+
+def open_warc(path: str | os.PathLike[str] | None) -> WarcStream:
+    """The decompressed byte stream of a WARC file (``-`` or None: stdin)."""
+    source = display_name(path)
+    if is_stdio(path):
+        return WarcStream(sys.stdin.buffer, source)
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - owned by the WarcStream, closed by it
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), source=source) from exc
+    return WarcStream(raw, source)
+
+
+def _read_exact(stream: WarcStream, n: int) -> bytes:
+    return stream.read(n)
+
+
+def _skip(stream: WarcStream, n: int) -> int:
+    """Read past ``n`` bytes; returns how many were there."""
+    done = 0
+    while done < n:
+        chunk = stream.read(min(_SKIP_CHUNK, n - done))
+        if not chunk:
+            break
+        done += len(chunk)
+    return done
+
+
+def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    last = ""
+    for raw in lines:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if line[:1] in (" ", "\t") and last:
+            headers[last] += " " + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue
+        last = name.strip().lower()
+        headers[last] = value.strip()
+    return headers
+
+
+def _split_http_head(block: bytes) -> tuple[bytes, int] | None:
+    """The HTTP head and the offset of the body, or None if the head is incomplete."""
+    end = block.find(b"\r\n\r\n")
+    lf_end = block.find(b"\n\n")
+    if end < 0 and lf_end < 0:
+        return None
+    if end < 0 or (0 <= lf_end < end):
+        return block[:lf_end], lf_end + 2
+    return block[:end], end + 4
+
+
+def _parse_http_head(head: bytes) -> tuple[int | None, dict[str, str]]:
+    lines = head.replace(b"\r\n", b"\n").split(b"\n")
+    status: int | None = None
+    parts = lines[0].split(None, 2) if lines else []
+    if len(parts) >= 2 and parts[0].upper().startswith(b"HTTP/"):
+        with contextlib.suppress(ValueError):
+            status = int(parts[1])
+    headers: dict[str, str] = {}
+    for raw in lines[1:]:
+        name, sep, value = raw.partition(b":")
+        if sep:
+            headers[name.strip().decode("latin-1").lower()] = value.strip().decode("latin-1")
+    return status, headers
+
+
+def _dechunk(data: bytes) -> bytes | None:
+    """Undo chunked transfer coding; None if ``data`` is not validly chunked."""
+    out: list[bytes] = []
+    pos = 0
+    n = len(data)
+    while pos < n:
+        eol = data.find(b"\n", pos)
+        if eol < 0:
+            return None
+        size_text = data[pos:eol].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            return None
+        pos = eol + 1
+        if size == 0:
+            return b"".join(out)
+        out.append(data[pos : pos + size])
+        pos += size
+        if data[pos : pos + 2] == b"\r\n":
+            pos += 2
+        elif data[pos : pos + 1] == b"\n":
+            pos += 1
+    return b"".join(out)  # no final 0-size chunk: a cut-off body, keep what came
+
+
+def _decompress(data: bytes, coding: str, cap: int) -> bytes | None:
+    """Undo one content coding, stopping at ``cap`` bytes; None if it is not that."""
+    if coding in ("gzip", "x-gzip", "deflate"):
+        for wbits in (47,) if coding != "deflate" else (15, -15, 47):
+            try:
+                obj = zlib.decompressobj(wbits)
+                return obj.decompress(data, cap + 1)
+            except zlib.error:
+                continue
+        return None
+    if coding == "zstd":
+        import zstandard
+
+        try:
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)[: cap + 1]
+        except zstandard.ZstdError:
+            return None
+    if coding == "br" and _brotli is not None:
+        try:
+            return bytes(_brotli.decompress(data))[: cap + 1]
+        except Exception:
+            return None
+    return None
+
+
+def decode_body(
+    raw: bytes, headers: dict[str, str], cap: int = MAX_BODY
+) -> tuple[bytes, bool, bool]:
+    """``(body, cut, undecodable)``: the entity body with codings undone.
+
+    ``cut`` is true when the decoded body went over ``cap`` (and was cut there).
+    ``undecodable`` is true when a content coding could not be undone (the raw bytes
+    are returned then).
+    """
+    body = raw
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        dechunked = _dechunk(raw)
+        if dechunked is not None:
+            body = dechunked
+    undecodable = False
+    codings = [c.strip().lower() for c in headers.get("content-encoding", "").split(",")]
+    for coding in reversed([c for c in codings if c and c != "identity"]):
+        decoded = _decompress(body, coding, cap)
+        if decoded is None:
+            # Many servers say gzip and send plain text; keep the bytes if they look so.
+            undecodable = True
+            break
+        body = decoded
+    cut = len(body) > cap
+    if cut:
+        body = body[:cap]
+    return body, cut, undecodable
+
+
+def _sha1_digest(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def iter_responses(
+    path: str | os.PathLike[str] | None,
+    *,
+    want_body: Callable[[int | None, str | None], bool] | None = None,
+    max_body: int = MAX_BODY,
+    stats: WarcStats | None = None,
+) -> Iterator[WarcResponse]:
+    """Yield the HTTP response and revisit records of one WARC file, in order.
+
+    Raises :class:`TruncatedInput` / :class:`InputError` when the file is cut off or
+    damaged, after yielding every complete record before the damage.
+    """
+    source = display_name(path)
+    stats = stats if stats is not None else WarcStats()
+    with contextlib.closing(open_warc(path)) as stream:
+        number = 0
+        while True:
+            try:
+                line = stream.readline(_MAX_HEADER_BYTES)
+                while line in (b"\r\n", b"\n"):
+                    line = stream.readline(_MAX_HEADER_BYTES)
+                if not line:
+                    break
+                number += 1
+                if not line.startswith(b"WARC/"):
+                    raise InputError(
+                        f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+                    )
+                header_lines: list[bytes] = []
+                size = 0
+                while True:
+                    hline = stream.readline(_MAX_HEADER_BYTES)
+                    if not hline:
+                        raise TruncatedInput(
+                            f"WARC ends inside the headers of record {number}", source=source
+                        )
+                    if hline in (b"\r\n", b"\n"):
+                        break
+                    size += len(hline)
+                    if size > _MAX_HEADER_BYTES:
+                        raise InputError(f"record {number}: WARC headers too long", source=source)
+                    header_lines.append(hline)
+                wh = _parse_warc_headers(header_lines)
+                try:
+                    length = int(wh.get("content-length", ""))
+                except ValueError:
+                    raise InputError(
+                        f"record {number}: missing or bad Content-Length", source=source
+                    ) from None
+                if length < 0:
+                    raise InputError(f"record {number}: negative Content-Length", source=source)
+                rec_type = wh.get("warc-type", "").lower()
+                target = wh.get("warc-target-uri", "").strip("<> ")
+                stats.records += 1
+                is_http = target.lower().startswith(("http://", "https://"))
+                if rec_type not in ("response", "revisit") or not is_http:
+                    stats.other += 1
+                    if _skip(stream, length) < length:
+                        raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+                    continue
+                response = _read_response(
+                    stream, wh, length, rec_type, target, number, source, want_body, max_body,
+                    stats,
+                )  # fmt: skip
+            except InputError as exc:
+                kept = max(number - 1, 0)
+                why = f" ({stream.damage})" if stream.damage else ""
+                raise type(exc)(
+                    f"{_bare(exc, source)}{why}; the {kept} records before it were kept",
+                    source=source,
+                ) from None
+            yield response
+        if stream.damage:
+            raise InputError(
+                f"{stream.damage} after record {number}; the {number} records before it were kept",
+                source=source,
+            )
+
+
+def _bare(exc: InputError, source: str) -> str:
+    text = str(exc)
+    prefix = f"{source}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def _read_response(
+    stream: WarcStream,
+    wh: dict[str, str],
+    length: int,
+    rec_type: str,
+    target: str,
+    number: int,
+    source: str,
+    want_body: Callable[[int | None, str | None], bool] | None,
+    max_body: int,
+    stats: WarcStats,
+) -> WarcResponse:
+    # Read the HTTP head first (it is small), so a body nobody wants is skipped
+    # without holding it in memory.
+    first = _read_exact(stream, min(length, 65536))
+    got = len(first)
+    split = _split_http_head(first)
+    if split is None and length > got:
+        more = _read_exact(stream, min(length - got, _MAX_HEADER_BYTES))
+        first += more
+        got += len(more)
+        split = _split_http_head(first)
+    if got < min(length, 65536):
+        raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+    if split is None:  # headers only, no blank line (a revisit often ends so)
+        head, body_start = first, len(first)
+    else:
+        head, body_start = split
+    status, headers = _parse_http_head(head)
+    try:
+        depth = int(wh.get("warc-crawlkit-depth", "0") or 0)
+    except ValueError:
+        depth = 0
+    digest = wh.get("warc-payload-digest") or None
+    body: bytes | None = None
+    truncated = wh.get("warc-truncated") or None
+    wanted = rec_type == "response" and (
+        want_body is None or want_body(status, headers.get("content-type"))
+    )
+    if wanted:
+        need = length - got
+        rest = _read_exact(stream, need) if need > 0 else b""
+        if len(rest) < need:
+            raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+        raw = first[body_start:] + rest if rest else first[body_start:]
+        if digest is None:
+            digest = _sha1_digest(raw)
+        body, cut, undecodable = decode_body(raw, headers, max_body)
+        if undecodable:
+            stats.undecodable += 1
+        if cut and truncated is None:
+            truncated = "length"
+    else:
+        need = length - got
+        if need > 0 and _skip(stream, need) < need:
+            raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+    return WarcResponse(
+        record_type=rec_type,
+        target_uri=target,
+        date=wh.get("warc-date"),
+        record_id=wh.get("warc-record-id"),
+        payload_digest=digest,
+        status=status,
+        headers=headers,
+        depth=depth,
+        body=body,
+        truncated=truncated,
+        record_number=number,
+    )
