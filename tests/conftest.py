@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,3 +47,148 @@ def crawlkit(*args: str, input: bytes | None = None, cwd: Path | None = None,
 @pytest.fixture
 def cli():
     return crawlkit
+
+
+# -- crawlkit testweb: a synthetic web on loopback (issue 3) ----------------------------
+class TestWeb:
+    """A running ``crawlkit testweb`` subprocess (see ``start_testweb``).
+
+    ``info`` is the ready line; ``port``, ``seeds``, ``hosts_file``, ``log_path``,
+    ``manifest_path`` are taken from it. ``manifest`` is the parsed manifest.json,
+    ``hosts`` maps host name → address. ``requests()`` parses the request log as it
+    is now (the server flushes it every event-loop turn). ``get()`` is a small
+    blocking HTTP client that connects to the host's own address.
+    """
+
+    __test__ = False
+
+    def __init__(self, proc: subprocess.Popen[bytes], info: dict, directory: Path):
+        self.proc = proc
+        self.info = info
+        self.dir = directory
+        self.port: int = info["port"]
+        self.seeds = Path(info["seeds"])
+        self.hosts_file = Path(info["hosts_file"])
+        self.log_path = Path(info["log"])
+        self.manifest_path = Path(info["manifest"])
+        self._manifest: dict | None = None
+
+    @property
+    def manifest(self) -> dict:
+        if self._manifest is None:
+            import json
+
+            self._manifest = json.loads(self.manifest_path.read_text())
+        return self._manifest
+
+    @property
+    def hosts(self) -> dict[str, str]:
+        return {h["name"]: h["addr"] for h in self.manifest["hosts"]}
+
+    def host(self, name: str) -> dict:
+        return next(h for h in self.manifest["hosts"] if h["name"] == name)
+
+    def hosts_of_kind(self, kind: str) -> list[dict]:
+        return [h for h in self.manifest["hosts"] if h["kind"] == kind]
+
+    def url(self, host: str, path: str = "/") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    def requests(self, settle: float = 0.05) -> list[dict]:
+        """The request log, parsed (after ``settle`` seconds, so the last lines land)."""
+        import json
+        import time
+
+        time.sleep(settle)
+        text = self.log_path.read_text() if self.log_path.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def get(self, url: str, *, method: str = "GET", headers: dict | None = None,
+            timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+        """(status, headers with lower-case names, raw body) over a new connection."""
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        conn = http.client.HTTPConnection(self.hosts[parts.hostname], parts.port, timeout=timeout)
+        try:
+            target = parts.path or "/"
+            if parts.query:
+                target += "?" + parts.query
+            hdrs = {"Host": parts.netloc, "User-Agent": "crawlkit-test/1.0", **(headers or {})}
+            conn.request(method, target, headers=hdrs)
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+        finally:
+            conn.close()
+
+    def stop(self) -> int:
+        """SIGTERM, then wait (bounded); returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+
+@contextlib.contextmanager
+def start_testweb(tmp_path: Path, *args: str, timeout: float = 20.0) -> Iterator[TestWeb]:
+    """Run ``crawlkit testweb --dir TMP ARGS`` until the block ends.
+
+    Waits (at most ``timeout`` seconds) for the ready line; raises if the process dies
+    or stays silent. The web is stopped with SIGTERM on exit, also on failure.
+    """
+    import json
+    import selectors
+    import time
+
+    directory = tmp_path / f"testweb-{len(list(tmp_path.glob('testweb-*')))}"
+    directory.mkdir(parents=True)
+    stderr = open(directory / "stderr.txt", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), *args],
+        stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    web: TestWeb | None = None
+    try:
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise RuntimeError("testweb did not become ready in time")
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                err = (directory / "stderr.txt").read_text(errors="replace")
+                raise RuntimeError(f"testweb exited before ready: {err.strip()}")
+            line += chunk
+        sel.close()
+        info = json.loads(line.split(b"\n", 1)[0])
+        web = TestWeb(proc, info, directory)
+        yield web
+    finally:
+        if web is not None:
+            web.stop()
+        elif proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+        stderr.close()
+
+
+@pytest.fixture
+def testweb(tmp_path: Path) -> Iterator[TestWeb]:
+    """A small web: 3 ordinary hosts, about 20 pages each, every special host."""
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "20") as web:
+        yield web

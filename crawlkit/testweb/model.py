@@ -25,12 +25,14 @@ def rng_for(*parts: object) -> random.Random:
     Python's ``hash()`` of a string changes per process, so the seed is an xxh64 of the
     parts' text: the same seed, host and page give the same bytes in every run.
     """
-    return random.Random(xxhash.xxh64_intdigest(":".join(str(p) for p in parts)))
+    return random.Random(stable_hash(*parts))
 
 
 def stable_hash(*parts: object) -> int:
-    """A 64-bit hash of ``parts`` that is the same in every process."""
-    return xxhash.xxh64_intdigest(":".join(str(p) for p in parts))
+    """A 64-bit hash of ``parts`` that is the same in every process (bytes hash as is)."""
+    if len(parts) == 1 and isinstance(parts[0], bytes):
+        return xxhash.xxh64_intdigest(parts[0])
+    return xxhash.xxh64_intdigest(":".join(str(p) for p in parts).encode("utf-8"))
 
 
 def http_date(ts: float) -> str:

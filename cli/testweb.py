@@ -1,0 +1,123 @@
+"""crawlkit testweb."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from crawlkit_cli.app import app, reporter
+
+from crawlkit.durations import parse_duration
+from crawlkit.testweb import KINDS, WebConfig, parse_specials, run_testweb
+
+_KIND_HELP = "; ".join(f"{k.name} ({k.help})" for k in KINDS.values())
+
+
+@app.command("testweb")
+def testweb(
+    hosts: Annotated[int, typer.Option("--hosts", help="Ordinary hosts (h0.test ...).")] = 10,
+    pages: Annotated[
+        int,
+        typer.Option("--pages", help="Mean pages per ordinary host (skewed: a few big sites)."),
+    ] = 50,
+    page_kb: Annotated[float, typer.Option("--page-kb", help="Approximate page size in KB.")] = 20,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same web, same bytes.")] = 0,
+    port: Annotated[
+        int, typer.Option("--port", help="Port every host listens on; 0 picks a free one.")
+    ] = 0,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Where to write hosts, seeds.txt, manifest.json and "
+            "requests.ndjson (default: a new temporary directory).",
+            show_default=False,
+        ),
+    ] = None,
+    hosts_file: Annotated[
+        Path | None, typer.Option("--hosts-file", help="Write the hosts file here.")
+    ] = None,
+    seeds: Annotated[Path | None, typer.Option("--seeds", help="Write the seeds here.")] = None,
+    log: Annotated[
+        Path | None, typer.Option("--log", help="Write the request log (NDJSON) here.")
+    ] = None,
+    special: Annotated[
+        str,
+        typer.Option(
+            "--special",
+            help="Special hosts: 'all' (default), 'none', or a comma list of KIND, KIND:N "
+            "(N hosts) and -KIND (remove), e.g. 'none,slow:2,calendar' or 'all,-huge'. "
+            f"Kinds: {_KIND_HELP}.",
+        ),
+    ] = "all",
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--for",
+            help="Stop after this long (e.g. 30s, 5m); default: until SIGINT or SIGTERM.",
+            show_default=False,
+        ),
+    ] = None,
+    slow_delay: Annotated[
+        str, typer.Option("--slow-delay", help="Delay of the slow hosts' responses.")
+    ] = "0.5s",
+    retry_after: Annotated[
+        str, typer.Option("--retry-after", help="Retry-After of the 429/503 hosts.")
+    ] = "3s",
+    crawl_delay: Annotated[
+        str, typer.Option("--crawl-delay", help="Crawl-delay in the robots-rules host.")
+    ] = "1s",
+    change_every: Annotated[
+        str, typer.Option("--change-every", help="Period of the changing page.")
+    ] = "5s",
+) -> None:
+    """Serve a synthetic web on loopback, hostile parts included.
+
+    One process serves many virtual hosts named *.test, each on a loopback address in
+    127.0.0.0/9 (some share an address, like shared hosting), all on one port. It writes
+    a hosts file (/etc/hosts format, for --hosts-file of fetch and crawl), a seeds file
+    (one URL a line), manifest.json (every host: address, kind, robots rules, the pages a
+    polite crawler should reach) and a request log (NDJSON, one line per request: host,
+    addr, port, method, path, t_start, t_end, status, bytes, if_none_match,
+    if_modified_since, user_agent, conn, special; flushed as it goes). When ready it
+    prints one JSON line on stdout: {"ready": true, "seeds", "hosts_file", "hosts",
+    "reachable_pages", "log", "port", "manifest", ...}. It stops on SIGINT/SIGTERM or
+    after --for, flushing the log.
+
+    Crawl it with --allow-net 127.0.0.0/9: the simulated private network is
+    127.255.0.0/16 (host private-0.test, reached through gateway-0.test), which a crawler
+    must refuse unless told otherwise. A request whose Host is served on another address
+    than the one it arrived on gets 421.
+
+    The same --seed (and --port) gives the same graph and the same bytes; only the
+    changing and near-duplicate pages use the clock. Pages are rendered on demand and
+    cached (memory grows to at most 256 MB of pages). Touches no state.
+
+    Example:
+
+        crawlkit testweb --hosts 3 --pages 20 --dir /tmp/web --for 60s | jq .seeds
+    """
+    rep = reporter()
+    config = WebConfig(
+        hosts=hosts, pages=pages, page_kb=page_kb, seed=seed, specials=parse_specials(special),
+        slow_delay=parse_duration(slow_delay), retry_after=parse_duration(retry_after),
+        crawl_delay=parse_duration(crawl_delay), change_every=parse_duration(change_every),
+    )  # fmt: skip
+    if config.change_every <= 0:
+        config.change_every = 1.0
+    seconds = parse_duration(duration) if duration is not None else None
+    out = directory if directory is not None else Path(tempfile.mkdtemp(prefix="testweb-"))
+
+    def ready(info: dict[str, Any]) -> None:
+        sys.stdout.buffer.write(orjson.dumps(info) + b"\n")
+        sys.stdout.flush()
+
+    served = run_testweb(
+        config, out, duration=seconds, on_ready=ready, port=port, hosts_file=hosts_file,
+        seeds_file=seeds, log_file=log,
+    )  # fmt: skip
+    rep.info(f"served {served} requests")

@@ -1,0 +1,226 @@
+"""The manifest: what a test needs to know to compute expectations about a crawl.
+
+``build_manifest(web, port, directory)`` returns a JSON-ready dict::
+
+    {"seed", "port", "allow_net", "private_net", "agent", "seeds": [urls],
+     "reachable_pages": R, "allowed_pages": A,
+     "hosts": [{"name", "addr", "kind", "root", "private", "infinite",
+                "robots": {"url", "status", "crawl_delay", "text" | "file"},
+                "pages": [urls], "allowed": [urls], "disallowed": [urls],
+                "hostile": [urls], "notes": {...}}]}
+
+* ``pages``: URLs (canonical: crawlkit's default rules leave them unchanged) that
+  answer 200 and are linked from, or listed by, something reachable from the seeds.
+  Infinite hosts (traps, link farm) list only their entry pages and say
+  ``"infinite": true``; ``notes`` describes the trap.
+* ``allowed``: the pages robots.txt lets the agent token ``crawlkit`` fetch (hand
+  written truth, not computed by a matcher). ``disallowed``: pages it must not fetch.
+  A polite crawl from the seeds with ``--allow-net 127.0.0.0/9`` should fetch every
+  ``allowed`` page of the finite public hosts.
+* Private hosts (``"private": true``) sit in 127.255.0.0/16: a crawler must refuse them
+  unless told otherwise. They are not seeds and do not count in R or A.
+* R = the number of ``pages`` over public hosts; A = the number of ``allowed``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from crawlkit.testweb import pages, specials
+from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
+
+_PLAIN = {"status": 200, "crawl_delay": None, "text": specials.ALLOW_ALL.decode()}
+
+
+def _robots(url: str, status: int | None, text: str | None = None, crawl_delay: float | None = None,
+            file: str | None = None) -> dict[str, Any]:  # fmt: skip
+    out: dict[str, Any] = {"url": url, "status": status, "crawl_delay": crawl_delay}
+    if file:
+        out["file"] = file
+    else:
+        out["text"] = text
+    return out
+
+
+def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any]:
+    base = f"http://{host.name}:{port}"
+    robots_url = base + "/robots.txt"
+    entry: dict[str, Any] = {
+        "name": host.name, "addr": host.addr, "kind": host.kind, "root": base + "/",
+        "private": host.kind == "private", "infinite": False,
+        "robots": _robots(robots_url, 200, specials.ALLOW_ALL.decode()),
+        "pages": [], "allowed": None, "disallowed": [], "hostile": [], "notes": {},
+    }  # fmt: skip
+    k = host.kind
+    pg: list[str]
+    disallowed: list[str] = []
+    hostile: list[str] = []
+    notes: dict[str, Any] = {}
+    if k == "ordinary":
+        from crawlkit.testweb.server import ORDINARY_ROBOTS
+
+        entry["robots"] = _robots(robots_url, 200, ORDINARY_ROBOTS.decode())
+        pg = [pages.page_path(p) for p in range(host.pages)]
+    elif k == "robots-rules":
+        cd = web.config.crawl_delay
+        entry["robots"] = _robots(robots_url, 200, specials.robots_rules_text(cd).decode(), cd)
+        pg = [p for p, _, _ in specials.ROBOTS_RULES_PAGES]
+        disallowed = [p for p, ok, _ in specials.ROBOTS_RULES_PAGES if not ok]
+        notes["allowed_for_star"] = [base + p for p, _, ok in specials.ROBOTS_RULES_PAGES if ok]
+        notes["pdf"] = [base + "/docs/report.pdf", base + "/docs/report.pdf?download=1"]
+    elif k == "robots-404":
+        entry["robots"] = _robots(robots_url, 404, None)
+        pg = ["/", "/a.html", "/b.html"]
+    elif k == "robots-503":
+        entry["robots"] = _robots(robots_url, 503, None)
+        pg = ["/", "/a.html", "/b.html"]
+        disallowed = list(pg)
+        notes["why"] = "robots.txt answers 503 forever: disallow everything (RFC 9309 2.3.1.4)"
+    elif k == "robots-redirect":
+        entry["robots"] = _robots(robots_url, 301, specials.ROBOTS_REDIRECT_FINAL.decode())
+        notes["robots_chain"] = [robots_url, base + "/robots-moved.txt",
+                                 base + "/r/robots-2.txt", base + "/final-robots.txt"]  # fmt: skip
+        pg = ["/", "/blocked/x.html", "/open.html"]
+        disallowed = ["/blocked/x.html"]
+    elif k == "robots-big":
+        path = directory / "robots" / f"{host.name}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(specials.robots_big_text())
+        entry["robots"] = _robots(robots_url, 200, file=str(path))
+        pg = ["/", "/deep-rule/x.html", "/fine.html", "/beyond-limit/x.html"]
+        disallowed = ["/deep-rule/x.html"]
+        notes["size"] = specials.ROBOTS_BIG_SIZE
+        notes["past_500k"] = [base + "/beyond-limit/x.html"]
+        notes["why"] = ("/beyond-limit/ is disallowed by a rule past 500 KiB: a crawler may "
+                        "fetch it or not, so it is in neither allowed nor disallowed")  # fmt: skip
+    elif k in ("slow", "status-429", "status-503"):
+        pg = list(specials.SLOW_PAGES)
+        if k == "slow":
+            notes["delay"] = web.config.slow_delay
+        else:
+            notes["throttle_every"] = specials.THROTTLE_EVERY
+            notes["retry_after"] = web.config.retry_after
+            notes["retry_after_format"] = "seconds" if k == "status-429" else "http-date"
+    elif k == "calendar":
+        pg = ["/"]
+        entry["infinite"] = True
+        notes["trap"] = "/calendar/YYYY/MM/[DD/] links to the next and previous month forever"
+    elif k == "session-trap":
+        pg = ["/"] + [f"/catalog/item-{i}.html" for i in range(specials.SESSION_ITEMS)]
+        entry["infinite"] = True
+        notes["trap"] = ("every link carries a new session id: ?sid=TOKEN (dropped by default "
+                         "canonicalization) or /s/TOKEN/... in the path (not dropped)")  # fmt: skip
+        notes["session_param"] = "sid"
+    elif k == "duplicates":
+        pg = ["/"] + [v for i in range(specials.DUP_DOCS) for v in specials.dup_variants(i)]
+        notes["groups"] = [[base + v for v in specials.dup_variants(i)]
+                           for i in range(specials.DUP_DOCS)]  # fmt: skip
+    elif k == "near-duplicates":
+        pg = ["/"] + [f"/news/{i}.html" for i in range(specials.NEAR_DUP_PAGES)]
+        notes["group"] = [base + f"/news/{i}.html" for i in range(specials.NEAR_DUP_PAGES)]
+    elif k == "redirects":
+        pg = ["/", "/final.html"]
+        notes["redirects"] = {
+            "chain": [base + f"/chain/{i}" for i in range(len(specials.CHAIN_STATUSES))]
+            + [base + "/final.html"],
+            "long": [base + f"/long/{i}" for i in range(specials.LONG_HOPS)]
+            + [base + "/final-long.html"],
+            "loop": [base + "/loop/a", base + "/loop/b"],
+            "self": base + "/self",
+            "relative": [base + "/rel", base + "/final.html"],
+            "cross_host": [base + "/to-h0", f"http://h0.test:{port}/"],
+        }
+        notes["beyond_hop_cap"] = [base + "/final-long.html"]
+    elif k == "gzip-bomb":
+        pg = ["/"]
+        hostile = ["/bomb.html"]
+        notes["decoded_bytes"] = specials.BOMB_DECODED
+    elif k == "huge":
+        pg = ["/"]
+        hostile = ["/huge.html", "/endless.html"]
+        notes["huge_bytes"] = specials.HUGE_SIZE
+    elif k == "slow-drip":
+        pg = ["/"]
+        hostile = ["/drip.html", "/stall.html", "/slow-headers.html"]
+        notes["drip"] = {"bytes": specials.DRIP_SIZE, "piece": specials.DRIP_PIECE,
+                         "interval": web.config.drip_interval}  # fmt: skip
+    elif k == "malformed":
+        pg = ["/", "/page-1.html", "/page-2.html", "/page-3.html", "/bad-charset.html",
+              "/no-length.html"]  # fmt: skip
+        hostile = ["/broken-chunk.html", "/drop.html", "/garbage"]
+        notes["not_links"] = [base + "/in-comment.html", base + "/in-script.html"]
+    elif k == "types":
+        pg = ["/", *specials.TYPES]
+        notes["content_types"] = {base + p: t for p, (t, _) in specials.TYPES.items()}
+    elif k == "sitemaps":
+        sm = specials.SITEMAP_A + specials.SITEMAP_B + specials.SITEMAP_T
+        pg = ["/", *sm]
+        entry["robots"]["text"] = (f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
+                                   f"\nSitemap: {base}/sitemap.txt\n")  # fmt: skip
+        notes["sitemaps"] = [base + p for p in ("/sitemap_index.xml", "/sitemap-a.xml",
+                                                "/sitemap-b.xml.gz", "/sitemap.txt")]  # fmt: skip
+        notes["sitemap_only"] = [base + p for p in sm if p not in specials.SITEMAP_LINKED]
+        notes["lastmod"] = {base + p: specials._lastmod(p) for p in sm}
+    elif k == "conditional":
+        pg = ["/", *specials.CONDITIONAL_PAGES]
+        notes["validators"] = {base + "/etag-only.html": ["etag"],
+                               base + "/lm-only.html": ["last-modified"],
+                               base + "/both.html": ["etag", "last-modified"],
+                               base + "/weak.html": ["weak-etag"],
+                               base + "/no-validators.html": []}  # fmt: skip
+    elif k == "changing":
+        pg = ["/", "/clock.html", "/stable.html"]
+        notes["change_every"] = web.config.change_every
+        notes["changing"] = [base + "/clock.html"]
+    elif k == "private":
+        pg = ["/", "/secret.html"]
+        notes["why"] = f"address in {PRIVATE_NET}: refuse unless --allow-net covers it"
+    elif k == "gateway":
+        pg = ["/"]
+        notes["to_private"] = [f"http://private-{host.ordinal}.test:{port}/secret.html",
+                               base + "/go-private"]  # fmt: skip
+    elif k == "link-farm":
+        pg = ["/"]
+        entry["infinite"] = True
+        notes["trap"] = (f"each page links to {specials.FARM_FANOUT} new pages on the other "
+                         "farm hosts, forever; all farm hosts share one address")  # fmt: skip
+        notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
+    else:  # pragma: no cover - every kind is described above
+        raise AssertionError(k)
+    entry["pages"] = [base + p for p in pg]
+    entry["disallowed"] = [base + p for p in disallowed]
+    undecided = set(notes.get("past_500k", []))
+    entry["allowed"] = [u for u in entry["pages"]
+                        if u not in set(entry["disallowed"]) and u not in undecided]  # fmt: skip
+    entry["hostile"] = [base + p for p in hostile]
+    entry["notes"] = notes
+    return entry
+
+
+def build_manifest(web: Web, port: int, directory: Path) -> dict[str, Any]:
+    """The manifest for ``web`` served on ``port`` (see module docstring)."""
+    hosts = [_describe(web, h, port, directory) for h in web.hosts]
+    public = [h for h in hosts if not h["private"]]
+    return {
+        "seed": web.config.seed,
+        "port": port,
+        "allow_net": PUBLIC_NET,
+        "private_net": PRIVATE_NET,
+        "agent": specials.AGENT,
+        "seeds": [h["root"] for h in public],
+        "reachable_pages": sum(len(h["pages"]) for h in public),
+        "allowed_pages": sum(len(h["allowed"]) for h in public),
+        "config": {
+            "hosts": web.config.hosts,
+            "pages": web.config.pages,
+            "page_kb": web.config.page_kb,
+            "specials": web.config.specials,
+            "slow_delay": web.config.slow_delay,
+            "retry_after": web.config.retry_after,
+            "crawl_delay": web.config.crawl_delay,
+            "change_every": web.config.change_every,
+            "drip_interval": web.config.drip_interval,
+        },
+        "hosts": hosts,
+    }
