@@ -209,12 +209,16 @@ def normalize_pattern(pattern: str) -> str:
     return body + "$" if anchored else body
 
 
-_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*|//[^/?#]*")
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/?#]*")
 
 
 def _path_of(url: str) -> str:
-    """The path and query of an absolute URL, or of a path[?query]; "/" if empty."""
-    if not url.startswith("/") or url.startswith("//"):
+    """The path and query of an absolute URL, or of a path[?query]; "/" if empty.
+
+    Only ``scheme://authority`` is stripped: a string starting with ``/`` is a path,
+    even ``//a/b`` (a valid request path, as a server would see it).
+    """
+    if not url.startswith("/"):
         m = _AUTHORITY.match(url)
         if m is not None:
             url = url[m.end() :]
@@ -421,6 +425,16 @@ _KEYS = {
     "site-map": "sitemap",
 }
 _LINE_END = re.compile(r"\r\n|\r|\n")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with bytes that were not UTF-8 shown as %XX, so it is valid JSON."""
+    if text.isascii():
+        return text
+    return _UNDECODABLE.sub(lambda m: f"%{ord(m.group(0)) - 0xDC00:02X}", text)
+
+
 _MAX_IGNORED = 100  # ignored lines kept for `robots parse`; all are counted
 
 
@@ -480,7 +494,7 @@ class RobotsTxt:
     def _ignore(self, lineno: int, text: str, why: str) -> None:
         self.ignored_count += 1
         if len(self.ignored) < _MAX_IGNORED:
-            self.ignored.append((lineno, text[:200], why))
+            self.ignored.append((lineno, _printable(text[:200]), why))
 
     def _parse_text(self, text: str) -> None:
         group: Group | None = None
@@ -510,7 +524,7 @@ class RobotsTxt:
                 group.agents.append(agent_token(value))
             elif kind == "sitemap":
                 if value:
-                    self.sitemaps.append(value)
+                    self.sitemaps.append(_printable(value))
                 else:
                     self._ignore(lineno, raw, "empty sitemap")
             elif group is None:
