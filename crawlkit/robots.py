@@ -541,7 +541,8 @@ class RobotsTxt:
                 if value and not value.startswith(("/", "*")):
                     self._ignore(lineno, raw, "pattern does not start with / or *")
                     continue
-                group.rules.append(Rule(kind == "allow", value, normalize_pattern(value), lineno))
+                pattern = normalize_pattern(value)
+                group.rules.append(Rule(kind == "allow", _printable(value), pattern, lineno))
         for g in self.groups:
             for token in dict.fromkeys(g.agents):
                 if token:
