@@ -1,0 +1,319 @@
+"""crawlkit frontier (add, next, stats, block, unblock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
+
+from crawlkit import io
+from crawlkit.durations import parse_duration
+from crawlkit.errors import UsageError
+from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.store import Batch, NextOptions, parse_time
+from crawlkit.frontier.traps import TrapLimits
+from crawlkit.stages.frontier import (
+    frontier_add,
+    frontier_block,
+    frontier_next,
+    frontier_stats,
+)
+
+frontier_app = typer.Typer(
+    help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"
+    "State lives in DIR/frontier under --state: queues as zstd NDJSON segment files, "
+    "per-site and per-host counters, and a manifest replaced atomically at each commit. "
+    "Memory holds counters per site and host, never the queued URLs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(frontier_app, name="frontier")
+
+Now = Annotated[
+    str | None,
+    typer.Option(
+        "--now",
+        help="Take this as the current time (ISO 8601 or unix seconds), for tests and replays.",
+        show_default=False,
+    ),
+]
+LockWait = Annotated[
+    str,
+    typer.Option(
+        "--lock-wait",
+        help="Wait this long for another process to release the state directory.",
+    ),
+]
+RefusedFile = Annotated[
+    str | None,
+    typer.Option(
+        "--refused",
+        help="Write refused records here instead of standard output.",
+        show_default=False,
+    ),
+]
+
+
+def _now(value: str | None) -> float | None:
+    if value is None:
+        return None
+    moment = parse_time(value)
+    if moment is None:
+        raise UsageError(f"--now: not a time: {value!r} (ISO 8601 or unix seconds)")
+    return moment
+
+
+@frontier_app.command("add")
+def add(
+    files: InputFiles = None,
+    state: StateDir = ...,  # type: ignore[assignment]
+    refused: RefusedFile = None,
+    max_depth: Annotated[
+        int,
+        typer.Option(
+            "--max-depth", help="Refuse URLs more link hops than this from a seed (0: no limit)."
+        ),
+    ] = 20,
+    max_url_length: Annotated[
+        int, typer.Option("--max-url-length", help="Refuse longer URLs (characters).")
+    ] = 2000,
+    max_path_depth: Annotated[
+        int, typer.Option("--max-path-depth", help="Refuse paths with more segments.")
+    ] = 15,
+    max_repeats: Annotated[
+        int,
+        typer.Option("--max-repeats", help="Refuse a path where one segment occurs this often."),
+    ] = 3,
+    max_params: Annotated[
+        int, typer.Option("--max-params", help="Refuse URLs with more query parameters.")
+    ] = 10,
+    param_denylist: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--param-denylist",
+            help="More parameter names that refuse a URL (session ids), one a line; a "
+            "trailing * matches a prefix (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    now: Now = None,
+    lock_wait: LockWait = "1h",
+    quiet: Quiet = False,
+) -> None:
+    """Queue URL records; print a refused record for each URL the trap limits stop.
+
+    Reads URL records (reason seed, link, sitemap, redirect or recrawl). Records
+    without fp, site or host are canonicalized first. Each URL is either queued or
+    written out as a refused record: the input record plus "outcome": "refused",
+    "refused" (url-length, path-depth, repeated-segment, query-params,
+    param-denylist, calendar, max-depth, blocked, invalid-url) and "detail". Nothing
+    else is written. Dedup site records ({"site","pages","exact","near","yield"},
+    no "url") cut that site's budget. Link records' "from" (or "via") feed the
+    count of distinct sites linking to each site, which raises its priority and its
+    budget. The frontier does not check history (that is seen-merge's job), but a
+    recrawl of a URL whose recrawl is already queued is not queued twice.
+
+    Streams: memory holds per-site and per-host counters and up to 65,536 records
+    per queue before they go to a segment file. The whole input is committed at
+    once at the end: a crash queues none of it. If another process holds the state
+    directory, the input is read to its end first (into a temporary file), then the
+    lock is awaited, so pipes between stages on one state directory work.
+
+    State: DIR/frontier (queues, counters, manifest).
+
+    Example:
+
+        crawlkit seen-merge --state S links.ndjson.zst | crawlkit frontier add --state S
+        printf '{"url":"https://example.com/","reason":"seed"}\\n' | crawlkit frontier add --state S
+    """
+    rep = reporter()
+    limits = TrapLimits(
+        max_url_length=max_url_length,
+        max_path_depth=max_path_depth,
+        max_segment_repeats=max_repeats,
+        max_query_params=max_params,
+        max_depth=max_depth if max_depth > 0 else None,
+    )
+    if param_denylist:
+        limits = limits.with_denylist_files(param_denylist)
+    records = io.read_records(files, rep)
+    with io.open_output(refused or "-") as sink:
+        result = frontier_add(
+            state,
+            records,
+            on_refused=sink.write_record,
+            limits=limits,
+            now=_now(now),
+            lock_wait=parse_duration(lock_wait),
+            reporter=rep,
+        )
+    if not quiet:
+        rep.info(
+            f"{result.queued} queued, {result.refused} refused, {result.duplicates} "
+            f"duplicate recrawls, {result.site_records} site records; "
+            f"{rep.bad_records} bad records skipped"
+        )
+    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        raise typer.Exit(1)
+
+
+@frontier_app.command("next")
+def next_batch(
+    state: StateDir = ...,  # type: ignore[assignment]
+    max_urls: Annotated[int, typer.Option("--max", help="Most URLs in the batch.")] = 1000,
+    per_host: Annotated[
+        int, typer.Option("--per-host", help="Most URLs of one host in the batch (0: no limit).")
+    ] = 10,
+    recrawl_share: Annotated[
+        float,
+        typer.Option(
+            "--recrawl-share", help="Share of the batch for recrawls when new URLs wait too."
+        ),
+    ] = 0.6,
+    discovery_share: Annotated[
+        float,
+        typer.Option(
+            "--discovery-share",
+            help="Share of the new URLs kept for sites never fetched yet.",
+        ),
+    ] = 0.1,
+    no_budgets: Annotated[
+        bool,
+        typer.Option("--no-budgets", help="Ignore site budgets (a fixed list of sites)."),
+    ] = False,
+    budget_base: Annotated[
+        int, typer.Option("--budget-base", help="Pages per cycle of a site nobody vouches for.")
+    ] = 10,
+    budget_per_linker: Annotated[
+        int,
+        typer.Option("--budget-per-linker", help="Pages per cycle added per trusted linking site."),
+    ] = 100,
+    budget_seed: Annotated[
+        int, typer.Option("--budget-seed", help="Pages per cycle of a seed's site.")
+    ] = 100_000,
+    cycle: Annotated[
+        str, typer.Option("--cycle", help="Budget cycle: budgets refill after this long.")
+    ] = "1d",
+    refused: RefusedFile = None,
+    now: Now = None,
+    lock_wait: LockWait = "1h",
+    out: OutFile = "-",
+    quiet: Quiet = False,
+) -> None:
+    """Hand out a batch of URL records to fetch, and remove it from the queues.
+
+    Writes up to --max URL records. About --recrawl-share of them are recrawls when
+    both kinds wait (all of one kind when the other is empty); --discovery-share of
+    the new ones go to sites never fetched yet, so discovery never stops; the rest
+    is split across priority levels 0..3 by 8:4:2:1, so low levels still trickle.
+    Hosts take turns, at most --per-host URLs each, so the batch spreads over as
+    many hosts as possible. A site (registered domain) gets at most its budget per
+    --cycle: --budget-base, plus --budget-per-linker for each distinct trusted site
+    linking to it (trusted: a seed's site, or a site linked from two trusted sites,
+    so a link farm that only links to itself earns nothing), cut by the share of
+    copies dedup reported; URLs over budget wait for the next cycle. URLs of blocked
+    sites or hosts come out as refused records ("refused": "blocked") on standard
+    output among the batch, or in --refused FILE.
+
+    At least once: the batch is written (and a --out file renamed into place)
+    before the removal is committed; a crash in between hands the same URLs out
+    again, never loses them. Memory: the windows of records read from the queue
+    heads (about twice --max) and the per-site counters.
+
+    State: DIR/frontier.
+
+    Example:
+
+        crawlkit frontier next --state S --max 20000 --per-host 20 -o batch.ndjson.zst
+        crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst
+    """
+    rep = reporter()
+    if max_urls < 0 or per_host < 0:
+        raise UsageError("--max and --per-host must not be negative")
+    for name, share in (("--recrawl-share", recrawl_share), ("--discovery-share", discovery_share)):
+        if not 0.0 <= share <= 1.0:
+            raise UsageError(f"{name} must be between 0 and 1")
+    opts = NextOptions(
+        max_urls=max_urls,
+        per_host=per_host,
+        recrawl_share=recrawl_share,
+        discovery_share=discovery_share,
+        budgets=not no_budgets,
+        cycle=parse_duration(cycle),
+        now=_now(now),
+    )
+    policy = BudgetPolicy(base=budget_base, per_linker=budget_per_linker, seed=budget_seed)
+
+    def write(batch: Batch) -> None:
+        with io.open_output(out) as sink:
+            for line in batch.lines:
+                sink.write(line)
+            if refused is None:
+                sink.write_records(batch.refused)
+        if refused is not None:
+            with io.open_output(refused) as side:
+                side.write_records(batch.refused)
+
+    batch = frontier_next(
+        state, opts, write=write, policy=policy, lock_wait=parse_duration(lock_wait), reporter=rep
+    )
+    if not quiet:
+        hosts = len({orjson.loads(line)["host"] for line in batch.lines}) if batch.lines else 0
+        rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} blocked")
+
+
+@frontier_app.command("stats")
+def stats(state: StateDir = ...) -> None:  # type: ignore[assignment]
+    """Print the frontier's counters as one JSON object.
+
+    Fields: queued (total), levels (new and recrawl per level 0..3, discovery),
+    parked (over budget, waiting for the next cycle), reasons (queued per reason),
+    sites and hosts with URLs waiting, refused (per reason, since the start), added
+    and handed_out (since the start), budgets (cycle number and start, URLs handed
+    out this cycle, sites over budget), blocked (including blocks not yet applied).
+
+    Reads the committed state without taking the lock, so it works while a crawl
+    runs; touches nothing.
+
+    Example:
+
+        crawlkit frontier stats --state S | jq .levels
+    """
+    with io.open_output("-") as sink:
+        sink.write_record(frontier_stats(state))
+
+
+Target = Annotated[str, typer.Argument(help="A site (registered domain) or a host.")]
+
+
+@frontier_app.command("block")
+def block(target: Target, state: StateDir = ...) -> None:  # type: ignore[assignment]
+    """Block a site or host: its URLs come out of the next batch as refused records.
+
+    A site (registered domain, e.g. example.com) blocks all of its hosts; a host
+    (www.example.com, or host:port) blocks only that host. The block is written to
+    DIR/frontier/inbox without taking the lock, so it works while a crawl runs; the
+    next 'frontier next' (or 'add') applies it: every queued URL of the target is
+    written out as a refused record with "refused": "blocked", and new ones are
+    refused when added.
+
+    Example:
+
+        crawlkit frontier block --state S spam.example
+    """
+    frontier_block(state, target)
+
+
+@frontier_app.command("unblock")
+def unblock(target: Target, state: StateDir = ...) -> None:  # type: ignore[assignment]
+    """Lift a block. URLs already refused stay refused; add them again to queue them.
+
+    Example:
+
+        crawlkit frontier unblock --state S spam.example
+    """
+    frontier_block(state, target, unblock=True)

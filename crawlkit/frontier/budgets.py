@@ -1,0 +1,185 @@
+"""Per-site page budgets (IRLbot's STAR idea) and what the frontier knows of each site.
+
+A *site* is a registered domain (DESIGN.md), so a million subdomains of one site
+share one budget. Each site may be handed out at most ``budget(site)`` URLs per
+cycle; URLs over budget are parked, not dropped, and come back next cycle.
+
+The budget grows with the number of distinct *credited* sites that link to it:
+
+    budget = base + per_linker * credited            (a seed site: the seed budget)
+    credited = distinct linking sites, other than the site itself, that are trusted
+    trusted  = a seed site, or a site with at least ``trust_links`` (2) trusted linkers
+
+Trust is the least fixpoint of that rule, computed from the seeds outward, so a
+farm of sites that only link to each other earns nothing: none of its members is
+trusted, so none credits another, and each farm site keeps the small base budget. A
+farm needs several independent trusted sites to link into it before it earns more,
+and then only ``per_linker`` per such site. (STAR proper distributes budget along
+links in proportion to the linker's own budget; this threshold rule is simpler to
+keep incrementally and has the property that matters: in-links that cost nothing to
+make, from sites nobody else vouches for, are worth nothing.) At most
+``max_linkers`` linkers are remembered per site, which also caps the budget.
+
+A site whose recent pages are mostly copies (dedup's site records: ``yield`` is the
+share of exact and near copies among ``pages``) has its budget multiplied by
+``1 - yield`` (never below ``min_factor``) once ``pages`` reaches ``min_yield_pages``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BudgetPolicy", "SiteInfo", "SiteTable"]
+
+
+@dataclass(frozen=True)
+class BudgetPolicy:
+    """Budget parameters (pages per site per cycle)."""
+
+    base: int = 10
+    per_linker: int = 100
+    seed: int = 100_000
+    trust_links: int = 2
+    max_linkers: int = 256
+    min_yield_pages: int = 5
+    min_factor: float = 0.1
+
+
+class SiteInfo:
+    """Counters and signals of one site (registered domain)."""
+
+    __slots__ = ("fetched", "linkers", "parked", "queued", "seed", "used", "yield_", "yield_pages")
+
+    def __init__(self) -> None:
+        self.queued = 0  # URLs in the queues (parked ones excluded)
+        self.parked = 0  # URLs waiting for the next cycle's budget
+        self.used = 0  # URLs handed out this cycle
+        self.fetched = 0  # URLs ever handed out
+        self.seed = False
+        self.yield_: float | None = None
+        self.yield_pages = 0
+        self.linkers: set[str] | None = None
+
+    def to_json(self) -> list[Any]:
+        return [
+            self.queued,
+            self.parked,
+            self.used,
+            self.fetched,
+            int(self.seed),
+            self.yield_,
+            self.yield_pages,
+            sorted(self.linkers) if self.linkers else [],
+        ]
+
+    @classmethod
+    def from_json(cls, value: list[Any]) -> SiteInfo:
+        info = cls()
+        (info.queued, info.parked, info.used, info.fetched, seed,
+         info.yield_, info.yield_pages, linkers) = value  # fmt: skip
+        info.seed = bool(seed)
+        info.linkers = set(linkers) if linkers else None
+        return info
+
+
+class SiteTable:
+    """All sites the frontier knows, with link, seed and yield signals and budgets."""
+
+    def __init__(self, policy: BudgetPolicy | None = None):
+        self.policy = policy or BudgetPolicy()
+        self.sites: dict[str, SiteInfo] = {}
+        self._trusted: set[str] | None = None  # None: recompute before use
+
+    def get(self, site: str) -> SiteInfo:
+        info = self.sites.get(site)
+        if info is None:
+            info = self.sites[site] = SiteInfo()
+        return info
+
+    def note_seed(self, site: str) -> None:
+        info = self.get(site)
+        if not info.seed:
+            info.seed = True
+            self._trusted = None
+
+    def note_link(self, site: str, from_site: str) -> None:
+        """Remember that ``from_site`` links to ``site`` (links within a site ignored)."""
+        if not from_site or from_site == site:
+            return
+        info = self.get(site)
+        if info.linkers is None:
+            info.linkers = set()
+        elif from_site in info.linkers or len(info.linkers) >= self.policy.max_linkers:
+            return
+        info.linkers.add(from_site)
+        self._trusted = None
+
+    def note_yield(self, site: str, pages: int, yield_: float) -> None:
+        info = self.get(site)
+        info.yield_pages = pages
+        info.yield_ = min(1.0, max(0.0, yield_))
+
+    def linking_sites(self, site: str) -> int:
+        info = self.sites.get(site)
+        return len(info.linkers) if info is not None and info.linkers else 0
+
+    def trusted(self) -> set[str]:
+        """The trusted sites: seeds and, transitively, sites with enough trusted linkers."""
+        if self._trusted is not None:
+            return self._trusted
+        out_links: dict[str, list[str]] = defaultdict(list)
+        for name, info in self.sites.items():
+            if info.linkers:
+                for linker in info.linkers:
+                    out_links[linker].append(name)
+        trusted = {name for name, info in self.sites.items() if info.seed}
+        votes: dict[str, int] = defaultdict(int)
+        work = list(trusted)
+        need = self.policy.trust_links
+        while work:
+            linker = work.pop()
+            for target in out_links.get(linker, ()):
+                if target in trusted:
+                    continue
+                votes[target] += 1
+                if votes[target] >= need:
+                    trusted.add(target)
+                    work.append(target)
+        self._trusted = trusted
+        return trusted
+
+    def credited(self, site: str) -> int:
+        info = self.sites.get(site)
+        if info is None or not info.linkers:
+            return 0
+        trusted = self.trusted()
+        return sum(1 for linker in info.linkers if linker in trusted)
+
+    def budget(self, site: str) -> int:
+        """Pages this site may be handed out per cycle (at least 1)."""
+        policy = self.policy
+        info = self.sites.get(site)
+        if info is not None and info.seed:
+            pages = float(max(policy.seed, policy.base))
+        else:
+            pages = float(policy.base + policy.per_linker * self.credited(site))
+        if (
+            info is not None
+            and info.yield_ is not None
+            and info.yield_pages >= policy.min_yield_pages
+        ):
+            pages *= max(policy.min_factor, 1.0 - info.yield_)
+        return max(1, int(pages))
+
+    def to_json(self) -> dict[str, list[Any]]:
+        return {name: info.to_json() for name, info in self.sites.items()}
+
+    def load_json(self, value: dict[str, list[Any]]) -> None:
+        self.sites = {name: SiteInfo.from_json(v) for name, v in value.items()}
+        self._trusted = None
+
+    def new_cycle(self) -> None:
+        for info in self.sites.values():
+            info.used = 0

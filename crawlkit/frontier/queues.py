@@ -1,0 +1,261 @@
+"""On-disk FIFO queues made of immutable zstd NDJSON segment files.
+
+A queue is an ordered list of segments plus a read offset into the first one. The
+queue itself never holds its records in memory: only the head segment that a
+``take`` is reading is decompressed, and only for the length of that call.
+
+Contract:
+
+* A segment is written once (temporary name, fsync, rename) and never modified;
+  it is named ``seg-<id>.ndjson.zst`` and holds one JSON object a line.
+* Every change to a queue (records taken from the head, segments pushed at either
+  end) changes only the in-memory :class:`SegmentQueue`; it becomes durable when the
+  owner writes the queue's :meth:`SegmentQueue.to_json` into its manifest. Until
+  then the old manifest still names the old segments and offset, so a crash loses
+  nothing (DESIGN.md invariant 5): new segment files not named by any manifest are
+  orphans that :meth:`SegmentStore.remove_orphans` deletes on the next open, and
+  segments emptied by a take are deleted only after the commit
+  (:meth:`SegmentStore.collect`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from crawlkit.errors import StateError
+from crawlkit.io import fsync_dir
+
+__all__ = ["SEGMENT_LINES", "SegmentQueue", "SegmentStore"]
+
+#: Records per segment: 65,536 URL records are ~15 MB uncompressed, ~2 MB on disk.
+SEGMENT_LINES = 65536
+#: A tail segment smaller than this is merged with new records instead of being left
+#: as one more small file (every ``add`` of a few links would otherwise make one).
+SMALL_SEGMENT = 4096
+
+_SEGMENT_NAME = re.compile(r"^seg-(\d+)\.ndjson\.zst$")
+
+
+class SegmentStore:
+    """The directory of segment files of one frontier; allocates ids, reads, writes."""
+
+    def __init__(self, directory: Path, next_id: int = 1, *, level: int = 1):
+        self.directory = directory
+        self.next_id = next_id
+        self._cctx = zstandard.ZstdCompressor(level=level)
+        self._dctx = zstandard.ZstdDecompressor()
+        self._garbage: list[int] = []
+        self._written: list[int] = []
+
+    def path(self, seg_id: int) -> Path:
+        return self.directory / f"seg-{seg_id:012d}.ndjson.zst"
+
+    def write(self, lines: list[bytes]) -> int:
+        """Write ``lines`` (each ending in a newline) as a new segment; return its id.
+
+        The file is fsynced before this returns, so a manifest naming it may be
+        committed right after.
+        """
+        seg_id = self.next_id
+        self.next_id += 1
+        data = self._cctx.compress(b"".join(lines))
+        final = self.path(seg_id)
+        tmp = final.with_name(final.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+        self._written.append(seg_id)
+        return seg_id
+
+    def read(self, seg_id: int) -> list[bytes]:
+        """The lines of a segment, each with its newline."""
+        try:
+            data = self.path(seg_id).read_bytes()
+        except OSError as exc:
+            raise StateError(f"frontier segment {self.path(seg_id)} is missing: {exc}") from exc
+        try:
+            raw = self._dctx.decompressobj().decompress(data)
+        except zstandard.ZstdError as exc:
+            raise StateError(f"frontier segment {self.path(seg_id)} is damaged: {exc}") from exc
+        return raw.splitlines(keepends=True)
+
+    def discard_later(self, seg_id: int) -> None:
+        """Delete this segment after the next commit (it is still named by the old one)."""
+        self._garbage.append(seg_id)
+
+    def sync(self) -> None:
+        """Make the renames of the segments written since the last commit durable."""
+        if self._written:
+            fsync_dir(self.directory)
+            self._written.clear()
+
+    def collect(self) -> None:
+        """After a commit: delete the segments the committed manifest no longer names."""
+        for seg_id in self._garbage:
+            with contextlib.suppress(FileNotFoundError):
+                self.path(seg_id).unlink()
+        self._garbage.clear()
+
+    def forget_uncommitted(self) -> None:
+        """After a failed commit: the segments written are orphans, deleted on next open."""
+        self._garbage.clear()
+        self._written.clear()
+
+    def remove_orphans(self, live: set[int]) -> int:
+        """Delete segment files (and temporary files) that no manifest names."""
+        removed = 0
+        for entry in os.scandir(self.directory):
+            match = _SEGMENT_NAME.match(entry.name)
+            if (match and int(match.group(1)) not in live) or entry.name.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                removed += 1
+            elif match:
+                self.next_id = max(self.next_id, int(match.group(1)) + 1)
+        return removed
+
+
+class SegmentQueue:
+    """One FIFO queue: ``segs`` is a list of ``[segment id, line count]``, oldest first.
+
+    ``offset`` lines of the first segment have been taken already.
+    """
+
+    def __init__(self, store: SegmentStore, segs: list[list[int]] | None = None, offset: int = 0):
+        self.store = store
+        self.segs: list[list[int]] = [list(s) for s in segs or []]
+        self.offset = offset
+        self._head: list[bytes] | None = None  # decompressed first segment, this call only
+
+    def __len__(self) -> int:
+        return sum(n for _, n in self.segs) - self.offset
+
+    def to_json(self) -> dict[str, Any]:
+        return {"segs": self.segs, "offset": self.offset}
+
+    @classmethod
+    def from_json(cls, store: SegmentStore, value: dict[str, Any]) -> SegmentQueue:
+        return cls(store, value.get("segs", []), int(value.get("offset", 0)))
+
+    def segment_ids(self) -> Iterable[int]:
+        return (seg_id for seg_id, _ in self.segs)
+
+    def take(self, n: int) -> list[bytes]:
+        """Remove and return up to ``n`` lines from the head."""
+        out: list[bytes] = []
+        while len(out) < n and self.segs:
+            seg_id, count = self.segs[0]
+            if self._head is None:
+                self._head = self.store.read(seg_id)
+                if len(self._head) != count:
+                    raise StateError(
+                        f"frontier segment {self.store.path(seg_id)} has {len(self._head)} "
+                        f"lines, the manifest says {count}"
+                    )
+            want = n - len(out)
+            out.extend(self._head[self.offset : self.offset + want])
+            self.offset = min(count, self.offset + want)
+            if self.offset >= count:
+                self.segs.pop(0)
+                self.store.discard_later(seg_id)
+                self.offset = 0
+                self._head = None
+        return out
+
+    def take_all(self) -> list[bytes]:
+        return self.take(len(self))
+
+    def push_front(self, lines: list[bytes]) -> None:
+        """Put lines back at the head, in their order (ahead of everything queued)."""
+        if not lines:
+            return
+        self._drop_head_cache()
+        if self.offset and self.segs:
+            # The partly read head segment is rewritten behind the new lines, so the
+            # queue stays a plain list of segments with one offset.
+            seg_id, _count = self.segs.pop(0)
+            rest = self.store.read(seg_id)[self.offset :]
+            self.store.discard_later(seg_id)
+            self.offset = 0
+            if len(rest) + len(lines) <= SEGMENT_LINES:
+                lines = lines + rest
+            elif rest:
+                self.segs.insert(0, [self.store.write(rest), len(rest)])
+        chunks = [lines[i : i + SEGMENT_LINES] for i in range(0, len(lines), SEGMENT_LINES)]
+        for chunk in reversed(chunks):
+            self.segs.insert(0, [self.store.write(chunk), len(chunk)])
+
+    def push_back(self, lines: list[bytes]) -> None:
+        """Append lines at the tail; a small tail segment is merged with them."""
+        if not lines:
+            return
+        if (
+            self.segs
+            and self.segs[-1][1] < SMALL_SEGMENT
+            and (len(self.segs) > 1 or not self.offset)
+        ):
+            seg_id, _count = self.segs.pop()
+            if len(self.segs) == 0:
+                self._drop_head_cache()
+            lines = self.store.read(seg_id) + lines
+            self.store.discard_later(seg_id)
+        for start in range(0, len(lines), SEGMENT_LINES):
+            chunk = lines[start : start + SEGMENT_LINES]
+            self.segs.append([self.store.write(chunk), len(chunk)])
+
+    def extend_segments(self, other: SegmentQueue) -> None:
+        """Move all of ``other``'s records to this queue's tail without rewriting them."""
+        if not other.segs:
+            return
+        if other.offset:
+            rest = other.take_all()
+            other.segs, other.offset = [], 0
+            self.push_back(rest)
+            return
+        self.segs.extend(other.segs)
+        other.segs = []
+
+    def remove_where(self, drop: Callable[[bytes], bool]) -> list[bytes]:
+        """Remove the lines for which ``drop`` is true, segment by segment; return them.
+
+        Only segments that lose a line are rewritten; order is kept.
+        """
+        self._drop_head_cache()
+        removed: list[bytes] = []
+        new_segs: list[list[int]] = []
+        for index, (seg_id, count) in enumerate(self.segs):
+            lines = self.store.read(seg_id)
+            if len(lines) != count:
+                raise StateError(f"frontier segment {self.store.path(seg_id)} has a wrong count")
+            if index == 0 and self.offset:
+                lines = lines[self.offset :]
+            kept = []
+            for line in lines:
+                (removed if drop(line) else kept).append(line)
+            if len(kept) == count:
+                new_segs.append([seg_id, count])
+                continue
+            self.store.discard_later(seg_id)
+            if kept:
+                new_segs.append([self.store.write(kept), len(kept)])
+        if (new_segs and self.segs and new_segs[0][0] != self.segs[0][0]) or not new_segs:
+            self.offset = 0
+        self.segs = new_segs
+        return removed
+
+    def _drop_head_cache(self) -> None:
+        self._head = None

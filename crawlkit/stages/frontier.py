@@ -1,0 +1,135 @@
+"""``crawlkit frontier``: add URL records, hand out batches, stats, operator blocks.
+
+Each function opens the frontier of one state directory (``DIR/frontier``) under the
+state directory's lock, does one job and commits. ``add`` reads all of its input
+before it waits for a lock someone else holds, so a pipe from another stage on the
+same state directory (``seen-merge --state S | frontier add --state S``) cannot
+deadlock: the writer finishes and lets go of the lock, then ``add`` takes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import LockedError
+from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
+from crawlkit.frontier.traps import TrapLimits
+from crawlkit.io import Record
+from crawlkit.state import StateDir, open_state
+
+__all__ = ["frontier_add", "frontier_block", "frontier_next", "frontier_stats", "lock_state"]
+
+
+def lock_state(
+    path: str | os.PathLike[str], *, wait: float, reporter: Reporter | None = None
+) -> StateDir:
+    """Lock the state directory, waiting up to ``wait`` seconds for another owner.
+
+    Raises :class:`LockedError` when the owner keeps it longer.
+    """
+    reporter = reporter or NullReporter()
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            return open_state(path)
+        except LockedError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not told:
+                reporter.info(f"{exc}; waiting up to {wait:g} s")
+                told = True
+            time.sleep(0.05)
+
+
+def _spool(records: Iterable[Record]) -> IO[bytes]:
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed by the caller
+    for rec in records:
+        spool.write(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
+    spool.seek(0)
+    return spool
+
+
+def _unspool(spool: IO[bytes]) -> Iterator[Record]:
+    for line in spool:
+        yield orjson.loads(line)
+
+
+def frontier_add(
+    state_path: str | os.PathLike[str],
+    records: Iterable[Record],
+    *,
+    on_refused: Callable[[Record], None],
+    limits: TrapLimits | None = None,
+    policy: BudgetPolicy | None = None,
+    now: float | None = None,
+    lock_wait: float = 3600.0,
+    reporter: Reporter | None = None,
+) -> AddResult:
+    """Queue ``records`` in the frontier under ``state_path``; refusals go to ``on_refused``.
+
+    All or nothing: the records are committed together at the end, so a crash
+    queues none of them and a rerun on the same input is what it should be.
+    """
+    try:
+        state = open_state(state_path)
+        spool = None
+    except LockedError:
+        spool = _spool(records)  # read to the end before waiting (see module doc)
+        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+        records = _unspool(spool)
+    with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
+        frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
+        result = frontier.add_records(records, now=now, on_refused=on_refused)
+        frontier.commit()
+    return result
+
+
+def frontier_next(
+    state_path: str | os.PathLike[str],
+    opts: NextOptions,
+    *,
+    write: Callable[[Batch], None],
+    policy: BudgetPolicy | None = None,
+    lock_wait: float = 3600.0,
+    reporter: Reporter | None = None,
+) -> Batch:
+    """Hand out one batch: ``write(batch)`` must make it safe, then the removal commits.
+
+    At least once: if ``write`` raises or the process dies before the commit, the
+    same URLs are still queued and come out again.
+    """
+    with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
+        frontier = Frontier.open(state.sub("frontier"), policy=policy)
+        batch = frontier.next(opts)
+        write(batch)
+        frontier.commit()
+    return batch
+
+
+def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
+    """The frontier's counters, read without taking the lock (a running crawl keeps it)."""
+    directory = Path(state_path) / "frontier"
+    if not (directory / "manifest.json").exists():
+        return Frontier(directory).stats()
+    return Frontier.open(directory, read_only=True).stats()
+
+
+def frontier_block(
+    state_path: str | os.PathLike[str], target: str, *, unblock: bool = False
+) -> Path:
+    """Post a block (or unblock) of a site or host; applied by the next ``next``/``add``."""
+    open_state(state_path, lock=False)  # creates the directory, takes no lock
+    return Frontier.post_command(
+        Path(state_path) / "frontier", "unblock" if unblock else "block", target
+    )

@@ -1,0 +1,206 @@
+"""``crawlkit recrawl``: fetch log + page records in, due URL records out.
+
+Reads fetch records (an ``outcome``: fetched, not-modified, redirect, deferred,
+error, ...), page or dedup records (``digest``, ``simhash``) and sitemap URL records
+(``lastmod``), updates each URL's history (:mod:`crawlkit.recrawl`) and writes a URL
+record (``reason: "recrawl"``) for every URL now due, carrying ``etag`` and
+``last_modified`` for a conditional GET.
+
+Buffers: the input's events, one small object per record, until the input ends
+(a page record must meet its fetch record, and the two come from different files);
+then it takes the state lock, so it can read from a pipe of another stage on the
+same state directory. History lives on disk (SQLite), not in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL
+from crawlkit.frontier.store import iso, parse_time
+from crawlkit.io import Record
+from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
+from crawlkit.stages.frontier import lock_state
+from crawlkit.url import Canonicalizer
+
+__all__ = ["RecrawlSummary", "collect_events", "recrawl"]
+
+
+@dataclass
+class RecrawlSummary:
+    fetches: int = 0
+    pages: int = 0
+    lastmods: int = 0
+    ignored: int = 0
+    updated: int = 0
+    emitted: int = 0
+    tracked: int = 0
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _simhash(value: object) -> int | None:
+    if isinstance(value, str):
+        try:
+            return int(value, 16)
+        except ValueError:
+            return None
+    return _int(value)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def collect_events(
+    records: Iterable[tuple[str, int, Record]],
+    *,
+    now: float,
+    reporter: Reporter,
+    summary: RecrawlSummary,
+) -> tuple[dict[int, list[Event]], dict[int, tuple[str | None, str | None]]]:
+    """Group the input into events per URL fingerprint, pages joined to their fetch.
+
+    Returns the events (in input order per URL) and each URL's host and site if a
+    record carried them.
+    """
+    canon: Canonicalizer | None = None
+    events: dict[int, list[Event]] = {}
+    where: dict[int, tuple[str | None, str | None]] = {}
+    pages: dict[int, tuple[str | None, int | None]] = {}
+    for source, line, rec in records:
+        url = rec.get("url")
+        if not isinstance(url, str) or not url:
+            reporter.bad_record(source, line, "record without a url")
+            continue
+        fp_hex = rec.get("fp")
+        try:
+            fp = int(fp_hex, 16) if isinstance(fp_hex, str) and len(fp_hex) == 16 else None
+        except ValueError:
+            fp = None
+        host, site = _str(rec.get("host")), _str(rec.get("site"))
+        if fp is None or host is None or site is None:
+            canon = canon or Canonicalizer()
+            try:
+                parsed = canon.parse(url)
+            except InvalidURL as exc:
+                reporter.bad_record(source, line, str(exc))
+                continue
+            url, host, site = parsed.url, parsed.host, parsed.site
+            fp = fp if fp is not None else int(parsed.fp, 16)
+        where[fp] = (host, site)
+        if "outcome" in rec or ("status" in rec and "fetched_at" in rec):
+            at = parse_time(rec.get("fetched_at"))
+            event = Event(
+                kind="fetch",
+                at=at if at is not None else now,
+                url=url,
+                outcome=_str(rec.get("outcome")),
+                status=_int(rec.get("status")),
+                etag=_str(rec.get("etag")),
+                last_modified=_str(rec.get("last_modified")),
+                digest=_str(rec.get("digest")),
+                simhash=_simhash(rec.get("simhash")),
+                retry_at=parse_time(rec.get("retry_at")),
+                priority=_int(rec.get("priority")),
+                depth=_int(rec.get("depth")),
+                extra={"location": rec.get("location")} if rec.get("location") else {},
+            )
+            events.setdefault(fp, []).append(event)
+            summary.fetches += 1
+        elif "simhash" in rec or "digest" in rec:
+            pages[fp] = (_str(rec.get("digest")), _simhash(rec.get("simhash")))
+            summary.pages += 1
+        elif rec.get("lastmod") is not None:
+            lastmod = parse_time(rec.get("lastmod"))
+            if lastmod is None:
+                reporter.bad_record(source, line, f"unreadable lastmod {rec.get('lastmod')!r}")
+                continue
+            events.setdefault(fp, []).append(
+                Event(kind="lastmod", at=now, url=url, lastmod=lastmod)
+            )
+            summary.lastmods += 1
+        else:
+            summary.ignored += 1
+    for fp, (digest, simhash) in pages.items():
+        fetches = [e for e in events.get(fp, []) if e.kind == "fetch" and e.outcome != "deferred"]
+        if fetches:
+            latest = max(fetches, key=lambda e: e.at)
+            latest.digest = latest.digest or digest
+            if latest.simhash is None:
+                latest.simhash = simhash
+    return events, where
+
+
+def recrawl(
+    state_path: str | os.PathLike[str],
+    records: Iterable[tuple[str, int, Record]],
+    *,
+    write: Callable[[list[Record]], None],
+    policy: RecrawlPolicy | None = None,
+    now: float | None = None,
+    max_urls: int | None = None,
+    lock_wait: float = 3600.0,
+    reporter: Reporter | None = None,
+) -> RecrawlSummary:
+    """Update the history under ``state_path`` and ``write`` the URLs due at ``now``.
+
+    ``write`` gets the due URL records; the history (updates and "emitted" marks)
+    is committed only after it returns, so a crash re-emits rather than loses.
+    """
+    policy = policy or RecrawlPolicy()
+    reporter = reporter or NullReporter()
+    now = time.time() if now is None else now
+    summary = RecrawlSummary()
+    events, where = collect_events(records, now=now, reporter=reporter, summary=summary)
+    with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
+        history = History(state.sub("recrawl"))
+        try:
+            changed = []
+            for fp, evs in events.items():
+                entry = history.get(fp)
+                before = entry
+                for event in sorted(evs, key=lambda e: e.at):
+                    entry = apply_event(entry, event, fp, policy)
+                if entry is not None and entry is not before:
+                    host, site = where.get(fp, (None, None))
+                    entry.host = host or entry.host
+                    entry.site = site or entry.site
+                    changed.append(entry)
+            history.put(changed)
+            summary.updated = len(changed)
+            out: list[Record] = []
+            for entry in history.due(now, policy.reemit, max_urls):
+                wait = policy.wait(entry.interval, entry.priority)
+                out.append(
+                    {
+                        "url": entry.url,
+                        "host": entry.host,
+                        "site": entry.site,
+                        "fp": f"{entry.fp:016x}",
+                        "reason": "recrawl",
+                        "depth": entry.depth if entry.depth is not None else 0,
+                        "priority": entry.priority,
+                        "due": iso(entry.due),
+                        "interval": round(wait, 3),
+                        "etag": entry.etag,
+                        "last_modified": entry.last_modified,
+                        "last_fetch": iso(entry.last_fetch) if entry.last_fetch else None,
+                        "changes": entry.changes,
+                        "checks": entry.checks,
+                    }
+                )
+            write(out)
+            history.mark_emitted([int(r["fp"], 16) for r in out], now)
+            history.commit()
+            summary.emitted = len(out)
+            summary.tracked = history.count()
+        finally:
+            history.close()
+    return summary
