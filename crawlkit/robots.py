@@ -218,16 +218,30 @@ def _path_of(url: str) -> str:
     Only ``scheme://authority`` is stripped: a string starting with ``/`` is a path,
     even ``//a/b`` (a valid request path, as a server would see it).
     """
-    if not url.startswith("/"):
-        m = _AUTHORITY.match(url)
-        if m is not None:
-            url = url[m.end() :]
-    hash_at = url.find("#")
-    if hash_at >= 0:
-        url = url[:hash_at]
+    if url.startswith("https://"):
+        slash = url.find("/", 8)
+        if slash < 0 or "?" in url[8:slash] or "#" in url[8:slash]:
+            url = _strip_authority(url)
+        else:
+            url = url[slash:]
+    elif url.startswith("http://"):
+        slash = url.find("/", 7)
+        if slash < 0 or "?" in url[7:slash] or "#" in url[7:slash]:
+            url = _strip_authority(url)
+        else:
+            url = url[slash:]
+    elif not url.startswith("/"):
+        url = _strip_authority(url)
+    if "#" in url:
+        url = url[: url.index("#")]
     if not url.startswith("/"):
         url = "/" + url
     return url
+
+
+def _strip_authority(url: str) -> str:
+    m = _AUTHORITY.match(url)
+    return url if m is None else url[m.end() :]
 
 
 # --------------------------------------------------------------------------------------
@@ -282,12 +296,25 @@ def _trie_regex(keys: Iterable[str]) -> str:
     return emit(root)
 
 
+def _find_regex(piece: str) -> str:
+    """A regex that skips to the end of the leftmost occurrence of ``piece``.
+
+    Same as the atomic lazy ``(?>.*?piece)``, but runs of characters that cannot start
+    ``piece`` are skipped by a possessive character class, about four times faster.
+    """
+    first, rest = re.escape(piece[0]), re.escape(piece[1:])
+    if not rest:
+        return f"[^{first}]*+{first}"
+    return f"(?>[^{first}]*+(?:{first}(?!{rest})[^{first}]*+)*+){first}{rest}"
+
+
 def _wildcard_regex(pattern: str) -> str:
     """A regex for one normalised pattern with ``*`` and/or a final ``$``.
 
-    Every ``*`` but a last one before ``$`` is an atomic lazy skip: taking the leftmost
-    occurrence of each literal piece is enough to decide a match, and atomic groups
-    keep a hostile pattern (``/*a*a*a*a*b``) from backtracking exponentially.
+    Every ``*`` but a last one before ``$`` skips to the leftmost occurrence of the next
+    literal piece and never backtracks: taking the leftmost occurrence of each piece
+    is enough to decide a match, and no backtracking keeps a hostile pattern
+    (``/*a*a*a*a*b``) linear.
     """
     anchored = pattern.endswith("$")
     if anchored:
@@ -297,12 +324,12 @@ def _wildcard_regex(pattern: str) -> str:
     if len(parts) == 1:
         return out[0] + (r"\Z" if anchored else "")
     for piece in parts[1:-1]:
-        out.append(f"(?>.*?{re.escape(piece)})")
+        out.append(_find_regex(piece))
     last = parts[-1]
     if anchored:
         out.append(f".*{re.escape(last)}\\Z")
     elif last:
-        out.append(f"(?>.*?{re.escape(last)})")
+        out.append(_find_regex(last))
     return "".join(out)
 
 
