@@ -1,0 +1,259 @@
+"""``seen-merge``: the batch algorithm, invariant 4, and the command line."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from conftest import crawlkit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.io import read_records
+from crawlkit.seen import SeenStore
+from crawlkit.stages.seen_merge import SeenMerge
+from crawlkit.url import Canonicalizer, fingerprint
+
+CANON = Canonicalizer()
+
+
+def fp_record(x: int, **extra) -> dict:
+    return {"fp": f"{x:016x}", **extra}
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.data = b""
+        self.flushes = 0
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    @property
+    def records(self) -> list[dict]:
+        return [orjson.loads(line) for line in self.data.splitlines()]
+
+
+def merge(store: SeenStore, items, *, batch_size: int = 1000, **kw) -> tuple[Sink, SeenMerge]:
+    sink = Sink()
+    merger = SeenMerge(store, canonicalizer=CANON, batch_size=batch_size, **kw)
+    merger.run([("t", i + 1, item) for i, item in enumerate(items)], sink.write, sink.flush)
+    return sink, merger
+
+
+def lines(*records: dict) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+# -- the algorithm ----------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 30), max_size=80), st.integers(1, 20))
+def test_first_occurrence_wins_and_order_is_kept(values, batch_size):
+    with tempfile.TemporaryDirectory() as tmp, SeenStore.open(tmp, capacity=16) as store:
+        sink, _ = merge(store, [fp_record(v, i=i) for i, v in enumerate(values)],
+                        batch_size=batch_size)  # fmt: skip
+    expected, seen = [], set()
+    for i, v in enumerate(values):
+        if v not in seen:
+            seen.add(v)
+            expected.append(i)
+    assert [r["i"] for r in sink.records] == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 60), max_size=40), min_size=1, max_size=6),
+    st.integers(1, 15),
+    st.sampled_from([4, 50, 10_000]),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_never_marks_seen_what_it_did_not_emit(runs, batch_size, capacity, failures):
+    """Invariant 4 over several runs, some of whose writes fail part way."""
+    emitted: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for run, fail in zip(runs, failures, strict=False):
+            with SeenStore.open(tmp, capacity=capacity) as store:
+                merger = SeenMerge(store, canonicalizer=CANON, batch_size=batch_size)
+                calls = 0
+
+                def write(data: bytes, fail: bool = fail) -> None:
+                    nonlocal calls
+                    calls += 1
+                    if fail and calls == 2:
+                        raise BrokenPipeError
+                    emitted.extend(orjson.loads(x)["v"] for x in data.splitlines())
+
+                items = [("t", i, fp_record(v, v=v)) for i, v in enumerate(run)]
+                with contextlib.suppress(BrokenPipeError):
+                    merger.run(items, write)
+                stored = {int(x) for chunk in store.iter_keys() for x in chunk}
+                # Everything stored was emitted at some point...
+                assert stored <= set(emitted)
+                # ... and nothing was emitted twice unless a failed write lost it first.
+                if not any(failures):
+                    assert len(emitted) == len(set(emitted))
+        with SeenStore.open(tmp) as store:
+            sink, _ = merge(store, [fp_record(v, v=v) for run in runs for v in run])
+            union = set(emitted) | {r["v"] for r in sink.records}
+    assert union == {v for run in runs for v in run}
+
+
+def test_a_filter_that_always_says_maybe_still_lets_every_new_url_out(tmp_path: Path):
+    with SeenStore.open(tmp_path, capacity=100_000) as store:
+        store.commit(np.arange(0, 2000, 2, dtype=np.uint64))  # the even numbers
+        store.filter._bits[:] = np.uint64(2**64 - 1)  # every probe now says "maybe"
+        items = [fp_record(x) for x in range(2000)]
+        sink, merger = merge(store, items, batch_size=300)
+    assert [int(r["fp"], 16) for r in sink.records] == list(range(1, 2000, 2))
+    stats = merger.stats
+    assert (stats.checked, stats.bloom_maybes, stats.confirmed_seen) == (2000, 2000, 1000)
+    assert stats.false_positives == 1000 and stats.new == 1000
+    assert stats.measured_fp_rate == 1.0
+
+
+def test_records_pass_through_and_missing_fingerprints_are_made(tmp_path: Path):
+    raw = b'{"fp":"00000000000000ff","url":"x","n":1.50,"z":{"deep":[1,"two"]}}'
+    items = [raw, b'{"url":"HTTP://Example.COM:80/a?b=1&a=2#f","reason":"link"}',
+             b"https://example.org/path", {"url": "https://example.net/"}]  # fmt: skip
+    with SeenStore.open(tmp_path) as store:
+        sink, merger = merge(store, items)
+    out = sink.data.splitlines()
+    assert out[0] == raw  # byte for byte, unknown fields and number spelling kept
+    second = orjson.loads(out[1])
+    assert second == {"url": "http://example.com/a?a=2&b=1", "reason": "link",
+                      "host": "example.com", "site": "example.com",
+                      "fp": fingerprint("http://example.com/a?a=2&b=1")}  # fmt: skip
+    assert orjson.loads(out[2])["url"] == "https://example.org/path"
+    assert orjson.loads(out[3])["site"] == "example.net"
+    assert merger.stats.new == 4
+
+
+def test_bad_records_are_reported_and_skipped(tmp_path: Path):
+    from crawlkit.diag import NullReporter
+
+    reporter = NullReporter()
+    items = [b"{broken", b'{"fp":"xyz"}', b'{"fp":12}', b'{"nothing":1}', b"mailto:a@b.c",
+             b'{"url":"ftp://example.com/"}',
+             b'{"fp":null,"url":"http://ok.example/"}']  # fmt: skip
+    with SeenStore.open(tmp_path) as store:
+        sink, merger = merge(store, items, reporter=reporter)
+    assert [r["url"] for r in sink.records] == ["http://ok.example/"]
+    assert merger.stats.bad_records == 6 == reporter.bad_records
+
+
+def test_a_failed_write_commits_nothing(tmp_path: Path):
+    with SeenStore.open(tmp_path) as store:
+        merger = SeenMerge(store, canonicalizer=CANON, batch_size=10)
+
+        def write(data: bytes) -> None:
+            raise OSError("disk full")
+
+        with pytest.raises(OSError):
+            merger.run([("t", 1, fp_record(x)) for x in range(25)], write)
+        assert store.stored == 0
+
+
+def test_pending_mode_commits_only_when_told(tmp_path: Path):
+    with SeenStore.open(tmp_path) as store:
+        sink = Sink()
+        merger = SeenMerge(store, canonicalizer=CANON, batch_size=3)
+        items = [("t", i, fp_record(x % 7)) for i, x in enumerate(range(20))]
+        merger.run(items, sink.write, commit_each_batch=False)
+        assert len(sink.records) == 7  # later batches still saw the earlier ones
+        assert store.stored == 0
+        merger.commit_pending()
+        assert store.stored == 7
+
+
+def test_dry_run_changes_nothing(tmp_path: Path):
+    with SeenStore.open(tmp_path) as store:
+        store.commit(np.array([1], dtype=np.uint64))
+    with SeenStore.open(tmp_path, writable=False) as store:
+        sink, merger = merge(store, [fp_record(x) for x in (1, 2, 2, 3)], batch_size=2,
+                             dry_run=True)  # fmt: skip
+        merger.commit_pending()
+        assert [int(r["fp"], 16) for r in sink.records] == [2, 3]
+    with SeenStore.open(tmp_path, writable=False) as store:
+        assert store.stored == 1
+
+
+# -- the command ------------------------------------------------------------------------
+
+URLS = [f"https://site{i % 7}.example.com/page/{i}" for i in range(300)]
+
+
+def test_cli_emits_new_urls_once_and_is_idempotent(tmp_path: Path):
+    state = tmp_path / "S"
+    data = lines(*({"url": u, "i": i} for i, u in enumerate(URLS + URLS[:50])))
+    first = crawlkit("seen-merge", "--state", str(state), "--batch-size", "64", input=data)
+    assert first.code == 0, first.stderr
+    assert [orjson.loads(x)["i"] for x in first.lines] == list(range(300))
+    again = crawlkit("seen-merge", "--state", str(state), input=data)
+    assert again.code == 0 and again.stdout == b""
+    names = {p.name for p in (state / "seen").iterdir()}
+    assert "manifest.json" in names and not any(n.startswith(".") for n in names)
+
+
+def test_cli_tiny_filter_false_positives_are_counted_and_let_through(tmp_path: Path):
+    state = tmp_path / "S"
+    first = lines(*({"url": u} for u in URLS[:150]))
+    args = ["seen-merge", "--state", str(state), "--capacity", "150", "--fp-rate", "0.4"]
+    assert crawlkit(*args, input=first).code == 0
+    second = lines(*({"url": u} for u in URLS))
+    result = crawlkit(*args, "--stats", input=second)
+    assert result.code == 0, result.stderr
+    assert sorted(orjson.loads(x)["url"] for x in result.lines) == sorted(URLS[150:])
+    stats = orjson.loads(result.stderr.strip().splitlines()[-1])
+    assert stats["new"] == 150 and stats["confirmed_seen"] == 150
+    assert stats["false_positives"] > 0  # the filter guessed wrong, and nothing was lost
+    assert stats["bloom_maybes"] == 150 + stats["false_positives"]
+    assert 0 < stats["measured_fp_rate"] < 1
+    for key in ("checked", "filter_fill", "stored", "bytes_per_url_disk", "bytes_per_url_ram"):
+        assert key in stats
+
+
+def test_cli_out_file_contains_dry_run_and_rebuild(tmp_path: Path):
+    state = tmp_path / "S"
+    out = tmp_path / "new.ndjson.zst"
+    data = lines(*({"url": u} for u in URLS[:40]))
+    dry = crawlkit("seen-merge", "--state", str(state), "--dry-run", input=data)
+    assert dry.code == 0 and len(dry.lines) == 40
+    assert not (state / "seen").exists()
+    result = crawlkit("seen-merge", "--state", str(state), "--out", str(out),
+                      "--batch-size", "7", "--stats-file", str(tmp_path / "s.json"),
+                      input=data)  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert len(list(read_records([out]))) == 40
+    assert orjson.loads((tmp_path / "s.json").read_bytes())["new"] == 40
+    check = crawlkit("seen-merge", "--state", str(state), "--contains", URLS[0].replace("https://site", "HTTPS://SITE"),
+                     URLS[100], "not a url")  # fmt: skip
+    answers = [orjson.loads(x) for x in check.lines]
+    assert [a["seen"] for a in answers] == [True, False, None]
+    assert answers[0]["url"] == URLS[0]
+    rebuilt = crawlkit("seen-merge", "--state", str(state), "--rebuild", "--capacity",
+                       "1000", "--stats")  # fmt: skip
+    assert rebuilt.code == 0, rebuilt.stderr
+    assert orjson.loads(rebuilt.stderr.strip())["capacity"] == 1000
+    again = crawlkit("seen-merge", "--state", str(state), input=data)
+    assert again.code == 0 and again.stdout == b""
+
+
+def test_cli_reports_bad_lines_and_a_locked_state(tmp_path: Path):
+    state = tmp_path / "S"
+    result = crawlkit("seen-merge", "--state", str(state),
+                      input=b'{"url":"http://a.example/"}\n{oops\n')  # fmt: skip
+    assert result.code == 0 and len(result.lines) == 1
+    assert "<stdin>:2:" in result.stderr
+    with SeenStore.open(state):
+        locked = crawlkit("seen-merge", "--state", str(state), input=b"")
+    assert locked.code == 1 and "in use" in locked.stderr
+    assert len(locked.stderr.strip().splitlines()) == 1
