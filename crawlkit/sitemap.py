@@ -181,6 +181,7 @@ class _XMLHandler:
         self.record_name = ""
         self.fields: dict[str, str] = {}
         self.record_depth = 0  # depth of the open record element, 0 if none
+        self.line = 0  # line of the record's URL (or of the record) for reports
         self.entry: dict[str, str] = {}
         self.field: str | None = None  # key of the field whose text is being collected
         self.text: list[str] = []
@@ -214,6 +215,7 @@ class _XMLHandler:
             if local == self.record_name and self._record_ns_ok(ns):
                 self.record_depth = self.depth
                 self.entry = {}
+                self.line = self.parser.CurrentLineNumber
             return
         if self.depth != self.record_depth + 1 or not self._field_ns_ok(ns, local):
             return
@@ -222,6 +224,7 @@ class _XMLHandler:
             href = attrs.get("href", "").strip()
             if rel == "alternate" and href and "loc" not in self.entry:
                 self.entry["loc"] = href
+                self.line = self.parser.CurrentLineNumber
             return
         permalink = attrs.get("isPermaLink", "true").strip().lower() != "false"
         if self.format == "rss" and local == "guid" and not permalink:
@@ -229,6 +232,8 @@ class _XMLHandler:
         key = self.fields.get(local)
         if key is None and local == "date" and ns == _DC_NS:
             key = "lastmod"
+        if key == "loc" and "loc" not in self.entry:
+            self.line = self.parser.CurrentLineNumber
         if key is not None:
             self.field = key
             self.text = []
@@ -260,7 +265,7 @@ class _XMLHandler:
             self.field = None
         elif self.record_depth and self.depth == self.record_depth:
             self.record_depth = 0
-            self.on_entry(self.entry, self.parser.CurrentLineNumber)
+            self.on_entry(self.entry, self.line)
             self.entry = {}
         self.depth -= 1
 
@@ -503,20 +508,17 @@ class SitemapReader:
     def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
         """One URL a line (UTF-8); blank lines skipped; overlong lines reported."""
         buf = first.removeprefix(b"\xef\xbb\xbf")
-        lineno = 0
+        lineno = 0  # lines completed so far
         skipping = False  # inside an overlong line
         while True:
-            start = 0
-            while True:
-                nl = buf.find(b"\n", start)
-                if nl < 0:
-                    break
-                lineno += 1
-                if not skipping:
-                    self._text_line(buf[start:nl], lineno)
-                skipping = False
-                start = nl + 1
-            buf = buf[start:]
+            lines = buf.split(b"\n")
+            buf = lines.pop()  # the unfinished last line
+            for i, line in enumerate(lines):
+                if skipping:
+                    skipping = False  # this piece ends the overlong line
+                elif line and not line.isspace():
+                    self._text_line(line, lineno + i + 1)
+            lineno += len(lines)
             if len(buf) > MAX_TEXT:
                 if not skipping:
                     self.stats.invalid += 1
@@ -530,7 +532,7 @@ class SitemapReader:
             if chunk is None:
                 break
             buf += chunk
-        if buf and not skipping and not self.stats.truncated:
+        if buf and not skipping and not self.stats.truncated and not buf.isspace():
             self._text_line(buf, lineno + 1)
         yield from self._drain()
 
