@@ -19,6 +19,7 @@ robots_app = typer.Typer(
     "Run 'crawlkit robots COMMAND --help' for one command.",
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 app.add_typer(robots_app, name="robots")
 
