@@ -35,8 +35,8 @@ def sitemap(
         str | None,
         typer.Option(
             "--base",
-            help="The sitemap's own URL: relative locations resolve against it, and records "
-            'carry it as "via".',
+            help='The sitemap\'s own URL: records carry it as "via", and relative links in '
+            "RSS and Atom feeds resolve against it (sitemaps need absolute URLs).",
             show_default=False,
         ),
     ] = None,
@@ -65,7 +65,7 @@ def sitemap(
     when given, and "via" with --base. Children of a sitemap index come out as records
     with "kind": "sitemap" and their lastmod, so a pipeline can fetch the changed ones.
 
-    Protocol limits: 50,000 URLs and 50 MB uncompressed per file; records up to the
+    Protocol limits: 50,000 URLs and 50 MiB uncompressed per file; records up to the
     limit are written and the rest is counted and reported. Invalid URLs are reported
     with their line and skipped. Hostile XML (entity declarations, external entities,
     nesting deeper than 64) and malformed XML end that file with an error (records

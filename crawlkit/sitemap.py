@@ -14,7 +14,7 @@ sitemap's ``<priority>`` (0.0-1.0) or the default (0.5, the protocol's default).
 A child of a sitemap index is the same record with ``"kind": "sitemap"``, so a
 pipeline can fetch it and skip children whose ``lastmod`` has not changed.
 
-Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MB uncompressed per
+Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MiB uncompressed per
 file. Records up to the limit are emitted; what lies beyond is counted and reported
 once, never silently dropped. Invalid URLs (not http(s), unparsable) are reported
 with their line number and skipped. Bad ``lastmod``, ``changefreq`` or ``priority``
@@ -580,8 +580,9 @@ def parse_sitemap(
 ) -> Iterator[dict[str, Any]]:
     """The records of one sitemap document given as bytes (gzip or not).
 
-    ``base`` is the sitemap's own URL: relative locations resolve against it and it
-    becomes ``via``. Raises :class:`SitemapError` as :meth:`SitemapReader.read` does.
+    ``base`` is the sitemap's own URL: it becomes ``via``, and relative links in feeds
+    resolve against it (a sitemap's ``<loc>`` and text lines must be absolute).
+    Raises :class:`SitemapError` as :meth:`SitemapReader.read` does.
     """
     reader = SitemapReader(
         base=base,
