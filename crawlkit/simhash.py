@@ -5,9 +5,10 @@ Contract:
 * :func:`simhash` maps a text to a 64-bit integer; the same text gives the same value
   in every process and on every run (no Python ``hash``, no per-process tables).
 * Words are maximal runs of letters, digits, ``_`` and any non-ASCII character, after
-  lowercasing. Words made only of ASCII digits are left out: dates, times, counters and
-  view counts are what changes most often between two copies of one page, and leaving
-  them out keeps such copies 0–3 bits apart.
+  lowercasing. Digits add nothing to a word, so words made only of digits vanish, and
+  the English names of days and months and clock words (:data:`DATE_WORDS`) are left
+  out too: timestamps, counters and view counts are what changes most often between
+  two copies of one page, and leaving them out keeps such copies 0–3 bits apart.
 * Features are the 3-shingles of the remaining words (each counted as often as it
   occurs); a text of one or two words has one feature (those words), an empty text
   has the simhash 0.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hamming", "simhash", "simhash_hex", "word_hashes"]
+__all__ = ["DATE_WORDS", "hamming", "simhash", "simhash_hex", "word_hashes"]
 
 _U64 = np.uint64
 # The polynomial base must be odd so it has an inverse modulo 2**64.
@@ -77,6 +78,17 @@ def _fmix(x: np.ndarray) -> np.ndarray:
 
 def word_hashes(text: str) -> np.ndarray:
     """64-bit hashes of the words of ``text`` in order (digit-only words left out)."""
+    hashes = _word_hashes_raw(text)
+    # Leave out date and time words: a 16-bit table screens, an exact test confirms.
+    maybe = _DATE_FILTER[(hashes & _LOW16).astype(np.intp)]
+    if maybe.any():
+        drop = np.zeros(hashes.size, dtype=np.bool_)
+        drop[maybe] = np.isin(hashes[maybe], _DATE_HASHES)
+        hashes = hashes[~drop]
+    return hashes
+
+
+def _word_hashes_raw(text: str) -> np.ndarray:
     lowered = text.lower().encode("utf-8", "surrogatepass")
     n = len(lowered)
     if n == 0:
@@ -99,6 +111,84 @@ def word_hashes(text: str) -> np.ndarray:
     raw = (prefix[ends] - prefix[starts]) * fwd[starts]
     # A word of digits only sums to 0 (any other word does so with odds 2**-64).
     return _fmix(raw[raw != 0])
+
+
+# Names of days and months and clock words: with digits ignored, these are all that
+# is left of a timestamp ("Mon, 30 Nov 2026 07:31:21 GMT"), the most common change
+# between two copies of one page.
+DATE_WORDS = (
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mon",
+    "tue",
+    "tues",
+    "wed",
+    "thu",
+    "thur",
+    "thurs",
+    "fri",
+    "sat",
+    "sun",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "am",
+    "pm",
+    "utc",
+    "gmt",
+    "cet",
+    "cest",
+    "est",
+    "edt",
+    "pst",
+    "pdt",
+    "z",
+    "t",
+    "th",
+    "st",
+    "nd",
+    "rd",
+    "today",
+    "yesterday",
+    "tomorrow",
+    "ago",
+    "updated",
+)
+_LOW16 = _U64(0xFFFF)
+_DATE_HASHES = np.zeros(0, dtype=_U64)
+_DATE_FILTER = np.zeros(1 << 16, dtype=np.bool_)
+
+
+def _init_date_words() -> None:
+    global _DATE_HASHES
+    _DATE_HASHES = np.unique(np.concatenate([_word_hashes_raw(w) for w in DATE_WORDS]))
+    _DATE_FILTER[(_DATE_HASHES & _LOW16).astype(np.intp)] = True
 
 
 def _shingle_hashes(words: np.ndarray) -> np.ndarray:
@@ -149,6 +239,9 @@ def simhash(text: str) -> int:
 def simhash_hex(text: str) -> str:
     """:func:`simhash` as 16 lowercase hex digits (the page record's ``simhash``)."""
     return f"{simhash(text):016x}"
+
+
+_init_date_words()
 
 
 def hamming(a: int, b: int) -> int:

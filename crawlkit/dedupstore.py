@@ -1,0 +1,293 @@
+"""The durable state of ``crawlkit dedup``: pages seen, their digests and simhashes.
+
+Files under ``DIR/dedup/`` (the directory is locked while open, DESIGN.md invariant 6):
+
+``pages.bin``
+    Append-only, one 40-byte little-endian entry per stored page: simhash, 64-bit
+    xxh3 of the digest string (0: none), xxh3 of the URL, offset of the URL in
+    ``urls.bin``, URL length, flags (bit 0: the simhash is in the near index). A page's
+    id is its entry number.
+``urls.bin``
+    The URLs, UTF-8, back to back (read only to name ``dup_of``).
+``sites.<generation>.json``
+    Per-site recent counts ``{site: [pages, exact, near]}``.
+``MANIFEST.json``
+    ``{"version", "pages", "url_bytes", "sites_generation"}``: what is committed.
+
+Commit protocol (invariant 5): new entries and URLs are appended and fsynced, the site
+counts are written under a new generation name, and only then is the manifest
+replaced atomically. On open, bytes past the manifest's lengths (a crash between the
+appends and the manifest) are cut off, so the state is always that of the last
+commit, and rerunning the same input after a crash gives the same dedup records.
+
+The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
+:class:`~crawlkit.nearindex.NearIndex`) are rebuilt from ``pages.bin`` on open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from crawlkit.errors import StateError
+from crawlkit.io import atomic_write_bytes, atomic_write_json, fsync_dir, read_json
+from crawlkit.nearindex import NearIndex
+
+__all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
+
+VERSION = 1
+ENTRY = np.dtype(
+    [
+        ("sh", "<u8"),
+        ("d64", "<u8"),
+        ("ufp", "<u8"),
+        ("uoff", "<u8"),
+        ("ulen", "<u4"),
+        ("flags", "<u4"),
+    ]
+)
+FLAG_INDEXED = 1
+
+
+class DedupStore:
+    """Pages seen so far, with exact-digest and near-simhash lookups.
+
+    Entries added with :meth:`add` are visible to lookups at once but are durable only
+    after :meth:`commit`. ``window`` is the per-site count at which a site's recent
+    counts are halved, so they describe roughly its last ``window`` to ``2 * window``
+    pages.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, window: int = 1000):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.window = window
+        manifest_path = self.dir / "MANIFEST.json"
+        if manifest_path.exists():
+            try:
+                manifest = read_json(manifest_path)
+                if manifest.get("version") != VERSION:
+                    raise StateError(
+                        f"{self.dir}: dedup state version {manifest.get('version')}, "
+                        f"this crawlkit reads {VERSION}"
+                    )
+                n_pages = int(manifest["pages"])
+                url_bytes = int(manifest["url_bytes"])
+                generation = int(manifest["sites_generation"])
+            except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+                raise StateError(f"{manifest_path}: damaged manifest ({exc})") from exc
+        else:
+            n_pages, url_bytes, generation = 0, 0, 0
+        self._generation = generation
+        self._pages_path = self.dir / "pages.bin"
+        self._urls_path = self.dir / "urls.bin"
+        entries = self._load_entries(n_pages)
+        self._trim(self._urls_path, url_bytes)
+        self._committed_pages = n_pages
+        self._committed_url_bytes = url_bytes
+
+        capacity = max(1024, n_pages * 2)
+        self.simhash = np.zeros(capacity, np.uint64)
+        self.d64 = np.zeros(capacity, np.uint64)
+        self.ufp = np.zeros(capacity, np.uint64)
+        self.uoff = np.zeros(capacity, np.uint64)
+        self.ulen = np.zeros(capacity, np.uint32)
+        self.flags = np.zeros(capacity, np.uint32)
+        for name in ("sh", "d64", "ufp", "uoff", "ulen", "flags"):
+            getattr(self, "simhash" if name == "sh" else name)[:n_pages] = entries[name]
+        self.n = n_pages
+        self._pending_urls = bytearray()
+        self._url_file = open(self._urls_path, "a+b")  # noqa: SIM115 - closed in close()
+
+        # Exact index: sorted digest hashes with their ids (each digest stored once).
+        has = self.d64[:n_pages] != 0
+        ids = np.flatnonzero(has).astype(np.uint32)
+        order = np.argsort(self.d64[:n_pages][has], kind="stable")
+        self._dkeys = self.d64[:n_pages][has][order]
+        self._dids = ids[order]
+        self._pending_digests: dict[int, int] = {}
+
+        self.near = NearIndex()
+        indexed = np.flatnonzero(self.flags[:n_pages] & FLAG_INDEXED)
+        self.near.add(indexed, self.simhash[indexed])
+
+        sites_path = self.dir / f"sites.{generation}.json"
+        self.sites: dict[str, list[int]] = {}
+        if generation and sites_path.exists():
+            try:
+                self.sites = orjson.loads(sites_path.read_bytes())
+            except orjson.JSONDecodeError as exc:
+                raise StateError(f"{sites_path}: damaged site counts ({exc})") from exc
+
+    # ------------------------------------------------------------ loading
+
+    def _load_entries(self, n_pages: int) -> np.ndarray:
+        path = self._pages_path
+        want = n_pages * ENTRY.itemsize
+        have = path.stat().st_size if path.exists() else 0
+        if have < want:
+            raise StateError(f"{path}: {have} bytes, the manifest says {want}; state damaged")
+        self._trim(path, want)
+        if n_pages == 0:
+            return np.zeros(0, ENTRY)
+        return np.fromfile(path, dtype=ENTRY, count=n_pages)
+
+    @staticmethod
+    def _trim(path: Path, size: int) -> None:
+        """Cut uncommitted bytes (left by a crash) off an append-only file."""
+        if not path.exists():
+            if size:
+                raise StateError(f"{path} is missing; state damaged")
+            return
+        actual = path.stat().st_size
+        if actual < size:
+            raise StateError(f"{path}: {actual} bytes, the manifest says {size}; state damaged")
+        if actual > size:
+            with open(path, "r+b") as f:
+                f.truncate(size)
+                f.flush()
+                os.fsync(f.fileno())
+
+    # ------------------------------------------------------------ lookups
+
+    def url_of(self, page_id: int) -> str:
+        """The URL of a stored page."""
+        off = int(self.uoff[page_id])
+        length = int(self.ulen[page_id])
+        if off >= self._committed_url_bytes:
+            start = off - self._committed_url_bytes
+            data = bytes(self._pending_urls[start : start + length])
+        else:
+            data = os.pread(self._url_file.fileno(), length, off)
+        return data.decode("utf-8", "replace")
+
+    def exact_lookup(self, d64s: np.ndarray) -> np.ndarray:
+        """For each digest hash, the id of the committed-index page with it, or -1."""
+        out = np.full(len(d64s), -1, dtype=np.int64)
+        if len(self._dkeys) == 0 or len(d64s) == 0:
+            return out
+        pos = np.searchsorted(self._dkeys, d64s)
+        pos_c = np.minimum(pos, len(self._dkeys) - 1)
+        hit = (self._dkeys[pos_c] == d64s) & (d64s != 0)
+        out[hit] = self._dids[pos_c[hit]]
+        return out
+
+    def pending_digest(self, d64: int) -> int | None:
+        return self._pending_digests.get(d64)
+
+    # ------------------------------------------------------------ changes
+
+    def _grow(self) -> None:
+        size = len(self.simhash) * 2
+        for name in ("simhash", "d64", "ufp", "uoff", "ulen", "flags"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def add(self, simhash: int, d64: int, ufp: int, url: str, indexed: bool) -> int:
+        """Store a page (visible at once, durable after :meth:`commit`); its id."""
+        if self.n == len(self.simhash):
+            self._grow()
+        page_id = self.n
+        data = url.encode("utf-8", "surrogatepass")
+        self.simhash[page_id] = simhash
+        self.d64[page_id] = d64
+        self.ufp[page_id] = ufp
+        self.uoff[page_id] = self._committed_url_bytes + len(self._pending_urls)
+        self.ulen[page_id] = len(data)
+        self.flags[page_id] = FLAG_INDEXED if indexed else 0
+        self._pending_urls += data
+        if d64:
+            self._pending_digests.setdefault(d64, page_id)
+        self.n += 1
+        return page_id
+
+    def seal_batch(self, first_id: int) -> None:
+        """Move the entries from ``first_id`` on into the vectorised indexes."""
+        ids = np.arange(first_id, self.n)
+        if len(ids) == 0:
+            return
+        indexed = ids[(self.flags[first_id : self.n] & FLAG_INDEXED) != 0]
+        self.near.add(indexed, self.simhash[indexed])
+        if self._pending_digests:
+            keys = np.fromiter(self._pending_digests.keys(), np.uint64, len(self._pending_digests))
+            vals = np.fromiter(self._pending_digests.values(), np.uint32, len(keys))
+            allk = np.concatenate((self._dkeys, keys))
+            allv = np.concatenate((self._dids, vals))
+            order = np.argsort(allk, kind="stable")
+            self._dkeys, self._dids = allk[order], allv[order]
+            self._pending_digests = {}
+
+    def count_site(self, site: str, kind: str) -> None:
+        """Count one page of ``site`` as unique, exact or near."""
+        counts = self.sites.get(site)
+        if counts is None:
+            counts = self.sites[site] = [0, 0, 0]
+        counts[0] += 1
+        if kind == "exact":
+            counts[1] += 1
+        elif kind == "near":
+            counts[2] += 1
+        if counts[0] >= 2 * self.window:
+            counts[0] //= 2
+            counts[1] //= 2
+            counts[2] //= 2
+
+    def commit(self) -> None:
+        """Make every added page and the site counts durable (atomic, see module doc)."""
+        new_entries = self.n - self._committed_pages
+        if new_entries:
+            entries = np.zeros(new_entries, ENTRY)
+            sl = slice(self._committed_pages, self.n)
+            entries["sh"] = self.simhash[sl]
+            entries["d64"] = self.d64[sl]
+            entries["ufp"] = self.ufp[sl]
+            entries["uoff"] = self.uoff[sl]
+            entries["ulen"] = self.ulen[sl]
+            entries["flags"] = self.flags[sl]
+            with open(self._pages_path, "ab") as f:
+                f.write(entries.tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            self._url_file.seek(0, os.SEEK_END)
+            self._url_file.write(self._pending_urls)
+            self._url_file.flush()
+            os.fsync(self._url_file.fileno())
+        generation = self._generation + 1
+        atomic_write_bytes(self.dir / f"sites.{generation}.json", orjson.dumps(self.sites))
+        atomic_write_json(
+            self.dir / "MANIFEST.json",
+            {
+                "version": VERSION,
+                "pages": self.n,
+                "url_bytes": self._committed_url_bytes + len(self._pending_urls),
+                "sites_generation": generation,
+            },
+        )
+        old = self.dir / f"sites.{self._generation}.json"
+        with contextlib.suppress(OSError):
+            old.unlink()
+        fsync_dir(self.dir)
+        self._generation = generation
+        self._committed_pages = self.n
+        self._committed_url_bytes += len(self._pending_urls)
+        self._pending_urls = bytearray()
+
+    def close(self) -> None:
+        self._url_file.close()
+
+    def index_bytes(self) -> dict[str, int]:
+        """Bytes on disk and in memory, for the benchmark's bytes-per-page figure."""
+        disk = sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file() and p.name != "LOCK")
+        memory = (
+            self.near.memory_bytes()
+            + self._dkeys.nbytes
+            + self._dids.nbytes
+            + self.n * (8 * 4 + 4 * 2)
+        )
+        return {"disk": disk, "memory": memory, "pages": self.n}

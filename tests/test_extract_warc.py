@@ -1,0 +1,359 @@
+"""extract end to end: WARCs from other writers, truncation, determinism, records."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import io
+import json
+import subprocess
+import threading
+import zlib
+from pathlib import Path
+
+import pytest
+from conftest import crawlkit
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawlkit.html import HtmlExtractor
+from crawlkit.url import Canonicalizer
+from crawlkit.warcread import iter_responses
+
+# warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+HTML = {
+    "/": b"""<!doctype html><html><head><title>Home</title>
+        <link rel="canonical" href="http://site.example/"></head><body>
+        <nav><a href="/about">About</a></nav>
+        <p>Welcome to the home page with some words to read.</p>
+        <a href="/a?b=2&amp;a=1">A</a> <a href="//cdn.example.org/x.js">cdn</a>
+        <a href="mailto:x@y">mail</a> <a href="/private" rel="nofollow">p</a>
+        </body></html>""",
+    "/about": b"""<html><head><base href="/docs/"><title>About</title></head><body>
+        <p>About us.</p><a href="team.html">Team</a><A HREF="../UP">up</A>
+        <iframe src="/frame"></iframe></body></html>""",
+    "/plain": b"<html><body><p>served as text/plain</p><a href='/from-plain'>x</a></body></html>",
+}
+
+
+def _http_headers(ctype: str, extra: list[tuple[str, str]] | None = None) -> StatusAndHeaders:
+    return StatusAndHeaders("200 OK", [("Content-Type", ctype), *(extra or [])],
+                            protocol="HTTP/1.1")  # fmt: skip
+
+
+def write_warcio(path: Path, *, gzip_records: bool, version: str = "WARC/1.1") -> None:
+    """A WARC as warcio writes it, with the record kinds a real crawl has."""
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=gzip_records, warc_version=version)
+        w.write_record(w.create_warcinfo_record(path.name, {"software": "warcio test"}))
+        for url_path, body in HTML.items():
+            url = "http://site.example" + url_path
+            req = w.create_warc_record(
+                url,
+                "request",
+                payload=io.BytesIO(b""),
+                http_headers=StatusAndHeaders(
+                    f"GET {url_path} HTTP/1.1", [("Host", "site.example")], is_http_request=True
+                ),
+            )
+            w.write_record(req)
+            ctype = "text/plain" if url_path == "/plain" else "text/html; charset=utf-8"
+            rec = w.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(body),
+                http_headers=_http_headers(ctype),
+                warc_headers_dict={"WARC-Crawlkit-Depth": "2"},
+            )
+            w.write_record(rec)
+        redirect = w.create_warc_record(
+            "http://site.example/old",
+            "response",
+            payload=io.BytesIO(b"<a href='/should-not-appear'>moved</a>"),
+            http_headers=StatusAndHeaders(
+                "301 Moved Permanently",
+                [("Location", "/new"), ("Content-Type", "text/html")],
+                protocol="HTTP/1.1",
+            ),
+        )
+        w.write_record(redirect)
+        image = w.create_warc_record(
+            "http://site.example/logo.png",
+            "response",
+            payload=io.BytesIO(b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
+            http_headers=_http_headers("image/png"),
+        )
+        w.write_record(image)
+        revisit = w.create_revisit_record(
+            "http://site.example/",
+            digest="sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            refers_to_uri="http://site.example/",
+            refers_to_date="2026-01-01T00:00:00Z",
+            http_headers=_http_headers("text/html"),
+        )
+        w.write_record(revisit)
+        w.write_record(
+            w.create_warc_record(
+                "metadata://crawl/x",
+                "metadata",
+                payload=io.BytesIO(b"a: b\r\n"),
+                warc_content_type="application/warc-fields",
+            )
+        )
+
+
+def raw_record(url: str, http: bytes, *, headers: str = "", version: str = "WARC/1.0") -> bytes:
+    """A hand-built response record without a payload digest (as a minimal writer)."""
+    head = (
+        f"{version}\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n"
+        f"WARC-Date: 2026-11-30T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:{abs(hash(url))}>\r\n"
+        f"Content-Type: application/http; msgtype=response\r\n{headers}"
+        f"Content-Length: {len(http)}\r\n\r\n"
+    ).encode()
+    return head + http + b"\r\n\r\n"
+
+
+def chunked(data: bytes, size: int = 50) -> bytes:
+    out = b""
+    for i in range(0, len(data), size):
+        part = data[i : i + size]
+        out += f"{len(part):x}\r\n".encode() + part + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def write_raw(path: Path) -> None:
+    """Chunked transfer coding and gzip/deflate content coding, as wget stores them."""
+    records = []
+    for url_path, body in HTML.items():
+        ctype = b"text/plain" if url_path == "/plain" else b"text/html"
+        if url_path == "/":
+            payload = chunked(gzip.compress(body))
+            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: gzip"
+                    b"\r\nTransfer-Encoding: chunked\r\n\r\n" + payload)  # fmt: skip
+        elif url_path == "/about":
+            payload = zlib.compress(body)
+            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: deflate"
+                    b"\r\n\r\n" + payload)  # fmt: skip
+        else:
+            http = b"HTTP/1.0 200 OK\r\nContent-Type: " + ctype + b"\r\n\r\n" + body
+        records.append(raw_record("http://site.example" + url_path, http,
+                                  headers="WARC-Crawlkit-Depth: 2\r\n"))  # fmt: skip
+    path.write_bytes(b"".join(gzip.compress(r) for r in records))
+
+
+def extract_files(tmp_path: Path, warc: Path, *extra: str) -> tuple[list[dict], list[dict], str]:
+    links = tmp_path / f"{warc.name}.links.ndjson"
+    result = crawlkit("extract", str(warc), "--links", str(links), *extra)
+    assert result.code == 0, result.stderr
+    pages = [json.loads(line) for line in result.lines]
+    return pages, [json.loads(x) for x in links.read_text().splitlines()], result.stderr
+
+
+EXPECTED_LINKS = {
+    ("http://site.example/", "http://site.example/"),  # its rel=canonical
+    ("http://site.example/", "http://site.example/about"),
+    ("http://site.example/", "http://site.example/a?a=1&b=2"),
+    ("http://site.example/", "http://cdn.example.org/x.js"),
+    ("http://site.example/", "http://site.example/private"),
+    ("http://site.example/about", "http://site.example/docs/team.html"),
+    ("http://site.example/about", "http://site.example/UP"),
+    ("http://site.example/about", "http://site.example/frame"),
+    ("http://site.example/plain", "http://site.example/from-plain"),
+}
+
+
+def test_warcio_gzip_warc(tmp_path):
+    warc = tmp_path / "a.warc.gz"
+    write_warcio(warc, gzip_records=True)
+    pages, links, stderr = extract_files(tmp_path, warc)
+    assert [p["url"] for p in pages] == [
+        "http://site.example/",
+        "http://site.example/about",
+        "http://site.example/plain",
+    ]
+    assert {(link["from"], link["url"]) for link in links} == EXPECTED_LINKS
+    assert "1 revisits" in stderr and "1 non-200" in stderr and "1 not HTML" in stderr
+    home = pages[0]
+    assert home["title"] == "Home"
+    assert home["canonical"] == "http://site.example/"
+    assert home["status"] == 200
+    assert home["depth"] == 2
+    assert home["links"] == 5
+    assert home["digest"].startswith("sha1:")
+    assert len(home["simhash"]) == 16
+    assert home["site"] == "site.example" and home["host"] == "site.example"
+    assert home["fetched_at"].startswith("20")
+    assert home["noindex"] is False and home["nofollow"] is False
+    assert home["text_bytes"] > 0
+    private = next(x for x in links if x["url"].endswith("/private"))
+    assert private["nofollow"] is True
+    about = next(x for x in links if x["url"].endswith("/about"))
+    assert about["nofollow"] is False
+    for link in links:
+        assert link["depth"] == 3
+        assert link["reason"] == "link"
+        assert link["via"] == link["from"]
+        assert {"url", "host", "site", "fp", "priority"} <= link.keys()
+
+
+def test_same_links_from_every_writer_and_format(tmp_path):
+    variants = {}
+    for name, writer in {
+        "gzip.warc.gz": lambda p: write_warcio(p, gzip_records=True),
+        "plain.warc": lambda p: write_warcio(p, gzip_records=False),
+        "v10.warc.gz": lambda p: write_warcio(p, gzip_records=True, version="WARC/1.0"),
+        "raw-chunked.warc.gz": write_raw,
+    }.items():
+        path = tmp_path / name
+        writer(path)
+        pages, links, _ = extract_files(tmp_path, path)
+        variants[name] = (
+            [(p["url"], p["simhash"], p["title"], p["links"]) for p in pages],
+            [(x["from"], x["url"], x["nofollow"], x["depth"]) for x in links],
+        )
+    first = next(iter(variants.values()))
+    for name, value in variants.items():
+        assert value == first, name
+    # A whole-file gzip (one member for all records) reads the same too.
+    plain = tmp_path / "plain.warc"
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(plain.read_bytes()))
+    pages, links, _ = extract_files(tmp_path, whole)
+    assert [(x["from"], x["url"], x["nofollow"], x["depth"]) for x in links] == first[1]
+
+
+def test_digest_computed_when_absent(tmp_path):
+    warc = tmp_path / "raw.warc.gz"
+    write_raw(warc)
+    pages = list(iter_responses(warc))
+    assert all(p.payload_digest and p.payload_digest.startswith("sha1:") for p in pages)
+    assert pages[0].body == HTML["/"]  # chunked + gzip undone
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def site_dir(tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_bytes(HTML["/"].replace(b'"/about"', b'"about.html"'))
+    (root / "about.html").write_bytes(HTML["/about"])
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), lambda *a: _Handler(*a, directory=str(root))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_wget_warc(tmp_path, site_dir, compress):
+    """A WARC written by GNU Wget gives the links the parser finds in the same HTML."""
+    _, port = site_dir
+    base = f"http://127.0.0.1:{port}/"
+    out = tmp_path / "wget"
+    cmd = ["wget", "-q", "--tries=1", "--timeout=10", f"--warc-file={out}", "-O", "/dev/null",
+           "--no-warc-keep-log", base, base + "about.html"]  # fmt: skip
+    if not compress:
+        cmd.insert(1, "--no-warc-compression")
+    subprocess.run(cmd, check=False, timeout=60, cwd=tmp_path)
+    warc = tmp_path / ("wget.warc.gz" if compress else "wget.warc")
+    assert warc.exists()
+    pages, links, _ = extract_files(tmp_path, warc)
+    assert [p["url"] for p in pages] == [base, base + "about.html"]
+    ex = HtmlExtractor(Canonicalizer())
+    expected = []
+    for url, name in ((base, "index.html"), (base + "about.html", "about.html")):
+        body = (site_dir[0] / name).read_bytes()
+        expected += [(url, link.url.url) for link in ex.extract(body, url).links]
+    assert [(x["from"], x["url"]) for x in links] == expected
+    assert pages[0]["digest"].startswith("sha1:")
+
+
+def test_truncated_warc_keeps_records_before(tmp_path):
+    full = tmp_path / "full.warc.gz"
+    write_warcio(full, gzip_records=True)
+    data = full.read_bytes()
+    cut = tmp_path / "cut.warc.gz"
+    # Cut inside the member of the third response (/plain): find it by offsets.
+    offsets = []
+    pos = 0
+    while pos < len(data):
+        d = zlib.decompressobj(31)
+        d.decompress(data[pos:])
+        offsets.append(pos)
+        pos = len(data) - len(d.unused_data)
+    # Records: warcinfo, (request, response) x 3, ...: the /plain response is number 7.
+    cut.write_bytes(data[: offsets[6] + 40])
+    pages_file = tmp_path / "pages.ndjson"
+    result = crawlkit("extract", str(cut), "--pages", str(pages_file))
+    assert result.code == 1
+    errors = [line for line in result.stderr.splitlines() if "cut.warc.gz" in line]
+    assert len(errors) == 1, result.stderr
+    assert "records before it were kept" in errors[0]
+    urls = [json.loads(x)["url"] for x in pages_file.read_text().splitlines()]
+    assert urls == ["http://site.example/", "http://site.example/about"]
+    # The next file is still read.
+    result = crawlkit("extract", str(cut), str(full))
+    assert result.code == 1
+    assert len(result.lines) == 2 + 3
+
+
+def test_not_a_warc(tmp_path):
+    bad = tmp_path / "x.warc"
+    bad.write_text('{"url": "http://a/"}\n')
+    result = crawlkit("extract", str(bad))
+    assert result.code == 1
+    assert "not a WARC record" in result.stderr
+
+
+def test_parallel_output_is_identical(tmp_path):
+    warc = tmp_path / "many.warc.gz"
+    with open(warc, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for i in range(300):
+            body = (f"<title>p{i}</title><p>page {i} " + "lorem ipsum dolor " * (i % 7 + 1)
+                    + "".join(f"<a href='/p/{(i * 7 + j) % 300}'>x</a>" for j in range(5))
+                    ).encode()  # fmt: skip
+            if i == 150:
+                body = "".join(f"<a href='/x{j}'>" for j in range(50)).encode()  # over the cap
+            w.write_record(
+                w.create_warc_record(
+                    f"http://h{i % 13}.example/p/{i}",
+                    "response",
+                    payload=io.BytesIO(body),
+                    http_headers=_http_headers("text/html"),
+                )
+            )
+    outs = []
+    for jobs in ("1", "2", "3"):
+        pages = tmp_path / f"pages{jobs}.ndjson.zst"
+        links = tmp_path / f"links{jobs}.ndjson"
+        result = crawlkit("extract", "-j", jobs, str(warc), "--pages", str(pages),
+                          "--links", str(links), "--max-links", "20")  # fmt: skip
+        assert result.code == 0, result.stderr
+        assert "1 page errors (1 over a cap)" in result.stderr
+        outs.append((pages.read_bytes(), links.read_bytes()))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0][1].count(b"\n") > 1000
+
+
+def test_pages_to_stdout_links_need_a_file(tmp_path):
+    warc = tmp_path / "a.warc"
+    write_warcio(warc, gzip_records=False)
+    result = crawlkit("extract", str(warc))
+    assert result.code == 0
+    assert all("simhash" in json.loads(line) for line in result.lines)
+    result = crawlkit("extract", "--pages", "-", "--links", "-", str(warc))
+    assert result.code == 2
+    result = crawlkit("extract", input=warc.read_bytes())
+    assert result.code == 0 and len(result.lines) == 3
