@@ -1,0 +1,123 @@
+"""crawlkit audit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from crawlkit_cli.app import app, reporter
+
+from crawlkit.audit import AuditConfig, format_report, run_audit
+from crawlkit.durations import parse_duration
+from crawlkit.errors import UsageError
+
+
+@app.command("audit")
+def audit(
+    server_log: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--server-log",
+            help="A server's request log (NDJSON as written by 'crawlkit testweb'; repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    fetch_log: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fetch-log",
+            help="crawlkit fetch records, when no server log exists (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest",
+            help="Test web manifest with the robots rules (default: "
+            "manifest.json beside the server log).",
+            show_default=False,
+        ),
+    ] = None,
+    min_gap: Annotated[
+        str,
+        typer.Option(
+            "--min-gap",
+            help="Smallest allowed gap between the end of one "
+            "response and the next request to the host.",
+        ),
+    ] = "1s",
+    per_host: Annotated[
+        int, typer.Option("--per-host", help="Connections allowed at once per host.")
+    ] = 1,
+    per_ip: Annotated[
+        int, typer.Option("--per-ip", help="Connections allowed at once per address.")
+    ] = 2,
+    min_backoff: Annotated[
+        str,
+        typer.Option(
+            "--min-backoff",
+            help="First backoff after a 429/503 (doubles per "
+            "consecutive 429/503, up to 1h; Retry-After is always honoured).",
+        ),
+    ] = "60s",
+    max_trap_depth: Annotated[
+        int | None,
+        typer.Option(
+            "--max-trap-depth",
+            help="Fail when a trap host was followed deeper.",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Match robots.txt for this agent instead of each request's User-Agent.",
+            show_default=False,
+        ),
+    ] = None,
+    tolerance: Annotated[
+        str, typer.Option("--tolerance", help="Clock jitter allowed in every gap comparison.")
+    ] = "10ms",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Audit a crawl's politeness from a server's request log (or crawlkit's fetch log).
+
+    Reads the request log of 'crawlkit testweb' (or any NDJSON log with host, addr,
+    path, t_start, t_end, status, conn, user_agent) and, when given or found beside it,
+    the test web's manifest.json for the robots rules. Per host it reports the most
+    connections at once, the smallest gap between the end of a response and the next
+    request, requests inside --min-gap, inside the robots Crawl-delay, inside a backoff
+    after 429/503 or before Retry-After, whether robots.txt came first, requests while
+    robots.txt answered 5xx, robots-disallowed paths, trap depth, duplicate fetches and
+    bytes taken from hostile hosts; per address, connections at once against --per-ip.
+    Gaps shorter than 10 x the previous response time (DESIGN.md's adaptive delay, only
+    approximately visible to a server), duplicates and hostile bytes are warnings;
+    everything else is a violation. Exit status 1 when any violation exists.
+
+    Buffers the whole log (memory grows with the number of requests). Touches no state.
+
+    Example:
+
+        crawlkit audit --server-log web/requests.ndjson --min-gap 0.05s --json | jq .ok
+    """
+    rep = reporter()
+    if not server_log and not fetch_log:
+        raise UsageError("give --server-log FILE or --fetch-log FILE")
+    config = AuditConfig(
+        min_gap=parse_duration(min_gap), per_host=per_host, per_ip=per_ip,
+        min_backoff=parse_duration(min_backoff), max_trap_depth=max_trap_depth, agent=agent,
+        tolerance=parse_duration(tolerance),
+    )  # fmt: skip
+    report = run_audit(server_logs=server_log, fetch_logs=fetch_log, manifest=manifest,
+                       config=config, reporter=rep)  # fmt: skip
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(format_report(report))
+    if not report["ok"]:
+        raise typer.Exit(1)
