@@ -179,6 +179,23 @@ CASES = [
          False, "Disallow: /a$b", "2.2.3: only a final '$' anchors"),
     Case("space escaped on both sides", "User-agent: *\nDisallow: /a b\n", "x", "/a%20b/c",
          False, "Disallow: /a b", "2.2.2: characters not allowed in URIs are encoded"),
+    # the five rows of the table in RFC 9309 2.2.2, each as a rule and the other spelling
+    Case("RFC table row 1", "User-agent: *\nDisallow: /foo/bar?baz=quz\n", "x",
+         "/foo/bar?baz=quz", False, "Disallow: /foo/bar?baz=quz", "2.2.2 table, row 1"),
+    Case("RFC table row 2", "User-agent: *\nDisallow: /foo/bar?baz=https://foo.bar\n", "x",
+         "https://e.com/foo/bar?baz=https%3A%2F%2Ffoo.bar", False,
+         "Disallow: /foo/bar?baz=https://foo.bar",
+         "2.2.2 table, row 2: reserved characters in the query, escaped or not"),
+    Case("RFC table row 2, reversed",
+         "User-agent: *\nDisallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar\n", "x",
+         "/foo/bar?baz=https://foo.bar", False, "Disallow: /foo/bar?baz=https%3A%2F%2Ffoo.bar",
+         "2.2.2 table, row 2, the other way round"),
+    Case("RFC table row 3", "User-agent: *\nDisallow: /foo/bar/ツ\n", "x",
+         "/foo/bar/%e3%83%84", False, "Disallow: /foo/bar/ツ", "2.2.2 table, row 3"),
+    Case("RFC table row 4", "User-agent: *\nDisallow: /foo/bar/%E3%83%84\n", "x",
+         "/foo/bar/%E3%83%84", False, "Disallow: /foo/bar/%E3%83%84", "2.2.2 table, row 4"),
+    Case("RFC table row 5", "User-agent: *\nDisallow: /foo/bar/%62%61%7A\n", "x",
+         "/foo/bar/%62%61%7A", False, "Disallow: /foo/bar/%62%61%7A", "2.2.2 table, row 5"),
     # ---- file format (2.2, 2.3)
     Case("BOM ignored", "\ufeffUser-agent: *\nDisallow: /bom/\n", "x", "/bom/", False,
          "Disallow: /bom/", "2.3: UTF-8, with or without byte-order mark"),
@@ -301,13 +318,21 @@ def test_agent_tokens() -> None:
 
 
 def test_normalisation_is_idempotent_and_symmetric() -> None:
-    for text in ["/a%7e/%e3%83%84/ツ?q=a b&x=%2f", "/%", "/%zz", "/a*b$", "/\x00\x7f"]:
+    for text in [
+        "/a%7e/%e3%83%84/ツ?q=a b&x=%2f",
+        "/%",
+        "/%zz",
+        "/a*b$",
+        "/\x00\x7f",
+        "/a%2F?b%2F%3a%26",
+    ]:
         once = normalize_path(text)
         assert normalize_path(once) == once
         assert re.fullmatch(r"[\x21-\x7e]*", once)
     assert normalize_pattern("/a*b$") == "/a*b$"
     assert normalize_pattern("/a$b") == "/a%24b"
     assert normalize_path("/a~%7E%41") == "/a~~A"
+    assert normalize_path("/a%2f?b=%2f%3a%26%3d") == "/a%2F?b=/:%26%3D"
 
 
 def test_allow_all_and_disallow_all() -> None:
