@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -141,6 +145,12 @@ def add(
     if param_denylist:
         limits = limits.with_denylist_files(param_denylist)
     records = io.read_records(files, rep)
+    # Another stage on the same state directory may be writing into our pipe while it
+    # holds the lock: read the pipe to its end before taking the lock.
+    from_pipe = not files or any(io.is_stdio(f) for f in files)
+    if from_pipe:
+        with contextlib.suppress(OSError, ValueError):
+            from_pipe = not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
     with io.open_output(refused or "-") as sink:
         result = frontier_add(
             state,
@@ -149,6 +159,7 @@ def add(
             limits=limits,
             now=_now(now),
             lock_wait=parse_duration(lock_wait),
+            read_first=from_pipe,
             reporter=rep,
         )
     if not quiet:

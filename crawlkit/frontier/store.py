@@ -604,11 +604,10 @@ class Frontier:
                        for i, q in enumerate(NEW_QUEUES)}  # fmt: skip
         n_disc = 0
         if len(self.queues[DISCOVERY]) and n_new:
-            n_disc = (
-                n_new
-                if not any(new_weights.values())
-                else max(1, round(n_new * opts.discovery_share))
-            )
+            if not any(new_weights.values()):
+                n_disc = n_new
+            elif opts.discovery_share > 0:
+                n_disc = max(1, round(n_new * opts.discovery_share))
         plan[DISCOVERY] = n_disc
         plan.update(split(n_new - n_disc, new_weights))
         return plan
@@ -644,8 +643,7 @@ class Frontier:
         else:
             info.queued -= 1
         if handed:
-            info.used += 1
-            info.fetched += 1
+            info.fetched += 1  # ``used`` was counted when the record was picked
         host = rec["host"]
         left = self.hosts[host] - 1
         if left > 0:
@@ -719,7 +717,6 @@ class _Picker:
         self.refused = refused
         self.batch: list[bytes] = []
         self.host_n: Counter[str] = Counter()
-        self.site_n: Counter[str] = Counter()
         self.remaining = {name: len(frontier.queues[name]) for name in QUEUES}
         self.held: dict[str, list[tuple[bytes, Record]]] = {name: [] for name in QUEUES}
         self.rotate: dict[str, list[bytes]] = {name: [] for name in QUEUES}
@@ -730,7 +727,7 @@ class _Picker:
         budget = self._budget.get(site)
         if budget is None:
             budget = self._budget[site] = self.f.sites.budget(site)
-        return budget - self.f.sites.get(site).used - self.site_n[site]
+        return budget - self.f.sites.get(site).used
 
     def take(self, name: str, need: int) -> int:
         cands = self.held[name]
@@ -769,7 +766,7 @@ class _Picker:
                     status[i] = 1
                     picked.append(i)
                     self.host_n[host] += 1
-                    self.site_n[site] += 1
+                    f.sites.get(site).used += 1
                 if r + 1 < len(idx):
                     still.append(idx)
                 if len(picked) >= need:

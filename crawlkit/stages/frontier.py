@@ -74,20 +74,31 @@ def frontier_add(
     policy: BudgetPolicy | None = None,
     now: float | None = None,
     lock_wait: float = 3600.0,
+    read_first: bool = False,
     reporter: Reporter | None = None,
 ) -> AddResult:
     """Queue ``records`` in the frontier under ``state_path``; refusals go to ``on_refused``.
 
+    ``read_first`` reads all of ``records`` (into a temporary file) before taking the
+    lock; use it when they come from a pipe, whose writer may be another stage
+    holding the same lock until it has written everything. Otherwise the lock is
+    tried first, and the input is read first only if someone else holds it.
+
     All or nothing: the records are committed together at the end, so a crash
     queues none of them and a rerun on the same input is what it should be.
     """
-    try:
-        state = open_state(state_path)
-        spool = None
-    except LockedError:
-        spool = _spool(records)  # read to the end before waiting (see module doc)
-        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    spool = None
+    if read_first:
+        spool = _spool(records)  # read to the end before locking (see module doc)
         records = _unspool(spool)
+        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    else:
+        try:
+            state = open_state(state_path)
+        except LockedError:
+            spool = _spool(records)
+            records = _unspool(spool)
+            state = lock_state(state_path, wait=lock_wait, reporter=reporter)
     with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
         result = frontier.add_records(records, now=now, on_refused=on_refused)

@@ -1,0 +1,416 @@
+"""crawlkit frontier: trap limits, batch shape, priorities, budgets, blocks, durability."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+from conftest import crawlkit
+
+from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
+from crawlkit.frontier.priority import split
+from crawlkit.frontier.queues import SegmentQueue, SegmentStore
+from crawlkit.frontier.store import NextOptions
+from crawlkit.frontier.traps import TrapChecker, TrapLimits
+from crawlkit.stages.frontier import frontier_add, frontier_next, frontier_stats
+
+NOW = 1_780_000_000.0  # 2026-05-28
+
+
+def add(state: Path, records, **kw):
+    refused: list[dict] = []
+    result = frontier_add(state, records, on_refused=refused.append, now=kw.pop("now", NOW), **kw)
+    return result, refused
+
+
+def take(state: Path, max_urls: int, **kw):
+    kw.setdefault("now", NOW)
+    policy = kw.pop("policy", None)
+    batch = frontier_next(state, NextOptions(max_urls=max_urls, **kw), write=lambda b: None,
+                          policy=policy)  # fmt: skip
+    return [orjson.loads(line) for line in batch.lines], batch.refused
+
+
+def link(url: str, frm: str | None = None, depth: int = 1, **extra) -> dict:
+    rec = {"url": url, "reason": "link", "depth": depth, **extra}
+    if frm:
+        rec["from"] = frm
+    return rec
+
+
+# --------------------------------------------------------------------------- traps
+
+
+@pytest.mark.parametrize(
+    ("url", "depth", "reason"),
+    [
+        ("https://a.test/" + "x" * 2001, 1, "url-length"),
+        ("https://a.test/" + "/".join(f"d{i}" for i in range(16)), 1, "path-depth"),
+        ("https://a.test/a/b/a/b/a/", 1, "repeated-segment"),
+        ("https://a.test/x/x/x", 1, "repeated-segment"),
+        ("https://a.test/s?" + "&".join(f"f{i}=1" for i in range(11)), 1, "query-params"),
+        ("https://a.test/p?sid=8f3a9c0d", 1, "param-denylist"),
+        ("https://a.test/p?PHPSESSID=abc", 1, "param-denylist"),
+        ("https://a.test/p;jsessionid=ABC123/x", 1, "param-denylist"),
+        ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "param-denylist"),
+        ("https://a.test/cal/2031/01/", 3, "calendar"),
+        ("https://a.test/events?date=2040-02-11", 3, "calendar"),
+        ("https://a.test/events?year=2035&month=3", 3, "calendar"),
+        ("https://a.test/page", 21, "max-depth"),
+    ],
+)
+def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
+    verdict = TrapChecker(TrapLimits(), now=NOW).check(url, depth)
+    assert verdict is not None and verdict[0] == reason
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://a.test/",
+        "https://a.test/" + "/".join(f"d{i}" for i in range(15)),
+        "https://a.test/a/b/a/b/",  # a segment twice is fine
+        "https://a.test/s?" + "&".join(f"f{i}=1" for i in range(10)),
+        "https://a.test/blog/2019/05/post",  # archives of the past are content
+        "https://a.test/cal/2027/12/",  # next year's calendar is allowed
+        "https://a.test/item/2999",  # a number is not a date
+        "https://a.test/p?side=1&sidebar=2",  # names that merely start like "sid"
+    ],
+)
+def test_trap_limits_accept(url: str) -> None:
+    assert TrapChecker(TrapLimits(), now=NOW).check(url, 20) is None
+
+
+def test_calendar_and_session_traps_are_stopped_end_to_end(tmp_path: Path) -> None:
+    """A calendar walking forward month by month and a session-id trap, as link records."""
+    state = tmp_path / "s"
+    cal = [link(f"https://cal.test/cal/{2026 + m // 12}/{m % 12 + 1:02d}/", depth=m + 1)
+           for m in range(4, 200)]  # fmt: skip
+    # the same page under ever new session ids, already canonicalized upstream (fp set)
+    sess = [
+        {**link(f"https://sess.test/page?sid={i:08x}{i * 7919:08x}", depth=2),
+         "host": "sess.test", "site": "sess.test", "fp": f"{i:016x}"}
+        for i in range(100)
+    ]  # fmt: skip
+    result, refused = add(state, cal + sess)
+    reasons = Counter(r["refused"] for r in refused)
+    # months up to December 2027 are allowed (next year), later ones refused by date, and
+    # the walk's depth limit would stop it anyway
+    assert reasons["param-denylist"] == 100
+    assert reasons["calendar"] + reasons["max-depth"] == len(cal) - result.queued
+    assert result.queued == 16  # May 2026 .. Dec 2027 minus nothing: depth <= 20 there
+    assert result.queued + result.refused == len(cal) + len(sess)  # invariant 1
+    assert {r["outcome"] for r in refused} == {"refused"}
+
+
+# --------------------------------------------------------------------------- add
+
+
+def test_add_canonicalizes_and_keeps_unknown_fields(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    result, refused = add(state, [{"url": "HTTP://WWW.Example.COM:80/a/../b?utm_source=x",
+                                   "reason": "seed", "mine": [1, 2]}])  # fmt: skip
+    assert result.queued == 1 and not refused
+    batch, _ = take(state, 10)
+    (rec,) = batch
+    assert rec["url"] == "http://www.example.com/b"
+    assert rec["host"] == "www.example.com" and rec["site"] == "example.com"
+    assert len(rec["fp"]) == 16 and rec["mine"] == [1, 2] and rec["priority"] == 0
+
+
+def test_invalid_and_urlless_records_come_out_refused(tmp_path: Path) -> None:
+    result, refused = add(tmp_path / "s", [{"url": "mailto:x@y"}, {"url": 5}, {"nourl": 1}])
+    assert result.queued == 0
+    assert [r["refused"] for r in refused] == ["invalid-url", "invalid-url", "bad-record"]
+
+
+def test_recrawl_of_queued_url_is_not_queued_twice(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    rec = {"url": "https://a.test/x", "reason": "recrawl", "due": NOW - 10, "interval": 86400}
+    add(state, [dict(rec)])
+    result, _ = add(state, [dict(rec), dict(rec)])
+    assert result.duplicates == 2 and result.queued == 0
+    batch, _ = take(state, 10)
+    assert len(batch) == 1
+    result, _ = add(state, [dict(rec)])  # handed out: it may be queued again
+    assert result.queued == 1
+
+
+def test_every_accepted_url_comes_out_exactly_once(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    recs = [link(f"https://h{i % 37}.test/p{i}", frm=f"https://h{(i + 1) % 37}.test/")
+            for i in range(3000)]  # fmt: skip
+    add(state, recs)
+    seen: Counter[str] = Counter()
+    for _ in range(200):
+        batch, _ = take(state, 250, per_host=5, budgets=False)
+        if not batch:
+            break
+        seen.update(r["url"] for r in batch)
+    assert set(seen) == {r["url"] for r in recs}
+    assert max(seen.values()) == 1
+    assert frontier_stats(state)["queued"] == 0
+
+
+# --------------------------------------------------------------------------- batch shape
+
+
+def test_batch_shape_per_host_cap_and_spread(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    # one huge host first in the queue, then 200 hosts with 5 URLs each
+    big = [link(f"https://big.test/p{i}") for i in range(5000)]
+    small = [link(f"https://h{h}.test/p{i}") for i in range(5) for h in range(200)]
+    add(state, big + small)
+    batch, _ = take(state, 400, per_host=3, budgets=False)
+    hosts = Counter(r["host"] for r in batch)
+    assert len(batch) == 400
+    assert max(hosts.values()) <= 3
+    assert len(hosts) >= 134  # 400 / 3: as many hosts as the cap requires, or more
+    # spread: hosts take turns, so the first 200 records come from 150+ distinct hosts
+    assert len({r["host"] for r in batch[:200]}) >= 150
+
+
+def test_priority_levels_weighted_and_low_levels_trickle(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    seeds = [{"url": f"https://s{i}.test/", "reason": "seed"} for i in range(600)]
+    deep = [link(f"https://d{i}.test/x", depth=7) for i in range(600)]  # level 3
+    add(state, seeds + deep)
+    add(state, [link(f"https://d{i}.test/y", depth=7) for i in range(600)])  # level 3, not new
+    batch, _ = take(state, 90, per_host=1, discovery_share=0.0)
+    levels = Counter(r["priority"] for r in batch)
+    assert levels[0] > levels[3] > 0  # order honoured, low level still let through
+    assert levels[0] == 80 and levels[3] == 10  # 8 : 1 between the two non-empty levels
+
+
+def test_split_weights() -> None:
+    assert split(15, {"a": 8, "b": 4, "c": 2, "d": 1}) == {"a": 8, "b": 4, "c": 2, "d": 1}
+    assert split(4, {"a": 8, "b": 4, "c": 2, "d": 1})["d"] == 1  # never rounded away
+    assert sum(split(1001, {"a": 8, "b": 0, "c": 2}).values()) == 1001
+
+
+def test_recrawl_share(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [link(f"https://n{i}.test/") for i in range(500)])
+    add(state, [{"url": f"https://r{i}.test/", "reason": "recrawl"} for i in range(500)])
+    batch, _ = take(state, 100)
+    reasons = Counter(r["reason"] for r in batch)
+    assert reasons["recrawl"] == 60 and reasons["link"] == 40
+    batch, _ = take(state, 100, recrawl_share=0.25)
+    assert Counter(r["reason"] for r in batch)["recrawl"] == 25
+
+
+def test_discovery_share_reaches_new_sites(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [{"url": f"https://old.test/{i}", "reason": "seed"} for i in range(10)])
+    take(state, 10, per_host=100)  # old.test has been fetched now
+    add(state, [link(f"https://old.test/more{i}", frm="https://x.test/") for i in range(500)])
+    add(state, [link(f"https://new{i}.test/", depth=6) for i in range(50)])  # level 3, unseen
+    batch, _ = take(state, 100, per_host=100)
+    new_sites = [r for r in batch if r["site"].startswith("new")]
+    assert len(new_sites) == 10  # --discovery-share 0.1 of the new URLs
+
+
+# --------------------------------------------------------------------------- budgets
+
+
+def _farm_records(n_farm: int = 10, pages: int = 200) -> list[dict]:
+    recs = [{"url": "https://seed.test/", "reason": "seed"}]
+    recs.append(link("https://farm0.test/", frm="https://seed.test/"))  # the one way in
+    for f in range(n_farm):
+        for p in range(pages):
+            other = (f + p + 1) % n_farm
+            recs.append(link(f"https://farm{f}.test/p{p}", frm=f"https://farm{other}.test/p{p}"))
+    return recs
+
+
+def test_link_farm_stays_inside_its_small_budget(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, _farm_records())
+    # an honest site linked from two seeds, with the same number of pages
+    add(state, [{"url": "https://s2.test/", "reason": "seed"}])
+    add(state, [link(f"https://good.test/p{i}", frm="https://seed.test/") for i in range(200)])
+    add(state, [link("https://good.test/", frm="https://s2.test/")])
+    handed: Counter[str] = Counter()
+    for _ in range(30):
+        batch, _ = take(state, 500, per_host=1000)
+        if not batch:
+            break
+        handed.update(r["site"] for r in batch)
+    policy = BudgetPolicy()
+    farm = {s: n for s, n in handed.items() if s.startswith("farm")}
+    assert farm["farm0.test"] == policy.base + policy.per_linker * 1  # one trusted linker
+    assert all(n == policy.base for s, n in farm.items() if s != "farm0.test")
+    assert sum(farm.values()) <= 10 * policy.base + policy.per_linker
+    assert handed["good.test"] == 201  # 2 trusted linkers: budget 210, all its pages
+    stats = frontier_stats(state)
+    assert stats["parked"] == 10 * 200 + 1 - sum(farm.values())  # waiting, not dropped
+    assert stats["budgets"]["sites_over_budget"] == 10
+    # next cycle: the budget refills, the parked URLs come back
+    batch, _ = take(state, 5000, per_host=1000, now=NOW + 86400 + 1)
+    again = Counter(r["site"] for r in batch if r["site"].startswith("farm"))
+    assert again["farm3.test"] == policy.base
+    # --no-budgets: everything goes
+    batch, _ = take(state, 5000, per_host=1000, budgets=False, now=NOW + 86400 + 2)
+    assert len(batch) == stats["parked"] - sum(again.values())
+
+
+def test_farm_without_outside_links_earns_no_trust() -> None:
+    table = SiteTable()
+    for a in range(20):
+        for b in range(20):
+            table.note_link(f"f{a}.test", f"f{b}.test")
+    table.note_seed("seed.test")
+    table.note_link("f0.test", "seed.test")
+    assert table.trusted() == {"seed.test"}
+    assert table.budget("f5.test") == table.policy.base
+    assert table.budget("f0.test") == table.policy.base + table.policy.per_linker
+    # two trusted linkers make a site trusted, and then it vouches for others
+    table.note_seed("seed2.test")
+    table.note_link("f0.test", "seed2.test")
+    assert "f0.test" in table.trusted()
+    assert table.credited("f5.test") == 1
+
+
+def test_subdomains_share_one_site_budget(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [link(f"https://x{i}.spam.example.com/", frm=f"https://y{i}.spam.example.com/")
+                for i in range(300)])  # fmt: skip
+    batch, _ = take(state, 1000, per_host=10)
+    assert len(batch) == BudgetPolicy().base
+    assert len({r["host"] for r in batch}) == len(batch)
+
+
+def test_dedup_yield_cuts_the_budget(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [{"url": "https://seed.test/", "reason": "seed"}, {"url": "https://s2.test/",
+                "reason": "seed"}])  # fmt: skip
+    recs = [link(f"https://copies.test/p{i}", frm=f"https://{s}.test/")
+            for i in range(500) for s in ("seed", "s2")]  # fmt: skip
+    add(state, recs)
+    result, _ = add(state, [{"site": "copies.test", "pages": 100, "exact": 60, "near": 30,
+                             "yield": 0.9}])  # fmt: skip
+    assert result.site_records == 1
+    batch, _ = take(state, 5000, per_host=1000)
+    got = sum(1 for r in batch if r["site"] == "copies.test")
+    assert got == int((10 + 2 * 100) * 0.1)
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def test_block_takes_effect_on_next_batch_and_nothing_is_dropped(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [link(f"https://{h}/p{i}") for i in range(20)
+                for h in ("a.bad.test", "b.bad.test", "ok.test", "c.other.test")])  # fmt: skip
+    r = crawlkit("frontier", "block", "--state", str(state), "bad.test")
+    assert r.code == 0, r.stderr
+    r = crawlkit("frontier", "block", "--state", str(state), "c.other.test")
+    assert r.code == 0, r.stderr
+    assert set(frontier_stats(state)["blocked"]) == {"bad.test", "c.other.test"}
+    batch, refused = take(state, 5, per_host=5)
+    assert len(refused) == 60  # every queued URL of the blocked site and host, at once
+    assert {r["refused"] for r in refused} == {"blocked"}
+    assert {r["host"] for r in batch} == {"ok.test"}
+    _, refused_add = add(state, [link("https://z.bad.test/new")])
+    assert [r["refused"] for r in refused_add] == ["blocked"]
+    crawlkit("frontier", "unblock", "--state", str(state), "bad.test")
+    result, _ = add(state, [link("https://z.bad.test/new")])
+    assert result.queued == 1
+    stats = frontier_stats(state)
+    assert stats["queued"] == 16 and stats["refused"]["blocked"] == 61
+
+
+# --------------------------------------------------------------------------- queues
+
+
+def test_segment_queue_fifo_push_front_and_back(tmp_path: Path) -> None:
+    store = SegmentStore(tmp_path)
+    q = SegmentQueue(store)
+    q.push_back([b"%d\n" % i for i in range(10)])
+    q.push_back([b"%d\n" % i for i in range(10, 20)])
+    assert q.take(3) == [b"0\n", b"1\n", b"2\n"]
+    q.push_front([b"x\n"])
+    q.push_back([b"y\n"])
+    assert q.take_all() == [b"x\n"] + [b"%d\n" % i for i in range(3, 20)] + [b"y\n"]
+    # segments are zstd NDJSON files
+    q.push_back([b'{"a":1}\n'])
+    ((seg_id, _),) = q.segs
+    raw = zstandard.ZstdDecompressor().decompressobj().decompress(store.path(seg_id).read_bytes())
+    assert json.loads(raw) == {"a": 1}
+
+
+def test_state_survives_reopen_and_orphans_are_removed(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [link(f"https://h{i}.test/") for i in range(100)])
+    junk = state / "frontier" / "seg-000000999999.ndjson.zst"
+    junk.write_bytes(b"junk")
+    take(state, 30, per_host=1)
+    assert not junk.exists()
+    stats = frontier_stats(state)
+    assert stats["queued"] == 70 and stats["handed_out"] == 30 and stats["hosts"] == 70
+
+
+def test_failed_write_hands_the_batch_out_again(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [link(f"https://h{i}.test/") for i in range(10)])
+
+    def boom(batch):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        frontier_next(state, NextOptions(max_urls=5, now=NOW), write=boom)
+    batch, _ = take(state, 100)
+    assert len(batch) == 10
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_add_next_stats(tmp_path: Path) -> None:
+    state = str(tmp_path / "s")
+    lines = [
+        json.dumps({"url": f"https://h{i % 4}.test/p{i}", "reason": "seed"}) for i in range(12)
+    ]
+    lines.append(json.dumps({"url": "https://h1.test/a/a/a/"}))
+    lines.append("not json")
+    r = crawlkit("frontier", "add", "--state", state, input="\n".join(lines).encode() + b"\n")
+    assert r.code == 0, r.stderr
+    (refused,) = [json.loads(x) for x in r.lines]
+    assert refused["refused"] == "repeated-segment" and refused["outcome"] == "refused"
+    assert "12 queued, 1 refused" in r.stderr and "1 bad records" in r.stderr
+    out = tmp_path / "batch.ndjson.zst"
+    r = crawlkit(
+        "frontier", "next", "--state", state, "--max", "8", "--per-host", "2", "-o", str(out)
+    )
+    assert r.code == 0, r.stderr
+    raw = zstandard.ZstdDecompressor().decompressobj().decompress(out.read_bytes())
+    batch = [json.loads(x) for x in raw.splitlines()]
+    assert len(batch) == 8 and max(Counter(b["host"] for b in batch).values()) == 2
+    r = crawlkit("frontier", "stats", "--state", state)
+    stats = json.loads(r.stdout)
+    assert stats["queued"] == 4 and stats["refused"] == {"repeated-segment": 1}
+    assert stats["levels"]["new"][0] == 4
+
+
+def test_cli_pipe_between_stages_on_one_state_dir(tmp_path: Path) -> None:
+    """recrawl holds the lock while it writes into the pipe; add reads first, then waits."""
+    import subprocess
+    import sys
+
+    state = str(tmp_path / "s")
+    fetches = tmp_path / "fetched.ndjson"
+    fetches.write_text("".join(
+        json.dumps({"url": f"https://h{i}.test/", "status": 200, "outcome": "fetched",
+                    "fetched_at": NOW - 2 * 86400, "digest": f"d{i}"}) + "\n"
+        for i in range(3000)
+    ))  # fmt: skip
+    py = sys.executable
+    cmd = (f"{py} -m crawlkit recrawl --state {state} --now {NOW} {fetches} "
+           f"| {py} -m crawlkit frontier add --state {state} --now {NOW}")  # fmt: skip
+    proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(crawlkit("frontier", "stats", "--state", state).stdout)["queued"] == 3000
