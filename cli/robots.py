@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Annotated
 
 import orjson
@@ -86,6 +87,7 @@ def check(
     if robots == "-" and not urls:
         raise UsageError("--robots - reads stdin, so give the URLs as arguments")
     rules: RobotsTxt = rules_for_status(status, _read_robots(robots))
+    lines: Iterator[tuple[str, int, str | None]]
     if urls:
         lines = (("<args>", n, u) for n, u in enumerate(urls, 1))
     else:

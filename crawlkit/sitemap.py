@@ -380,14 +380,12 @@ class SitemapReader:
         parser.StartElementHandler = handler.start
         parser.EndElementHandler = handler.end
         parser.CharacterDataHandler = handler.chars
-        data = first
+        data: bytes | None = first
         try:
-            while True:
+            while data is not None:
                 parser.Parse(data, False)
                 yield from self._drain()
-                data = next(chunks, None)  # type: ignore[arg-type]
-                if data is None:
-                    break
+                data = next(chunks, None)
             if not self.stats.truncated:
                 parser.Parse(b"", True)
         except expat.ExpatError as exc:
