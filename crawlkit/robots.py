@@ -22,8 +22,9 @@ What the parser does, rule by rule (RFC 9309 section numbers in brackets):
   whole, because half a path could allow or forbid more than the full one.
 * A group is one or more ``user-agent`` lines followed by rules; a ``user-agent``
   line after a rule starts a new group [2.1]. Blank lines, unknown lines and
-  ``sitemap`` lines do not end a group. Rules before any ``user-agent`` line belong
-  to no group and are ignored.
+  ``sitemap`` lines do not end a group (nor does ``crawl-delay`` end a run of
+  ``user-agent`` lines). Rules before any ``user-agent`` line belong to no group
+  and are ignored.
 * The product token of a ``user-agent`` line is its leading run of letters, ``-``
   and ``_`` (``FooBot/1.2`` is ``foobot``) [2.2.1]; ``*`` alone is the catch-all.
   The crawler's own name is reduced the same way, so a full User-Agent header
@@ -581,7 +582,8 @@ class RobotsTxt:
             elif group is None:
                 self._ignore(lineno, raw, "outside any group (no user-agent line before it)")
             elif kind == "delay":
-                in_agents = False
+                # Not an RFC rule, so like any other record it does not end the list of
+                # user-agent lines (RFC 9309 2.2.4; Google's parser agrees).
                 delay = _parse_delay(value)
                 if delay is None:
                     self._ignore(lineno, raw, "crawl-delay is not a non-negative number")

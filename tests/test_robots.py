@@ -93,6 +93,9 @@ CASES = [
     Case("sitemap line does not end a group",
          "User-agent: FooBot\nSitemap: http://x/s.xml\nDisallow: /s/\n", "FooBot", "/s/",
          False, "Disallow: /s/", "2.2.4: sitemap lines are not group members"),
+    Case("crawl-delay does not end the user-agent lines",
+         "User-agent: A\nCrawl-delay: 5\nUser-agent: FooBot\nDisallow: /cd/\n", "FooBot",
+         "/cd/", False, "Disallow: /cd/", "2.2.4: other records do not interfere"),
     Case("rules before any user-agent ignored",
          "Disallow: /orphan/\nUser-agent: *\nDisallow: /x/\n", "FooBot", "/orphan/", True,
          None, "2.1: rules belong to a group; an orphan rule has none"),
@@ -244,7 +247,7 @@ def test_invalid_utf8_bytes_match_the_same_bytes_escaped() -> None:
 
 def test_crawl_delay_per_group_and_sitemaps_global() -> None:
     robots = RobotsTxt.parse(
-        b"Sitemap: http://e.com/a.xml\nUser-agent: FooBot\nCrawl-delay: 2.5\n"
+        b"Sitemap: http://e.com/a.xml\nUser-agent: FooBot\nCrawl-delay: 2.5\nDisallow: /f\n"
         b"Sitemap: http://e.com/b.xml\nUser-agent: *\nCrawl-delay: soon\nDisallow: /x\n"
         b"User-agent: FooBot\nCrawl-delay: 4\n"
     )
