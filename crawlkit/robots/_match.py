@@ -1,0 +1,175 @@
+"""The compiled matcher of one merged group: the deciding rule for a path, fast."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from crawlkit.robots._normalize import normalize_path, path_of
+from crawlkit.robots._rules import ALLOWED, Rule, Verdict
+
+
+def _trie_regex(keys: Iterable[str]) -> str:
+    """A regex whose greedy match on a path is the longest key that prefixes it.
+
+    Built as a radix tree of nested groups; a key's end makes the rest of its branch
+    optional, so backtracking falls back to the longest key that matched.
+    """
+    root: dict[str, Any] = {}
+    for key in keys:
+        node = root
+        for ch in key:
+            node = node.setdefault(ch, {})
+        node[""] = True
+
+    def emit(node: dict[str, Any]) -> str:
+        out: list[str] = []
+        while "" not in node and len(node) == 1:
+            (ch, child), *_ = node.items()
+            out.append(re.escape(ch))
+            node = child
+        kids = sorted(c for c in node if c != "")
+        if kids:
+            alts = [re.escape(c) + emit(node[c]) for c in kids]
+            body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+            out.append(f"(?:{body})?" if "" in node else body)
+        return "".join(out)
+
+    return emit(root)
+
+
+def _find_regex(piece: str) -> str:
+    """A regex that skips to the end of the leftmost occurrence of ``piece``.
+
+    Same as the atomic lazy ``(?>.*?piece)``, but runs of characters that cannot start
+    ``piece`` are skipped by a possessive character class, about four times faster.
+    """
+    first, rest = re.escape(piece[0]), re.escape(piece[1:])
+    if not rest:
+        return f"[^{first}]*+{first}"
+    return f"(?>[^{first}]*+(?:{first}(?!{rest})[^{first}]*+)*+){first}{rest}"
+
+
+def _wildcard_regex(pattern: str) -> str:
+    """A regex for one normalised pattern with ``*`` and/or a final ``$``.
+
+    Every ``*`` but a last one before ``$`` skips to the leftmost occurrence of the next
+    literal piece and never backtracks: taking the leftmost occurrence of each piece
+    is enough to decide a match, and no backtracking keeps a hostile pattern
+    (``/*a*a*a*a*b``) linear.
+    """
+    anchored = pattern.endswith("$")
+    if anchored:
+        pattern = pattern[:-1]
+    parts = re.sub(r"\*+", "*", pattern).split("*")
+    out = [re.escape(parts[0])]
+    if len(parts) == 1:
+        return out[0] + (r"\Z" if anchored else "")
+    for piece in parts[1:-1]:
+        out.append(_find_regex(piece))
+    last = parts[-1]
+    if anchored:
+        out.append(f".*{re.escape(last)}\\Z")
+    elif last:
+        out.append(_find_regex(last))
+    return "".join(out)
+
+
+_TRIE_MAX_KEY = 1024  # longer literal patterns go to the wildcard list (bounded nesting)
+
+
+class _Matcher:
+    """Finds the deciding rule of one merged group for a path, quickly.
+
+    Rules fall in three kinds, each searched in one step and compared by priority:
+    literal prefixes (one regex over a radix tree: the longest prefix wins among
+    them, and for these priority is length), literal patterns ending in ``$`` (one
+    dict lookup of the whole path), and patterns with ``*`` (one alternation ordered
+    by priority, so its first match is its best).
+    """
+
+    __slots__ = ("_exact", "_prefix", "_prefix_rx", "_wild", "_wild_rules")
+
+    def __init__(self, rules: Sequence[Rule]):
+        prefix: dict[str, Rule] = {}
+        exact: dict[str, Rule] = {}
+        wild: list[Rule] = []
+        for rule in rules:
+            pat = rule.normalized
+            if not pat:
+                continue  # an empty pattern is no rule (RFC 9309 2.2.2)
+            if "*" in pat or len(pat) > _TRIE_MAX_KEY:
+                wild.append(rule)
+            elif pat.endswith("$"):
+                _keep_best(exact, pat[:-1], rule)
+            else:
+                _keep_best(prefix, pat, rule)
+        self._prefix = prefix
+        self._exact = exact
+        self._prefix_rx: re.Pattern[str] | None = None
+        if prefix:
+            try:
+                self._prefix_rx = re.compile(_trie_regex(prefix), re.DOTALL)
+            except (RecursionError, re.error, OverflowError, MemoryError):
+                # Pathologically nested keys; fall back to the wildcard alternation.
+                wild.extend(prefix.values())
+                self._prefix = {}
+        wild.sort(key=lambda r: r.priority, reverse=True)
+        self._wild_rules = wild
+        self._wild: list[re.Pattern[str]] = []
+        for start in range(0, len(wild), 500):  # chunks keep each regex small
+            chunk = wild[start : start + 500]
+            alts = "|".join(f"({_wildcard_regex(r.normalized)})" for r in chunk)
+            self._wild.append(re.compile(alts, re.DOTALL))
+
+    def best(self, path: str) -> Rule | None:
+        """The deciding rule for a normalised path, or None when no rule matches."""
+        best: Rule | None = None
+        if self._prefix_rx is not None:
+            m = self._prefix_rx.match(path)
+            if m is not None:
+                best = self._prefix[m.group(0)]
+        if self._exact:
+            rule = self._exact.get(path)
+            if rule is not None and (best is None or rule.priority > best.priority):
+                best = rule
+        offset = 0
+        for rx in self._wild:
+            m = rx.match(path)
+            if m is not None:
+                rule = self._wild_rules[offset + m.lastindex - 1]  # type: ignore[operator]
+                if best is None or rule.priority > best.priority:
+                    best = rule
+                break  # chunks are in priority order: the first match is the best
+            offset += 500
+        return best
+
+
+def _keep_best(table: dict[str, Rule], key: str, rule: Rule) -> None:
+    old = table.get(key)
+    if old is None or rule.priority > old.priority:
+        table[key] = rule
+
+
+class GroupView:
+    """A merged group, compiled: verdicts per path with precomputed Verdict objects."""
+
+    __slots__ = ("_verdicts", "crawl_delay", "matcher")
+
+    def __init__(self, rules: Sequence[Rule], crawl_delay: float | None):
+        self.matcher = _Matcher(rules)
+        self.crawl_delay = crawl_delay
+        self._verdicts: dict[int, Verdict] = {}
+
+    def check(self, url: str) -> Verdict:
+        path = normalize_path(path_of(url))
+        if path == "/robots.txt" or path.startswith("/robots.txt?"):
+            return ALLOWED  # RFC 9309 2.2.2: the file itself is always allowed
+        rule = self.matcher.best(path)
+        if rule is None:
+            return ALLOWED
+        verdict = self._verdicts.get(id(rule))
+        if verdict is None:
+            verdict = self._verdicts[id(rule)] = Verdict(rule.allow, rule.text)
+        return verdict

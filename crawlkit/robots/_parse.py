@@ -1,0 +1,251 @@
+"""The robots.txt parser: bytes to groups, rules and sitemaps (RFC 9309 2.1-2.2, 2.5)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from crawlkit.robots._match import GroupView
+from crawlkit.robots._normalize import agent_token, normalize_path, normalize_pattern, path_of
+from crawlkit.robots._rules import ALLOWED, DENIED, Group, Rule, Verdict
+
+#: How much of a robots.txt is parsed (RFC 9309 section 2.5 asks for at least 500 KiB).
+MAX_ROBOTS_BYTES = 512 * 1024
+
+_KEYS = {
+    "user-agent": "ua",
+    "useragent": "ua",
+    "user agent": "ua",
+    "allow": "allow",
+    "disallow": "disallow",
+    "dissallow": "disallow",
+    "dissalow": "disallow",
+    "disalow": "disallow",
+    "diasllow": "disallow",
+    "disallaw": "disallow",
+    "crawl-delay": "delay",
+    "crawldelay": "delay",
+    "sitemap": "sitemap",
+    "site-map": "sitemap",
+}
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with bytes that were not UTF-8 shown as %XX, so it is valid JSON."""
+    if text.isascii():
+        return text
+    return _UNDECODABLE.sub(lambda m: f"%{ord(m.group(0)) - 0xDC00:02X}", text)
+
+
+_MAX_IGNORED = 100  # ignored lines kept for `robots parse`; all are counted
+
+
+class RobotsTxt:
+    """The parsed rules of one robots.txt.
+
+    ``sitemaps`` lists the Sitemap URLs in file order (global, RFC 9309 2.2.4).
+    ``groups`` lists the groups in file order, unmerged (for display); matching
+    merges them per token. Instances are immutable after parsing and safe to share;
+    compiled matchers are cached per agent string.
+    """
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.sitemaps: list[str] = []
+        self.ignored: list[tuple[int, str, str]] = []  # (line, text, why), first 100
+        self.ignored_count = 0
+        self.truncated = False
+        self.size = 0
+        self._mode: str = "rules"  # or "allow_all" / "disallow_all"
+        self._by_token: dict[str, list[Group]] = {}
+        self._views: dict[str, GroupView | None] = {}
+        self._token_views: dict[str, GroupView | None] = {}
+
+    # ---- construction
+
+    @classmethod
+    def allow_all(cls) -> RobotsTxt:
+        """No restrictions (robots.txt missing: 4xx, or too many redirects)."""
+        robots = cls()
+        robots._mode = "allow_all"
+        return robots
+
+    @classmethod
+    def disallow_all(cls) -> RobotsTxt:
+        """Everything forbidden except /robots.txt (server error, 429, network error)."""
+        robots = cls()
+        robots._mode = "disallow_all"
+        return robots
+
+    @classmethod
+    def parse(cls, body: bytes) -> RobotsTxt:
+        """Parse the first 512 KiB of a robots.txt. Never raises."""
+        robots = cls()
+        robots.size = len(body)
+        if len(body) > MAX_ROBOTS_BYTES:
+            robots.truncated = True
+            body = body[:MAX_ROBOTS_BYTES]
+            cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
+            body = body[: cut + 1] if cut >= 0 else b""
+        text = body.decode("utf-8", "surrogateescape")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        robots._parse_text(text)
+        return robots
+
+    def _ignore(self, lineno: int, text: str, why: str) -> None:
+        self.ignored_count += 1
+        if len(self.ignored) < _MAX_IGNORED:
+            self.ignored.append((lineno, _printable(text[:200]), why))
+
+    def _parse_text(self, text: str) -> None:
+        group: Group | None = None
+        in_agents = False  # the current group is still collecting user-agent lines
+        for lineno, raw in enumerate(_LINE_END.split(text), 1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            key, sep, value = line.partition(":")
+            if not sep:
+                # Google's quirk: "Disallow /x" (exactly two words) is read as a key line.
+                words = line.split()
+                if len(words) != 2:
+                    self._ignore(lineno, raw, "not a key: value line")
+                    continue
+                key, value = words
+            kind = _KEYS.get(" ".join(key.split()).lower())
+            value = value.strip()
+            if kind is None:
+                self._ignore(lineno, raw, "unknown key")
+                continue
+            if kind == "ua":
+                if group is None or not in_agents:
+                    group = Group(agents=[], line=lineno)
+                    self.groups.append(group)
+                    in_agents = True
+                group.agents.append(agent_token(value))
+            elif kind == "sitemap":
+                if value:
+                    self.sitemaps.append(_printable(value))
+                else:
+                    self._ignore(lineno, raw, "empty sitemap")
+            elif group is None:
+                self._ignore(lineno, raw, "outside any group (no user-agent line before it)")
+            elif kind == "delay":
+                # Not an RFC rule, so like any other record it does not end the list of
+                # user-agent lines (RFC 9309 2.2.4; Google's parser agrees).
+                delay = _parse_delay(value)
+                if delay is None:
+                    self._ignore(lineno, raw, "crawl-delay is not a non-negative number")
+                else:
+                    group.crawl_delay = max(delay, group.crawl_delay or 0.0)
+            else:
+                in_agents = False
+                if value and not value.startswith(("/", "*")):
+                    self._ignore(lineno, raw, "pattern does not start with / or *")
+                    continue
+                pattern = normalize_pattern(value)
+                group.rules.append(Rule(kind == "allow", _printable(value), pattern, lineno))
+        for g in self.groups:
+            for token in dict.fromkeys(g.agents):
+                if token:
+                    self._by_token.setdefault(token, []).append(g)
+
+    # ---- queries
+
+    def _view(self, agent: str) -> GroupView | None:
+        view = self._views.get(agent, self)  # self as "missing" sentinel
+        if view is not self:
+            return view  # type: ignore[return-value]
+        token = agent_token(agent) or "*"
+        if token in self._token_views:
+            view = self._token_views[token]
+        else:
+            groups = self._by_token.get(token) or self._by_token.get("*")
+            if groups:
+                rules = [r for g in groups for r in g.rules]
+                delays = [g.crawl_delay for g in groups if g.crawl_delay is not None]
+                view = GroupView(rules, max(delays) if delays else None)
+            else:
+                view = None
+            self._token_views[token] = view
+        if len(self._views) > 256:  # agents are few; bound the cache anyway
+            self._views.clear()
+        self._views[agent] = view
+        return view
+
+    def check(self, agent: str, url: str) -> Verdict:
+        """May ``agent`` fetch ``url``? ``agent`` is a product token or a User-Agent
+        header; ``url`` is absolute or a path with an optional query. Never raises."""
+        if self._mode != "rules":
+            if self._mode == "allow_all":
+                return ALLOWED
+            path = normalize_path(path_of(url))
+            if path == "/robots.txt" or path.startswith("/robots.txt?"):
+                return ALLOWED
+            return DENIED
+        view = self._view(agent)
+        return ALLOWED if view is None else view.check(url)
+
+    def crawl_delay(self, agent: str) -> float | None:
+        """The Crawl-delay of the group that applies to ``agent``, in seconds, or None."""
+        if self._mode != "rules":
+            return None
+        view = self._view(agent)
+        return None if view is None else view.crawl_delay
+
+    def group_for(self, agent: str) -> list[Group]:
+        """The groups (unmerged) that apply to ``agent``: its own, else ``*``, else none."""
+        if self._mode != "rules":
+            return []
+        token = agent_token(agent) or "*"
+        return list(self._by_token.get(token) or self._by_token.get("*") or [])
+
+    def to_dict(self) -> dict[str, Any]:
+        """Groups, rules, sitemaps and ignored lines, for ``crawlkit robots parse``."""
+        return {
+            "mode": self._mode,
+            "bytes": self.size,
+            "truncated": self.truncated,
+            "groups": [g.to_dict() for g in self.groups],
+            "sitemaps": list(self.sitemaps),
+            "ignored": [{"line": n, "text": t, "why": w} for n, t, w in self.ignored],
+            "ignored_count": self.ignored_count,
+        }
+
+
+def _parse_delay(value: str) -> float | None:
+    try:
+        delay = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(delay) or delay < 0:
+        return None
+    return delay
+
+
+def check_lines(
+    robots: RobotsTxt,
+    agent: str,
+    lines: Iterable[tuple[str, int, str | None]],
+) -> Iterator[dict[str, Any]]:
+    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
+
+    ``lines`` are ``(source, line_number, text)`` as from
+    :func:`crawlkit.io.read_text_lines`; a line that is not UTF-8 (text None) gives a
+    record with ``"url": null``, ``"allowed": false`` and an ``"error"``, so every
+    input line is answered (DESIGN.md invariant 1). Streams; constant memory.
+    """
+    for _source, _lineno, text in lines:
+        if text is None:
+            yield {"url": None, "allowed": False, "rule": None, "error": "invalid UTF-8"}
+            continue
+        url = text.strip()
+        if not url:
+            continue
+        verdict = robots.check(agent, url)
+        yield {"url": url, "allowed": verdict.allowed, "rule": verdict.rule}
