@@ -3,6 +3,7 @@ that decides it; the fetch policy; property tests against a slow reference match
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +229,49 @@ def test_rfc9309_case(case: Case) -> None:
     assert verdict == Verdict(case.allowed, case.rule), case.why
 
 
+def _cases_markdown() -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", "⏎").replace("\r", "␍")
+
+    rows = [
+        "# RFC 9309 cases",
+        "",
+        "Generated from `CASES` in tests/test_robots.py (each row is a test). Update with",
+        "`CRAWLKIT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_robots.py -k markdown`.",
+        "⏎ is a line feed, ␍ a carriage return in the robots.txt column.",
+        "",
+        "| case | robots.txt | agent | URL | allowed | deciding rule | why |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in CASES:
+        rows.append(
+            f"| {cell(c.name)} | `{cell(c.robots)}` | `{cell(c.agent)}` | `{cell(c.url)}` "
+            f"| {'yes' if c.allowed else 'no'} | {cell(c.rule or '(none)')} | {cell(c.why)} |"
+        )
+    rows += [
+        "",
+        "## Status of the robots.txt fetch (RobotsPolicy)",
+        "",
+        "The file is `" + cell(GOOD.decode()) + "`; status 0 stands for a network error.",
+        "",
+        "| status | /private/a allowed | /public allowed | why |",
+        "|---|---|---|---|",
+    ]
+    for status, private, public, why in STATUS_CASES:
+        yes = {True: "yes", False: "no"}
+        rows.append(f"| {status} | {yes[private]} | {yes[public]} | {cell(why)} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_case_table_markdown_is_current() -> None:
+    """The committed table (tests/data/robots/rfc9309-cases.md) matches CASES."""
+    path = DATA / "rfc9309-cases.md"
+    text = _cases_markdown()
+    if os.environ.get("CRAWLKIT_UPDATE_GOLDEN"):
+        path.write_text(text, "utf-8")
+    assert path.read_text("utf-8") == text, "regenerate with CRAWLKIT_UPDATE_GOLDEN=1"
+
+
 def test_case_table_covers_both_outcomes_and_every_clause() -> None:
     assert {c.allowed for c in CASES} == {True, False}
     assert len({c.name for c in CASES}) == len(CASES)
@@ -365,22 +409,28 @@ GOOD = b"User-agent: *\nDisallow: /private/\n"
 T0 = 1_700_000_000.0
 
 
-@pytest.mark.parametrize(
-    ("status", "allowed_private", "allowed_public", "why"),
-    [
-        (200, False, True, "2.3.1.1: 2xx: parse the rules"),
-        (204, True, True, "2.3.1.1: 2xx with an empty body: no rules"),
-        (301, True, True, "2.3.1.2: more redirects than followed: unavailable, allow all"),
-        (404, True, True, "2.3.1.3: 4xx: unavailable, allow all"),
-        (401, True, True, "2.3.1.3: 4xx (also 401/403): allow all"),
-        (410, True, True, "2.3.1.3: 4xx: allow all"),
-        (429, False, False, "2.3.1.4 + DESIGN: 429 like 5xx: disallow all"),
-        (500, False, False, "2.3.1.4: 5xx: unreachable, disallow all"),
-        (503, False, False, "2.3.1.4: 5xx: disallow all"),
-    ],
-)
+# (status, /private/a allowed, /public allowed, why) for GOOD fetched with that status
+STATUS_CASES = [
+    (200, False, True, "2.3.1.1: 2xx: parse the rules"),
+    (204, True, True, "2.3.1.1: 2xx with an empty body: no rules"),
+    (301, True, True, "2.3.1.2: more redirects than followed: unavailable, allow all"),
+    (404, True, True, "2.3.1.3: 4xx: unavailable, allow all"),
+    (401, True, True, "2.3.1.3: 4xx (also 401/403): allow all"),
+    (410, True, True, "2.3.1.3: 4xx: allow all"),
+    (429, False, False, "2.3.1.4 + DESIGN.md invariant 3: 429 like 5xx: disallow all"),
+    (500, False, False, "2.3.1.4: 5xx: unreachable, disallow all"),
+    (503, False, False, "2.3.1.4: 5xx: disallow all"),
+    (0, False, False, "2.3.1.4: network error (on_error): disallow all"),
+]
+
+
+@pytest.mark.parametrize(("status", "allowed_private", "allowed_public", "why"), STATUS_CASES)
 def test_status_codes(status: int, allowed_private: bool, allowed_public: bool, why: str) -> None:
-    entry = RobotsPolicy().on_response(status, GOOD if status != 204 else b"", T0)
+    policy = RobotsPolicy()
+    if status == 0:
+        entry = policy.on_error("connection refused", T0)
+    else:
+        entry = policy.on_response(status, GOOD if status != 204 else b"", T0)
     rules = entry.rules()
     assert rules.check("x", "/private/a").allowed is allowed_private, why
     assert rules.check("x", "/public").allowed is allowed_public, why
