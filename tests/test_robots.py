@@ -282,6 +282,44 @@ def test_case_table_covers_both_outcomes_and_every_clause() -> None:
 # ---- file format details beyond the table
 
 
+LAYOUT = (
+    "allow: /foo/bar/\n\nuser-agent: FooBot\ndisallow: /\nallow: /x/\nuser-agent: BarBot\n"
+    "disallow: /\nallow: /y/\n\n\nallow: /w/\nuser-agent: BazBot\n\nuser-agent: FooBot\n"
+    "allow: /z/\ndisallow: /\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("agent", "path", "allowed"),
+    [
+        ("FooBot", "/x/b", True), ("FooBot", "/z/d", True), ("FooBot", "/y/c", False),
+        ("FooBot", "/foo/bar/", False),  # the orphan allow before any group is ignored
+        ("BarBot", "/y/c", True), ("BarBot", "/w/a", True),  # blank lines keep the group
+        ("BarBot", "/z/d", False),
+        ("BazBot", "/z/d", True),  # BazBot shares the second FooBot group
+    ],
+)  # fmt: skip
+def test_group_layout(agent: str, path: str, allowed: bool) -> None:
+    assert RobotsTxt.parse(LAYOUT.encode()).check(agent, path).allowed is allowed
+
+
+@pytest.mark.parametrize(
+    ("rule", "path", "allowed"),
+    [
+        ("/fish*", "/fish", True), ("/fish*", "/fishheads/yummy.html", True),
+        ("/fish*", "/Fish.asp", False), ("/fish*", "/catfish", False),
+        ("/fish/", "/fish/?id=anything", True), ("/fish/", "/fish", False),
+        ("/*.php", "/folder/any.php.file.html", True), ("/*.php", "/windows.PHP", False),
+        ("/*.php$", "/folder/filename.php", True), ("/*.php$", "/filename.php?x", False),
+        ("/*.php$", "/filename.php5", False), ("/fish*.php", "/fishheads/catfish.php?p", True),
+        ("/foo/*/qux", "/foo//qux", True), ("/foo/*/qux", "/foo/qux", False),
+    ],
+)  # fmt: skip
+def test_allow_patterns_under_disallow_all(rule: str, path: str, allowed: bool) -> None:
+    robots = RobotsTxt.parse(f"User-agent: FooBot\nDisallow: /\nAllow: {rule}\n".encode())
+    assert robots.check("FooBot", path).allowed is allowed
+
+
 def test_invalid_utf8_bytes_match_the_same_bytes_escaped() -> None:
     robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /caf\xe9\n")
     assert robots.check("x", "/caf%E9") == Verdict(False, "Disallow: /caf%E9")  # shown escaped
