@@ -158,7 +158,9 @@ class _Writer:
 
     async def write_raw(self, data: bytes, count: int | None = None) -> None:
         proto = self.proto
-        if proto.closed:
+        # is_closing(): a failed send closes the transport at once but reports
+        # connection_lost only later, and later writes are silently dropped.
+        if proto.closed or proto.transport.is_closing():
             raise _Lost()
         proto.transport.write(data)
         self.sent += len(data) if count is None else count
@@ -236,7 +238,7 @@ class HttpProtocol(asyncio.Protocol):
             self._process()
 
     async def drain(self) -> None:
-        if self.closed:
+        if self.closed or self.transport.is_closing():
             raise _Lost()
         if not self.paused:
             return

@@ -805,7 +805,10 @@ def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     farm = web.specials_of.get("link-farm", [host])
     links = []
     for j in range(FARM_FANOUT):
-        target = farm[(host.ordinal + 1 + j) % len(farm)] if len(farm) > 1 else host
+        # Only ever to the *other* farm hosts: the farm links to itself, never out.
+        target = (
+            farm[(host.ordinal + 1 + j % (len(farm) - 1)) % len(farm)] if len(farm) > 1 else host
+        )
         links.append((ctx.url(target.name, f"/f/{n * FARM_FANOUT + j + 1}.html"), f"deal {j}"))
     return _html(_page(f"Best deals {n}", links, (host.name, n % 97), paras=1),
                  log={"depth": _farm_depth(n)})  # fmt: skip
