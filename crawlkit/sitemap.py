@@ -32,6 +32,7 @@ well-formed), and the error says where the document broke.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import io
@@ -69,6 +70,8 @@ _CHUNK = 64 * 1024
 _CHANGEFREQ = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _RSS1_NS = "http://purl.org/rss/1.0/"
 _DC_NS = "http://purl.org/dc/elements/1.1/"
+_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
+_EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
 _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
 _SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
 
@@ -368,7 +371,20 @@ class SitemapReader:
     # ---- XML
 
     def _read_xml(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
-        parser = expat.ParserCreate(namespace_separator=_SEP)
+        declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
+        encoding = declared.group(1).decode("ascii").lower() if declared else None
+        if encoding is not None and encoding not in _EXPAT_ENCODINGS:
+            # expat knows four encodings; Python decodes the rest (windows-1252, shift_jis,
+            # ...) to UTF-8 on the way in, chunk by chunk.
+            try:
+                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            except LookupError as exc:
+                raise SitemapError(f"unknown encoding {encoding!r}", source=self.source) from exc
+            first = decoder.decode(first).encode("utf-8")
+            chunks = _transcode(chunks, decoder)
+            parser = expat.ParserCreate("UTF-8", namespace_separator=_SEP)
+        else:
+            parser = expat.ParserCreate(namespace_separator=_SEP)
         handler = _XMLHandler(parser, self._entry, self.stats)
         parser.buffer_text = True
         parser.buffer_size = _CHUNK
@@ -543,6 +559,14 @@ class SitemapReader:
             return
         if text:
             self._add(text, lineno)
+
+
+def _transcode(chunks: Iterator[bytes], decoder: codecs.IncrementalDecoder) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield decoder.decode(chunk).encode("utf-8")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
 
 
 class _Prefixed(io.RawIOBase):

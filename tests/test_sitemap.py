@@ -8,6 +8,7 @@ import io
 import tracemalloc
 import zlib
 from pathlib import Path
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -115,6 +116,24 @@ def test_gzip_gives_the_same_records(name: str) -> None:
     data = (DATA / name).read_bytes()
     base = "https://blog.example.com/feed.atom"
     assert list(parse_sitemap(gzip.compress(data), base)) == list(parse_sitemap(data, base))
+
+
+@pytest.mark.parametrize(
+    ("encoding", "path"),
+    [("windows-1252", "/café–menu"), ("shift_jis", "/メニュー"), ("ISO-8859-1", "/café"),
+     ("utf-16", "/ツ"), ("UTF8", "/ツ")],
+)  # fmt: skip
+def test_declared_encodings(encoding: str, path: str) -> None:
+    doc = (f'<?xml version="1.0" encoding="{encoding}"?>\n'
+           f"<urlset><url><loc>https://e.com{path}</loc></url></urlset>\n")  # fmt: skip
+    data = doc.encode("utf-16" if encoding == "utf-16" else encoding)
+    (record,) = parse_sitemap(data)
+    assert record["url"] == "https://e.com" + quote(path.encode("utf-8"), safe="/")
+
+
+def test_unknown_encoding_is_an_error() -> None:
+    with pytest.raises(SitemapError, match="unknown encoding 'klingon'"):
+        list(parse_sitemap(b'<?xml version="1.0" encoding="klingon"?><urlset/>'))
 
 
 def test_corrupt_gzip_is_an_error() -> None:
