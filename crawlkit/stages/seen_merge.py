@@ -129,7 +129,7 @@ class SeenMerge:
     # -- per record ----------------------------------------------------------------------
 
     def _prepare(self, source: str, lineno: int, item: bytes | Record) -> tuple[int, bytes] | None:
-        """The fingerprint and the output line of one input line, or None if it is bad."""
+        """The fingerprint and the output line (no newline) of one line, or None if bad."""
         record: Record
         if isinstance(item, dict):
             record, raw = item, None
@@ -155,10 +155,10 @@ class SeenMerge:
             except InvalidURL as exc:
                 return self._bad(source, lineno, str(exc))
             record["url"], record["host"], record["site"], record["fp"] = parsed
-            return int(parsed.fp, 16), io.dumps(record)
+            return int(parsed.fp, 16), io.dumps(record)[:-1]
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
             return self._bad(source, lineno, '"fp" is not 16 hex digits')
-        return int(fp, 16), (raw + b"\n" if raw is not None else io.dumps(record))
+        return int(fp, 16), (raw if raw is not None else io.dumps(record)[:-1])
 
     def _bad(self, source: str, lineno: int, message: str) -> None:
         self.stats.bad_records += 1
@@ -181,24 +181,30 @@ class SeenMerge:
         ``flush`` returns; otherwise they stay pending until :meth:`commit_pending`.
         """
         fps: list[int] = []
-        outs: list[bytes] = []
+        # Output lines go into one buffer: a million separate bytes objects from
+        # orjson.dumps cost more to keep than to make.
+        buf = bytearray()
+        ends: list[int] = []
         for source, lineno, item in lines:
             prepared = self._prepare(source, lineno, item)
             if prepared is None:
                 continue
             fps.append(prepared[0])
-            outs.append(prepared[1])
+            buf += prepared[1]
+            buf += b"\n"
+            ends.append(len(buf))
             if len(fps) >= self.batch_size:
-                self._batch(fps, outs, write, flush, commit_each_batch)
-                fps, outs = [], []
+                self._batch(fps, buf, ends, write, flush, commit_each_batch)
+                fps, buf, ends = [], bytearray(), []
         if fps:
-            self._batch(fps, outs, write, flush, commit_each_batch)
+            self._batch(fps, buf, ends, write, flush, commit_each_batch)
         return self.stats
 
     def _batch(
         self,
         fp_list: list[int],
-        outs: list[bytes],
+        buf: bytearray,
+        ends: list[int],
         write: Callable[[bytes], object],
         flush: Callable[[], object],
         commit_each_batch: bool,
@@ -230,7 +236,10 @@ class SeenMerge:
         emit = np.sort(first[unseen])
         # Write, and only then commit (invariant 4): an exception here leaves the store
         # as it was.
-        write(b"".join([outs[i] for i in emit.tolist()]))
+        view = memoryview(buf)
+        starts_at = [0, *ends]
+        write(b"".join([view[starts_at[i] : ends[i]] for i in emit.tolist()]))
+        view.release()
         flush()
         stats.new += len(emit)
         if self.dry_run or not commit_each_batch:
