@@ -66,7 +66,9 @@ async def _run_httpx_aiohttp(urls: list[str], conc: int) -> None:
     import aiohttp
     from httpx_aiohttp import AiohttpTransport
 
-    transport = AiohttpTransport(client=aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)))
+    transport = AiohttpTransport(
+        client=aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    )
     await _run_httpx(urls, conc, transport)
 
 

@@ -8,4 +8,5 @@ from crawlkit_cli import recrawl  # noqa: F401
 from crawlkit_cli import seen_merge  # noqa: F401
 from crawlkit_cli import extract  # noqa: F401
 from crawlkit_cli import testweb  # noqa: F401
+from crawlkit_cli import fetch  # noqa: F401
 from crawlkit_cli import audit  # noqa: F401

@@ -1,0 +1,201 @@
+"""crawlkit fetch."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crawlkit import io
+from crawlkit.durations import parse_duration, parse_size
+from crawlkit.errors import UsageError
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.stages.fetch import fetch_records
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import Agent, AllowNet, HostsFile, InputFiles, Quiet, StateDir
+
+DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+
+
+def _duration(text: str, flag: str) -> float:
+    value = parse_duration(text)
+    if value < 0:
+        raise UsageError(f"{flag} must not be negative")
+    return value
+
+
+@app.command("fetch")
+def fetch(
+    files: InputFiles = None,
+    state: StateDir = ...,  # type: ignore[assignment]
+    warc_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--warc-dir",
+            help="WARC directory (default STATE/warc). Finished files go into WARC_DIR/new/ "
+            "(where 'crawlkit extract' reads them); open ones end in .open.",
+            show_default=False,
+        ),
+    ] = None,
+    log: Annotated[
+        str,
+        typer.Option(
+            "--log",
+            help="Write fetch records here instead of stdout (.zst or .gz compresses; "
+            "temporary name, renamed when complete).",
+        ),
+    ] = "-",
+    redirects: Annotated[
+        str | None,
+        typer.Option(
+            "--redirects",
+            help='Write redirect targets here as URL records (reason "redirect", hops, via) '
+            "for 'crawlkit frontier add'. Without it they are only in the fetch records' "
+            "location field.",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Agent = DEFAULT_AGENT,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight at once (over all hosts).")
+    ] = 100,
+    min_delay: Annotated[
+        str,
+        typer.Option(
+            "--min-delay",
+            help="Smallest gap between two requests to one host; the gap is "
+            "max(this, --delay-factor × last fetch time, Crawl-delay).",
+        ),
+    ] = "1s",
+    delay_factor: Annotated[
+        float, typer.Option("--delay-factor", help="Gap multiple of the host's last fetch time.")
+    ] = 10.0,
+    per_ip: Annotated[
+        int, typer.Option("--per-ip", help="Requests at once to one IP address (shared hosting).")
+    ] = 2,
+    per_ip_delay: Annotated[
+        str | None,
+        typer.Option(
+            "--per-ip-delay",
+            help="Smallest gap between request starts to one IP address [default: --min-delay/4].",
+            show_default=False,
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--for",
+            help="Start no request after this long; URLs not served by then come out "
+            "'deferred' with retry_at (in-flight requests finish, within --timeout).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_net: AllowNet = None,
+    hosts_file: HostsFile = None,
+    timeout: Annotated[
+        str,
+        typer.Option("--timeout", help="Total time per request, silence mid-body included."),
+    ] = "30s",
+    max_body: Annotated[
+        str, typer.Option("--max-body", help="Body bytes read per response (then truncated).")
+    ] = "10MB",
+    max_decoded: Annotated[
+        str,
+        typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),
+    ] = "10MB",
+    backoff: Annotated[
+        str,
+        typer.Option("--backoff", help="First backoff after 429/503; doubles up to --max-backoff."),
+    ] = "60s",
+    max_backoff: Annotated[str, typer.Option("--max-backoff", help="Longest backoff step.")] = "1h",
+    warc_version: Annotated[
+        str, typer.Option("--warc-version", help="WARC format version: 1.1 or 1.0.")
+    ] = "1.1",
+    warc_size: Annotated[
+        str, typer.Option("--warc-size", help="Start a new WARC file past this size.")
+    ] = "1GB",
+    warc_prefix: Annotated[
+        str, typer.Option("--warc-prefix", help="WARC file name prefix.")
+    ] = "crawlkit",
+    quiet: Quiet = False,
+) -> None:
+    """Fetch URL records politely into WARC files; one fetch record per input URL.
+
+    Reads URL records (NDJSON: url, plus host, site, fp, depth, priority, reason, via,
+    etag, last_modified ... which are passed through). Writes WARC/1.1 files (request,
+    response or revisit, metadata records; gzip per record) and, to stdout or --log,
+    exactly one fetch record per input URL, in completion order: url, status,
+    outcome (fetched, not-modified, redirect, robots-denied, deferred, refused, error),
+    fetched_at, elapsed_ms, ip, bytes, content_type, etag, last_modified, digest,
+    location, warc {file, offset, length}, error, retry_at (deferred), truncated.
+
+    Politeness: one request at a time per host, the gap above between them, robots.txt
+    first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After)
+    and defer the host's remaining URLs, --per-ip requests at once per address. Safety:
+    only http and https; loopback, private, link-local, multicast, reserved and
+    IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
+    address is the one connected to. Redirects are not followed: each target comes out
+    as a URL record (--redirects), at most 5 hops.
+
+    Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
+    State: STATE/fetch/hosts.sqlite keeps host clocks (written and fsynced before each
+    group of requests, so a restart never bursts), backoffs, robots.txt and DNS caches
+    and payload digests (for revisit records). STATE is locked while running.
+
+    Example:
+
+        crawlkit frontier next --state S --max 20000 | crawlkit fetch --state S --log fetched.ndjson.zst --redirects redirects.ndjson
+    """
+    rep = reporter()
+    if warc_version not in ("1.0", "1.1"):
+        raise UsageError("--warc-version must be 1.1 or 1.0")
+    if concurrency < 1 or per_ip < 1:
+        raise UsageError("--concurrency and --per-ip must be at least 1")
+    config = FetchConfig(
+        agent=agent,
+        concurrency=concurrency,
+        min_delay=_duration(min_delay, "--min-delay"),
+        delay_factor=delay_factor,
+        per_ip=per_ip,
+        per_ip_delay=None if per_ip_delay is None else _duration(per_ip_delay, "--per-ip-delay"),
+        duration=None if duration is None else _duration(duration, "--for"),
+        timeout=_duration(timeout, "--timeout"),
+        max_body=parse_size(max_body),
+        max_decoded=parse_size(max_decoded),
+        backoff=_duration(backoff, "--backoff"),
+        max_backoff=_duration(max_backoff, "--max-backoff"),
+    )
+    records = io.read_records(files, rep)
+    with contextlib.ExitStack() as stack:
+        sink = stack.enter_context(io.open_output(log))
+        redirect_out = stack.enter_context(io.open_output(redirects)) if redirects else None
+        if redirects is not None and io.is_stdio(redirects) and io.is_stdio(log):
+            raise UsageError("--redirects and the fetch log cannot both be stdout")
+        flush = sys.stdout.buffer.flush if io.is_stdio(log) else None
+        counts = fetch_records(
+            records,
+            sink.write_record,
+            state_dir=state,
+            config=config,
+            warc_dir=warc_dir,
+            warc_version=warc_version,
+            warc_size=parse_size(warc_size),
+            warc_prefix=warc_prefix,
+            allow_net=allow_net or [],
+            hosts_file=hosts_file,
+            on_redirect=redirect_out.write_record if redirect_out is not None else None,
+            reporter=rep,
+            flush=flush,
+        )
+    if not quiet:
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")
+        rep.info(
+            f"{sum(v for k, v in counts.items() if k != 'redirects')} records: {summary or 'none'}"
+        )
+        if counts.get("redirects") and redirects is None:
+            rep.info(f"{counts['redirects']} redirect targets not written (use --redirects FILE)")
+        if rep.bad_records:
+            rep.info(f"{rep.bad_records} bad input records skipped")

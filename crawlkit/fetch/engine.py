@@ -1,0 +1,750 @@
+"""The fetch engine: URL records in, exactly one fetch record per URL out.
+
+:class:`Fetcher` ties the parts together. For each input URL record it yields one
+fetch record (DESIGN.md invariant 1) with an ``outcome``:
+
+``fetched``        a response arrived (any status but 304/429/503; 3xx with a
+                   Location is ``redirect``); archived in the WARC
+``not-modified``   304 to a conditional GET (``etag`` / ``last_modified`` of the input)
+``redirect``       3xx; ``location`` is the target, which also comes out as a URL
+                   record (``reason: "redirect"``, ``hops``, ``via``) through
+                   ``on_redirect`` unless the hop limit (5) is reached
+``robots-denied``  robots.txt disallows the URL for our agent; nothing was requested
+``deferred``       not fetched now, ``retry_at`` says when: the host is backing off
+                   (429/503, Retry-After), robots.txt is unreachable, or the host
+                   cannot be served before the ``duration`` ends
+``refused``        not an http(s) URL, or its address is refused by the network policy
+``error``          DNS failure, connect/TLS failure, timeout before a response
+
+Order of work per host (DESIGN.md invariants 2, 3, 7): the name is resolved when the
+host's queue is made, and the address is checked by the :class:`NetPolicy`; the
+host's durable clock and backoff are loaded from :class:`HostState`; robots.txt for
+each origin is fetched (through the same politeness clock, following up to 5
+redirects itself) before any other URL of it; then the host's URLs in FIFO order, one
+at a time, each after the gap the :class:`Scheduler` computes. Before a group of
+requests goes out, their hosts' clocks are written and fsynced.
+
+Records come out in completion order. Input is read completely before fetching
+starts (a frontier batch is bounded), so memory grows with the batch: roughly 1 KB
+per queued URL, plus per-host state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import contextlib
+import email.utils
+import time
+import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from crawlkit.errors import InvalidURL
+from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
+from crawlkit.fetch.hoststate import HostRecord, HostState
+from crawlkit.fetch.netpolicy import NetPolicy
+from crawlkit.fetch.resolver import Resolution, Resolver
+from crawlkit.fetch.scheduler import HostQueue, Scheduler
+from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest, warc_date
+from crawlkit.robots import RobotsEntry, RobotsPolicy
+from crawlkit.url import Canonicalizer
+
+__all__ = ["FetchConfig", "Fetcher", "iso_time", "parse_retry_after"]
+
+Record = dict[str, Any]
+
+MAX_CRAWL_DELAY = 86_400.0
+ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
+OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
+
+
+@dataclass
+class FetchConfig:
+    """Every knob of a fetch run, with DESIGN.md's defaults."""
+
+    agent: str = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+    concurrency: int = 100
+    min_delay: float = 1.0
+    delay_factor: float = 10.0
+    per_ip: int = 2
+    per_ip_delay: float | None = None  # default: min_delay / 4
+    duration: float | None = None
+    timeout: float = 30.0
+    max_body: int = 10_000_000
+    max_decoded: int = 10_000_000
+    backoff: float = 60.0
+    max_backoff: float = 3600.0
+    max_hops: int = 5
+    archive_robots: bool = True
+
+
+def iso_time(t: float) -> str:
+    """UTC ISO 8601 with milliseconds: ``2026-11-30T07:31:36.123Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        parsed = email.utils.parsedate_tz(value)
+    except (TypeError, ValueError):
+        return None
+    if parsed is None:
+        return None
+    return max(0.0, calendar.timegm(parsed[:9]) - (parsed[9] or 0) - now)
+
+
+@dataclass(slots=True)
+class _Item:
+    record: Record
+    url: str
+    origin: str
+
+
+@dataclass(slots=True)
+class _RobotsTask:
+    origin: str  # whose robots.txt this is (scheme://host:port)
+    url: str  # the hop being fetched
+    hops: int
+    previous: RobotsEntry | None
+    owner: str  # the politeness key of the origin's host
+
+
+@dataclass(eq=False)
+class _Host(HostQueue):
+    name: str = ""
+    state: str = "new"  # new, resolving, ready, failed
+
+
+@dataclass
+class _Split:
+    scheme: str
+    hostname: str
+    key: str
+    origin: str
+
+
+def split_url(url: str) -> _Split:
+    """Scheme, hostname, politeness key (hostname[:port]) and robots origin of a URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidURL(f"invalid URL: {exc}") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise InvalidURL(f"scheme {scheme or '(none)'!r} is not fetched (only http and https)")
+    hostname = (parts.hostname or "").rstrip(".")
+    if not hostname:
+        raise InvalidURL("URL has no host")
+    default = 80 if scheme == "http" else 443
+    shown = f"[{hostname}]" if ":" in hostname else hostname
+    key = shown if port in (None, default) else f"{shown}:{port}"
+    return _Split(scheme, hostname, key, f"{scheme}://{shown}:{port or default}")
+
+
+class Fetcher:
+    """One fetch run. Build it with its parts, then ``async for rec in f.run(records)``.
+
+    ``on_redirect`` receives the URL record of every redirect target within the hop
+    limit. ``state`` (optional) makes host clocks, backoffs, robots and digests
+    durable; ``warc`` (optional) archives every response.
+    """
+
+    def __init__(
+        self,
+        config: FetchConfig,
+        *,
+        client: HttpClient,
+        resolver: Resolver,
+        netpolicy: NetPolicy,
+        state: HostState | None = None,
+        warc: WarcWriter | None = None,
+        robots_policy: RobotsPolicy | None = None,
+        canonicalizer: Canonicalizer | None = None,
+        on_redirect: Callable[[Record], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.config = config
+        self.client = client
+        self.resolver = resolver
+        self.netpolicy = netpolicy
+        self.state = state
+        self.warc = warc
+        self.robots_policy = robots_policy or RobotsPolicy()
+        self.canon = canonicalizer or Canonicalizer()
+        self.on_redirect = on_redirect
+        self.clock = clock
+        per_ip_delay = config.per_ip_delay
+        if per_ip_delay is None:
+            per_ip_delay = config.min_delay / 4
+        self.scheduler = Scheduler(
+            min_delay=config.min_delay,
+            delay_factor=config.delay_factor,
+            per_ip=config.per_ip,
+            per_ip_delay=per_ip_delay,
+            backoff=config.backoff,
+            max_backoff=config.max_backoff,
+        )
+        self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+        self.redirects_out = 0
+        self._hosts: dict[str, _Host] = {}
+        self._robots: dict[str, RobotsEntry] = {}
+        self._robots_inflight: dict[str, list[_Host]] = {}
+        self._out: deque[Record] = deque()
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._resolving = 0
+        self._failures: list[BaseException] = []
+        self._deadline = float("inf")
+        self._warc_pool = ThreadPoolExecutor(1, thread_name_prefix="warc")
+        self._state_pool = ThreadPoolExecutor(1, thread_name_prefix="state")
+        self._headers = {
+            "User-Agent": config.agent,
+            "Accept": "*/*",
+            "Accept-Encoding": "gzip, deflate",
+        }
+
+    # ------------------------------------------------------------------ input
+    def _emit(self, record: Record) -> None:
+        self.counts[record["outcome"]] += 1
+        self._out.append(record)
+
+    def _result(self, rec: Record, url: str, outcome: str, **fields: Any) -> Record:
+        out = dict(rec)
+        out.update(
+            url=url,
+            status=None,
+            outcome=outcome,
+            fetched_at=None,
+            elapsed_ms=None,
+            ip=None,
+            bytes=None,
+            content_type=None,
+            etag=rec.get("etag"),
+            last_modified=rec.get("last_modified"),
+            digest=None,
+            location=None,
+            warc=None,
+            error=None,
+        )
+        out.update(fields)
+        return out
+
+    def _add(self, rec: Record) -> None:
+        url = rec.get("url")
+        if not isinstance(url, str) or not url:
+            self._emit(self._result(rec, str(url), "refused", error="record has no url"))
+            return
+        try:
+            sp = split_url(url)
+        except InvalidURL as exc:
+            self._emit(self._result(rec, url, "refused", error=str(exc)))
+            return
+        host = self._hosts.get(sp.key)
+        if host is None:
+            host = self._hosts[sp.key] = _Host(sp.key, name=sp.hostname)
+        host.items.append(_Item(rec, url, sp.origin))
+
+    # ------------------------------------------------------------------ host setup
+    def _prepare(self, host: _Host) -> None:
+        """Resolve (or start resolving) a new host; schedules it when ready."""
+        host.state = "resolving"
+        hit = self.resolver.cached(host.name)
+        if hit is not None:
+            self._resolved(host, hit)
+            return
+        self._resolving += 1
+        task = asyncio.get_running_loop().create_task(self._resolve(host))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    async def _resolve(self, host: _Host) -> None:
+        try:
+            res = await self.resolver.resolve(host.name)
+            self._resolved(host, res)
+        finally:
+            self._resolving -= 1
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        # Wake the loop only once the task is out of the set it watches.
+        self._tasks.discard(task)
+        self._wake.set()
+        if not task.cancelled() and task.exception() is not None:
+            self._failures.append(task.exception())  # type: ignore[arg-type]
+
+    def _resolved(self, host: _Host, res: Resolution) -> None:
+        now = self.clock()
+        if res.error or not res.addresses:
+            host.state = "failed"
+            self._fail_host(host, "error", res.error or "no address")
+            return
+        address = None
+        refusal = None
+        for candidate in res.addresses:
+            why = self.netpolicy.refusal(candidate)
+            if why is None:
+                address = candidate
+                break
+            refusal = refusal or why
+        if address is None:
+            host.state = "failed"
+            self._fail_host(host, "refused", refusal or "address refused")
+            return
+        host.address = address
+        host.state = "ready"
+        saved = self.state.host(host.key) if self.state else None
+        if saved is not None:
+            host.backoff = saved.backoff
+            host.backoff_until = saved.backoff_until
+            host.last_elapsed = saved.last_elapsed
+            host.crawl_delay = saved.crawl_delay
+            host.next_allowed = saved.next_allowed
+            if saved.inflight_since is not None:
+                # A request was in flight when the last run died: count it as ending now.
+                host.next_allowed = max(host.next_allowed, now + self.scheduler.gap(host))
+        self._schedule(host, now)
+
+    def _fail_host(self, host: _Host, outcome: str, error: str) -> None:
+        while host.items:
+            item = host.items.popleft()
+            if isinstance(item, _Item):
+                self._emit(self._result(item.record, item.url, outcome, error=error))
+            else:
+                self._robots_done(
+                    item.origin, self.robots_policy.on_error(error, self.clock(), item.previous)
+                )
+
+    def _schedule(self, host: _Host, now: float) -> None:
+        """Back into the heap if it has work and can be served in time; else defer."""
+        if not host.items or host.state != "ready":
+            return
+        if host.backing_off(now):
+            self._defer_host(host, host.backoff_until, "host is backing off after HTTP 429/503")
+        elif host.next_allowed >= self._deadline:
+            self._defer_host(host, host.next_allowed, "host not due before the run ends (--for)")
+        else:
+            self.scheduler.push(host)
+
+    def _defer_host(self, host: _Host, retry_at: float, why: str) -> None:
+        stamp = iso_time(retry_at)
+        while host.items:
+            item = host.items.popleft()
+            if isinstance(item, _Item):
+                self._emit(
+                    self._result(item.record, item.url, "deferred", retry_at=stamp, error=why)
+                )
+            else:
+                self._robots_done(
+                    item.origin, self.robots_policy.on_error(why, self.clock(), item.previous)
+                )
+
+    # ------------------------------------------------------------------ robots
+    def _robots_entry(self, origin: str) -> RobotsEntry | None:
+        entry = self._robots.get(origin)
+        if entry is None and self.state is not None:
+            saved = self.state.robots(origin)
+            if saved is not None:
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    entry = self._robots[origin] = RobotsEntry.from_dict(saved)
+        return entry
+
+    def _robots_done(self, origin: str, entry: RobotsEntry) -> None:
+        self._robots[origin] = entry
+        if self.state is not None:
+            self.state.put_robots(origin, entry.to_dict())
+        for waiter in self._robots_inflight.pop(origin, []):
+            if not waiter.busy and not waiter.queued:
+                self._schedule(waiter, self.clock())
+
+    def _next_task(self, host: _Host, now: float) -> _Item | _RobotsTask | None:
+        """The next request for ``host``; robots verdicts are settled on the way."""
+        agent = self.config.agent
+        items = host.items
+        while items:
+            item = items[0]
+            if isinstance(item, _RobotsTask):
+                return items.popleft()
+            entry = self._robots_entry(item.origin)
+            if entry is None or not self.robots_policy.is_fresh(entry, now):
+                waiters = self._robots_inflight.get(item.origin)
+                if waiters is not None:  # being fetched through another host (a redirect)
+                    waiters.append(host)
+                    return None
+                self._robots_inflight[item.origin] = []
+                return _RobotsTask(item.origin, item.origin + "/robots.txt", 0, entry, host.key)
+            rules = entry.rules()
+            verdict = rules.check(agent, item.url)
+            if not verdict.allowed:
+                items.popleft()
+                if entry.body is None and (
+                    entry.status is None or entry.status >= 500 or entry.status == 429
+                ):
+                    self._emit(
+                        self._result(
+                            item.record,
+                            item.url,
+                            "deferred",
+                            retry_at=iso_time(entry.expires_at),
+                            error=f"robots.txt unavailable: {entry.error}",
+                        )
+                    )
+                else:
+                    rule = verdict.rule or "disallow all"
+                    self._emit(
+                        self._result(
+                            item.record, item.url, "robots-denied", error=f"robots.txt: {rule}"
+                        )
+                    )
+                continue
+            delay = rules.crawl_delay(agent)
+            host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
+            return items.popleft()
+        return None
+
+    # ------------------------------------------------------------------ the loop
+    async def run(self, records: Iterable[Record]) -> AsyncIterator[Record]:
+        """Fetch every record; yields fetch records as they complete."""
+        start = self.clock()
+        if self.config.duration is not None:
+            self._deadline = start + self.config.duration
+        if self.state is not None:
+            self.resolver.load(self.state.dns())
+        for rec in records:
+            self._add(rec)
+        while self._out:
+            yield self._out.popleft()
+        for host in list(self._hosts.values()):
+            if host.state == "new":
+                self._prepare(host)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                self._wake.clear()
+                if self._failures:
+                    raise self._failures[0]
+                now = self.clock()
+                self._check_deadline(now)
+                launches = self._launches(now)
+                if launches:
+                    if self.state is not None:
+                        # Clocks first, durably, then the requests (invariant 2).
+                        await loop.run_in_executor(self._state_pool, self.state.commit)
+                    for host, task in launches:
+                        t = loop.create_task(self._run_task(host, task))
+                        self._tasks.add(t)
+                        t.add_done_callback(self._task_done)
+                while self._out:
+                    yield self._out.popleft()
+                if not self._tasks and not self._resolving and not len(self.scheduler):
+                    self._release_waiters()
+                    if not self._out:
+                        break
+                    continue
+                timeout = None
+                if self.scheduler.busy < self.config.concurrency:
+                    nt = self.scheduler.next_time()
+                    if nt is not None:
+                        timeout = max(0.0, nt - self.clock())
+                if self._deadline != float("inf"):
+                    left = max(0.0, self._deadline - self.clock())
+                    timeout = left if timeout is None else min(timeout, left)
+                if timeout is None or timeout > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+            while self._out:
+                yield self._out.popleft()
+        finally:
+            for t in list(self._tasks):
+                t.cancel()
+            await self._finish(loop)
+
+    def _release_waiters(self) -> None:
+        # Nothing is running, yet hosts wait on a robots fetch: it was lost (cannot
+        # happen by construction, but never hang on it).
+        for origin in list(self._robots_inflight):
+            self._robots_done(
+                origin, self.robots_policy.on_error("robots fetch lost", self.clock())
+            )
+
+    def _check_deadline(self, now: float) -> None:
+        if self._deadline == float("inf"):
+            return
+        if now >= self._deadline:
+            late = self.scheduler.drain()
+        else:
+            late = self.scheduler.pop_due_after(self._deadline)
+        for host in late:
+            assert isinstance(host, _Host)
+            self._defer_host(
+                host, max(host.next_allowed, now), "host not due before the run ends (--for)"
+            )
+
+    def _launches(self, now: float) -> list[tuple[_Host, _Item | _RobotsTask]]:
+        out: list[tuple[_Host, _Item | _RobotsTask]] = []
+        sched = self.scheduler
+        if now >= self._deadline:
+            return out
+        while sched.busy < self.config.concurrency:
+            host = sched.pop_ready(now)
+            if host is None:
+                break
+            assert isinstance(host, _Host)
+            task = self._next_task(host, now)
+            if task is None:
+                continue
+            sched.start(host, now)
+            if self.state is not None:
+                self.state.put_host(
+                    host.key,
+                    self._host_record(host, inflight=now, next_allowed=now + sched.gap(host)),
+                )
+            out.append((host, task))
+        return out
+
+    def _host_record(
+        self, host: _Host, *, inflight: float | None, next_allowed: float
+    ) -> HostRecord:
+        return HostRecord(
+            next_allowed,
+            host.backoff,
+            host.backoff_until,
+            host.last_elapsed,
+            host.crawl_delay,
+            inflight,
+        )
+
+    async def _finish(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.warc is not None:
+            await loop.run_in_executor(self._warc_pool, self.warc.close)
+        if self.state is not None:
+            self.state.save_dns(self.resolver.export())
+            await loop.run_in_executor(self._state_pool, self.state.commit)
+        self._warc_pool.shutdown()
+        self._state_pool.shutdown()
+
+    # ------------------------------------------------------------------ one request
+    async def _run_task(self, host: _Host, task: _Item | _RobotsTask) -> None:
+        if isinstance(task, _RobotsTask):
+            await self._fetch_robots(host, task)
+        else:
+            await self._fetch_url(host, task)
+
+    def _end(self, host: _Host, res: FetchResult) -> float:
+        now = self.clock()
+        retry_after = None
+        if res.status in (429, 503):
+            retry_after = parse_retry_after(res.header("Retry-After"), now)
+        self.scheduler.finish(
+            host, now, elapsed=res.elapsed, status=res.status, retry_after=retry_after
+        )
+        if self.state is not None:
+            self.state.put_host(
+                host.key, self._host_record(host, inflight=None, next_allowed=host.next_allowed)
+            )
+        return now
+
+    async def _archive(
+        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+    ) -> tuple[str, Any]:
+        """Write the exchange to the WARC; returns (payload digest, location dict or None)."""
+        digest = sha1_digest(res.body)
+        if self.warc is None or res.status is None:
+            return digest, None
+        date = warc_date(res.started, self.warc.version)
+        revisit = None
+        if self.state is not None and res.body and not res.truncated and 200 <= res.status < 300:
+            revisit = self.state.digest(digest)
+            if revisit is None:
+                self.state.put_digest(digest, url, date)
+        meta = {
+            "fetchTimeMs": str(int(res.elapsed * 1000)),
+            "ipAddress": res.address or "",
+            **extra,
+        }
+        if res.truncated:
+            meta["truncated"] = res.truncated
+        cap = Capture(
+            url=url,
+            ip=res.address,
+            date=res.started,
+            request_head=res.request_head,
+            response_head=res.response_head,
+            body=res.body,
+            payload_digest=digest,
+            truncated=res.truncated,
+            depth=depth if isinstance(depth, int) else None,
+            revisit_of=revisit,
+            metadata=meta,
+        )
+        loop = asyncio.get_running_loop()
+        loc = await loop.run_in_executor(self._warc_pool, self.warc.write_capture, cap)
+        return digest, loc.to_dict()
+
+    async def _fetch_url(self, host: _Host, item: _Item) -> None:
+        rec = item.record
+        headers = self._headers
+        if rec.get("etag") or rec.get("last_modified"):
+            headers = dict(headers)
+            if isinstance(rec.get("etag"), str):
+                headers["If-None-Match"] = rec["etag"]
+            if isinstance(rec.get("last_modified"), str):
+                headers["If-Modified-Since"] = rec["last_modified"]
+        cfg = self.config
+        res = await self.client.fetch(
+            FetchRequest(
+                item.url, host.address or "", headers, cfg.timeout, cfg.max_body, cfg.max_decoded
+            )
+        )
+        now = self._end(host, res)
+        fields: dict[str, Any] = {
+            "fetched_at": iso_time(res.started),
+            "elapsed_ms": round(res.elapsed * 1000, 1),
+            "ip": res.address,
+        }
+        status = res.status
+        if status is None:
+            self._emit(self._result(rec, item.url, "error", error=res.error, **fields))
+            self._after(host, now)
+            return
+        digest, loc = await self._archive(res, item.url, rec.get("depth"), {})
+        fields.update(
+            status=status,
+            bytes=len(res.body),
+            content_type=res.header("Content-Type"),
+            etag=res.header("ETag") or (rec.get("etag") if status == 304 else None),
+            last_modified=res.header("Last-Modified")
+            or (rec.get("last_modified") if status == 304 else None),
+            digest=digest,
+            warc=loc,
+            error=res.error,
+        )
+        if res.truncated:
+            fields["truncated"] = res.truncated
+        if status == 304:
+            outcome = "not-modified"
+        elif status in (429, 503):
+            outcome = "deferred"
+            fields["retry_at"] = iso_time(host.backoff_until)
+            fields["error"] = f"HTTP {status}: backing off"
+        elif 300 <= status < 400 and res.header("Location"):
+            outcome = "redirect"
+            self._redirect(rec, item.url, res.header("Location") or "", fields)
+        else:
+            outcome = "fetched"
+        self._emit(self._result(rec, item.url, outcome, **fields))
+        self._after(host, now)
+
+    def _redirect(self, rec: Record, url: str, location: str, fields: dict[str, Any]) -> None:
+        target = urljoin(url, location.strip())
+        fields["location"] = target
+        hops = rec.get("hops") if rec.get("reason") == "redirect" else 0
+        hops = (hops if isinstance(hops, int) else 0) + 1
+        if hops > self.config.max_hops:
+            fields["error"] = f"redirect limit reached ({self.config.max_hops} hops)"
+            return
+        try:
+            parsed = self.canon.parse(target)
+        except InvalidURL as exc:
+            fields["error"] = f"redirect target refused: {exc}"
+            return
+        fields["location"] = parsed.url
+        out: Record = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp}
+        for key in ("depth", "priority"):
+            if key in rec:
+                out[key] = rec[key]
+        out.update(reason="redirect", hops=hops, via=url)
+        self.redirects_out += 1
+        if self.on_redirect is not None:
+            self.on_redirect(out)
+
+    def _after(self, host: _Host, now: float) -> None:
+        """After a request: more work goes back to the heap, backoff defers the rest."""
+        self._schedule(host, now)
+
+    async def _fetch_robots(self, host: _Host, task: _RobotsTask) -> None:
+        cfg = self.config
+        res = await self.client.fetch(
+            FetchRequest(
+                task.url,
+                host.address or "",
+                self._headers,
+                cfg.timeout,
+                ROBOTS_MAX_BYTES,
+                cfg.max_decoded,
+            )
+        )
+        now = self.clock()
+        entry: RobotsEntry | None = None
+        status = res.status
+        if status is None:
+            entry = self.robots_policy.on_error(res.error or "fetch failed", now, task.previous)
+        elif (
+            300 <= status < 400
+            and res.header("Location")
+            and task.hops < self.robots_policy.max_redirects
+        ):
+            target = urljoin(task.url, (res.header("Location") or "").strip())
+            try:
+                sp = split_url(target)
+            except InvalidURL as exc:
+                entry = self.robots_policy.on_error(
+                    f"robots.txt redirect: {exc}", now, task.previous
+                )
+            else:
+                self._robots_hop(
+                    host,
+                    sp,
+                    _RobotsTask(task.origin, target, task.hops + 1, task.previous, task.owner),
+                )
+        else:
+            body = _decode_body(res, ROBOTS_MAX_BYTES) if 200 <= status < 300 else b""
+            entry = self.robots_policy.on_response(status, body, now, task.previous)
+        if entry is not None:
+            self._robots_done(task.origin, entry)
+            if task.owner == host.key:
+                delay = entry.rules().crawl_delay(cfg.agent)
+                host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
+        now = self._end(host, res)
+        if cfg.archive_robots and res.status is not None:
+            await self._archive(res, task.url, None, {"robots": "yes"})
+        self._after(host, now)
+
+    def _robots_hop(self, host: _Host, sp: _Split, task: _RobotsTask) -> None:
+        target = self._hosts.get(sp.key)
+        if target is None:
+            target = self._hosts[sp.key] = _Host(sp.key, name=sp.hostname)
+        target.items.appendleft(task)
+        if target is host:
+            return  # rescheduled with its gap after this request
+        if target.state == "new":
+            self._prepare(target)
+        elif target.state == "failed":
+            self._fail_host(target, "error", "host failed")
+        elif not target.busy and not target.queued:
+            self._schedule(target, self.clock())
+
+
+def _decode_body(res: FetchResult, cap: int) -> bytes:
+    """The body with gzip/deflate Content-Encoding undone, at most ``cap`` bytes."""
+    enc = (res.header("Content-Encoding") or "").strip().lower()
+    if enc not in ("gzip", "x-gzip", "deflate"):
+        return res.body[:cap]
+    for wbits in (47, -15):
+        try:
+            return zlib.decompressobj(wbits).decompress(res.body, cap)
+        except zlib.error:
+            continue
+    return b""

@@ -1,0 +1,173 @@
+"""The fetcher's durable memory in ``STATE/fetch/``: host clocks, robots, DNS, digests.
+
+One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
+
+* ``hosts``: per host the next-allowed time, the backoff step and its end, the last
+  fetch time, the Crawl-delay, and ``inflight_since`` (set when a request starts,
+  cleared when it ends);
+* ``robots``: the robots.txt cache entry per origin (``RobotsEntry.to_dict()``);
+* ``dns``: the resolver cache (unexpired answers and failures);
+* ``digests``: payload digest → (URI, WARC-Date) of its first capture, for revisit
+  records.
+
+Durability contract (DESIGN.md invariant 2, "a restart never bursts"): the fetcher
+calls :meth:`HostState.begin` for every request it is about to send and then
+:meth:`HostState.commit` (one fsync for the whole group) *before* any of them goes
+out. A request that was started but never ended (kill -9) is treated on reload as
+if it ended at the moment of the restart, so the host waits its full gap again.
+End-of-request updates ride along with the next group's commit; losing them only
+makes the restart more cautious, never less.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crawlkit.errors import StateError
+
+__all__ = ["HostRecord", "HostState"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS hosts (
+    host TEXT PRIMARY KEY, next_allowed REAL NOT NULL, backoff REAL NOT NULL,
+    backoff_until REAL NOT NULL, last_elapsed REAL NOT NULL, crawl_delay REAL NOT NULL,
+    inflight_since REAL);
+CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, entry TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dns (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS digests (digest TEXT PRIMARY KEY, uri TEXT NOT NULL, date TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_VERSION = "1"
+
+
+@dataclass
+class HostRecord:
+    next_allowed: float
+    backoff: float
+    backoff_until: float
+    last_elapsed: float
+    crawl_delay: float
+    inflight_since: float | None
+
+
+class HostState:
+    """Open (or create) ``directory/hosts.sqlite``. The caller holds the state lock."""
+
+    def __init__(self, directory: str | Path):
+        self.path = Path(directory) / "hosts.sqlite"
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('version', ?)", (_VERSION,))
+            elif row[0] != _VERSION:
+                raise StateError(f"{self.path}: state version {row[0]}, expected {_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"{self.path}: {exc}") from exc
+        self._lock = threading.Lock()
+        self._host_rows: dict[str, tuple[Any, ...]] = {}
+        self._robots_rows: dict[str, str] = {}
+        self._digest_rows: dict[str, tuple[str, str]] = {}
+
+    # -- hosts ---------------------------------------------------------------------------
+    def host(self, key: str) -> HostRecord | None:
+        pending = self._host_rows.get(key)
+        row = pending[1:] if pending else None
+        if row is None:
+            row = self._db.execute(
+                "SELECT next_allowed, backoff, backoff_until, last_elapsed, crawl_delay, "
+                "inflight_since FROM hosts WHERE host=?",
+                (key,),
+            ).fetchone()
+        return HostRecord(*row) if row else None
+
+    def put_host(self, key: str, rec: HostRecord) -> None:
+        """Queue a host row for the next :meth:`commit`."""
+        with self._lock:
+            self._host_rows[key] = (
+                key,
+                rec.next_allowed,
+                rec.backoff,
+                rec.backoff_until,
+                rec.last_elapsed,
+                rec.crawl_delay,
+                rec.inflight_since,
+            )
+
+    # -- robots --------------------------------------------------------------------------
+    def robots(self, origin: str) -> dict[str, Any] | None:
+        text = self._robots_rows.get(origin)
+        if text is None:
+            row = self._db.execute("SELECT entry FROM robots WHERE origin=?", (origin,)).fetchone()
+            text = row[0] if row else None
+        return json.loads(text) if text else None
+
+    def put_robots(self, origin: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self._robots_rows[origin] = json.dumps(entry)
+
+    # -- digests -------------------------------------------------------------------------
+    def digest(self, digest: str) -> tuple[str, str] | None:
+        hit = self._digest_rows.get(digest)
+        if hit is not None:
+            return hit
+        row = self._db.execute("SELECT uri, date FROM digests WHERE digest=?", (digest,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def put_digest(self, digest: str, uri: str, date: str) -> None:
+        with self._lock:
+            self._digest_rows.setdefault(digest, (uri, date))
+
+    # -- dns -----------------------------------------------------------------------------
+    def dns(self) -> dict[str, list[object]]:
+        return {name: json.loads(v) for name, v in self._db.execute("SELECT name, value FROM dns")}
+
+    def save_dns(self, cache: dict[str, list[object]]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM dns")
+            self._db.executemany(
+                "INSERT INTO dns VALUES (?, ?)",
+                [(n, json.dumps(v)) for n, v in cache.items() if v[2] != float("inf")],
+            )
+            self._db.execute("COMMIT")
+
+    # -- durability ----------------------------------------------------------------------
+    def commit(self) -> None:
+        """Write every queued change in one transaction (fsynced). Thread-safe."""
+        with self._lock:
+            hosts, self._host_rows = self._host_rows, {}
+            robots, self._robots_rows = self._robots_rows, {}
+            digests, self._digest_rows = self._digest_rows, {}
+            if not (hosts or robots or digests):
+                return
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                if hosts:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?, ?, ?)", hosts.values()
+                    )
+                if robots:
+                    db.executemany("INSERT OR REPLACE INTO robots VALUES (?, ?)", robots.items())
+                if digests:
+                    db.executemany(
+                        "INSERT OR IGNORE INTO digests VALUES (?, ?, ?)",
+                        [(d, u, t) for d, (u, t) in digests.items()],
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self.commit()
+        self._db.close()

@@ -1,0 +1,193 @@
+"""Name resolution for the fetcher: hosts-file override, TTL cache, bounded negative cache.
+
+A host's name is resolved once, when its queue is made; the fetcher then connects to
+the address that was checked by :class:`~crawlkit.fetch.netpolicy.NetPolicy` and to
+no other (DESIGN.md invariant 7), while the Host header and TLS SNI keep the name.
+
+``getaddrinfo`` (the system resolver, run in a worker thread) does not report record
+TTLs, so answers are kept for ``ttl`` seconds (default 5 minutes) and failures for
+``negative_ttl`` seconds (default 1 minute); the negative cache holds at most
+``max_negative`` names, oldest dropped first, so a batch of junk names cannot grow
+memory without bound. A hosts file (``/etc/hosts`` format, as written by ``crawlkit
+testweb``) answers before any cache or DNS and never expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crawlkit.errors import InputError
+
+__all__ = ["Resolution", "Resolver", "read_hosts_file"]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Addresses of a name (IPv4 first), or an error; ``expires_at`` is a wall time."""
+
+    addresses: tuple[str, ...]
+    error: str | None
+    expires_at: float
+
+    def to_list(self) -> list[object]:
+        return [list(self.addresses), self.error, self.expires_at]
+
+    @classmethod
+    def from_list(cls, value: list[object]) -> Resolution:
+        addrs, error, expires = value
+        return cls(tuple(addrs), error, float(expires))  # type: ignore[arg-type]
+
+
+def read_hosts_file(path: str | Path) -> dict[str, tuple[str, ...]]:
+    """Parse an ``/etc/hosts``-style file: ``ADDRESS NAME [NAME ...]``, ``#`` comments."""
+    table: dict[str, list[str]] = {}
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), source=str(path)) from exc
+    for lineno, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        try:
+            address = str(ipaddress.ip_address(words[0]))
+        except ValueError as exc:
+            raise InputError(
+                f"not an address: {words[0]!r}", source=str(path), line=lineno
+            ) from exc
+        for name in words[1:]:
+            table.setdefault(name.lower().rstrip("."), []).append(address)
+    return {name: tuple(addrs) for name, addrs in table.items()}
+
+
+class Resolver:
+    """Resolves host names; safe to share between tasks of one event loop."""
+
+    def __init__(
+        self,
+        *,
+        hosts: dict[str, tuple[str, ...]] | None = None,
+        ttl: float = 300.0,
+        negative_ttl: float = 60.0,
+        max_negative: int = 10_000,
+        max_positive: int = 200_000,
+        concurrency: int = 32,
+        clock: Callable[[], float] | None = None,
+        lookup: Callable[[str], list[str]] | None = None,
+    ):
+        import time
+
+        self.hosts = hosts or {}
+        self.ttl = ttl
+        self.negative_ttl = negative_ttl
+        self.max_negative = max_negative
+        self.max_positive = max_positive
+        self._clock = clock or time.time
+        self._lookup = lookup or _system_lookup
+        self._positive: OrderedDict[str, Resolution] = OrderedDict()
+        self._negative: OrderedDict[str, Resolution] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Resolution]] = {}
+        self._sem: asyncio.Semaphore | None = None
+        self._concurrency = concurrency
+
+    # -- persistence (the fetcher keeps the cache in its state directory) ----------
+    def export(self) -> dict[str, list[object]]:
+        now = self._clock()
+        out = {n: r.to_list() for n, r in self._positive.items() if r.expires_at > now}
+        out.update({n: r.to_list() for n, r in self._negative.items() if r.expires_at > now})
+        return out
+
+    def load(self, cache: dict[str, list[object]]) -> None:
+        now = self._clock()
+        for name, value in cache.items():
+            try:
+                res = Resolution.from_list(value)
+            except (TypeError, ValueError):
+                continue
+            if res.expires_at > now:
+                self._store(name, res)
+
+    # -- lookups ---------------------------------------------------------------------
+    def cached(self, name: str) -> Resolution | None:
+        """A still-valid answer without a lookup (hosts file, literal or cache), else None."""
+        name = name.lower().rstrip(".")
+        if name in self.hosts:
+            return Resolution(self.hosts[name], None, float("inf"))
+        literal = _literal(name)
+        if literal is not None:
+            return Resolution((literal,), None, float("inf"))
+        now = self._clock()
+        for cache in (self._positive, self._negative):
+            res = cache.get(name)
+            if res is not None:
+                if res.expires_at > now:
+                    return res
+                del cache[name]
+        return None
+
+    async def resolve(self, name: str) -> Resolution:
+        """Addresses for ``name``; never raises for lookup failures (see ``error``)."""
+        name = name.lower().rstrip(".")
+        hit = self.cached(name)
+        if hit is not None:
+            return hit
+        pending = self._inflight.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Resolution] = loop.create_future()
+        self._inflight[name] = future
+        try:
+            if self._sem is None:
+                self._sem = asyncio.Semaphore(self._concurrency)
+            async with self._sem:
+                try:
+                    addrs = await loop.run_in_executor(None, self._lookup, name)
+                    res = (
+                        Resolution(tuple(addrs), None, self._clock() + self.ttl)
+                        if addrs
+                        else Resolution((), "no address", self._clock() + self.negative_ttl)
+                    )
+                except OSError as exc:
+                    msg = exc.strerror or str(exc)
+                    res = Resolution((), f"DNS: {msg}", self._clock() + self.negative_ttl)
+            self._store(name, res)
+            future.set_result(res)
+            return res
+        finally:
+            self._inflight.pop(name, None)
+
+    def _store(self, name: str, res: Resolution) -> None:
+        cache, cap = (
+            (self._positive, self.max_positive)
+            if res.addresses
+            else (self._negative, self.max_negative)
+        )
+        cache[name] = res
+        cache.move_to_end(name)
+        while len(cache) > cap:
+            cache.popitem(last=False)
+
+
+def _literal(name: str) -> str | None:
+    text = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def _system_lookup(name: str) -> list[str]:
+    infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    seen: list[str] = []
+    for family, *_rest, sockaddr in sorted(infos, key=lambda i: i[0] != socket.AF_INET):
+        address = str(sockaddr[0])
+        if address not in seen and family in (socket.AF_INET, socket.AF_INET6):
+            seen.append(address)
+    return seen

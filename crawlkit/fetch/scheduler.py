@@ -1,0 +1,193 @@
+"""The back half of a Mercator frontier: one FIFO per host, a heap of hosts by time.
+
+This is where politeness (DESIGN.md invariant 2) is enforced, as a property of the data
+structure rather than of the callers' good intentions:
+
+* A host is in the heap at most once and is *out* of the heap while it is being
+  fetched (between :meth:`Scheduler.start` and :meth:`Scheduler.finish`), so it never
+  has two requests, hence never two connections, at once.
+* When a fetch ends, the host's next-allowed time becomes
+  ``end + max(min_delay, delay_factor × fetch time, Crawl-delay)``.
+* 429 and 503 put the host into backoff: ``backoff`` seconds (60 by default), doubled
+  on every further 429/503 up to ``max_backoff`` (1 h), and never shorter than the
+  server's Retry-After (capped at a day). Any other answer clears the backoff.
+* Per IP address at most ``per_ip`` requests run at once, and two requests to one
+  address start at least ``per_ip_delay`` apart. A host whose address is busy waits
+  *parked* on that address (not in the heap, so nothing spins) and is put back when a
+  request to that address ends.
+
+The scheduler does no I/O and reads time only from the ``now`` its callers pass, so it
+is tested with a fake clock. It knows nothing of URLs: a host's ``items`` are opaque.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["HostQueue", "Scheduler"]
+
+MAX_RETRY_AFTER = 86_400.0
+
+
+@dataclass(eq=False)
+class HostQueue:
+    """One host's FIFO and clock. ``key`` is ``hostname[:port]`` (the politeness unit)."""
+
+    key: str
+    address: str | None = None
+    items: deque[Any] = field(default_factory=deque)
+    next_allowed: float = 0.0
+    backoff: float = 0.0  # length of the current backoff step (0: not backing off)
+    backoff_until: float = 0.0
+    last_elapsed: float = 0.0
+    crawl_delay: float = 0.0
+    busy: bool = False
+    queued: bool = False  # in the heap or parked
+
+    def backing_off(self, now: float) -> bool:
+        return self.backoff_until > now
+
+
+class Scheduler:
+    """Hands out hosts whose time has come, one request per host at a time."""
+
+    def __init__(
+        self,
+        *,
+        min_delay: float = 1.0,
+        delay_factor: float = 10.0,
+        per_ip: int = 2,
+        per_ip_delay: float = 0.25,
+        backoff: float = 60.0,
+        max_backoff: float = 3600.0,
+    ):
+        if per_ip < 1:
+            raise ValueError("per_ip must be at least 1")
+        self.min_delay = min_delay
+        self.delay_factor = delay_factor
+        self.per_ip = per_ip
+        self.per_ip_delay = per_ip_delay
+        self.backoff_base = backoff
+        self.max_backoff = max_backoff
+        self._heap: list[tuple[float, int, HostQueue]] = []
+        self._seq = itertools.count()
+        self._ip_active: dict[str, int] = {}
+        self._ip_next: dict[str, float] = {}
+        self._parked: dict[str, list[HostQueue]] = {}
+        self.busy = 0
+
+    # -- queue membership ---------------------------------------------------------------
+    def push(self, host: HostQueue) -> None:
+        """Put an idle host with work into the heap at its next-allowed time."""
+        if host.queued or host.busy:
+            return
+        host.queued = True
+        when = host.next_allowed
+        if host.address is not None:
+            when = max(when, self._ip_next.get(host.address, 0.0))
+        heapq.heappush(self._heap, (when, next(self._seq), host))
+
+    def next_time(self) -> float | None:
+        """When the earliest host in the heap is due (None: heap empty)."""
+        return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap) + sum(len(v) for v in self._parked.values())
+
+    def drain(self) -> list[HostQueue]:
+        """Remove and return every waiting host (heap and parked), e.g. at a deadline."""
+        hosts = [h for _, _, h in self._heap]
+        for parked in self._parked.values():
+            hosts.extend(parked)
+        self._heap.clear()
+        self._parked.clear()
+        for h in hosts:
+            h.queued = False
+        return hosts
+
+    def pop_due_after(self, deadline: float) -> list[HostQueue]:
+        """Remove hosts that cannot start before ``deadline`` (they will be deferred)."""
+        late = [h for t, _, h in self._heap if t >= deadline]
+        if late:
+            self._heap = [e for e in self._heap if e[0] < deadline]
+            heapq.heapify(self._heap)
+            for h in late:
+                h.queued = False
+        return late
+
+    # -- the fetch cycle ----------------------------------------------------------------
+    def pop_ready(self, now: float) -> HostQueue | None:
+        """A host that may start a request now, taken out of the heap; or None."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            _, _, host = heapq.heappop(heap)
+            ip = host.address
+            if ip is not None:
+                if self._ip_active.get(ip, 0) >= self.per_ip:
+                    self._parked.setdefault(ip, []).append(host)  # woken by finish()
+                    continue
+                ip_next = self._ip_next.get(ip, 0.0)
+                if ip_next > now:
+                    heapq.heappush(heap, (ip_next, next(self._seq), host))
+                    continue
+            host.queued = False
+            return host
+        return None
+
+    def start(self, host: HostQueue, now: float) -> None:
+        """Mark ``host`` as fetching (it stays out of the heap until :meth:`finish`)."""
+        host.busy = True
+        self.busy += 1
+        ip = host.address
+        if ip is not None:
+            self._ip_active[ip] = self._ip_active.get(ip, 0) + 1
+            self._ip_next[ip] = now + self.per_ip_delay
+
+    def gap(self, host: HostQueue, elapsed: float | None = None) -> float:
+        """The wait after a fetch that took ``elapsed`` seconds (default: the last one)."""
+        e = host.last_elapsed if elapsed is None else elapsed
+        return max(self.min_delay, self.delay_factor * e, host.crawl_delay)
+
+    def finish(
+        self,
+        host: HostQueue,
+        now: float,
+        *,
+        elapsed: float,
+        status: int | None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Record the end of a request; sets the host's clock and backoff.
+
+        Does not put the host back into the heap: the caller decides (more work,
+        deferral, or done) and calls :meth:`push`.
+        """
+        host.busy = False
+        self.busy -= 1
+        host.last_elapsed = elapsed
+        host.next_allowed = now + self.gap(host, elapsed)
+        if status in (429, 503):
+            step = (
+                self.backoff_base if host.backoff <= 0 else min(host.backoff * 2, self.max_backoff)
+            )
+            host.backoff = step
+            wait = max(step, min(retry_after or 0.0, MAX_RETRY_AFTER))
+            host.backoff_until = now + wait
+            host.next_allowed = max(host.next_allowed, host.backoff_until)
+        elif status is not None:
+            host.backoff = 0.0
+            host.backoff_until = 0.0
+        ip = host.address
+        if ip is not None:
+            self._ip_active[ip] -= 1
+            if not self._ip_active[ip]:
+                del self._ip_active[ip]
+            parked = self._parked.pop(ip, None)
+            if parked:
+                for h in parked:
+                    h.queued = False
+                    self.push(h)
