@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import Agent, AllowNet, HostsFile, InputFiles, Quiet, StateDir
 
 from crawlkit import io
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.stages.fetch import fetch_records
-from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import Agent, AllowNet, HostsFile, InputFiles, Quiet, StateDir
 
 DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
 
@@ -147,7 +147,8 @@ def fetch(
 
     Example:
 
-        crawlkit frontier next --state S --max 20000 | crawlkit fetch --state S --log fetched.ndjson.zst --redirects redirects.ndjson
+        crawlkit frontier next --state S --max 20000 > batch.ndjson.zst
+        crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()
     if warc_version not in ("1.0", "1.1"):
