@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from crawlkit.robots._normalize import normalize_path, path_of
+from crawlkit.robots._normalize import target_of
 from crawlkit.robots._rules import ALLOWED, Rule, Verdict
 
 
@@ -163,7 +163,7 @@ class GroupView:
         self._verdicts: dict[int, Verdict] = {}
 
     def check(self, url: str) -> Verdict:
-        path = normalize_path(path_of(url))
+        path = target_of(url)
         if path == "/robots.txt" or path.startswith("/robots.txt?"):
             return ALLOWED  # RFC 9309 2.2.2: the file itself is always allowed
         rule = self.matcher.best(path)

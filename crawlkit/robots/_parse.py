@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from crawlkit.robots._match import GroupView
-from crawlkit.robots._normalize import agent_token, normalize_path, normalize_pattern, path_of
+from crawlkit.robots._normalize import agent_token, normalize_pattern, target_of
 from crawlkit.robots._rules import ALLOWED, DENIED, Group, Rule, Verdict
 
 #: How much of a robots.txt is parsed (RFC 9309 section 2.5 asks for at least 500 KiB).
@@ -158,6 +158,11 @@ class RobotsTxt:
     # ---- queries
 
     def _view(self, agent: str) -> GroupView | None:
+        """The compiled group for ``agent`` (None: no rules), cached per agent string."""
+        if self._mode != "rules":
+            if len(self._views) < 256:
+                self._views[agent] = None
+            return None
         view = self._views.get(agent, self)  # self as "missing" sentinel
         if view is not self:
             return view  # type: ignore[return-value]
@@ -181,15 +186,18 @@ class RobotsTxt:
     def check(self, agent: str, url: str) -> Verdict:
         """May ``agent`` fetch ``url``? ``agent`` is a product token or a User-Agent
         header; ``url`` is absolute or a path with an optional query. Never raises."""
-        if self._mode != "rules":
-            if self._mode == "allow_all":
-                return ALLOWED
-            path = normalize_path(path_of(url))
+        try:
+            view = self._views[agent]
+        except KeyError:
+            view = self._view(agent)
+        if view is not None:
+            return view.check(url)
+        if self._mode == "disallow_all":
+            path = target_of(url)
             if path == "/robots.txt" or path.startswith("/robots.txt?"):
                 return ALLOWED
             return DENIED
-        view = self._view(agent)
-        return ALLOWED if view is None else view.check(url)
+        return ALLOWED
 
     def crawl_delay(self, agent: str) -> float | None:
         """The Crawl-delay of the group that applies to ``agent``, in seconds, or None."""
