@@ -211,3 +211,25 @@ def test_parse_specials_all_minus():
 def test_cli_rejects_unknown_special(cli, tmp_path):
     r = cli("testweb", "--dir", str(tmp_path), "--special", "nonsense")
     assert r.code == 2 and "unknown special" in r.stderr
+
+
+@pytest.mark.parametrize("kb", [8, 20])
+def test_page_size_follows_page_kb(kb):
+    from crawlkit.testweb.pages import render_page
+
+    web = build_web(WebConfig(hosts=2, pages=10, page_kb=kb, specials={}))
+    sizes = [len(render_page(web, h, p, 8080)) for h in web.ordinary for p in range(h.pages)]
+    mean = sum(sizes) / len(sizes) / 1024
+    assert 0.85 * kb <= mean <= 1.25 * kb
+
+
+def test_custom_file_paths(tmp_path):
+    hosts, seeds, log = tmp_path / "my.hosts", tmp_path / "my.seeds", tmp_path / "my.log"
+    args = ("--hosts", "2", "--pages", "3", "--special", "none", "--hosts-file", str(hosts),
+            "--seeds", str(seeds), "--log", str(log))  # fmt: skip
+    with start_testweb(tmp_path, *args) as web:
+        assert web.info["hosts_file"] == str(hosts) and web.info["seeds"] == str(seeds)
+        assert web.info["log"] == str(log) and web.info["hosts"] == 2
+        assert seeds.read_text().split() == [web.url("h0.test"), web.url("h1.test")]
+        web.get(web.url("h1.test", "/"))
+        assert web.requests()[-1]["host"] == "h1.test"

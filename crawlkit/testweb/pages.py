@@ -174,15 +174,30 @@ def render_page(web: Web, host: Host, p: int, port: int) -> bytes:
         f"</ul></nav></header>\n<main>\n<article>\n<h1>{title}</h1>\n",
         f'<p class="byline">By {textgen.title(rng)} · page {p} of {host.name}</p>\n',
     ]
+    tail: list[str] = ["</article>\n</main>\n<aside>\n<h2>Elsewhere</h2>\n<ul>\n"]
+    tail.extend(f"<li>{a}</li>\n" for a in by_area.get("aside", []))
+    tail.append("</ul>\n")
+    if by_area.get("partners"):
+        tail.append("<h2>Partners</h2>\n<ul>\n")
+        tail.extend(f"<li>{a}</li>\n" for a in by_area["partners"])
+        tail.append("</ul>\n")
+    # With a <base>, "#top" would resolve against the base, not this page.
+    top = html.escape(path) + "#top" if base_tag else "#top"
+    tail.append(
+        f"</aside>\n<footer><p>© 2026 {brand}. {textgen.sentence(rng)}</p>"
+        f'<p><a href="{top}">Back to top</a></p></footer>\n</body>\n</html>\n'
+    )
     inline = by_area.get("main", [])
-    target = int(cfg.page_kb * 1024)
-    size = sum(len(s) for s in out) + 1500 + 60 * len(links)
+    size = sum(len(s) for s in out) + sum(len(s) for s in tail)
+    budget = int(cfg.page_kb * 1024)
+    # Spread the inline links so that small pages still carry all of them.
+    per_para = max(1, -(-len(inline) // max(1, (budget - size) // 650)))
     para = 0
-    while size < target or inline:
+    while (size < budget or inline) and para < 100000:
         text = textgen.paragraph(rng)
-        if inline:
+        for _ in range(min(per_para, len(inline))):
             a = inline.pop()
-            cut = text.find(" ", len(text) // 2)
+            cut = text.find(" ", rng.randrange(len(text)))
             text = text[:cut] + " " + a + text[cut:] if cut > 0 else text + " " + a
         if para % 4 == 3:
             out.append(f"<h2>{textgen.title(rng)}</h2>\n")
@@ -190,21 +205,7 @@ def render_page(web: Web, host: Host, p: int, port: int) -> bytes:
         out.append(chunk)
         size += len(chunk)
         para += 1
-        if para > 100000:
-            break
-    out.append("</article>\n</main>\n<aside>\n<h2>Elsewhere</h2>\n<ul>\n")
-    out.extend(f"<li>{a}</li>\n" for a in by_area.get("aside", []))
-    out.append("</ul>\n")
-    if by_area.get("partners"):
-        out.append("<h2>Partners</h2>\n<ul>\n")
-        out.extend(f"<li>{a}</li>\n" for a in by_area["partners"])
-        out.append("</ul>\n")
-    # With a <base>, "#top" would resolve against the base, not this page.
-    top = html.escape(path) + "#top" if base_tag else "#top"
-    out.append(
-        f"</aside>\n<footer><p>© 2026 {brand}. {textgen.sentence(rng)}</p>"
-        f'<p><a href="{top}">Back to top</a></p></footer>\n</body>\n</html>\n'
-    )
+    out.extend(tail)
     return "".join(out).encode("utf-8")
 
 
