@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import orjson
 import pytest
@@ -385,8 +386,8 @@ def test_pathological_patterns_do_not_backtrack() -> None:
 
 
 def test_deeply_nested_prefixes_fall_back_correctly() -> None:
-    # 900 rules that are prefixes of each other nest the prefix regex too deeply for
-    # re.compile; the matcher falls back to the priority-ordered alternation.
+    # 900 rules that are prefixes of each other: too many (and too deeply nested) for
+    # the radix regex, so the matcher probes its table once per distinct length.
     lines = [f"{'Allow' if i % 2 else 'Disallow'}: /{'a' * i}" for i in range(1, 900)]
     robots = RobotsTxt.parse(("User-agent: *\n" + "\n".join(lines)).encode())
     assert robots.check("x", "/" + "a" * 10) == Verdict(False, "Disallow: /" + "a" * 10)
@@ -588,9 +589,14 @@ _path = st.text(alphabet="/ab$*%2F.?", max_size=10).map(lambda s: "/" + s)
 def test_matcher_agrees_with_reference(rules: list[tuple[bool, str]], paths: list[str]) -> None:
     text = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
     robots = RobotsTxt.parse(text.encode())
+    # The same rules with the literal prefixes in the table used for big groups.
+    with mock.patch("crawlkit.robots._match._TRIE_MAX_KEYS", 0):
+        tabled = RobotsTxt.parse(text.encode())
+        tabled.check("bot", "/")
     for path in paths:
         expected = path in ("/robots.txt",) or _reference(rules, path)
         assert robots.check("bot", path).allowed is expected, (rules, path)
+        assert tabled.check("bot", path) == robots.check("bot", path), (rules, path)
 
 
 @settings(max_examples=300, deadline=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -77,19 +78,25 @@ def _wildcard_regex(pattern: str) -> str:
 
 
 _TRIE_MAX_KEY = 1024  # longer literal patterns go to the wildcard list (bounded nesting)
+# Above this many literal prefixes, building and compiling the radix regex costs more
+# (about 45 ms per 1,000 keys, all of it holding the GIL) than it saves; a table
+# probed once per distinct key length is built in a few milliseconds instead.
+_TRIE_MAX_KEYS = 400
+_WILD_CHUNK = 500  # wildcard rules per compiled alternation
 
 
 class _Matcher:
     """Finds the deciding rule of one merged group for a path, quickly.
 
     Rules fall in three kinds, each searched in one step and compared by priority:
-    literal prefixes (one regex over a radix tree: the longest prefix wins among
-    them, and for these priority is length), literal patterns ending in ``$`` (one
-    dict lookup of the whole path), and patterns with ``*`` (one alternation ordered
-    by priority, so its first match is its best).
+    literal prefixes (one regex over a radix tree, or for big groups a table probed
+    once per distinct key length, longest first: the longest prefix wins among them,
+    and for these priority is length), literal patterns ending in ``$`` (one dict
+    lookup of the whole path), and patterns with ``*`` (one alternation ordered by
+    priority, so its first match is its best).
     """
 
-    __slots__ = ("_exact", "_prefix", "_prefix_rx", "_wild", "_wild_rules")
+    __slots__ = ("_exact", "_lengths", "_prefix", "_prefix_rx", "_wild", "_wild_rules")
 
     def __init__(self, rules: Sequence[Rule]):
         prefix: dict[str, Rule] = {}
@@ -108,18 +115,19 @@ class _Matcher:
         self._prefix = prefix
         self._exact = exact
         self._prefix_rx: re.Pattern[str] | None = None
-        if prefix:
-            try:
+        self._lengths: list[int] = []
+        if 0 < len(prefix) <= _TRIE_MAX_KEYS:
+            # Keys nested hundreds deep (/a, /aa, /aaa, ...) overflow re's parser; the
+            # table below serves them instead.
+            with contextlib.suppress(RecursionError, re.error, OverflowError, MemoryError):
                 self._prefix_rx = re.compile(_trie_regex(prefix), re.DOTALL)
-            except (RecursionError, re.error, OverflowError, MemoryError):
-                # Pathologically nested keys; fall back to the wildcard alternation.
-                wild.extend(prefix.values())
-                self._prefix = {}
+        if prefix and self._prefix_rx is None:
+            self._lengths = sorted({len(k) for k in prefix}, reverse=True)
         wild.sort(key=lambda r: r.priority, reverse=True)
         self._wild_rules = wild
         self._wild: list[re.Pattern[str]] = []
-        for start in range(0, len(wild), 500):  # chunks keep each regex small
-            chunk = wild[start : start + 500]
+        for start in range(0, len(wild), _WILD_CHUNK):  # chunks keep each regex small
+            chunk = wild[start : start + _WILD_CHUNK]
             alts = "|".join(f"({_wildcard_regex(r.normalized)})" for r in chunk)
             self._wild.append(re.compile(alts, re.DOTALL))
 
@@ -130,6 +138,14 @@ class _Matcher:
             m = self._prefix_rx.match(path)
             if m is not None:
                 best = self._prefix[m.group(0)]
+        elif self._lengths:
+            n = len(path)
+            get = self._prefix.get
+            for length in self._lengths:
+                if length <= n:
+                    best = get(path[:length])
+                    if best is not None:
+                        break
         if self._exact:
             rule = self._exact.get(path)
             if rule is not None and (best is None or rule.priority > best.priority):
@@ -142,7 +158,7 @@ class _Matcher:
                 if best is None or rule.priority > best.priority:
                     best = rule
                 break  # chunks are in priority order: the first match is the best
-            offset += 500
+            offset += _WILD_CHUNK
         return best
 
 
