@@ -395,6 +395,14 @@ def test_deeply_nested_prefixes_fall_back_correctly() -> None:
     assert robots.check("x", "/" + "a" * 2000) == Verdict(True, "Allow: /" + "a" * 899)
 
 
+def test_prepare_compiles_once_and_returns_self() -> None:
+    robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /x\n")
+    assert robots.prepare("FooBot/1") is robots
+    view = robots._views["FooBot/1"]
+    assert view is not None and robots.check("FooBot/1", "/x").rule == "Disallow: /x"
+    assert robots._views["FooBot/1"] is view
+
+
 def test_agent_tokens() -> None:
     assert agent_token("FooBot/1.2 (+http://x)") == "foobot"
     assert agent_token("Foo_Bar-baz") == "foo_bar-baz"
