@@ -263,8 +263,9 @@ class _XMLHandler:
 
     def end(self, name: str) -> None:
         if self.field is not None and self.depth == self.record_depth + 1:
-            text = "".join(self.text).strip() if self.text_len <= MAX_TEXT else "\x00overlong"
-            self.entry.setdefault(self.field, text)
+            # Text past MAX_TEXT was not kept; what was is still longer than MAX_TEXT, so
+            # an overlong URL is reported as such.
+            self.entry.setdefault(self.field, "".join(self.text).strip())
             self.field = None
         elif self.record_depth and self.depth == self.record_depth:
             self.record_depth = 0

@@ -278,6 +278,15 @@ def test_broken_documents(doc: Path | bytes, message: str) -> None:
         list(parse_sitemap(data))
 
 
+def test_overlong_loc_is_reported_not_kept() -> None:
+    out = io.StringIO()
+    doc = b"<urlset><url><loc>https://e.com/" + b"a" * 200_000 + b"</loc></url>"
+    doc += b"<url><loc>https://e.com/ok</loc></url></urlset>"
+    recs = list(parse_sitemap(doc, reporter=Reporter("t", out)))
+    assert [r["url"] for r in recs] == ["https://e.com/ok"]
+    assert "URL longer than 64 KiB" in out.getvalue()
+
+
 def test_empty_input_gives_nothing() -> None:
     out = io.StringIO()
     assert list(parse_sitemap(b" \n", reporter=Reporter("t", out))) == []
