@@ -19,7 +19,8 @@ Checks, per host (DESIGN.md invariants 2 and 3), each a *violation*:
   (DESIGN: 60 s) doubling with each consecutive 429/503 up to 1 h, and never before
   the Retry-After the server sent (``retry_until`` in the log). ``retry_after`` counts
   the requests that came before Retry-After itself expired.
-* ``robots_first``: the first request to a host was not for /robots.txt.
+* ``robots_first``: the first request to a host was not for /robots.txt (not judged
+  when the log holds no robots.txt request at all, as a fetch log may).
 * ``robots_unavailable``: a request (other than robots.txt) while the latest robots.txt
   answer was a 5xx (RFC 9309: disallow everything).
 * ``disallowed``: a request for a path robots.txt disallows for its agent.
@@ -28,8 +29,8 @@ Checks, per host (DESIGN.md invariants 2 and 3), each a *violation*:
 
 Per address: ``ip_conns`` — most connections in flight at once to one address, against
 ``per_ip``. Reported without failing (*warnings*): ``adaptive`` (a gap shorter than
-``adaptive_factor`` × the previous response's time: DESIGN's "10 × the last fetch
-time", measured on the server so only approximate), ``duplicates`` (a path fetched with
+0.9 × ``adaptive_factor`` × the previous response's time: DESIGN's "10 × the last
+fetch time", measured on the server so only approximate), ``duplicates`` (a path fetched with
 200 more than once without validators) and ``hostile_bytes`` (bytes taken from hostile
 endpoints). Every gap comparison allows ``tolerance`` seconds of clock jitter.
 """
@@ -160,9 +161,11 @@ def events_from_server_log(records: Iterable[dict[str, Any]], reporter: Reporter
 
 
 def events_from_fetch_log(
-    records: Iterable[dict[str, Any]], reporter: Reporter, agent: str = ""
+    records: Iterable[dict[str, Any]], reporter: Reporter, agent: str = "crawlkit"
 ) -> list[Event]:
-    """Events from crawlkit fetch records; records that made no request are skipped."""
+    """Events from crawlkit fetch records; records that made no request (no
+    ``fetched_at``: refused, robots-denied, deferred before asking) are skipped. Fetch
+    records carry no User-Agent, so robots.txt is matched for ``agent``."""
     out: list[Event] = []
     for i, rec in enumerate(records, 1):
         start = _parse_time(rec.get("fetched_at"))
@@ -231,7 +234,11 @@ def _is_robots(path: str) -> bool:
 
 
 def _audit_host(
-    name: str, events: list[Event], rules: HostRules | None, cfg: AuditConfig
+    name: str,
+    events: list[Event],
+    rules: HostRules | None,
+    cfg: AuditConfig,
+    robots_logged: bool = True,
 ) -> _HostReport:
     rep = _HostReport(name, kind=events[0].special, requests=len(events))
     tol = cfg.tolerance
@@ -239,7 +246,7 @@ def _audit_host(
     if rep.max_conns > cfg.per_host:
         rep.flag("conns", f"{rep.max_conns} connections at t={when:.3f}", rep.max_conns - 1)
     first = events[0]
-    if not _is_robots(first.path):
+    if robots_logged and not _is_robots(first.path):
         rep.flag("robots_first", f"first request was {first.method} {first.path}")
     robots_status: int | None = None
     backoff_until = 0.0
@@ -262,7 +269,8 @@ def _audit_host(
                 rep.flag("gap", where)
             elif delay is not None and gap < delay - tol:
                 rep.flag("crawl_delay", where + f" (Crawl-delay {delay:g}s)")
-            elif gap < cfg.adaptive_factor * (prev.t_end - prev.t_start) - tol:
+            elif gap < 0.9 * cfg.adaptive_factor * (prev.t_end - prev.t_start) - tol:
+                # 10% slack: the server sees a shorter fetch time than the crawler did.
                 rep.flag("adaptive", where)
             if e.t_start < backoff_until - tol:
                 rep.flag("backoff", f"{e.path} {backoff_until - e.t_start:.2f}s early")
@@ -314,6 +322,8 @@ def audit(
 
     ``rules`` maps host names to robots rules; hosts without rules skip the robots
     checks (``"robots_rules": false`` in their entry)."""
+    # A fetch log may leave robots.txt requests out; then "first" cannot be judged.
+    robots_logged = any(_is_robots(e.path) for e in events)
     by_host: dict[str, list[Event]] = defaultdict(list)
     by_addr: dict[str, list[Event]] = defaultdict(list)
     for e in events:
@@ -326,12 +336,13 @@ def audit(
     for name in sorted(by_host):
         evs = sorted(by_host[name], key=lambda e: (e.t_start, e.t_end))
         host_rules = (rules or {}).get(name)
-        r = _audit_host(name, evs, host_rules, config)
+        r = _audit_host(name, evs, host_rules, config, robots_logged)
         hosts[name] = {
             "kind": r.kind, "requests": r.requests, "max_conns": r.max_conns,
             "min_gap": None if r.min_gap is None else round(r.min_gap, 6),
             "crawl_delay_s": r.crawl_delay, "max_depth": r.trap_depth,
             "distinct_paths": r.distinct_paths, "robots_rules": host_rules is not None,
+            "robots_first_checked": robots_logged,
             **r.counts, "examples": r.examples,
         }  # fmt: skip
         for check in VIOLATIONS:
@@ -393,7 +404,7 @@ def run_audit(
         events += events_from_server_log(io.read_records(server_logs, reporter), reporter)
     if fetch_logs:
         events += events_from_fetch_log(
-            io.read_records(fetch_logs, reporter), reporter, config.agent or ""
+            io.read_records(fetch_logs, reporter), reporter, config.agent or "crawlkit"
         )
     if manifest is None and server_logs:
         manifest = find_manifest(server_logs[0])
@@ -415,10 +426,11 @@ def format_report(report: dict[str, Any]) -> str:
     rows = [cols]
     for name, h in report["hosts"].items():
         gap = "-" if h["min_gap"] is None else f"{h['min_gap']:.3f}"
+        first = ("no" if h["robots_first"] else "ok") if h["robots_first_checked"] else "?"
         rows.append((
             name, str(h["kind"] or "-"), str(h["requests"]), str(h["max_conns"]), gap,
             str(h["gap"]), str(h["crawl_delay"]), str(h["backoff"]), str(h["retry_after"]),
-            "no" if h["robots_first"] else "ok", str(h["robots_unavailable"]),
+            first, str(h["robots_unavailable"]),
             str(h["disallowed"]) if h["robots_rules"] else "?",
             "-" if h["max_depth"] is None else str(h["max_depth"]), str(h["duplicates"]),
             str(h["hostile_bytes"]),

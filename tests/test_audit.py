@@ -280,3 +280,31 @@ def test_audit_of_empty_log_is_ok(cli, tmp_path, flag):
     log.write_text("")
     r = cli("audit", "--server-log", str(log), *([flag] if flag else []))
     assert r.code == 0
+
+
+def test_fetch_log_without_robots_records_and_default_agent(cli, tmp_path, testweb):
+    """A fetch log has no robots.txt lines and no User-Agent: robots-first is not judged
+    and robots.txt is matched for the token "crawlkit" (not the "*" group)."""
+    rules = testweb.host("robots-rules-0.test")
+    allowed_for_crawlkit_only = rules["root"] + "private/public-info.html"
+    disallowed = rules["root"] + "private/secret.html"
+    recs = [
+        {"url": allowed_for_crawlkit_only, "fetched_at": "2026-11-30T07:00:00.000Z",
+         "elapsed_ms": 5, "ip": rules["addr"], "status": 200, "outcome": "fetched"},
+        {"url": rules["root"] + "nostar/page.html", "fetched_at": "2026-11-30T07:00:02.000Z",
+         "elapsed_ms": 5, "ip": rules["addr"], "status": 200, "outcome": "fetched"},
+    ]  # fmt: skip
+    log = tmp_path / "fetched.ndjson"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    args = ("audit", "--fetch-log", str(log), "--manifest", str(testweb.manifest_path),
+            "--min-gap", "0.5s", "--json")  # fmt: skip
+    ok = cli(*args)
+    report = json.loads(ok.stdout)
+    assert ok.code == 0, report["violations"]
+    assert report["hosts"]["robots-rules-0.test"]["robots_first_checked"] is False
+    recs.append({"url": disallowed, "fetched_at": "2026-11-30T07:00:04.000Z",
+                 "elapsed_ms": 5, "ip": rules["addr"], "status": 200})  # fmt: skip
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    bad = cli(*args)
+    assert bad.code == 1
+    assert [v["check"] for v in json.loads(bad.stdout)["violations"]] == ["disallowed"]
