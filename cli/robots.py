@@ -76,6 +76,8 @@ def check(
     URL, in order: {"url", "allowed", "rule"}, where "rule" is the deciding line (as
     "Disallow: /private/") or null when no rule matched or the status decided. The
     longest matching pattern wins, Allow wins a tie, /robots.txt is always allowed.
+    An input line that is a JSON record with a "url" (from crawlkit sitemap, say)
+    comes out as that record plus "allowed" and "rule".
 
     Streams the URLs with constant memory (the parsed file is held). Touches no state.
 
@@ -93,7 +95,7 @@ def check(
     else:
         lines = io.read_text_lines(None, rep)
     with io.open_output(out) as sink:
-        for record in check_lines(rules, agent, lines):
+        for record in check_lines(rules, agent, lines, rep):
             sink.write_record(record)
 
 

@@ -670,6 +670,27 @@ def test_cli_check_status(cli, tmp_path, status: str, allowed: bool) -> None:
     assert first["allowed"] is allowed and second["allowed"] is True
 
 
+def test_cli_check_passes_url_records_through(cli, tmp_path) -> None:
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(b"User-agent: *\nDisallow: /private/\n")
+    records = (
+        b'{"url": "https://e.com/private/a", "fp": "x", "mine": [1]}\n'
+        b"https://e.com/ok\n"
+        b'{"url": 5}\n'
+        b"{broken\n"
+    )
+    res = cli("robots", "check", "--robots", str(robots), "--agent", "x", input=records)
+    assert res.code == 0, res.stderr
+    assert [orjson.loads(line) for line in res.lines] == [
+        {"url": "https://e.com/private/a", "fp": "x", "mine": [1], "allowed": False,
+         "rule": "Disallow: /private/"},
+        {"url": "https://e.com/ok", "allowed": True, "rule": None},
+        {"url": None, "allowed": False, "rule": None, "error": 'not a JSON object with a "url"'},
+        {"url": None, "allowed": False, "rule": None, "error": 'not a JSON object with a "url"'},
+    ]  # fmt: skip
+    assert "<stdin>:3:" in res.stderr and "<stdin>:4:" in res.stderr
+
+
 def test_cli_parse(cli) -> None:
     res = cli("robots", "parse", str(DATA / "typical.txt"), "--agent", "FooBot")
     assert res.code == 0, res.stderr
