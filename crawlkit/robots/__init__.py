@@ -13,6 +13,10 @@ Three parts, each usable on its own:
     Turns the outcome of fetching robots.txt (a status and a body, or a network error)
     into a :class:`RobotsEntry` by RFC 9309 section 2.3 and DESIGN.md invariant 3.
 
+Modules: ``_parse`` (the file to groups), ``_normalize`` (percent-encoding, paths,
+product tokens), ``_match`` (the compiled matcher of one group), ``_rules`` (the
+values), ``policy`` (fetch outcomes to cache entries). Import from this package.
+
 What the parser does, rule by rule (RFC 9309 section numbers in brackets):
 
 * Input is UTF-8, with or without a byte-order mark; invalid bytes are kept as their
