@@ -234,8 +234,9 @@ def test_cli_out_file_contains_dry_run_and_rebuild(tmp_path: Path):
     assert result.code == 0, result.stderr
     assert len(list(read_records([out]))) == 40
     assert orjson.loads((tmp_path / "s.json").read_bytes())["new"] == 40
-    check = crawlkit("seen-merge", "--state", str(state), "--contains", URLS[0].replace("https://site", "HTTPS://SITE"),
-                     URLS[100], "not a url")  # fmt: skip
+    shouted = URLS[0].replace("https://site", "HTTPS://SITE")
+    check = crawlkit("seen-merge", "--state", str(state), "--contains", shouted, URLS[100],
+                     "not a url")  # fmt: skip
     answers = [orjson.loads(x) for x in check.lines]
     assert [a["seen"] for a in answers] == [True, False, None]
     assert answers[0]["url"] == URLS[0]
@@ -257,3 +258,25 @@ def test_cli_reports_bad_lines_and_a_locked_state(tmp_path: Path):
         locked = crawlkit("seen-merge", "--state", str(state), input=b"")
     assert locked.code == 1 and "in use" in locked.stderr
     assert len(locked.stderr.strip().splitlines()) == 1
+
+
+def test_line_reader_keeps_the_io_contract(tmp_path: Path):
+    import zstandard
+
+    from crawlkit.diag import NullReporter
+    from crawlkit.stages.seen_merge import read_lines
+
+    path = tmp_path / "in.ndjson"
+    path.write_bytes(b"a\r\n\n  \nbbbbbbbbbbbb\nc\n" + b"x" * 3000 + b"\nd")
+    reporter = NullReporter()
+    got = list(read_lines([path], reporter, max_line=2000))
+    assert got == [(str(path), 1, b"a"), (str(path), 4, b"bbbbbbbbbbbb"), (str(path), 5, b"c"),
+                   (str(path), 7, b"d")]  # fmt: skip
+    assert reporter.bad_records == 1
+    big = tmp_path / "big.zst"
+    body = b"".join(b'{"n":%d}\n' % i for i in range(300_000))
+    big.write_bytes(zstandard.ZstdCompressor().compress(body)[:-40])
+    reporter = NullReporter()
+    lines = list(read_lines([big], reporter))
+    assert 0 < len(lines) < 300_000 and reporter.counts["truncated input"] == 1
+    assert [n for _, n, _ in lines] == list(range(1, len(lines) + 1))

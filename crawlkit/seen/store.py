@@ -217,9 +217,12 @@ class SeenStore:
         maybe = np.flatnonzero(self.filter.probe(keys))
         if len(maybe):
             candidates = keys[maybe]
-            order = np.argsort(candidates)
-            found = lookup_sorted(self._runs, candidates[order])
-            seen[maybe[order[found]]] = True
+            if len(candidates) < 2 or bool((candidates[1:] >= candidates[:-1]).all()):
+                seen[maybe[lookup_sorted(self._runs, candidates)]] = True
+            else:
+                order = np.argsort(candidates)
+                found = lookup_sorted(self._runs, candidates[order])
+                seen[maybe[order[found]]] = True
         return Lookup(seen, len(maybe))
 
     def contains(self, keys: Fingerprints) -> npt.NDArray[np.bool_]:

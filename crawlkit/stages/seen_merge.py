@@ -33,24 +33,28 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
 from crawlkit.io import Record
 from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, ParsedURL
 
 __all__ = ["DEFAULT_BATCH", "SeenMerge", "SeenMergeStats", "read_lines", "store_stats"]
 
 DEFAULT_BATCH = 1_000_000
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
 _MAX_PENDING_ARRAYS = 8
+_BLOCK = 1 << 20
+# Canonical forms of recent URLs: link streams repeat navigation links a lot. Bounded
+# so a batch of a million distinct URLs does not keep a million parses alive.
+_CACHE_MAX = 65536
 
 Line = tuple[str, int, "bytes | Record"]
 
@@ -85,18 +89,67 @@ class SeenMergeStats:
 
 
 def read_lines(
-    paths: Sequence[str | os.PathLike[str]] | None, reporter: Reporter | None = None
+    paths: Sequence[str | os.PathLike[str]] | None,
+    reporter: Reporter | None = None,
+    *,
+    max_line: int = io.DEFAULT_MAX_LINE,
 ) -> Iterator[tuple[str, int, bytes]]:
-    """``(source, line_number, line)`` of every non-blank line of the inputs, in order."""
+    """``(source, line_number, line)`` of every non-blank line of the inputs, in order.
+
+    Same contract as :func:`crawlkit.io.iter_lines` (overlong lines reported and
+    skipped, a damaged compressed stream reported and the lines before it kept), but
+    it splits 1 MiB blocks instead of calling ``readline`` per line, which is several
+    times faster and matters at hundreds of thousands of lines per second.
+    """
     reporter = reporter if reporter is not None else NullReporter()
     inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
     io.check_single_stdin(inputs)
     for path in inputs:
         source = io.display_name(path)
         with contextlib.closing(io.open_input(path)) as stream:
-            for lineno, line in io.iter_lines(stream, source, reporter):
-                if line.strip():
-                    yield source, lineno, line
+            yield from _block_lines(stream, source, reporter, max_line)
+
+
+def _block_lines(
+    stream: BinaryIO, source: str, reporter: Reporter, max_line: int
+) -> Iterator[tuple[str, int, bytes]]:
+    lineno = 0
+    carry = b""
+    overlong = False  # inside a line that is being skipped
+    try:
+        while True:
+            block = stream.read(_BLOCK)
+            if not block:
+                break
+            lines = block.split(b"\n")
+            lines[0] = carry + lines[0]
+            carry = lines.pop()
+            for line in lines:
+                lineno += 1
+                if overlong:
+                    overlong = False
+                    continue
+                if len(line) > max_line:
+                    reporter.bad_record(
+                        source, lineno, f"line longer than {max_line} bytes skipped"
+                    )
+                    continue
+                if line and not line.isspace():
+                    yield source, lineno, line.rstrip(b"\r")
+            if len(carry) > max_line:
+                if not overlong:
+                    reporter.bad_record(
+                        source, lineno + 1, f"line longer than {max_line} bytes skipped"
+                    )
+                overlong, carry = True, b""
+    except TruncatedInput as exc:
+        reporter.warn(f"{exc}; the {lineno} lines before the damage were kept", "truncated input")
+        return
+    except InputError as exc:
+        reporter.warn(f"{exc}; the {lineno} lines before the damage were kept", "corrupt input")
+        return
+    if carry and not overlong and not carry.isspace():
+        yield source, lineno + 1, carry.rstrip(b"\r")
 
 
 class SeenMerge:
@@ -125,35 +178,43 @@ class SeenMerge:
         self.dry_run = dry_run
         self.stats = SeenMergeStats()
         self._pending: list[npt.NDArray[np.uint64]] = []
+        self._cache: dict[str, ParsedURL] = {}
 
     # -- per record ----------------------------------------------------------------------
 
     def _prepare(self, source: str, lineno: int, item: bytes | Record) -> tuple[int, bytes] | None:
         """The fingerprint and the output line (no newline) of one line, or None if bad."""
         record: Record
-        if isinstance(item, dict):
-            record, raw = item, None
-        elif item.lstrip()[:1] == b"{":
-            try:
-                record = io.parse_record(item)
-            except ValueError as exc:
-                return self._bad(source, lineno, str(exc))
-            raw = item
+        raw: bytes | None
+        if isinstance(item, bytes):
+            if item[:1] == b"{" or item.lstrip()[:1] == b"{":
+                try:
+                    record = io.parse_record(item)
+                except ValueError as exc:
+                    return self._bad(source, lineno, str(exc))
+                raw = item
+            else:
+                try:
+                    text = item.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    return self._bad(source, lineno, "invalid UTF-8")
+                record, raw = {"url": text}, None
         else:
-            try:
-                text = item.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                return self._bad(source, lineno, "invalid UTF-8")
-            record, raw = {"url": text}, None
+            record, raw = item, None
         fp = record.get("fp")
         if fp is None:
             url = record.get("url")
             if not isinstance(url, str):
                 return self._bad(source, lineno, 'record has neither "fp" nor a "url" string')
-            try:
-                parsed = self.canon.parse(url)
-            except InvalidURL as exc:
-                return self._bad(source, lineno, str(exc))
+            parsed = self._cache.get(url)
+            if parsed is None:
+                try:
+                    parsed = self.canon.parse(url)
+                except InvalidURL as exc:
+                    return self._bad(source, lineno, str(exc))
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
             return int(parsed.fp, 16), io.dumps(record)[:-1]
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
