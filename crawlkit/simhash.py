@@ -80,11 +80,12 @@ def word_hashes(text: str) -> np.ndarray:
     """64-bit hashes of the words of ``text`` in order (digit-only words left out)."""
     hashes = _word_hashes_raw(text)
     # Leave out date and time words: a 16-bit table screens, an exact test confirms.
-    maybe = _DATE_FILTER[(hashes & _LOW16).astype(np.intp)]
-    if maybe.any():
-        drop = np.zeros(hashes.size, dtype=np.bool_)
-        drop[maybe] = np.isin(hashes[maybe], _DATE_HASHES)
-        hashes = hashes[~drop]
+    maybe = np.flatnonzero(_DATE_FILTER[hashes & _LOW16])
+    if maybe.size:
+        found = hashes[maybe].tolist()
+        drop = [int(i) for i, h in zip(maybe, found, strict=True) if h in _DATE_SET]
+        if drop:
+            hashes = np.delete(hashes, drop)
     return hashes
 
 
@@ -183,11 +184,13 @@ DATE_WORDS = (
 _LOW16 = _U64(0xFFFF)
 _DATE_HASHES = np.zeros(0, dtype=_U64)
 _DATE_FILTER = np.zeros(1 << 16, dtype=np.bool_)
+_DATE_SET: frozenset[int] = frozenset()
 
 
 def _init_date_words() -> None:
-    global _DATE_HASHES
+    global _DATE_HASHES, _DATE_SET
     _DATE_HASHES = np.unique(np.concatenate([_word_hashes_raw(w) for w in DATE_WORDS]))
+    _DATE_SET = frozenset(int(h) for h in _DATE_HASHES)
     _DATE_FILTER[(_DATE_HASHES & _LOW16).astype(np.intp)] = True
 
 

@@ -93,6 +93,7 @@ class WarcStats:
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FILL = 1 << 20
+_PIECE = 16384
 
 
 class WarcStream:
@@ -148,33 +149,32 @@ class WarcStream:
             self._buf += chunk
             return
         out: list[bytes] = []
+        view = memoryview(chunk)
+        pos = 0
         try:
-            while chunk:
-                if self._mode == "gzip":
-                    dec = self._dec
-                    assert isinstance(dec, type(zlib.decompressobj()))
-                    out.append(dec.decompress(chunk))
-                    if dec.eof:
-                        chunk = dec.unused_data
-                        self._dec = zlib.decompressobj(31)
-                        self._in_member = False
-                    else:
-                        self._in_member = True
-                        chunk = b""
+            # Feed the decompressor small pieces: at the end of a member it copies the
+            # rest of its input into ``unused_data``, which is cheap for a small piece
+            # and quadratic for a large one (records are often only a few KB).
+            while pos < len(view):
+                piece = view[pos : pos + _PIECE]
+                dec = self._dec
+                out.append(dec.decompress(piece))  # type: ignore[attr-defined]
+                if dec.eof:  # type: ignore[attr-defined]
+                    pos += len(piece) - len(dec.unused_data)  # type: ignore[attr-defined]
+                    self._dec = self._new_decompressor()
+                    self._in_member = False
                 else:
-                    zdec = self._dec
-                    out.append(zdec.decompress(chunk))  # type: ignore[attr-defined]
-                    if zdec.eof:  # type: ignore[attr-defined]
-                        chunk = zdec.unused_data  # type: ignore[attr-defined]
-                        self._dec = self._zctx.decompressobj()
-                        self._in_member = False
-                    else:
-                        self._in_member = True
-                        chunk = b""
+                    pos += len(piece)
+                    self._in_member = True
         except Exception as exc:  # zlib.error, zstandard.ZstdError
             self.damage = f"corrupt {self._mode} data ({exc})"
             self._eof = True
         self._buf += b"".join(out)
+
+    def _new_decompressor(self) -> object:
+        if self._mode == "gzip":
+            return zlib.decompressobj(31)
+        return self._zctx.decompressobj()
 
     def read(self, n: int) -> bytes:
         while len(self._buf) - self._pos < n and not self._eof:
@@ -247,7 +247,8 @@ def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
 def _split_http_head(block: bytes) -> tuple[bytes, int] | None:
     """The HTTP head and the offset of the body, or None if the head is incomplete."""
     end = block.find(b"\r\n\r\n")
-    lf_end = block.find(b"\n\n")
+    # Bare-LF heads are rare: look for one only before the CRLF end (not in the body).
+    lf_end = block.find(b"\n\n", 0, end if end >= 0 else len(block))
     if end < 0 and lf_end < 0:
         return None
     if end < 0 or (0 <= lf_end < end):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from crawlkit.html import (
     HtmlExtractor,
+    collapsed_length,
     detect_charset,
     looks_like_html,
     parse_robots_directives,
@@ -189,11 +192,19 @@ def test_title_canonical_and_text(ex):
     page = ex.extract(html.encode(), PAGE, content_type="text/html")
     assert page.title == "The Title"
     assert page.canonical == "https://www.example.com/canonical"
-    assert page.text == "Headline First paragraph. Second one & more."  # nbsp is a space
+    assert page.text == "Headline First paragraph. Second\xa0one & more."
     for gone in ("script", "header", "Menu", "Related", "Copyright", "Enable", "tmpl", "color"):
         assert gone not in page.text
     assert page.text_bytes == len(page.text.encode("utf-8"))
     assert "https://www.example.com/n" in [link.url.url for link in page.links]  # nav counts
+
+
+@pytest.mark.parametrize(
+    "text", ["", "   ", "a", "  a  b\n\n c ", "\tü\xa0ß  日本 ", "x" * 1000 + "\n" * 5 + "y"]
+)
+def test_collapsed_length(text):
+    expected = " ".join(t for t in re.split(r"[ \t\n\r\f\v]+", text) if t)
+    assert collapsed_length(text) == len(expected.encode("utf-8"))
 
 
 def test_charset_detection():

@@ -114,6 +114,7 @@ Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
 
 _worker: HtmlExtractor | None = None
+_TAGS = {t: t.encode() for t in ("a", "area", "link", "frame", "iframe", "meta")}
 
 
 def _init_worker(options: ExtractOptions) -> None:
@@ -180,25 +181,31 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
                              "parsed up to it", "page error"))  # fmt: skip
         pages.append(orjson.dumps(record, option=_NL))
         counts["pages"] += 1
+        # Link records share everything after "fp" with the page: serialize that part
+        # once per page (two variants, followable and nofollow) and splice it in.
         link_depth = depth + 1
+        tails = [
+            orjson.dumps(
+                {
+                    "depth": link_depth,
+                    "priority": link_priority(link_depth, nf),
+                    "reason": "link",
+                    "via": page_url.url,
+                    "from": page_url.url,
+                    "nofollow": nf,
+                }
+            )[1:-1]
+            for nf in (False, True)
+        ]
         for link in page.links:
             target_url = link.url
+            head = orjson.dumps(
+                {"url": target_url.url, "host": target_url.host, "site": target_url.site,
+                 "fp": target_url.fp}
+            )  # fmt: skip
             links.append(
-                orjson.dumps(
-                    {
-                        "url": target_url.url,
-                        "host": target_url.host,
-                        "site": target_url.site,
-                        "fp": target_url.fp,
-                        "depth": link_depth,
-                        "priority": link_priority(link_depth, link.nofollow),
-                        "reason": "link",
-                        "via": page_url.url,
-                        "from": page_url.url,
-                        "nofollow": link.nofollow,
-                        "tag": link.tag,
-                    },
-                    option=_NL,
+                b"".join(
+                    (head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')
                 )
             )
         counts["links"] += len(page.links)

@@ -1,0 +1,280 @@
+"""Benchmark: extract (parse, links, text, simhash) per core, against a bare parse.
+
+Run on demand (never in CI):  .venv/bin/python bench/bench_extract.py [--pages 400]
+
+Generates realistic pages of about 20 KB and 100 KB (head with scripts and styles,
+site navigation repeated on every page of a site, article text from a Zipf
+vocabulary, content links to the same and other sites, footer), then measures on one
+core, in the same run:
+
+* baseline: a bare selectolax Lexbor parse plus a walk of the links
+  (``tree.css(...)`` and each node's href), the least any extractor must do;
+* extract: ``process_chunk`` as the workers run it: charset, parse, links resolved
+  and canonicalized, meta robots, visible text, simhash, NDJSON page and link
+  records (a fresh resolver cache per repeat);
+* simhash alone on the pages' visible text, and the naive 64-step Python vote loop;
+* WARC reading: crawlkit.warcread against warcio's ArchiveIterator (and FastWARC's
+  when it is installed) over the same .warc.gz;
+* the command: ``crawlkit extract -j 1`` and ``-j 2`` wall clock over that WARC.
+
+Reports pages per CPU second of one process (median of --repeat runs, baseline and
+extract measured in turns) and the ratio to the baseline; the command lines are wall
+clock, including interpreter start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlkit.html import HtmlExtractor
+from crawlkit.simhash import simhash, word_hashes
+from crawlkit.stages.extract import process_chunk
+from crawlkit.url import Canonicalizer
+from crawlkit.warcread import iter_responses
+
+SYL = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ve", "da", "ri", "on", "el", "an"]
+
+
+def vocabulary(n: int = 5000, seed: int = 3) -> tuple[list[str], list[float]]:
+    rng = random.Random(seed)
+    words = sorted({"".join(rng.choice(SYL) for _ in range(rng.randint(1, 4))) for _ in range(n)})
+    rng.shuffle(words)
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    return words, weights
+
+
+WORDS, WEIGHTS = vocabulary()
+# Share of sentences that carry a link: with the site chrome (about 40 links of
+# navigation, related articles and footer on every page) this gives about 60 links on
+# a 20 KB page and 160 on a 100 KB page.
+LINK_SHARE = 0.15
+
+
+def sentence(rng: random.Random) -> str:
+    words = rng.choices(WORDS, WEIGHTS, k=rng.randint(8, 20))
+    return " ".join(words).capitalize() + "."
+
+
+def make_page(rng: random.Random, site: int, index: int, size: int) -> tuple[str, bytes]:
+    """(url, html) of about ``size`` bytes (see LINK_SHARE for the links)."""
+    host = f"www.site{site}.example.com"
+    url = f"https://{host}/section{index % 7}/article-{index}.html"
+    nav = "".join(f'<li><a href="/section{i}/">Section {i}</a></li>' for i in range(12)) + "".join(
+        f'<li><a href="https://{host}/about/{i}">About {i}</a></li>' for i in range(8)
+    )
+    head = (
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Article {index} of "
+        f"site {site}</title><meta name=viewport content='width=device-width'>"
+        f"<link rel=canonical href='{url}'><link rel=stylesheet href='/s.css'>"
+        "<style>" + "body{margin:0;padding:0}.nav li{display:inline}" * 20 + "</style>"
+        "<script>" + "window.dataLayer=window.dataLayer||[];function gtag(){}" * 20 + "</script>"
+        "</head><body>"
+        f"<header><a href='/'><img src='/logo.png' alt=logo></a><nav><ul class=nav>{nav}</ul>"
+        "</nav></header><main><article>"
+    )
+    foot = (
+        "</article></main><aside><h3>Related</h3>"
+        + "".join(
+            f"<a href='/section{index % 7}/article-{index + j}.html'>More {j}</a>"
+            for j in range(1, 8)
+        )
+        + "</aside><footer>"
+        + "".join(f"<a href='/legal/{j}'>Legal {j}</a> " for j in range(10))
+        + "</footer></body></html>"
+    )
+    parts = [head]
+    total = len(head) + len(foot)
+    while total < size:
+        para = "<p>"
+        for _ in range(rng.randint(3, 6)):
+            para += sentence(rng) + " "
+            if rng.random() < LINK_SHARE:
+                target = rng.random()
+                if target < 0.5:
+                    href = f"/section{rng.randrange(7)}/article-{rng.randrange(100000)}.html"
+                elif target < 0.8:
+                    href = (
+                        f"https://www.site{rng.randrange(5000)}.example.org/p/{rng.randrange(999)}"
+                    )
+                else:
+                    href = f"article-{rng.randrange(100000)}.html?ref=home&utm_source=x"
+                para += f'<a href="{href}">{sentence(rng)[:30]}</a> '
+        para += "</p>\n"
+        parts.append(para)
+        total += len(para)
+    parts.append(foot)
+    return url, "".join(parts).encode()
+
+
+def jobs_for(pages: list[tuple[str, bytes]]) -> list[tuple]:
+    return [
+        (
+            url,
+            "2026-11-30T00:00:00Z",
+            "sha1:X",
+            200,
+            "text/html; charset=utf-8",
+            None,
+            1,
+            body,
+            None,
+        )
+        for url, body in pages
+    ]
+
+
+def median_rate(fn: Callable[[], object], count: int, repeat: int) -> float:
+    """Median items per CPU second of this process (the machine is shared, so CPU
+    time, not wall time, is what one core does)."""
+    rates = []
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        rates.append(count / (time.process_time() - t0))
+    return statistics.median(rates)
+
+
+def interleaved(fns: list[Callable[[], object]], count: int, repeat: int) -> list[float]:
+    """Median rates of several functions measured in turns, so load drifts hit all."""
+    rates: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.process_time()
+            fn()
+            rates[i].append(count / (time.process_time() - t0))
+    return [statistics.median(r) for r in rates]
+
+
+def naive_simhash(text: str) -> int:
+    """The textbook loop: hash each shingle, then 64 Python steps per shingle."""
+    hashes = [int(h) for h in word_hashes(text)]
+    votes = [0] * 64
+    for i in range(len(hashes) - 2):
+        f = hash((hashes[i], hashes[i + 1], hashes[i + 2])) & ((1 << 64) - 1)
+        for bit in range(64):
+            votes[bit] += 1 if f >> bit & 1 else -1
+    return sum(1 << bit for bit in range(64) if votes[bit] > 0)
+
+
+def write_warc(path: Path, pages: list[tuple[str, bytes]]) -> None:
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for url, body in pages:
+            headers = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+            )
+            writer.write_record(
+                writer.create_warc_record(
+                    url, "response", payload=io.BytesIO(body), http_headers=headers
+                )
+            )
+
+
+def bench_size(size: int, n: int, repeat: int) -> None:
+    rng = random.Random(size)
+    pages = [make_page(rng, site=i % 40, index=i, size=size) for i in range(n)]
+    avg = sum(len(b) for _, b in pages) / n
+    jobs = jobs_for(pages)
+    links_per_page = (
+        len(process_chunk(jobs[:50], HtmlExtractor(Canonicalizer()))[1].splitlines()) / 50
+    )
+
+    def baseline() -> None:
+        for _, body in pages:
+            tree = LexborHTMLParser(body)
+            for node in tree.css("a[href], area[href], link[href], frame[src], iframe[src]"):
+                node.attributes.get("href")
+
+    def extract() -> None:
+        ex = HtmlExtractor(Canonicalizer())
+        for start in range(0, n, 64):
+            process_chunk(jobs[start : start + 64], ex)
+
+    texts = [HtmlExtractor(Canonicalizer()).extract(b, u).text for u, b in pages[:200]]
+
+    def sim() -> None:
+        for t in texts:
+            simhash(t)
+
+    base, full = interleaved([baseline, extract], n, repeat)
+    sim_rate = median_rate(sim, len(texts), repeat)
+    naive_n = 20
+    naive_rate = median_rate(lambda: [naive_simhash(t) for t in texts[:naive_n]], naive_n, 1)
+    print(f"\n{avg / 1024:.0f} KB pages ({n} pages, {links_per_page:.0f} links/page, "
+          f"{sum(len(t) for t in texts) / len(texts) / 1024:.1f} KB visible text):")  # fmt: skip
+    print(f"  baseline parse + link walk   {base:9,.0f} pages/s")
+    print(f"  extract (text, simhash, URLs){full:9,.0f} pages/s   {base / full:.2f}x the baseline")
+    print(f"  simhash alone                {sim_rate:9,.0f} pages/s")
+    print(f"  naive 64-step simhash loop   {naive_rate:9,.0f} pages/s")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        warc = Path(tmp) / "bench.warc.gz"
+        write_warc(warc, pages)
+        mb = warc.stat().st_size / 1e6
+
+        def ours() -> None:
+            for _ in iter_responses(warc):
+                pass
+
+        def warcio_read() -> None:
+            from warcio.archiveiterator import ArchiveIterator
+
+            with open(warc, "rb") as f:
+                for rec in ArchiveIterator(f):
+                    if rec.rec_type == "response":
+                        rec.content_stream().read()
+
+        print(f"  WARC read, crawlkit.warcread {median_rate(ours, n, repeat):9,.0f} records/s "
+              f"({mb:.1f} MB gzip)")  # fmt: skip
+        print(
+            f"  WARC read, warcio            {median_rate(warcio_read, n, repeat):9,.0f} records/s"
+        )
+        try:
+            from fastwarc.warc import ArchiveIterator as FastIterator  # type: ignore
+
+            def fast() -> None:
+                with open(warc, "rb") as f:
+                    for rec in FastIterator(f, parse_http=True):
+                        rec.reader.read()
+
+            print(f"  WARC read, FastWARC          {median_rate(fast, n, repeat):9,.0f} records/s")
+        except ImportError:
+            print("  WARC read, FastWARC          (not installed)")
+        for jobs_n in ("1", "2"):
+            times = []
+            for _ in range(max(1, repeat // 2)):
+                t0 = time.perf_counter()
+                pages_out, links_out = str(Path(tmp) / "p.ndjson"), str(Path(tmp) / "l.ndjson")
+                cmd = [sys.executable, "-m", "crawlkit", "extract", "-q", "-j", jobs_n]
+                subprocess.run([*cmd, str(warc), "--pages", pages_out, "--links", links_out],
+                               check=True)  # fmt: skip
+                times.append(time.perf_counter() - t0)
+            rate = n / statistics.median(times)
+            print(f"  command -j {jobs_n} (wall, with startup) {rate:7,.0f} pages/s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=400)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    bench_size(20_000, args.pages, args.repeat)
+    bench_size(100_000, max(40, args.pages // 4), args.repeat)
+
+
+if __name__ == "__main__":
+    main()
