@@ -712,6 +712,11 @@ class Fetcher:
         else:
             body = _decode_body(res, ROBOTS_MAX_BYTES) if 200 <= status < 300 else b""
             entry = self.robots_policy.on_response(status, body, now, task.previous)
+            if len(body) > 64 * 1024:
+                # Parsing and compiling a big file takes ~0.5 s: keep the loop serving.
+                await asyncio.get_running_loop().run_in_executor(
+                    None, _warm_rules, entry, cfg.agent, task.origin
+                )
         if entry is not None:
             self._robots_done(task.origin, entry)
             if task.owner == host.key:
@@ -735,6 +740,10 @@ class Fetcher:
             self._fail_host(target, "error", "host failed")
         elif not target.busy and not target.queued:
             self._schedule(target, self.clock())
+
+
+def _warm_rules(entry: RobotsEntry, agent: str, origin: str) -> None:
+    entry.rules().check(agent, origin + "/")
 
 
 def _decode_body(res: FetchResult, cap: int) -> bytes:

@@ -1,0 +1,301 @@
+"""crawlkit fetch against crawlkit testweb: politeness judged by crawlkit audit.
+
+Politeness is never judged by the fetcher's own counters: every run's slice of the
+test web's request log is handed to ``crawlkit audit`` (exit 1 on any violation).
+Gaps are shortened to 0.05 s (the audit checks the same gap).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import warcio.archiveiterator
+from conftest import ROOT, TestWeb, crawlkit, start_testweb
+
+from crawlkit.url import Canonicalizer
+
+GAP = "0.05s"
+CANON = Canonicalizer()
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
+    tmp = tmp_path_factory.mktemp("fetchweb")
+    with start_testweb(tmp, "--hosts", "200", "--pages", "4", "--page-kb", "4") as w:
+        yield w
+
+
+def url_records(urls: list[str], **extra: object) -> bytes:
+    lines = []
+    for url in urls:
+        p = CANON.parse(url)
+        rec = {"url": p.url, "host": p.host, "site": p.site, "fp": p.fp, "depth": 1,
+               "reason": "link", **extra}  # fmt: skip
+        lines.append(json.dumps(rec))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def log_mark(web: TestWeb) -> int:
+    return len(web.requests(settle=0.0))
+
+
+def audit(web: TestWeb, mark: int, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Audit the request-log lines written after ``mark``."""
+    lines = web.log_path.read_text().splitlines()[mark:]
+    part = tmp / f"requests-{mark}.ndjson"
+    part.write_text("\n".join(lines) + "\n")
+    res = crawlkit("audit", "--server-log", str(part), "--manifest", str(web.manifest_path),
+                   "--min-gap", GAP, *args)  # fmt: skip
+    return subprocess.CompletedProcess([], res.code, res.text, res.stderr)
+
+
+def fetch(web: TestWeb, state: Path, batch: bytes, *args: str, allow: bool = True):
+    net = ["--allow-net", web.info["allow_net"]] if allow else []
+    res = crawlkit("fetch", "--state", str(state), "--hosts-file", str(web.hosts_file),
+                   "--min-delay", GAP, *net, *args, input=batch)  # fmt: skip
+    assert res.code == 0, res.stderr
+    return [json.loads(line) for line in res.lines]
+
+
+def by_url(records: list[dict]) -> dict[str, dict]:
+    return {r["url"]: r for r in records}
+
+
+def test_polite_at_100_connections_over_200_hosts(web: TestWeb, tmp_path: Path) -> None:
+    hosts = [h for h in web.manifest["hosts"] if h["kind"] == "ordinary"]
+    assert len(hosts) == 200
+    urls = [u for h in hosts for u in h["allowed"][:4]]
+    mark = log_mark(web)
+    records = fetch(web, tmp_path / "s", url_records(urls), "--concurrency", "100",
+                    "--warc-dir", str(tmp_path / "warc"))  # fmt: skip
+    # exactly one record per input URL, all fetched
+    assert sorted(r["url"] for r in records) == sorted(CANON.parse(u).url for u in urls)
+    assert {r["outcome"] for r in records} == {"fetched"}
+    assert all(r["status"] == 200 and r["warc"] and r["digest"].startswith("sha1:") for r in records)
+    assert all(r["reason"] == "link" and r["depth"] == 1 for r in records)  # passed through
+    report = audit(web, mark, tmp_path, "--json")
+    assert report.returncode == 0, report.stdout[-3000:]
+    served = web.requests(settle=0.0)[mark:]
+    # robots.txt once per host, and the fetcher went wide: most hosts had their robots.txt
+    # requested before any host got its second request
+    assert sum(1 for r in served if r["path"] == "/robots.txt") == 200
+    ordered = sorted(served, key=lambda r: r["t_start"])
+    first_second = next(i for i, r in enumerate(ordered) if r["path"] != "/robots.txt")
+    assert first_second >= 100
+    # the WARC files pass warcio check and the fetch records point at their responses
+    files = sorted((tmp_path / "warc" / "new").glob("*.warc.gz"))
+    assert files and not list((tmp_path / "warc" / "new").glob("*.open"))
+    check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
+                           capture_output=True, text=True)  # fmt: skip
+    if check.returncode != 0 and "No module named" in check.stderr:
+        check = subprocess.run([str(Path(sys.executable).parent / "warcio"), "check",
+                                *map(str, files)], capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    rec = records[0]
+    path = tmp_path / "warc" / "new" / rec["warc"]["file"]
+    with open(path, "rb") as fh:
+        fh.seek(rec["warc"]["offset"])
+        it = warcio.archiveiterator.ArchiveIterator(fh)
+        warc_rec = next(iter(it))
+        assert warc_rec.rec_type in ("response", "revisit")
+        assert warc_rec.rec_headers.get_header("WARC-Target-URI") == rec["url"]
+        assert warc_rec.rec_headers.get_header("WARC-Crawlkit-Depth") == "1"
+        assert warc_rec.rec_headers.get_header("WARC-Payload-Digest") == rec["digest"]
+
+
+def test_429_backs_off_honours_retry_after_and_persists(web: TestWeb, tmp_path: Path) -> None:
+    host = next(h for h in web.manifest["hosts"] if h["kind"] == "status-429")
+    retry_after = host["notes"]["retry_after"]
+    every = host["notes"]["throttle_every"]
+    urls = host["allowed"] * 3  # enough requests to be throttled
+    urls = [f"{u}?n={i}" for i, u in enumerate(urls)][: every * 3]
+    mark = log_mark(web)
+    state = tmp_path / "s"
+    records = fetch(web, state, url_records(urls), "--backoff", "1s")
+    assert len(records) == len(urls)
+    hit = [r for r in records if r["status"] == 429]
+    assert len(hit) == 1, [(r["url"], r["status"], r["outcome"]) for r in records]
+    t429 = time.mktime(time.strptime(hit[0]["fetched_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+    retry_at = time.mktime(time.strptime(hit[0]["retry_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+    assert hit[0]["outcome"] == "deferred"
+    assert retry_at - t429 >= retry_after - 1  # Retry-After (3 s) beats the 1 s backoff
+    after = [r for r in records if r["outcome"] == "deferred" and r["status"] is None]
+    assert after and all(r["retry_at"] == hit[0]["retry_at"] for r in after)
+    # a restart right away still honours the backoff: no request reaches the host
+    mark2 = log_mark(web)
+    again = fetch(web, state, url_records(urls[:2]), "--backoff", "1s")
+    assert [r["outcome"] for r in again] == ["deferred", "deferred"]
+    assert not [r for r in web.requests()[mark2:] if r["host"].startswith(host["name"])]
+    report = audit(web, mark, tmp_path, "--min-backoff", "1s")
+    assert report.returncode == 0, report.stdout[-3000:]
+
+
+def test_shared_address_hosts_respect_per_ip_limit(web: TestWeb, tmp_path: Path) -> None:
+    farm = [h for h in web.manifest["hosts"] if h["kind"] == "link-farm"]
+    assert len({h["addr"] for h in farm}) == 1 and len(farm) >= 3
+    urls = [f"{h['root']}page-{i}.html" for h in farm for i in range(6)]
+    mark = log_mark(web)
+    records = fetch(web, tmp_path / "s", url_records(urls), "--per-ip", "1",
+                    "--per-ip-delay", "0s")  # fmt: skip
+    assert len(records) == len(urls)
+    report = audit(web, mark, tmp_path, "--per-ip", "1")
+    assert report.returncode == 0, report.stdout[-3000:]
+
+
+def test_kill_9_mid_batch_then_restart_keeps_every_gap(web: TestWeb, tmp_path: Path) -> None:
+    hosts = [h for h in web.manifest["hosts"] if h["kind"] == "ordinary"][:40]
+    urls = [f"{h['root']}k{i}.html" for h in hosts for i in range(8)]
+    batch = tmp_path / "batch.ndjson"
+    batch.write_bytes(url_records(urls))
+    state, gap = tmp_path / "s", "0.3s"
+    args = ["--state", str(state), "--hosts-file", str(web.hosts_file), "--allow-net",
+            web.info["allow_net"], "--min-delay", gap, "--delay-factor", "0", str(batch)]  # fmt: skip
+    mark = log_mark(web)
+    out1 = tmp_path / "run1.ndjson"
+    with open(out1, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "crawlkit", "fetch", *args], stdout=fh,
+                                stderr=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and out1.stat().st_size < 20_000:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    first = [json.loads(line) for line in out1.read_text().splitlines() if line.endswith("}")]
+    assert 0 < len(first) < len(urls)
+    res = crawlkit("fetch", *args)
+    assert res.code == 0, res.stderr
+    second = [json.loads(line) for line in res.lines]
+    # every input URL accounted for: the restart answers for the whole batch
+    assert sorted(r["url"] for r in second) == sorted(CANON.parse(u).url for u in urls)
+    assert not [r for r in second if r["outcome"] not in ("fetched", "deferred")]
+    lines = web.log_path.read_text().splitlines()[mark:]
+    part = tmp_path / "kill.ndjson"
+    part.write_text("\n".join(lines) + "\n")
+    report = crawlkit("audit", "--server-log", str(part), "--manifest", str(web.manifest_path),
+                      "--min-gap", gap)  # fmt: skip
+    assert report.code == 0, report.text[-3000:]
+
+
+def test_hostile_bodies_are_bounded_and_the_batch_goes_on(web: TestWeb, tmp_path: Path) -> None:
+    hostile = [u for h in web.manifest["hosts"]
+               if h["kind"] in ("gzip-bomb", "huge", "slow-drip") for u in h["hostile"]]  # fmt: skip
+    normal = web.host("h0.test")["allowed"][0]
+    records = fetch(web, tmp_path / "s", url_records([*hostile, normal]), "--timeout", "3s",
+                    "--max-body", "1MB", "--max-decoded", "2MB",
+                    "--warc-dir", str(tmp_path / "w"))  # fmt: skip
+    got = by_url(records)
+    assert got[CANON.parse(normal).url]["outcome"] == "fetched"
+    for url in hostile:
+        rec = got[CANON.parse(url).url]
+        assert (rec["bytes"] or 0) <= 1_000_000
+        assert rec["elapsed_ms"] is None or rec["elapsed_ms"] < 3000 + 1500
+        if "bomb" in url or "huge" in url or "endless" in url:
+            assert rec["truncated"] == "length", rec
+        else:
+            assert rec.get("truncated") == "time" or rec["outcome"] == "error", rec
+    bomb = next(r for r in records if "bomb" in r["url"])
+    assert bomb["bytes"] < 1_000_000  # the decoded cap stopped it, not the body cap
+    files = list((tmp_path / "w" / "new").glob("*.warc.gz"))
+    truncated = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            for r in warcio.archiveiterator.ArchiveIterator(fh):
+                if r.rec_headers.get_header("WARC-Truncated"):
+                    truncated += 1
+    assert truncated >= 3
+
+
+def test_private_addresses_are_refused_also_through_a_redirect(web: TestWeb, tmp_path: Path) -> None:
+    gateway = next(h for h in web.manifest["hosts"] if h["kind"] == "gateway")
+    private = next(h for h in web.manifest["hosts"] if h["kind"] == "private")
+    to_private = gateway["notes"]["to_private"]
+    mark = log_mark(web)
+    redirects = tmp_path / "redirects.ndjson"
+    records = fetch(web, tmp_path / "s", url_records([private["root"], to_private[1]]),
+                    "--redirects", str(redirects))  # fmt: skip
+    got = by_url(records)
+    assert got[private["root"]]["outcome"] == "refused"
+    assert "127.255.0.1" in got[private["root"]]["error"]
+    assert got[to_private[1]]["outcome"] == "redirect"
+    hops = [json.loads(line) for line in redirects.read_text().splitlines()]
+    assert hops and hops[0]["reason"] == "redirect" and hops[0]["via"] == to_private[1]
+    second = fetch(web, tmp_path / "s", redirects.read_bytes())
+    assert [r["outcome"] for r in second] == ["refused"]
+    assert not [r for r in web.requests()[mark:] if r["addr"].startswith("127.255.")]
+    # and without --allow-net the whole test web is loopback, so refused
+    plain = fetch(web, tmp_path / "s2", url_records([web.host("h1.test")["root"]]), allow=False)
+    assert plain[0]["outcome"] == "refused" and "loopback" in plain[0]["error"]
+
+
+def test_redirect_loop_ends_at_five_hops(web: TestWeb, tmp_path: Path) -> None:
+    notes = next(h for h in web.manifest["hosts"] if h["kind"] == "redirects")["notes"]
+    batch = url_records([notes["redirects"]["loop"][0], notes["redirects"]["chain"][0]])
+    seen: list[dict] = []
+    for round_ in range(10):
+        out = tmp_path / f"r{round_}.ndjson"
+        records = fetch(web, tmp_path / "s", batch, "--redirects", str(out), "--min-delay", "0s")
+        seen.extend(records)
+        batch = out.read_bytes()
+        if not batch.strip():
+            break
+    else:
+        pytest.fail("redirects never ended")
+    loop = [r for r in seen if "/loop/" in r["url"]]
+    assert len(loop) == 6  # the URL and 5 hops
+    assert max(r.get("hops", 0) for r in loop) == 5
+    assert "redirect limit" in loop[-1]["error"]
+    final = [r for r in seen if r["url"].endswith("/final.html")]
+    assert final and final[0]["outcome"] == "fetched" and final[0]["hops"] == 5
+
+
+def test_conditional_get_gives_not_modified(web: TestWeb, tmp_path: Path) -> None:
+    host = next(h for h in web.manifest["hosts"] if h["kind"] == "conditional")
+    page = next(u for u in host["allowed"] if u.endswith("both.html"))
+    first = fetch(web, tmp_path / "s", url_records([page]))[0]
+    assert first["outcome"] == "fetched" and first["etag"] and first["last_modified"]
+    again = {k: first[k] for k in ("url", "etag", "last_modified")}
+    second = fetch(web, tmp_path / "s", (json.dumps(again) + "\n").encode())[0]
+    assert second["outcome"] == "not-modified" and second["status"] == 304
+    assert second["etag"] == first["etag"]
+    last = [r for r in web.requests() if r["path"].endswith("both.html")][-1]
+    assert last["if_none_match"] == first["etag"]
+
+
+def test_robots_rules_denied_unavailable_deferred_and_redirect_followed(
+    web: TestWeb, tmp_path: Path
+) -> None:
+    rules = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-rules")
+    r503 = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-503")
+    rdir = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-redirect")
+    urls = rules["disallowed"][:3] + rules["allowed"][:2] + r503["pages"][:1] + rdir["allowed"][:2]
+    mark = log_mark(web)
+    records = by_url(fetch(web, tmp_path / "s", url_records(urls)))
+    for u in rules["disallowed"][:3]:
+        assert records[CANON.parse(u).url]["outcome"] == "robots-denied"
+    for u in rules["allowed"][:2] + rdir["allowed"][:2]:
+        assert records[CANON.parse(u).url]["outcome"] == "fetched"
+    assert records[CANON.parse(r503["pages"][0]).url]["outcome"] == "deferred"
+    report = audit(web, mark, tmp_path)
+    assert report.returncode == 0, report.stdout[-3000:]
+
+
+def test_identical_payloads_become_revisit_records(web: TestWeb, tmp_path: Path) -> None:
+    host = next(h for h in web.manifest["hosts"] if h["kind"] == "duplicates")
+    urls = host["allowed"][:4]
+    fetch(web, tmp_path / "s", url_records(urls), "--warc-dir", str(tmp_path / "w"),
+          "--warc-version", "1.0")  # fmt: skip
+    types: list[str] = []
+    for f in (tmp_path / "w" / "new").glob("*.warc.gz"):
+        with open(f, "rb") as fh:
+            for r in warcio.archiveiterator.ArchiveIterator(fh):
+                assert r.rec_headers.protocol == "WARC/1.0"
+                types.append(r.rec_type)
+    assert "revisit" in types and "response" in types
