@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import hashlib
 import json
+import signal
 import socket
 import time
 from pathlib import Path
@@ -173,15 +174,33 @@ def test_graph_shape():
     assert top[0] > 3 * top[len(top) // 2]
 
 
-def test_small_web_starts_fast_and_stops_on_signal(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_small_web_starts_and_stops_cleanly_on_signal(tmp_path, sig):
     t0 = time.monotonic()
     with start_testweb(tmp_path, "--hosts", "3", "--pages", "20", "--special", "none") as web:
         ready = time.monotonic() - t0
         web.get(web.url("h2.test", "/"))
-        code = web.stop()
+        web.proc.send_signal(sig)
+        code = web.proc.wait(timeout=10)
     assert code == 0
     assert ready < 10  # generous: a loaded CI box; the bench measures it properly
     assert json.loads(web.log_path.read_text().splitlines()[-1])["host"] == "h2.test"
+
+
+def test_same_seed_and_port_same_bytes_across_processes(tmp_path):
+    port = _free_port()
+    args = ("--hosts", "3", "--pages", "6", "--page-kb", "4", "--seed", "11", "--port", str(port))
+    runs = []
+    for _ in range(2):
+        with start_testweb(tmp_path, *args) as web:
+            bodies = [web.get(u)[2] for h in web.manifest["hosts"] if not h["infinite"]
+                      and h["kind"] not in ("near-duplicates", "changing", "slow")
+                      for u in h["pages"][:3]]  # fmt: skip
+            manifest = dict(web.manifest)
+            manifest["hosts"] = [{**h, "robots": {**h["robots"], "file": None}}
+                                 for h in manifest["hosts"]]  # fmt: skip
+            runs.append((bodies, manifest, web.hosts_file.read_bytes(), web.seeds.read_bytes()))
+    assert runs[0] == runs[1]
 
 
 def test_for_duration_ends_by_itself(tmp_path):
