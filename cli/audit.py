@@ -103,7 +103,7 @@ def audit(
 
     Example:
 
-        crawlkit audit --server-log web/requests.ndjson --min-gap 0.05s --json | jq .ok
+        crawlkit audit --server-log web/requests.ndjson --json | jq .violations
     """
     rep = reporter()
     if not server_log and not fetch_log:

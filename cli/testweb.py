@@ -14,7 +14,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit.durations import parse_duration
 from crawlkit.testweb import KINDS, WebConfig, parse_specials, run_testweb
 
-_KIND_HELP = "; ".join(f"{k.name} ({k.help})" for k in KINDS.values())
+_KIND_HELP = "; ".join(f"{k.name}: {k.help}" for k in KINDS.values())
 
 
 @app.command("testweb")
@@ -51,7 +51,8 @@ def testweb(
             "--special",
             help="Special hosts: 'all' (default), 'none', or a comma list of KIND, KIND:N "
             "(N hosts) and -KIND (remove), e.g. 'none,slow:2,calendar' or 'all,-huge'. "
-            f"Kinds: {_KIND_HELP}.",
+            "'all' gives one host of each kind (three for link-farm). "
+            f"Kinds — {_KIND_HELP}.",
         ),
     ] = "all",
     duration: Annotated[
@@ -99,7 +100,7 @@ def testweb(
 
     Example:
 
-        crawlkit testweb --hosts 3 --pages 20 --dir /tmp/web --for 60s | jq .seeds
+        crawlkit testweb --hosts 3 --pages 20 --dir web --for 60s | jq .seeds
     """
     rep = reporter()
     config = WebConfig(
