@@ -85,33 +85,42 @@ _TRIE_MAX_KEYS = 400
 _WILD_CHUNK = 500  # wildcard rules per compiled alternation
 
 
+Hit = tuple[int, Verdict]  # (rank, verdict): rank = 2 * pattern octets + 1 for allow
+
+
+def _rank(rule: Rule) -> int:
+    """Longest pattern in octets wins; ``allow`` wins a tie (RFC 9309 2.2.2), as one int."""
+    return 2 * len(rule.normalized) + (1 if rule.allow else 0)
+
+
 class _Matcher:
     """Finds the deciding rule of one merged group for a path, quickly.
 
-    Rules fall in three kinds, each searched in one step and compared by priority:
+    Rules fall in three kinds, each searched in one step and compared by rank:
     literal prefixes (one regex over a radix tree, or for big groups a table probed
     once per distinct key length, longest first: the longest prefix wins among them,
-    and for these priority is length), literal patterns ending in ``$`` (one dict
+    and for these rank follows length), literal patterns ending in ``$`` (one dict
     lookup of the whole path), and patterns with ``*`` (one alternation ordered by
-    priority, so its first match is its best).
+    rank, so its first match is its best). Each rule's :class:`Verdict` is built once.
     """
 
-    __slots__ = ("_exact", "_lengths", "_prefix", "_prefix_rx", "_wild", "_wild_rules")
+    __slots__ = ("_exact", "_lengths", "_prefix", "_prefix_rx", "_wild", "_wild_hits")
 
     def __init__(self, rules: Sequence[Rule]):
-        prefix: dict[str, Rule] = {}
-        exact: dict[str, Rule] = {}
-        wild: list[Rule] = []
+        prefix: dict[str, Hit] = {}
+        exact: dict[str, Hit] = {}
+        wild: list[tuple[int, Rule]] = []
         for rule in rules:
             pat = rule.normalized
             if not pat:
                 continue  # an empty pattern is no rule (RFC 9309 2.2.2)
+            hit = (_rank(rule), Verdict(rule.allow, rule.text))
             if "*" in pat or len(pat) > _TRIE_MAX_KEY:
-                wild.append(rule)
+                wild.append((hit[0], rule))
             elif pat.endswith("$"):
-                _keep_best(exact, pat[:-1], rule)
+                _keep_best(exact, pat[:-1], hit)
             else:
-                _keep_best(prefix, pat, rule)
+                _keep_best(prefix, pat, hit)
         self._prefix = prefix
         self._exact = exact
         self._prefix_rx: re.Pattern[str] | None = None
@@ -123,17 +132,17 @@ class _Matcher:
                 self._prefix_rx = re.compile(_trie_regex(prefix), re.DOTALL)
         if prefix and self._prefix_rx is None:
             self._lengths = sorted({len(k) for k in prefix}, reverse=True)
-        wild.sort(key=lambda r: r.priority, reverse=True)
-        self._wild_rules = wild
+        wild.sort(key=lambda rank_rule: rank_rule[0], reverse=True)
+        self._wild_hits: list[Hit] = [(rank, Verdict(r.allow, r.text)) for rank, r in wild]
         self._wild: list[re.Pattern[str]] = []
         for start in range(0, len(wild), _WILD_CHUNK):  # chunks keep each regex small
             chunk = wild[start : start + _WILD_CHUNK]
-            alts = "|".join(f"({_wildcard_regex(r.normalized)})" for r in chunk)
+            alts = "|".join(f"({_wildcard_regex(r.normalized)})" for _, r in chunk)
             self._wild.append(re.compile(alts, re.DOTALL))
 
-    def best(self, path: str) -> Rule | None:
-        """The deciding rule for a normalised path, or None when no rule matches."""
-        best: Rule | None = None
+    def best(self, path: str) -> Verdict | None:
+        """The verdict of the deciding rule for a normalised path; None if none matches."""
+        best: Hit | None = None
         if self._prefix_rx is not None:
             m = self._prefix_rx.match(path)
             if m is not None:
@@ -147,45 +156,39 @@ class _Matcher:
                     if best is not None:
                         break
         if self._exact:
-            rule = self._exact.get(path)
-            if rule is not None and (best is None or rule.priority > best.priority):
-                best = rule
+            hit = self._exact.get(path)
+            if hit is not None and (best is None or hit[0] > best[0]):
+                best = hit
         offset = 0
         for rx in self._wild:
             m = rx.match(path)
             if m is not None:
-                rule = self._wild_rules[offset + m.lastindex - 1]  # type: ignore[operator]
-                if best is None or rule.priority > best.priority:
-                    best = rule
-                break  # chunks are in priority order: the first match is the best
+                hit = self._wild_hits[offset + m.lastindex - 1]  # type: ignore[operator]
+                if best is None or hit[0] > best[0]:
+                    best = hit
+                break  # chunks are in rank order: the first match is the best
             offset += _WILD_CHUNK
-        return best
+        return None if best is None else best[1]
 
 
-def _keep_best(table: dict[str, Rule], key: str, rule: Rule) -> None:
+def _keep_best(table: dict[str, Hit], key: str, hit: Hit) -> None:
     old = table.get(key)
-    if old is None or rule.priority > old.priority:
-        table[key] = rule
+    if old is None or hit[0] > old[0]:
+        table[key] = hit
 
 
 class GroupView:
-    """A merged group, compiled: verdicts per path with precomputed Verdict objects."""
+    """A merged group, compiled: the verdict for a URL."""
 
-    __slots__ = ("_verdicts", "crawl_delay", "matcher")
+    __slots__ = ("crawl_delay", "matcher")
 
     def __init__(self, rules: Sequence[Rule], crawl_delay: float | None):
         self.matcher = _Matcher(rules)
         self.crawl_delay = crawl_delay
-        self._verdicts: dict[int, Verdict] = {}
 
     def check(self, url: str) -> Verdict:
         path = target_of(url)
         if path == "/robots.txt" or path.startswith("/robots.txt?"):
             return ALLOWED  # RFC 9309 2.2.2: the file itself is always allowed
-        rule = self.matcher.best(path)
-        if rule is None:
-            return ALLOWED
-        verdict = self._verdicts.get(id(rule))
-        if verdict is None:
-            verdict = self._verdicts[id(rule)] = Verdict(rule.allow, rule.text)
-        return verdict
+        verdict = self.matcher.best(path)
+        return ALLOWED if verdict is None else verdict
