@@ -395,6 +395,23 @@ def test_deeply_nested_prefixes_fall_back_correctly() -> None:
     assert robots.check("x", "/" + "a" * 2000) == Verdict(True, "Allow: /" + "a" * 899)
 
 
+def test_very_long_literal_patterns() -> None:
+    long = "/" + "b" * 1500  # past the radix regex's key limit
+    robots = RobotsTxt.parse(f"User-agent: *\nDisallow: {long}\nAllow: {long}c$\n".encode())
+    assert robots.check("x", long + "cd") == Verdict(False, f"Disallow: {long}")
+    assert robots.check("x", long + "c") == Verdict(True, f"Allow: {long}c$")
+    assert robots.check("x", long[:-1]) == Verdict(True, None)
+
+
+def test_many_wildcard_rules_beyond_the_compiled_ones() -> None:
+    lines = [f"Disallow: /*x{i}$" for i in range(3000)] + ["Allow: /*keep*x7$"]
+    robots = RobotsTxt.parse(("User-agent: *\n" + "\n".join(lines)).encode())
+    assert robots.check("x", "/a/x2999") == Verdict(False, "Disallow: /*x2999$")
+    assert robots.check("x", "/a/x7") == Verdict(False, "Disallow: /*x7$")
+    assert robots.check("x", "/keep/x7") == Verdict(True, "Allow: /*keep*x7$")
+    assert robots.check("x", "/a/x3000") == Verdict(True, None)
+
+
 def test_prepare_compiles_once_and_returns_self() -> None:
     robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /x\n")
     assert robots.prepare("FooBot/1") is robots
@@ -597,8 +614,12 @@ _path = st.text(alphabet="/ab$*%2F.?", max_size=10).map(lambda s: "/" + s)
 def test_matcher_agrees_with_reference(rules: list[tuple[bool, str]], paths: list[str]) -> None:
     text = "User-agent: *\n" + "".join(f"{'Allow' if a else 'Disallow'}: {p}\n" for a, p in rules)
     robots = RobotsTxt.parse(text.encode())
-    # The same rules with the literal prefixes in the table used for big groups.
-    with mock.patch("crawlkit.robots._match._TRIE_MAX_KEYS", 0):
+    # The same rules as a big group is matched: literal prefixes in a table, and all
+    # wildcard rules but one by string search instead of a regex.
+    with (
+        mock.patch("crawlkit.robots._match._TRIE_MAX_KEYS", 0),
+        mock.patch("crawlkit.robots._match._WILD_REGEX_MAX", 1),
+    ):
         tabled = RobotsTxt.parse(text.encode())
         tabled.check("bot", "/")
     for path in paths:

@@ -83,6 +83,9 @@ _TRIE_MAX_KEY = 1024  # longer literal patterns go to the wildcard list (bounded
 # probed once per distinct key length is built in a few milliseconds instead.
 _TRIE_MAX_KEYS = 400
 _WILD_CHUNK = 500  # wildcard rules per compiled alternation
+# Compiling costs about 0.1 s per 1,000 wildcard rules (in Python, holding the GIL); past
+# this many, the rest of a (hostile) group is matched by plain string search instead.
+_WILD_REGEX_MAX = 2000
 
 
 Hit = tuple[int, Verdict]  # (rank, verdict): rank = 2 * pattern octets + 1 for allow
@@ -104,7 +107,7 @@ class _Matcher:
     rank, so its first match is its best). Each rule's :class:`Verdict` is built once.
     """
 
-    __slots__ = ("_exact", "_lengths", "_prefix", "_prefix_rx", "_wild", "_wild_hits")
+    __slots__ = ("_exact", "_lengths", "_prefix", "_prefix_rx", "_slow", "_wild", "_wild_hits")
 
     def __init__(self, rules: Sequence[Rule]):
         prefix: dict[str, Hit] = {}
@@ -133,12 +136,14 @@ class _Matcher:
         if prefix and self._prefix_rx is None:
             self._lengths = sorted({len(k) for k in prefix}, reverse=True)
         wild.sort(key=lambda rank_rule: rank_rule[0], reverse=True)
-        self._wild_hits: list[Hit] = [(rank, Verdict(r.allow, r.text)) for rank, r in wild]
-        self._wild: list[re.Pattern[str]] = []
-        for start in range(0, len(wild), _WILD_CHUNK):  # chunks keep each regex small
-            chunk = wild[start : start + _WILD_CHUNK]
+        compiled, rest = wild[:_WILD_REGEX_MAX], wild[_WILD_REGEX_MAX:]
+        self._wild_hits: list[Hit] = [(rank, Verdict(r.allow, r.text)) for rank, r in compiled]
+        self._wild: list[tuple[int, re.Pattern[str]]] = []  # (best rank in chunk, regex)
+        for start in range(0, len(compiled), _WILD_CHUNK):  # chunks keep each regex small
+            chunk = compiled[start : start + _WILD_CHUNK]
             alts = "|".join(f"({_wildcard_regex(r.normalized)})" for _, r in chunk)
-            self._wild.append(re.compile(alts, re.DOTALL))
+            self._wild.append((chunk[0][0], re.compile(alts, re.DOTALL)))
+        self._slow = [(rank, *_pieces(r.normalized), Verdict(r.allow, r.text)) for rank, r in rest]
 
     def best(self, path: str) -> Verdict | None:
         """The verdict of the deciding rule for a normalised path; None if none matches."""
@@ -159,16 +164,48 @@ class _Matcher:
             hit = self._exact.get(path)
             if hit is not None and (best is None or hit[0] > best[0]):
                 best = hit
+        # Wildcard rules, best rank first: stop at the first match, or as soon as no
+        # remaining rule could outrank what was found already.
         offset = 0
-        for rx in self._wild:
+        for top, rx in self._wild:
+            if best is not None and top <= best[0]:
+                return best[1]
             m = rx.match(path)
             if m is not None:
                 hit = self._wild_hits[offset + m.lastindex - 1]  # type: ignore[operator]
-                if best is None or hit[0] > best[0]:
-                    best = hit
-                break  # chunks are in rank order: the first match is the best
+                return hit[1] if best is None or hit[0] > best[0] else best[1]
             offset += _WILD_CHUNK
+        for rank, pieces, anchored, verdict in self._slow:
+            if best is not None and rank <= best[0]:
+                break
+            if _greedy_match(pieces, anchored, path):
+                return verdict
         return None if best is None else best[1]
+
+
+def _pieces(pattern: str) -> tuple[tuple[str, ...], bool]:
+    """A normalised pattern as its literal pieces between ``*`` and whether ``$`` ends it."""
+    anchored = pattern.endswith("$")
+    return tuple((pattern[:-1] if anchored else pattern).split("*")), anchored
+
+
+def _greedy_match(pieces: tuple[str, ...], anchored: bool, path: str) -> bool:
+    """Does ``path`` match ``pieces[0] * pieces[1] * ... [$]``? Leftmost search for each
+    piece decides it (the same argument as in :func:`_wildcard_regex`)."""
+    if not path.startswith(pieces[0]):
+        return False
+    pos = len(pieces[0])
+    for piece in pieces[1:-1]:
+        found = path.find(piece, pos)
+        if found < 0:
+            return False
+        pos = found + len(piece)
+    last = pieces[-1]
+    if len(pieces) == 1:
+        return not anchored or len(path) == pos
+    if anchored:
+        return path.endswith(last) and len(path) - len(last) >= pos
+    return path.find(last, pos) >= 0
 
 
 def _keep_best(table: dict[str, Hit], key: str, hit: Hit) -> None:
