@@ -252,3 +252,50 @@ def test_damaged_state_is_refused_not_reset(tmp_path: Path):
         f.write(b"\0" * 8)
     with pytest.raises(StateError, match="the manifest says 3 keys"):
         SeenStore.open(tmp_path)
+
+
+# -- packed runs ------------------------------------------------------------------------
+
+CLUSTERED = st.one_of(
+    U64,
+    st.integers(0, 2**20),  # one bucket, many keys
+    st.integers(2**64 - 2**20, 2**64 - 1),
+    st.builds(lambda t, low: (t << 48) | low, st.integers(0, 3), st.integers(0, 2**48 - 1)),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(CLUSTERED, max_size=400), st.lists(CLUSTERED, max_size=200))
+def test_packed_runs_answer_like_a_set(tmp_path_factory, stored, asked):
+    from crawlkit.seen.runs import PackedRun, open_run, run_keys, write_run
+
+    directory = tmp_path_factory.mktemp("p48")
+    keys_sorted = np.unique(keys(stored))
+    path = directory / "run-1.p48"
+    write_run(path, keys_sorted, "p48")
+    assert path.stat().st_size == 8 * 65537 + 6 * len(keys_sorted)
+    run = open_run(path, len(keys_sorted), "p48")
+    assert isinstance(run, PackedRun)
+    assert np.array_equal(run_keys(run), keys_sorted)
+    assert np.array_equal(run_keys(run, 3, 9), keys_sorted[3:9])
+    query = np.unique(keys(stored[:50] + asked))
+    members = set(stored)
+    assert lookup_sorted([run], query).tolist() == [int(q) in members for q in query]
+
+
+def test_big_runs_are_packed_and_still_exact(tmp_path: Path, monkeypatch):
+    from crawlkit.seen import runs
+
+    monkeypatch.setattr(runs, "PACKED_MIN", 500)
+    stored = random_keys(3000, 12)
+    with SeenStore.open(tmp_path, capacity=100_000, fan_in=2) as store:
+        for batch in np.array_split(stored, 12):  # 250 each: u64, merged into p48
+            store.commit(batch)
+        formats = {r.format for r in store.manifest.runs}
+        assert "p48" in formats
+        assert store.lookup(stored).seen.all()
+        assert not store.lookup(random_keys(3000, 13)).seen.any()
+    with SeenStore.open(tmp_path, writable=False) as store:
+        assert store.contains(stored).all()
+        files = {r.file.rsplit(".", 1)[1] for r in store.manifest.runs}
+        assert "p48" in files

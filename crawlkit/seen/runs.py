@@ -1,10 +1,22 @@
 """Sorted runs of fingerprints on disk, the manifest that names them, and compaction.
 
-A *run* is a file of distinct fingerprints as little-endian uint64, sorted ascending,
-with no header (``numpy.fromfile(path, "<u8")`` reads it; so does ``od -A d -t u8``).
+A *run* is a file of distinct fingerprints, sorted ascending, in one of two formats
+(the manifest names the format of each run):
+
+``u64`` (``run-N.u64``, runs under a million keys)
+    The keys as little-endian uint64, no header (``numpy.fromfile(path, "<u8")`` reads
+    it; so does ``od -A d -t u8``).
+``p48`` (``run-N.p48``, larger runs): 6 bytes a key instead of 8
+    The top 16 bits of a sorted key are implied by its position, so they are stored
+    once, as a directory: ``65537`` little-endian uint64 offsets (``offsets[t]`` is the
+    index of the first key whose top 16 bits are ``t``; the last is the count), then
+    the low 32 bits of every key (``<u4``), then bits 32-47 of every key (``<u2``).
+    With the Bloom filter's 1.8 bytes a stored URL costs under 8 bytes of disk.
+
 Runs are immutable once written: a new batch makes a new run, and compaction merges
 several runs into one new file. Lookups memory-map the runs and binary-search a sorted
-batch of keys in each, so RAM does not grow with the number of stored fingerprints.
+batch of keys in each (numpy's ``searchsorted`` for ``u64``, a vectorised search inside
+each directory bucket for ``p48``), so RAM does not grow with the stored count.
 
 The *manifest* (``manifest.json``) is the commit point. It names the live runs and
 the filter file; it is replaced by an atomic rename, so a crash leaves either the old
@@ -37,12 +49,15 @@ __all__ = [
     "FORMAT",
     "MANIFEST",
     "Manifest",
+    "PackedRun",
     "RunInfo",
     "lookup_sorted",
     "merge_sorted",
     "open_run",
     "plan_compaction",
     "read_manifest",
+    "run_format",
+    "run_keys",
     "write_manifest",
     "write_run",
 ]
@@ -55,13 +70,20 @@ TMP_PREFIX = ".tmp-"
 Fingerprints = npt.NDArray[np.uint64]
 
 
+PACKED_MIN = 1 << 20
+_TOP = 1 << 16
+_DIRECTORY = 8 * (_TOP + 1)
+_LOW48 = np.uint64((1 << 48) - 1)
+
+
 @dataclass
 class RunInfo:
-    """One live run: its file name (in the store directory), key count and level."""
+    """One live run: its file name (in the store directory), key count, level, format."""
 
     file: str
     count: int
     level: int = 0
+    format: str = "u64"
 
 
 @dataclass
@@ -103,7 +125,8 @@ class Manifest:
                     f"reads version {FORMAT_VERSION}"
                 )
             runs = [
-                RunInfo(str(r["file"]), int(r["count"]), int(r["level"])) for r in value["runs"]
+                RunInfo(str(r["file"]), int(r["count"]), int(r["level"]), _format(r))
+                for r in value["runs"]
             ]
             return cls(
                 capacity=int(value["capacity"]),
@@ -114,6 +137,13 @@ class Manifest:
             )
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise StateError(f"{where} is damaged ({type(exc).__name__}: {exc})") from exc
+
+
+def _format(run: dict[str, Any]) -> str:
+    fmt = str(run.get("format", "u64"))
+    if fmt not in ("u64", "p48"):
+        raise ValueError(f"unknown run format {fmt!r}")
+    return fmt
 
 
 def read_manifest(directory: Path) -> Manifest | None:
@@ -135,12 +165,26 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
     atomic_write_json(directory / MANIFEST, manifest.to_json())
 
 
-def write_run(path: Path, keys: Fingerprints) -> None:
+def run_format(count: int) -> str:
+    """The format a new run of ``count`` keys is written in."""
+    return "p48" if count >= PACKED_MIN else "u64"
+
+
+def write_run(path: Path, keys: Fingerprints, fmt: str = "u64") -> None:
     """Write sorted distinct ``keys`` to ``path`` atomically (temp, fsync, rename)."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
     tmp = path.with_name(TMP_PREFIX + path.name)
     try:
         with open(tmp, "wb") as f:
-            np.ascontiguousarray(keys, dtype="<u8").tofile(f)
+            if fmt == "u64":
+                keys.astype("<u8", copy=False).tofile(f)
+            else:
+                offsets = np.searchsorted(
+                    keys >> np.uint64(48), np.arange(_TOP + 1, dtype=np.uint64)
+                )
+                offsets.astype("<u8").tofile(f)
+                keys.astype("<u4").tofile(f)  # astype keeps the low bits
+                (keys >> np.uint64(32)).astype("<u2").tofile(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -151,7 +195,65 @@ def write_run(path: Path, keys: Fingerprints) -> None:
     fsync_dir(path.parent)
 
 
-def open_run(path: Path, count: int) -> Fingerprints:
+class PackedRun:
+    """A memory-mapped ``p48`` run: ``find`` answers membership for sorted keys."""
+
+    def __init__(self, path: Path, count: int):
+        self.count = count
+        self.offsets = np.fromfile(path, dtype="<u8", count=_TOP + 1).astype(np.int64)
+        if self.offsets[-1] != count or self.offsets[0] != 0 or (np.diff(self.offsets) < 0).any():
+            raise StateError(f"run {path} has a damaged directory")
+        self.low = np.memmap(path, dtype="<u4", mode="r", offset=_DIRECTORY, shape=(count,))
+        self.mid = np.memmap(path, dtype="<u2", mode="r", offset=_DIRECTORY + 4 * count,
+                             shape=(count,))  # fmt: skip
+        # Plain views: fancy indexing on the memmap subclass is slower.
+        self._low = self.low.view(np.ndarray)
+        self._mid = self.mid.view(np.ndarray)
+        widest = int(np.diff(self.offsets).max()) if count else 0
+        self._steps = max(0, widest - 1).bit_length()
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _low48(self, index: npt.NDArray[np.int64]) -> Fingerprints:
+        return (np.take(self._mid, index).astype(np.uint64) << np.uint64(32)) | np.take(
+            self._low, index
+        ).astype(np.uint64)
+
+    def find(self, keys: Fingerprints) -> npt.NDArray[np.bool_]:
+        """True for each key of the ascending array ``keys`` that the run holds."""
+        if self.count == 0 or len(keys) == 0:
+            return np.zeros(len(keys), dtype=bool)
+        top = (keys >> np.uint64(48)).astype(np.int64)
+        base = self.offsets[top]
+        end = self.offsets[top + 1]
+        width = end - base
+        want = keys & _LOW48
+        last = self.count - 1
+        # A branchless lower-bound search for every key at once, each in its bucket:
+        # the answer stays in [base, base + width) while width halves.
+        for _ in range(self._steps):
+            half = width >> 1
+            probe = base + half
+            np.minimum(probe, last, out=probe)
+            base += half * (self._low48(probe) < want)
+            width -= half
+        # The lower bound is base, or base + 1 when base's key is smaller.
+        base += self._low48(np.minimum(base, last)) < want
+        return (base < end) & (self._low48(np.minimum(base, last)) == want)
+
+    def keys(self, start: int = 0, stop: int | None = None) -> Fingerprints:
+        """Keys ``start:stop`` as uint64 (ascending)."""
+        stop = self.count if stop is None else min(stop, self.count)
+        index = np.arange(start, stop, dtype=np.int64)
+        top = np.searchsorted(self.offsets[1:], index, side="right").astype(np.uint64)
+        return (top << np.uint64(48)) | self._low48(index)
+
+
+Run = Fingerprints | PackedRun
+
+
+def open_run(path: Path, count: int, fmt: str = "u64") -> Run:
     """Memory-map a run (read-only), checking that its size matches the manifest."""
     try:
         size = path.stat().st_size
@@ -159,18 +261,28 @@ def open_run(path: Path, count: int) -> Fingerprints:
         raise
     except OSError as exc:
         raise StateError(f"cannot read run {path}: {exc.strerror}") from exc
-    if size != 8 * count:
+    expected = 8 * count if fmt == "u64" else _DIRECTORY + 6 * count
+    if size != expected:
         raise StateError(f"run {path} has {size} bytes; the manifest says {count} keys")
+    if fmt == "p48":
+        return PackedRun(path, count)
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
     return np.memmap(path, dtype="<u8", mode="r", shape=(count,))  # type: ignore[return-value]
 
 
-def lookup_sorted(runs: Sequence[Fingerprints], keys: Fingerprints) -> npt.NDArray[np.bool_]:
+def run_keys(run: Run, start: int = 0, stop: int | None = None) -> Fingerprints:
+    """Keys ``start:stop`` of a run of either format, as a uint64 array."""
+    if isinstance(run, PackedRun):
+        return run.keys(start, stop)
+    return np.asarray(run[start:stop])
+
+
+def lookup_sorted(runs: Sequence[Run], keys: Fingerprints) -> npt.NDArray[np.bool_]:
     """True for each key of the ascending array ``keys`` that is in any of ``runs``.
 
-    One ``searchsorted`` per run: with sorted keys numpy walks each run forward, so a
-    batch costs about one pass over the pages it touches (no per-key Python).
+    One search per run: with sorted keys numpy walks each run forward, so a batch
+    costs about one pass over the pages it touches (no per-key Python).
     """
     found = np.zeros(len(keys), dtype=bool)
     if len(keys) == 0:
@@ -183,9 +295,12 @@ def lookup_sorted(runs: Sequence[Fingerprints], keys: Fingerprints) -> npt.NDArr
         q = keys if todo is None else keys[todo]
         if len(q) == 0:
             break
-        idx = np.searchsorted(run, q)
-        np.minimum(idx, len(run) - 1, out=idx)
-        hit = np.asarray(run[idx]) == q
+        if isinstance(run, PackedRun):
+            hit = run.find(q)
+        else:
+            idx = np.searchsorted(run, q)
+            np.minimum(idx, len(run) - 1, out=idx)
+            hit = np.asarray(run[idx]) == q
         if todo is None:
             found |= hit
         else:
@@ -193,11 +308,11 @@ def lookup_sorted(runs: Sequence[Fingerprints], keys: Fingerprints) -> npt.NDArr
     return found
 
 
-def merge_sorted(arrays: Sequence[Fingerprints]) -> Fingerprints:
-    """One ascending array of the distinct keys of several ascending arrays."""
+def merge_sorted(arrays: Sequence[Run]) -> Fingerprints:
+    """One ascending array of the distinct keys of several ascending arrays or runs."""
     if not arrays:
         return np.zeros(0, dtype=np.uint64)
-    merged = np.concatenate([np.asarray(a, dtype=np.uint64) for a in arrays])
+    merged = np.concatenate([run_keys(a) for a in arrays]).astype(np.uint64, copy=False)
     # A stable sort is timsort, which finds the sorted runs and merges them.
     merged.sort(kind="stable")
     if len(merged) > 1:

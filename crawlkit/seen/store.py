@@ -6,6 +6,7 @@ Layout under ``--state DIR`` (the whole directory is locked by
     DIR/seen/manifest.json     the commit point: capacity, fp_rate, filter, runs
     DIR/seen/filter-NNNNNNNN.bloom   the Bloom filter (see crawlkit.seen.bloom)
     DIR/seen/run-NNNNNNNN.u64  sorted distinct little-endian uint64 fingerprints
+    DIR/seen/run-NNNNNNNN.p48  the same for big runs, packed to 6 bytes a key
 
 Answers (DESIGN.md invariant 4): :meth:`SeenStore.lookup` asks the filter about a
 whole batch; every "maybe" is confirmed against the exact runs, so a false positive of
@@ -44,12 +45,15 @@ from crawlkit.seen.bloom import BloomFilter, bloom_size
 from crawlkit.seen.runs import (
     MANIFEST,
     Manifest,
+    Run,
     RunInfo,
     lookup_sorted,
     merge_sorted,
     open_run,
     plan_compaction,
     read_manifest,
+    run_format,
+    run_keys,
     write_manifest,
     write_run,
 )
@@ -66,7 +70,7 @@ DEFAULT_CAPACITY = 10_000_000
 DEFAULT_FP_RATE = 0.001
 DEFAULT_FAN_IN = 4
 SUBDIR = "seen"
-_OWN_FILE = re.compile(r"^(\.tmp-.*|run-\d+\.u64|filter-\d+\.bloom)$")
+_OWN_FILE = re.compile(r"^(\.tmp-.*|run-\d+\.(u64|p48)|filter-\d+\.bloom)$")
 _CHUNK = 1 << 22
 
 Fingerprints = npt.NDArray[np.uint64]
@@ -122,10 +126,10 @@ class SeenStore:
         self._state = state
         self.manifest = manifest
         self.filter: BloomFilter | None = None
-        self._runs: list[Fingerprints] = []
+        self._runs: list[Run] = []
         if manifest is not None:
             self.filter = BloomFilter(directory / manifest.filter, writable=writable)
-            self._runs = [open_run(directory / r.file, r.count) for r in manifest.runs]
+            self._runs = [open_run(directory / r.file, r.count, r.format) for r in manifest.runs]
 
     # -- opening -----------------------------------------------------------------------
 
@@ -186,7 +190,7 @@ class SeenStore:
 
     @staticmethod
     def _create(directory: Path, capacity: int | None, fp_rate: float | None) -> Manifest:
-        if any(directory.glob("run-*.u64")):
+        if any(directory.glob("run-*.u64")) or any(directory.glob("run-*.p48")):
             raise StateError(
                 f"{directory} holds runs but no {MANIFEST}; refusing to start a new seen set "
                 "over them (move them away to start afresh)"
@@ -235,7 +239,7 @@ class SeenStore:
         """Every stored key, a run at a time, in chunks (each chunk ascending)."""
         for run in self._runs:
             for start in range(0, len(run), _CHUNK):
-                yield np.asarray(run[start : start + _CHUNK])
+                yield run_keys(run, start, start + _CHUNK)
 
     def disk_bytes(self) -> int:
         """Bytes the committed files take (runs, filter, manifest) as file sizes."""
@@ -269,9 +273,10 @@ class SeenStore:
         if len(keys) == 0:
             return
         new = copy.deepcopy(manifest)
-        run = RunInfo(new.new_name("run", ".u64"), len(keys), 0)
+        fmt = run_format(len(keys))
+        run = RunInfo(new.new_name("run", f".{fmt}"), len(keys), 0, fmt)
         self._step("begin")
-        write_run(self.directory / run.file, keys)
+        write_run(self.directory / run.file, keys, fmt)
         self._step("run-written")
         new.runs.append(run)
         stored = new.stored
@@ -286,7 +291,7 @@ class SeenStore:
                     f"{self.filter.capacity}; rebuilding the filter for {capacity}",
                     "filter grown",
                 )
-            self._runs.append(open_run(self.directory / run.file, run.count))
+            self._runs.append(open_run(self.directory / run.file, run.count, run.format))
             try:
                 self._rebuild(new, capacity, new.fp_rate)
             except BaseException:
@@ -300,7 +305,7 @@ class SeenStore:
             write_manifest(self.directory, new)
             self._step("manifest-written")
             self.manifest = new
-            self._runs.append(open_run(self.directory / run.file, run.count))
+            self._runs.append(open_run(self.directory / run.file, run.count, run.format))
         self.compact()
 
     def rebuild(self, capacity: int | None = None, fp_rate: float | None = None) -> None:
@@ -335,8 +340,10 @@ class SeenStore:
             live = dict(zip((r.file for r in manifest.runs), self._runs, strict=True))
             merged = merge_sorted([live[n] for n in names])
             new = copy.deepcopy(manifest)
-            run = RunInfo(new.new_name("run", ".u64"), len(merged), max(r.level for r in group) + 1)
-            write_run(self.directory / run.file, merged)
+            fmt = run_format(len(merged))
+            level = max(r.level for r in group) + 1
+            run = RunInfo(new.new_name("run", f".{fmt}"), len(merged), level, fmt)
+            write_run(self.directory / run.file, merged, fmt)
             del merged
             self._step("compaction-run-written")
             new.runs = [r for r in new.runs if r.file not in names] + [run]
@@ -344,7 +351,7 @@ class SeenStore:
             self._step("compaction-manifest-written")
             self.manifest = manifest = new
             self._runs = [live[r.file] for r in new.runs[:-1]]
-            self._runs.append(open_run(self.directory / run.file, run.count))
+            self._runs.append(open_run(self.directory / run.file, run.count, run.format))
             for name in names:
                 live.pop(name)
                 (self.directory / name).unlink(missing_ok=True)
