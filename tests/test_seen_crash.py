@@ -23,11 +23,14 @@ from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import SeenMerge
 from crawlkit.url import Canonicalizer
 
-# Runs the real command with a commit hook that kills the process at the Nth step.
+# Runs the seen-merge command (only it is imported, so other commands cannot get in
+# the way) with a commit hook that kills the process at the Nth step.
 DRIVER = """
 import os, signal, sys
+import typer
 from crawlkit.seen import SeenStore
-from crawlkit_cli.main import main
+from crawlkit_cli import seen_merge
+from crawlkit_cli.app import app
 
 kill_at = int(sys.argv[1])
 steps = []
@@ -40,7 +43,7 @@ def hook(step):
         sys.stderr.write(f"step {step}\\n")
 
 SeenStore.commit_hook = hook
-main(sys.argv[2:])
+typer.main.get_command(app).main(args=sys.argv[2:], prog_name="crawlkit")
 """
 
 CANON = Canonicalizer()
