@@ -1,0 +1,500 @@
+"""Unit tests of the fetch parts: network policy, scheduler, WARC writer, resolver,
+host state, client caps (against a tiny loopback server), and the engine over a
+fake client."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import warcio.archiveiterator
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawlkit.errors import UsageError
+from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult
+from crawlkit.fetch.engine import FetchConfig, Fetcher, parse_retry_after, split_url
+from crawlkit.fetch.hoststate import HostRecord, HostState
+from crawlkit.fetch.netpolicy import NetPolicy
+from crawlkit.fetch.resolver import Resolver, read_hosts_file
+from crawlkit.fetch.scheduler import HostQueue, Scheduler
+from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest
+
+# -- network policy (invariant 7) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.9.9.9",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:8.8.8.8",
+        "64:ff9b::a00:1",
+        "2002:7f00:1::1",
+        "192.0.2.1",
+        "198.18.0.1",
+    ],
+)
+def test_non_public_addresses_are_refused(address: str) -> None:
+    assert NetPolicy().refusal(address) is not None
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "93.184.216.34", "2606:4700:4700::1111"])
+def test_public_addresses_are_allowed(address: str) -> None:
+    assert NetPolicy().allowed(address)
+
+
+def test_allow_net_opens_exactly_its_cidr() -> None:
+    policy = NetPolicy(["127.0.0.0/9"])
+    assert policy.allowed("127.1.0.1")
+    assert not policy.allowed("127.255.0.1")
+    assert not policy.allowed("10.0.0.1")
+    with pytest.raises(UsageError):
+        NetPolicy(["not-a-cidr"])
+
+
+# -- scheduler (invariant 2) ----------------------------------------------------------------
+
+
+def run_schedule(sched: Scheduler, hosts: list[HostQueue], elapsed: float, status=200):
+    """Drive the scheduler with a fake clock; returns (host, start, end) per request."""
+    for h in hosts:
+        sched.push(h)
+    now, log, running = 0.0, [], []
+    for _ in range(10_000):
+        while True:
+            h = sched.pop_ready(now)
+            if h is None:
+                break
+            h.items.popleft()
+            sched.start(h, now)
+            running.append((now + elapsed, h, now))
+        if not running:
+            nt = sched.next_time()
+            if nt is None:
+                break
+            now = max(now, nt)
+            continue
+        running.sort(key=lambda r: r[0])
+        nt = sched.next_time()
+        if nt is not None and nt < running[0][0]:
+            now = max(now, nt)
+            continue
+        end, h, start = running.pop(0)
+        now = end
+        sched.finish(h, now, elapsed=elapsed, status=status(h) if callable(status) else status)
+        log.append((h.key, start, end))
+        if h.items:
+            sched.push(h)
+    return log
+
+
+@given(
+    n_hosts=st.integers(1, 6),
+    per_host=st.integers(1, 5),
+    elapsed=st.floats(0.001, 0.3),
+    min_delay=st.floats(0.0, 2.0),
+    per_ip=st.integers(1, 3),
+)
+def test_scheduler_never_overlaps_a_host_and_keeps_the_gap(
+    n_hosts, per_host, elapsed, min_delay, per_ip
+):
+    sched = Scheduler(min_delay=min_delay, delay_factor=10, per_ip=per_ip, per_ip_delay=0.1)
+    hosts = [HostQueue(f"h{i}", address=f"10.0.0.{i % 2}") for i in range(n_hosts)]
+    for h in hosts:
+        h.items.extend(range(per_host))
+    log = run_schedule(sched, hosts, elapsed)
+    assert len(log) == n_hosts * per_host  # nothing dropped
+    gap = max(min_delay, 10 * elapsed)
+    for key in {k for k, _, _ in log}:
+        mine = sorted((s, e) for k, s, e in log if k == key)
+        for (_s1, e1), (s2, _) in itertools.pairwise(mine):
+            assert s2 >= e1 + gap - 1e-9
+    for ip in ("10.0.0.0", "10.0.0.1"):
+        spans = [(s, e) for k, s, e in log if f"10.0.0.{int(k[1:]) % 2}" == ip]
+        for s, _ in spans:
+            assert sum(1 for s2, e2 in spans if s2 <= s < e2) <= per_ip
+        starts = sorted(s for s, _ in spans)
+        assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(starts))
+
+
+def test_backoff_doubles_to_the_cap_honours_retry_after_and_clears() -> None:
+    sched = Scheduler(min_delay=1, backoff=60, max_backoff=3600)
+    h = HostQueue("a", address="1.1.1.1")
+    waits = []
+    for _ in range(8):
+        sched.start(h, 0)
+        sched.finish(h, 100.0, elapsed=0.1, status=503)
+        waits.append(h.backoff_until - 100.0)
+    assert waits == [60, 120, 240, 480, 960, 1920, 3600, 3600]
+    sched.start(h, 0)
+    sched.finish(h, 100.0, elapsed=0.1, status=429, retry_after=7200)
+    assert h.backoff_until == 100.0 + 7200  # Retry-After longer than the step wins
+    sched.start(h, 0)
+    sched.finish(h, 200.0, elapsed=0.1, status=200)
+    assert h.backoff == 0 and not h.backing_off(200.0) and h.next_allowed == 201.0
+
+
+def test_crawl_delay_sets_the_gap() -> None:
+    sched = Scheduler(min_delay=1)
+    h = HostQueue("a", crawl_delay=5)
+    sched.start(h, 0)
+    sched.finish(h, 10.0, elapsed=0.01, status=200)
+    assert h.next_allowed == 15.0
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    assert parse_retry_after("120", 0) == 120
+    now = 1_700_000_000.0
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now + 90))
+    assert parse_retry_after(date, now) == pytest.approx(90, abs=1)
+    assert parse_retry_after("soon", now) is None
+
+
+def test_split_url() -> None:
+    assert split_url("http://A.example:80/x").key == "a.example"
+    assert split_url("https://a.example:8443/").origin == "https://a.example:8443"
+    with pytest.raises(Exception, match="scheme"):
+        split_url("ftp://a.example/")
+
+
+# -- WARC ---------------------------------------------------------------------------------
+
+
+def capture(i: int, body: bytes, revisit=None) -> Capture:
+    return Capture(
+        url=f"http://a.test/{i}",
+        ip="127.0.0.2",
+        date=time.time(),
+        request_head=f"GET /{i} HTTP/1.1\r\nHost: a.test\r\n\r\n".encode(),
+        response_head=b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n",
+        body=body,
+        payload_digest=sha1_digest(body),
+        depth=3,
+        revisit_of=revisit,
+        metadata={"fetchTimeMs": "5"},
+    )
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.0"])
+def test_warc_files_pass_warcio_check_and_rotate(tmp_path: Path, version: str) -> None:
+    w = WarcWriter(tmp_path, version=version, max_size=3000)
+    locs = [w.write_capture(capture(i, b"<p>%d</p>" % i * 100)) for i in range(6)]
+    w.write_capture(
+        capture(9, b"<p>0</p>" * 100, revisit=("http://a.test/0", "2020-01-01T00:00:00Z"))
+    )
+    w.close()
+    files = sorted(tmp_path.glob("*.warc.gz"))
+    assert len(files) > 1 and not list(tmp_path.glob("*.open"))
+    assert all(f.name.startswith("crawlkit-") and f.name.endswith(".warc.gz") for f in files)
+    warcio_bin = Path(sys.executable).parent / "warcio"
+    check = subprocess.run(
+        [str(warcio_bin), "check", *map(str, files)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    loc = locs[2]
+    with open(tmp_path / loc.file, "rb") as fh:
+        fh.seek(loc.offset)
+        rec = next(iter(warcio.archiveiterator.ArchiveIterator(fh)))
+        assert rec.rec_type == "response"
+        assert rec.rec_headers.protocol == f"WARC/{version}"
+        assert rec.rec_headers.get_header("WARC-Crawlkit-Depth") == "3"
+        assert rec.content_stream().read() == b"<p>2</p>" * 100
+        assert rec.http_headers.get_header("Transfer-Encoding") is None
+
+
+def test_warc_reads_with_fastwarc_when_installed(tmp_path: Path) -> None:
+    fastwarc = pytest.importorskip("fastwarc.warc")
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"x" * (i + 1)))
+    w.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    with open(path, "rb") as fh:
+        blocks = [
+            r.verify_block_digest()
+            for r in fastwarc.ArchiveIterator(fh, parse_http=False)
+            if r.record_type == fastwarc.WarcRecordType.response
+        ]
+    with open(path, "rb") as fh:
+        # (FastWARC checks the block digest only before it parses the HTTP head)
+        payloads = [
+            r.verify_payload_digest()
+            for r in fastwarc.ArchiveIterator(fh, parse_http=True)
+            if r.record_type == fastwarc.WarcRecordType.response
+        ]
+    assert blocks == payloads == [True, True, True]
+
+
+def test_warc_indexes_with_cdxj_indexer_when_installed(tmp_path: Path) -> None:
+    pytest.importorskip("cdxj_indexer")
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"y" * (i + 1)))
+    w.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    exe = Path(sys.executable).parent / "cdxj-indexer"
+    out = subprocess.run([str(exe), str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    assert sum('"status": "200"' in line for line in lines) == 3
+
+
+# -- resolver and host state -------------------------------------------------------------
+
+
+def test_hosts_file_overrides_and_negative_cache_is_bounded(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# comment\n127.1.0.1 a.test b.test\n::1 c.test\n")
+    table = read_hosts_file(hosts)
+    assert table == {"a.test": ("127.1.0.1",), "b.test": ("127.1.0.1",), "c.test": ("::1",)}
+    calls = []
+
+    def lookup(name: str) -> list[str]:
+        calls.append(name)
+        raise OSError(-2, "Name or service not known")
+
+    r = Resolver(hosts=table, lookup=lookup, max_negative=3)
+
+    async def go() -> None:
+        assert (await r.resolve("A.test.")).addresses == ("127.1.0.1",)
+        for i in range(5):
+            res = await r.resolve(f"x{i}.invalid")
+            assert res.error and not res.addresses
+        await r.resolve("x4.invalid")  # cached failure: no second lookup
+
+    asyncio.run(go())
+    assert calls == [f"x{i}.invalid" for i in range(5)]
+    assert len(r._negative) == 3
+
+
+def test_host_state_round_trip(tmp_path: Path) -> None:
+    s = HostState(tmp_path)
+    s.put_host("a.test", HostRecord(100.0, 60.0, 160.0, 0.2, 1.0, 99.0))
+    s.put_digest("sha1:X", "http://a.test/", "2026-01-01T00:00:00Z")
+    s.commit()
+    s.close()
+    s = HostState(tmp_path)
+    assert s.host("a.test") == HostRecord(100.0, 60.0, 160.0, 0.2, 1.0, 99.0)
+    assert s.digest("sha1:X") == ("http://a.test/", "2026-01-01T00:00:00Z")
+    assert s.host("b.test") is None
+    s.close()
+
+
+# -- the client's caps, against a tiny loopback server ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_server():
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.path == "/bomb":
+            return web.Response(
+                body=gzip.compress(b"\0" * 20_000_000), headers={"Content-Encoding": "gzip"}
+            )
+        if request.path == "/stall":
+            resp = web.StreamResponse()
+            await resp.prepare(request)
+            await resp.write(b"partial")
+            await asyncio.sleep(2)
+            return resp
+        return web.Response(text=f"hello {request.host} {request.headers.get('User-Agent')}")
+
+    import threading
+
+    loop = asyncio.new_event_loop()
+    runner_box: dict = {}
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runner_box["runner"] = runner
+        runner_box["port"] = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(start(), loop).result(10)
+    yield runner_box["port"]
+    asyncio.run_coroutine_threadsafe(runner_box["runner"].cleanup(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def test_client_connects_to_the_pinned_address_keeping_the_name(tiny_server: int) -> None:
+    async def go() -> list[FetchResult]:
+        c = AiohttpClient()
+        try:
+            ok = await c.fetch(
+                FetchRequest(
+                    f"http://named.test:{tiny_server}/", "127.0.0.1", {"User-Agent": "t/1"}
+                )
+            )
+            bomb = await c.fetch(
+                FetchRequest(
+                    f"http://named.test:{tiny_server}/bomb", "127.0.0.1", max_decoded=1_000_000
+                )
+            )
+            stall = await c.fetch(
+                FetchRequest(f"http://named.test:{tiny_server}/stall", "127.0.0.1", timeout=0.5)
+            )
+            return [ok, bomb, stall]
+        finally:
+            await c.close()
+
+    ok, bomb, stall = asyncio.run(go())
+    assert ok.status == 200 and ok.body == f"hello named.test:{tiny_server} t/1".encode()
+    assert bomb.truncated == "length" and bomb.decoded_bytes > 1_000_000
+    assert len(bomb.body) < 100_000  # stopped at the decoded cap, body kept raw (gzip)
+    assert stall.truncated == "time" and stall.body == b"partial" and "timeout" in stall.error
+
+
+# -- the engine over a fake client --------------------------------------------------------
+
+
+class FakeClient:
+    """Answers from a table; records the order of requests per host."""
+
+    def __init__(self, table: dict[str, tuple[int, dict[str, str], bytes]]):
+        self.table = table
+        self.seen: list[tuple[str, str]] = []
+
+    async def fetch(self, request: FetchRequest) -> FetchResult:
+        self.seen.append((request.url, request.address))
+        status, headers, body = self.table.get(request.url, (404, {}, b""))
+        await asyncio.sleep(0.001)
+        return FetchResult(
+            status=status,
+            headers=list(headers.items()),
+            response_head=b"HTTP/1.1 %d X\r\n\r\n" % status,
+            request_head=b"GET / HTTP/1.1\r\n\r\n",
+            body=body,
+            started=time.time(),
+            elapsed=0.001,
+            address=request.address,
+        )
+
+    async def close(self) -> None:
+        pass
+
+
+def run_engine(records, table, **cfg):
+    client = FakeClient(table)
+    redirects: list[dict] = []
+    resolver = Resolver(
+        hosts={"a.test": ("8.8.8.8",), "b.test": ("8.8.4.4",), "lan.test": ("10.0.0.1",)}
+    )
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, **cfg),
+        client=client,
+        resolver=resolver,
+        netpolicy=NetPolicy(),
+        on_redirect=redirects.append,
+    )
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run(records)]
+
+    return asyncio.run(go()), client, redirects
+
+
+def test_engine_one_record_per_url_robots_first_and_redirects() -> None:
+    robots = b"User-agent: *\nDisallow: /private\n"
+    table = {
+        "http://a.test:80/robots.txt": (200, {}, robots),
+        "http://a.test/": (200, {"Content-Type": "text/html"}, b"<p>hi</p>"),
+        "http://a.test/old": (301, {"Location": "/new"}, b""),
+        "http://b.test:80/robots.txt": (503, {"Retry-After": "5"}, b""),
+    }
+    records = [
+        {"url": u, "depth": 2, "x": "keep"}
+        for u in [
+            "http://a.test/",
+            "http://a.test/private/1",
+            "http://a.test/old",
+            "http://b.test/",
+            "http://lan.test/",
+            "mailto:x@y",
+            "http://a.test/missing",
+        ]
+    ]
+    out, client, redirects = run_engine(records, table)
+    assert len(out) == len(records)
+    got = {r["url"]: r for r in out}
+    assert all(r["x"] == "keep" for r in out)
+    assert got["http://a.test/"]["outcome"] == "fetched"
+    assert got["http://a.test/private/1"]["outcome"] == "robots-denied"
+    assert got["http://a.test/old"]["outcome"] == "redirect"
+    assert got["http://a.test/old"]["location"] == "http://a.test/new"
+    assert got["http://b.test/"]["outcome"] == "deferred" and got["http://b.test/"]["retry_at"]
+    assert got["http://lan.test/"]["outcome"] == "refused"
+    assert got["mailto:x@y"]["outcome"] == "refused"
+    assert got["http://a.test/missing"]["status"] == 404
+    assert redirects == [
+        {
+            "url": "http://a.test/new",
+            "host": "a.test",
+            "site": "a.test",
+            "fp": redirects[0]["fp"],
+            "depth": 2,
+            "reason": "redirect",
+            "hops": 1,
+            "via": "http://a.test/old",
+        }
+    ]
+    a_requests = [u for u, _ in client.seen if "a.test" in u]
+    assert a_requests[0] == "http://a.test:80/robots.txt"
+    assert all(addr == "8.8.8.8" for u, addr in client.seen if "a.test" in u)
+    assert not [u for u, _ in client.seen if "lan.test" in u or "private" in u]
+
+
+def test_engine_defers_hosts_not_due_before_the_deadline() -> None:
+    table = {"http://a.test:80/robots.txt": (404, {}, b"")}
+    records = [{"url": f"http://a.test/{i}"} for i in range(5)]
+    out, _client, _ = run_engine(records, table, duration=0.5, delay_factor=0, per_ip_delay=0)
+    # min_delay 0 but Crawl-delay none: all five fit; now with a 1 s gap only some do
+    assert len(out) == 5
+    cfg = {"duration": 0.3, "delay_factor": 0.0}
+    client2 = FakeClient(table)
+    fetcher = Fetcher(
+        FetchConfig(min_delay=1.0, **cfg),
+        client=client2,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+    )
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run(records)]
+
+    out2 = asyncio.run(go())
+    assert len(out2) == 5
+    deferred = [r for r in out2 if r["outcome"] == "deferred"]
+    assert len(deferred) == 5 and all(r["retry_at"] for r in deferred)  # robots took the slot
+    assert len(client2.seen) == 1
