@@ -54,6 +54,14 @@ def sitemap(
             help="Uncompressed bytes read from one file (protocol limit: 50MiB, 52,428,800 bytes).",
         ),
     ] = "50MiB",
+    same_host: Annotated[
+        bool,
+        typer.Option(
+            "--same-host",
+            help="Skip (and report) URLs on another host than --base, as the sitemap "
+            "protocol requires unless robots.txt vouches for them.",
+        ),
+    ] = False,
     out: OutFile = "-",
     quiet: Quiet = False,
 ) -> None:
@@ -90,6 +98,8 @@ def sitemap(
             via = canon.canonicalize(base)
         except InvalidURL as exc:
             raise UsageError(f"--base: {exc}") from exc
+    if same_host and via is None:
+        raise UsageError("--same-host needs --base (the sitemap's own URL)")
     inputs = list(files) if files else ["-"]
     io.check_single_stdin(inputs)
     total = SitemapStats()
@@ -104,6 +114,7 @@ def sitemap(
                 max_urls=max_urls,
                 max_bytes=int(limit),
                 default_priority=default_priority,
+                same_host=same_host,
             )
             try:
                 with contextlib.closing(io.open_input(path)) as stream:
@@ -117,10 +128,12 @@ def sitemap(
             total.sitemaps += s.sitemaps
             total.invalid += s.invalid
             total.over_limit += s.over_limit
+            total.foreign += s.foreign
     if not quiet:
         rep.info(
             f"{len(inputs)} file(s): {total.urls} URLs, {total.sitemaps} sitemaps, "
-            f"{total.invalid} invalid skipped, {total.over_limit} beyond the limit, "
+            f"{total.invalid} invalid and {total.foreign} foreign skipped, "
+            f"{total.over_limit} beyond the limit, "
             f"{failed} failed"
         )
     if failed:

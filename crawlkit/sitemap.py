@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 from xml.parsers import expat
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InputError, InvalidURL
+from crawlkit.errors import InputError, InvalidURL, UsageError
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -89,6 +89,7 @@ class SitemapStats:
     sitemaps: int = 0  # sitemap-index children emitted
     invalid: int = 0  # entries skipped for a bad or missing URL
     over_limit: int = 0  # entries beyond max_urls (counted, not emitted)
+    foreign: int = 0  # skipped for naming another host (same_host only)
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes
 
@@ -297,11 +298,19 @@ class SitemapReader:
         max_urls: int = MAX_SITEMAP_URLS,
         max_bytes: int = MAX_SITEMAP_BYTES,
         default_priority: float = DEFAULT_PRIORITY,
+        same_host: bool = False,
     ):
         self.base = base
         self.source = source
         self.reporter = reporter if reporter is not None else NullReporter()
         self.canon = canonicalizer if canonicalizer is not None else Canonicalizer()
+        # The protocol: a sitemap lists URLs of its own host only (a robots.txt may
+        # vouch for others; a caller that knows so leaves this off).
+        self.same_host: str | None = None
+        if same_host:
+            if base is None:
+                raise UsageError("checking hosts needs the sitemap's own URL (base)")
+            self.same_host = self.canon.parse(base).host
         self.max_urls = max_urls
         self.max_bytes = max_bytes
         self.default_priority = default_priority
@@ -466,6 +475,12 @@ class SitemapReader:
             stats.invalid += 1
             self.reporter.bad_record(self.source, line, f"invalid URL skipped: {exc}")
             return
+        if self.same_host is not None and parsed.host != self.same_host:
+            stats.foreign += 1
+            self.reporter.bad_record(
+                self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
+            )
+            return
         record: dict[str, Any] = {
             "url": parsed.url,
             "host": parsed.host,
@@ -600,6 +615,7 @@ def parse_sitemap(
     max_urls: int = MAX_SITEMAP_URLS,
     max_bytes: int = MAX_SITEMAP_BYTES,
     default_priority: float = DEFAULT_PRIORITY,
+    same_host: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """The records of one sitemap document given as bytes (gzip or not).
 
@@ -614,6 +630,7 @@ def parse_sitemap(
         max_urls=max_urls,
         max_bytes=max_bytes,
         default_priority=default_priority,
+        same_host=same_host,
     )
     with contextlib.closing(io.BytesIO(data)) as stream:
         yield from reader.read(stream)

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.diag import Reporter
+from crawlkit.errors import UsageError
 from crawlkit.sitemap import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_URLS,
@@ -357,7 +358,7 @@ def test_cli_reads_files_of_every_format(cli, tmp_path: Path) -> None:
     recs = [orjson.loads(line) for line in res.lines]
     assert len(recs) == 3 + 3 + 3
     assert sum(r.get("kind") == "sitemap" for r in recs) == 3
-    assert "9 URLs" not in res.stderr and "6 URLs, 3 sitemaps, 2 invalid skipped" in res.stderr
+    assert "6 URLs, 3 sitemaps, 2 invalid and 0 foreign skipped" in res.stderr
 
 
 def test_cli_stdin_base_and_via(cli) -> None:
@@ -376,6 +377,29 @@ def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
     assert "malformed.xml: malformed XML at line 4" in res.stderr
     assert len(res.lines) == 1 + 3  # before-the-damage, and the index
     assert "2 failed" in res.stderr
+
+
+def test_same_host_skips_and_reports_foreign_urls() -> None:
+    doc = b"https://www.example.com/a\nhttps://evil.example.net/b\nhttps://WWW.example.com/c\n"
+    out = io.StringIO()
+    reader = SitemapReader(base="https://www.example.com/s.txt", same_host=True,
+                           reporter=Reporter("t", out))  # fmt: skip
+    recs = list(reader.read(io.BytesIO(doc)))
+    assert [r["url"] for r in recs] == ["https://www.example.com/a", "https://www.example.com/c"]
+    assert reader.stats.foreign == 1 and ":2: URL on another host" in out.getvalue()
+    with pytest.raises(UsageError):
+        SitemapReader(same_host=True)
+
+
+def test_cli_same_host(cli) -> None:
+    res = cli("sitemap", "--same-host", "--base", "https://news.example.com/feed.rss",
+              str(DATA / "feed.rss"))  # fmt: skip
+    assert res.code == 0 and len(res.lines) == 3
+    res = cli("sitemap", "--same-host", "--base", "https://other.example.com/feed.rss",
+              str(DATA / "feed.rss"))  # fmt: skip
+    assert res.code == 0 and res.lines == [] and "3 foreign skipped" in res.stderr
+    res = cli("sitemap", "--same-host", str(DATA / "feed.rss"))
+    assert res.code == 2 and "--same-host needs --base" in res.stderr
 
 
 def test_cli_limit_options(cli) -> None:
