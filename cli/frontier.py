@@ -204,8 +204,12 @@ def next_batch(
         typer.Option("--budget-per-linker", help="Pages per cycle added per trusted linking site."),
     ] = 100,
     budget_seed: Annotated[
-        int, typer.Option("--budget-seed", help="Pages per cycle of a seed's site.")
-    ] = 100_000,
+        int,
+        typer.Option(
+            "--budget-seed",
+            help="Pages per cycle added for a seed's site (the operator vouching for it once).",
+        ),
+    ] = 100,
     cycle: Annotated[
         str, typer.Option("--cycle", help="Budget cycle: budgets refill after this long.")
     ] = "1d",
@@ -224,9 +228,12 @@ def next_batch(
     Hosts take turns, at most --per-host URLs each, so the batch spreads over as
     many hosts as possible. A site (registered domain) gets at most its budget per
     --cycle: --budget-base, plus --budget-per-linker for each distinct trusted site
-    linking to it (trusted: a seed's site, or a site linked from two trusted sites,
-    so a link farm that only links to itself earns nothing), cut by the share of
-    copies dedup reported; URLs over budget wait for the next cycle. URLs of blocked
+    linking to it that it does not link back to (trusted: a seed's site, or a site
+    with two such linkers; so a link farm whose sites only link to each other earns
+    nothing), plus --budget-seed for a seed's site, cut by the share of copies dedup
+    reported. URLs over budget wait for the next cycle. Budgets count per registered
+    domain: all subdomains of a site share one. For a fixed list of sites (an
+    archivist's collection) use --no-budgets. URLs of blocked
     sites or hosts come out as refused records ("refused": "blocked") on standard
     output among the batch, or in --refused FILE.
 
@@ -257,7 +264,7 @@ def next_batch(
         cycle=parse_duration(cycle),
         now=_now(now),
     )
-    policy = BudgetPolicy(base=budget_base, per_linker=budget_per_linker, seed=budget_seed)
+    policy = BudgetPolicy(base=budget_base, per_linker=budget_per_linker, seed_bonus=budget_seed)
 
     def write(batch: Batch) -> None:
         with io.open_output(out) as sink:

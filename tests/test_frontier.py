@@ -55,8 +55,10 @@ def link(url: str, frm: str | None = None, depth: int = 1, **extra) -> dict:
         ("https://a.test/s?" + "&".join(f"f{i}=1" for i in range(11)), 1, "query-params"),
         ("https://a.test/p?sid=8f3a9c0d", 1, "param-denylist"),
         ("https://a.test/p?PHPSESSID=abc", 1, "param-denylist"),
-        ("https://a.test/p;jsessionid=ABC123/x", 1, "param-denylist"),
-        ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "param-denylist"),
+        ("https://a.test/p;jsessionid=ABC123/x", 1, "session-id"),
+        ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "session-id"),
+        ("https://a.test/s/4x20931877/catalog/item-2.html", 1, "session-id"),
+        ("https://a.test/session/9f8e7d6c5b4a/", 1, "session-id"),
         ("https://a.test/cal/2031/01/", 3, "calendar"),
         ("https://a.test/events?date=2040-02-11", 3, "calendar"),
         ("https://a.test/events?year=2035&month=3", 3, "calendar"),
@@ -79,6 +81,8 @@ def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
         "https://a.test/cal/2027/12/",  # next year's calendar is allowed
         "https://a.test/item/2999",  # a number is not a date
         "https://a.test/p?side=1&sidebar=2",  # names that merely start like "sid"
+        "https://a.test/s/about/",  # a segment "s" followed by a word
+        "https://a.test/docs/s3/v2/",
     ],
 )
 def test_trap_limits_accept(url: str) -> None:
@@ -268,11 +272,33 @@ def test_farm_without_outside_links_earns_no_trust() -> None:
     assert table.trusted() == {"seed.test"}
     assert table.budget("f5.test") == table.policy.base
     assert table.budget("f0.test") == table.policy.base + table.policy.per_linker
-    # two trusted linkers make a site trusted, and then it vouches for others
+    # two trusted linkers make a site trusted, but its links back and forth with the
+    # other farm sites are reciprocal: worth nothing
     table.note_seed("seed2.test")
     table.note_link("f0.test", "seed2.test")
     assert "f0.test" in table.trusted()
-    assert table.credited("f5.test") == 1
+    assert table.credited("f5.test") == 0
+    # a one-way link from a trusted site does count
+    table.note_link("oneway.test", "f0.test")
+    assert table.credited("oneway.test") == 1
+
+
+def test_seeded_farm_earns_nothing_from_its_own_links() -> None:
+    """Every farm site given as a seed (as testweb's seeds file does): the seed bonus,
+    and nothing for the links the farm sites make to each other."""
+    table = SiteTable()
+    farm = [f"farm{i}.test" for i in range(5)]
+    for a in farm:
+        table.note_seed(a)
+        for b in farm:
+            table.note_link(a, b)
+    policy = table.policy
+    assert {table.budget(f) for f in farm} == {policy.base + policy.seed_bonus}
+    # an honest seeded site with two one-way links from other seeds grows
+    table.note_seed("honest.test")
+    table.note_link("honest.test", "farm0.test")
+    table.note_link("honest.test", "farm1.test")
+    assert table.budget("honest.test") == policy.base + policy.seed_bonus + 2 * policy.per_linker
 
 
 def test_subdomains_share_one_site_budget(tmp_path: Path) -> None:

@@ -6,19 +6,25 @@ cycle; URLs over budget are parked, not dropped, and come back next cycle.
 
 The budget grows with the number of distinct *credited* sites that link to it:
 
-    budget = base + per_linker * credited            (a seed site: the seed budget)
-    credited = distinct linking sites, other than the site itself, that are trusted
-    trusted  = a seed site, or a site with at least ``trust_links`` (2) trusted linkers
+    budget   = base + per_linker * credited + (seed_bonus if a seed's site)
+    credited = distinct linking sites L, other than the site S itself, such that L is
+               trusted and S does not link back to L
+    trusted  = a seed's site, or a site with at least ``trust_links`` (2) credited
+               linkers
 
-Trust is the least fixpoint of that rule, computed from the seeds outward, so a
-farm of sites that only link to each other earns nothing: none of its members is
-trusted, so none credits another, and each farm site keeps the small base budget. A
-farm needs several independent trusted sites to link into it before it earns more,
-and then only ``per_linker`` per such site. (STAR proper distributes budget along
-links in proportion to the linker's own budget; this threshold rule is simpler to
-keep incrementally and has the property that matters: in-links that cost nothing to
-make, from sites nobody else vouches for, are worth nothing.) At most
-``max_linkers`` linkers are remembered per site, which also caps the budget.
+Two rules keep a link farm poor. Reciprocal links do not count (a link exchange is
+the oldest trick, and sites that only link to each other link back and forth), so a
+farm whose members all link to each other credits nothing, even when its members
+were given as seeds. And trust is the least fixpoint of the rule above, grown from
+the seeds outward, so a farm that links in one direction (A→B→C→A) with no trusted
+site pointing in earns nothing either: no member is trusted, so none credits
+another. Each farm site keeps the base budget (plus the seed bonus if an operator
+seeded it: a seed counts as the operator vouching for the site once). (STAR proper
+distributes budget along links in proportion to the linker's own budget; these
+rules are simpler to keep incrementally and have the property that matters:
+in-links that cost nothing to make, from sites nobody else vouches for, are worth
+nothing.) At most ``max_linkers`` linkers are remembered per site, which also caps
+the budget.
 
 A site whose recent pages are mostly copies (dedup's site records: ``yield`` is the
 share of exact and near copies among ``pages``) has its budget multiplied by
@@ -40,7 +46,7 @@ class BudgetPolicy:
 
     base: int = 10
     per_linker: int = 100
-    seed: int = 100_000
+    seed_bonus: int = 100
     trust_links: int = 2
     max_linkers: int = 256
     min_yield_pages: int = 5
@@ -126,23 +132,26 @@ class SiteTable:
         return len(info.linkers) if info is not None and info.linkers else 0
 
     def trusted(self) -> set[str]:
-        """The trusted sites: seeds and, transitively, sites with enough trusted linkers."""
+        """The trusted sites: seeds and, transitively, sites with enough credited linkers."""
         if self._trusted is not None:
             return self._trusted
+        sites = self.sites
         out_links: dict[str, list[str]] = defaultdict(list)
-        for name, info in self.sites.items():
+        for name, info in sites.items():
             if info.linkers:
                 for linker in info.linkers:
                     out_links[linker].append(name)
-        trusted = {name for name, info in self.sites.items() if info.seed}
+        trusted = {name for name, info in sites.items() if info.seed}
         votes: dict[str, int] = defaultdict(int)
         work = list(trusted)
         need = self.policy.trust_links
         while work:
             linker = work.pop()
+            back = sites.get(linker)
+            back_links = back.linkers if back is not None and back.linkers else ()
             for target in out_links.get(linker, ()):
-                if target in trusted:
-                    continue
+                if target in trusted or target in back_links:
+                    continue  # already trusted, or a reciprocal link (worth nothing)
                 votes[target] += 1
                 if votes[target] >= need:
                     trusted.add(target)
@@ -151,20 +160,26 @@ class SiteTable:
         return trusted
 
     def credited(self, site: str) -> int:
+        """Distinct trusted sites linking to ``site`` that ``site`` does not link back to."""
         info = self.sites.get(site)
         if info is None or not info.linkers:
             return 0
         trusted = self.trusted()
-        return sum(1 for linker in info.linkers if linker in trusted)
+        count = 0
+        for linker in info.linkers:
+            if linker in trusted:
+                back = self.sites.get(linker)
+                if back is None or not back.linkers or site not in back.linkers:
+                    count += 1
+        return count
 
     def budget(self, site: str) -> int:
         """Pages this site may be handed out per cycle (at least 1)."""
         policy = self.policy
         info = self.sites.get(site)
+        pages = float(policy.base + policy.per_linker * self.credited(site))
         if info is not None and info.seed:
-            pages = float(max(policy.seed, policy.base))
-        else:
-            pages = float(policy.base + policy.per_linker * self.credited(site))
+            pages += policy.seed_bonus
         if (
             info is not None
             and info.yield_ is not None

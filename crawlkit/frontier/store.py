@@ -120,20 +120,19 @@ def normalize_target(target: str) -> str:
 
 def _site_of_url(url: Any) -> str | None:
     """The registered domain of a URL's host, cheaply (no full parse)."""
-    if not isinstance(url, str):
+    if type(url) is not str:
         return None
-    start = url.find("//")
-    if start < 0:
+    parts = url.split("/", 3)  # ["https:", "", "user@host:port", "path..."]
+    if len(parts) < 3 or parts[1] or not parts[0].endswith(":"):
         return None
-    end = len(url)
-    for ch in "/?#":
-        i = url.find(ch, start + 2)
-        if 0 <= i < end:
-            end = i
-    host = url[start + 2 : end].rpartition("@")[2].lower()
-    if not host.startswith("["):
+    host = parts[2]
+    if "?" in host or "#" in host:
+        host = host.split("?", 1)[0].split("#", 1)[0]
+    if "@" in host:
+        host = host.rpartition("@")[2]
+    if ":" in host and not host.startswith("["):
         host = host.partition(":")[0]
-    return site_of_host(host) if host else None
+    return site_of_host(host.lower()) if host else None
 
 
 @dataclass
@@ -420,12 +419,18 @@ class Frontier:
         caller's ``on_refused`` with reason ``no-url``.
         """
         now = time.time() if now is None else now
-        checker = TrapChecker(self.limits, now=now)
+        check = TrapChecker(self.limits, now=now).check
         result = AddResult()
         sites = self.sites
+        site_infos = sites.sites
         pending = self._pending
         for name in QUEUES:
             pending.setdefault(name, [])
+        hosts = self.hosts
+        reasons: dict[str, int] = {}
+        blocks = self.blocks
+        dumps = orjson.dumps
+        queued = 0
         for rec in records:
             url = rec.get("url")
             if url is None:
@@ -444,9 +449,12 @@ class Frontier:
             fp = rec.get("fp")
             site = rec.get("site")
             host = rec.get("host")
-            if not (
-                isinstance(fp, str) and isinstance(site, str) and isinstance(host, str)
-            ) or not (isinstance(url, str) and len(fp) == 16):
+            if (
+                not (
+                    type(fp) is str and type(site) is str and type(host) is str and type(url) is str
+                )
+                or len(fp) != 16
+            ):
                 if not isinstance(url, str):
                     self._refuse(rec, "invalid-url", "url is not a string", on_refused, result)
                     continue
@@ -458,28 +466,29 @@ class Frontier:
                 rec["url"], rec["host"], rec["site"], rec["fp"] = parsed
                 url, host, site, fp = parsed
             depth = rec.get("depth")
-            if not isinstance(depth, int) or isinstance(depth, bool):
-                depth = 0
-                rec["depth"] = 0
-            trap = checker.check(url, depth)
+            if type(depth) is not int:
+                depth = rec["depth"] = 0
+            trap = check(url, depth)
             if trap is not None:
                 self._refuse(rec, trap[0], trap[1], on_refused, result)
                 continue
-            if self.blocks and self.is_blocked(site, host):
+            if blocks and self.is_blocked(site, host):
                 self._refuse(rec, "blocked", "operator block", on_refused, result)
                 continue
             reason = rec.get("reason")
-            if not isinstance(reason, str):
+            if type(reason) is not str:
                 reason = rec["reason"] = "link"
-            info = sites.get(site)
+            info = site_infos.get(site)
+            if info is None:
+                info = sites.get(site)
             if reason == "recrawl":
                 fpi = int(fp, 16)
-                queued = self._recrawls()
-                if fpi in queued:
+                queued_recrawls = self._recrawls()
+                if fpi in queued_recrawls:
                     result.duplicates += 1
                     self.totals["duplicate-recrawls"] += 1
                     continue
-                queued.add(fpi)
+                queued_recrawls.add(fpi)
                 self._recrawl_dirty = True
                 prio = rec.get("priority")
                 base = prio if isinstance(prio, int) and 0 <= prio < LEVELS else 2
@@ -496,25 +505,31 @@ class Frontier:
                 else:
                     source = rec.get("from") or rec.get("via")
                     if source:
-                        sites.note_link(site, _site_of_url(source) or "")
+                        from_site = _site_of_url(source)
+                        if from_site and from_site != site:
+                            linkers = info.linkers
+                            if linkers is None or from_site not in linkers:
+                                sites.note_link(site, from_site)
                 lastmod = rec.get("lastmod")
                 age = now - t if lastmod and (t := parse_time(lastmod)) is not None else None
-                linkers = len(info.linkers) if info.linkers else 0
-                level = new_url_level(reason, depth, linkers, age)
+                level = new_url_level(reason, depth, len(info.linkers) if info.linkers else 0, age)
                 if level > 0 and not info.fetched and not info.queued and not info.parked:
                     name = DISCOVERY
                 else:
                     name = NEW_QUEUES[level]
             rec["priority"] = level
             lines = pending[name]
-            lines.append(orjson.dumps(rec, option=_DUMPS_OPT))
+            lines.append(dumps(rec, option=_DUMPS_OPT))
             if len(lines) >= SEGMENT_LINES:
                 self.queues[name].push_back(lines)
                 pending[name] = []
             info.queued += 1
-            self.hosts[host] += 1
-            self.reasons[reason] += 1
-            result.queued += 1
+            hosts[host] = hosts.get(host, 0) + 1
+            reasons[reason] = reasons.get(reason, 0) + 1
+            queued += 1
+        for reason, n in reasons.items():
+            self.reasons[reason] += n
+        result.queued = queued
         self.totals["added"] += result.queued
         return result
 

@@ -20,6 +20,10 @@ as a record with its reason, never silently dropped):
     session ids that make every visit a new URL. Canonicalization at ``--rules
     default`` already drops the common ones, so this catches what other rules or
     other tools let through; the list can be extended.
+``session-id``
+    a session id in the path: ``;jsessionid=...``, ASP.NET's ``/(S(...))/``, or a
+    segment named like a session parameter (``/s/``, ``/sid/``, ``/session/``...)
+    followed by a token with a digit in it (``/s/4x20931877/catalog/``).
 ``calendar``
     a date in the path or query (``/2031/01/``, ``2031-01-05``, ``year=2031``) more
     than ``future_years`` years after the current year: the "next month" link of a
@@ -46,6 +50,7 @@ REASONS = (
     "repeated-segment",
     "query-params",
     "param-denylist",
+    "session-id",
     "calendar",
     "max-depth",
 )
@@ -75,6 +80,7 @@ DEFAULT_PARAM_DENYLIST = (
 _DATE = re.compile(r"(?<![0-9])(1[89][0-9]{2}|2[0-9]{3})(?:[-/_.]|%2[fF])(0[1-9]|1[0-2])(?![0-9])")
 _YEAR_PARAM = re.compile(r"(?:^|[?&;])(?:year|yr|y)=(1[89][0-9]{2}|2[0-9]{3})(?![0-9])", re.I)
 # ASP.NET cookieless sessions put the id in the path: /(S(lit3py55t21z5v55vlm25s55))/
+_TOKEN = re.compile(r"^[A-Za-z0-9_.~-]+$")
 _ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
 
 
@@ -146,7 +152,9 @@ class TrapChecker:
         slash = url.find("/", start + 2 if start >= 0 else 0)
         rest = url[slash:] if slash >= 0 else "/"
         path, _, query = rest.partition("?")
-        segments = [s for s in path.split("/") if s]
+        segments = path.split("/")
+        if "" in segments:
+            segments = [s for s in segments if s]
         if len(segments) > lim.max_path_depth:
             return "path-depth", f"{len(segments)} segments > {lim.max_path_depth}"
         if len(segments) >= lim.max_segment_repeats and len(set(segments)) < len(segments):
@@ -167,9 +175,15 @@ class TrapChecker:
             for piece in path.split(";")[1:]:
                 name = piece.split("=", 1)[0].lower()
                 if "=" in piece and self._denied(name):
-                    return "param-denylist", name[:80]
+                    return "session-id", f";{name[:80]}="
         if "(" in path and _ASPNET_SESSION.search(path):
-            return "param-denylist", "asp.net cookieless session"
+            return "session-id", "asp.net cookieless session"
+        for i in range(len(segments) - 1):
+            seg = segments[i]
+            if len(seg) <= 16 and (seg == "s" or self._denied(seg.lower())):
+                token = segments[i + 1]
+                if len(token) >= 6 and _TOKEN.match(token) and any(c.isdigit() for c in token):
+                    return "session-id", f"/{seg}/{token[:40]}/"
         year = self._latest_year(rest)
         if year > self.last_year:
             return "calendar", f"year {year} > {self.last_year}"
@@ -183,9 +197,10 @@ class TrapChecker:
     @staticmethod
     def _latest_year(rest: str) -> int:
         latest = 0
-        for match in _DATE.finditer(rest):
-            latest = max(latest, int(match.group(1)))
-        if "=" in rest:
+        if _DATE.search(rest):
+            for match in _DATE.finditer(rest):
+                latest = max(latest, int(match.group(1)))
+        if "=" in rest and _YEAR_PARAM.search(rest):
             for match in _YEAR_PARAM.finditer(rest):
                 latest = max(latest, int(match.group(1)))
         return latest

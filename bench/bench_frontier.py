@@ -1,0 +1,193 @@
+"""Benchmark the frontier: add and next throughput on one core, and memory at 10M URLs.
+
+Run on demand:
+
+    .venv/bin/python bench/bench_frontier.py            # ~1 minute
+    .venv/bin/python bench/bench_frontier.py --big      # + 10M queued URLs (a few minutes)
+
+Figures (medians of --repeat runs):
+
+* add, library: URL records (dicts with fp/site/host, as seen-merge writes them) into
+  ``Frontier.add_records`` and a commit, in URLs/s; goal >= 100,000.
+* add, end to end: the same from an NDJSON file through ``read_records`` (parsing
+  included), as ``crawlkit frontier add FILE`` does after start-up.
+* baseline: orjson parse + serialize of the same lines, the floor any NDJSON stage
+  pays; the ratio says how much the frontier adds on top.
+* next: batches of 20,000 (``--per-host 10``) from a frontier holding the added
+  URLs, in URLs/s including the commit; goal >= 20,000.
+* --big: a child process queues 10,000,000 URLs (100,000 hosts on 50,000 sites),
+  then takes two batches; its peak RSS (VmHWM) must stay under 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from crawlkit.frontier.store import Frontier, NextOptions
+from crawlkit.io import read_records
+from crawlkit.url import fingerprint
+
+NOW = 1_780_000_000.0
+
+
+def records(n: int, hosts: int = 20_000, start: int = 0) -> Iterator[dict]:
+    for i in range(start, start + n):
+        h = i % hosts
+        host = f"www{h % 2}.site{h // 2}.example"
+        url = f"https://{host}/section{i % 7}/page{i}.html"
+        yield {
+            "url": url,
+            "host": host,
+            "site": f"site{h // 2}.example",
+            "fp": fingerprint(url),
+            "depth": 1 + i % 4,
+            "reason": "link",
+            "from": f"https://www0.site{(h + 1) // 2}.example/",
+        }
+
+
+def peak_rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench_add_library(n: int, tmp: Path) -> float:
+    recs = list(records(n))
+    directory = tmp / "lib"
+    shutil.rmtree(directory, ignore_errors=True)
+    frontier = Frontier.open(directory)
+    began = time.perf_counter()
+    frontier.add_records(recs, now=NOW, on_refused=lambda r: None)
+    frontier.commit()
+    return n / (time.perf_counter() - began)
+
+
+def bench_add_file(path: Path, n: int, tmp: Path) -> float:
+    directory = tmp / "file"
+    shutil.rmtree(directory, ignore_errors=True)
+    frontier = Frontier.open(directory)
+    began = time.perf_counter()
+    frontier.add_records(read_records([path]), now=NOW, on_refused=lambda r: None)
+    frontier.commit()
+    return n / (time.perf_counter() - began)
+
+
+def bench_baseline(path: Path, n: int) -> float:
+    began = time.perf_counter()
+    out = []
+    for rec in read_records([path]):
+        rec["priority"] = 2
+        out.append(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
+    return n / (time.perf_counter() - began)
+
+
+def bench_next(directory: Path, batches: int, size: int) -> list[float]:
+    rates = []
+    for _ in range(batches):
+        frontier = Frontier.open(directory)
+        began = time.perf_counter()
+        batch = frontier.next(NextOptions(max_urls=size, per_host=10, budgets=False, now=NOW))
+        frontier.commit()
+        elapsed = time.perf_counter() - began
+        if not batch.lines:
+            break
+        rates.append(len(batch.lines) / elapsed)
+    return rates
+
+
+def big_child(n: int, directory: str) -> None:
+    """Queue n URLs in chunks of 1M (each its own add + commit), then take two batches."""
+    began = time.perf_counter()
+    chunk = 1_000_000
+    for start in range(0, n, chunk):
+        frontier = Frontier.open(Path(directory))
+        frontier.add_records(
+            records(min(chunk, n - start), hosts=100_000, start=start),
+            now=NOW,
+            on_refused=lambda r: None,
+        )
+        frontier.commit()
+        del frontier
+    added = time.perf_counter() - began
+    frontier = Frontier.open(Path(directory))
+    queued = frontier.stats()["queued"]
+    began = time.perf_counter()
+    taken = 0
+    for _ in range(2):
+        batch = frontier.next(NextOptions(max_urls=20_000, per_host=10, budgets=False, now=NOW))
+        frontier.commit()
+        taken += len(batch.lines)
+    took = time.perf_counter() - began
+    print(
+        orjson.dumps(
+            {
+                "queued": queued,
+                "add_per_s": round(n / added),
+                "next_per_s": round(taken / took),
+                "peak_rss_mib": round(peak_rss_mib(), 1),
+                "disk_mib": round(
+                    sum(p.stat().st_size for p in Path(directory).iterdir()) / 2**20, 1
+                ),
+            }
+        ).decode()
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=200_000, help="URLs per add run")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also queue 10M URLs in a child")
+    parser.add_argument("--big-n", type=int, default=10_000_000)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        big_child(args.big_n, args.child)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-frontier-") as tmpdir:
+        tmp = Path(tmpdir)
+        path = tmp / "urls.ndjson"
+        with open(path, "wb") as f:
+            for rec in records(args.n):
+                f.write(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
+        lib = [bench_add_library(args.n, tmp) for _ in range(args.repeat)]
+        end = [bench_add_file(path, args.n, tmp) for _ in range(args.repeat)]
+        base = [bench_baseline(path, args.n) for _ in range(args.repeat)]
+        nxt = bench_next(tmp / "file", batches=max(3, args.repeat), size=20_000)
+        print(f"add, library      {statistics.median(lib):>10,.0f} URLs/s  (goal 100,000)")
+        print(f"add, from NDJSON  {statistics.median(end):>10,.0f} URLs/s")
+        print(f"baseline parse+dumps {statistics.median(base):>7,.0f} URLs/s  "
+              f"(add from NDJSON costs {statistics.median(base) / statistics.median(end):.2f}x)")  # fmt: skip
+        print(f"next, 20k batches {statistics.median(nxt):>10,.0f} URLs/s  (goal 20,000)")
+        if args.big:
+            child = subprocess.run(
+                [sys.executable, __file__, "--child", str(tmp / "big"), "--big-n", str(args.big_n)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ},
+            )
+            big = orjson.loads(child.stdout.strip().splitlines()[-1])
+            print(
+                f"big: {big['queued']:,} queued; add {big['add_per_s']:,}/s, next "
+                f"{big['next_per_s']:,}/s; peak RSS {big['peak_rss_mib']} MiB (goal < 1024); "
+                f"{big['disk_mib']} MiB on disk"
+            )
+
+
+if __name__ == "__main__":
+    main()
