@@ -50,6 +50,7 @@ VERSION = 1
 HEADER = struct.Struct("<8sIIQQdQ")
 DATA_OFFSET = 4096
 _CHUNK = 1 << 20
+_ADD_CHUNK = 1 << 17
 # Building a filter from scratch uses one byte per bit (a plain scatter, several times
 # faster than setting bits in words) while that costs at most this much memory.
 BUILD_IN_RAM_BITS = 1 << 31
@@ -232,9 +233,10 @@ class BloomFilter:
         if not self.writable:
             raise StateError(f"Bloom filter {self.path} is open read-only")
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
-        for start in range(0, len(fps), _CHUNK):
+        # Chunks keep the k position arrays small (k * 8 bytes a key while they live).
+        for start in range(0, len(fps), _ADD_CHUNK):
             positions = np.concatenate(
-                list(_probe_positions(fps[start : start + _CHUNK], self.m, self.k))
+                list(_probe_positions(fps[start : start + _ADD_CHUNK], self.m, self.k))
             )
             # ufunc.at is exact when several keys hit one word (a fancy-index |= is not).
             np.bitwise_or.at(self._bits, positions >> 6, _ONE << (positions & 63).astype(np.uint64))
