@@ -29,6 +29,7 @@ __all__ = ["BLOCK_BITS", "TABLES", "NearIndex", "table_keys"]
 
 BLOCK_BITS = (11, 11, 11, 11, 10, 10)
 TABLES: tuple[tuple[int, int, int], ...] = tuple(combinations(range(6), 3))
+_SORT_QUERIES_ABOVE = 200_000  # entries; a smaller table stays in cache anyway
 _SHIFTS = tuple(64 - sum(BLOCK_BITS[: i + 1]) for i in range(6))
 
 
@@ -72,19 +73,38 @@ class _Run:
     def build(cls, ids: np.ndarray, simhashes: np.ndarray) -> _Run:
         """Tables for pages ``ids`` (ascending) with these simhashes."""
         keys = table_keys(simhashes)
-        ids32 = np.asarray(ids, dtype=np.uint32)
-        order = np.argsort(keys, axis=1, kind="stable")  # stable: ids stay ascending
-        return cls(np.take_along_axis(keys, order, 1), ids32[order])
+        ids64 = np.asarray(ids, dtype=np.uint64)
+        # Sort (key << 32 | id) as one uint64: a plain sort, no gather, and equal keys
+        # come out with their ids ascending.
+        packed = (keys.astype(np.uint64) << np.uint64(32)) | ids64[None, :]
+        packed.sort(axis=1)
+        return cls(
+            (packed >> np.uint64(32)).astype(np.uint32),
+            (packed & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+        )
 
     def __len__(self) -> int:
         return int(self.keys.shape[1])
 
     def merged(self, other: _Run) -> _Run:
-        """One run holding both (``other``'s ids all larger than this run's)."""
-        keys = np.concatenate((self.keys, other.keys), axis=1)
-        ids = np.concatenate((self.ids, other.ids), axis=1)
-        order = np.argsort(keys, axis=1, kind="stable")
-        return _Run(np.take_along_axis(keys, order, 1), np.take_along_axis(ids, order, 1))
+        """One run holding both (``other``'s ids all larger than this run's).
+
+        A linear merge per table: ``searchsorted`` places the other run's entries
+        after equal keys (so ids stay ascending within a key), the rest fill the gaps.
+        """
+        na, nb = len(self), len(other)
+        keys = np.empty((20, na + nb), np.uint32)
+        ids = np.empty((20, na + nb), np.uint32)
+        offsets = np.arange(nb)
+        for t in range(20):
+            pos = np.searchsorted(self.keys[t], other.keys[t], side="right") + offsets
+            mine = np.ones(na + nb, dtype=np.bool_)
+            mine[pos] = False
+            keys[t, pos] = other.keys[t]
+            ids[t, pos] = other.ids[t]
+            keys[t, mine] = self.keys[t]
+            ids[t, mine] = self.ids[t]
+        return _Run(keys, ids)
 
     def candidates(self, qkeys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(query index, id)`` for every stored entry sharing a key with a query."""
@@ -96,9 +116,13 @@ class _Run:
         for t in range(qkeys.shape[0]):
             keys = self.keys[t]
             kq = qkeys[t]
-            # Sorted queries let the binary searches share their cache misses.
-            order = np.argsort(kq, kind="stable")
-            ks = kq[order]
+            if n > _SORT_QUERIES_ABOVE:
+                # Sorted queries let the binary searches share their cache misses.
+                order = np.argsort(kq, kind="stable")
+                ks = kq[order]
+            else:
+                order = np.arange(len(kq))
+                ks = kq
             lo = np.searchsorted(keys, ks, side="left")
             hit = keys[np.minimum(lo, n - 1)] == ks
             if not hit.any():

@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import xxhash
@@ -88,11 +87,11 @@ def _site_of(record: Record, url: str) -> str:
     site = record.get("site")
     if isinstance(site, str) and site:
         return site
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        host = ""
-    return site_of_host(host) if host else ""
+    # scheme://[userinfo@]host[:port]/...: enough to name the site of a page URL.
+    authority = url.split("/", 3)[2] if url.count("/") >= 2 else ""
+    host = authority.rpartition("@")[2]
+    host = host[: host.index("]") + 1] if host.startswith("[") else host.partition(":")[0]
+    return site_of_host(host.lower()) if host else ""
 
 
 def _parse(source: str, lineno: int, record: Record, reporter: Reporter) -> _Item | None:
@@ -138,6 +137,26 @@ def _main_near(
     return best, selfs
 
 
+def _colliding_keys(items: list[_Item]) -> dict[int, list[int]]:
+    """The 20 table keys of each eligible item that shares a key with another one."""
+    idx = np.array([i for i, it in enumerate(items) if it.eligible], dtype=np.int64)
+    if len(idx) < 2:
+        return {}
+    sims = np.fromiter((items[i].simhash for i in idx), np.uint64, len(idx))
+    keys = table_keys(sims)
+    order = np.argsort(keys, axis=1, kind="stable")
+    ranked = np.take_along_axis(keys, order, 1)
+    same = ranked[:, 1:] == ranked[:, :-1]
+    hit = np.zeros(keys.shape, dtype=np.bool_)
+    hit[:, 1:] |= same
+    hit[:, :-1] |= same
+    collide = np.zeros(len(idx), dtype=np.bool_)
+    for t in range(keys.shape[0]):
+        collide[order[t][hit[t]]] = True
+    rows = np.flatnonzero(collide)
+    return dict(zip(idx[rows].tolist(), keys[:, rows].T.tolist(), strict=True))
+
+
 def _decide_batch(
     store: DedupStore,
     items: list[_Item],
@@ -147,9 +166,9 @@ def _decide_batch(
     first_id = store.n
     exact_main = store.exact_lookup(np.fromiter((it.d64 for it in items), np.uint64, len(items)))
     best_main, self_main = _main_near(store, items, k)
-    keys = table_keys(
-        np.fromiter((it.simhash or 0 for it in items), np.uint64, len(items))
-    ).T.tolist()
+    # Pages of this batch can match each other only if they share a table key; find
+    # those few (vectorised) and give only them the per-record dictionary work.
+    keys = _colliding_keys(items)
     delta: list[dict[int, list[int]]] = [{} for _ in range(20)]
     delta_size = 0
     out: list[Record] = []
@@ -172,9 +191,10 @@ def _decide_batch(
         if kind == "unique" and it.eligible:
             assert it.simhash is not None
             best = best_main.get(i)
-            if delta_size:
+            row = keys.get(i)
+            if delta_size and row is not None:
                 found: set[int] = set()
-                for t, key in enumerate(keys[i]):
+                for t, key in enumerate(row):
                     bucket = delta[t].get(key)
                     if bucket:
                         found.update(bucket)
@@ -191,8 +211,9 @@ def _decide_batch(
         if kind != "exact" and not self_seen:
             indexed = kind == "unique" and it.eligible and not self_near
             new_id = store.add(it.simhash or 0, it.d64, it.ufp, it.url, indexed)
-            if indexed:
-                for t, key in enumerate(keys[i]):
+            row = keys.get(i)
+            if indexed and row is not None:
+                for t, key in enumerate(row):
                     delta[t].setdefault(key, []).append(new_id)
                 delta_size += 1
         store.count_site(it.site, kind)
