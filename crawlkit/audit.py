@@ -12,6 +12,9 @@ Checks, per host (DESIGN.md invariants 2 and 3), each a *violation*:
 * ``conns``: most requests in flight at once from distinct connections (overlap of
   [t_start, t_end]); more than ``per_host`` (1) is a violation. For fetch logs every
   record counts as its own connection.
+* ``open_conns``: most connections open at once, a connection being open from its
+  accept (``conn_opened``) to the end of its last response: two keep-alive
+  connections used in turn are caught here even if no two requests overlapped.
 * ``gap``: the time from the end of one response to the next request; below
   ``min_gap`` (the floor, DESIGN's 1 s; tests shorten it) is a violation.
 * ``crawl_delay``: a gap below the robots.txt Crawl-delay for the request's agent.
@@ -54,7 +57,7 @@ from crawlkit.robots import RobotsTxt, agent_token
 HOSTILE_KINDS = frozenset({"gzip-bomb", "huge", "slow-drip", "malformed"})
 TRAP_KINDS = frozenset({"calendar", "session-trap", "link-farm"})
 MAX_BACKOFF = 3600.0
-VIOLATIONS = ("conns", "gap", "crawl_delay", "backoff", "retry_after", "robots_first",
+VIOLATIONS = ("conns", "open_conns", "gap", "crawl_delay", "backoff", "retry_after", "robots_first",
               "robots_unavailable", "disallowed", "trap_depth", "ip_conns")  # fmt: skip
 WARNINGS = ("adaptive", "duplicates", "hostile_bytes")
 
@@ -92,6 +95,7 @@ class Event:
     hostile: bool = False
     conditional: bool = False
     method: str = "GET"
+    conn_opened: float | None = None
 
 
 @dataclass
@@ -109,6 +113,7 @@ class _HostReport:
     requests: int = 0
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VIOLATIONS + WARNINGS, 0))
     max_conns: int = 0
+    max_open: int | None = None
     min_gap: float | None = None
     crawl_delay: float | None = None
     trap_depth: int | None = None
@@ -153,7 +158,7 @@ def events_from_server_log(records: Iterable[dict[str, Any]], reporter: Reporter
                 special=rec.get("special"), retry_until=rec.get("retry_until"),
                 depth=rec.get("depth"), hostile=bool(rec.get("hostile")),
                 conditional=bool(rec.get("if_none_match") or rec.get("if_modified_since")),
-                method=str(rec.get("method") or "GET"),
+                method=str(rec.get("method") or "GET"), conn_opened=rec.get("conn_opened"),
             ))  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             reporter.warn(f"server log record {i}: {exc!r}; skipped", "bad_record")
@@ -229,6 +234,28 @@ def _max_overlap(events: list[Event]) -> tuple[int, float | None]:
     return best, when
 
 
+def _max_open(events: list[Event]) -> tuple[int, float | None]:
+    """Most connections open at once, each open from its accept (``conn_opened``, else
+    its first request) to the end of its last response. An idle connection after its
+    last response is invisible to a request log, so this never overcounts."""
+    spans: dict[Any, list[float]] = {}
+    for e in events:
+        start = e.conn_opened if e.conn_opened is not None else e.t_start
+        span = spans.get(e.conn)
+        if span is None:
+            spans[e.conn] = [start, e.t_end]
+        else:
+            span[0] = min(span[0], start)
+            span[1] = max(span[1], e.t_end)
+    points = sorted([(a, 1) for a, _ in spans.values()] + [(b, 0) for _, b in spans.values()])
+    best, when, now = 0, None, 0
+    for t, kind in points:
+        now += 1 if kind else -1
+        if now > best:
+            best, when = now, t
+    return best, when
+
+
 def _is_robots(path: str) -> bool:
     return path.split("?", 1)[0] == "/robots.txt"
 
@@ -244,7 +271,13 @@ def _audit_host(
     tol = cfg.tolerance
     rep.max_conns, when = _max_overlap(events)
     if rep.max_conns > cfg.per_host:
-        rep.flag("conns", f"{rep.max_conns} connections at t={when:.3f}", rep.max_conns - 1)
+        rep.flag("conns", f"{rep.max_conns} in flight at t={when:.3f}",
+                 rep.max_conns - cfg.per_host)  # fmt: skip
+    if events[0].conn_opened is not None:
+        rep.max_open, when = _max_open(events)
+        if rep.max_open > cfg.per_host:
+            rep.flag("open_conns", f"{rep.max_open} connections open at t={when:.3f}",
+                     rep.max_open - cfg.per_host)  # fmt: skip
     first = events[0]
     if robots_logged and not _is_robots(first.path):
         rep.flag("robots_first", f"first request was {first.method} {first.path}")
@@ -339,6 +372,7 @@ def audit(
         r = _audit_host(name, evs, host_rules, config, robots_logged)
         hosts[name] = {
             "kind": r.kind, "requests": r.requests, "max_conns": r.max_conns,
+            "max_open_conns": r.max_open,
             "min_gap": None if r.min_gap is None else round(r.min_gap, 6),
             "crawl_delay_s": r.crawl_delay, "max_depth": r.trap_depth,
             "distinct_paths": r.distinct_paths, "robots_rules": host_rules is not None,
@@ -421,14 +455,15 @@ def run_audit(
 
 def format_report(report: dict[str, Any]) -> str:
     """A readable table: one line per host, then per address, then the findings."""
-    cols = ("host", "kind", "reqs", "conns", "min_gap", "gap", "delay", "backoff", "retry",
+    cols = ("host", "kind", "reqs", "conns", "open", "min_gap", "gap", "delay", "backoff", "retry",
             "robots1st", "r5xx", "disallow", "depth", "dups", "hostileB")  # fmt: skip
     rows = [cols]
     for name, h in report["hosts"].items():
         gap = "-" if h["min_gap"] is None else f"{h['min_gap']:.3f}"
         first = ("no" if h["robots_first"] else "ok") if h["robots_first_checked"] else "?"
         rows.append((
-            name, str(h["kind"] or "-"), str(h["requests"]), str(h["max_conns"]), gap,
+            name, str(h["kind"] or "-"), str(h["requests"]), str(h["max_conns"]),
+            "-" if h["max_open_conns"] is None else str(h["max_open_conns"]), gap,
             str(h["gap"]), str(h["crawl_delay"]), str(h["backoff"]), str(h["retry_after"]),
             first, str(h["robots_unavailable"]),
             str(h["disallowed"]) if h["robots_rules"] else "?",

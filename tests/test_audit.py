@@ -158,6 +158,7 @@ def test_rude_client_is_flagged(cli, tmp_path):
     assert ("status-429-0.test", "retry_after") in found
     assert ("status-429-0.test", "backoff") in found
     assert ("slow-0.test", "conns") in found
+    assert ("slow-0.test", "open_conns") in found
     assert report["hosts"]["slow-0.test"]["max_conns"] == 2
     assert table.code == 1 and "VIOLATION disallowed robots-rules-0.test" in table.text
     assert "/private/secret.html" in table.text
@@ -211,6 +212,22 @@ def test_connections_per_host_and_per_ip():
     events = [ev("a.test", "/robots.txt", 0, 0.1, conn=1), ev("a.test", "/x", 0.05, 0.2, conn=2)]
     found = checks(audit(events, None, AuditConfig(min_gap=0.01, per_ip=5)))
     assert ("a.test", "conns") in found
+
+
+def test_two_keep_alive_connections_used_in_turn():
+    """No two requests overlap, yet two connections were open at once."""
+    events = [
+        ev("a.test", "/robots.txt", 0, 0.1, conn=1, conn_opened=0.0),
+        ev("a.test", "/x", 2, 2.1, conn=2, conn_opened=1.9),
+        ev("a.test", "/y", 4, 4.1, conn=1, conn_opened=0.0),
+    ]
+    report = audit(events, None, AuditConfig(min_gap=1))
+    assert checks(report) == {("a.test", "open_conns")}
+    assert report["hosts"]["a.test"]["max_conns"] == 1
+    assert report["hosts"]["a.test"]["max_open_conns"] == 2
+    # One connection after the other (the first never used again) is fine.
+    events[2] = ev("a.test", "/y", 4, 4.1, conn=3, conn_opened=3.9)
+    assert audit(events, None, AuditConfig(min_gap=1))["ok"]
 
 
 def test_robots_unavailable_and_trap_depth():

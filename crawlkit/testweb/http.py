@@ -10,7 +10,9 @@ Contract:
   requests answered in order, GET and HEAD (other methods: 405), Host routing done by
   the dispatcher, conditional GET via ``Response.etag`` / ``last_modified``.
 * One log record per request, written when the response is fully handed to the
-  kernel (``t_end``) or the connection died first (``"aborted": true``).
+  kernel (``t_end``) or the connection died first (``"aborted": true``). Each record
+  names its connection (``conn``, unique per TCP connection) and when that connection
+  was accepted (``conn_opened``).
 * A connection is idle-closed after ``keepalive_timeout`` seconds.
 """
 
@@ -189,6 +191,7 @@ class HttpProtocol(asyncio.Protocol):
         self.addr = ""
         self.lport = 0
         self.conn = 0
+        self.opened = 0.0
 
     # -- asyncio callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -196,6 +199,7 @@ class HttpProtocol(asyncio.Protocol):
         sock = transport.get_extra_info("sockname")
         self.addr, self.lport = sock[0], sock[1]
         self.conn = self.server.new_conn_id()
+        self.opened = time.time()
         self.server.conns.add(self)
         # high=0: pause_writing fires whenever bytes wait in user space, so
         # resume_writing tells us exactly when a response has been fully written.
@@ -335,6 +339,7 @@ class HttpProtocol(asyncio.Protocol):
             "bytes": 0, "if_none_match": headers.get("if-none-match"),
             "if_modified_since": headers.get("if-modified-since"),
             "user_agent": headers.get("user-agent"), "conn": self.conn, "special": special,
+            "conn_opened": self.opened,
         }  # fmt: skip
         if resp.log:
             record.update(resp.log)
