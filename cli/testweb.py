@@ -84,7 +84,7 @@ def testweb(
     (one URL a line), manifest.json (every host: address, kind, robots rules, the pages a
     polite crawler should reach) and a request log (NDJSON, one line per request: host,
     addr, port, method, path, t_start, t_end, status, bytes, if_none_match,
-    if_modified_since, user_agent, conn, special; flushed as it goes). When ready it
+    if_modified_since, user_agent, conn, conn_opened, special; flushed as it goes). When ready it
     prints one JSON line on stdout: {"ready": true, "seeds", "hosts_file", "hosts",
     "reachable_pages", "log", "port", "manifest", ...}. It stops on SIGINT/SIGTERM or
     after --for, flushing the log.
