@@ -8,6 +8,11 @@ gets :class:`LockedError` naming the owner.
 
 Stages keep their files in a subdirectory of their own (``DIR/seen``,
 ``DIR/frontier``, ...), so one state directory can hold a whole crawl.
+
+The lock is re-entrant within one process: ``crawlkit crawl`` owns the directory and
+calls the stages' library functions, which open it again; they share the owner's
+lock instead of locking themselves out (``flock`` locks belong to an open file, so
+a second ``open`` of ``LOCK`` in the same process would otherwise conflict).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import contextlib
 import fcntl
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,12 +30,18 @@ from crawlkit.errors import LockedError, StateError
 __all__ = ["StateDir", "open_state"]
 
 
+# Directories this process has locked: resolved path -> [fd, number of openers].
+_held: dict[Path, list[int]] = {}
+_held_guard = threading.Lock()
+
+
 class StateDir:
     """A locked state directory. ``path / name`` gives a stage's subdirectory."""
 
-    def __init__(self, path: Path, lock_fd: int | None):
+    def __init__(self, path: Path, lock_fd: int | None, key: Path | None = None):
         self.path = path
         self._lock_fd = lock_fd
+        self._key = key
 
     def sub(self, name: str) -> Path:
         """The stage subdirectory ``name`` (created on first use)."""
@@ -38,11 +50,19 @@ class StateDir:
         return directory
 
     def close(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock_fd is None:
+            return
+        fd, self._lock_fd = self._lock_fd, None
+        with _held_guard:
+            entry = _held.get(self._key) if self._key is not None else None
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] > 0:
+                    return
+                del _held[self._key]  # type: ignore[arg-type]
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
     def __enter__(self) -> StateDir:
         return self
@@ -83,7 +103,18 @@ def open_state(path: str | os.PathLike[str], *, lock: bool = True, wait: bool = 
         raise StateError(f"cannot create state directory {directory}: {exc.strerror}") from exc
     if not directory.is_dir():
         raise StateError(f"{directory} is not a directory")
-    return StateDir(directory, _lock(directory, wait) if lock else None)
+    if not lock:
+        return StateDir(directory, None)
+    key = directory.resolve()
+    with _held_guard:
+        entry = _held.get(key)
+        if entry is not None:  # this process owns it already: share the lock
+            entry[1] += 1
+            return StateDir(directory, entry[0], key)
+    fd = _lock(directory, wait)
+    with _held_guard:
+        _held[key] = [fd, 1]
+    return StateDir(directory, fd, key)
 
 
 @contextlib.contextmanager
