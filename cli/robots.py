@@ -33,28 +33,28 @@ def _read_robots(path: str) -> bytes:
 
 @robots_app.command("check")
 def check(
-    robots: Annotated[
-        str,
-        typer.Option(
-            "--robots",
-            help="The robots.txt file ('-' reads stdin; then URLs must be arguments).",
-            show_default=False,
-        ),
-    ],
-    agent: Annotated[
-        str,
-        typer.Option(
-            "--agent",
-            help="Product token or User-Agent header of the crawler; "
-            "its leading token (FooBot/1.2 → foobot) selects the group.",
-            show_default=False,
-        ),
-    ],
     urls: Annotated[
         list[str] | None,
         typer.Argument(
             help="URLs (absolute, or a path with a query) to check; none reads them from "
             "stdin, one a line.",
+            show_default=False,
+        ),
+    ] = None,
+    robots: Annotated[
+        str | None,
+        typer.Option(
+            "--robots",
+            help="The robots.txt file ('-' reads stdin; then URLs must be arguments). Required.",
+            show_default=False,
+        ),
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Product token or User-Agent header of the crawler; "
+            "its leading token (FooBot/1.2 → foobot) selects the group. Required.",
             show_default=False,
         ),
     ] = None,
@@ -86,6 +86,8 @@ def check(
         printf '/private/x\\n/a\\n' | crawlkit robots check --robots robots.txt --agent FooBot
     """
     rep = reporter()
+    if robots is None or agent is None:
+        raise UsageError("--robots FILE and --agent TOKEN are required")
     if robots == "-" and not urls:
         raise UsageError("--robots - reads stdin, so give the URLs as arguments")
     rules: RobotsTxt = rules_for_status(status, _read_robots(robots))

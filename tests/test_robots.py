@@ -730,6 +730,8 @@ def test_cli_errors(cli, tmp_path) -> None:
     assert res.code == 1 and "No such file" in res.stderr
     res = cli("robots", "check", "--robots", "-", "--agent", "x", input=b"")
     assert res.code == 2
+    res = cli("robots", "check", "--robots", str(DATA / "typical.txt"), "/a")
+    assert res.code == 2 and "--agent TOKEN are required" in res.stderr
     res = cli("robots", "check", "--robots", str(DATA / "typical.txt"), "--agent", "x",
               "--status", "999", "/a")  # fmt: skip
     assert res.code == 2 and "100-599" in res.stderr
