@@ -212,8 +212,11 @@ def test_rebuild_changes_size_and_keeps_answers(tmp_path: Path):
 def test_settings_of_an_existing_store_are_kept(tmp_path: Path):
     SeenStore.open(tmp_path, capacity=1234).close()
     reporter = NullReporter()
-    with SeenStore.open(tmp_path, capacity=99, fp_rate=0.2, reporter=reporter) as store:
+    with SeenStore.open(tmp_path, capacity=99, reporter=reporter) as store:
         assert store.filter.capacity == 1234
+    assert reporter.counts["setting ignored"] == 0  # smaller: the filter grows anyway
+    with SeenStore.open(tmp_path, capacity=5000, fp_rate=0.2, reporter=reporter) as store:
+        assert (store.filter.capacity, store.filter.fp_rate) == (1234, 0.001)
     assert reporter.counts["setting ignored"] == 2
 
 

@@ -379,15 +379,16 @@ class SeenStore:
 def _note_ignored(
     manifest: Manifest, capacity: int | None, fp_rate: float | None, reporter: Reporter
 ) -> None:
-    if capacity is not None and capacity != manifest.capacity:
+    # A smaller capacity is no news: the filter grows by itself past its design count.
+    if capacity is not None and capacity > manifest.capacity:
         reporter.warn(
-            f"--capacity {capacity} ignored: the seen set was sized for {manifest.capacity} "
+            f"--capacity {capacity} ignored: the seen set is sized for {manifest.capacity} "
             "(use --rebuild to change it)",
             "setting ignored",
         )
     if fp_rate is not None and fp_rate != manifest.fp_rate:
         reporter.warn(
-            f"--fp-rate {fp_rate} ignored: the seen set was sized for {manifest.fp_rate} "
+            f"--fp-rate {fp_rate} ignored: the seen set is sized for {manifest.fp_rate} "
             "(use --rebuild to change it)",
             "setting ignored",
         )
