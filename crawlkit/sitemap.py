@@ -70,6 +70,7 @@ _CHUNK = 64 * 1024
 _CHANGEFREQ = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 _RSS1_NS = "http://purl.org/rss/1.0/"
 _DC_NS = "http://purl.org/dc/elements/1.1/"
+_NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
 _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
 _EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
 _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -188,6 +189,7 @@ class _XMLHandler:
         self.line = 0  # line of the record's URL (or of the record) for reports
         self.entry: dict[str, str] = {}
         self.field: str | None = None  # key of the field whose text is being collected
+        self.field_depth = 0  # depth of that field's element
         self.text: list[str] = []
         self.text_len = 0
 
@@ -221,6 +223,10 @@ class _XMLHandler:
                 self.entry = {}
                 self.line = self.parser.CurrentLineNumber
             return
+        if local == "publication_date" and ns == _NEWS_NS and self.field is None:
+            # Google News sitemaps date their URLs inside <news:news>, not <lastmod>.
+            self._collect("published")
+            return
         if self.depth != self.record_depth + 1 or not self._field_ns_ok(ns, local):
             return
         if self.format == "atom" and local == "link":
@@ -239,9 +245,14 @@ class _XMLHandler:
         if key == "loc" and "loc" not in self.entry:
             self.line = self.parser.CurrentLineNumber
         if key is not None:
-            self.field = key
-            self.text = []
-            self.text_len = 0
+            self._collect(key)
+
+    def _collect(self, key: str) -> None:
+        """Gather the text of the element just opened as the entry's ``key``."""
+        self.field = key
+        self.field_depth = self.depth
+        self.text = []
+        self.text_len = 0
 
     def _record_ns_ok(self, ns: str) -> bool:
         if self.format in ("rss", "rdf"):
@@ -263,7 +274,7 @@ class _XMLHandler:
             self.text_len += len(data)
 
     def end(self, name: str) -> None:
-        if self.field is not None and self.depth == self.record_depth + 1:
+        if self.field is not None and self.depth == self.field_depth:
             # Text past MAX_TEXT was not kept; what was is still longer than MAX_TEXT, so
             # an overlong URL is reported as such.
             self.entry.setdefault(self.field, "".join(self.text).strip())

@@ -95,6 +95,24 @@ def test_atom_resolves_relative_links_against_base() -> None:
     ]
 
 
+def test_google_news_publication_date_stands_in_for_lastmod() -> None:
+    doc = b"""<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">
+      <url><loc>https://news.example.com/a</loc>
+        <news:news><news:publication>
+          <news:name>Example</news:name><news:language>en</news:language>
+        </news:publication>
+        <news:publication_date>2024-03-01T10:00:00+01:00</news:publication_date>
+        <news:title>A</news:title></news:news></url>
+      <url><loc>https://news.example.com/b</loc><lastmod>2024-03-02</lastmod>
+        <news:news><news:publication_date>2024-03-01</news:publication_date></news:news></url>
+    </urlset>"""
+    assert [(r["url"], r["lastmod"]) for r in parse_sitemap(doc)] == [
+        ("https://news.example.com/a", "2024-03-01T09:00:00Z"),
+        ("https://news.example.com/b", "2024-03-02T00:00:00Z"),  # <lastmod> wins
+    ]
+
+
 def test_rss1_rdf() -> None:
     recs, _ = read("feed.rdf")
     assert [(r["url"], r.get("lastmod")) for r in recs] == [
