@@ -13,6 +13,12 @@ them, and ``via`` (the sitemap's own URL) when it is known. ``priority`` is the
 sitemap's ``<priority>`` (0.0-1.0) or the default (0.5, the protocol's default).
 A child of a sitemap index is the same record with ``"kind": "sitemap"``, so a
 pipeline can fetch it and skip children whose ``lastmod`` has not changed.
+``lastmod`` comes from ``<lastmod>``, else Google News ``<news:publication_date>``;
+in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
+``<published>``. Feed entries take RSS ``<link>`` (else a permalink ``<guid>``) or
+Atom ``<link rel="alternate">``; relative feed links resolve against ``base``.
+Sitemaps must list absolute URLs; with ``same_host`` URLs of other hosts are
+skipped and reported (the protocol's rule, unless robots.txt vouches for them).
 
 Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MiB uncompressed per
 file. Records up to the limit are emitted; what lies beyond is counted and reported
