@@ -357,3 +357,90 @@ def test_pages_to_stdout_links_need_a_file(tmp_path):
     assert result.code == 2
     result = crawlkit("extract", input=warc.read_bytes())
     assert result.code == 0 and len(result.lines) == 3
+
+
+def test_crawlkit_fetch_warc(tmp_path):
+    """The fetcher's own WARC writer: depth header, revisit, de-chunked body."""
+    from crawlkit.fetch.warc import Capture, WarcWriter
+
+    with WarcWriter(tmp_path / "warc") as writer:
+        for url_path, body in HTML.items():
+            ctype = b"text/plain" if url_path == "/plain" else b"text/html; charset=utf-8"
+            writer.write_capture(
+                Capture(
+                    url="http://site.example" + url_path,
+                    ip="127.0.0.1",
+                    date=1_780_000_000.0,
+                    request_head=f"GET {url_path} HTTP/1.1\r\nHost: site.example\r\n\r\n".encode(),
+                    response_head=b"HTTP/1.1 200 OK\r\nContent-Type: "
+                    + ctype
+                    + b"\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    body=body,
+                    payload_digest="sha1:TESTDIGEST" + url_path.strip("/").upper(),
+                    depth=2,
+                    metadata={"fetchTimeMs": "12"},
+                )
+            )
+        writer.write_capture(
+            Capture(url="http://site.example/", ip=None, date=1_780_000_100.0,
+                    request_head=b"GET / HTTP/1.1\r\n\r\n",
+                    response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n", body=b"",
+                    payload_digest="sha1:TESTDIGEST", depth=2,
+                    revisit_of=("http://site.example/", "2026-01-01T00:00:00Z"))
+        )  # fmt: skip
+    (warc,) = (tmp_path / "warc").glob("*.warc.gz")
+    pages, links, stderr = extract_files(tmp_path, warc)
+    assert [p["url"] for p in pages] == [
+        "http://site.example/",
+        "http://site.example/about",
+        "http://site.example/plain",
+    ]
+    assert pages[0]["digest"] == "sha1:TESTDIGEST"
+    assert {p["depth"] for p in pages} == {2}
+    assert {(x["from"], x["url"]) for x in links} == EXPECTED_LINKS
+    assert {x["depth"] for x in links} == {3}
+    assert "1 revisits" in stderr
+
+
+def crashing_worker(chunk):
+    """Dies like a segfaulting parser on any page whose URL says so."""
+    import os
+
+    from crawlkit.stages.extract import process_chunk
+
+    if any("crash" in job[0] for job in chunk):
+        os._exit(3)
+    return process_chunk(chunk)
+
+
+def test_a_dying_worker_costs_one_page(tmp_path):
+    from crawlkit.diag import Reporter
+    from crawlkit.stages.extract import ExtractOptions, extract_warcs
+
+    warc = tmp_path / "crash.warc.gz"
+    with open(warc, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for i in range(40):
+            name = "crash" if i == 17 else f"p{i}"
+            w.write_record(
+                w.create_warc_record(
+                    f"http://h.example/{name}",
+                    "response",
+                    payload=io.BytesIO(b"<p>page</p><a href='/x'>x</a>"),
+                    http_headers=_http_headers("text/html"),
+                )
+            )
+    pages: list[bytes] = []
+    errors = io.StringIO()
+    stats = extract_warcs(
+        [str(warc)],
+        pages.append,
+        jobs=2,
+        options=ExtractOptions(chunk_records=4),
+        reporter=Reporter("t", errors),
+        worker=crashing_worker,
+    )
+    urls = [json.loads(line)["url"] for line in b"".join(pages).splitlines()]
+    assert urls == [f"http://h.example/p{i}" for i in range(40) if i != 17]
+    assert stats.errors == 1
+    assert "h.example/crash: the parser process died" in errors.getvalue()

@@ -281,6 +281,7 @@ def extract_warcs(
     jobs: int = 1,
     options: ExtractOptions | None = None,
     reporter: Reporter | None = None,
+    worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -288,9 +289,11 @@ def extract_warcs(
     order; ``write_links`` None drops link records. ``jobs`` > 1 parses in that many
     worker processes (at most ``2 * jobs`` chunks in flight, so memory stays bounded).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
-    (the command exits 1 then).
+    (the command exits 1 then). ``worker`` replaces the function the worker processes
+    run on a chunk (tests use it to make a worker die).
     """
     options = options or ExtractOptions()
+    worker = worker or process_chunk
     reporter = reporter or NullReporter()
     stats = ExtractStats()
     chunks = _chunks(_jobs(paths, options, stats, reporter), options)
@@ -319,21 +322,91 @@ def extract_warcs(
             take(process_chunk(chunk, extractor))
         return stats
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with cf.ProcessPoolExecutor(
-        max_workers=jobs,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_init_worker,
-        initargs=(options,),
-    ) as pool:
-        pending: deque[cf.Future[ChunkResult]] = deque()
+    pool = _Pool(jobs, options, worker)
+    try:
+        pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
-            pending.append(pool.submit(process_chunk, chunk))
+            pending.append((chunk, pool.submit(chunk)))
             while len(pending) >= 2 * jobs:
-                take(pending.popleft().result())
+                take(pool.result(pending, reporter))
         while pending:
-            take(pending.popleft().result())
+            take(pool.result(pending, reporter))
+    finally:
+        pool.shutdown()
     return stats
+
+
+class _Pool:
+    """Worker processes that survive a worker's death.
+
+    If a worker dies (a crash in the C parser on one page, the OOM killer), every
+    chunk in flight fails with BrokenProcessPool. The pool is then rebuilt, the chunk
+    at the head is redone one page at a time so the page that kills a worker is found,
+    counted as an error and passed over, and the chunks behind it are resubmitted; the
+    output order does not change.
+    """
+
+    def __init__(
+        self, jobs: int, options: ExtractOptions, worker: Callable[[Sequence[Job]], ChunkResult]
+    ):
+        self.jobs = jobs
+        self.options = options
+        self.worker = worker
+        self.executor = self._new()
+
+    def _new(self) -> cf.ProcessPoolExecutor:
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        return cf.ProcessPoolExecutor(
+            max_workers=self.jobs,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(self.options,),
+        )
+
+    def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
+        return self.executor.submit(self.worker, chunk)
+
+    def _restart(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self.executor = self._new()
+
+    def result(
+        self, pending: deque[tuple[list[Job], cf.Future[ChunkResult]]], reporter: Reporter
+    ) -> ChunkResult:
+        """The result of the head chunk (popped), recovering from a dead worker."""
+        chunk, future = pending[0]
+        try:
+            result = future.result()
+        except cf.process.BrokenProcessPool:
+            self._restart()
+            result = self._one_by_one(chunk)
+            for i in range(1, len(pending)):
+                pending[i] = (pending[i][0], self.submit(pending[i][0]))
+        pending.popleft()
+        return result
+
+    def _one_by_one(self, chunk: list[Job]) -> ChunkResult:
+        pages: list[bytes] = []
+        links: list[bytes] = []
+        counts: Counter[str] = Counter()
+        warnings: list[tuple[str, str]] = []
+        for job in chunk:
+            try:
+                p, lk, c, w = self.submit([job]).result()
+            except cf.process.BrokenProcessPool:
+                self._restart()
+                counts["errors"] += 1
+                warnings.append((f"{job[0][:200]}: the parser process died on this page; "
+                                 "passed over", "page error"))  # fmt: skip
+                continue
+            pages.append(p)
+            links.append(lk)
+            counts.update(c)
+            warnings.extend(w)
+        return b"".join(pages), b"".join(links), dict(counts), warnings
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def default_jobs() -> int:
