@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.diag import NullReporter
-from crawlkit.errors import LockedError, StateError, UsageError
+from crawlkit.errors import StateError, UsageError
 from crawlkit.seen import BloomFilter, SeenStore, bloom_size
 from crawlkit.seen.runs import RunInfo, lookup_sorted, merge_sorted, plan_compaction, read_manifest
 
@@ -143,12 +145,15 @@ def test_commit_then_lookup_and_reopen(tmp_path: Path):
 
 
 def test_one_writer_at_a_time(tmp_path: Path):
+    # The lock is per process (re-entrant inside one), so the rival is another process.
+    rival = [sys.executable, "-c", "import sys; from crawlkit.seen import SeenStore; "
+             "SeenStore.open(sys.argv[1]).close()", str(tmp_path)]  # fmt: skip
     with SeenStore.open(tmp_path):
-        with pytest.raises(LockedError):
-            SeenStore.open(tmp_path)
+        locked = subprocess.run(rival, capture_output=True, text=True, timeout=60)
+        assert locked.returncode != 0 and "LockedError" in locked.stderr
         with SeenStore.open(tmp_path, writable=False) as reader:  # readers need no lock
             assert reader.stored == 0
-    SeenStore.open(tmp_path).close()
+    assert subprocess.run(rival, capture_output=True, timeout=60).returncode == 0
 
 
 def test_readonly_open_of_a_new_directory_creates_nothing(tmp_path: Path):

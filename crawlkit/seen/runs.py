@@ -245,9 +245,18 @@ class PackedRun:
     def keys(self, start: int = 0, stop: int | None = None) -> Fingerprints:
         """Keys ``start:stop`` as uint64 (ascending)."""
         stop = self.count if stop is None else min(stop, self.count)
-        index = np.arange(start, stop, dtype=np.int64)
-        top = np.searchsorted(self.offsets[1:], index, side="right").astype(np.uint64)
-        return (top << np.uint64(48)) | self._low48(index)
+        if stop <= start:
+            return np.zeros(0, dtype=np.uint64)
+        # Buckets first..last cover the range; each contributes its overlap with it.
+        first = int(np.searchsorted(self.offsets, start, side="right")) - 1
+        last = int(np.searchsorted(self.offsets, stop - 1, side="right")) - 1
+        bounds = np.clip(self.offsets[first : last + 2], start, stop)
+        top = np.repeat(np.arange(first, last + 1, dtype=np.uint64), np.diff(bounds))
+        out = self._mid[start:stop].astype(np.uint64)
+        out <<= np.uint64(32)
+        out |= self._low[start:stop]
+        out |= top << np.uint64(48)
+        return out
 
 
 Run = Fingerprints | PackedRun
