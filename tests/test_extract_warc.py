@@ -261,8 +261,11 @@ def test_wget_warc(tmp_path, site_dir, compress):
     _, port = site_dir
     base = f"http://127.0.0.1:{port}/"
     out = tmp_path / "wget"
-    cmd = ["wget", "-q", "--tries=1", "--timeout=10", f"--warc-file={out}", "-O", "/dev/null",
-           "--no-warc-keep-log", base, base + "about.html"]  # fmt: skip
+    # No keep-alive: the HTTP/1.0 test server closes each connection, and a reused one
+    # can come back empty ("No data received").
+    cmd = ["wget", "-q", "--tries=3", "--timeout=10", "--no-http-keep-alive",
+           f"--warc-file={out}", "-O", "/dev/null", "--no-warc-keep-log",
+           base, base + "about.html"]  # fmt: skip
     if not compress:
         cmd.insert(1, "--no-warc-compression")
     subprocess.run(cmd, check=False, timeout=60, cwd=tmp_path)
