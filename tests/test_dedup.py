@@ -289,3 +289,68 @@ def test_damaged_manifest(tmp_path):
 def test_bad_simhash_is_exact_only(tmp_path, bad):
     out = run(tmp_path, [{"url": "http://a/", "digest": "d", "simhash": bad}])
     assert out[0]["kind"] == "unique"
+
+
+def test_testweb_corpus_index_equals_brute_force(tmp_path):
+    """10,000 testweb pages plus its near-duplicate host: index and brute force agree."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from crawlkit.html import BOILERPLATE_TAGS
+    from crawlkit.testweb import specials
+    from crawlkit.testweb.graph import WebConfig, build_web
+    from crawlkit.testweb.model import Request
+    from crawlkit.testweb.pages import page_path, render_page
+
+    def visible_simhash(body: bytes) -> str:
+        tree = LexborHTMLParser(body)
+        tree.strip_tags(BOILERPLATE_TAGS)
+        return f"{simhash(tree.body.text(separator=' ')):016x}"
+
+    web = build_web(WebConfig(hosts=100, pages=100, page_kb=2, specials={"near-duplicates": 1}))
+    pages = []
+    for host in web.hosts:
+        for p in range(host.pages if host.kind == "ordinary" else 0):
+            body = render_page(web, host, p, 8080)
+            pages.append({"url": f"http://{host.name}:8080{page_path(p)}", "site": host.name,
+                          "digest": str(hash(body)), "simhash": visible_simhash(body)})  # fmt: skip
+    near_host = next(h for h in web.hosts if h.kind == "near-duplicates")
+
+    class Clock:
+        state_by_host: dict = {}  # noqa: RUF012
+        t = 1_780_000_000.0
+
+        def state(self, name):
+            return self.state_by_host.setdefault(name, {})
+
+        def now(self):
+            self.t += 3607.0
+            return self.t
+
+    ctx = Clock()
+    near_urls = []
+    for k in range(specials.NEAR_DUP_PAGES):
+        for _ in range(3):  # recrawls: a new timestamp and another ad each time
+            path = f"/news/{k}.html"
+            req = Request("GET", path, path, "", near_host.name, {}, "127.0.0.1", 8080, 1, 0.0)
+            body = specials._near_duplicates(ctx, web, near_host, req).body
+            url = f"http://{near_host.name}:8080{path}?v={len(near_urls)}"
+            near_urls.append(url)
+            pages.append({"url": url, "site": near_host.name, "digest": str(hash(body)),
+                          "simhash": visible_simhash(body)})  # fmt: skip
+    assert len(pages) >= 10_000
+    out = run(tmp_path, pages, batch_size=2048)
+    assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)
+    kinds = {r["url"]: r["kind"] for r in out}
+    assert sum(kinds[u] == "near" for u in near_urls) == len(near_urls) - 1  # all but the first
+
+    sims = np.array([int(p["simhash"], 16) for p in pages], dtype=np.uint64)
+    index = NearIndex()
+    index.add(np.arange(len(sims)), sims)
+    qi, ids, _ = index.within(sims, sims, 3)
+    found = {(int(a), int(b)) for a, b in zip(qi, ids, strict=True) if a != b}
+    brute = set()
+    for i in range(len(sims)):
+        close = np.flatnonzero(np.bitwise_count(sims ^ sims[i]) <= 3)
+        brute |= {(i, int(j)) for j in close if j != i}
+    assert found == brute
+    assert len(brute) >= 2 * (len(near_urls) - 1)
