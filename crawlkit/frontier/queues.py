@@ -63,9 +63,13 @@ class SegmentStore:
         The file is fsynced before this returns, so a manifest naming it may be
         committed right after.
         """
+        return self.write_raw(b"".join(lines))
+
+    def write_raw(self, raw: bytes) -> int:
+        """Like :meth:`write`, for lines already joined into one buffer."""
         seg_id = self.next_id
         self.next_id += 1
-        data = self._cctx.compress(b"".join(lines))
+        data = self._cctx.compress(raw)
         final = self.path(seg_id)
         tmp = final.with_name(final.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -83,6 +87,10 @@ class SegmentStore:
 
     def read(self, seg_id: int) -> list[bytes]:
         """The lines of a segment, each with its newline."""
+        return self.read_raw(seg_id).splitlines(keepends=True)
+
+    def read_raw(self, seg_id: int) -> bytes:
+        """The decompressed contents of a segment."""
         try:
             data = self.path(seg_id).read_bytes()
         except OSError as exc:
@@ -91,7 +99,7 @@ class SegmentStore:
             raw = self._dctx.decompressobj().decompress(data)
         except zstandard.ZstdError as exc:
             raise StateError(f"frontier segment {self.path(seg_id)} is damaged: {exc}") from exc
-        return raw.splitlines(keepends=True)
+        return raw
 
     def discard_later(self, seg_id: int) -> None:
         """Delete this segment after the next commit (it is still named by the old one)."""
@@ -216,6 +224,27 @@ class SegmentQueue:
         for start in range(0, len(lines), SEGMENT_LINES):
             chunk = lines[start : start + SEGMENT_LINES]
             self.segs.append([self.store.write(chunk), len(chunk)])
+
+    def push_back_raw(self, raw: bytes, count: int) -> None:
+        """Append ``count`` lines held in one buffer (cheaper than a list of lines).
+
+        A small tail segment is merged with them, as in :meth:`push_back`; the new
+        segment may then hold up to ``SEGMENT_LINES + SMALL_SEGMENT`` lines.
+        """
+        if not count:
+            return
+        if (
+            self.segs
+            and self.segs[-1][1] < SMALL_SEGMENT
+            and (len(self.segs) > 1 or not self.offset)
+        ):
+            seg_id, old = self.segs.pop()
+            if not self.segs:
+                self._drop_head_cache()
+            raw = self.store.read_raw(seg_id) + raw
+            count += old
+            self.store.discard_later(seg_id)
+        self.segs.append([self.store.write_raw(raw), count])
 
     def extend_segments(self, other: SegmentQueue) -> None:
         """Move all of ``other``'s records to this queue's tail without rewriting them."""

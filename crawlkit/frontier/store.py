@@ -203,7 +203,9 @@ class Frontier:
         self._recrawl_dirty = False
         self._inbox_done: list[Path] = []
         self._new_blocks = False
-        self._pending: dict[str, list[bytes]] = {}
+        # Records added and not yet in a segment: one buffer and a line count per queue
+        # (a list of orjson's bytes objects would cost ~4 KB a line in allocations).
+        self._pending: dict[str, tuple[bytearray, list[int]]] = {}
 
     # ----------------------------------------------------------------- open / commit
 
@@ -285,16 +287,19 @@ class Frontier:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.path)
 
+    def _flush_pending(self) -> None:
+        for name, (buf, count) in self._pending.items():
+            if count[0]:
+                self.queues[name].push_back_raw(bytes(buf), count[0])
+        self._pending.clear()
+
     def _all_queues(self) -> Iterable[SegmentQueue]:
         yield from self.queues.values()
         yield from self.parked.values()
 
     def commit(self) -> None:
         """Make every change since the last commit durable, atomically (see module doc)."""
-        for name, lines in self._pending.items():
-            if lines:
-                self.queues[name].push_back(lines)
-        self._pending.clear()
+        self._flush_pending()
         self.store.sync()
         self.seq += 1
         files = dict(self._files)
@@ -425,7 +430,7 @@ class Frontier:
         site_infos = sites.sites
         pending = self._pending
         for name in QUEUES:
-            pending.setdefault(name, [])
+            pending.setdefault(name, (bytearray(), [0]))
         hosts = self.hosts
         reasons: dict[str, int] = {}
         blocks = self.blocks
@@ -518,11 +523,13 @@ class Frontier:
                 else:
                     name = NEW_QUEUES[level]
             rec["priority"] = level
-            lines = pending[name]
-            lines.append(dumps(rec, option=_DUMPS_OPT))
-            if len(lines) >= SEGMENT_LINES:
-                self.queues[name].push_back(lines)
-                pending[name] = []
+            buf, count = pending[name]
+            buf += dumps(rec, option=_DUMPS_OPT)
+            count[0] += 1
+            if count[0] >= SEGMENT_LINES:
+                self.queues[name].push_back_raw(bytes(buf), count[0])
+                buf.clear()
+                count[0] = 0
             info.queued += 1
             hosts[host] = hosts.get(host, 0) + 1
             reasons[reason] = reasons.get(reason, 0) + 1
@@ -554,7 +561,7 @@ class Frontier:
 
     def queued(self) -> int:
         return sum(len(q) for q in self.queues.values()) + sum(
-            len(v) for v in self._pending.values()
+            c[0] for _, c in self._pending.values()
         )
 
     def next(self, opts: NextOptions) -> Batch:
@@ -565,11 +572,7 @@ class Frontier:
         block) come back in ``Batch.refused`` with reason ``blocked``.
         """
         now = time.time() if opts.now is None else opts.now
-        if self._pending:
-            for name, lines in self._pending.items():
-                if lines:
-                    self.queues[name].push_back(lines)
-            self._pending.clear()
+        self._flush_pending()
         refused: list[Record] = []
         if self._new_blocks:
             self._purge_blocked(refused)
