@@ -104,12 +104,15 @@ class _PinnedResolver:
         pass
 
 
+_MAX_DEFLATE_RATIO = 1032
+
+
 class _DecodedCounter:
     """Counts gzip/deflate output without keeping it; stops past ``cap``."""
 
     def __init__(self, encoding: str, cap: int):
         self.cap = cap
-        self.total = 0
+        self._total = 0
         self.broken = False
         enc = encoding.strip().lower()
         if enc in ("gzip", "x-gzip"):
@@ -121,11 +124,37 @@ class _DecodedCounter:
             self._d = None
         self._raw_retry = enc == "deflate"
         self._first = True
+        self._held: list[bytes] | None = []
+        self._held_size = 0
+
+    @property
+    def total(self) -> int:
+        """Decoded bytes counted so far (0 while decoding is put off)."""
+        return self._total
+
+    @total.setter
+    def total(self, value: int) -> None:
+        self._total = value
 
     def feed(self, chunk: bytes) -> bool:
-        """Feed raw body bytes; False once the decoded size passed the cap."""
+        """Feed raw body bytes; False once the decoded size passed the cap.
+
+        Deflate expands at most 1032:1, so while the raw bytes seen are below
+        ``cap / 1032`` the cap cannot be reached and decoding is put off (most pages
+        are never decoded here at all).
+        """
         if self._d is None or self.broken:
             return True
+        if self._held is not None:
+            self._held.append(chunk)
+            self._held_size += len(chunk)
+            if self._held_size * _MAX_DEFLATE_RATIO <= self.cap:
+                return True
+            chunk = b"".join(self._held)
+            self._held = None
+        return self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> bool:
         data = chunk
         try:
             while data:
@@ -141,7 +170,7 @@ class _DecodedCounter:
         except zlib.error:
             if self._first and self._raw_retry:
                 self._d, self._raw_retry = zlib.decompressobj(-15), False
-                return self.feed(chunk)
+                return self._feed(chunk)
             self.broken = True  # undecodable: the raw body cap still holds
         self._first = False
         return True

@@ -559,10 +559,23 @@ class Fetcher:
     async def _archive(
         self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
     ) -> tuple[str, Any]:
-        """Write the exchange to the WARC; returns (payload digest, location dict or None)."""
-        digest = sha1_digest(res.body)
+        """Write the exchange to the WARC; returns (payload digest, location dict or None).
+
+        Hashing, the revisit lookup and compression run on the WARC thread, in order,
+        so the event loop only hands the response over.
+        """
         if self.warc is None or res.status is None:
-            return digest, None
+            return sha1_digest(res.body), None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._warc_pool, self._archive_sync, res, url, depth, extra
+        )
+
+    def _archive_sync(
+        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+    ) -> tuple[str, Any]:
+        assert self.warc is not None and res.status is not None
+        digest = sha1_digest(res.body)
         date = warc_date(res.started, self.warc.version)
         revisit = None
         if self.state is not None and res.body and not res.truncated and 200 <= res.status < 300:
@@ -576,6 +589,7 @@ class Fetcher:
         }
         if res.truncated:
             meta["truncated"] = res.truncated
+        encoded = (res.header("Content-Encoding") or "identity").strip().lower() != "identity"
         cap = Capture(
             url=url,
             ip=res.address,
@@ -588,10 +602,9 @@ class Fetcher:
             depth=depth if isinstance(depth, int) else None,
             revisit_of=revisit,
             metadata=meta,
+            precompressed=encoded,
         )
-        loop = asyncio.get_running_loop()
-        loc = await loop.run_in_executor(self._warc_pool, self.warc.write_capture, cap)
-        return digest, loc.to_dict()
+        return digest, self.warc.write_capture(cap).to_dict()
 
     async def _fetch_url(self, host: _Host, item: _Item) -> None:
         rec = item.record

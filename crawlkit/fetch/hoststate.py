@@ -73,6 +73,9 @@ class HostState:
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{self.path}: {exc}") from exc
         self._lock = threading.Lock()
+        # Lookups from the event loop use their own connection: with WAL they never wait
+        # for a commit (and its fsync) running on the writer connection in another thread.
+        self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._host_rows: dict[str, tuple[Any, ...]] = {}
         self._robots_rows: dict[str, str] = {}
         self._digest_rows: dict[str, tuple[str, str]] = {}
@@ -82,7 +85,7 @@ class HostState:
         pending = self._host_rows.get(key)
         row = pending[1:] if pending else None
         if row is None:
-            row = self._db.execute(
+            row = self._reader.execute(
                 "SELECT next_allowed, backoff, backoff_until, last_elapsed, crawl_delay, "
                 "inflight_since FROM hosts WHERE host=?",
                 (key,),
@@ -106,7 +109,9 @@ class HostState:
     def robots(self, origin: str) -> dict[str, Any] | None:
         text = self._robots_rows.get(origin)
         if text is None:
-            row = self._db.execute("SELECT entry FROM robots WHERE origin=?", (origin,)).fetchone()
+            row = self._reader.execute(
+                "SELECT entry FROM robots WHERE origin=?", (origin,)
+            ).fetchone()
             text = row[0] if row else None
         return json.loads(text) if text else None
 
@@ -119,7 +124,9 @@ class HostState:
         hit = self._digest_rows.get(digest)
         if hit is not None:
             return hit
-        row = self._db.execute("SELECT uri, date FROM digests WHERE digest=?", (digest,)).fetchone()
+        row = self._reader.execute(
+            "SELECT uri, date FROM digests WHERE digest=?", (digest,)
+        ).fetchone()
         return (row[0], row[1]) if row else None
 
     def put_digest(self, digest: str, uri: str, date: str) -> None:
@@ -170,4 +177,5 @@ class HostState:
 
     def close(self) -> None:
         self.commit()
+        self._reader.close()
         self._db.close()
