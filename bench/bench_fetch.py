@@ -76,10 +76,26 @@ def start_web(
     directory: Path, hosts: int, pages: int, page_kb: float
 ) -> tuple[subprocess.Popen[bytes], dict]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts", str(hosts),
-         "--pages", str(pages), "--page-kb", str(page_kb), "--special", "none"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            "testweb",
+            "--dir",
+            str(directory),
+            "--hosts",
+            str(hosts),
+            "--pages",
+            str(pages),
+            "--page-kb",
+            str(page_kb),
+            "--special",
+            "none",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
     assert proc.stdout is not None
     info = json.loads(proc.stdout.readline())
     return proc, info
@@ -126,26 +142,50 @@ def main() -> None:
                     ip_url = url.replace(host, f"{h['addr']}:{info['port']}", 1)
                     t.write(json.dumps({"ip_url": ip_url, "hostport": host}) + "\n")
                     n += 1
-        print(f"testweb: {len(hosts)} hosts, {n} URLs, {args.page_kb} KB pages, "
-              f"{args.concurrency} connections")  # fmt: skip
+        print(
+            f"testweb: {len(hosts)} hosts, {n} URLs, {args.page_kb} KB pages, "
+            f"{args.concurrency} connections"
+        )
         results: dict[str, list[tuple[int, float, float]]] = {"crawlkit": [], "scrapy": []}
         for _ in range(args.repeat):
             state = tmp / "state"
             shutil.rmtree(state, ignore_errors=True)
             wall, cpu, res = timed(
-                [sys.executable, "-m", "crawlkit", "fetch", "--state", str(state),
-                 "--hosts-file", info["hosts_file"], "--allow-net", info["allow_net"],
-                 "--min-delay", "0", "--delay-factor", "0", "--per-ip-delay", "0",
-                 "--concurrency", str(args.concurrency), "--log", str(tmp / "log.ndjson"),
-                 "-q", str(batch)], cwd=ROOT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "crawlkit",
+                    "fetch",
+                    "--state",
+                    str(state),
+                    "--hosts-file",
+                    info["hosts_file"],
+                    "--allow-net",
+                    info["allow_net"],
+                    "--min-delay",
+                    "0",
+                    "--delay-factor",
+                    "0",
+                    "--per-ip-delay",
+                    "0",
+                    "--concurrency",
+                    str(args.concurrency),
+                    "--log",
+                    str(tmp / "log.ndjson"),
+                    "-q",
+                    str(batch),
+                ],
+                cwd=ROOT,
+            )
             if res.returncode != 0:
                 raise SystemExit(res.stderr.decode())
-            recs = [json.loads(line) for line in open(tmp / "log.ndjson")]
+            recs = [json.loads(line) for line in (tmp / "log.ndjson").read_text().splitlines()]
             pages = sum(1 for r in recs if r["outcome"] == "fetched")
             warc_bytes = sum(f.stat().st_size for f in (state / "warc" / "new").glob("*.warc.gz"))
-            print(f"  crawlkit run: {pages} pages in {wall:.2f}s, {cpu:.2f} CPU s, "
-                  f"WARC {warc_bytes / 1e6:.1f} MB")  # fmt: skip
+            print(
+                f"  crawlkit run: {pages} pages in {wall:.2f}s, {cpu:.2f} CPU s, "
+                f"WARC {warc_bytes / 1e6:.1f} MB"
+            )
             results["crawlkit"].append((pages, wall, cpu))
             if args.scrapy_python:
                 spider = tmp / "spider.py"
@@ -163,11 +203,15 @@ def main() -> None:
             rate = statistics.median(p / w for p, w, _ in runs)
             cpu_k = statistics.median(c / p * 1000 for p, _, c in runs)
             summary[name] = (rate, cpu_k)
-            print(f"{name:9s} {rate:8.0f} pages/s   {cpu_k:6.2f} CPU s per 1,000 pages "
-                  f"(median of {len(runs)})")  # fmt: skip
+            print(
+                f"{name:9s} {rate:8.0f} pages/s   {cpu_k:6.2f} CPU s per 1,000 pages "
+                f"(median of {len(runs)})"
+            )
         if "scrapy" in summary:
-            print(f"crawlkit/scrapy: {summary['crawlkit'][0] / summary['scrapy'][0]:.1f}x pages/s, "
-                  f"{summary['scrapy'][1] / summary['crawlkit'][1]:.1f}x less CPU per page")  # fmt: skip
+            print(
+                f"crawlkit/scrapy: {summary['crawlkit'][0] / summary['scrapy'][0]:.1f}x pages/s, "
+                f"{summary['scrapy'][1] / summary['crawlkit'][1]:.1f}x less CPU per page"
+            )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
