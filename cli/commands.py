@@ -1,12 +1,22 @@
-"""Imports every command module so each registers itself on the app, in help order."""
+"""Imports every command module so each registers itself on the app.
 
-import crawlkit_cli.robots
-import crawlkit_cli.sitemap  # noqa: F401
-from crawlkit_cli import canon, shard  # noqa: F401
-from crawlkit_cli import frontier  # noqa: F401
-from crawlkit_cli import recrawl  # noqa: F401
-from crawlkit_cli import seen_merge  # noqa: F401
-from crawlkit_cli import testweb  # noqa: F401
-from crawlkit_cli import fetch  # noqa: F401
-from crawlkit_cli import dedup, extract  # noqa: F401
-from crawlkit_cli import audit  # noqa: F401
+The order here is the order of ``crawlkit --help``: the stages in pipeline order,
+then the whole-crawl commands, then the tools.
+"""
+
+from crawlkit_cli import (  # noqa: F401
+    canon,
+    robots,
+    sitemap,
+    frontier,
+    fetch,
+    extract,
+    dedup,
+    seen_merge,
+    recrawl,
+    shard,
+    crawl,
+    demo,
+    testweb,
+    audit,
+)

@@ -1,0 +1,191 @@
+"""crawlkit crawl."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from crawlkit_cli.app import app, reporter
+from crawlkit_cli.options import Agent, AllowNet, HostsFile, StateDir
+
+from crawlkit import io
+from crawlkit.crawl import CrawlOptions, crawl, explain
+from crawlkit.durations import parse_duration
+from crawlkit.errors import UsageError
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.frontier.traps import TrapLimits
+
+DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+
+
+def read_seeds(items: list[str]) -> list[str]:
+    """Seeds from arguments: a URL, or a file of URLs (one a line, # comments)."""
+    seeds: list[str] = []
+    for item in items:
+        if "://" in item:
+            seeds.append(item)
+            continue
+        path = Path(item)
+        if not path.exists():
+            raise UsageError(f"{item}: neither a URL nor a file")
+        for _, _, text in io.read_text_lines([path]):
+            line = (text or "").split("#", 1)[0].strip()
+            if line:
+                seeds.append(line)
+    return seeds
+
+
+def progress_printer() -> Any:
+    """One status line on stderr per cycle, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(info: dict[str, Any]) -> None:
+        sys.stderr.write(
+            f"\r\033[Kcycle {info['cycle']}: {info['fetched']} fetched "
+            f"({info['pages_per_s']:.1f}/s), {info['new_urls']} new URLs, "
+            f"{info['deferred']} deferred, {info['errors']} errors, "
+            f"{info['elapsed_s']:.0f} s"
+        )
+        sys.stderr.flush()
+
+    return show
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
+    refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
+    dedup = summary["dedup"]
+    return "\n".join(
+        [
+            f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
+            f"{summary['cycles']} cycles",
+            f"  fetch outcomes: {outcomes}",
+            f"  pages parsed {summary['pages']}, links {summary['links']}, "
+            f"new URLs {summary['new_urls']}",
+            f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
+            f"  refused: {refused}",
+            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']}, "
+            f"refetched after a crash {summary['refetched']}",
+        ]
+    )
+
+
+@app.command("crawl")
+def crawl_command(
+    seeds: Annotated[
+        list[str] | None,
+        typer.Argument(help="Seed URLs, or files of seed URLs (one a line).", show_default=False),
+    ] = None,
+    state: StateDir = ...,  # type: ignore[assignment]
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            help="Follow links on the seeds' hosts (host), their registered domains (site), "
+            "anywhere (any), or to URLs matching a regular expression.",
+        ),
+    ] = "site",
+    max_pages: Annotated[
+        int | None, typer.Option("--max-pages", help="Stop after this many fetched pages.")
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option("--for", help="Stop cleanly after this long (e.g. 50m), for cron."),
+    ] = None,
+    warc_dir: Annotated[
+        Path | None,
+        typer.Option("--warc-dir", help="Where WARC files go (default STATE/warc)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight at once, over all hosts.")
+    ] = 100,
+    min_delay: Annotated[
+        str,
+        typer.Option(
+            "--min-delay",
+            help="Smallest gap between two requests to one host; the gap is max(this, 10 × "
+            "the last fetch time, Crawl-delay).",
+        ),
+    ] = "1s",
+    per_ip: Annotated[int, typer.Option("--per-ip", help="Requests at once to one IP.")] = 2,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="Total time per request, silence mid-body included.")
+    ] = "30s",
+    agent: Agent = DEFAULT_AGENT,
+    allow_net: AllowNet = None,
+    hosts_file: HostsFile = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Extract worker processes.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", help="URLs per cycle.")] = 1000,
+    per_host: Annotated[int, typer.Option("--per-host", help="URLs per host per cycle.")] = 20,
+    no_budgets: Annotated[
+        bool, typer.Option("--no-budgets", help="No per-site page budgets (a fixed site list).")
+    ] = False,
+    max_depth: Annotated[
+        int | None, typer.Option("--max-depth", help="Refuse URLs deeper than this from a seed.")
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    do_explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Print the equivalent stage commands of one cycle; exit."),
+    ] = False,
+) -> None:
+    """Crawl from seeds until the frontier is empty or a limit is reached; resumable.
+
+    The whole loop in one command, composed of the stages' own library functions on
+    one state directory: frontier next, fetch (async, polite, into WARC), extract,
+    dedup, seen-merge, frontier add, recrawl. Each cycle's records stay in
+    STATE/crawl/cycles/NNNNNN/ (batch, fetch log, pages, links, dedup, refusals);
+    WARC files go to --warc-dir. Run the same command again to continue: after a
+    clean stop, after --for, or after kill -9 (only the fetches in flight are
+    repeated, and counted). A second run on the same state directory is refused
+    (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
+    retry time; out-of-scope and trap URLs are refused with a reason.
+
+    Memory grows with one cycle's batch (--batch) and the frontier's per-site
+    counters; queues, seen set and history are on disk. A one-line progress report
+    per cycle goes to stderr when it is a terminal; a summary at the end.
+
+    Example:
+
+        crawlkit crawl https://example.org/ --state S --scope site --for 50m
+        crawlkit crawl seeds.txt --state S --explain
+    """
+    rep = reporter()
+    if scope not in ("host", "site", "any") and not scope:
+        raise UsageError("--scope must not be empty")
+    delay = parse_duration(min_delay)
+    options = CrawlOptions(
+        scope=scope,
+        max_pages=max_pages,
+        duration=parse_duration(duration) if duration else None,
+        batch_size=batch,
+        per_host=per_host,
+        jobs=jobs,
+        budgets=not no_budgets,
+        warc_dir=warc_dir,
+        fetch=FetchConfig(
+            agent=agent,
+            concurrency=concurrency,
+            min_delay=delay,
+            per_ip=per_ip,
+            timeout=parse_duration(timeout),
+        ),
+        allow_net=tuple(allow_net or ()),
+        hosts_file=hosts_file,
+        limits=TrapLimits(max_depth=max_depth),
+    )
+    if do_explain:
+        print(explain(str(state), options))
+        return
+    summary = crawl(state, read_seeds(seeds or []), options, reporter=rep,
+                    progress=progress_printer()).to_json()  # fmt: skip
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(summary) + b"\n")
+    else:
+        print(summary_text(summary), file=sys.stderr)

@@ -1,0 +1,691 @@
+"""``crawlkit crawl``: the whole loop in one command, as a composition of the stages.
+
+A crawl is a state directory and a sequence of *cycles*. Each cycle runs the DESIGN.md
+pipeline with the stages' own library functions, on the same state directory:
+
+    frontier next  →  fetch  →  extract  →  dedup  →  seen-merge  →  frontier add
+                                                         recrawl  →  frontier add
+
+and leaves its files in ``STATE/crawl/cycles/NNNNNN/`` (the batch, the fetch log,
+page, link, dedup and refusal records), so every cycle can be inspected, replayed or
+re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them).
+
+Resumable (DESIGN.md invariants 1 and 5): a cycle's steps run in order and each
+marks itself done with a file; a restarted crawl finishes the open cycle first. The
+fetch log is appended and flushed per record, so after a crash only the URLs whose
+fetch was in flight (or whose WARC record did not reach the disk) are fetched again;
+they are counted as ``refetched``. Host clocks live in the fetch stage's state, so a
+restart never hits a host inside its gap (invariant 2).
+
+Deferred URLs (a host backing off, robots.txt unavailable, the run's end) wait in
+``STATE/crawl/waiting.ndjson.zst`` until their ``retry_at`` and then go back to the
+frontier; nothing is dropped. URLs outside ``--scope`` are refused with a reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import io
+from crawlkit.dedupstore import DedupStore
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.store import NextOptions
+from crawlkit.frontier.traps import TrapLimits
+from crawlkit.io import Record
+from crawlkit.report import parse_time
+from crawlkit.seen import SeenStore
+from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
+from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.fetch import fetch_records, warc_new_dir
+from crawlkit.stages.frontier import frontier_add, frontier_next, frontier_stats
+from crawlkit.stages.recrawl import recrawl
+from crawlkit.stages.seen_merge import SeenMerge
+from crawlkit.state import StateDir, open_state
+from crawlkit.url import Canonicalizer
+
+__all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
+
+CYCLE_FORMAT = "{:06d}"
+# Steps of one cycle, in order; each leaves ``<step>.done`` in the cycle directory.
+STEPS = ("batch", "fetch", "extract", "dedup", "links", "recrawl")
+
+
+class Scope:
+    """Which discovered URLs a crawl follows: ``host``, ``site``, ``any`` or a regex.
+
+    ``host`` and ``site`` are relative to the seeds (their hosts, or their registered
+    domains). A regex is searched in the canonical URL.
+    """
+
+    def __init__(self, spec: str):
+        self.spec = spec
+        self.hosts: set[str] = set()
+        self.sites: set[str] = set()
+        self.regex: re.Pattern[str] | None = None
+        if spec not in ("host", "site", "any"):
+            try:
+                self.regex = re.compile(spec)
+            except re.error as exc:
+                raise UsageError(f"--scope: not host, site, any or a valid regex: {exc}") from exc
+
+    def add_seed(self, record: Record) -> None:
+        self.hosts.add(str(record.get("host")))
+        self.sites.add(str(record.get("site")))
+
+    def allows(self, record: Record) -> bool:
+        if self.spec == "any":
+            return True
+        if self.spec == "host":
+            return record.get("host") in self.hosts
+        if self.spec == "site":
+            return record.get("site") in self.sites
+        assert self.regex is not None
+        return bool(self.regex.search(str(record.get("url"))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": self.spec, "hosts": sorted(self.hosts), "sites": sorted(self.sites)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Scope:
+        scope = cls(data["spec"])
+        scope.hosts = set(data.get("hosts", []))
+        scope.sites = set(data.get("sites", []))
+        return scope
+
+
+@dataclass
+class CrawlOptions:
+    """Every knob of ``crawlkit crawl``, with explicit defaults (see the CLI's help)."""
+
+    scope: str = "site"
+    max_pages: int | None = None
+    duration: float | None = None
+    batch_size: int = 1000
+    per_host: int = 20
+    jobs: int = 1
+    budgets: bool = True
+    warc_dir: Path | None = None
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    allow_net: tuple[str, ...] = ()
+    hosts_file: Path | None = None
+    limits: TrapLimits = field(default_factory=TrapLimits)
+    budget_policy: BudgetPolicy = field(default_factory=BudgetPolicy)
+    idle_wait: float = 5.0  # longest sleep while only deferred URLs wait
+    recrawl: bool = True
+
+
+@dataclass
+class CrawlSummary:
+    """What a run did (``--json`` prints it); ``outcomes`` counts fetch records."""
+
+    cycles: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    pages: int = 0
+    links: int = 0
+    new_urls: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    dedup: Counter[str] = field(default_factory=Counter)
+    refetched: int = 0
+    waiting: int = 0
+    queued: int = 0
+    stopped: str = ""
+    elapsed_s: float = 0.0
+    warc_files: int = 0
+    seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cycles": self.cycles,
+            "outcomes": dict(self.outcomes),
+            "fetched": self.outcomes["fetched"],
+            "pages": self.pages,
+            "links": self.links,
+            "new_urls": self.new_urls,
+            "refused": dict(self.refused),
+            "dedup": dict(self.dedup),
+            "refetched": self.refetched,
+            "waiting": self.waiting,
+            "queued": self.queued,
+            "stopped": self.stopped,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "warc_files": self.warc_files,
+            "seen": dict(self.seen),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# files of a crawl
+
+
+class CrawlDir:
+    """The ``STATE/crawl`` directory: cycles, the waiting room, totals, the scope."""
+
+    def __init__(self, state: StateDir):
+        self.root = state.sub("crawl")
+        self.cycles = self.root / "cycles"
+        self.cycles.mkdir(exist_ok=True)
+
+    def cycle_dirs(self) -> list[Path]:
+        return sorted(p for p in self.cycles.iterdir() if p.is_dir() and p.name.isdigit())
+
+    def open_cycle(self) -> Path | None:
+        """The last cycle if it is unfinished, else None."""
+        dirs = self.cycle_dirs()
+        if dirs and not (dirs[-1] / "cycle.done").exists():
+            return dirs[-1]
+        return None
+
+    def new_cycle(self) -> Path:
+        dirs = self.cycle_dirs()
+        number = int(dirs[-1].name) + 1 if dirs else 1
+        path = self.cycles / CYCLE_FORMAT.format(number)
+        path.mkdir()
+        return path
+
+    @property
+    def waiting(self) -> Path:
+        return self.root / "waiting.ndjson.zst"
+
+    @property
+    def totals(self) -> Path:
+        return self.root / "totals.json"
+
+    @property
+    def scope(self) -> Path:
+        return self.root / "scope.json"
+
+
+def _done(cycle: Path, step: str) -> bool:
+    return (cycle / f"{step}.done").exists()
+
+
+def _mark(cycle: Path, step: str, info: dict[str, Any] | None = None) -> None:
+    io.atomic_write_bytes(cycle / f"{step}.done", orjson.dumps(info or {}) + b"\n")
+
+
+def _read(path: Path) -> Iterator[Record]:
+    if path.exists():
+        yield from io.read_records([path])
+
+
+def _write(path: Path, records: Iterable[Record]) -> int:
+    with io.open_output(path) as out:
+        return out.write_records(records)
+
+
+# ---------------------------------------------------------------------------------------
+# the crawl
+
+
+class Crawl:
+    """One run of ``crawlkit crawl`` over a locked state directory."""
+
+    def __init__(
+        self,
+        state: StateDir,
+        options: CrawlOptions,
+        *,
+        reporter: Reporter,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.state = state
+        self.opts = options
+        self.rep = reporter
+        self.progress = progress or (lambda info: None)
+        self.clock = clock
+        self.dir = CrawlDir(state)
+        self.canon = Canonicalizer()
+        self.summary = CrawlSummary()
+        self.start = clock()
+        self.deadline = self.start + options.duration if options.duration else None
+        self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
+        self.scope = Scope(options.scope)
+        if self.dir.scope.exists():
+            saved = Scope.from_json(io.read_json(self.dir.scope))
+            if saved.spec != options.scope:
+                self.rep.info(
+                    f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})"
+                )
+            self.scope = saved
+
+    # -- seeds -----------------------------------------------------------------------
+
+    def add_seeds(self, urls: Iterable[str]) -> int:
+        """Canonicalize seeds, widen the scope, and queue those never seen before."""
+        records: list[Record] = []
+        for raw in urls:
+            try:
+                parsed = self.canon.parse(raw.strip())
+            except InvalidURL as exc:
+                self.rep.warn(f"seed skipped: {exc}", "bad seed")
+                continue
+            rec = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp,
+                   "depth": 0, "priority": 1.0, "reason": "seed"}  # fmt: skip
+            records.append(rec)
+            self.scope.add_seed(rec)
+        io.atomic_write_json(self.dir.scope, self.scope.to_json())
+        if not records:
+            return 0
+        fresh = self._seen_merge(records)
+        self._queue(fresh, self.dir.root / "seeds-refused.ndjson.zst")
+        return len(fresh)
+
+    # -- the loop --------------------------------------------------------------------
+
+    def run(self) -> CrawlSummary:
+        cycle = self.dir.open_cycle()
+        if cycle is not None:
+            self.rep.info(f"resuming cycle {cycle.name}")
+            self._finish_cycle(cycle)
+        while True:
+            reason = self._should_stop()
+            if reason:
+                self.summary.stopped = reason
+                break
+            self._release_waiting()
+            cycle = self.dir.new_cycle()
+            batch = self._step_batch(cycle)
+            if batch == 0:
+                cycle_empty = cycle
+                shutil.rmtree(cycle_empty)
+                wait = self._next_waiting_time()
+                if wait is None:
+                    self.summary.stopped = "frontier empty"
+                    break
+                self._sleep_until(wait)
+                continue
+            self._finish_cycle(cycle)
+        stats = frontier_stats(self.state.path)
+        self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
+        self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
+        self.summary.elapsed_s = self.clock() - self.start
+        self._save_totals()
+        return self.summary
+
+    def _should_stop(self) -> str:
+        if self.deadline is not None and self.clock() >= self.deadline:
+            return "time limit (--for)"
+        if self.opts.max_pages is not None and self._pages_total() >= self.opts.max_pages:
+            return "page limit (--max-pages)"
+        return ""
+
+    def _pages_total(self) -> int:
+        totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        return int(totals.get("fetched", 0)) + self.summary.outcomes["fetched"]
+
+    def _finish_cycle(self, cycle: Path) -> None:
+        for step in STEPS[1:]:
+            if not _done(cycle, step):
+                getattr(self, f"_step_{step}")(cycle)
+        _mark(cycle, "cycle")
+        self.summary.cycles += 1
+        self.progress(self._progress_info(cycle))
+
+    # -- steps -----------------------------------------------------------------------
+
+    def _step_batch(self, cycle: Path) -> int:
+        size = self.opts.batch_size
+        if self.opts.max_pages is not None:
+            size = max(1, min(size, self.opts.max_pages - self._pages_total()))
+        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
+        refused: list[Record] = []
+
+        def write(batch: Any) -> None:
+            with io.open_output(cycle / "batch.ndjson.zst") as out:
+                for line in batch.lines:
+                    out.write(line if line.endswith(b"\n") else line + b"\n")
+            refused.extend(batch.refused)
+
+        batch = frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
+                              reporter=self.rep)  # fmt: skip
+        if refused:
+            _write(cycle / "batch-refused.ndjson.zst", refused)
+            self._count_refused(refused)
+        _mark(cycle, "batch", {"urls": len(batch.lines)})
+        return len(batch.lines)
+
+    def _step_fetch(self, cycle: Path) -> None:
+        log = cycle / "fetch.ndjson"  # plain and flushed per record: survives kill -9
+        redirects = cycle / "redirects.ndjson"
+        done_urls = self._salvage(cycle, log)
+        todo = [r for r in _read(cycle / "batch.ndjson.zst") if r.get("url") not in done_urls]
+        if done_urls:
+            self.rep.info(
+                f"cycle {cycle.name}: {len(done_urls)} fetches kept from before the restart"
+            )
+        config = self.opts.fetch
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - self.clock())
+            config = FetchConfig(**{**config.__dict__, "duration": left})
+        with open(log, "ab") as log_file, open(redirects, "ab") as redirect_file:
+
+            def sink(rec: Record) -> None:
+                log_file.write(io.dumps(rec))
+                log_file.flush()
+                self.summary.outcomes[str(rec.get("outcome"))] += 1
+
+            def on_redirect(rec: Record) -> None:
+                redirect_file.write(io.dumps(rec))
+                redirect_file.flush()
+
+            if todo:
+                fetch_records(
+                    todo, sink, state_dir=self.state.path, config=config,
+                    warc_dir=self.warc_root, allow_net=self.opts.allow_net,
+                    hosts_file=self.opts.hosts_file, on_redirect=on_redirect,
+                    reporter=self.rep, warc_prefix=f"crawlkit-{cycle.name}",
+                )  # fmt: skip
+        _mark(cycle, "fetch", {"urls": len(todo), "kept": len(done_urls)})
+
+    def _salvage(self, cycle: Path, log: Path) -> set[str]:
+        """After a crash: keep the fetches whose WARC records are whole on disk.
+
+        Closes every ``.open`` WARC file at the end of its last complete record and
+        drops fetch records that point past it (those URLs are fetched again and
+        counted as refetched). Returns the URLs whose fetch records stand.
+        """
+        if not log.exists():
+            return set()
+        new_dir = warc_new_dir(self.warc_root)
+        valid_end: dict[str, int] = {}
+        for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
+            end = _complete_prefix(partial)
+            final = partial.with_name(partial.name[: -len(".open")])
+            with open(partial, "r+b") as f:
+                f.truncate(end)
+            if end:
+                partial.rename(final)
+            else:
+                partial.unlink()
+            valid_end[final.name] = end
+        kept: list[Record] = []
+        lost = 0
+        with open(log, "rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    lost += 1  # torn last line
+                    continue
+                try:
+                    rec = io.parse_record(line)
+                except ValueError:
+                    lost += 1
+                    continue
+                warc = rec.get("warc")
+                if isinstance(warc, dict):
+                    name = Path(str(warc.get("file"))).name.removesuffix(".open")
+                    end = int(warc.get("offset", 0)) + int(warc.get("length", 0))
+                    if name in valid_end and end > valid_end[name]:
+                        lost += 1
+                        continue
+                    warc["file"] = str(Path(str(warc.get("file"))).with_name(name))
+                kept.append(rec)
+        io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))
+        batch_urls = sum(1 for _ in _read(cycle / "batch.ndjson.zst"))
+        self.summary.refetched += batch_urls - len(kept)
+        return {str(r.get("url")) for r in kept}
+
+    def _fetch_log(self, cycle: Path) -> list[Record]:
+        return list(_read(cycle / "fetch.ndjson"))
+
+    def _step_extract(self, cycle: Path) -> None:
+        files: list[str] = []
+        new_dir = warc_new_dir(self.warc_root)
+        for rec in self._fetch_log(cycle):
+            warc = rec.get("warc")
+            if isinstance(warc, dict) and warc.get("file"):
+                name = Path(str(warc["file"])).name
+                # still in new/, or already moved to the archive by a run that crashed
+                path = new_dir / name if (new_dir / name).exists() else self.warc_root / name
+                if str(path) not in files:
+                    files.append(str(path))
+        existing = [f for f in files if Path(f).exists()]
+        with (
+            io.open_output(cycle / "pages.ndjson.zst") as pages,
+            io.open_output(cycle / "links.ndjson.zst") as links,
+        ):
+            stats = extract_warcs(existing, pages.write, links.write, jobs=self.opts.jobs,
+                                  options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+        self.summary.pages += stats.pages
+        self.summary.links += stats.links
+        # Extracted files leave new/ for the archive directory itself.
+        for f in existing:
+            target = self.warc_root / Path(f).name
+            if Path(f).parent == new_dir and not target.exists():
+                os.replace(f, target)
+                self.summary.warc_files += 1
+        _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
+
+    def _step_dedup(self, cycle: Path) -> None:
+        stats = DedupStats()
+        with open_state(self.state.path / "dedup") as sdir:
+            store = DedupStore(sdir.path)
+            try:
+                records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+                _write(cycle / "dedup.ndjson.zst", dedup_records(records, store, stats=stats,
+                                                                 reporter=self.rep))  # fmt: skip
+                sites = list(site_records(store, stats.sites))
+            finally:
+                store.close()
+        _write(cycle / "sites.ndjson.zst", sites)
+        self._queue(sites, cycle / "sites-refused.ndjson.zst")
+        self.summary.dedup.update(
+            {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
+        )
+        _mark(cycle, "dedup", {"exact": stats.exact, "near": stats.near})
+
+    def _step_links(self, cycle: Path) -> None:
+        """Links and redirects → scope → seen set → frontier; deferred → waiting room.
+
+        Each attempt writes its new URLs to its own file before the seen set commits
+        them, and every attempt's file is queued: a crash between the commit and the
+        queueing repeats URLs (at least once), never loses them (invariant 4).
+        """
+        refused_path = cycle / "links-refused.ndjson.zst"
+        if not _done(cycle, "seen"):
+            candidates: list[Record] = []
+            refused: list[Record] = []
+            for rec in [*_read(cycle / "links.ndjson.zst"), *_read(cycle / "redirects.ndjson")]:
+                if rec.get("nofollow"):
+                    continue  # kept in the link file; not followed
+                if self.scope.allows(rec):
+                    candidates.append(rec)
+                else:
+                    refused.append({**rec, "outcome": "refused", "refused": "out-of-scope",
+                                    "detail": f"scope {self.scope.spec}"})  # fmt: skip
+            _write(refused_path, refused)
+            self._count_refused(refused)
+            attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
+            fresh = self._seen_merge(candidates, out=cycle / f"new-{attempt}.ndjson.zst")
+            self.summary.new_urls += len(fresh)
+            _mark(cycle, "seen", {"new": len(fresh)})
+        for path in sorted(cycle.glob("new-*.ndjson.zst")):
+            self._queue(_read(path), cycle / "new-refused.ndjson.zst")
+        self._wait_deferred(cycle)
+        _mark(cycle, "links")
+
+    def _step_recrawl(self, cycle: Path) -> None:
+        if not self.opts.recrawl:
+            _mark(cycle, "recrawl", {"due": 0})
+            return
+        due: list[Record] = []
+        inputs = [cycle / "fetch.ndjson", cycle / "pages.ndjson.zst"]
+        records = io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+        recrawl(self.state.path, records, write=due.extend, now=self.clock(), reporter=self.rep)
+        self._queue(due, cycle / "recrawl-refused.ndjson.zst")
+        _mark(cycle, "recrawl", {"due": len(due)})
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _seen_merge(self, records: list[Record], out: Path | None = None) -> list[Record]:
+        """The records never seen before (marked seen only once written out)."""
+        fresh: list[Record] = []
+        lines = (("crawl", n, rec) for n, rec in enumerate(records, 1))
+        with SeenStore.open(self.state.path, reporter=self.rep) as store:
+            merger = SeenMerge(store, canonicalizer=self.canon, reporter=self.rep)
+            buf = bytearray()
+            stats = merger.run(lines, buf.extend, commit_each_batch=False)
+            fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+            if out is not None:
+                _write(out, fresh)
+            merger.commit_pending()
+        for key in ("checked", "confirmed_seen", "false_positives", "new"):
+            self.summary.seen[key] += getattr(stats, key)
+        return fresh
+
+    def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
+        refused: list[Record] = []
+        frontier_add(self.state.path, records, on_refused=refused.append,
+                     limits=self.opts.limits, policy=self.opts.budget_policy,
+                     reporter=self.rep)  # fmt: skip
+        if refused:
+            _write(refused_path, refused)
+            self._count_refused(refused)
+
+    def _count_refused(self, refused: Iterable[Record]) -> None:
+        for rec in refused:
+            self.summary.refused[str(rec.get("refused") or rec.get("error") or "refused")] += 1
+
+    def _wait_deferred(self, cycle: Path) -> None:
+        deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
+        if not deferred:
+            return
+        waiting = list(_read(self.dir.waiting))
+        known = {r.get("url") for r in waiting}
+        for rec in deferred:
+            if rec.get("url") in known:
+                continue
+            keep = {k: v for k, v in rec.items() if k not in _FETCH_FIELDS or k == "url"}
+            keep["retry_at"] = rec.get("retry_at")
+            waiting.append(keep)
+        _write(self.dir.waiting, waiting)
+
+    def _release_waiting(self) -> None:
+        waiting = list(_read(self.dir.waiting))
+        if not waiting:
+            return
+        now = self.clock()
+        due = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) <= now]
+        if not due:
+            return
+        later = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) > now]
+        for rec in due:
+            rec.pop("retry_at", None)
+        self._queue(due, self.dir.root / "waiting-refused.ndjson.zst")
+        _write(self.dir.waiting, later)
+
+    def _next_waiting_time(self) -> float | None:
+        times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
+        stats = frontier_stats(self.state.path)
+        if int(stats.get("parked", 0) or 0) and not times:
+            return None  # only over-budget URLs remain: they wait for the next cycle period
+        return min(times) if times else None
+
+    def _sleep_until(self, when: float) -> None:
+        limit = self.deadline if self.deadline is not None else float("inf")
+        pause = max(0.0, min(when, limit) - self.clock())
+        time.sleep(min(pause, self.opts.idle_wait) if pause > 0 else 0.01)
+
+    def _progress_info(self, cycle: Path) -> dict[str, Any]:
+        elapsed = max(self.clock() - self.start, 1e-9)
+        return {
+            "cycle": cycle.name,
+            "fetched": self.summary.outcomes["fetched"],
+            "pages_per_s": self.summary.outcomes["fetched"] / elapsed,
+            "errors": self.summary.outcomes["error"],
+            "deferred": self.summary.outcomes["deferred"],
+            "new_urls": self.summary.new_urls,
+            "elapsed_s": elapsed,
+        }
+
+    def _save_totals(self) -> None:
+        totals: dict[str, Any] = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        totals["fetched"] = int(totals.get("fetched", 0)) + self.summary.outcomes["fetched"]
+        totals["runs"] = int(totals.get("runs", 0)) + 1
+        totals["refetched"] = int(totals.get("refetched", 0)) + self.summary.refetched
+        seen = Counter(totals.get("seen", {}))
+        seen.update(self.summary.seen)
+        totals["seen"] = dict(seen)
+        totals["last_run"] = self.summary.to_json()
+        io.atomic_write_json(self.dir.totals, totals)
+
+
+_FETCH_FIELDS = frozenset(
+    {"status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes", "content_type", "digest",
+     "location", "warc", "error", "truncated"}
+)  # fmt: skip
+
+
+def _complete_prefix(path: Path) -> int:
+    """Bytes of ``path`` that hold whole WARC records (a crash can cut the last one)."""
+    end = 0
+    with contextlib.suppress(Exception), open(path, "rb") as f:
+        it = ArchiveIterator(f)
+        for record in it:
+            record.content_stream().read()
+            it.read_to_end(record)
+            end = it.get_record_offset() + it.get_record_length()
+    return end
+
+
+def crawl(
+    state_path: str | os.PathLike[str],
+    seeds: Iterable[str],
+    options: CrawlOptions,
+    *,
+    reporter: Reporter | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> CrawlSummary:
+    """Run (or resume) a crawl in ``state_path`` until the frontier is empty or a limit.
+
+    Raises :class:`LockedError` when another process owns the state directory.
+    """
+    reporter = reporter or NullReporter()
+    with open_state(state_path) as state:
+        run = Crawl(state, options, reporter=reporter, progress=progress)
+        run.add_seeds(seeds)
+        return run.run()
+
+
+def explain(state: str, options: CrawlOptions) -> str:
+    """The equivalent pipeline of stage commands for one cycle (``--explain``)."""
+    s = state
+    warc = options.warc_dir or f"{s}/warc"
+    net = " ".join(f"--allow-net {c}" for c in options.allow_net)
+    hosts = f" --hosts-file {options.hosts_file}" if options.hosts_file else ""
+    budgets = "" if options.budgets else " --no-budgets"
+    return "\n".join(
+        [
+            f"# one cycle of: crawlkit crawl --state {s} (C = {s}/crawl/cycles/NNNNNN)",
+            f"crawlkit frontier next --state {s} --max {options.batch_size} "
+            f"--per-host {options.per_host}{budgets} > $C/batch.ndjson.zst",
+            f"crawlkit fetch --state {s} $C/batch.ndjson.zst --warc-dir {warc} "
+            f"--min-delay {options.fetch.min_delay:g}s --concurrency {options.fetch.concurrency}"
+            f" {net}{hosts} --log $C/fetch.ndjson --redirects $C/redirects.ndjson".replace(
+                "  ", " "
+            ),
+            f"crawlkit extract -j {options.jobs} {warc}/new/*.warc.gz "
+            "--pages $C/pages.ndjson.zst --links $C/links.ndjson.zst",
+            f"crawlkit dedup --state {s} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
+            f"> $C/dedup.ndjson.zst && crawlkit frontier add --state {s} $C/sites.ndjson.zst",
+            f"crawlkit seen-merge --state {s} $C/links.ndjson.zst $C/redirects.ndjson "
+            f"| crawlkit frontier add --state {s}   # crawl also applies --scope here",
+            f"crawlkit recrawl --state {s} $C/fetch.ndjson $C/pages.ndjson.zst "
+            f"| crawlkit frontier add --state {s}",
+        ]
+    )

@@ -1,0 +1,87 @@
+"""Build the report of a crawl from its state directory (``crawlkit report``).
+
+Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, dedup
+records, refusals) and the counters of the frontier and the seen set, and folds them
+with :func:`crawlkit.report.build_report`. Reads only; takes no lock, so it can run
+beside a crawl in progress.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.io import Record
+from crawlkit.report import build_report
+
+__all__ = ["crawl_report"]
+
+
+def _records(paths: list[Path], reporter: Reporter) -> Iterator[Record]:
+    for path in paths:
+        yield from io.read_records([path], reporter)
+
+
+def crawl_report(
+    state_path: str | os.PathLike[str],
+    *,
+    extra: dict[str, Any] | None = None,
+    reporter: Reporter | None = None,
+) -> dict[str, Any]:
+    """The report dict of the crawl in ``state_path`` (see :func:`build_report`)."""
+    reporter = reporter or NullReporter()
+    state = Path(state_path)
+    cycles = sorted((state / "crawl" / "cycles").glob("[0-9]*"))
+    fetch_logs = [c / "fetch.ndjson" for c in cycles if (c / "fetch.ndjson").exists()]
+    dedups = [c / "dedup.ndjson.zst" for c in cycles if (c / "dedup.ndjson.zst").exists()]
+    refused = sorted(p for c in cycles for p in c.glob("*refused.ndjson.zst"))
+    refused += sorted((state / "crawl").glob("*refused.ndjson.zst"))
+    counters: dict[str, Any] = {"cycles": len(cycles)}
+    totals = state / "crawl" / "totals.json"
+    if totals.exists():
+        data = io.read_json(totals)
+        counters["runs"] = data.get("runs")
+        counters["refetched_after_crashes"] = data.get("refetched")
+        seen = data.get("seen") or {}
+        negatives = int(seen.get("checked", 0)) - int(seen.get("confirmed_seen", 0))
+        if negatives > 0:
+            counters["bloom_fp_rate"] = int(seen.get("false_positives", 0)) / negatives
+    seen = _seen_counters(state)
+    counters.update(seen)
+    frontier = _frontier_counters(state)
+    counters.update(frontier)
+    counters.update(extra or {})
+    return build_report(
+        _records(fetch_logs, reporter),
+        dedups=_records(dedups, reporter),
+        refusals=_records(refused, reporter),
+        counters=counters,
+    )
+
+
+def _seen_counters(state: Path) -> dict[str, Any]:
+    if not (state / "seen").exists():
+        return {}
+    from crawlkit.seen import SeenStore
+    from crawlkit.stages.seen_merge import store_stats
+
+    with SeenStore.open(state, writable=False) as store:
+        stats = store_stats(store)
+    out = {"seen_urls": stats.get("stored")}
+    for key in ("fp_rate", "filter_fill", "expected_fp_rate"):
+        if key in stats:
+            out[key] = stats[key]
+    return out
+
+
+def _frontier_counters(state: Path) -> dict[str, Any]:
+    if not (state / "frontier").exists():
+        return {}
+    from crawlkit.stages.frontier import frontier_stats
+
+    stats = frontier_stats(state)
+    return {"frontier_queued": stats.get("queued"), "frontier_parked": stats.get("parked")}
