@@ -364,7 +364,7 @@ def test_segment_queue_fifo_push_front_and_back(tmp_path: Path) -> None:
     assert q.take_all() == [b"x\n"] + [b"%d\n" % i for i in range(3, 20)] + [b"y\n"]
     # segments are zstd NDJSON files
     q.push_back([b'{"a":1}\n'])
-    ((seg_id, _),) = q.segs
+    ((seg_id, _, _),) = q.segs
     raw = zstandard.ZstdDecompressor().decompressobj().decompress(store.path(seg_id).read_bytes())
     assert json.loads(raw) == {"a": 1}
 

@@ -77,7 +77,7 @@ class SiteInfo:
             int(self.seed),
             self.yield_,
             self.yield_pages,
-            sorted(self.linkers) if self.linkers else [],
+            list(self.linkers) if self.linkers else [],
         ]
 
     @classmethod

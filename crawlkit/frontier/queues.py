@@ -138,49 +138,54 @@ class SegmentStore:
 
 
 class SegmentQueue:
-    """One FIFO queue: ``segs`` is a list of ``[segment id, line count]``, oldest first.
+    """One FIFO queue: ``segs`` is a list of ``[segment id, line count, next line]``,
+    oldest first; lines before ``next line`` have been taken already.
 
-    ``offset`` lines of the first segment have been taken already.
+    Putting lines back at the head writes only those lines, as a new first segment:
+    the partly read segment behind them keeps its own read position.
     """
 
-    def __init__(self, store: SegmentStore, segs: list[list[int]] | None = None, offset: int = 0):
+    def __init__(self, store: SegmentStore, segs: list[list[int]] | None = None):
         self.store = store
-        self.segs: list[list[int]] = [list(s) for s in segs or []]
-        self.offset = offset
+        self.segs: list[list[int]] = [[s[0], s[1], s[2] if len(s) > 2 else 0] for s in segs or []]
         self._head: list[bytes] | None = None  # decompressed first segment, this call only
 
     def __len__(self) -> int:
-        return sum(n for _, n in self.segs) - self.offset
+        return sum(count - start for _, count, start in self.segs)
 
     def to_json(self) -> dict[str, Any]:
-        return {"segs": self.segs, "offset": self.offset}
+        return {"segs": self.segs}
 
     @classmethod
     def from_json(cls, store: SegmentStore, value: dict[str, Any]) -> SegmentQueue:
-        return cls(store, value.get("segs", []), int(value.get("offset", 0)))
+        return cls(store, value.get("segs", []))
 
     def segment_ids(self) -> Iterable[int]:
-        return (seg_id for seg_id, _ in self.segs)
+        return (entry[0] for entry in self.segs)
+
+    def _lines(self, seg_id: int, count: int) -> list[bytes]:
+        lines = self.store.read(seg_id)
+        if len(lines) != count:
+            raise StateError(
+                f"frontier segment {self.store.path(seg_id)} has {len(lines)} lines, "
+                f"the manifest says {count}"
+            )
+        return lines
 
     def take(self, n: int) -> list[bytes]:
         """Remove and return up to ``n`` lines from the head."""
         out: list[bytes] = []
         while len(out) < n and self.segs:
-            seg_id, count = self.segs[0]
+            entry = self.segs[0]
+            seg_id, count, start = entry
             if self._head is None:
-                self._head = self.store.read(seg_id)
-                if len(self._head) != count:
-                    raise StateError(
-                        f"frontier segment {self.store.path(seg_id)} has {len(self._head)} "
-                        f"lines, the manifest says {count}"
-                    )
-            want = n - len(out)
-            out.extend(self._head[self.offset : self.offset + want])
-            self.offset = min(count, self.offset + want)
-            if self.offset >= count:
+                self._head = self._lines(seg_id, count)
+            end = min(count, start + n - len(out))
+            out.extend(self._head[start:end])
+            entry[2] = end
+            if end >= count:
                 self.segs.pop(0)
                 self.store.discard_later(seg_id)
-                self.offset = 0
                 self._head = None
         return out
 
@@ -191,39 +196,34 @@ class SegmentQueue:
         """Put lines back at the head, in their order (ahead of everything queued)."""
         if not lines:
             return
-        self._drop_head_cache()
-        if self.offset and self.segs:
-            # The partly read head segment is rewritten behind the new lines, so the
-            # queue stays a plain list of segments with one offset.
-            seg_id, _count = self.segs.pop(0)
-            rest = self.store.read(seg_id)[self.offset :]
-            self.store.discard_later(seg_id)
-            self.offset = 0
-            if len(rest) + len(lines) <= SEGMENT_LINES:
-                lines = lines + rest
-            elif rest:
-                self.segs.insert(0, [self.store.write(rest), len(rest)])
+        self._head = None
         chunks = [lines[i : i + SEGMENT_LINES] for i in range(0, len(lines), SEGMENT_LINES)]
         for chunk in reversed(chunks):
-            self.segs.insert(0, [self.store.write(chunk), len(chunk)])
+            self.segs.insert(0, [self.store.write(chunk), len(chunk), 0])
+
+    def _pop_small_tail(self) -> list[bytes] | None:
+        """Remove a small tail segment and return its unread lines (to merge), or None."""
+        if not self.segs:
+            return None
+        seg_id, count, start = self.segs[-1]
+        if count - start >= SMALL_SEGMENT:
+            return None
+        self.segs.pop()
+        if not self.segs:
+            self._head = None
+        self.store.discard_later(seg_id)
+        return self._lines(seg_id, count)[start:]
 
     def push_back(self, lines: list[bytes]) -> None:
         """Append lines at the tail; a small tail segment is merged with them."""
         if not lines:
             return
-        if (
-            self.segs
-            and self.segs[-1][1] < SMALL_SEGMENT
-            and (len(self.segs) > 1 or not self.offset)
-        ):
-            seg_id, _count = self.segs.pop()
-            if len(self.segs) == 0:
-                self._drop_head_cache()
-            lines = self.store.read(seg_id) + lines
-            self.store.discard_later(seg_id)
+        tail = self._pop_small_tail()
+        if tail:
+            lines = tail + lines
         for start in range(0, len(lines), SEGMENT_LINES):
             chunk = lines[start : start + SEGMENT_LINES]
-            self.segs.append([self.store.write(chunk), len(chunk)])
+            self.segs.append([self.store.write(chunk), len(chunk), 0])
 
     def push_back_raw(self, raw: bytes, count: int) -> None:
         """Append ``count`` lines held in one buffer (cheaper than a list of lines).
@@ -233,58 +233,35 @@ class SegmentQueue:
         """
         if not count:
             return
-        if (
-            self.segs
-            and self.segs[-1][1] < SMALL_SEGMENT
-            and (len(self.segs) > 1 or not self.offset)
-        ):
-            seg_id, old = self.segs.pop()
-            if not self.segs:
-                self._drop_head_cache()
-            raw = self.store.read_raw(seg_id) + raw
-            count += old
-            self.store.discard_later(seg_id)
-        self.segs.append([self.store.write_raw(raw), count])
+        tail = self._pop_small_tail()
+        if tail:
+            raw = b"".join(tail) + raw
+            count += len(tail)
+        self.segs.append([self.store.write_raw(raw), count, 0])
 
     def extend_segments(self, other: SegmentQueue) -> None:
         """Move all of ``other``'s records to this queue's tail without rewriting them."""
-        if not other.segs:
-            return
-        if other.offset:
-            rest = other.take_all()
-            other.segs, other.offset = [], 0
-            self.push_back(rest)
-            return
         self.segs.extend(other.segs)
         other.segs = []
+        other._head = None
 
     def remove_where(self, drop: Callable[[bytes], bool]) -> list[bytes]:
         """Remove the lines for which ``drop`` is true, segment by segment; return them.
 
         Only segments that lose a line are rewritten; order is kept.
         """
-        self._drop_head_cache()
+        self._head = None
         removed: list[bytes] = []
         new_segs: list[list[int]] = []
-        for index, (seg_id, count) in enumerate(self.segs):
-            lines = self.store.read(seg_id)
-            if len(lines) != count:
-                raise StateError(f"frontier segment {self.store.path(seg_id)} has a wrong count")
-            if index == 0 and self.offset:
-                lines = lines[self.offset :]
+        for seg_id, count, start in self.segs:
             kept = []
-            for line in lines:
+            for line in self._lines(seg_id, count)[start:]:
                 (removed if drop(line) else kept).append(line)
-            if len(kept) == count:
-                new_segs.append([seg_id, count])
+            if len(kept) == count - start:
+                new_segs.append([seg_id, count, start])
                 continue
             self.store.discard_later(seg_id)
             if kept:
-                new_segs.append([self.store.write(kept), len(kept)])
-        if (new_segs and self.segs and new_segs[0][0] != self.segs[0][0]) or not new_segs:
-            self.offset = 0
+                new_segs.append([self.store.write(kept), len(kept), 0])
         self.segs = new_segs
         return removed
-
-    def _drop_head_cache(self) -> None:
-        self._head = None
