@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
@@ -216,10 +217,10 @@ class SeenMerge:
                     self._cache.clear()
                 self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
-            return int(parsed.fp, 16), io.dumps(record)[:-1]
+            return int(parsed.fp, 16), orjson.dumps(record)
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
             return self._bad(source, lineno, '"fp" is not 16 hex digits')
-        return int(fp, 16), (raw if raw is not None else io.dumps(record)[:-1])
+        return int(fp, 16), (raw if raw is not None else orjson.dumps(record))
 
     def _bad(self, source: str, lineno: int, message: str) -> None:
         self.stats.bad_records += 1
@@ -246,15 +247,17 @@ class SeenMerge:
         # orjson.dumps cost more to keep than to make.
         buf = bytearray()
         ends: list[int] = []
+        prepare, batch_size = self._prepare, self.batch_size
         for source, lineno, item in lines:
-            prepared = self._prepare(source, lineno, item)
+            prepared = prepare(source, lineno, item)
             if prepared is None:
                 continue
-            fps.append(prepared[0])
-            buf += prepared[1]
+            fp, data = prepared
+            fps.append(fp)
+            buf += data
             buf += b"\n"
             ends.append(len(buf))
-            if len(fps) >= self.batch_size:
+            if len(fps) >= batch_size:
                 self._batch(fps, buf, ends, write, flush, commit_each_batch)
                 fps, buf, ends = [], bytearray(), []
         if fps:
