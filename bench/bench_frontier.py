@@ -168,11 +168,12 @@ def main() -> None:
         end = [bench_add_file(path, args.n, tmp) for _ in range(args.repeat)]
         base = [bench_baseline(path, args.n) for _ in range(args.repeat)]
         nxt = bench_next(tmp / "file", batches=max(3, args.repeat), size=20_000)
-        print(f"add, library      {statistics.median(lib):>10,.0f} URLs/s  (goal 100,000)")
-        print(f"add, from NDJSON  {statistics.median(end):>10,.0f} URLs/s")
-        print(f"baseline parse+dumps {statistics.median(base):>7,.0f} URLs/s  "
-              f"(add from NDJSON costs {statistics.median(base) / statistics.median(end):.2f}x)")  # fmt: skip
-        print(f"next, 20k batches {statistics.median(nxt):>10,.0f} URLs/s  (goal 20,000)")
+        m_lib, m_end, m_base = (statistics.median(x) for x in (lib, end, base))
+        print(f"add, library         {m_lib:>10,.0f} URLs/s  (goal 100,000)")
+        print(f"add, from NDJSON     {m_end:>10,.0f} URLs/s")
+        print(f"baseline parse+dumps {m_base:>10,.0f} URLs/s  (add from NDJSON: {m_base / m_end:.2f}x "
+              "the baseline's time)")  # fmt: skip
+        print(f"next, 20k batches    {statistics.median(nxt):>10,.0f} URLs/s  (goal 20,000)")
         if args.big:
             child = subprocess.run(
                 [sys.executable, __file__, "--child", str(tmp / "big"), "--big-n", str(args.big_n)],

@@ -14,7 +14,7 @@ among non-empty levels. Each queue is read from its head in windows; within a
 window hosts take turns (one URL per host per round) so the batch spreads over as
 many hosts as possible, at most ``per_host`` per host and at most the remaining
 budget per site. A shortfall (a queue ran dry, hosts at their limit) is offered to
-the other queues in up to eight rounds.
+the other queues in further rounds (eight, more for batches over 262,144).
 """
 
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable

@@ -75,6 +75,7 @@ RECRAWL_QUEUES = tuple(f"recrawl-{level}" for level in range(LEVELS))
 DISCOVERY = "new-d"
 QUEUES = (*RECRAWL_QUEUES, *NEW_QUEUES, DISCOVERY)
 _DUMPS_OPT = orjson.OPT_APPEND_NEWLINE
+_WINDOW_CAP = 1 << 18  # records read from one queue head per pass
 
 
 def parse_time(value: Any) -> float | None:
@@ -586,7 +587,7 @@ class Frontier:
             self._unpark_all()
         picker = _Picker(self, opts, refused)
         plan = self._plan(opts)
-        for _ in range(8):
+        for _ in range(8 + opts.max_urls // _WINDOW_CAP):
             for name in QUEUES:
                 if plan.get(name, 0) > 0:
                     picker.take(name, plan[name])
@@ -750,7 +751,9 @@ class _Picker:
     def take(self, name: str, need: int) -> int:
         cands = self.held[name]
         self.held[name] = []
-        want = max(0, need * 2 + 256 - len(cands))
+        # Read about twice what is needed, so hosts at their limit can be skipped; a
+        # cap keeps a huge --max from reading a whole queue into memory at once.
+        want = max(0, min(need * 2 + 256, _WINDOW_CAP) - len(cands))
         if want and self.remaining[name]:
             lines = self.f.queues[name].take(min(want, self.remaining[name]))
             self.remaining[name] -= len(lines)
