@@ -71,6 +71,7 @@ Fingerprints = npt.NDArray[np.uint64]
 
 
 PACKED_MIN = 1 << 20
+_FIND_CHUNK = 1 << 18
 _TOP = 1 << 16
 _DIRECTORY = 8 * (_TOP + 1)
 _LOW48 = np.uint64((1 << 48) - 1)
@@ -224,6 +225,10 @@ class PackedRun:
         """True for each key of the ascending array ``keys`` that the run holds."""
         if self.count == 0 or len(keys) == 0:
             return np.zeros(len(keys), dtype=bool)
+        if len(keys) > _FIND_CHUNK:  # bounds the temporaries, about 60 bytes a key
+            return np.concatenate(
+                [self.find(keys[i : i + _FIND_CHUNK]) for i in range(0, len(keys), _FIND_CHUNK)]
+            )
         top = (keys >> np.uint64(48)).astype(np.int64)
         base = self.offsets[top]
         end = self.offsets[top + 1]
