@@ -38,7 +38,7 @@ import email.utils
 import time
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +60,7 @@ Record = dict[str, Any]
 
 MAX_CRAWL_DELAY = 86_400.0
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
+REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
 
 
@@ -124,6 +125,7 @@ class _RobotsTask:
 class _Host(HostQueue):
     name: str = ""
     state: str = "new"  # new, resolving, ready, failed
+    failure: tuple[str, str] | None = None  # (outcome, error) once failed
 
 
 @dataclass
@@ -207,6 +209,7 @@ class Fetcher:
         self._resolving = 0
         self._failures: list[BaseException] = []
         self._deadline = float("inf")
+        self._stop_reason = "host not due before the run ends (--for)"
         self._warc_pool = ThreadPoolExecutor(1, thread_name_prefix="warc")
         self._state_pool = ThreadPoolExecutor(1, thread_name_prefix="state")
         self._headers = {
@@ -241,20 +244,46 @@ class Fetcher:
         out.update(fields)
         return out
 
-    def _add(self, rec: Record) -> None:
+    def _add(self, rec: Record) -> _Host | None:
         url = rec.get("url")
         if not isinstance(url, str) or not url:
             self._emit(self._result(rec, str(url), "refused", error="record has no url"))
-            return
+            return None
         try:
             sp = split_url(url)
         except InvalidURL as exc:
             self._emit(self._result(rec, url, "refused", error=str(exc)))
-            return
+            return None
         host = self._hosts.get(sp.key)
         if host is None:
             host = self._hosts[sp.key] = _Host(sp.key, name=sp.hostname)
         host.items.append(_Item(rec, url, sp.origin))
+        return host
+
+    def feed(self, records: Iterable[Record]) -> int:
+        """Add URL records to a running fetch (call it on the loop's thread).
+
+        New hosts are resolved and scheduled, known ones rescheduled; the politeness
+        rules are the same as for the records given to :meth:`run` (a host is in the
+        scheduler at most once). Returns how many records were taken.
+        """
+        touched: dict[str, _Host] = {}
+        taken = 0
+        for rec in records:
+            taken += 1
+            host = self._add(rec)
+            if host is not None:
+                touched[host.key] = host
+        now = self.clock()
+        for host in touched.values():
+            if host.state == "new":
+                self._prepare(host)
+            elif host.state == "ready":
+                self._schedule(host, now)
+            elif host.state == "failed" and host.failure is not None:
+                self._fail_host(host, *host.failure)
+        self._wake.set()
+        return taken
 
     # ------------------------------------------------------------------ host setup
     def _prepare(self, host: _Host) -> None:
@@ -316,6 +345,7 @@ class Fetcher:
         self._schedule(host, now)
 
     def _fail_host(self, host: _Host, outcome: str, error: str) -> None:
+        host.failure = (outcome, error)
         while host.items:
             item = host.items.popleft()
             if isinstance(item, _Item):
@@ -332,7 +362,7 @@ class Fetcher:
         if host.backing_off(now):
             self._defer_host(host, host.backoff_until, "host is backing off after HTTP 429/503")
         elif host.next_allowed >= self._deadline:
-            self._defer_host(host, host.next_allowed, "host not due before the run ends (--for)")
+            self._defer_host(host, host.next_allowed, self._stop_reason)
         else:
             self.scheduler.push(host)
 
@@ -413,8 +443,19 @@ class Fetcher:
         return None
 
     # ------------------------------------------------------------------ the loop
-    async def run(self, records: Iterable[Record]) -> AsyncIterator[Record]:
-        """Fetch every record; yields fetch records as they complete."""
+    async def run(
+        self,
+        records: Iterable[Record],
+        *,
+        refill: Callable[[], Awaitable[list[Record] | None]] | None = None,
+    ) -> AsyncIterator[Record]:
+        """Fetch every record; yields fetch records as they complete.
+
+        ``refill`` keeps a long run fed (``crawlkit crawl``): it is awaited whenever
+        fewer hosts wait in the scheduler than twice the concurrency, and returns more
+        URL records, ``[]`` for "nothing now, ask again soon", or None for "no more".
+        The run ends when nothing is in flight or waiting and ``refill`` said None.
+        """
         start = self.clock()
         if self.config.duration is not None:
             self._deadline = start + self.config.duration
@@ -428,12 +469,34 @@ class Fetcher:
             if host.state == "new":
                 self._prepare(host)
         loop = asyncio.get_running_loop()
+        refill_task: asyncio.Task[list[Record] | None] | None = None
+        refill_after = 0.0
+        refill_done = refill is None
         try:
             while True:
                 self._wake.clear()
                 if self._failures:
                     raise self._failures[0]
                 now = self.clock()
+                if refill_task is not None and refill_task.done():
+                    more = refill_task.result()
+                    refill_task = None
+                    if more is None:
+                        refill_done = True
+                    elif more:
+                        self.feed(more)
+                    else:
+                        refill_after = now + REFILL_PAUSE
+                if (
+                    refill is not None
+                    and not refill_done
+                    and refill_task is None
+                    and now >= refill_after
+                    and now < self._deadline
+                    and len(self.scheduler) + self._resolving < 2 * self.config.concurrency
+                ):
+                    refill_task = loop.create_task(refill())
+                    refill_task.add_done_callback(lambda _t: self._wake.set())
                 self._check_deadline(now)
                 launches = self._launches(now)
                 if launches:
@@ -446,7 +509,13 @@ class Fetcher:
                         t.add_done_callback(self._task_done)
                 while self._out:
                     yield self._out.popleft()
-                if not self._tasks and not self._resolving and not len(self.scheduler):
+                if (
+                    not self._tasks
+                    and not self._resolving
+                    and not len(self.scheduler)
+                    and (refill_done or now >= self._deadline)
+                    and refill_task is None
+                ):
                     self._release_waiters()
                     if not self._out:
                         break
@@ -459,15 +528,33 @@ class Fetcher:
                 if self._deadline != float("inf"):
                     left = max(0.0, self._deadline - self.clock())
                     timeout = left if timeout is None else min(timeout, left)
+                if not refill_done and refill_task is None:
+                    wait = max(0.0, refill_after - self.clock())
+                    timeout = wait if timeout is None else min(timeout, wait)
                 if timeout is None or timeout > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
             while self._out:
                 yield self._out.popleft()
         finally:
+            if refill_task is not None:
+                with contextlib.suppress(BaseException):
+                    await refill_task
             for t in list(self._tasks):
                 t.cancel()
             await self._finish(loop)
+
+    async def rotate_warc(self) -> list[str]:
+        """Close the current WARC file (a new one opens on the next write).
+
+        Returns the names of every file closed so far. ``crawlkit crawl`` calls it
+        before it extracts what was fetched, so extract only ever reads whole files.
+        """
+        if self.warc is None:
+            return []
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._warc_pool, self.warc.close)
+        return [str(p) for p in self.warc.closed_files]
 
     def _release_waiters(self) -> None:
         # Nothing is running, yet hosts wait on a robots fetch: it was lost (cannot
@@ -486,9 +573,16 @@ class Fetcher:
             late = self.scheduler.pop_due_after(self._deadline)
         for host in late:
             assert isinstance(host, _Host)
-            self._defer_host(
-                host, max(host.next_allowed, now), "host not due before the run ends (--for)"
-            )
+            self._defer_host(host, max(host.next_allowed, now), self._stop_reason)
+
+    def stop(self) -> None:
+        """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).
+
+        Requests in flight finish (within the timeout) and are reported as usual.
+        """
+        self._deadline = min(self._deadline, self.clock())
+        self._stop_reason = "fetch stopped before the host was due (interrupted)"
+        self._wake.set()
 
     def _launches(self, now: float) -> list[tuple[_Host, _Item | _RobotsTask]]:
         out: list[tuple[_Host, _Item | _RobotsTask]] = []

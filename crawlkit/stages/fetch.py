@@ -12,9 +12,11 @@ payload digests seen (see :mod:`crawlkit.fetch.hoststate`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from crawlkit.state import open_state
 __all__ = ["fetch_records", "warc_new_dir"]
 
 Record = dict[str, Any]
+Refill = Callable[[Fetcher], Awaitable[list[Record] | None]]
 
 
 def warc_new_dir(warc_dir: str | os.PathLike[str]) -> Path:
@@ -54,8 +57,16 @@ def fetch_records(
     client: HttpClient | None = None,
     reporter: Reporter | None = None,
     flush: Callable[[], None] | None = None,
+    refill: Refill | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
+
+    ``refill`` keeps the run fed from a frontier (``crawlkit crawl``): it is called
+    with the running :class:`Fetcher` and returns more records, ``[]`` (nothing now)
+    or None (no more); see :meth:`Fetcher.run`.
+
+    The first SIGINT or SIGTERM stops new requests: requests in flight finish and
+    every URL not fetched yet comes out ``deferred``, so the output stays complete.
 
     ``warc_dir`` defaults to ``STATE/warc``; files are written into ``warc_dir/new``
     as ``*.warc.gz.open`` and renamed when complete. ``flush`` is called after each
@@ -83,7 +94,7 @@ def fetch_records(
         try:
             return _run(
                 records, sink, config, policy, Resolver(hosts=hosts), host_state, writer,
-                on_redirect, client, flush,
+                on_redirect, client, flush, refill,
             )  # fmt: skip
         finally:
             host_state.close()
@@ -100,6 +111,7 @@ def _run(
     on_redirect: Callable[[Record], None] | None,
     client: HttpClient | None,
     flush: Callable[[], None] | None,
+    refill: Refill | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         http = client or AiohttpClient()
@@ -113,8 +125,21 @@ def _run(
             robots_policy=RobotsPolicy(),
             on_redirect=on_redirect,
         )
+        loop = asyncio.get_running_loop()
+
+        def interrupted() -> None:
+            # First SIGINT/SIGTERM: stop starting requests, report the rest as deferred.
+            # A second one gets the default behaviour (the handlers are removed).
+            fetcher.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, interrupted)
         try:
-            async for record in fetcher.run(records):
+            more = None if refill is None else (lambda: refill(fetcher))
+            async for record in fetcher.run(records, refill=more):
                 sink(record)
                 if flush is not None:
                     flush()
