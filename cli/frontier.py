@@ -234,8 +234,9 @@ def next_batch(
     reported. URLs over budget wait for the next cycle. Budgets count per registered
     domain: all subdomains of a site share one. For a fixed list of sites (an
     archivist's collection) use --no-budgets. URLs of blocked
-    sites or hosts come out as refused records ("refused": "blocked") on standard
-    output among the batch, or in --refused FILE.
+    sites or hosts come out as refused records ("outcome": "refused", "refused":
+    "blocked") on standard output among the batch, or in --refused FILE; give
+    --refused when the batch goes straight to a fetcher that does not skip them.
 
     At least once: the batch is written (and a --out file renamed into place)
     before the removal is committed; a crash in between hands the same URLs out

@@ -65,10 +65,11 @@ def recrawl_command(
     deferred fetches are due at their retry_at; errors back off from 1 h.
 
     Writes one URL record per due URL, soonest first: url, host, site, fp,
-    "reason": "recrawl", depth, priority, due, interval, etag and last_modified (for
-    a conditional GET), last_fetch, changes, checks. A URL emitted and not fetched
-    since is not emitted again for max(interval, 1 day). With no input (< /dev/null)
-    it only emits what is due.
+    "reason": "recrawl", depth, priority and importance (the page's importance 0..3;
+    the frontier replaces priority by its queue level, importance stays), due,
+    interval, etag and last_modified (for a conditional GET), last_fetch, changes,
+    checks. A URL emitted and not fetched since is not emitted again for
+    max(interval, 1 day). With no input (< /dev/null) it only emits what is due.
 
     Buffers one small event per input record until the input ends, then takes the
     state lock (so it can read a pipe from another stage on the same state). The

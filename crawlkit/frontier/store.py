@@ -496,7 +496,7 @@ class Frontier:
                     continue
                 queued_recrawls.add(fpi)
                 self._recrawl_dirty = True
-                prio = rec.get("priority")
+                prio = rec.get("importance", rec.get("priority"))
                 base = prio if isinstance(prio, int) and 0 <= prio < LEVELS else 2
                 due = parse_time(rec.get("due"))
                 interval = rec.get("interval")

@@ -108,7 +108,9 @@ def collect_events(
                 digest=_str(rec.get("digest")),
                 simhash=_simhash(rec.get("simhash")),
                 retry_at=parse_time(rec.get("retry_at")),
-                priority=_int(rec.get("priority")),
+                # "importance" is what this stage said the page was worth; "priority"
+                # is the frontier's level, which an overdue bonus may have raised.
+                priority=_int(rec.get("importance", rec.get("priority"))),
                 depth=_int(rec.get("depth")),
                 extra={"location": rec.get("location")} if rec.get("location") else {},
             )
@@ -187,6 +189,7 @@ def recrawl(
                         "reason": "recrawl",
                         "depth": entry.depth if entry.depth is not None else 0,
                         "priority": entry.priority,
+                        "importance": entry.priority,
                         "due": iso(entry.due),
                         "interval": round(wait, 3),
                         "etag": entry.etag,
