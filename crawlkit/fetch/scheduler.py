@@ -110,7 +110,13 @@ class Scheduler:
         return hosts
 
     def pop_due_after(self, deadline: float) -> list[HostQueue]:
-        """Remove hosts that cannot start before ``deadline`` (they will be deferred)."""
+        """Remove hosts that cannot start before ``deadline`` (they will be deferred).
+
+        O(1) unless the earliest host is already late, in which case all are; a late
+        host deeper in the heap is found once it comes to the top.
+        """
+        if not self._heap or self._heap[0][0] < deadline:
+            return []
         late = [h for t, _, h in self._heap if t >= deadline]
         if late:
             self._heap = [e for e in self._heap if e[0] < deadline]
