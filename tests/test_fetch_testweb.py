@@ -197,13 +197,28 @@ def test_kill_9_mid_batch_then_restart_keeps_every_gap(web: TestWeb, tmp_path: P
     batch = tmp_path / "batch.ndjson"
     batch.write_bytes(url_records(urls))
     state, gap = tmp_path / "s", "1.5s"
-    args = ["--state", str(state), "--hosts-file", str(web.hosts_file), "--allow-net",
-            web.info["allow_net"], "--min-delay", gap, "--delay-factor", "0", str(batch)]  # fmt: skip
+    args = [
+        "--state",
+        str(state),
+        "--hosts-file",
+        str(web.hosts_file),
+        "--allow-net",
+        web.info["allow_net"],
+        "--min-delay",
+        gap,
+        "--delay-factor",
+        "0",
+        str(batch),
+    ]
     mark = log_mark(web)
     out1 = tmp_path / "run1.ndjson"
     with open(out1, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "crawlkit", "fetch", *args], stdout=fh,
-                                stderr=subprocess.DEVNULL, cwd=ROOT)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", "fetch", *args],
+            stdout=fh,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and out1.read_bytes().count(b"\n") < 15:
             time.sleep(0.02)
@@ -220,8 +235,9 @@ def test_kill_9_mid_batch_then_restart_keeps_every_gap(web: TestWeb, tmp_path: P
     lines = web.log_path.read_text().splitlines()[mark:]
     part = tmp_path / "kill.ndjson"
     part.write_text("\n".join(lines) + "\n")
-    report = crawlkit("audit", "--server-log", str(part), "--manifest", str(web.manifest_path),
-                      "--min-gap", gap)  # fmt: skip
+    report = crawlkit(
+        "audit", "--server-log", str(part), "--manifest", str(web.manifest_path), "--min-gap", gap
+    )
     assert report.code == 0, report.text[-3000:]
 
 
@@ -379,11 +395,26 @@ def test_sigterm_defers_the_rest_and_keeps_the_log_complete(web: TestWeb, tmp_pa
     batch.write_bytes(url_records(urls))
     log = tmp_path / "log.ndjson"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawlkit", "fetch", "--state", str(tmp_path / "s"),
-         "--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"],
-         "--min-delay", "0.5s", "--log", str(log), str(batch)],
-        stderr=subprocess.PIPE, cwd=ROOT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--hosts-file",
+            str(web.hosts_file),
+            "--allow-net",
+            web.info["allow_net"],
+            "--min-delay",
+            "0.5s",
+            "--log",
+            str(log),
+            str(batch),
+        ],
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
     time.sleep(2.0)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
