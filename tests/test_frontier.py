@@ -10,6 +10,8 @@ import orjson
 import pytest
 import zstandard
 from conftest import crawlkit
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 from crawlkit.frontier.priority import split
@@ -440,3 +442,42 @@ def test_cli_pipe_between_stages_on_one_state_dir(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(crawlkit("frontier", "stats", "--state", state).stdout)["queued"] == 3000
+
+
+# --------------------------------------------------------------------------- properties
+
+_urls = st.builds(
+    lambda host, path, q: f"https://{host}.test/{path}" + (f"?{q}" if q else ""),
+    st.sampled_from(["a", "b", "c", "www.d", "e.d"]),
+    st.sampled_from(["", "x", "a/b/a/b/a/", "cal/2040/01/", "p;jsessionid=ABC123", "deep/" * 16]),
+    st.sampled_from(["", "sid=abc123", "q=1", "&".join(f"k{i}=1" for i in range(12))]),
+)
+_records = st.lists(
+    st.fixed_dictionaries(
+        {"url": _urls, "reason": st.sampled_from(["seed", "link", "sitemap", "recrawl"])},
+        optional={"depth": st.integers(0, 25)},
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_records, st.integers(1, 15), st.integers(0, 3), st.booleans())
+def test_every_input_url_is_refused_or_handed_out(tmp_path_factory, records, size, per_host,
+                                                   budgets) -> None:  # fmt: skip
+    """Invariant 1: each URL record comes out as a refusal or in a batch, exactly once
+    (recrawls of an already queued URL are counted duplicates), whatever the limits."""
+    state = tmp_path_factory.mktemp("prop") / "s"
+    result, refused = add(state, [dict(r) for r in records])
+    out: list[dict] = []
+    for _ in range(200):
+        batch, blocked = take(state, size, per_host=per_host, budgets=budgets)
+        assert not blocked
+        if not batch:
+            break
+        assert per_host == 0 or max(Counter(r["host"] for r in batch).values()) <= per_host
+        out.extend(batch)
+    stats = frontier_stats(state)
+    assert len(refused) + result.queued + result.duplicates == len(records)
+    assert len(out) + stats["queued"] + stats["parked"] == result.queued
+    assert stats["queued"] == 0  # all handed out, or parked over budget
