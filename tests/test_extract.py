@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 
+import ada_url
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from crawlkit.errors import InvalidURL
 from crawlkit.html import (
     HtmlExtractor,
+    LinkResolver,
     collapsed_length,
     detect_charset,
     looks_like_html,
@@ -273,3 +278,43 @@ def test_garbage_does_not_raise(ex):
                  "<a href='\ud800'>".encode("utf-8", "surrogatepass")):  # fmt: skip
         page = ex.extract(body, PAGE)
         assert isinstance(page.text, str)
+
+
+_HREF_PARTS = st.sampled_from(
+    ["a", "B", "0", "-", "_", "~", ".", "..", "/", "//", "%7e", "%2F", "?", "q=1", "&", "=",
+     "#", "x", " ", "\t", ";", "jsessionid=1", ":", "@", "\\", "é", "utm_source=z", "./", "../"]
+)  # fmt: skip
+_BASES = st.sampled_from(
+    [
+        "https://www.example.com/dir/page.html?q=1",
+        "http://example.com/",
+        "http://example.com",
+        "https://user:pw@Example.COM:8443/a/b/",
+        "http://example.com:80/x%7ey/z",
+        "https://ex.co.uk/a;jsessionid=9/b",
+        "http://127.0.0.1:8080/p/q",
+        "https://xn--bcher-kva.example/ü/",
+        "http://example.com/./a/../b/c",
+    ]
+)
+_PREFIXES = st.sampled_from(
+    ["", "/", "//", "http://", "https://", "http://example.com/", "https://Other.example.org/",
+     "https://other.example.org:443/", "http://sub.example.com:8080/", "HTTP://example.com/",
+     "http://1.2.3.4/", "http://example.com./", "http://xn--bcher-kva.example/"]
+)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_BASES, _PREFIXES, st.lists(_HREF_PARTS, max_size=6))
+def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
+    """The resolver's plain-path shortcut gives exactly what a full parse gives."""
+    canon = Canonicalizer()
+    resolver = LinkResolver(canon)
+    href = prefix + "".join(parts)
+    base = ada_url.normalize_url(base_raw)
+    authority = base[: base.index("/", base.index("//") + 2)]
+    try:
+        expected = canon.parse(href, base)
+    except InvalidURL:
+        expected = None
+    assert resolver.resolve(href, base, authority) == expected
