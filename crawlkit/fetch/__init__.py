@@ -1,0 +1,39 @@
+"""Polite, safe fetching into WARC (the library behind ``crawlkit fetch``).
+
+* :mod:`~crawlkit.fetch.scheduler` — one FIFO per host, a heap of hosts by
+  next-allowed time, per-IP limits, backoff (DESIGN.md invariant 2).
+* :mod:`~crawlkit.fetch.netpolicy` — which addresses may be connected to (invariant 7).
+* :mod:`~crawlkit.fetch.resolver` — hosts file, TTL cache, bounded negative cache.
+* :mod:`~crawlkit.fetch.client` — the HTTP client behind one small interface
+  (aiohttp, pinned to the checked address, caps and one total timeout).
+* :mod:`~crawlkit.fetch.warc` — the WARC writer (gzip per record, rotation, revisits).
+* :mod:`~crawlkit.fetch.hoststate` — durable host clocks, backoffs, robots, DNS, digests.
+* :mod:`~crawlkit.fetch.engine` — :class:`Fetcher`, which ties them together.
+
+``crawlkit.stages.fetch.fetch_records`` builds all of it from plain arguments.
+"""
+
+from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult, HttpClient
+from crawlkit.fetch.engine import FetchConfig, Fetcher
+from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.netpolicy import NetPolicy
+from crawlkit.fetch.resolver import Resolver, read_hosts_file
+from crawlkit.fetch.scheduler import HostQueue, Scheduler
+from crawlkit.fetch.warc import Capture, WarcWriter
+
+__all__ = [
+    "AiohttpClient",
+    "Capture",
+    "FetchConfig",
+    "FetchRequest",
+    "FetchResult",
+    "Fetcher",
+    "HostQueue",
+    "HostState",
+    "HttpClient",
+    "NetPolicy",
+    "Resolver",
+    "Scheduler",
+    "WarcWriter",
+    "read_hosts_file",
+]
