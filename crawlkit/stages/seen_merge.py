@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, BinaryIO
@@ -242,11 +243,12 @@ class SeenMerge:
         With ``commit_each_batch`` a batch's fingerprints are committed right after its
         ``flush`` returns; otherwise they stay pending until :meth:`commit_pending`.
         """
-        fps: list[int] = []
+        # Machine arrays, not lists: 8 bytes a record instead of about 40.
+        fps = array("Q")
         # Output lines go into one buffer: a million separate bytes objects from
         # orjson.dumps cost more to keep than to make.
         buf = bytearray()
-        ends: list[int] = []
+        ends = array("q")
         prepare, batch_size = self._prepare, self.batch_size
         for source, lineno, item in lines:
             prepared = prepare(source, lineno, item)
@@ -259,16 +261,16 @@ class SeenMerge:
             ends.append(len(buf))
             if len(fps) >= batch_size:
                 self._batch(fps, buf, ends, write, flush, commit_each_batch)
-                fps, buf, ends = [], bytearray(), []
+                fps, buf, ends = array("Q"), bytearray(), array("q")
         if fps:
             self._batch(fps, buf, ends, write, flush, commit_each_batch)
         return self.stats
 
     def _batch(
         self,
-        fp_list: list[int],
+        fp_list: array[int],
         buf: bytearray,
-        ends: list[int],
+        ends: array[int],
         write: Callable[[bytes], object],
         flush: Callable[[], object],
         commit_each_batch: bool,
@@ -276,7 +278,7 @@ class SeenMerge:
         stats = self.stats
         stats.batches += 1
         stats.records += len(fp_list)
-        fps = np.array(fp_list, dtype=np.uint64)
+        fps = np.frombuffer(fp_list, dtype=np.uint64)
         # First occurrences: after a stable sort the first of each group of equal keys
         # is the earliest in the input.
         order = np.argsort(fps, kind="stable")
@@ -300,10 +302,7 @@ class SeenMerge:
         emit = np.sort(first[unseen])
         # Write, and only then commit (invariant 4): an exception here leaves the store
         # as it was.
-        view = memoryview(buf)
-        starts_at = [0, *ends]
-        write(b"".join([view[starts_at[i] : ends[i]] for i in emit.tolist()]))
-        view.release()
+        write(_gather_lines(buf, np.frombuffer(ends, dtype=np.int64), emit))
         flush()
         stats.new += len(emit)
         if self.dry_run or not commit_each_batch:
@@ -326,6 +325,25 @@ class SeenMerge:
         self.store.commit(keys)
         self.stats.committed += len(keys)
         self._pending = []
+
+
+def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:
+    """The lines ``rows`` (ascending) of ``buf``, whose line ``i`` ends at ``ends[i]``.
+
+    Consecutive rows are copied as one slice, so a batch of mostly new URLs costs a
+    few large copies rather than a Python step per line.
+    """
+    if len(rows) == 0:
+        return b""
+    # Runs of consecutive rows: [rows[first], rows[last]] for each run.
+    breaks = np.flatnonzero(np.diff(rows) != 1)
+    firsts = rows[np.concatenate([[0], breaks + 1])]
+    lasts = rows[np.concatenate([breaks, [len(rows) - 1]])]
+    starts = np.where(firsts > 0, ends[np.maximum(firsts - 1, 0)], 0)
+    with memoryview(buf) as view:
+        return b"".join(
+            [view[a:b] for a, b in zip(starts.tolist(), ends[lasts].tolist(), strict=True)]
+        )
 
 
 def store_stats(store: SeenStore, *, count_bits: bool = True) -> dict[str, Any]:
