@@ -264,6 +264,7 @@ class Frontier:
         self.refused = Counter(m.get("refused", {}))
         self.totals = Counter(m.get("totals", {}))
         self.blocks = set(m.get("blocks", []))
+        self._new_blocks = bool(m.get("purge_blocked", False))
         self._files = dict(m.get("files", {}))
         if "sites" in self._files:
             self.sites.load_json(self._read_side(self._files["sites"]))
@@ -328,6 +329,7 @@ class Frontier:
             "refused": dict(self.refused),
             "totals": dict(self.totals),
             "blocks": sorted(self.blocks),
+            "purge_blocked": self._new_blocks,  # a block not yet applied to the queues
             "files": files,
         }
         atomic_write_json(self.directory / "manifest.json", manifest)
