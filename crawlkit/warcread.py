@@ -310,14 +310,16 @@ def _decompress(data: bytes, coding: str, cap: int) -> bytes | None:
     if coding == "zstd":
         import zstandard
 
+        # A stream reader stops at the cap: a small zstd body can expand enormously.
         try:
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)[: cap + 1]
+            with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+                return reader.read(cap + 1)
         except zstandard.ZstdError:
             return None
     if coding == "br" and _brotli is not None:
         try:
-            return bytes(_brotli.decompress(data))[: cap + 1]
-        except Exception:
+            return bytes(_brotli.Decompressor().process(data, output_buffer_limit=cap + 1))
+        except Exception:  # brotli.error, or an old brotli without the limit
             return None
     return None
 

@@ -447,3 +447,28 @@ def test_a_dying_worker_costs_one_page(tmp_path):
     assert urls == [f"http://h.example/p{i}" for i in range(40) if i != 17]
     assert stats.errors == 1
     assert "h.example/crash: the parser process died" in errors.getvalue()
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "zstd", "br"])
+def test_content_coding_bombs_stop_at_the_cap(coding):
+    import zstandard
+
+    # br is decoded only when the optional brotli module is installed (it is not a
+    # dependency); without it a br body is reported as undecodable.
+    brotli = pytest.importorskip("brotli") if coding == "br" else None
+
+    from crawlkit.warcread import decode_body
+
+    big = b"<p>" + b"a" * 20_000_000
+    packed = {
+        "gzip": lambda d: gzip.compress(d, 1),
+        "deflate": lambda d: zlib.compress(d, 1),
+        "zstd": lambda d: zstandard.ZstdCompressor().compress(d),
+        "br": lambda d: brotli.compress(d, quality=1),  # type: ignore[union-attr]
+    }[coding]
+    body, cut, undecodable = decode_body(packed(big), {"content-encoding": coding}, cap=100_000)
+    assert (len(body), cut, undecodable) == (100_000, True, False)
+    body, cut, undecodable = decode_body(packed(b"<p>x</p>"), {"content-encoding": coding})
+    assert (body, cut, undecodable) == (b"<p>x</p>", False, False)
+    # A server that says it compressed but did not: the bytes are kept as they are.
+    assert decode_body(b"<p>plain</p>", {"content-encoding": coding})[0] == b"<p>plain</p>"

@@ -95,7 +95,11 @@ class ExtractStats:
             f"passed over {self.revisits} revisits, {self.non_200} non-200, "
             f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
             f"{self.errors} page errors ({self.capped} over a cap)"
-            + (f"; {self.damaged_files} damaged WARC files" if self.damaged_files else "")
+            + (
+                f"; {self.damaged_files} WARC files unreadable or damaged"
+                if self.damaged_files
+                else ""
+            )
         )
 
 
