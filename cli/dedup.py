@@ -9,10 +9,8 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
 from crawlkit import io
-from crawlkit.dedupstore import DedupStore
 from crawlkit.errors import UsageError
-from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.state import open_state
+from crawlkit.stages.dedup import DedupStats, dedup_records, open_dedup_store, site_records
 
 
 @app.command("dedup")
@@ -74,20 +72,14 @@ def dedup(
         raise UsageError("--out and --sites cannot both be stdout")
     rep = reporter()
     stats = DedupStats()
-    with open_state(state / "dedup") as sdir:
-        store = DedupStore(sdir.path, window=window)
-        try:
-            records = io.read_records_with_lines(files, rep)
-            with io.open_output(out) as sink:
-                for record in dedup_records(
-                    records, store, k=max_distance, reporter=rep, stats=stats
-                ):
-                    sink.write_record(record)
-            if sites is not None:
-                with io.open_output(sites) as site_sink:
-                    site_sink.write_records(site_records(store, stats.sites))
-        finally:
-            store.close()
+    with open_dedup_store(state, window=window) as store:
+        records = io.read_records_with_lines(files, rep)
+        with io.open_output(out) as sink:
+            for record in dedup_records(records, store, k=max_distance, reporter=rep, stats=stats):
+                sink.write_record(record)
+        if sites is not None:
+            with io.open_output(sites) as site_sink:
+                site_sink.write_records(site_records(store, stats.sites))
     if not quiet:
         rep.info(stats.summary())
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:

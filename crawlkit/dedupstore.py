@@ -117,9 +117,11 @@ class DedupStore:
 
         sites_path = self.dir / f"sites.{generation}.json"
         self.sites: dict[str, list[int]] = {}
-        if generation and sites_path.exists():
+        if generation:
             try:
                 self.sites = orjson.loads(sites_path.read_bytes())
+            except FileNotFoundError:
+                raise StateError(f"{sites_path} is missing; state damaged") from None
             except orjson.JSONDecodeError as exc:
                 raise StateError(f"{sites_path}: damaged site counts ({exc})") from exc
 

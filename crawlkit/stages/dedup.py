@@ -30,8 +30,11 @@ recent pages and how many were copies; ``yield`` is the share of copies
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,9 +44,10 @@ from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.nearindex import table_keys
+from crawlkit.state import open_state
 from crawlkit.url import fingerprint, fingerprint_int, site_of_host
 
-__all__ = ["DedupStats", "dedup_records", "site_records"]
+__all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
 
 MAX_DISTANCE = 3
 
@@ -286,6 +290,21 @@ def dedup_records(
     if batch:
         yield from flush()
     store.commit()
+
+
+@contextlib.contextmanager
+def open_dedup_store(state: str | os.PathLike[str], *, window: int = 1000) -> Iterator[DedupStore]:
+    """Lock ``state/dedup`` (invariant 6) and open the store in it.
+
+    Only the dedup subdirectory is locked, so other stages can work on the same crawl
+    state at the same time; a second dedup gets :class:`~crawlkit.errors.LockedError`.
+    """
+    with open_state(Path(state) / "dedup") as sdir:
+        store = DedupStore(sdir.path, window=window)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[dict[str, Any]]:
