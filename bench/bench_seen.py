@@ -75,13 +75,19 @@ def check_batch(store: SeenStore, batch: np.ndarray) -> np.ndarray:
     return keys[~answer.seen]
 
 
-def timed(fn: Any, repeats: int) -> float:
-    times = []
+def timed(fn: Any, repeats: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds of ``fn()`` over ``repeats`` runs.
+
+    On a shared machine CPU time is the steadier figure: wall time also counts the
+    time other processes held the core.
+    """
+    walls, cpus = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def child_size(n: int, batch: int, repeats: int, with_set: bool, workdir: Path) -> dict[str, Any]:
@@ -105,10 +111,12 @@ def child_size(n: int, batch: int, repeats: int, with_set: bool, workdir: Path) 
         before = proc_status()
         Path("/proc/self/clear_refs").write_text("5")  # restart the peak-RSS counter
         check_batch(store, mixed)  # warm the mapping once
-        result["check_mixed_s"] = timed(lambda: check_batch(store, mixed), repeats)
-        result["check_new_s"] = timed(lambda: check_batch(store, all_new), repeats)
+        result["check_mixed_s"], cpu_mixed = timed(lambda: check_batch(store, mixed), repeats)
+        result["check_new_s"], cpu_new = timed(lambda: check_batch(store, all_new), repeats)
         result["checks_per_s_mixed"] = batch / result["check_mixed_s"]
         result["checks_per_s_new"] = batch / result["check_new_s"]
+        result["checks_per_cpu_s_mixed"] = batch / cpu_mixed
+        result["checks_per_cpu_s_new"] = batch / cpu_new
         # One batch end to end against the full store: check, then commit the new half.
         t = time.perf_counter()
         fresh = check_batch(store, mixed)
@@ -158,8 +166,9 @@ def child_size(n: int, batch: int, repeats: int, with_set: bool, workdir: Path) 
                     fresh.append(x)
                 seen.add(x)
 
-        result["set_check_s"] = timed(set_check, repeats)
+        result["set_check_s"], set_cpu = timed(set_check, repeats)
         result["set_checks_per_s"] = batch / result["set_check_s"]
+        result["set_checks_per_cpu_s"] = batch / set_cpu
     return result
 
 
@@ -197,27 +206,33 @@ def child_e2e(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
         for url in urls:
             canon.parse(url)
 
-    def stage(path: Path) -> float:
+    def stage(path: Path) -> tuple[float, float]:
         with (
             tempfile.TemporaryDirectory(dir=workdir) as tmp,
             SeenStore.open(tmp, capacity=10_000_000) as store,
             open(os.devnull, "wb") as sink,
         ):
             merger = SeenMerge(store, canonicalizer=Canonicalizer(), batch_size=100_000)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             merger.run(read_lines([path]), sink.write, sink.flush)
-            elapsed = time.perf_counter() - t
+            elapsed, cpu = time.perf_counter() - t, time.process_time() - c
             assert merger.stats.new == distinct, (merger.stats, distinct)
-        return elapsed
+        return elapsed, cpu
 
-    t_canon = timed(canon_only, repeats)
-    t_stage = statistics.median(stage(raw) for _ in range(repeats))
-    t_fp = statistics.median(stage(with_fp) for _ in range(repeats))
+    def median_pair(runs: list[tuple[float, float]]) -> tuple[float, float]:
+        return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+    t_canon, c_canon = timed(canon_only, repeats)
+    t_stage, c_stage = median_pair([stage(raw) for _ in range(repeats)])
+    t_fp, c_fp = median_pair([stage(with_fp) for _ in range(repeats)])
     return {
         "records": n,
         "canon_only_urls_per_s": n / t_canon,
         "e2e_urls_per_s": n / t_stage,
         "e2e_with_fp_urls_per_s": n / t_fp,
+        "canon_only_urls_per_cpu_s": n / c_canon,
+        "e2e_urls_per_cpu_s": n / c_stage,
+        "e2e_with_fp_urls_per_cpu_s": n / c_fp,
     }
 
 
@@ -250,6 +265,7 @@ def main() -> None:
         [1_000_000, 3_000_000, 10_000_000] if args.quick else [10_000_000, 30_000_000, 100_000_000]
     )
     started = time.perf_counter()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-seen-") as tmp:
         base = ["--workdir", tmp] + (["--quick"] if args.quick else [])
         e2e = run_child(["--child", f"e2e:{100_000 if args.quick else 300_000}", *base])
@@ -258,18 +274,29 @@ def main() -> None:
     if args.json:
         print(json.dumps({"e2e": e2e, "growth": growth}, indent=2))
     first = growth[0]
-    print(f"seen-merge benchmark ({'quick' if args.quick else 'full'}; medians of {repeats})")
-    print(f"  end to end, NDJSON with canonicalization: {e2e['e2e_urls_per_s']:,.0f} URLs/s "
-          f"(canonicalization alone {e2e['canon_only_urls_per_s']:,.0f}/s; records with fp "
-          f"{e2e['e2e_with_fp_urls_per_s']:,.0f}/s)")  # fmt: skip
+    load = os.getloadavg()[0]
+    print(
+        f"seen-merge benchmark ({'quick' if args.quick else 'full'}; medians of {repeats}; "
+        f"load average {load_before:.1f} before, {load:.1f} after, {os.cpu_count()} CPUs)"
+    )
+    print("  rates are per wall second (per CPU second in brackets: steadier on a busy machine)")
+    print(
+        f"  end to end, NDJSON with canonicalization: {e2e['e2e_urls_per_s']:,.0f} URLs/s "
+        f"({e2e['e2e_urls_per_cpu_s']:,.0f}); canonicalization alone "
+        f"{e2e['canon_only_urls_per_s']:,.0f} ({e2e['canon_only_urls_per_cpu_s']:,.0f}); "
+        f"records that carry fp {e2e['e2e_with_fp_urls_per_s']:,.0f} "
+        f"({e2e['e2e_with_fp_urls_per_cpu_s']:,.0f})"
+    )
     print(f"  Python set of {first['stored']:,} fingerprints: {first['set_checks_per_s']:,.0f} "
-          f"checks/s, {first['set_bytes_per_url_without_list']:.1f} bytes/URL")  # fmt: skip
-    print("  stored  checks/s(mixed)  checks/s(new)  vs-set  1M batch+commit  "
+          f"checks/s ({first['set_checks_per_cpu_s']:,.0f}), "
+          f"{first['set_bytes_per_url_without_list']:.1f} bytes/URL")  # fmt: skip
+    print("  stored  checks/s mixed (cpu)   checks/s new (cpu)  vs-set(cpu)  1M batch+commit  "
           "RAM B/URL (filter+buffers)  disk B/URL  fp-rate  build")  # fmt: skip
     for g in growth:
-        print(f"  {g['stored'] / 1e6:5.0f}M  {g['checks_per_s_mixed']:15,.0f}  "
-              f"{g['checks_per_s_new']:13,.0f}  "
-              f"{g['checks_per_s_mixed'] / first['set_checks_per_s']:5.1f}x  "
+        print(f"  {g['stored'] / 1e6:5.0f}M  {g['checks_per_s_mixed'] / 1e6:5.2f}M "
+              f"({g['checks_per_cpu_s_mixed'] / 1e6:5.2f}M)   "
+              f"{g['checks_per_s_new'] / 1e6:5.2f}M ({g['checks_per_cpu_s_new'] / 1e6:5.2f}M)  "
+              f"{g['checks_per_cpu_s_mixed'] / first['set_checks_per_cpu_s']:7.1f}x    "
               f"{g['batch_check_and_commit_s']:14.2f}s  {g['ram_bytes_per_url']:5.2f} "
               f"({g['filter_bytes_per_url']:.2f}+{g['buffer_bytes_per_url']:.2f})    "
               f"{g['disk_bytes_per_url']:10.2f}  "

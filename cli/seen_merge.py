@@ -86,8 +86,8 @@ def seen_merge(
     that had "fp" byte for byte); repeats within the input keep the first. A URL that
     cannot be used is reported with its line number and skipped.
 
-    Buffers one batch (--batch-size records, about their size in bytes plus 50 bytes
-    each) and streams batch after batch. Each batch's new URLs are committed to the
+    Buffers one batch (--batch-size records: their bytes plus about 70 bytes each
+    while a batch is checked) and streams batch after batch. Each batch's new URLs are committed to the
     seen set only after they were written: on stdout, after the batch is flushed; with
     --out FILE, all at the end, after FILE was renamed into place (until then their
     fingerprints are held pending, 8 bytes each). A URL is never marked seen without
@@ -101,8 +101,13 @@ def seen_merge(
     the count, with a warning. Every "maybe" of the filter is confirmed against the
     exact fingerprints. --dry-run and --contains take no lock and change nothing.
 
-    Stats (--stats): checked, new, bloom_maybes, confirmed_seen, false_positives,
-    measured_fp_rate, filter_fill, stored, bytes_per_url_disk, bytes_per_url_ram.
+    Stats (--stats, one JSON object): records, bad_records, duplicates (repeats within
+    the input), checked (distinct keys asked of the seen set), bloom_maybes,
+    confirmed_seen, false_positives (maybes that were not stored, emitted as new),
+    measured_fp_rate (false_positives / (checked - confirmed_seen)), new, committed,
+    stored, filter_fill, expected_fp_rate, bytes_per_url_disk (all files),
+    bytes_per_url_ram (the filter, which probing keeps resident; the runs are read
+    through the page cache, and batch buffers come on top).
 
     Example:
 
