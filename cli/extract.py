@@ -68,16 +68,20 @@ def extract(
     or 1.1; uncompressed, gzip per record or whole). Parses the HTML responses (by
     Content-Type, or by sniffing the bytes when the type is missing or generic; charset
     from the BOM, the header, or <meta>) with Lexbor, and writes one page record per
-    page: url, host, site, fp, depth, status, fetched_at, content_type, digest (the
-    WARC-Payload-Digest), simhash (64-bit, 16 hex digits, over word 3-shingles of the
-    visible text without script, style, nav, header, footer and aside), title,
-    canonical, noindex, nofollow, links (count), text_bytes. Link records (only with
-    --links) are URL records (depth + 1, reason "link", via) plus from and nofollow:
-    from a[href], area[href], link[rel=canonical|alternate|next], frame and iframe
-    src, and meta refresh, resolved against <base href> and the page's final URL,
-    canonicalized, http(s) only, each URL once per page. rel=nofollow and meta robots
-    (or X-Robots-Tag) nofollow flag links "nofollow": true; noindex is recorded.
-    A page's depth is the WARC-Crawlkit-Depth header of its record (0 if absent).
+    page: url, host, site, fp, depth, status, fetched_at, content_type, charset,
+    digest (the WARC-Payload-Digest, or a sha1 of the payload when absent), simhash
+    (64-bit, 16 hex digits, over word 3-shingles of the visible text without script,
+    style, noscript, template, nav, header, footer and aside; digits and the names of
+    days and months do not count, so a changed timestamp leaves it as it was), title,
+    canonical, noindex, nofollow, links (count), text_bytes (visible text, whitespace
+    runs as one space). Link records (only with --links) are URL records (depth + 1,
+    priority 1/(depth + 1), halved for nofollow; reason "link"; via) plus from,
+    nofollow and tag: from a[href], area[href], link[rel=canonical|alternate|next],
+    frame and iframe src, and meta refresh, resolved against <base href> and the
+    page's final URL (WARC-Target-URI), canonicalized, http(s) only, each URL once
+    per page. rel=nofollow and meta robots (or X-Robots-Tag) nofollow flag links
+    "nofollow": true; noindex is recorded. A page's depth is the WARC-Crawlkit-Depth
+    header of its record (0 if absent).
 
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. A page that fails to parse is
@@ -90,7 +94,7 @@ def extract(
 
     Example:
 
-        crawlkit extract -j 2 S/warc/*.warc.gz --pages pages.ndjson.zst --links links.ndjson.zst
+        crawlkit extract -j 2 crawl.warc.gz --links links.ndjson > pages.ndjson
     """
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
