@@ -62,7 +62,7 @@ def dedup(
 
     Example:
 
-        crawlkit extract a.warc.gz | crawlkit dedup --state S --sites sites.ndjson
+        crawlkit extract a.warc | crawlkit dedup --state S --sites sites.ndjson
     """
     if max_distance < 0 or max_distance > 3:
         raise UsageError("--max-distance must be between 0 and 3 (the 20-table index finds 3)")
