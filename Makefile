@@ -16,7 +16,7 @@ $(BIN)/crawlkit: pyproject.toml
 venv: $(BIN)/crawlkit
 
 demo: venv
-	PATH="$(CURDIR)/$(BIN):$$PATH" sh examples/demo.sh
+	$(BIN)/crawlkit demo --dir demo-out
 
 test: venv
 	$(BIN)/ruff check .

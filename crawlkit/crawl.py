@@ -24,10 +24,13 @@ frontier; nothing is dropped. URLs outside ``--scope`` are refused with a reason
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import queue
 import re
 import shutil
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -61,8 +64,12 @@ from crawlkit.url import Canonicalizer
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
 
 CYCLE_FORMAT = "{:06d}"
-# Steps of one cycle, in order; each leaves ``<step>.done`` in the cycle directory.
-STEPS = ("batch", "fetch", "extract", "dedup", "links", "recrawl")
+# Steps after the fetch of one cycle, in order; each leaves ``<step>.done`` behind.
+STEPS = ("extract", "dedup", "links", "recrawl")
+# A cycle is cut (WARC closed, handed to post-processing) after this many fetch
+# records or this many seconds, whichever comes first.
+CHUNK_RECORDS = 1000
+CHUNK_SECONDS = 5.0
 
 
 class Scope:
@@ -179,6 +186,11 @@ class CrawlDir:
         self.root = state.sub("crawl")
         self.cycles = self.root / "cycles"
         self.cycles.mkdir(exist_ok=True)
+        self.batches = self.root / "batches"  # handed to the fetcher, not all fetched yet
+        self.batches.mkdir(exist_ok=True)
+
+    def batch_files(self) -> list[Path]:
+        return sorted(self.batches.glob("*.ndjson.zst"))
 
     def cycle_dirs(self) -> list[Path]:
         return sorted(p for p in self.cycles.iterdir() if p.is_dir() and p.name.isdigit())
@@ -255,6 +267,11 @@ class Crawl:
         self.start = clock()
         self.deadline = self.start + options.duration if options.duration else None
         self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
+        self.frontier_lock = threading.RLock()  # frontier and waiting room, across threads
+        self.post_error: BaseException | None = None
+        self._pending_batches: list[Path] = []
+        totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        self.fetched_before = int(totals.get("fetched", 0))
         self.scope = Scope(options.scope)
         if self.dir.scope.exists():
             saved = Scope.from_json(io.read_json(self.dir.scope))
@@ -289,29 +306,35 @@ class Crawl:
     # -- the loop --------------------------------------------------------------------
 
     def run(self) -> CrawlSummary:
-        cycle = self.dir.open_cycle()
-        if cycle is not None:
-            self.rep.info(f"resuming cycle {cycle.name}")
-            self._finish_cycle(cycle)
+        pending = self._recover()
+        idle_runs = 0
         while True:
             reason = self._should_stop()
             if reason:
                 self.summary.stopped = reason
                 break
             self._release_waiting()
-            cycle = self.dir.new_cycle()
-            batch = self._step_batch(cycle)
-            if batch == 0:
-                cycle_empty = cycle
-                shutil.rmtree(cycle_empty)
-                wait = self._next_waiting_time()
-                if wait is None:
-                    self.summary.stopped = "frontier empty"
+            before = sum(self.summary.outcomes.values())
+            self._fetch_run(pending)
+            pending = []
+            if self.post_error is not None:
+                raise self.post_error
+            reason = self._exhausted()
+            if reason:
+                self.summary.stopped = reason
+                break
+            if sum(self.summary.outcomes.values()) == before:
+                # Nothing could be fetched: only deferred URLs wait. Sleep until the
+                # first is due (bounded), never spin.
+                idle_runs += 1
+                wake = self._next_waiting_time()
+                if wake is None and idle_runs >= 3:
+                    self.summary.stopped = "nothing more can be fetched now"
                     break
-                self._sleep_until(wait)
-                continue
-            self._finish_cycle(cycle)
-        stats = frontier_stats(self.state.path)
+                self._sleep_until(wake or self.clock() + self.opts.idle_wait)
+            else:
+                idle_runs = 0
+        stats = self._frontier_stats()
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
         self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
         self.summary.elapsed_s = self.clock() - self.start
@@ -326,119 +349,220 @@ class Crawl:
         return ""
 
     def _pages_total(self) -> int:
-        totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
-        return int(totals.get("fetched", 0)) + self.summary.outcomes["fetched"]
+        return self.fetched_before + self.summary.outcomes["fetched"]
 
-    def _finish_cycle(self, cycle: Path) -> None:
-        for step in STEPS[1:]:
-            if not _done(cycle, step):
-                getattr(self, f"_step_{step}")(cycle)
-        _mark(cycle, "cycle")
-        self.summary.cycles += 1
-        self.progress(self._progress_info(cycle))
+    def _exhausted(self) -> str:
+        stats = self._frontier_stats()
+        waiting = sum(1 for _ in _read(self.dir.waiting))
+        if int(stats.get("queued", 0) or 0) or waiting or self.dir.batch_files():
+            return ""
+        parked = int(stats.get("parked", 0) or 0)
+        if parked:
+            return f"done for this budget period ({parked} URLs of over-budget sites parked)"
+        return "frontier empty"
 
-    # -- steps -----------------------------------------------------------------------
+    def _frontier_stats(self) -> dict[str, Any]:
+        with self.frontier_lock:
+            return frontier_stats(self.state.path)
 
-    def _step_batch(self, cycle: Path) -> int:
-        size = self.opts.batch_size
-        if self.opts.max_pages is not None:
-            size = max(1, min(size, self.opts.max_pages - self._pages_total()))
-        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
-        refused: list[Record] = []
+    # -- recovery --------------------------------------------------------------------
 
-        def write(batch: Any) -> None:
-            with io.open_output(cycle / "batch.ndjson.zst") as out:
-                for line in batch.lines:
-                    out.write(line if line.endswith(b"\n") else line + b"\n")
-            refused.extend(batch.refused)
+    def _recover(self) -> list[Record]:
+        """Finish what a stopped or killed run left: returns the URLs to fetch again."""
+        unfinished = [c for c in self.dir.cycle_dirs() if not _done(c, "cycle")]
+        if not unfinished and not self.dir.batch_files():
+            return []
+        self._close_open_warcs()
+        for cycle in unfinished:
+            if not _done(cycle, "fetch"):
+                self._salvage(cycle)
+                _mark(cycle, "fetch", {"salvaged": True})
+            self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
+            self._finish_cycle(cycle)
+        pending: list[Record] = []
+        batches = self.dir.batch_files()
+        if batches:
+            oldest = min(int(b.name.split("-", 1)[0]) for b in batches)
+            fetched: set[str] = set()
+            for cycle in self.dir.cycle_dirs():
+                if int(cycle.name) >= oldest:
+                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson"))
+            for batch in batches:
+                pending += [r for r in _read(batch) if r.get("url") not in fetched]
+        if pending:
+            self.rep.info(f"{len(pending)} URLs handed to the fetcher before the stop go again")
+        self.summary.refetched += len(pending)
+        self._pending_batches = batches
+        return pending
 
-        batch = frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
-                              reporter=self.rep)  # fmt: skip
-        if refused:
-            _write(cycle / "batch-refused.ndjson.zst", refused)
-            self._count_refused(refused)
-        _mark(cycle, "batch", {"urls": len(batch.lines)})
-        return len(batch.lines)
-
-    def _step_fetch(self, cycle: Path) -> None:
-        log = cycle / "fetch.ndjson"  # plain and flushed per record: survives kill -9
-        redirects = cycle / "redirects.ndjson"
-        done_urls = self._salvage(cycle, log)
-        todo = [r for r in _read(cycle / "batch.ndjson.zst") if r.get("url") not in done_urls]
-        if done_urls:
-            self.rep.info(
-                f"cycle {cycle.name}: {len(done_urls)} fetches kept from before the restart"
-            )
-        config = self.opts.fetch
-        if self.deadline is not None:
-            left = max(0.0, self.deadline - self.clock())
-            config = FetchConfig(**{**config.__dict__, "duration": left})
-        with open(log, "ab") as log_file, open(redirects, "ab") as redirect_file:
-
-            def sink(rec: Record) -> None:
-                log_file.write(io.dumps(rec))
-                log_file.flush()
-                self.summary.outcomes[str(rec.get("outcome"))] += 1
-
-            def on_redirect(rec: Record) -> None:
-                redirect_file.write(io.dumps(rec))
-                redirect_file.flush()
-
-            if todo:
-                fetch_records(
-                    todo, sink, state_dir=self.state.path, config=config,
-                    warc_dir=self.warc_root, allow_net=self.opts.allow_net,
-                    hosts_file=self.opts.hosts_file, on_redirect=on_redirect,
-                    reporter=self.rep, warc_prefix=f"crawlkit-{cycle.name}",
-                )  # fmt: skip
-        _mark(cycle, "fetch", {"urls": len(todo), "kept": len(done_urls)})
-
-    def _salvage(self, cycle: Path, log: Path) -> set[str]:
-        """After a crash: keep the fetches whose WARC records are whole on disk.
-
-        Closes every ``.open`` WARC file at the end of its last complete record and
-        drops fetch records that point past it (those URLs are fetched again and
-        counted as refetched). Returns the URLs whose fetch records stand.
-        """
-        if not log.exists():
-            return set()
+    def _close_open_warcs(self) -> None:
+        """Cut every ``.open`` WARC file after its last whole record and close it."""
+        self.valid_warc_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.warc_root)
-        valid_end: dict[str, int] = {}
         for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
             end = _complete_prefix(partial)
             final = partial.with_name(partial.name[: -len(".open")])
             with open(partial, "r+b") as f:
                 f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
             if end:
-                partial.rename(final)
+                os.replace(partial, final)
             else:
                 partial.unlink()
-            valid_end[final.name] = end
+            self.valid_warc_end[final.name] = end
+
+    def _salvage(self, cycle: Path) -> None:
+        """Keep the fetch records of ``cycle`` whose WARC records are whole on disk.
+
+        Records pointing past the end of a WARC file cut by :meth:`_close_open_warcs`
+        are dropped (and a torn last line); their URLs are fetched again.
+        """
+        log = cycle / "fetch.ndjson"
+        if not log.exists():
+            return
         kept: list[Record] = []
-        lost = 0
         with open(log, "rb") as f:
             for line in f:
                 if not line.endswith(b"\n"):
-                    lost += 1  # torn last line
-                    continue
+                    continue  # torn last line
                 try:
                     rec = io.parse_record(line)
                 except ValueError:
-                    lost += 1
                     continue
                 warc = rec.get("warc")
                 if isinstance(warc, dict):
-                    name = Path(str(warc.get("file"))).name.removesuffix(".open")
+                    name = Path(str(warc.get("file"))).name
                     end = int(warc.get("offset", 0)) + int(warc.get("length", 0))
-                    if name in valid_end and end > valid_end[name]:
-                        lost += 1
+                    if name in self.valid_warc_end and end > self.valid_warc_end[name]:
                         continue
-                    warc["file"] = str(Path(str(warc.get("file"))).with_name(name))
                 kept.append(rec)
         io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))
-        batch_urls = sum(1 for _ in _read(cycle / "batch.ndjson.zst"))
-        self.summary.refetched += batch_urls - len(kept)
-        return {str(r.get("url")) for r in kept}
+
+    # -- one fetch run, kept fed -----------------------------------------------------
+
+    def _fetch_run(self, pending: list[Record]) -> None:
+        """Fetch until the frontier has nothing more to give, cutting cycles as it goes.
+
+        The fetcher runs on this thread's event loop; whenever few hosts wait it asks
+        :meth:`_refill` for more. Every ``CHUNK_RECORDS`` fetch records or
+        ``CHUNK_SECONDS`` the current cycle is cut (its WARC closed) and handed to the
+        post-processing thread (extract, dedup, seen-merge, frontier add, recrawl),
+        so parsing overlaps fetching and there is no idle tail between cycles.
+        """
+        post = _PostWorker(self)
+        live = _LiveCycle(self, self.dir.new_cycle())
+        outstanding: dict[str, tuple[Path, set[str]]] = {}  # url -> its batch file
+        batch_left: dict[Path, int] = {}
+
+        def track(path: Path, records: list[Record]) -> None:
+            urls = {str(r.get("url")) for r in records}
+            batch_left[path] = batch_left.get(path, 0) + len(urls)
+            for url in urls:
+                outstanding[url] = (path, urls)
+
+        def sink(rec: Record) -> None:
+            live.log(rec)
+            self.summary.outcomes[str(rec.get("outcome"))] += 1
+            entry = outstanding.pop(str(rec.get("url")), None)
+            if entry is not None:
+                path = entry[0]
+                batch_left[path] -= 1
+                if batch_left[path] <= 0:  # every URL of the batch is in a fetch log
+                    del batch_left[path]
+                    path.unlink(missing_ok=True)
+
+        async def cut(fetcher: Any) -> None:
+            nonlocal live
+            await fetcher.rotate_warc()
+            done = live
+            live = _LiveCycle(self, self.dir.new_cycle())
+            done.close()
+            post.submit(done.path)
+
+        async def refill(fetcher: Any) -> list[Record] | None:
+            post.raise_if_failed()
+            now = self.clock()
+            if live.records >= CHUNK_RECORDS or (
+                live.records and now - live.started >= CHUNK_SECONDS
+            ):
+                await cut(fetcher)
+            if self._should_stop():
+                return None
+            loop = asyncio.get_running_loop()
+            records = await loop.run_in_executor(None, self._next_batch, live.path, track)
+            if records:
+                return records
+            if live.records:
+                await cut(fetcher)
+            if post.busy():
+                return []  # its links may queue more
+            if await loop.run_in_executor(None, self._release_waiting):
+                return []
+            return None
+
+        initial: list[Record] = []
+        if pending:
+            path = self.dir.batches / f"{live.path.name}-0000.ndjson.zst"
+            _write(path, pending)
+            for old in self._pending_batches:
+                old.unlink(missing_ok=True)
+            track(path, pending)
+            initial = pending
+        config = self.opts.fetch
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - self.clock())
+            config = FetchConfig(**{**config.__dict__, "duration": left})
+        try:
+            fetch_records(
+                initial, sink, state_dir=self.state.path, config=config,
+                warc_dir=self.warc_root, allow_net=self.opts.allow_net,
+                hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
+                reporter=self.rep, warc_prefix="crawlkit", refill=refill,
+            )  # fmt: skip
+        finally:
+            live.close()
+            if live.records or live.batches:
+                post.submit(live.path)
+            else:
+                shutil.rmtree(live.path, ignore_errors=True)
+            post.close()
+        self.post_error = post.error
+
+    def _next_batch(self, cycle: Path, track: Callable[[Path, list[Record]], None]) -> list[Record]:
+        """The frontier's next batch, made durable in ``crawl/batches`` first."""
+        size = self.opts.batch_size
+        if self.opts.max_pages is not None:
+            size = max(1, min(size, self.opts.max_pages - self._pages_total()))
+        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
+        out: list[Record] = []
+        refused: list[Record] = []
+        n = len(list(self.dir.batches.glob(f"{cycle.name}-*.ndjson.zst"))) + 1
+        path = self.dir.batches / f"{cycle.name}-{n:04d}.ndjson.zst"
+
+        def write(batch: Any) -> None:
+            out.extend(orjson.loads(line) for line in batch.lines)
+            refused.extend(batch.refused)
+            if out:
+                _write(path, out)
+
+        with self.frontier_lock:
+            frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
+                          reporter=self.rep)  # fmt: skip
+        if refused:
+            _write(cycle / f"batch-refused-{n}.ndjson.zst", refused)
+            self._count_refused(refused)
+        if out:
+            track(path, out)
+        return out
+
+    def _finish_cycle(self, cycle: Path) -> None:
+        for step in STEPS:
+            if not _done(cycle, step):
+                getattr(self, f"_step_{step}")(cycle)
+        _mark(cycle, "cycle")
+        self.summary.cycles += 1
+        self.progress(self._progress_info(cycle))
 
     def _fetch_log(self, cycle: Path) -> list[Record]:
         return list(_read(cycle / "fetch.ndjson"))
@@ -449,12 +573,11 @@ class Crawl:
         for rec in self._fetch_log(cycle):
             warc = rec.get("warc")
             if isinstance(warc, dict) and warc.get("file"):
-                name = Path(str(warc["file"])).name
-                # still in new/, or already moved to the archive by a run that crashed
-                path = new_dir / name if (new_dir / name).exists() else self.warc_root / name
+                path = new_dir / Path(str(warc["file"])).name
                 if str(path) not in files:
                     files.append(str(path))
-        existing = [f for f in files if Path(f).exists()]
+        # A file another cycle already extracted (it held records of both) is skipped.
+        existing = [f for f in files if Path(f).parent == new_dir and Path(f).exists()]
         with (
             io.open_output(cycle / "pages.ndjson.zst") as pages,
             io.open_output(cycle / "links.ndjson.zst") as links,
@@ -463,13 +586,14 @@ class Crawl:
                                   options=ExtractOptions(), reporter=self.rep)  # fmt: skip
         self.summary.pages += stats.pages
         self.summary.links += stats.links
-        # Extracted files leave new/ for the archive directory itself.
+        _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
+        # Extracted files leave new/ for the archive directory itself (after the mark:
+        # a crash in between extracts a file twice, which is harmless, never zero times).
         for f in existing:
             target = self.warc_root / Path(f).name
             if Path(f).parent == new_dir and not target.exists():
                 os.replace(f, target)
                 self.summary.warc_files += 1
-        _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
     def _step_dedup(self, cycle: Path) -> None:
         stats = DedupStats()
@@ -550,9 +674,10 @@ class Crawl:
 
     def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
         refused: list[Record] = []
-        frontier_add(self.state.path, records, on_refused=refused.append,
-                     limits=self.opts.limits, policy=self.opts.budget_policy,
-                     reporter=self.rep)  # fmt: skip
+        with self.frontier_lock:
+            frontier_add(self.state.path, records, on_refused=refused.append,
+                         limits=self.opts.limits, policy=self.opts.budget_policy,
+                         reporter=self.rep)  # fmt: skip
         if refused:
             _write(refused_path, refused)
             self._count_refused(refused)
@@ -565,6 +690,10 @@ class Crawl:
         deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
         if not deferred:
             return
+        with self.frontier_lock:
+            self._add_waiting(deferred)
+
+    def _add_waiting(self, deferred: list[Record]) -> None:
         waiting = list(_read(self.dir.waiting))
         known = {r.get("url") for r in waiting}
         for rec in deferred:
@@ -575,25 +704,26 @@ class Crawl:
             waiting.append(keep)
         _write(self.dir.waiting, waiting)
 
-    def _release_waiting(self) -> None:
-        waiting = list(_read(self.dir.waiting))
-        if not waiting:
-            return
-        now = self.clock()
-        due = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) <= now]
-        if not due:
-            return
-        later = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) > now]
-        for rec in due:
-            rec.pop("retry_at", None)
-        self._queue(due, self.dir.root / "waiting-refused.ndjson.zst")
-        _write(self.dir.waiting, later)
+    def _release_waiting(self) -> bool:
+        """Queue the waiting URLs whose retry time has come; True if there were any."""
+        with self.frontier_lock:
+            waiting = list(_read(self.dir.waiting))
+            if not waiting:
+                return False
+            now = self.clock()
+            due = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) <= now]
+            if not due:
+                return False
+            later = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) > now]
+            for rec in due:
+                rec.pop("retry_at", None)
+            self._queue(due, self.dir.root / "waiting-refused.ndjson.zst")
+            _write(self.dir.waiting, later)
+            return True
 
     def _next_waiting_time(self) -> float | None:
-        times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
-        stats = frontier_stats(self.state.path)
-        if int(stats.get("parked", 0) or 0) and not times:
-            return None  # only over-budget URLs remain: they wait for the next cycle period
+        with self.frontier_lock:
+            times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
         return min(times) if times else None
 
     def _sleep_until(self, when: float) -> None:
@@ -615,7 +745,7 @@ class Crawl:
 
     def _save_totals(self) -> None:
         totals: dict[str, Any] = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
-        totals["fetched"] = int(totals.get("fetched", 0)) + self.summary.outcomes["fetched"]
+        totals["fetched"] = self.fetched_before + self.summary.outcomes["fetched"]
         totals["runs"] = int(totals.get("runs", 0)) + 1
         totals["refetched"] = int(totals.get("refetched", 0)) + self.summary.refetched
         seen = Counter(totals.get("seen", {}))
@@ -689,3 +819,79 @@ def explain(state: str, options: CrawlOptions) -> str:
             f"| crawlkit frontier add --state {s}",
         ]
     )
+
+
+class _LiveCycle:
+    """The cycle being fetched into: its fetch log and redirect file, flushed per record."""
+
+    def __init__(self, crawl: Crawl, path: Path):
+        self.crawl = crawl
+        self.path = path
+        self.started = crawl.clock()
+        self.records = 0
+        # Plain NDJSON, appended and flushed per record: survives kill -9 line by line.
+        self._log = open(path / "fetch.ndjson", "ab")  # noqa: SIM115
+        self._redirects = open(path / "redirects.ndjson", "ab")  # noqa: SIM115
+
+    @property
+    def batches(self) -> bool:
+        return any(self.crawl.dir.batches.glob(f"{self.path.name}-*.ndjson.zst"))
+
+    def log(self, rec: Record) -> None:
+        self._log.write(io.dumps(rec))
+        self._log.flush()
+        self.records += 1
+
+    def redirect(self, rec: Record) -> None:
+        self._redirects.write(io.dumps(rec))
+        self._redirects.flush()
+
+    def close(self) -> None:
+        if self._log.closed:
+            return
+        for f in (self._log, self._redirects):
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        _mark(self.path, "fetch", {"records": self.records})
+
+
+class _PostWorker:
+    """One thread that runs the post-fetch steps of cut cycles, in order."""
+
+    def __init__(self, crawl: Crawl):
+        self.crawl = crawl
+        self.error: BaseException | None = None
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._working = False
+        self._thread = threading.Thread(target=self._run, name="crawl-post", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            cycle = self._queue.get()
+            if cycle is None:
+                return
+            self._working = True
+            try:
+                if self.error is None:
+                    self.crawl._finish_cycle(cycle)
+            except BaseException as exc:  # handed to the fetch loop, which stops
+                self.error = exc
+            finally:
+                self._working = False
+                self._queue.task_done()
+
+    def submit(self, cycle: Path) -> None:
+        self._queue.put(cycle)
+
+    def busy(self) -> bool:
+        return self._working or not self._queue.empty()
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's demo: a small pipeline of crawlkit stages over examples/urls.txt.
+# A small pipeline of two stages over examples/urls.txt (no network).
 # Canonicalize URLs (one record per input line, bad ones reported on stderr),
 # keep the usable ones, and route them to 4 shards by registered-domain hash.
 set -eu

@@ -1,0 +1,171 @@
+"""`crawlkit crawl` end to end against `crawlkit testweb`, judged from the server's log."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, crawlkit, start_testweb
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import io
+
+GAP = "0.05s"
+
+
+def _crawl_args(web, state: Path, *extra: str) -> list[str]:
+    return ["crawl", str(web.seeds), "--state", str(state), "--scope", "any",
+            "--min-delay", GAP, "--allow-net", web.info["allow_net"],
+            "--hosts-file", str(web.hosts_file), "--timeout", "3s", *extra]  # fmt: skip
+
+
+def _fetch_records(state: Path) -> list[dict]:
+    return [r for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+            for r in io.read_records([log])]  # fmt: skip
+
+
+def _refused(state: Path) -> list[dict]:
+    return [r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
+            for r in io.read_records([p])]  # fmt: skip
+
+
+def _audit(web, *extra: str) -> dict:
+    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json", *extra)
+    report = orjson.loads(res.stdout)
+    assert res.code == (0 if report["ok"] else 1)
+    return report
+
+
+def _strip_port(url: str) -> str:
+    head, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    return f"{head}://{host.split(':')[0]}/{path}"
+
+
+def test_crawl_end_to_end(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "15") as web:
+        state = tmp_path / "state"
+        res = crawlkit(*_crawl_args(web, state, "--for", "30s", "--json"), timeout=120)
+        assert res.code == 0, res.stderr
+        summary = orjson.loads(res.stdout)
+        report = _audit(web)
+        fetches = _fetch_records(state)
+        refused = _refused(state)
+
+    # Politeness from the server's view: no violation of any kind.
+    assert report["ok"], report["violations"][:5]
+    by_url: dict[str, dict] = {}
+    for rec in fetches:
+        by_url.setdefault(rec["url"], rec)
+    # Every page of every ordinary host was fetched.
+    for host in web.hosts_of_kind("ordinary"):
+        missing = [u for u in host["pages"] if by_url.get(u, {}).get("outcome") != "fetched"]
+        assert not missing, (host["name"], missing[:3])
+    # Disallowed pages were not requested (robots-denied records, nothing in the log).
+    assert any(r["outcome"] == "robots-denied" for r in fetches)
+    # The private-network host behind a redirect was refused, never connected to.
+    private = [r for r in fetches if "private-0.test" in r["url"]]
+    assert private and all(r["outcome"] == "refused" for r in private)
+    assert not [q for q in web.requests() if q["host"].startswith("private-0.test")]
+    # Traps are bounded: the session-id trap is refused by the frontier's limits and
+    # the calendar does not run away.
+    assert any(r.get("refused") == "session-id" for r in refused)
+    calendar = [r for r in fetches if "calendar-0.test" in r["url"]]
+    assert len(calendar) < 80
+    # Duplicates are recorded, and the WARC keeps revisit records for them.
+    dedup = [r for p in state.glob("crawl/cycles/*/dedup.ndjson.zst") for r in io.read_records([p])]
+    assert any(r["kind"] == "exact" for r in dedup)
+    types = []
+    for warc in sorted((state / "warc").glob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            types += [rec.rec_type for rec in ArchiveIterator(f)]
+    assert types.count("revisit") >= 1 and types.count("response") >= 40
+    # Nothing lost: every fetch outcome is accounted for in the summary.
+    assert sum(summary["outcomes"].values()) == len(fetches)
+    # The report renders from the state directory.
+    res = crawlkit("report", "--state", str(state), "--html", str(tmp_path / "r.html"))
+    assert res.code == 0, res.stderr
+    assert orjson.loads(res.stdout)["fetches"] == len(fetches)
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def _fetched_pages(state: Path) -> set[str]:
+    return {_strip_port(r["url"]) for r in _fetch_records(state) if r["outcome"] == "fetched"}
+
+
+def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> None:
+    web_args = ("--hosts", "4", "--pages", "25", "--special", "none", "--seed", "7")
+    with start_testweb(tmp_path, *web_args) as web:
+        clean = tmp_path / "clean"
+        res = crawlkit(*_crawl_args(web, clean, "--batch", "40", "--per-host", "5"), timeout=180)
+        assert res.code == 0, res.stderr
+        expected = _fetched_pages(clean)
+    assert len(expected) >= 60
+
+    rng = random.Random(42)
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "killed"
+        args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, "--batch", "40",
+                                                               "--per-host", "5")]  # fmt: skip
+        kills = 0
+        for _ in range(10):
+            proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)  # fmt: skip
+            time.sleep(rng.uniform(1.0, 3.0))
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                kills += 1
+            proc.wait(timeout=30)
+        res = crawlkit(*_crawl_args(web, state, "--batch", "40", "--per-host", "5", "--json"),
+                       timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+        report = _audit(web)
+    assert kills >= 5  # most runs really were killed mid-crawl
+    assert report["ok"], report["violations"][:5]
+    assert _fetched_pages(state) == expected
+    totals = io.read_json(state / "crawl" / "totals.json")
+    # Refetches after crashes are counted and bounded by what can be in flight.
+    assert 0 <= totals["refetched"] <= kills * 40
+
+
+def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "10", "--special", "none") as web:
+        state = tmp_path / "state"
+        args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, "--for", "20s")]
+        first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while not (state / "LOCK").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1.0)
+            second = crawlkit(*_crawl_args(web, state, "--for", "5s"))
+            assert second.code == 1
+            assert "in use by another process" in second.stderr
+            assert len(second.stderr.strip().splitlines()) == 1
+        finally:
+            first.kill()
+            first.wait(timeout=30)
+
+
+def test_explain_prints_the_stage_pipeline() -> None:
+    res = crawlkit("crawl", "--state", "S", "--explain", "--min-delay", "2s")
+    assert res.code == 0
+    lines = [line for line in res.lines if not line.startswith("#")]
+    commands = [line.split()[1] for line in lines]
+    assert commands == ["frontier", "fetch", "extract", "dedup", "seen-merge", "recrawl"]
+    assert "--min-delay 2s" in res.text
+
+
+@pytest.mark.parametrize("scope", ["nonsense[("])
+def test_bad_scope_is_a_usage_error(scope: str, tmp_path: Path) -> None:
+    res = crawlkit("crawl", "http://a.test/", "--state", str(tmp_path / "s"), "--scope", scope)
+    assert res.code == 2
+    assert res.stderr.startswith("crawlkit crawl: --scope")
