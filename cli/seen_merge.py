@@ -87,19 +87,21 @@ def seen_merge(
     cannot be used is reported with its line number and skipped.
 
     Buffers one batch (--batch-size records: their bytes plus about 70 bytes each
-    while a batch is checked) and streams batch after batch. Each batch's new URLs are committed to the
-    seen set only after they were written: on stdout, after the batch is flushed; with
-    --out FILE, all at the end, after FILE was renamed into place (until then their
-    fingerprints are held pending, 8 bytes each). A URL is never marked seen without
-    being written out; a crash or a closed pipe can make a rerun repeat URLs, never
-    drop them. Running the same input twice emits nothing the second time.
+    while a batch is checked) and streams batch after batch. Each batch's new URLs
+    are committed to the seen set only after they were written: on stdout, after the
+    batch is flushed; with --out FILE, all at the end, after FILE was renamed into
+    place (until then their fingerprints are held pending, 8 bytes each). A URL is
+    never marked seen without being written out; a crash or a closed pipe can make a
+    rerun repeat URLs, never drop them. Running the same input twice emits nothing
+    the second time.
 
-    State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64,
-    merged LSM-style), a Bloom filter file (memory-mapped; 1.8 bytes per URL of
-    capacity at 0.1%) and manifest.json, which is replaced atomically as the commit
-    point. When the stored count passes the capacity the filter is rebuilt at twice
-    the count, with a warning. Every "maybe" of the filter is confirmed against the
-    exact fingerprints. --dry-run and --contains take no lock and change nothing.
+    State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64;
+    runs of a million or more packed to 6 bytes a key), merged LSM-style; a Bloom
+    filter file (memory-mapped; 1.8 bytes per URL of capacity at 0.1%); and
+    manifest.json, which is replaced atomically as the commit point. When the stored
+    count passes the capacity the filter is rebuilt at twice the count, with a
+    warning. Every "maybe" of the filter is confirmed against the exact fingerprints.
+    --dry-run and --contains take no lock and change nothing.
 
     Stats (--stats, one JSON object): records, bad_records, duplicates (repeats within
     the input), checked (distinct keys asked of the seen set), bloom_maybes,
@@ -119,6 +121,8 @@ def seen_merge(
         _contains(state, [*contains, *(files or [])])
         return
     if rebuild:
+        if dry_run:
+            raise UsageError("--rebuild changes the state; it cannot be a --dry-run")
         if files:
             raise UsageError("--rebuild reads no input; run it on its own")
         with SeenStore.open(state, reporter=rep) as store:

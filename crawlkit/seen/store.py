@@ -154,8 +154,11 @@ class SeenStore:
         reporter = reporter if reporter is not None else NullReporter()
         if fan_in < 2:
             raise UsageError("compaction fan-in must be at least 2")
-        if capacity is not None or fp_rate is not None:
-            bloom_size(capacity or DEFAULT_CAPACITY, fp_rate or DEFAULT_FP_RATE)  # validates
+        if capacity is not None or fp_rate is not None:  # validate before touching anything
+            bloom_size(
+                DEFAULT_CAPACITY if capacity is None else capacity,
+                DEFAULT_FP_RATE if fp_rate is None else fp_rate,
+            )
         if not writable:
             return cls._open_readonly(Path(state_dir), reporter, fan_in)
         state = open_state(state_dir)
@@ -196,8 +199,8 @@ class SeenStore:
                 "over them (move them away to start afresh)"
             )
         manifest = Manifest(
-            capacity=capacity or DEFAULT_CAPACITY,
-            fp_rate=fp_rate or DEFAULT_FP_RATE,
+            capacity=DEFAULT_CAPACITY if capacity is None else capacity,
+            fp_rate=DEFAULT_FP_RATE if fp_rate is None else fp_rate,
             filter="",
         )
         manifest.filter = manifest.new_name("filter", ".bloom")
@@ -311,8 +314,11 @@ class SeenStore:
     def rebuild(self, capacity: int | None = None, fp_rate: float | None = None) -> None:
         """Build a new filter from the exact runs (new size, or the same) and switch to it."""
         manifest = self._require_writable()
-        self._rebuild(copy.deepcopy(manifest), capacity or manifest.capacity,
-                      fp_rate or manifest.fp_rate)  # fmt: skip
+        self._rebuild(
+            copy.deepcopy(manifest),
+            manifest.capacity if capacity is None else capacity,
+            manifest.fp_rate if fp_rate is None else fp_rate,
+        )
 
     def _rebuild(self, new: Manifest, capacity: int, fp_rate: float) -> None:
         old_filter = self.filter
