@@ -6,6 +6,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -15,11 +16,13 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
 from crawlkit import io
+from crawlkit.diag import Reporter
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import Batch, NextOptions, parse_time
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.io import Record
 from crawlkit.stages.frontier import (
     frontier_add,
     frontier_block,
@@ -69,6 +72,17 @@ def _now(value: str | None) -> float | None:
     if moment is None:
         raise UsageError(f"--now: not a time: {value!r} (ISO 8601 or unix seconds)")
     return moment
+
+
+def _url_or_site_records(
+    lines: Iterator[tuple[str, int, Record]], rep: Reporter
+) -> Iterator[Record]:
+    """Records with a url (or dedup site records); others are bad records (stderr)."""
+    for source, lineno, rec in lines:
+        if "url" in rec or ("yield" in rec and "site" in rec):
+            yield rec
+        else:
+            rep.bad_record(source, lineno, "neither a URL record (url) nor a site record (yield)")
 
 
 @frontier_app.command("add")
@@ -144,7 +158,7 @@ def add(
     )
     if param_denylist:
         limits = limits.with_denylist_files(param_denylist)
-    records = io.read_records(files, rep)
+    records = _url_or_site_records(io.read_records_with_lines(files, rep), rep)
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = not files or any(io.is_stdio(f) for f in files)

@@ -406,11 +406,16 @@ def test_cli_add_next_stats(tmp_path: Path) -> None:
     ]
     lines.append(json.dumps({"url": "https://h1.test/a/a/a/"}))
     lines.append("not json")
+    lines.append(json.dumps({"href": "https://h1.test/no-url-field"}))
     r = crawlkit("frontier", "add", "--state", state, input="\n".join(lines).encode() + b"\n")
     assert r.code == 0, r.stderr
     (refused,) = [json.loads(x) for x in r.lines]
     assert refused["refused"] == "repeated-segment" and refused["outcome"] == "refused"
-    assert "12 queued, 1 refused" in r.stderr and "1 bad records" in r.stderr
+    assert (
+        "12 queued, 1 refused" in r.stderr
+        and "2 bad records" in r.stderr
+        and ":15: neither a URL record" in r.stderr
+    )
     out = tmp_path / "batch.ndjson.zst"
     r = crawlkit(
         "frontier", "next", "--state", state, "--max", "8", "--per-host", "2", "-o", str(out)

@@ -254,7 +254,7 @@ class SegmentQueue:
         removed: list[bytes] = []
         new_segs: list[list[int]] = []
         for seg_id, count, start in self.segs:
-            kept = []
+            kept: list[bytes] = []
             for line in self._lines(seg_id, count)[start:]:
                 (removed if drop(line) else kept).append(line)
             if len(kept) == count - start:
