@@ -487,3 +487,12 @@ def test_every_input_url_is_refused_or_handed_out(tmp_path_factory, records, siz
     assert len(refused) + result.queued + result.duplicates == len(records)
     assert len(out) + stats["queued"] + stats["parked"] == result.queued
     assert stats["queued"] == 0  # all handed out, or parked over budget
+
+
+def test_nofollow_links_earn_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    add(state, [{"url": f"https://s{i}.test/", "reason": "seed"} for i in range(3)])
+    add(state, [link(f"https://t.test/p{i}", frm=f"https://s{i % 3}.test/", nofollow=True)
+                for i in range(300)])  # fmt: skip
+    batch, _ = take(state, 1000, per_host=1000)
+    assert sum(1 for r in batch if r["site"] == "t.test") == BudgetPolicy().base

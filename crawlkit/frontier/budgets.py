@@ -23,7 +23,8 @@ seeded it: a seed counts as the operator vouching for the site once). (STAR prop
 distributes budget along links in proportion to the linker's own budget; these
 rules are simpler to keep incrementally and have the property that matters:
 in-links that cost nothing to make, from sites nobody else vouches for, are worth
-nothing.) At most ``max_linkers`` linkers are remembered per site, which also caps
+nothing.) Links marked ``nofollow`` are not counted: the linking site said it does
+not vouch for them. At most ``max_linkers`` linkers are remembered per site, which also caps
 the budget.
 
 A site whose recent pages are mostly copies (dedup's site records: ``yield`` is the

@@ -512,7 +512,7 @@ class Frontier:
                     sites.note_seed(site)
                 else:
                     source = rec.get("from") or rec.get("via")
-                    if source:
+                    if source and rec.get("nofollow") is not True:  # not an endorsement
                         from_site = _site_of_url(source)
                         if from_site and from_site != site:
                             linkers = info.linkers
