@@ -20,7 +20,7 @@ from typing import IO
 import orjson
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import LockedError
+from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -133,7 +133,16 @@ def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
     directory = Path(state_path) / "frontier"
     if not (directory / "manifest.json").exists():
         return Frontier(directory).stats()
-    return Frontier.open(directory, read_only=True).stats()
+    for attempt in range(5):
+        try:
+            return Frontier.open(directory, read_only=True).stats()
+        except StateError:
+            # A writer may have committed between our reading its manifest and its
+            # side files (and removed the old ones): read again.
+            if attempt == 4:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def frontier_block(
