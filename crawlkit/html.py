@@ -223,9 +223,9 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
         codec = codec_for_label(match.group(1)) if match else None
         if codec:
             return codec, "header", 0
-    match = _META_CHARSET.search(body, 0, 4096)
-    if match:
-        codec = codec_for_label(match.group(1).decode("ascii", "replace"))
+    meta = _META_CHARSET.search(body, 0, 4096)
+    if meta:
+        codec = codec_for_label(meta.group(1).decode("ascii", "replace"))
         if codec:
             # A page that says utf-16 in ASCII-compatible bytes is not UTF-16 (WHATWG).
             if codec.startswith("utf-16"):

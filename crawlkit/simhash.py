@@ -73,7 +73,8 @@ def _fmix(x: np.ndarray) -> np.ndarray:
     x = x * _FMIX1
     x = x ^ (x >> _S33)
     x = x * _FMIX2
-    return x ^ (x >> _S33)
+    out: np.ndarray = x ^ (x >> _S33)
+    return out
 
 
 def word_hashes(text: str) -> np.ndarray:
@@ -223,7 +224,8 @@ def _bit_votes(shingles: np.ndarray) -> np.ndarray:
     sliced = (padded[None, :] >> _SHIFTS) & _LOW_BITS  # (8, k*255)
     lanes = sliced.reshape(8, k, 255).sum(axis=2, dtype=_U64)  # (8, k)
     counts = lanes.view(np.uint8).reshape(8, k, 8).sum(axis=1, dtype=np.int64)  # [b, byte]
-    return counts.T.reshape(64)
+    votes: np.ndarray = counts.T.reshape(64)
+    return votes
 
 
 def simhash(text: str) -> int:

@@ -38,7 +38,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.io import display_name, is_stdio
@@ -50,7 +50,9 @@ _MAX_HEADER_BYTES = 256 * 1024
 _SKIP_CHUNK = 1 << 20
 
 try:  # optional: br content coding
-    import brotli as _brotli  # type: ignore[import-not-found]
+    import brotli
+
+    _brotli: Any = brotli
 except ImportError:  # pragma: no cover - depends on the environment
     _brotli = None
 
@@ -204,10 +206,10 @@ class WarcStream:
 def open_warc(path: str | os.PathLike[str] | None) -> WarcStream:
     """The decompressed byte stream of a WARC file (``-`` or None: stdin)."""
     source = display_name(path)
-    if is_stdio(path):
+    if path is None or is_stdio(path):
         return WarcStream(sys.stdin.buffer, source)
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - owned by the WarcStream, closed by it
+        raw: BinaryIO = open(path, "rb")  # noqa: SIM115 - owned by the WarcStream
     except OSError as exc:
         raise InputError(exc.strerror or str(exc), source=source) from exc
     return WarcStream(raw, source)
