@@ -75,6 +75,16 @@ def finish_in_process(state: Path, data: bytes) -> set[str]:
     return emitted_urls(b"".join(out))
 
 
+def stored_urls(state: Path, candidates: set[str]) -> set[str]:
+    """Which of ``candidates`` the store (opened read-only, as after a crash) holds."""
+    urls = sorted(candidates)
+    fps = np.array([int(CANON.parse(u).fp, 16) for u in urls], dtype=np.uint64)
+    with SeenStore.open(state, writable=False) as store:
+        held = store.contains(fps)
+        assert store.stored == int(held.sum())  # and nothing that is not a candidate
+    return {u for u, h in zip(urls, held, strict=True) if h}
+
+
 def check_final_state(state: Path, expected: set[str]) -> None:
     with SeenStore.open(state) as store:
         fps = np.array([int(CANON.parse(u).fp, 16) for u in sorted(expected)], dtype=np.uint64)
@@ -118,6 +128,7 @@ def test_kill_at_random_commit_steps(tmp_path: Path):
             killed += result.returncode == -signal.SIGKILL
             emitted |= emitted_urls(result.stdout)
             assert emitted <= expected
+            assert stored_urls(state, expected) <= emitted  # invariant 4, also when killed
         emitted |= finish_in_process(state, data)
         assert emitted == expected
         check_final_state(state, expected)
@@ -157,6 +168,7 @@ def test_kill_the_command_at_random_times(tmp_path: Path):
                 proc.wait(timeout=120)
             emitted |= emitted_urls(out.read_bytes())
             assert emitted <= expected
+            assert stored_urls(state, expected) <= emitted
             partial += proc.returncode != 0 and 0 < len(emitted) < len(expected)
             if proc.returncode == 0:
                 break
