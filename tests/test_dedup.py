@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import crawlkit
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawlkit.dedupstore import ENTRY, DedupStore
 from crawlkit.nearindex import TABLES, NearIndex, table_keys
@@ -354,3 +356,48 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
         brute |= {(i, int(j)) for j in close if j != i}
     assert found == brute
     assert len(brute) >= 2 * (len(near_urls) - 1)
+
+
+_URLS = [f"http://s{i % 3}.example/{i}" for i in range(8)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_URLS),
+            st.sampled_from(["d1", "d2", "d3", "d4", None]),
+            st.sampled_from([0, 1, 3, 7, 0xFF, 1 << 63, (1 << 63) | 1, None]),
+            st.sampled_from([0, 50]),
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 7),
+)
+def test_dedup_properties(tmp_path_factory, rows, batch_size):
+    """One record per page, in order; a copy always names another, earlier URL."""
+    pages = []
+    for url, digest, sh, text_bytes in rows:
+        page = {"url": url, "text_bytes": text_bytes}
+        if digest is not None:
+            page["digest"] = digest
+        if sh is not None:
+            page["simhash"] = f"{sh:016x}"
+        pages.append(page)
+    out = run(tmp_path_factory.mktemp("d"), pages, batch_size=batch_size)
+    assert [r["url"] for r in out] == [p["url"] for p in pages]
+    seen_digests: dict[str, str] = {}
+    seen_urls: list[str] = []
+    for page, record in zip(pages, out, strict=True):
+        if record["kind"] == "exact":
+            assert record["dup_of"] != page["url"]
+            assert seen_digests.get(page["digest"]) == record["dup_of"]
+        elif record["kind"] == "near":
+            assert record["dup_of"] != page["url"] and record["dup_of"] in seen_urls
+            assert 0 <= record["distance"] <= 3
+            assert page["text_bytes"] > 0
+        else:
+            assert record["dup_of"] is None and record["distance"] is None
+        if "digest" in page:
+            seen_digests.setdefault(page["digest"], page["url"])
+        seen_urls.append(page["url"])
