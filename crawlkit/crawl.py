@@ -518,7 +518,7 @@ class Crawl:
                 initial, sink, state_dir=self.state.path, config=config,
                 warc_dir=self.warc_root, allow_net=self.opts.allow_net,
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
-                reporter=self.rep, warc_prefix="crawlkit", refill=refill,
+                reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
             )  # fmt: skip
         finally:
             live.close()

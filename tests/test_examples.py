@@ -1,0 +1,107 @@
+"""The shell examples in examples/, run as a user would, against `crawlkit testweb`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from conftest import ROOT, crawlkit, start_testweb
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import io
+
+EXAMPLES = ROOT / "examples"
+
+
+def _env() -> dict[str, str]:
+    # The examples call `crawlkit`: put this interpreter's bin directory first.
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 180):
+    return subprocess.run(list(args), capture_output=True, text=True, env=env or _env(),
+                          timeout=timeout, check=False)  # fmt: skip
+
+
+def _net(web) -> list[str]:
+    return ["--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
+            "--min-delay", "0.05s"]  # fmt: skip
+
+
+def _audit_ok(web) -> None:
+    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", "0.05s", "--json")
+    report = orjson.loads(res.stdout)
+    assert res.code == 0 and report["ok"], report["violations"][:3]
+
+
+def test_archive_site_collects_one_site_into_warc(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "12", "--special", "none") as web:
+        out = tmp_path / "collection"
+        res = _run(str(EXAMPLES / "archive-site.sh"), web.url("h1.test"), str(out), *_net(web))
+        assert res.returncode == 0, res.stderr
+        _audit_ok(web)
+        wanted = set(web.host("h1.test")["pages"])
+        other_hosts = {q["host"].split(":")[0] for q in web.requests()} - {"h1.test"}
+    got: set[str] = set()
+    for warc in out.glob("warc/*.warc.gz"):
+        with open(warc, "rb") as f:
+            got |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
+                    if r.rec_type == "response"}  # fmt: skip
+    assert wanted <= got
+    assert not other_hosts  # --scope site: the other hosts were never asked
+    assert (out / "report.html").exists()
+    assert orjson.loads((out / "report.json").read_text())["fetches"] >= len(wanted)
+
+
+def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "12", "--special", "none") as web:
+        d = tmp_path / "cron"
+        env = {**_env(), "CRAWL_FOR": "30s"}
+        script = str(EXAMPLES / "cron-crawl.sh")
+        first = subprocess.Popen([script, str(d), str(web.seeds), "--scope", "any", *_net(web)],
+                                 env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while not (d / "state" / "LOCK").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1.0)
+            second = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
+            assert second.returncode == 0, second.stderr
+            assert "previous run still going; skipped" in second.stderr
+        finally:
+            _, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        totals = io.read_json(d / "state" / "crawl" / "totals.json")
+        assert totals["runs"] == 1
+        summary = orjson.loads((d / "last-run.json").read_text())
+        assert summary["fetched"] >= 30
+        again = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
+        assert again.returncode == 0, again.stderr
+        assert io.read_json(d / "state" / "crawl" / "totals.json")["runs"] == 2
+        _audit_ok(web)
+
+
+def test_one_cycle_as_stage_commands(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "8", "--special", "none") as web:
+        state, work = tmp_path / "S", tmp_path / "W"
+        work.mkdir()
+        (work / "seeds.txt").write_text(web.seeds.read_text())
+        fetched: set[str] = set()
+        for _ in range(3):
+            res = _run(str(EXAMPLES / "one-cycle.sh"), str(state), str(work), *_net(web))
+            assert res.returncode == 0, res.stderr
+            stats = orjson.loads(res.stdout)
+            fetched |= {r["url"] for r in io.read_records([work / "fetched.ndjson.zst"])
+                        if r["outcome"] == "fetched"}  # fmt: skip
+        _audit_ok(web)
+        for name in ("h0.test", "h1.test"):
+            pages = web.host(name)["pages"]
+            # three cycles reach at least the pages within two links of the root
+            assert len(set(pages) & fetched) >= min(len(pages), 3)
+    assert "queued" in stats
+    assert list((state / "warc" / "done").glob("*.warc.gz"))
