@@ -7,8 +7,15 @@ every command module, so the order of registration is the order of ``--help``.
 from __future__ import annotations
 
 import typer
+import typer.core
 
 from crawlkit.diag import Reporter
+
+# Plain click help everywhere. With rich installed (typer depends on it), typer 0.20
+# escapes "[default: ...]" as "\\[default: ...]" even when rich markup is off
+# (`crawlkit canon --help` showed it), and rich output would also differ from the man
+# pages generated from the same text.
+typer.core.HAS_RICH = False
 
 app = typer.Typer(
     name="crawlkit",
