@@ -96,6 +96,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FILL = 1 << 20
 _PIECE = 16384
+_FILL_OUT = 4 << 20
 
 
 class WarcStream:
@@ -136,8 +137,14 @@ class WarcStream:
         self._raw.close()
 
     def _fill(self) -> None:
-        """Decode more input into the buffer; sets ``_eof`` (and ``damage``) at the end."""
-        chunk = self._raw_pending + (self._raw.read(_FILL) or b"")
+        """Decode more input into the buffer; sets ``_eof`` (and ``damage``) at the end.
+
+        One call decodes at most about ``_FILL_OUT`` bytes of gzip output, so a record
+        of zeros that expands a thousandfold is never held whole; input not yet
+        decoded waits in ``_raw_pending``.
+        """
+        pending = self._raw_pending
+        chunk = pending if len(pending) >= _FILL else pending + (self._raw.read(_FILL) or b"")
         self._raw_pending = b""
         if self._buf and self._pos:
             self._buf = self._buf[self._pos :]
@@ -151,26 +158,32 @@ class WarcStream:
             self._buf += chunk
             return
         out: list[bytes] = []
+        produced = 0
         view = memoryview(chunk)
         pos = 0
+        gz = self._mode == "gzip"
         try:
             # Feed the decompressor small pieces: at the end of a member it copies the
             # rest of its input into ``unused_data``, which is cheap for a small piece
             # and quadratic for a large one (records are often only a few KB).
-            while pos < len(view):
+            while pos < len(view) and produced < _FILL_OUT:
                 piece = view[pos : pos + _PIECE]
-                dec = self._dec
-                out.append(dec.decompress(piece))  # type: ignore[attr-defined]
-                if dec.eof:  # type: ignore[attr-defined]
-                    pos += len(piece) - len(dec.unused_data)  # type: ignore[attr-defined]
+                dec: Any = self._dec
+                data = dec.decompress(piece, _FILL_OUT - produced) if gz else dec.decompress(piece)
+                out.append(data)
+                produced += len(data)
+                if dec.eof:
+                    pos += len(piece) - len(dec.unused_data)
                     self._dec = self._new_decompressor()
                     self._in_member = False
                 else:
-                    pos += len(piece)
+                    pos += len(piece) - (len(dec.unconsumed_tail) if gz else 0)
                     self._in_member = True
         except Exception as exc:  # zlib.error, zstandard.ZstdError
             self.damage = f"corrupt {self._mode} data ({exc})"
             self._eof = True
+            pos = len(view)
+        self._raw_pending = bytes(view[pos:])
         self._buf += b"".join(out)
 
     def _new_decompressor(self) -> object:
@@ -219,13 +232,15 @@ def _read_exact(stream: WarcStream, n: int) -> bytes:
     return stream.read(n)
 
 
-def _skip(stream: WarcStream, n: int) -> int:
-    """Read past ``n`` bytes; returns how many were there."""
+def _skip(stream: WarcStream, n: int, hasher: Any = None) -> int:
+    """Read past ``n`` bytes (feeding ``hasher`` if given); returns how many were there."""
     done = 0
     while done < n:
         chunk = stream.read(min(_SKIP_CHUNK, n - done))
         if not chunk:
             break
+        if hasher is not None:
+            hasher.update(chunk)
         done += len(chunk)
     return done
 
@@ -355,10 +370,6 @@ def decode_body(
     return body, cut, undecodable
 
 
-def _sha1_digest(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
-
-
 def iter_responses(
     path: str | os.PathLike[str] | None,
     *,
@@ -484,13 +495,22 @@ def _read_response(
         want_body is None or want_body(status, headers.get("content-type"))
     )
     if wanted:
+        # Hold at most max_body bytes of the payload; past that, read on only to
+        # reach the next record (and to finish a digest we have to compute).
         need = length - got
-        rest = _read_exact(stream, need) if need > 0 else b""
-        if len(rest) < need:
+        keep = max(0, min(need, max_body - (got - body_start)))
+        rest = _read_exact(stream, keep) if keep > 0 else b""
+        if len(rest) < keep:
             raise TruncatedInput(f"WARC ends inside record {number}", source=source)
         raw = first[body_start:] + rest if rest else first[body_start:]
-        if digest is None:
-            digest = _sha1_digest(raw)
+        hasher = hashlib.sha1(raw) if digest is None else None
+        if need > keep:
+            if _skip(stream, need - keep, hasher) < need - keep:
+                raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+            if truncated is None:
+                truncated = "length"
+        if hasher is not None:
+            digest = "sha1:" + base64.b32encode(hasher.digest()).decode("ascii")
         body, cut, undecodable = decode_body(raw, headers, max_body)
         if undecodable:
             stats.undecodable += 1

@@ -472,3 +472,20 @@ def test_content_coding_bombs_stop_at_the_cap(coding):
     assert (body, cut, undecodable) == (b"<p>x</p>", False, False)
     # A server that says it compressed but did not: the bytes are kept as they are.
     assert decode_body(b"<p>plain</p>", {"content-encoding": coding})[0] == b"<p>plain</p>"
+
+
+def test_a_huge_record_is_cut_at_max_body_and_the_next_one_read(tmp_path):
+    import base64
+    import hashlib
+
+    body = b"<html><body>" + b"\0" * 30_000_000
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + body
+    big = raw_record("http://a.example/", http, version="WARC/1.1")
+    small = raw_record("http://b.example/", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\nhi")
+    warc = tmp_path / "big.warc.gz"
+    warc.write_bytes(gzip.compress(big, 1) + gzip.compress(small))
+    first, second = iter_responses(warc, max_body=1_000_000)
+    assert (len(first.body), first.truncated) == (1_000_000, "length")
+    # The digest is still that of the whole payload, computed while reading past it.
+    assert first.payload_digest == "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+    assert (second.target_uri, second.body, second.truncated) == ("http://b.example/", b"hi", None)
