@@ -498,3 +498,27 @@ def test_engine_defers_hosts_not_due_before_the_deadline() -> None:
     deferred = [r for r in out2 if r["outcome"] == "deferred"]
     assert len(deferred) == 5 and all(r["retry_at"] for r in deferred)  # robots took the slot
     assert len(client2.seen) == 1
+
+
+def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"z" * 500))
+    w.flush()
+    (open_file,) = tmp_path.glob("*.open")
+    data = open_file.read_bytes()
+    w._file.close()  # the writer "dies" without renaming
+    w._file = None
+    name = open_file.name.rsplit("-", 1)[0] + "-999999999.warc.gz.open"  # a pid that is gone
+    open_file.unlink()
+    (tmp_path / name).write_bytes(data[:-7])  # and the last record is cut short
+    w2 = WarcWriter(tmp_path)
+    w2.write_capture(capture(9, b"new"))
+    w2.close()
+    assert not list(tmp_path.glob("*.open"))
+    salvaged = tmp_path / name[: -len(".open")]
+    assert w2.salvaged == [salvaged]
+    with open(salvaged, "rb") as fh:
+        kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
+    # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
+    assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1

@@ -212,7 +212,7 @@ class AiohttpClient:
         t0 = time.perf_counter()
         url = yarl.URL(request.url, encoded=True)
         if url.host:
-            self._resolver.pins[url.host.lower()] = request.address
+            self._resolver.pins[url.host.lower().rstrip(".")] = request.address
         resp = None
         chunks: list[bytes] = []
         counter: _DecodedCounter | None = None

@@ -5,7 +5,9 @@ records, one gzip member each (any record can be read alone from its offset). Fi
 start with a ``warcinfo`` record, are written under ``NAME.open`` and renamed to
 ``NAME`` (``PREFIX-YYYYMMDDhhmmss-SERIAL-HOST-PID.warc.gz``) when closed, after an
 fsync, so a reader that globs ``*.warc.gz`` never sees a half-written file and a crash
-leaves only a ``.open`` file behind (DESIGN.md invariant 5). A file is rotated once it
+leaves only a ``.open`` file behind (DESIGN.md invariant 5); the next writer in the same
+directory cuts such a file after its last complete record and renames it
+(:func:`salvage_open_files`), so what was archived before the crash is kept. A file is rotated once it
 passes ``max_size`` bytes; a capture never spans two files.
 
 The response record holds the HTTP response as received: status line and original
@@ -34,7 +36,14 @@ from pathlib import Path
 
 from crawlkit.io import fsync_dir
 
-__all__ = ["Capture", "WarcLocation", "WarcWriter", "sha1_digest", "warc_date"]
+__all__ = [
+    "Capture",
+    "WarcLocation",
+    "WarcWriter",
+    "salvage_open_files",
+    "sha1_digest",
+    "warc_date",
+]
 
 _PROFILE = {
     "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -89,6 +98,75 @@ def _rid() -> str:
     return f"<urn:uuid:{uuid.uuid4()}>"
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _complete_members(path: Path) -> int:
+    """Length of the leading run of complete gzip members (a crash cuts the last one)."""
+    good = 0
+    base = 0  # file offset of data[0]
+    d = zlib.decompressobj(31)
+    with open(path, "rb") as fh:
+        while True:
+            data = fh.read(1 << 20)
+            if not data:
+                return good
+            while data:
+                try:
+                    d.decompress(data)
+                except zlib.error:
+                    return good
+                if not d.eof:
+                    base += len(data)
+                    break
+                rest = d.unused_data
+                base += len(data) - len(rest)
+                good = base
+                d = zlib.decompressobj(31)
+                data = rest
+
+
+def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Finish ``*.warc.gz.open`` files left by a writer that died (kill -9, power loss).
+
+    A file whose writer (by the host and pid in its name) is still alive is left
+    alone. Otherwise it is cut after its last complete record and renamed to its final
+    name, so ``crawlkit extract`` reads what was archived before the crash; a file with
+    no complete record is removed. Returns the files finished.
+    """
+    done: list[Path] = []
+    here = socket.gethostname().split(".")[0] or "localhost"
+    for path in sorted(Path(directory).glob("*.warc.gz.open")):
+        parts = path.name[: -len(".warc.gz.open")].rsplit("-", 2)
+        if len(parts) == 3 and parts[2].isdigit():
+            pid = int(parts[2])
+            if parts[1] == here and (pid == os.getpid() or _pid_alive(pid)):
+                continue
+        elif len(parts) != 3:
+            continue
+        length = _complete_members(path)
+        if length == 0:
+            path.unlink(missing_ok=True)
+            continue
+        with open(path, "r+b") as fh:
+            fh.truncate(length)
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = path.with_name(path.name[: -len(".open")])
+        os.replace(path, final)
+        done.append(final)
+    if done:
+        fsync_dir(directory)
+    return done
+
+
 class WarcWriter:
     """Writes captures into rotating ``.warc.gz`` files in ``directory``."""
 
@@ -118,10 +196,15 @@ class WarcWriter:
         self._serial = 0
         self._warcinfo_id = ""
         self._host = socket.gethostname().split(".")[0] or "localhost"
+        self.salvaged: list[Path] = []
+        self._salvage_checked = False
 
     # -- files -------------------------------------------------------------------------
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._salvage_checked:
+            self._salvage_checked = True
+            self.salvaged = salvage_open_files(self.directory)
         self._serial += 1
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         self._name = f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
