@@ -7,8 +7,8 @@ start with a ``warcinfo`` record, are written under ``NAME.open`` and renamed to
 fsync, so a reader that globs ``*.warc.gz`` never sees a half-written file and a crash
 leaves only a ``.open`` file behind (DESIGN.md invariant 5); the next writer in the same
 directory cuts such a file after its last complete record and renames it
-(:func:`salvage_open_files`), so what was archived before the crash is kept. A file is rotated once it
-passes ``max_size`` bytes; a capture never spans two files.
+(:func:`salvage_open_files`), so what was archived before the crash is kept. A file is
+rotated once it passes ``max_size`` bytes; a capture never spans two files.
 
 The response record holds the HTTP response as received: status line and original
 headers, then the body with its Content-Encoding intact but de-chunked (a
