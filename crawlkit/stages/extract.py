@@ -368,7 +368,14 @@ class _Pool:
         )
 
     def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
-        return self.executor.submit(self.worker, chunk)
+        try:
+            return self.executor.submit(self.worker, chunk)
+        except cf.process.BrokenProcessPool as exc:
+            # A worker died after the last result was read; the chunk is redone when
+            # its turn comes (see result()).
+            failed: cf.Future[ChunkResult] = cf.Future()
+            failed.set_exception(exc)
+            return failed
 
     def _restart(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
