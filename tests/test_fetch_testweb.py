@@ -394,6 +394,7 @@ def test_sigterm_defers_the_rest_and_keeps_the_log_complete(web: TestWeb, tmp_pa
     batch = tmp_path / "batch.ndjson"
     batch.write_bytes(url_records(urls))
     log = tmp_path / "log.ndjson"
+    mark = log_mark(web)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -415,7 +416,9 @@ def test_sigterm_defers_the_rest_and_keeps_the_log_complete(web: TestWeb, tmp_pa
         stderr=subprocess.PIPE,
         cwd=ROOT,
     )
-    time.sleep(2.0)
+    deadline = time.monotonic() + 30  # signal once requests flow (startup varies)
+    while time.monotonic() < deadline and log_mark(web) - mark < 30:
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

@@ -522,3 +522,43 @@ def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
         kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
     # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
     assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1
+
+
+@pytest.mark.parametrize("crashed", [True, False])
+def test_after_a_crash_every_known_host_waits_its_full_gap(tmp_path: Path, crashed: bool) -> None:
+    # The last run touched a.test long ago (its clock says "due"), then died (the
+    # running mark is still set): a request to a.test may have been lost with it.
+    s = HostState(tmp_path)
+    s.begin_run()
+    s.put_host("a.test", HostRecord(0.0, 0.0, 0.0, 0.0, 0.0, None))
+    s.commit()
+    s.close(clean=not crashed)
+    state = HostState(tmp_path)
+    client = FakeClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    times: list[float] = []
+    real_fetch = client.fetch
+
+    async def timed_fetch(request: FetchRequest) -> FetchResult:
+        times.append(time.monotonic())
+        return await real_fetch(request)
+
+    client.fetch = timed_fetch  # type: ignore[method-assign]
+    fetcher = Fetcher(
+        FetchConfig(min_delay=1.0, delay_factor=0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+        state=state,
+    )
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([{"url": "http://a.test/"}])]
+
+    start = time.monotonic()
+    out = asyncio.run(go())
+    state.close()
+    assert [r["outcome"] for r in out] == ["fetched"]
+    if crashed:
+        assert times[0] - start >= 1.0
+    else:
+        assert times[0] - start < 1.0

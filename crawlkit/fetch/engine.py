@@ -61,6 +61,7 @@ Record = dict[str, Any]
 MAX_CRAWL_DELAY = 86_400.0
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
+COMMIT_EVERY = 0.5  # seconds between background commits of the host state
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
 
 
@@ -124,6 +125,7 @@ class _RobotsTask:
 @dataclass(eq=False)
 class _Host(HostQueue):
     name: str = ""
+    durable: bool = False  # the state has a row for it (written before any request)
     state: str = "new"  # new, resolving, ready, failed
     failure: tuple[str, str] | None = None  # (outcome, error) once failed
 
@@ -208,6 +210,9 @@ class Fetcher:
         self._tasks: set[asyncio.Task[None]] = set()
         self._resolving = 0
         self._failures: list[BaseException] = []
+        self._urgent = False  # politeness facts (robots result, backoff) await a commit
+        self._last_commit = 0.0
+        self._pending_commit: asyncio.Future[None] | None = None
         self._deadline = float("inf")
         self._stop_reason = "host not due before the run ends (--for)"
         self._warc_pool = ThreadPoolExecutor(1, thread_name_prefix="warc")
@@ -334,13 +339,15 @@ class Fetcher:
         host.state = "ready"
         saved = self.state.host(host.key) if self.state else None
         if saved is not None:
+            host.durable = True
             host.backoff = saved.backoff
             host.backoff_until = saved.backoff_until
             host.last_elapsed = saved.last_elapsed
             host.crawl_delay = saved.crawl_delay
             host.next_allowed = saved.next_allowed
-            if saved.inflight_since is not None:
-                # A request was in flight when the last run died: count it as ending now.
+            if saved.inflight_since is not None or (self.state and self.state.crashed):
+                # The last run died, maybe with a request to this host in flight whose
+                # record was lost: count it as ending now, so the full gap is kept.
                 host.next_allowed = max(host.next_allowed, now + self.scheduler.gap(host))
         self._schedule(host, now)
 
@@ -393,6 +400,7 @@ class Fetcher:
         self._robots[origin] = entry
         if self.state is not None:
             self.state.put_robots(origin, entry.to_dict())
+            self._urgent = True  # its Crawl-delay is part of the host's clock
         for waiter in self._robots_inflight.pop(origin, []):
             if not waiter.busy and not waiter.queued:
                 self._schedule(waiter, self.clock())
@@ -460,6 +468,7 @@ class Fetcher:
         if self.config.duration is not None:
             self._deadline = start + self.config.duration
         if self.state is not None:
+            self.state.begin_run()
             self.resolver.load(self.state.dns())
         for rec in records:
             self._add(rec)
@@ -500,13 +509,18 @@ class Fetcher:
                 self._check_deadline(now)
                 launches = self._launches(now)
                 if launches:
-                    if self.state is not None:
-                        # Clocks first, durably, then the requests (invariant 2).
-                        await loop.run_in_executor(self._state_pool, self.state.commit)
+                    fresh = [h for h, _ in launches if not h.durable]
+                    if self.state is not None and fresh:
+                        # A host never seen is on disk before it is contacted (invariant 2).
+                        await self._commit(loop)
+                        for h in fresh:
+                            h.durable = True
                     for host, task in launches:
                         t = loop.create_task(self._run_task(host, task))
                         self._tasks.add(t)
                         t.add_done_callback(self._task_done)
+                if self.state is not None:
+                    self._background_commit(loop, now)
                 while self._out:
                     yield self._out.popleft()
                 if (
@@ -618,13 +632,38 @@ class Fetcher:
             inflight,
         )
 
+    async def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
+        assert self.state is not None
+        self._last_commit = self.clock()
+        self._urgent = False
+        await loop.run_in_executor(self._state_pool, self.state.commit)
+
+    def _background_commit(self, loop: asyncio.AbstractEventLoop, now: float) -> None:
+        """Commit queued state changes without waiting: at once after a robots.txt
+        result or a backoff, else every ``COMMIT_EVERY`` seconds."""
+        pending = self._pending_commit
+        if pending is not None:
+            if not pending.done():
+                return
+            self._pending_commit = None
+            if pending.exception() is not None:
+                raise pending.exception()  # type: ignore[misc]
+        if self._urgent or now - self._last_commit >= COMMIT_EVERY:
+            assert self.state is not None
+            self._last_commit = now
+            self._urgent = False
+            self._pending_commit = loop.run_in_executor(self._state_pool, self.state.commit)
+
     async def _finish(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.warc is not None:
             await loop.run_in_executor(self._warc_pool, self.warc.close)
         if self.state is not None:
-            self.state.save_dns(self.resolver.export())
+            if self._pending_commit is not None:
+                await asyncio.gather(self._pending_commit, return_exceptions=True)
+            dns = self.resolver.export()
+            await loop.run_in_executor(self._state_pool, self.state.save_dns, dns)
             await loop.run_in_executor(self._state_pool, self.state.commit)
         self._warc_pool.shutdown()
         self._state_pool.shutdown()
@@ -648,6 +687,8 @@ class Fetcher:
             self.state.put_host(
                 host.key, self._host_record(host, inflight=None, next_allowed=host.next_allowed)
             )
+            if host.backoff_until > now:
+                self._urgent = True
         return now
 
     async def _archive(

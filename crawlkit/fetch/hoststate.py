@@ -10,13 +10,19 @@ One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
 * ``digests``: payload digest → (URI, WARC-Date) of its first capture, for revisit
   records.
 
-Durability contract (DESIGN.md invariant 2, "a restart never bursts"): the fetcher
-calls :meth:`HostState.begin` for every request it is about to send and then
-:meth:`HostState.commit` (one fsync for the whole group) *before* any of them goes
-out. A request that was started but never ended (kill -9) is treated on reload as
-if it ended at the moment of the restart, so the host waits its full gap again.
-End-of-request updates ride along with the next group's commit; losing them only
-makes the restart more cautious, never less.
+Durability contract (DESIGN.md invariant 2, "a restart never bursts"):
+
+* :meth:`HostState.begin_run` durably marks the state as *running*; a clean
+  :meth:`HostState.close` clears the mark. Finding the mark at the next start means
+  the last run died (kill -9, power loss): :attr:`HostState.crashed` is then True
+  and the fetcher makes *every* known host wait its full gap counted from the
+  restart, since any of them may have had a request in flight whose record was lost.
+* A host the state has never seen is first written, and the transaction fsynced,
+  *before* the first request to it goes out (so a crash cannot forget a host it
+  touched); its robots.txt result and any backoff are fsynced before the next group
+  of requests. Everything else (clocks after each request, digests, robots bodies) is
+  committed in the background every fraction of a second: losing it makes a restart
+  more cautious, never less.
 """
 
 from __future__ import annotations
@@ -77,6 +83,7 @@ class HostState:
         # for a commit (and its fsync) running on the writer connection in another thread.
         self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._host_rows: dict[str, tuple[Any, ...]] = {}
+        self.crashed = False
         self._robots_rows: dict[str, str] = {}
         self._digest_rows: dict[str, tuple[str, str]] = {}
 
@@ -91,6 +98,15 @@ class HostState:
                 (key,),
             ).fetchone()
         return HostRecord(*row) if row else None
+
+    def hosts(self) -> list[tuple[str, HostRecord]]:
+        """Every committed host row (for handing hosts over to another shard)."""
+        self.commit()
+        rows = self._reader.execute(
+            "SELECT host, next_allowed, backoff, backoff_until, last_elapsed, crawl_delay, "
+            "inflight_since FROM hosts"
+        ).fetchall()
+        return [(row[0], HostRecord(*row[1:])) for row in rows]
 
     def put_host(self, key: str, rec: HostRecord) -> None:
         """Queue a host row for the next :meth:`commit`."""
@@ -148,6 +164,13 @@ class HostState:
             self._db.execute("COMMIT")
 
     # -- durability ----------------------------------------------------------------------
+    def begin_run(self) -> bool:
+        """Mark the state as in use (fsynced); returns True if the last run crashed."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='running'").fetchone()
+        self.crashed = bool(row and row[0] == "1")
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('running', '1')")
+        return self.crashed
+
     def commit(self) -> None:
         """Write every queued change in one transaction (fsynced). Thread-safe."""
         with self._lock:
@@ -175,7 +198,10 @@ class HostState:
                 db.execute("ROLLBACK")
                 raise
 
-    def close(self) -> None:
+    def close(self, *, clean: bool = True) -> None:
+        """Commit what is queued; ``clean`` clears the running mark (a normal end)."""
         self.commit()
+        if clean:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('running', '0')")
         self._reader.close()
         self._db.close()
