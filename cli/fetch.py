@@ -141,9 +141,11 @@ def fetch(
     as a URL record (--redirects), at most 5 hops.
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
-    State: STATE/fetch/hosts.sqlite keeps host clocks (written and fsynced before each
-    group of requests, so a restart never bursts), backoffs, robots.txt and DNS caches
-    and payload digests (for revisit records). STATE is locked while running.
+    State: STATE/fetch/hosts.sqlite keeps host clocks, backoffs, robots.txt and DNS
+    caches and payload digests (for revisit records). A new host is on disk before it is
+    first contacted; after a crash (kill -9) every known host waits its full gap from
+    the restart, so a restart never bursts. STATE is locked while running. The first
+    SIGINT/SIGTERM stops new requests and reports the rest as deferred.
 
     Example:
 
