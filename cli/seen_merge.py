@@ -52,12 +52,17 @@ def seen_merge(
     ] = False,
     stats: Annotated[
         bool,
-        typer.Option("--stats", help="Print the run's figures as one JSON object on stderr."),
+        typer.Option(
+            "--stats",
+            help="Print the run's figures as one JSON object on stderr (see Stats below).",
+        ),
     ] = False,
     stats_file: Annotated[
         Path | None,
         typer.Option(
-            "--stats-file", help="Write the --stats JSON to this file instead.", show_default=False
+            "--stats-file",
+            help="Write the --stats JSON object to this file instead (atomically).",
+            show_default=False,
         ),
     ] = None,
     contains: Annotated[
@@ -118,6 +123,7 @@ def seen_merge(
         crawlkit seen-merge --state S --contains https://example.com/
     """
     rep = reporter()
+    want_stats = stats or stats_file is not None
     if contains:
         _contains(state, [*contains, *(files or [])])
         return
@@ -128,7 +134,8 @@ def seen_merge(
             raise UsageError("--rebuild reads no input; run it on its own")
         with SeenStore.open(state, reporter=rep) as store:
             store.rebuild(capacity, fp_rate)
-            _emit_stats(stats, stats_file, store_stats(store))
+            if want_stats:
+                _emit_stats(stats_file, store_stats(store))
         return
     canon = Canonicalizer()
     lines = read_lines(files, rep)
@@ -144,8 +151,8 @@ def seen_merge(
             merger.run(lines, _checked_writer(sink), sink.commit if to_stdout else lambda: None,
                        commit_each_batch=to_stdout)  # fmt: skip
         merger.commit_pending()
-        if stats or stats_file:
-            _emit_stats(stats, stats_file, {**merger.stats.to_json(), **store_stats(store)})
+        if want_stats:
+            _emit_stats(stats_file, {**merger.stats.to_json(), **store_stats(store)})
     if merger.stats.bad_records:
         rep.info(f"{merger.stats.bad_records} bad records skipped")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
@@ -187,10 +194,11 @@ def _contains(state: Path, urls: list[str]) -> None:
             sink.write_record({"input": text, "url": url, "fp": f"{fp:016x}", "seen": seen})
 
 
-def _emit_stats(to_stderr: bool, path: Path | None, figures: dict[str, Any]) -> None:
+def _emit_stats(path: Path | None, figures: dict[str, Any]) -> None:
+    """The figures as one JSON line: to ``path`` (atomically) or, if None, on stderr."""
     data = orjson.dumps(figures) + b"\n"
     if path is not None:
         io.atomic_write_bytes(path, data)
-    if to_stderr or path is None:
+    else:
         sys.stderr.buffer.write(data)
         sys.stderr.flush()
