@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, InputFiles, Quiet, StateDir
 
 from crawlkit import io
+from crawlkit.diag import Reporter
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
@@ -25,6 +27,23 @@ def _duration(text: str, flag: str) -> float:
     if value < 0:
         raise UsageError(f"{flag} must not be negative")
     return value
+
+
+def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, Any]]:
+    """NDJSON URL records; a line that is a bare URL counts as ``{"url": LINE}``."""
+    for source, lineno, text in io.read_text_lines(files, rep):
+        if text is None:
+            continue
+        line = text.strip()
+        if not line:
+            continue
+        if not line.startswith("{"):
+            yield {"url": line}
+            continue
+        try:
+            yield io.parse_record(line.encode("utf-8"))
+        except ValueError as exc:
+            rep.bad_record(source, lineno, str(exc))
 
 
 @app.command("fetch")
@@ -125,7 +144,8 @@ def fetch(
     """Fetch URL records politely into WARC files; one fetch record per input URL.
 
     Reads URL records (NDJSON: url, plus host, site, fp, depth, priority, reason, via,
-    etag, last_modified ... which are passed through). Writes WARC/1.1 files (request,
+    etag, last_modified ... which are passed through; a line that is a bare URL is taken
+    as {"url": ...}). Writes WARC/1.1 files (request,
     response or revisit, metadata records; gzip per record) and, to stdout or --log,
     exactly one fetch record per input URL, in completion order: url, status,
     outcome (fetched, not-modified, redirect, robots-denied, deferred, refused, error),
@@ -171,7 +191,7 @@ def fetch(
         backoff=_duration(backoff, "--backoff"),
         max_backoff=_duration(max_backoff, "--max-backoff"),
     )
-    records = io.read_records(files, rep)
+    records = _url_records(files, rep)
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(io.open_output(log))
         redirect_out = stack.enter_context(io.open_output(redirects)) if redirects else None

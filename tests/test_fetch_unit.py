@@ -562,3 +562,27 @@ def test_after_a_crash_every_known_host_waits_its_full_gap(tmp_path: Path, crash
         assert times[0] - start >= 1.0
     else:
         assert times[0] - start < 1.0
+
+
+def test_cli_takes_bare_urls_reports_bad_lines_and_refuses_without_allow_net(
+    tmp_path: Path,
+) -> None:
+    from conftest import crawlkit
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.7 local.test\n")
+    res = crawlkit(
+        "fetch", "--state", str(tmp_path / "s"), "--hosts-file", str(hosts),
+        input=b'http://local.test/\n{"url": "gopher://x/", "depth": 4}\n{broken\n',
+    )  # fmt: skip
+    assert res.code == 0, res.stderr
+    out = [__import__("json").loads(line) for line in res.lines]
+    assert [(r["url"], r["outcome"]) for r in out] == [
+        ("gopher://x/", "refused"),
+        ("http://local.test/", "refused"),
+    ]
+    assert out[0]["depth"] == 4
+    assert "loopback address 127.0.0.7 refused" in out[1]["error"]
+    assert ":3:" in res.stderr and "1 bad input records skipped" in res.stderr
+    bad = crawlkit("fetch", "--state", str(tmp_path / "s"), "--allow-net", "nope", input=b"")
+    assert bad.code == 2 and "not a CIDR" in bad.stderr
