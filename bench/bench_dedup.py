@@ -5,7 +5,7 @@ Run on demand (never in CI):  .venv/bin/python bench/bench_dedup.py [--indexed 1
 Builds a dedup state of --indexed pages (random simhashes, distinct digests and URLs,
 through DedupStore.add, sealed and committed), then measures in the same run:
 
-* open: loading the page log and building the 20 tables (CPU seconds);
+* open: loading the page log, the digest index and the table snapshot (CPU seconds);
 * index: NearIndex.within for --queries simhashes (the 20-key probe plus candidate
   checks), queries per CPU second;
 * library: dedup_records over --queries page records as extract writes them (with
@@ -82,6 +82,12 @@ def queries(sims: np.ndarray, count: int, seed: int = 2) -> list[dict]:
     return out
 
 
+def child_cpu() -> float:
+    """CPU seconds used by finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--indexed", type=int, default=1_000_000)
@@ -121,7 +127,8 @@ def main() -> None:
         sizes = store.index_bytes()
         store.close()
         print(f"bytes per stored page: disk {sizes['disk'] / sizes['pages']:.0f} "
-              f"(log 40 + URL), memory {sizes['memory'] / sizes['pages']:.0f} "
+              f"(log 40 + URL + table snapshot 160), tables and columns mapped or held "
+              f"{sizes['memory'] / sizes['pages']:.0f} "
               f"(20 tables x 8 + columns 40 + digests 12)")  # fmt: skip
 
         inp = tmp / "q.ndjson"
@@ -142,9 +149,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def child_cpu() -> float:
-    """CPU seconds used by finished child processes so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime

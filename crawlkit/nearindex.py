@@ -198,6 +198,22 @@ class NearIndex:
             qi, cid, dist = qi[keep], cid[keep], dist[keep]
         return qi, cid, dist
 
+    def compacted(self) -> tuple[np.ndarray, np.ndarray]:
+        """All tables as one run: ``(keys, ids)``, each (20, n) uint32 (for a snapshot)."""
+        if len(self._recent):
+            self._main = self._main.merged(self._recent) if len(self._main) else self._recent
+            self._recent = _Run.empty()
+        return self._main.keys, self._main.ids
+
+    @classmethod
+    def from_tables(cls, keys: np.ndarray, ids: np.ndarray) -> NearIndex:
+        """An index over tables from :meth:`compacted` (arrays may be read-only maps)."""
+        if keys.shape != ids.shape or keys.ndim != 2 or keys.shape[0] != len(TABLES):
+            raise ValueError(f"tables of shape {keys.shape} and {ids.shape}")
+        index = cls()
+        index._main = _Run(keys, ids)
+        return index
+
     def memory_bytes(self) -> int:
         """Bytes held by the tables."""
         return sum(a.nbytes for r in (self._main, self._recent) for a in (r.keys, r.ids))
