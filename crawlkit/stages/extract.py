@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -418,11 +417,3 @@ class _Pool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
-
-
-def default_jobs() -> int:
-    """One worker per available CPU."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
