@@ -240,6 +240,11 @@ class SeenMerge:
     ) -> SeenMergeStats:
         """Process every line; ``write`` gets each batch's new records, then ``flush``.
 
+        ``lines`` yields ``(source, line_number, item)``; an item is an NDJSON line
+        (bytes) or a record (a dict, updated in place when it lacks ``fp``). ``write``
+        must raise when the data does not get out; it is called once per batch with
+        the batch's new records as NDJSON.
+
         With ``commit_each_batch`` a batch's fingerprints are committed right after its
         ``flush`` returns; otherwise they stay pending until :meth:`commit_pending`.
         """
