@@ -652,6 +652,21 @@ class Frontier:
                     self._forget(rec, parked=parked)
                     self._refuse(rec, "blocked", "operator block", refused.append)
 
+    def take_where(self, predicate: Callable[[Record], bool]) -> list[Record]:
+        """Remove and return every queued or parked record for which ``predicate`` holds.
+
+        Used to hand a site over to another shard (``crawlkit shard --handoff``); like
+        every change it is on disk only after :meth:`commit`.
+        """
+        taken: list[Record] = []
+        for queues, parked in ((self.queues, False), (self.parked, True)):
+            for queue in queues.values():
+                for line in queue.remove_where(lambda ln: predicate(orjson.loads(ln))):
+                    rec = orjson.loads(line)
+                    self._forget(rec, parked=parked)
+                    taken.append(rec)
+        return taken
+
     def _line_blocked(self, line: bytes) -> bool:
         rec = orjson.loads(line)
         return self.is_blocked(rec.get("site", ""), rec.get("host", ""))
