@@ -129,7 +129,8 @@ def _sniff_html(body: bytes) -> bool:
             rest = head[len(sig) : len(sig) + 1]
             if sig == b"<!--" or rest in (b" ", b">", b"\t", b"\n", b"\r", b"\x0c", b"/", b""):
                 return True
-    return False
+    # XHTML served without a type: an XML prolog followed by an html root element.
+    return head.startswith(b"<?xml") and (b"<html" in head or b"<!doctype html" in head)
 
 
 def looks_like_html(content_type: str | None, body: bytes) -> bool:

@@ -258,6 +258,9 @@ def test_html_sniffing():
     assert not looks_like_html("image/png", b"<html>")
     assert not looks_like_html("application/json", b'{"a": "<html>"}')
     assert not looks_like_html("text/plain", b"<htmlx>")
+    xhtml = b'<?xml version="1.0"?>\n<!DOCTYPE html>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+    assert looks_like_html(None, xhtml)
+    assert not looks_like_html(None, b'<?xml version="1.0"?><rss version="2.0">')
 
 
 def test_caps(ex):
