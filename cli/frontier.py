@@ -20,7 +20,7 @@ from crawlkit.diag import Reporter
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.store import Batch, NextOptions, parse_time
+from crawlkit.frontier.store import REASONS, Batch, NextOptions, parse_time
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.stages.frontier import (
@@ -85,6 +85,20 @@ def _url_or_site_records(
             rep.bad_record(source, lineno, "neither a URL record (url) nor a site record (yield)")
 
 
+def _with_reason(records: Iterator[Record], reason: str) -> Iterator[Record]:
+    for rec in records:
+        if "url" in rec and not isinstance(rec.get("reason"), str):
+            rec["reason"] = reason
+        yield rec
+
+
+def _plain_urls(lines: Iterator[tuple[str, int, str | None]], reason: str) -> Iterator[Record]:
+    """One URL record per non-empty line (a line that is not UTF-8 is a bad record)."""
+    for _, _, text in lines:
+        if text is not None and text.strip() and not text.lstrip().startswith("#"):
+            yield {"url": text.strip(), "reason": reason, "depth": 0}
+
+
 @frontier_app.command("add")
 def add(
     files: InputFiles = None,
@@ -118,14 +132,26 @@ def add(
             show_default=False,
         ),
     ] = None,
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            help="The reason of records that have none (seed, link, sitemap, redirect, recrawl).",
+        ),
+    ] = "link",
+    plain_urls: Annotated[
+        bool,
+        typer.Option("--urls", help="Inputs are plain URLs, one a line (a seeds file)."),
+    ] = False,
     now: Now = None,
     lock_wait: LockWait = "1h",
     quiet: Quiet = False,
 ) -> None:
     """Queue URL records; print a refused record for each URL the trap limits stop.
 
-    Reads URL records (reason seed, link, sitemap, redirect or recrawl). Records
-    without fp, site or host are canonicalized first. Each URL is either queued or
+    Reads URL records (reason seed, link, sitemap, redirect or recrawl; --reason for
+    records without one), or with --urls plain URLs one a line ('#' comments
+    skipped). Records without fp, site or host are canonicalized first. Each URL is either queued or
     written out as a refused record: the input record plus "outcome": "refused",
     "refused" (url-length, path-depth, repeated-segment, query-params,
     param-denylist, calendar, max-depth, blocked, invalid-url) and "detail". Nothing
@@ -145,8 +171,8 @@ def add(
 
     Example:
 
+        crawlkit frontier add --state S --urls --reason seed seeds.txt
         crawlkit seen-merge --state S links.ndjson.zst | crawlkit frontier add --state S
-        printf '{"url":"https://example.com/","reason":"seed"}\\n' | crawlkit frontier add --state S
     """
     rep = reporter()
     limits = TrapLimits(
@@ -158,7 +184,14 @@ def add(
     )
     if param_denylist:
         limits = limits.with_denylist_files(param_denylist)
-    records = _url_or_site_records(io.read_records_with_lines(files, rep), rep)
+    if reason not in REASONS:
+        raise UsageError(f"--reason must be one of {', '.join(REASONS)}")
+    if plain_urls:
+        records = _plain_urls(io.read_text_lines(files, rep), reason)
+    else:
+        records = _with_reason(
+            _url_or_site_records(io.read_records_with_lines(files, rep), rep), reason
+        )
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = not files or any(io.is_stdio(f) for f in files)

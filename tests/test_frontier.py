@@ -496,3 +496,18 @@ def test_nofollow_links_earn_nothing(tmp_path: Path) -> None:
                 for i in range(300)])  # fmt: skip
     batch, _ = take(state, 1000, per_host=1000)
     assert sum(1 for r in batch if r["site"] == "t.test") == BudgetPolicy().base
+
+
+def test_cli_plain_urls_as_seeds(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("https://Example.com/a\n# a comment\n\nhttp://x.test/\nnot a url\n")
+    state = str(tmp_path / "s")
+    r = crawlkit("frontier", "add", "--state", state, "--urls", "--reason", "seed", str(seeds))
+    assert r.code == 0, r.stderr
+    assert [json.loads(x)["refused"] for x in r.lines] == ["invalid-url"]
+    r = crawlkit("frontier", "next", "--state", state)
+    batch = [json.loads(x) for x in r.lines]
+    assert [b["url"] for b in batch] == ["https://example.com/a", "http://x.test/"]
+    assert {b["reason"] for b in batch} == {"seed"} and {b["priority"] for b in batch} == {0}
+    r = crawlkit("frontier", "add", "--state", state, "--reason", "bogus", input=b"")
+    assert r.code == 2
