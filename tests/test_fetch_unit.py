@@ -586,3 +586,69 @@ def test_cli_takes_bare_urls_reports_bad_lines_and_refuses_without_allow_net(
     assert ":3:" in res.stderr and "1 bad input records skipped" in res.stderr
     bad = crawlkit("fetch", "--state", str(tmp_path / "s"), "--allow-net", "nope", input=b"")
     assert bad.code == 2 and "not a CIDR" in bad.stderr
+
+
+def test_https_keeps_the_name_for_sni_and_host_while_pinned(tmp_path: Path) -> None:
+    import shutil
+    import ssl
+    import threading
+
+    from aiohttp import web
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=secure.test"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    seen: dict[str, str] = {}
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+
+    def sni(sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+        seen["sni"] = name or ""
+
+    ctx.sni_callback = sni  # type: ignore[assignment]
+
+    async def handler(request: web.Request) -> web.Response:
+        seen["host"] = request.host
+        return web.Response(text="secure")
+
+    loop = asyncio.new_event_loop()
+    box: dict = {}
+
+    async def start() -> None:
+        app = web.Application()
+        app.router.add_get("/", handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+        await site.start()
+        box["runner"], box["port"] = runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(start(), loop).result(10)
+
+        async def go() -> FetchResult:
+            c = AiohttpClient()
+            try:
+                return await c.fetch(
+                    FetchRequest(f"https://secure.test:{box['port']}/", "127.0.0.1")
+                )
+            finally:
+                await c.close()
+
+        res = asyncio.run(go())
+    finally:
+        if "runner" in box:
+            asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+    assert res.status == 200 and res.body == b"secure", res.error
+    assert seen == {"sni": "secure.test", "host": f"secure.test:{box['port']}"}
