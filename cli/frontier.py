@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
@@ -26,6 +25,7 @@ from crawlkit.io import Record
 from crawlkit.stages.frontier import (
     frontier_add,
     frontier_block,
+    frontier_links,
     frontier_next,
     frontier_stats,
 )
@@ -194,10 +194,7 @@ def add(
         )
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
-    from_pipe = not files or any(io.is_stdio(f) for f in files)
-    if from_pipe:
-        with contextlib.suppress(OSError, ValueError):
-            from_pipe = not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
+    from_pipe = _reading_a_pipe(files)
     with io.open_output(refused or "-") as sink:
         result = frontier_add(
             state,
@@ -215,6 +212,55 @@ def add(
             f"duplicate recrawls, {result.site_records} site records; "
             f"{rep.bad_records} bad records skipped"
         )
+    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        raise typer.Exit(1)
+
+
+def _reading_a_pipe(files: list[str] | None) -> bool:
+    """True when an input is standard input and that is not a regular file."""
+    if files and not any(io.is_stdio(f) for f in files):
+        return False
+    try:
+        return not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
+    except (OSError, ValueError):
+        return True
+
+
+@frontier_app.command("links")
+def links(
+    files: InputFiles = None,
+    state: StateDir = ...,  # type: ignore[assignment]
+    lock_wait: LockWait = "1h",
+    quiet: Quiet = False,
+) -> None:
+    """Learn which sites link to which from link records; queue nothing.
+
+    Reads link records (extract's --links output: url or site, and from). For each
+    link between two different sites (nofollow links excepted) the linking site is
+    remembered for the linked site (at most 256 per site). These distinct linking
+    sites raise a site's priority level and its budget (see 'frontier next').
+    seen-merge passes on only links to URLs never seen before, so 'frontier add'
+    alone learns one linker per URL; feed the full link records here to count every
+    site that links. Writes nothing on standard output.
+
+    Streams: memory holds the per-site linker sets. State: DIR/frontier (site
+    signals), committed at the end; input from a pipe is read to its end before
+    the lock is taken.
+
+    Example:
+
+        crawlkit frontier links --state S links.ndjson.zst
+    """
+    rep = reporter()
+    read, noted = frontier_links(
+        state,
+        io.read_records(files, rep),
+        lock_wait=parse_duration(lock_wait),
+        read_first=_reading_a_pipe(files),
+        reporter=rep,
+    )
+    if not quiet:
+        rep.info(f"{read} link records, {noted} between sites; {rep.bad_records} bad skipped")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
 

@@ -511,3 +511,32 @@ def test_cli_plain_urls_as_seeds(tmp_path: Path) -> None:
     assert {b["reason"] for b in batch} == {"seed"} and {b["priority"] for b in batch} == {0}
     r = crawlkit("frontier", "add", "--state", state, "--reason", "bogus", input=b"")
     assert r.code == 2
+
+
+def test_cli_links_feed_the_site_graph(tmp_path: Path) -> None:
+    """Links to URLs already seen never reach 'add' (seen-merge drops them); 'links'
+    counts them: ten one-way linking sites make a site more urgent and richer."""
+    state = str(tmp_path / "s")
+    seeds = "".join(json.dumps({"url": f"https://s{i}.test/", "reason": "seed"}) + "\n"
+                    for i in range(10))  # fmt: skip
+    assert crawlkit("frontier", "add", "--state", state, input=seeds.encode()).code == 0
+    links = tmp_path / "links.ndjson"
+    links.write_text("".join(
+        json.dumps({"url": "https://pop.test/", "site": "pop.test", "from": f"https://s{i}.test/x"})
+        + "\n" for i in range(10)
+    ) + json.dumps({"url": "https://pop.test/a", "from": "https://pop.test/"}) + "\n"
+      + json.dumps({"url": "https://pop.test/b", "from": "https://z.test/", "nofollow": True})
+      + "\n")  # fmt: skip
+    r = crawlkit("frontier", "links", "--state", state, str(links))
+    assert r.code == 0 and r.stdout == b"" and "12 link records, 10 between sites" in r.stderr
+    r = crawlkit("frontier", "add", "--state", state, input=json.dumps(
+        {"url": "https://pop.test/new", "from": "https://s0.test/"}).encode())  # fmt: skip
+    assert r.code == 0, r.stderr
+    batch = [json.loads(x) for x in crawlkit("frontier", "next", "--state", state).lines]
+    (pop,) = [b for b in batch if b["site"] == "pop.test"]
+    assert pop["priority"] == 1  # 3+ linking sites: one level more urgent than a plain link
+    table = SiteTable()
+    for i in range(10):
+        table.note_seed(f"s{i}.test")
+        table.note_link("pop.test", f"s{i}.test")
+    assert table.budget("pop.test") == 10 + 100 * 10

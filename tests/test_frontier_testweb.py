@@ -19,7 +19,7 @@ from conftest import start_testweb
 from crawlkit.errors import InvalidURL
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import NextOptions
-from crawlkit.stages.frontier import frontier_add, frontier_next, frontier_stats
+from crawlkit.stages.frontier import frontier_add, frontier_links, frontier_next, frontier_stats
 from crawlkit.url import Canonicalizer
 
 NOW = 1_748_736_000.0  # 2025-06-01: calendar months from 2027 on are "the future"
@@ -43,7 +43,8 @@ def test_traps_and_link_farm_on_testweb(tmp_path: Path) -> None:
                                   write=lambda b: None)  # fmt: skip
             if not batch.lines:
                 break
-            found = []
+            found: list[dict] = []
+            every: list[dict] = []  # all link records, as extract writes them
             for line in batch.lines:
                 rec = orjson.loads(line)
                 fetched.append(rec)
@@ -58,13 +59,15 @@ def test_traps_and_link_farm_on_testweb(tmp_path: Path) -> None:
                         target = canon.parse(href.replace("&amp;", "&"), base_url)
                     except InvalidURL:
                         continue
+                    every.append({"url": target.url, "site": target.site, "from": rec["url"]})
                     if target.url in seen:
                         continue
                     seen.add(target.url)
                     found.append({"url": target.url, "host": target.host, "site": target.site,
                                   "fp": target.fp, "reason": "link",
                                   "depth": rec["depth"] + 1, "from": rec["url"]})  # fmt: skip
-            frontier_add(state, found, on_refused=refused.append, now=NOW)
+            frontier_links(state, every)  # the whole site graph...
+            frontier_add(state, found, on_refused=refused.append, now=NOW)  # ...new URLs
         else:
             raise AssertionError("the crawl did not settle")
 
@@ -74,17 +77,18 @@ def test_traps_and_link_farm_on_testweb(tmp_path: Path) -> None:
     seeded_budget = policy.base + policy.seed_bonus
     stats = frontier_stats(state)
 
-    # the link farm: seeded, so each farm site gets the seed bonus, and nothing for the
-    # links its sites make to each other; the rest of the endless farm waits, parked
+    # the link farm: seeded (the seed bonus), linked once from h0.test's partner list (a
+    # trusted site: one linker's worth), and nothing for the endless links its sites
+    # make to each other; the rest of the farm waits, parked
     farm = {h: n for h, n in by_host.items() if h.startswith("link-farm")}
     assert len(farm) == 3
-    assert all(n == seeded_budget for n in farm.values()), farm
+    assert all(n == seeded_budget + policy.per_linker for n in farm.values()), farm
     # the calendar: months past next year refused by date, the rest bounded by depth
     # and the site's budget
     cal_fetched = [r["url"] for r in fetched if r["host"].startswith("calendar")]
     assert reasons[("calendar", "calendar")] > 0
     assert all(int(m) <= 2026 for m in re.findall(r"/calendar/(\d{4})/", " ".join(cal_fetched)))
-    assert len(cal_fetched) <= seeded_budget
+    assert len(cal_fetched) <= seeded_budget + policy.per_linker  # h0.test links to it too
     # the session trap: ?sid= dropped by canonicalization, /s/<token>/ refused
     sess_fetched = [r["url"] for r in fetched if r["host"].startswith("session-trap")]
     assert reasons[("session", "session-id")] > 0

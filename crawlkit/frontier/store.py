@@ -543,6 +543,36 @@ class Frontier:
         self.totals["added"] += result.queued
         return result
 
+    def note_links(self, records: Iterable[Record]) -> tuple[int, int]:
+        """Learn the site graph from link records without queueing anything.
+
+        seen-merge passes on only links to URLs never seen before, so ``add`` alone
+        learns one linker per URL; feeding every link record here (all of extract's
+        output) keeps "distinct sites linking to a site" complete. Returns (records
+        read, cross-site links noted); nofollow links and links within a site are
+        skipped. Changes are durable at the next :meth:`commit`.
+        """
+        sites = self.sites
+        read = noted = 0
+        for rec in records:
+            read += 1
+            if rec.get("nofollow") is True:
+                continue
+            from_site = _site_of_url(rec.get("from") or rec.get("via"))
+            if not from_site:
+                continue
+            site = rec.get("site")
+            if type(site) is not str:
+                site = _site_of_url(rec.get("url"))
+                if not site:
+                    continue
+            if site != from_site:
+                info = sites.sites.get(site)
+                if info is None or info.linkers is None or from_site not in info.linkers:
+                    sites.note_link(site, from_site)
+                noted += 1
+        return read, noted
+
     def _refuse(
         self,
         rec: Record,

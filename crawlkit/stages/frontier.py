@@ -27,7 +27,14 @@ from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.state import StateDir, open_state
 
-__all__ = ["frontier_add", "frontier_block", "frontier_next", "frontier_stats", "lock_state"]
+__all__ = [
+    "frontier_add",
+    "frontier_block",
+    "frontier_links",
+    "frontier_next",
+    "frontier_stats",
+    "lock_state",
+]
 
 
 def lock_state(
@@ -104,6 +111,34 @@ def frontier_add(
         result = frontier.add_records(records, now=now, on_refused=on_refused)
         frontier.commit()
     return result
+
+
+def frontier_links(
+    state_path: str | os.PathLike[str],
+    records: Iterable[Record],
+    *,
+    lock_wait: float = 3600.0,
+    read_first: bool = False,
+    reporter: Reporter | None = None,
+) -> tuple[int, int]:
+    """Feed link records to the site graph (see :meth:`Frontier.note_links`)."""
+    spool = None
+    if read_first:
+        spool = _spool(records)
+        records = _unspool(spool)
+        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    else:
+        try:
+            state = open_state(state_path)
+        except LockedError:
+            spool = _spool(records)
+            records = _unspool(spool)
+            state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
+        frontier = Frontier.open(state.sub("frontier"))
+        counts = frontier.note_links(records)
+        frontier.commit()
+    return counts
 
 
 def frontier_next(
