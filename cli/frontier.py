@@ -158,7 +158,8 @@ def add(
     else is written. Dedup site records ({"site","pages","exact","near","yield"},
     no "url") cut that site's budget. Link records' "from" (or "via") feed the
     count of distinct sites linking to each site, which raises its priority and its
-    budget. The frontier does not check history (that is seen-merge's job), but a
+    budget (feed all of extract's link records to 'frontier links' for the full
+    count). The frontier does not check history (that is seen-merge's job), but a
     recrawl of a URL whose recrawl is already queued is not queued twice.
 
     Streams: memory holds per-site and per-host counters and up to 65,536 records
