@@ -610,6 +610,7 @@ class Fetcher:
             assert isinstance(host, _Host)
             task = self._next_task(host, now)
             if task is None:
+                sched.release(host)
                 continue
             sched.start(host, now)
             if self.state is not None:

@@ -13,8 +13,10 @@ structure rather than of the callers' good intentions:
   server's Retry-After (capped at a day). Any other answer clears the backoff.
 * Per IP address at most ``per_ip`` requests run at once, and two requests to one
   address start at least ``per_ip_delay`` apart. A host whose address is busy waits
-  *parked* on that address (not in the heap, so nothing spins) and is put back when a
-  request to that address ends.
+  *parked* on that address (not in the heap, so nothing spins); each request to that
+  address that ends puts the parked host due first back into the heap (O(log n), so
+  thousands of hosts behind one shared address cost nothing per request), and so does
+  :meth:`Scheduler.release` of a host that was handed out but not started.
 
 The scheduler does no I/O and reads time only from the ``now`` its callers pass, so it
 is tested with a fake clock. It knows nothing of URLs: a host's ``items`` are opaque.
@@ -77,7 +79,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._ip_active: dict[str, int] = {}
         self._ip_next: dict[str, float] = {}
-        self._parked: dict[str, list[HostQueue]] = {}
+        self._parked: dict[str, list[tuple[float, int, HostQueue]]] = {}
         self.busy = 0
 
     # -- queue membership ---------------------------------------------------------------
@@ -96,13 +98,17 @@ class Scheduler:
         return self._heap[0][0] if self._heap else None
 
     def __len__(self) -> int:
-        return len(self._heap) + sum(len(v) for v in self._parked.values())
+        return len(self._heap) + self._n_parked
+
+    @property
+    def _n_parked(self) -> int:
+        return sum(len(v) for v in self._parked.values())
 
     def drain(self) -> list[HostQueue]:
         """Remove and return every waiting host (heap and parked), e.g. at a deadline."""
         hosts = [h for _, _, h in self._heap]
         for parked in self._parked.values():
-            hosts.extend(parked)
+            hosts.extend(h for _, _, h in parked)
         self._heap.clear()
         self._parked.clear()
         for h in hosts:
@@ -134,7 +140,11 @@ class Scheduler:
             ip = host.address
             if ip is not None:
                 if self._ip_active.get(ip, 0) >= self.per_ip:
-                    self._parked.setdefault(ip, []).append(host)  # woken by finish()
+                    # woken by finish() or release() of a request to this address
+                    heapq.heappush(
+                        self._parked.setdefault(ip, []),
+                        (host.next_allowed, next(self._seq), host),
+                    )
                     continue
                 ip_next = self._ip_next.get(ip, 0.0)
                 if ip_next > now:
@@ -192,8 +202,20 @@ class Scheduler:
             self._ip_active[ip] -= 1
             if not self._ip_active[ip]:
                 del self._ip_active[ip]
-            parked = self._parked.pop(ip, None)
-            if parked:
-                for h in parked:
-                    h.queued = False
-                    self.push(h)
+            self._unpark_one(ip)
+
+    def release(self, host: HostQueue) -> None:
+        """``host`` came out of :meth:`pop_ready` but will not be started (no work
+        now); its turn on the address passes to a parked host."""
+        if host.address is not None:
+            self._unpark_one(host.address)
+
+    def _unpark_one(self, ip: str) -> None:
+        parked = self._parked.get(ip)
+        if not parked:
+            return
+        _, _, h = heapq.heappop(parked)
+        if not parked:
+            del self._parked[ip]
+        h.queued = False
+        self.push(h)
