@@ -572,9 +572,13 @@ def test_cli_takes_bare_urls_reports_bad_lines_and_refuses_without_allow_net(
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.7 local.test\n")
     res = crawlkit(
-        "fetch", "--state", str(tmp_path / "s"), "--hosts-file", str(hosts),
+        "fetch",
+        "--state",
+        str(tmp_path / "s"),
+        "--hosts-file",
+        str(hosts),
         input=b'http://local.test/\n{"url": "gopher://x/", "depth": 4}\n{broken\n',
-    )  # fmt: skip
+    )
     assert res.code == 0, res.stderr
     out = [__import__("json").loads(line) for line in res.lines]
     assert [(r["url"], r["outcome"]) for r in out] == [
@@ -600,10 +604,25 @@ def test_https_keeps_the_name_for_sni_and_host_while_pinned(tmp_path: Path) -> N
         pytest.skip("needs the openssl command to make a test certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-         "-out", str(cert), "-days", "1", "-subj", "/CN=secure.test"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=secure.test",
+        ],
+        check=True,
+        capture_output=True,
+    )
     seen: dict[str, str] = {}
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
@@ -652,3 +671,61 @@ def test_https_keeps_the_name_for_sni_and_host_while_pinned(tmp_path: Path) -> N
         loop.close()
     assert res.status == 200 and res.body == b"secure", res.error
     assert seen == {"sni": "secure.test", "host": f"secure.test:{box['port']}"}
+
+
+ANSWERS = {
+    "ok": (200, {"Content-Type": "text/html"}, b"<p>x</p>"),
+    "moved": (301, {"Location": "/elsewhere"}, b""),
+    "gone": (404, {}, b""),
+    "slow-down": (429, {"Retry-After": "1"}, b""),
+    "busy": (503, {}, b""),
+    "same": (304, {}, b""),
+}
+ROBOTS = {
+    "rules": (200, {}, b"User-agent: *\nDisallow: /no\n"),
+    "none": (404, {}, b""),
+    "down": (503, {}, b""),
+}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a.test", "b.test", "lan.test", "gopher", "nourl"]),
+            st.sampled_from([*sorted(ANSWERS), "no"]),
+        ),
+        max_size=25,
+    ),
+    st.sampled_from(sorted(ROBOTS)),
+    st.sampled_from(sorted(ROBOTS)),
+)
+def test_every_input_url_gets_exactly_one_record(items, robots_a, robots_b) -> None:
+    records, table = (
+        [],
+        {
+            "http://a.test:80/robots.txt": ROBOTS[robots_a],
+            "http://b.test:80/robots.txt": ROBOTS[robots_b],
+        },
+    )
+    for i, (host, answer) in enumerate(items):
+        if host == "nourl":
+            records.append({"n": i})
+            continue
+        scheme = "gopher" if host == "gopher" else "http"
+        url = f"{scheme}://{'a.test' if host == 'gopher' else host}/{answer}/{i}"
+        records.append({"url": url, "n": i})
+        table[url] = ANSWERS.get(answer, ANSWERS["ok"])
+    out, _, _ = run_engine(records, table, backoff=0.05, delay_factor=0.0, per_ip_delay=0.0)
+    assert sorted(r["n"] for r in out) == list(range(len(records)))
+    for r in out:
+        assert r["outcome"] in (
+            "fetched",
+            "not-modified",
+            "redirect",
+            "robots-denied",
+            "deferred",
+            "refused",
+            "error",
+        )
+        if r["outcome"] == "deferred":
+            assert r["retry_at"]
