@@ -273,16 +273,28 @@ CLUSTERED = st.one_of(
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(CLUSTERED, max_size=400), st.lists(CLUSTERED, max_size=200))
-def test_packed_runs_answer_like_a_set(tmp_path_factory, stored, asked):
+@given(
+    st.lists(CLUSTERED, max_size=400),
+    st.lists(CLUSTERED, max_size=200),
+    st.sampled_from([None, 17, 20]),
+)
+def test_packed_runs_answer_like_a_set(tmp_path_factory, stored, asked, bits):
+    from crawlkit.seen import runs
     from crawlkit.seen.runs import PackedRun, open_run, run_keys, write_run
 
     directory = tmp_path_factory.mktemp("p48")
     keys_sorted = np.unique(keys(stored))
     path = directory / "run-1.p48"
-    write_run(path, keys_sorted, "p48")
-    assert path.stat().st_size == 8 * 65537 + 6 * len(keys_sorted)
-    run = open_run(path, len(keys_sorted), "p48")
+    real = runs.dir_bits
+    if bits is not None:  # the directory size big runs get, on a small one
+        runs.dir_bits = lambda count: bits  # type: ignore[assignment]
+    try:
+        write_run(path, keys_sorted, "p48")
+        expected_bits = bits or 16
+        assert path.stat().st_size == 8 * (2**expected_bits + 1) + 6 * len(keys_sorted)
+        run = open_run(path, len(keys_sorted), "p48")
+    finally:
+        runs.dir_bits = real
     assert isinstance(run, PackedRun)
     assert np.array_equal(run_keys(run), keys_sorted)
     assert np.array_equal(run_keys(run, 3, 9), keys_sorted[3:9])

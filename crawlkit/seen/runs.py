@@ -7,10 +7,11 @@ A *run* is a file of distinct fingerprints, sorted ascending, in one of two form
     The keys as little-endian uint64, no header (``numpy.fromfile(path, "<u8")`` reads
     it; so does ``od -A d -t u8``).
 ``p48`` (``run-N.p48``, larger runs): 6 bytes a key instead of 8
-    The top 16 bits of a sorted key are implied by its position, so they are stored
-    once, as a directory: ``65537`` little-endian uint64 offsets (``offsets[t]`` is the
-    index of the first key whose top 16 bits are ``t``; the last is the count), then
-    the low 32 bits of every key (``<u4``), then bits 32-47 of every key (``<u2``).
+    The top ``b`` bits of a sorted key (``b`` = :func:`dir_bits` of the count, 16 or
+    more) are implied by its position, so they are stored once, as a directory:
+    ``2**b + 1`` little-endian uint64 offsets (``offsets[t]`` is the index of the
+    first key whose top ``b`` bits are ``t``; the last is the count), then the low 32
+    bits of every key (``<u4``), then bits 32-47 of every key (``<u2``).
     With the Bloom filter's 1.8 bytes a stored URL costs under 8 bytes of disk.
 
 Runs are immutable once written: a new batch makes a new run, and compaction merges
@@ -72,8 +73,6 @@ Fingerprints = npt.NDArray[np.uint64]
 
 PACKED_MIN = 1 << 20
 _FIND_CHUNK = 1 << 18
-_TOP = 1 << 16
-_DIRECTORY = 8 * (_TOP + 1)
 _LOW48 = np.uint64((1 << 48) - 1)
 
 
@@ -166,6 +165,20 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
     atomic_write_json(directory / MANIFEST, manifest.to_json())
 
 
+def dir_bits(count: int) -> int:
+    """Top bits a ``p48`` run of ``count`` keys keeps in its directory.
+
+    At least 16 (the bits the 6-byte keys leave out); more for big runs, so a bucket
+    holds about 64 keys and a lookup takes about 7 halvings. The directory costs
+    8 bytes a bucket, about 0.13 bytes a key.
+    """
+    return min(28, max(16, count.bit_length() - 6))
+
+
+def _directory_bytes(count: int) -> int:
+    return 8 * ((1 << dir_bits(count)) + 1)
+
+
 def run_format(count: int) -> str:
     """The format a new run of ``count`` keys is written in."""
     return "p48" if count >= PACKED_MIN else "u64"
@@ -180,8 +193,9 @@ def write_run(path: Path, keys: Fingerprints, fmt: str = "u64") -> None:
             if fmt == "u64":
                 keys.astype("<u8", copy=False).tofile(f)
             else:
+                shift = np.uint64(64 - dir_bits(len(keys)))
                 offsets = np.searchsorted(
-                    keys >> np.uint64(48), np.arange(_TOP + 1, dtype=np.uint64)
+                    keys >> shift, np.arange((1 << dir_bits(len(keys))) + 1, dtype=np.uint64)
                 )
                 offsets.astype("<u8").tofile(f)
                 keys.astype("<u4").tofile(f)  # astype keeps the low bits
@@ -201,11 +215,14 @@ class PackedRun:
 
     def __init__(self, path: Path, count: int):
         self.count = count
-        self.offsets = np.fromfile(path, dtype="<u8", count=_TOP + 1).astype(np.int64)
+        bits = dir_bits(count)
+        self._shift = np.uint64(64 - bits)
+        self.offsets = np.fromfile(path, dtype="<u8", count=(1 << bits) + 1).astype(np.int64)
+        directory = _directory_bytes(count)
         if self.offsets[-1] != count or self.offsets[0] != 0 or (np.diff(self.offsets) < 0).any():
             raise StateError(f"run {path} has a damaged directory")
-        self.low = np.memmap(path, dtype="<u4", mode="r", offset=_DIRECTORY, shape=(count,))
-        self.mid = np.memmap(path, dtype="<u2", mode="r", offset=_DIRECTORY + 4 * count,
+        self.low = np.memmap(path, dtype="<u4", mode="r", offset=directory, shape=(count,))
+        self.mid = np.memmap(path, dtype="<u2", mode="r", offset=directory + 4 * count,
                              shape=(count,))  # fmt: skip
         # Plain views: fancy indexing on the memmap subclass is slower.
         self._low = self.low.view(np.ndarray)
@@ -229,7 +246,7 @@ class PackedRun:
             return np.concatenate(
                 [self.find(keys[i : i + _FIND_CHUNK]) for i in range(0, len(keys), _FIND_CHUNK)]
             )
-        top = (keys >> np.uint64(48)).astype(np.int64)
+        top = (keys >> self._shift).astype(np.int64)
         base = self.offsets[top]
         end = self.offsets[top + 1]
         width = end - base
@@ -260,7 +277,7 @@ class PackedRun:
         out = self._mid[start:stop].astype(np.uint64)
         out <<= np.uint64(32)
         out |= self._low[start:stop]
-        out |= top << np.uint64(48)
+        out |= top << self._shift
         return out
 
 
@@ -275,7 +292,7 @@ def open_run(path: Path, count: int, fmt: str = "u64") -> Run:
         raise
     except OSError as exc:
         raise StateError(f"cannot read run {path}: {exc.strerror}") from exc
-    expected = 8 * count if fmt == "u64" else _DIRECTORY + 6 * count
+    expected = 8 * count if fmt == "u64" else _directory_bytes(count) + 6 * count
     if size != expected:
         raise StateError(f"run {path} has {size} bytes; the manifest says {count} keys")
     if fmt == "p48":
