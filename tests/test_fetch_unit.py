@@ -729,3 +729,37 @@ def test_every_input_url_gets_exactly_one_record(items, robots_a, robots_b) -> N
         )
         if r["outcome"] == "deferred":
             assert r["retry_at"]
+
+
+@pytest.mark.timeout(30)
+def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> None:
+    class SlowClient(FakeClient):
+        async def fetch(self, request: FetchRequest) -> FetchResult:
+            if not request.url.endswith("robots.txt"):
+                await asyncio.sleep(0.3)
+            return await super().fetch(request)
+
+    client = SlowClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    client.table.update({f"http://a.test/{i}": ANSWERS["ok"] for i in range(4)})
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+    )
+
+    async def go() -> list[dict]:
+        out = []
+        async for rec in fetcher.run([{"url": f"http://a.test/{i}"} for i in range(4)]):
+            out.append(rec)
+        return out
+
+    async def main() -> list[dict]:
+        task = asyncio.create_task(go())
+        while len(client.seen) < 2:  # robots.txt, then the first page is in flight
+            await asyncio.sleep(0.01)
+        fetcher.stop()
+        return await task
+
+    out = asyncio.run(main())
+    assert [r["outcome"] for r in out] == ["fetched", "deferred", "deferred", "deferred"]

@@ -539,15 +539,22 @@ class Fetcher:
                     nt = self.scheduler.next_time()
                     if nt is not None:
                         timeout = max(0.0, nt - self.clock())
-                if self._deadline != float("inf"):
+                past_deadline = self.clock() >= self._deadline
+                if self._deadline != float("inf") and not past_deadline:
                     left = max(0.0, self._deadline - self.clock())
                     timeout = left if timeout is None else min(timeout, left)
-                if not refill_done and refill_task is None:
+                if not refill_done and refill_task is None and not past_deadline:
                     wait = max(0.0, refill_after - self.clock())
                     timeout = wait if timeout is None else min(timeout, wait)
+                if past_deadline and timeout == 0:
+                    # After the deadline only requests in flight remain: wait for them to
+                    # wake us. A zero timeout here would spin without letting them run.
+                    timeout = None
                 if timeout is None or timeout > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
+                else:
+                    await asyncio.sleep(0)  # something is due now: let the loop breathe once
             while self._out:
                 yield self._out.popleft()
         finally:
