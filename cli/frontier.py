@@ -151,16 +151,17 @@ def add(
 
     Reads URL records (reason seed, link, sitemap, redirect or recrawl; --reason for
     records without one), or with --urls plain URLs one a line ('#' comments
-    skipped). Records without fp, site or host are canonicalized first. Each URL is either queued or
-    written out as a refused record: the input record plus "outcome": "refused",
-    "refused" (url-length, path-depth, repeated-segment, query-params,
-    param-denylist, calendar, max-depth, blocked, invalid-url) and "detail". Nothing
-    else is written. Dedup site records ({"site","pages","exact","near","yield"},
-    no "url") cut that site's budget. Link records' "from" (or "via") feed the
-    count of distinct sites linking to each site, which raises its priority and its
-    budget (feed all of extract's link records to 'frontier links' for the full
-    count). The frontier does not check history (that is seen-merge's job), but a
-    recrawl of a URL whose recrawl is already queued is not queued twice.
+    skipped). Records without fp, site or host are canonicalized first. Each URL is
+    either queued or written out as a refused record: the input record plus
+    "outcome": "refused", "refused" (url-length, path-depth, repeated-segment,
+    query-params, param-denylist, session-id, calendar, max-depth, blocked,
+    invalid-url) and "detail". Nothing else is written. Dedup site records
+    ({"site","pages","exact","near","yield"}, no "url") cut that site's budget.
+    Link records' "from" (or "via") feed the count of distinct sites linking to each
+    site, which raises its priority and its budget (feed all of extract's link
+    records to 'frontier links' for the full count). The frontier does not check
+    history (that is seen-merge's job), but a recrawl of a URL whose recrawl is
+    already queued is not queued twice.
 
     Streams: memory holds per-site and per-host counters and up to 65,536 records
     per queue before they go to a segment file. The whole input is committed at
@@ -173,7 +174,8 @@ def add(
     Example:
 
         crawlkit frontier add --state S --urls --reason seed seeds.txt
-        crawlkit seen-merge --state S links.ndjson.zst | crawlkit frontier add --state S
+
+        crawlkit seen-merge --state S links | crawlkit frontier add --state S
     """
     rep = reporter()
     limits = TrapLimits(
@@ -341,7 +343,8 @@ def next_batch(
 
     Example:
 
-        crawlkit frontier next --state S --max 20000 --per-host 20 -o batch.ndjson.zst
+        crawlkit frontier next --state S --max 20000 -o batch.ndjson.zst
+
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst
     """
     rep = reporter()

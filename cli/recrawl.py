@@ -78,8 +78,9 @@ def recrawl_command(
 
     Example:
 
-        crawlkit recrawl --state S fetched.ndjson.zst pages.ndjson.zst \\
-            | crawlkit frontier add --state S
+        crawlkit recrawl --state S fetched.zst pages.zst > due.ndjson
+
+        crawlkit recrawl --state S fetched.zst | crawlkit frontier add --state S
     """
     rep = reporter()
     moment = None
