@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import warcio.archiveiterator
@@ -734,7 +735,10 @@ def test_every_input_url_gets_exactly_one_record(items, robots_a, robots_b) -> N
 @pytest.mark.timeout(30)
 def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> None:
     class SlowClient(FakeClient):
+        started: ClassVar[list[str]] = []
+
         async def fetch(self, request: FetchRequest) -> FetchResult:
+            self.started.append(request.url)
             if not request.url.endswith("robots.txt"):
                 await asyncio.sleep(0.3)
             return await super().fetch(request)
@@ -756,7 +760,7 @@ def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> 
 
     async def main() -> list[dict]:
         task = asyncio.create_task(go())
-        while len(client.seen) < 2:  # robots.txt, then the first page is in flight
+        while len(client.started) < 2:  # robots.txt, then the first page is in flight
             await asyncio.sleep(0.01)
         fetcher.stop()
         return await task
