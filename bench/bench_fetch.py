@@ -106,6 +106,12 @@ def child_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def parse_iso(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def proc_cpu(pid: int) -> float:
     """CPU seconds used so far by process ``pid`` (Linux /proc), 0 elsewhere."""
     try:
@@ -158,6 +164,7 @@ def main() -> None:
             f"{args.concurrency} connections"
         )
         results: dict[str, list[tuple[int, float, float]]] = {"crawlkit": [], "scrapy": []}
+        steadies: list[float] = []
         for run in range(args.repeat + 1):  # run 0 warms the test web's page cache
             state = tmp / "state"
             shutil.rmtree(state, ignore_errors=True)
@@ -196,13 +203,20 @@ def main() -> None:
             warc_bytes = sum(f.stat().st_size for f in (state / "warc" / "new").glob("*.warc.gz"))
             server = proc_cpu(proc.pid) - server0
             label = "warm-up:     " if run == 0 else "crawlkit run:"
+            # Steady rate: pages over the span of their fetch times (no process start-up,
+            # which imports every command of the CLI).
+            stamps = sorted(r["fetched_at"] for r in recs if r.get("fetched_at"))
+            span = parse_iso(stamps[-1]) - parse_iso(stamps[0]) if len(stamps) > 1 else 0.0
+            steady = pages / span if span > 0 else 0.0
             print(
                 f"  {label} {pages} pages in {wall:.2f}s, {cpu:.2f} CPU s "
-                f"(test web {server:.2f} CPU s), WARC {warc_bytes / 1e6:.1f} MB"
+                f"(test web {server:.2f} CPU s), WARC {warc_bytes / 1e6:.1f} MB, "
+                f"steady {steady:.0f} pages/s"
             )
             if run == 0:
                 continue
             results["crawlkit"].append((pages, wall, cpu))
+            steadies.append(steady)
             if args.scrapy_python:
                 spider = tmp / "spider.py"
                 spider.write_text(SPIDER)
@@ -228,6 +242,8 @@ def main() -> None:
                 f"{name:9s} {rate:8.0f} pages/s   {cpu_k:6.2f} CPU s per 1,000 pages "
                 f"(median of {len(runs)})"
             )
+        if steadies:
+            print(f"crawlkit steady (after start-up) {statistics.median(steadies):.0f} pages/s")
         if "scrapy" in summary:
             print(
                 f"crawlkit/scrapy: {summary['crawlkit'][0] / summary['scrapy'][0]:.1f}x pages/s, "
