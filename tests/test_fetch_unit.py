@@ -767,3 +767,41 @@ def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> 
 
     out = asyncio.run(main())
     assert sorted(r["outcome"] for r in out) == ["deferred", "deferred", "deferred", "fetched"]
+
+
+def test_idle_hosts_are_forgotten_and_come_back_from_the_state(tmp_path: Path) -> None:
+    state = HostState(tmp_path)
+    client = FakeClient(
+        {
+            "http://a.test:80/robots.txt": (200, {}, b"User-agent: *\nDisallow: /no\n"),
+            "http://a.test/1": ANSWERS["ok"],
+            "http://a.test/2": ANSWERS["ok"],
+        }
+    )
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.2, delay_factor=0.0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+        state=state,
+    )
+    fetcher.sweep_every, fetcher.sweep_min_hosts, fetcher.idle_evict = 0.0, 0, 0.0
+    fed = False
+
+    async def refill() -> list[dict] | None:
+        nonlocal fed
+        if fed:
+            return None
+        if not fetcher.evicted:
+            return []
+        fed = True
+        return [{"url": "http://a.test/2"}, {"url": "http://a.test/no/3"}]
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([{"url": "http://a.test/1"}], refill=refill)]
+
+    out = asyncio.run(go())
+    state.close()
+    assert fetcher.evicted >= 1
+    assert sorted(r["outcome"] for r in out) == ["fetched", "fetched", "robots-denied"]
+    assert [u for u, _ in client.seen].count("http://a.test:80/robots.txt") == 1

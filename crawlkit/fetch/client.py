@@ -105,6 +105,7 @@ class _PinnedResolver:
 
 
 _MAX_DEFLATE_RATIO = 1032
+_MAX_PINS = 100_000  # names with a pinned address kept by the resolver
 
 
 class _DecodedCounter:
@@ -212,7 +213,13 @@ class AiohttpClient:
         t0 = time.perf_counter()
         url = yarl.URL(request.url, encoded=True)
         if url.host:
-            self._resolver.pins[url.host.lower().rstrip(".")] = request.address
+            pins = self._resolver.pins
+            if len(pins) >= _MAX_PINS:  # a long run: forget the oldest half
+                for name in list(pins)[: _MAX_PINS // 2]:
+                    del pins[name]
+            name = url.host.lower().rstrip(".")
+            pins.pop(name, None)  # re-insert: the dict's order is least recently used first
+            pins[name] = request.address
         resp = None
         chunks: list[bytes] = []
         counter: _DecodedCounter | None = None

@@ -160,6 +160,11 @@ def split_url(url: str) -> _Split:
 class Fetcher:
     """One fetch run. Build it with its parts, then ``async for rec in f.run(records)``.
 
+    Memory: hosts with nothing queued that have been idle ``idle_evict`` seconds past
+    their next-allowed time are dropped from memory (every ``sweep_every`` seconds, once
+    more than ``sweep_min_hosts`` are known); their clocks are on disk and are read back
+    if they show up again. Without a state directory nothing is dropped.
+
     ``on_redirect`` receives the URL record of every redirect target within the hop
     limit. ``state`` (optional) makes host clocks, backoffs, robots and digests
     durable; ``warc`` (optional) archives every response.
@@ -213,6 +218,11 @@ class Fetcher:
         self._urgent = False  # politeness facts (robots result, backoff) await a commit
         self._last_commit = 0.0
         self._pending_commit: asyncio.Future[None] | None = None
+        self.sweep_every = 30.0
+        self.sweep_min_hosts = 10_000
+        self.idle_evict = 60.0
+        self.evicted = 0
+        self._last_sweep = 0.0
         self._deadline = float("inf")
         self._stop_reason = "host not due before the run ends (--for)"
         self._warc_pool = ThreadPoolExecutor(1, thread_name_prefix="warc")
@@ -521,6 +531,7 @@ class Fetcher:
                         t.add_done_callback(self._task_done)
                 if self.state is not None:
                     self._background_commit(loop, now)
+                    self._sweep(now)
                 while self._out:
                     yield self._out.popleft()
                 if (
@@ -639,6 +650,29 @@ class Fetcher:
             host.crawl_delay,
             inflight,
         )
+
+    def _sweep(self, now: float) -> None:
+        """Forget long-idle hosts (their state is on disk) so a long run stays small."""
+        if now - self._last_sweep < self.sweep_every or len(self._hosts) < self.sweep_min_hosts:
+            return
+        self._last_sweep = now
+        waiting = {id(h) for hosts in self._robots_inflight.values() for h in hosts}
+        for key, h in list(self._hosts.items()):
+            if (
+                h.items
+                or h.busy
+                or h.queued
+                or h.state in ("new", "resolving")
+                or id(h) in waiting
+                or h.next_allowed > now - self.idle_evict
+                or h.backoff_until > now
+            ):
+                continue
+            del self._hosts[key]
+            self.evicted += 1
+        if len(self._robots) > self.sweep_min_hosts:
+            # Entries are on disk too; keep only those being fetched.
+            self._robots = {o: e for o, e in self._robots.items() if o in self._robots_inflight}
 
     async def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
         assert self.state is not None
