@@ -805,3 +805,29 @@ def test_idle_hosts_are_forgotten_and_come_back_from_the_state(tmp_path: Path) -
     assert fetcher.evicted >= 1
     assert sorted(r["outcome"] for r in out) == ["fetched", "fetched", "robots-denied"]
     assert [u for u, _ in client.seen].count("http://a.test:80/robots.txt") == 1
+
+
+def test_dns_cache_survives_in_the_state(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def lookup(name: str) -> list[str]:
+        calls.append(name)
+        if name == "gone.test":
+            raise OSError(-2, "Name or service not known")
+        return ["93.184.216.34"]
+
+    first = Resolver(lookup=lookup)
+
+    async def resolve_all(r: Resolver) -> list[tuple[str, ...]]:
+        return [(await r.resolve(n)).addresses for n in ("www.example.test", "gone.test")]
+
+    assert asyncio.run(resolve_all(first)) == [("93.184.216.34",), ()]
+    s = HostState(tmp_path)
+    s.save_dns(first.export())
+    s.close()
+    s = HostState(tmp_path)
+    second = Resolver(lookup=lookup)
+    second.load(s.dns())
+    s.close()
+    assert asyncio.run(resolve_all(second)) == [("93.184.216.34",), ()]
+    assert calls == ["www.example.test", "gone.test"]  # the second resolver asked no one
