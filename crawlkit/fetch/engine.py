@@ -21,12 +21,15 @@ host's queue is made, and the address is checked by the :class:`NetPolicy`; the
 host's durable clock and backoff are loaded from :class:`HostState`; robots.txt for
 each origin is fetched (through the same politeness clock, following up to 5
 redirects itself) before any other URL of it; then the host's URLs in FIFO order, one
-at a time, each after the gap the :class:`Scheduler` computes. Before a group of
-requests goes out, their hosts' clocks are written and fsynced.
+at a time, each after the gap the :class:`Scheduler` computes. A host never seen
+before is written to the state, and fsynced, before its first request; after a crash
+every known host waits its full gap (see :mod:`crawlkit.fetch.hoststate`).
 
 Records come out in completion order. Input is read completely before fetching
 starts (a frontier batch is bounded), so memory grows with the batch: roughly 1 KB
-per queued URL, plus per-host state.
+per queued URL, plus per-host state; :meth:`Fetcher.feed` and ``run(refill=...)``
+keep a long run fed instead, and :meth:`Fetcher.stop` ends one early with every URL
+not yet fetched reported ``deferred``.
 """
 
 from __future__ import annotations
