@@ -831,3 +831,42 @@ def test_dns_cache_survives_in_the_state(tmp_path: Path) -> None:
     s.close()
     assert asyncio.run(resolve_all(second)) == [("93.184.216.34",), ()]
     assert calls == ["www.example.test", "gone.test"]  # the second resolver asked no one
+
+
+def test_a_dropped_connection_is_not_silently_retried() -> None:
+    import socket as socketlib
+    import threading
+
+    seen: list[bytes] = []
+    server = socketlib.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(5)
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(2):  # a retry would be the second connection
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.settimeout(2)
+            seen.append(conn.recv(65536))
+            conn.close()  # no response at all
+            server.settimeout(1)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    async def go() -> FetchResult:
+        c = AiohttpClient()
+        try:
+            return await c.fetch(FetchRequest(f"http://drop.test:{port}/", "127.0.0.1", timeout=3))
+        finally:
+            await c.close()
+
+    res = asyncio.run(go())
+    server.close()
+    thread.join(6)
+    assert res.status is None and res.error
+    assert len(seen) == 1

@@ -201,6 +201,11 @@ class AiohttpClient:
             skip_auto_headers=("User-Agent",),
             read_bufsize=1 << 16,
         )
+        # aiohttp silently resends an idempotent request once when the connection drops
+        # before the response: a second request inside the host's gap. The scheduler
+        # decides about retries, so turn it off (a private switch; checked by a test).
+        if hasattr(self._session, "_retry_connection"):
+            self._session._retry_connection = False
 
     async def close(self) -> None:
         await self._session.close()
