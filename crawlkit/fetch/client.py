@@ -180,7 +180,9 @@ class _DecodedCounter:
 class AiohttpClient:
     """The production client (one aiohttp session, keep-alive, one connection per host)."""
 
-    def __init__(self, *, keepalive: float = 15.0, verify_tls: bool = False):
+    def __init__(self, *, keepalive: float = 4.0, verify_tls: bool = False):
+        # keepalive stays under common server idle timeouts (Apache: 5 s), so a reused
+        # connection is rarely one the server is closing (no silent resend, see below).
         import aiohttp
 
         self._aiohttp = aiohttp
