@@ -355,12 +355,14 @@ def test_robots_rules_denied_unavailable_deferred_and_redirect_followed(
     rules = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-rules")
     r503 = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-503")
     rdir = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-redirect")
+    big = next(h for h in web.manifest["hosts"] if h["kind"] == "robots-big")
     urls = rules["disallowed"][:3] + rules["allowed"][:2] + r503["pages"][:1] + rdir["allowed"][:2]
+    urls += big["disallowed"] + [u for u in big["allowed"] if u.endswith("fine.html")]
     mark = log_mark(web)
     records = by_url(fetch(web, tmp_path / "s", url_records(urls)))
-    for u in rules["disallowed"][:3]:
+    for u in rules["disallowed"][:3] + big["disallowed"]:  # big: a rule 300 KiB in
         assert records[CANON.parse(u).url]["outcome"] == "robots-denied"
-    for u in rules["allowed"][:2] + rdir["allowed"][:2]:
+    for u in rules["allowed"][:2] + rdir["allowed"][:2] + [urls[-1]]:
         assert records[CANON.parse(u).url]["outcome"] == "fetched"
     assert records[CANON.parse(r503["pages"][0]).url]["outcome"] == "deferred"
     report = audit(web, mark, tmp_path)
