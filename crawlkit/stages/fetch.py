@@ -150,7 +150,6 @@ def _run(
 
     try:
         import uvloop
-
-        return uvloop.run(main())
     except ImportError:
         return asyncio.run(main())
+    return uvloop.run(main())
