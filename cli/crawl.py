@@ -127,6 +127,21 @@ def crawl_command(
     max_depth: Annotated[
         int | None, typer.Option("--max-depth", help="Refuse URLs deeper than this from a seed.")
     ] = 20,
+    shard: Annotated[
+        int | None,
+        typer.Option(
+            "--shard",
+            help="Crawl only the sites of this shard (0-based); links of other shards go "
+            "to STATE/outbox/shard-J/ for 'crawlkit shard --deliver'.",
+        ),
+    ] = None,
+    shards: Annotated[
+        int | None, typer.Option("--shards", help="Number of shards (an even slot map).")
+    ] = None,
+    slot_map: Annotated[
+        Path | None,
+        typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,
@@ -144,6 +159,11 @@ def crawl_command(
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
     retry time; out-of-scope and trap URLs are refused with a reason.
+
+    Sharded (--shard K with --shards N or --slot-map FILE): the state directory
+    becomes shard K's for good (STATE/shard.json); only seeds and links of sites whose
+    slot K owns are crawled; the rest go to STATE/outbox/shard-J/, and files that
+    'crawlkit shard --deliver' put in STATE/inbox/ are queued. See README "Scaling out".
 
     Memory grows with one cycle's batch (--batch) and the frontier's per-site
     counters; queues, seen set and history are on disk. A one-line progress report
@@ -177,6 +197,9 @@ def crawl_command(
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         limits=TrapLimits(max_depth=max_depth),
+        shard=shard,
+        shards=shards,
+        slot_map=slot_map,
     )
     if do_explain:
         print(explain(str(state), options))

@@ -11,6 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, Quiet
 
 from crawlkit import io
+from crawlkit.distrib import deliver, grow, handoff
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_records, which
 
@@ -36,6 +37,41 @@ def shard(
         list[str] | None,
         typer.Option("--which", help="Print site, slot and shard of this URL (repeatable)."),
     ] = None,
+    save_map: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-map",
+            help="Write the slot map (of --shards, or --map grown by --grow) to this file.",
+        ),
+    ] = None,
+    grow_to: Annotated[
+        int | None,
+        typer.Option(
+            "--grow",
+            help="With --map and --save-map: a map for this many shards that moves the "
+            "fewest slots; moved slots get epoch + 1.",
+        ),
+    ] = None,
+    deliver_dirs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--deliver",
+            help="Move every outbox file of these shard state directories into the inbox "
+            "of the directory that owns its shard (repeatable; give every shard).",
+        ),
+    ] = None,
+    handoff_from: Annotated[
+        Path | None,
+        typer.Option("--handoff-from", help="With --map and --handoff-to: the old owner."),
+    ] = None,
+    handoff_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--handoff-to",
+            help="The new owner: gets the host clocks, queued and waiting URLs of the sites "
+            "--map moved to it. Both owners must be stopped.",
+        ),
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
     """Split a record stream by registered-domain hash slot into N shard files.
@@ -49,17 +85,52 @@ def shard(
     Streams: memory is constant; one open compressed writer per shard. Touches no
     state.
 
+    Fleet operations (README "Scaling out"): --save-map writes a slot map (--grow
+    rebalances one to more shards, moving the fewest slots and raising their epoch);
+    --deliver moves shards' outboxes into their owners' inboxes between time slices;
+    --handoff-from/--handoff-to hand the sites a new map moved over to their new
+    owner (host clocks first, then queued and waiting URLs), with both stopped.
+
     Example:
 
         crawlkit shard --shards 4 --out-dir outbox links.ndjson.zst
         crawlkit shard --shards 4 --which https://news.example.co.uk/a
+        crawlkit shard --deliver s0 --deliver s1 --deliver s2 --deliver s3
     """
+    if deliver_dirs:
+        counts = deliver(deliver_dirs)
+        if not quiet:
+            reporter().info(
+                f"{counts['files']} outbox files delivered; {counts['undeliverable']} "
+                "for shards not given"
+            )
+        return
+    if handoff_from is not None or handoff_to is not None:
+        if handoff_from is None or handoff_to is None or map_file is None:
+            raise UsageError("--handoff-from and --handoff-to go together, with --map")
+        counts = handoff(map_file, handoff_from, handoff_to)
+        if not quiet:
+            reporter().info(
+                f"handed over {counts['urls']} queued and {counts['waiting']} waiting URLs "
+                f"and {counts['hosts']} host clocks"
+            )
+        return
     if map_file is not None:
         slot_map = SlotMap.load(map_file)
     elif shards is not None:
         slot_map = SlotMap.even(shards, slots)
     else:
         raise UsageError("give --shards N or --map FILE")
+    if grow_to is not None:
+        if map_file is None:
+            raise UsageError("--grow needs --map (the current slot map)")
+        slot_map = grow(slot_map, grow_to)
+    if save_map is not None:
+        slot_map.save(save_map)
+        if not quiet:
+            reporter().info(f"slot map of {slot_map.shards} shards written to {save_map}")
+        if not which_urls and out_dir is None:
+            return
     if which_urls:
         with io.open_output("-") as sink:
             for url in which_urls:

@@ -44,6 +44,14 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlkit import io
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.distrib import (
+    ShardRole,
+    adopt_role,
+    inbox_files,
+    read_role,
+    split_by_owner,
+    write_outbox,
+)
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.budgets import BudgetPolicy
@@ -52,6 +60,7 @@ from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.report import parse_time
 from crawlkit.seen import SeenStore
+from crawlkit.shard import SlotMap
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
@@ -134,6 +143,9 @@ class CrawlOptions:
     budget_policy: BudgetPolicy = field(default_factory=BudgetPolicy)
     idle_wait: float = 5.0  # longest sleep while only deferred URLs wait
     recrawl: bool = True
+    shard: int | None = None  # crawl only this shard's sites (with shards or slot_map)
+    shards: int | None = None
+    slot_map: Path | None = None
 
 
 @dataclass
@@ -151,6 +163,7 @@ class CrawlSummary:
     waiting: int = 0
     queued: int = 0
     stopped: str = ""
+    routed: int = 0  # URLs written to other shards' outboxes
     elapsed_s: float = 0.0
     warc_files: int = 0
     seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
@@ -166,6 +179,7 @@ class CrawlSummary:
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
             "refetched": self.refetched,
+            "routed_to_other_shards": self.routed,
             "waiting": self.waiting,
             "queued": self.queued,
             "stopped": self.stopped,
@@ -272,6 +286,7 @@ class Crawl:
         self._pending_batches: list[Path] = []
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
+        self.role = self._shard_role(state.path, options)
         self.scope = Scope(options.scope)
         if self.dir.scope.exists():
             saved = Scope.from_json(io.read_json(self.dir.scope))
@@ -280,6 +295,39 @@ class Crawl:
                     f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})"
                 )
             self.scope = saved
+
+    @staticmethod
+    def _shard_role(path: Path, options: CrawlOptions) -> ShardRole | None:
+        if options.shard is None:
+            return read_role(path)
+        if options.slot_map is not None:
+            slot_map = SlotMap.load(options.slot_map)
+        elif options.shards is not None:
+            slot_map = SlotMap.even(options.shards)
+        else:
+            raise UsageError("--shard needs --shards N or --slot-map FILE")
+        return adopt_role(path, ShardRole(options.shard, slot_map, options.slot_map))
+
+    def _route(self, records: list[Record], tag: str) -> list[Record]:
+        """This shard's records; the others go to the outboxes of their shards."""
+        if self.role is None:
+            return records
+        mine, others = split_by_owner(self.role, records)
+        if others:
+            self.summary.routed += write_outbox(self.state.path, others, tag)
+        return mine
+
+    def _ingest_inbox(self) -> bool:
+        """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
+        files = inbox_files(self.state.path)
+        for path in files:
+            records = list(_read(path))
+            mine = self._route(records, "reroute")
+            fresh = self._seen_merge(mine)
+            self._queue(fresh, self.dir.root / "inbox-refused.ndjson.zst")
+            self.summary.new_urls += len(fresh)
+            path.unlink()
+        return bool(files)
 
     # -- seeds -----------------------------------------------------------------------
 
@@ -297,6 +345,8 @@ class Crawl:
             records.append(rec)
             self.scope.add_seed(rec)
         io.atomic_write_json(self.dir.scope, self.scope.to_json())
+        if self.role is not None:  # every shard gets every seed and keeps its own
+            records = [r for r in records if self.role.owns(str(r["site"]))]
         if not records:
             return 0
         fresh = self._seen_merge(records)
@@ -356,6 +406,8 @@ class Crawl:
         waiting = sum(1 for _ in _read(self.dir.waiting))
         if int(stats.get("queued", 0) or 0) or waiting or self.dir.batch_files():
             return ""
+        if self.role is not None and inbox_files(self.state.path):
+            return ""
         parked = int(stats.get("parked", 0) or 0)
         if parked:
             return f"done for this budget period ({parked} URLs of over-budget sites parked)"
@@ -387,8 +439,13 @@ class Crawl:
             for cycle in self.dir.cycle_dirs():
                 if int(cycle.name) >= oldest:
                     fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson"))
-            for batch in batches:
-                pending += [r for r in _read(batch) if r.get("url") not in fetched]
+            for batch in list(batches):
+                rest = [r for r in _read(batch) if r.get("url") not in fetched]
+                if rest:
+                    pending += rest
+                else:  # every URL of it was fetched before the stop
+                    batch.unlink()
+                    batches.remove(batch)
         if pending:
             self.rep.info(f"{len(pending)} URLs handed to the fetcher before the stop go again")
         self.summary.refetched += len(pending)
@@ -452,21 +509,24 @@ class Crawl:
         """
         post = _PostWorker(self)
         live = _LiveCycle(self, self.dir.new_cycle())
-        outstanding: dict[str, tuple[Path, set[str]]] = {}  # url -> its batch file
+        # url -> the batch files it is in, oldest first (the frontier may hand a URL out
+        # twice; each fetch record settles one of them)
+        outstanding: dict[str, list[Path]] = {}
         batch_left: dict[Path, int] = {}
 
         def track(path: Path, records: list[Record]) -> None:
-            urls = {str(r.get("url")) for r in records}
-            batch_left[path] = batch_left.get(path, 0) + len(urls)
-            for url in urls:
-                outstanding[url] = (path, urls)
+            for rec in records:
+                outstanding.setdefault(str(rec.get("url")), []).append(path)
+                batch_left[path] = batch_left.get(path, 0) + 1
 
         def sink(rec: Record) -> None:
             live.log(rec)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
-            entry = outstanding.pop(str(rec.get("url")), None)
-            if entry is not None:
-                path = entry[0]
+            paths = outstanding.get(str(rec.get("url")))
+            if paths:
+                path = paths.pop(0)
+                if not paths:
+                    del outstanding[str(rec.get("url"))]
                 batch_left[path] -= 1
                 if batch_left[path] <= 0:  # every URL of the batch is in a fetch log
                     del batch_left[path]
@@ -520,6 +580,13 @@ class Crawl:
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
                 reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
             )  # fmt: skip
+            # The fetcher answered every URL it was given (one record each), so a batch
+            # file still here can only differ in spelling from its records: done too.
+            for path in list(batch_left):
+                self.rep.warn(
+                    f"{path.name}: {batch_left[path]} URLs answered under another spelling"
+                )
+                path.unlink(missing_ok=True)
         finally:
             live.close()
             if live.records or live.batches:
@@ -543,10 +610,21 @@ class Crawl:
         def write(batch: Any) -> None:
             out.extend(orjson.loads(line) for line in batch.lines)
             refused.extend(batch.refused)
+            if self.role is not None:
+                # A URL of a slot this shard no longer owns (the map changed) goes to
+                # its owner instead of being fetched here; the rest carry the epoch.
+                stale = [r for r in out if self.role.check(r) is not None]
+                if stale:
+                    self._route(stale, "stale")
+                    out[:] = [r for r in out if self.role.check(r) is None]
+                for r in out:
+                    r["shard_epoch"] = self.role.epoch(str(r.get("site") or ""))
             if out:
                 _write(path, out)
 
         with self.frontier_lock:
+            if self.role is not None:
+                self._ingest_inbox()
             frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
                           reporter=self.rep)  # fmt: skip
         if refused:
@@ -634,6 +712,7 @@ class Crawl:
                                     "detail": f"scope {self.scope.spec}"})  # fmt: skip
             _write(refused_path, refused)
             self._count_refused(refused)
+            candidates = self._route(candidates, f"c{cycle.name}")
             attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
             fresh = self._seen_merge(candidates, out=cycle / f"new-{attempt}.ndjson.zst")
             self.summary.new_urls += len(fresh)

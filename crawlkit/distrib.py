@@ -1,0 +1,330 @@
+"""Distributed crawling: shard identity, outboxes and inboxes, rebalancing, handoff.
+
+A crawl of N shards is N state directories. Each one is owned by one process at a
+time (the state lock, invariant 6) and crawls only the sites whose slot the slot map
+gives to its shard, so politeness stays local: every host is fetched by one process.
+Shards exchange only files:
+
+``STATE/shard.json``
+    which shard this directory is (``{"shard": K, "map": PATH}``), written by the
+    first ``crawlkit crawl --shard K``; a directory never changes shard.
+``STATE/outbox/shard-J/*.ndjson.zst``
+    URL records this shard discovered for shard J's sites (written atomically).
+``STATE/inbox/*.ndjson.zst``
+    URL records delivered to this shard; ``crawlkit crawl`` checks them against its
+    seen set and queues them, then deletes the file (at least once).
+
+Between time slices a runner (GNU parallel, Slurm, a Kubernetes job) runs
+``crawlkit shard --deliver DIR ...``, which moves every outbox file into the inbox of
+the directory that owns the target shard.
+
+Rebalancing (adding a node) changes the slot map: :func:`grow` moves the fewest
+slots to the new shard and raises the epoch of each moved slot. :func:`handoff` then
+moves the queued URLs, waiting URLs and host clocks of the moved sites from the old
+owner to the new one while holding both locks, so the new owner starts only after
+the clocks are installed and no host is asked inside its gap. A process that still
+has an older map refuses URLs of slots it no longer owns (:meth:`ShardRole.check`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.errors import StateError, UsageError
+from crawlkit.io import Record
+from crawlkit.shard import SlotMap, slot_of
+from crawlkit.state import open_state
+from crawlkit.url import site_of_host
+
+__all__ = [
+    "ShardRole",
+    "deliver",
+    "grow",
+    "handoff",
+    "inbox_files",
+    "read_role",
+    "write_outbox",
+]
+
+SHARD_FILE = "shard.json"
+
+
+@dataclass
+class ShardRole:
+    """This state directory's shard and the slot map it follows."""
+
+    shard: int
+    slot_map: SlotMap
+    map_path: Path | None = None
+
+    def owner(self, site: str) -> int:
+        return self.slot_map.shard_of_site(site)
+
+    def owns(self, site: str) -> bool:
+        return self.owner(site) == self.shard
+
+    def epoch(self, site: str) -> int:
+        return self.slot_map.epoch[slot_of(site, self.slot_map.slots)]
+
+    def reload(self) -> None:
+        """Read the slot map file again (it changes when the fleet is rebalanced)."""
+        if self.map_path is not None and self.map_path.exists():
+            self.slot_map = SlotMap.load(self.map_path)
+
+    def check(self, record: Record) -> str | None:
+        """Why this shard must not fetch ``record`` now, or None if it may.
+
+        A record is stale when its site's slot belongs to another shard, or when it
+        was stamped (``shard_epoch``) under an older epoch of the slot than the map's.
+        """
+        site = str(record.get("site") or "")
+        slot = slot_of(site, self.slot_map.slots)
+        owner = self.slot_map.owner[slot]
+        if owner != self.shard:
+            return f"slot {slot} belongs to shard {owner}, not {self.shard}"
+        stamped = record.get("shard_epoch")
+        current = self.slot_map.epoch[slot]
+        if isinstance(stamped, int) and stamped < current:
+            return f"stamped with epoch {stamped}, older than slot {slot}'s {current}"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shard": self.shard,
+            "shards": self.slot_map.shards,
+            "map": str(self.map_path.resolve()) if self.map_path else None,
+            "slots": self.slot_map.slots,
+        }
+
+
+def read_role(state: str | os.PathLike[str]) -> ShardRole | None:
+    """The shard identity saved in a state directory, or None for an unsharded one."""
+    path = Path(state) / SHARD_FILE
+    if not path.exists():
+        return None
+    data = io.read_json(path)
+    map_path = Path(data["map"]) if data.get("map") else None
+    if map_path is not None:
+        slot_map = SlotMap.load(map_path)
+    else:
+        slot_map = SlotMap.even(int(data["shards"]), int(data.get("slots", 4096)))
+    return ShardRole(int(data["shard"]), slot_map, map_path)
+
+
+def adopt_role(state: str | os.PathLike[str], role: ShardRole) -> ShardRole:
+    """Record ``role`` in a new state directory, or check it against the saved one."""
+    saved = read_role(state)
+    if saved is None:
+        if not 0 <= role.shard < role.slot_map.shards:
+            raise UsageError(f"--shard {role.shard} is outside 0..{role.slot_map.shards - 1}")
+        io.atomic_write_json(Path(state) / SHARD_FILE, role.to_json())
+        return role
+    if saved.shard != role.shard:
+        raise StateError(f"{state} is the state of shard {saved.shard}, not shard {role.shard}")
+    return saved if role.map_path is None else role
+
+
+def outbox_dir(state: str | os.PathLike[str], shard: int) -> Path:
+    return Path(state) / "outbox" / f"shard-{shard}"
+
+
+def inbox_dir(state: str | os.PathLike[str]) -> Path:
+    return Path(state) / "inbox"
+
+
+def inbox_files(state: str | os.PathLike[str]) -> list[Path]:
+    directory = inbox_dir(state)
+    return sorted(directory.glob("*.ndjson.zst")) if directory.exists() else []
+
+
+def _stamp() -> str:
+    return f"{time.time_ns():020d}-{os.getpid()}"
+
+
+def write_outbox(
+    state: str | os.PathLike[str], by_shard: dict[int, list[Record]], tag: str = ""
+) -> int:
+    """Write each shard's records to its outbox as one new file; returns records written."""
+    written = 0
+    for shard, records in sorted(by_shard.items()):
+        if not records:
+            continue
+        name = f"{_stamp()}{'-' + tag if tag else ''}.ndjson.zst"
+        with io.open_output(outbox_dir(state, shard) / name) as out:
+            written += out.write_records(records)
+    return written
+
+
+def split_by_owner(
+    role: ShardRole, records: Iterable[Record]
+) -> tuple[list[Record], dict[int, list[Record]]]:
+    """(records this shard owns, records of other shards by shard)."""
+    mine: list[Record] = []
+    others: dict[int, list[Record]] = defaultdict(list)
+    for rec in records:
+        site = rec.get("site")
+        if not isinstance(site, str) or not site:
+            mine.append(rec)  # let the stage that canonicalizes report it
+            continue
+        owner = role.owner(site)
+        if owner == role.shard:
+            mine.append(rec)
+        else:
+            others[owner].append(rec)
+    return mine, others
+
+
+def _move_file(src: Path, dest_dir: Path) -> Path:
+    """Move ``src`` into ``dest_dir`` so the file appears whole or not at all."""
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    final = dest_dir / src.name
+    try:
+        os.rename(src, final)  # same file system: atomic
+    except OSError:
+        tmp = dest_dir / f".{src.name}.tmp"
+        shutil.copyfile(src, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+        src.unlink()
+    io.fsync_dir(dest_dir)
+    return final
+
+
+def deliver(state_dirs: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+    """Move every outbox file of these shards into the inbox of its owner.
+
+    Each directory's shard comes from its ``shard.json``; a file for a shard none of
+    the directories is left where it is (counted as ``undeliverable``).
+    """
+    dirs = [Path(d) for d in state_dirs]
+    owner_dir: dict[int, Path] = {}
+    for d in dirs:
+        role = read_role(d)
+        if role is None:
+            raise UsageError(f"{d} is not a shard's state directory (no {SHARD_FILE})")
+        if role.shard in owner_dir:
+            raise UsageError(f"shard {role.shard} appears twice: {owner_dir[role.shard]} and {d}")
+        owner_dir[role.shard] = d
+    counts = {"files": 0, "undeliverable": 0}
+    for d in dirs:
+        outbox = d / "outbox"
+        if not outbox.exists():
+            continue
+        for shard_dir in sorted(outbox.glob("shard-*")):
+            target = owner_dir.get(int(shard_dir.name.split("-", 1)[1]))
+            for f in sorted(shard_dir.glob("*.ndjson.zst")):
+                if target is None:
+                    counts["undeliverable"] += 1
+                    continue
+                _move_file(f, inbox_dir(target))
+                counts["files"] += 1
+    return counts
+
+
+def grow(old: SlotMap, shards: int) -> SlotMap:
+    """A slot map for ``shards`` shards that moves as few slots as possible.
+
+    Each new shard takes slots from the currently largest shards until all hold
+    ``slots / shards`` (±1); every moved slot's epoch goes up by one.
+    """
+    if shards <= old.shards:
+        raise UsageError(f"can only grow: the map has {old.shards} shards, asked for {shards}")
+    owner = list(old.owner)
+    epoch = list(old.epoch)
+    target = len(owner) // shards
+    by_shard: dict[int, list[int]] = defaultdict(list)
+    for slot, s in enumerate(owner):
+        by_shard[s].append(slot)
+    for new in range(old.shards, shards):
+        while len(by_shard[new]) < target:
+            donor = max(range(new), key=lambda s: (len(by_shard[s]), -s))
+            slot = by_shard[donor].pop()  # from the end: keeps the donor's ranges whole
+            owner[slot] = new
+            epoch[slot] += 1
+            by_shard[new].append(slot)
+    return SlotMap(shards, owner, epoch)
+
+
+def handoff(
+    map_path: str | os.PathLike[str],
+    from_state: str | os.PathLike[str],
+    to_state: str | os.PathLike[str],
+) -> dict[str, int]:
+    """Hand the sites the map no longer gives ``from_state`` to ``to_state``.
+
+    Both state directories are locked for the whole handoff, so neither owner may be
+    running. In order: the host clocks of the moved hosts are installed in the new
+    owner (the later of the two clocks wins), then the queued and waiting URLs are
+    written to the new owner's inbox (or the outbox of whichever shard now owns
+    them), then they leave the old frontier. A crash repeats URLs, never loses them.
+    """
+    from crawlkit.fetch.hoststate import HostState
+    from crawlkit.frontier.store import Frontier
+
+    new_map = SlotMap.load(map_path)
+    old_role, new_role = read_role(from_state), read_role(to_state)
+    if old_role is None or new_role is None:
+        raise UsageError("both directories must be shard state directories (shard.json)")
+    with open_state(from_state) as src, open_state(to_state) as dst:
+
+        def moved(site: str) -> bool:
+            return new_map.shard_of_site(site) != old_role.shard
+
+        counts = {"urls": 0, "waiting": 0, "hosts": 0}
+        # 1. host clocks, so the new owner waits each host's full gap
+        src_hosts = HostState(src.sub("fetch"))
+        dst_hosts = HostState(dst.sub("fetch"))
+        try:
+            for key, rec in src_hosts.hosts():
+                site = site_of_host(key.rsplit(":", 1)[0] if not key.endswith("]") else key)
+                if not moved(site) or new_map.shard_of_site(site) != new_role.shard:
+                    continue
+                mine = dst_hosts.host(key)
+                if mine is None or mine.next_allowed < rec.next_allowed:
+                    dst_hosts.put_host(key, rec)
+                counts["hosts"] += 1
+            dst_hosts.commit()
+        finally:
+            src_hosts.close()
+            dst_hosts.close()
+        # 2. queued and waiting URLs to their new owners
+        frontier = Frontier.open(src.sub("frontier"))
+        taken = frontier.take_where(lambda r: moved(str(r.get("site") or "")))
+        waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
+        waiting = list(io.read_records([waiting_path])) if waiting_path.exists() else []
+        keep = [r for r in waiting if not moved(str(r.get("site") or ""))]
+        leaving = [
+            {k: v for k, v in r.items() if k != "retry_at"}
+            for r in waiting
+            if moved(str(r.get("site") or ""))
+        ]
+        by_owner: dict[int, list[Record]] = defaultdict(list)
+        for rec in [*taken, *leaving]:
+            by_owner[new_map.shard_of_site(str(rec["site"]))].append(rec)
+        for shard, records in by_owner.items():
+            if shard == new_role.shard:
+                name = f"{_stamp()}-handoff.ndjson.zst"
+                with io.open_output(inbox_dir(dst.path) / name) as out:
+                    out.write_records(records)
+            else:
+                write_outbox(src.path, {shard: records}, "handoff")
+        frontier.commit()
+        if waiting_path.exists():
+            with io.open_output(waiting_path) as out:
+                out.write_records(keep)
+        counts["urls"] = len(taken)
+        counts["waiting"] = len(leaving)
+        # 3. both follow the new map from now on
+        for state, role in ((src.path, old_role), (dst.path, new_role)):
+            role.slot_map, role.map_path = new_map, Path(map_path)
+            io.atomic_write_json(state / SHARD_FILE, role.to_json())
+    return counts
