@@ -101,7 +101,7 @@ def _fetched_pages(state: Path) -> set[str]:
 
 
 def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> None:
-    web_args = ("--hosts", "4", "--pages", "25", "--special", "none", "--seed", "7")
+    web_args = ("--hosts", "4", "--pages", "60", "--special", "none", "--seed", "7")
     with start_testweb(tmp_path, *web_args) as web:
         clean = tmp_path / "clean"
         res = crawlkit(*_crawl_args(web, clean, "--batch", "40", "--per-host", "5"), timeout=180)
@@ -118,7 +118,7 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
         for _ in range(10):
             proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)  # fmt: skip
-            time.sleep(rng.uniform(1.0, 3.0))
+            time.sleep(rng.uniform(1.0, 2.5))
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
