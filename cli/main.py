@@ -50,6 +50,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         result = command.main(args=args, prog_name="crawlkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:
+        # click turns a broken stdout pipe (EPIPE) into sys.exit(1); for us a reader
+        # that went away (`crawlkit canon big.txt | head`) is a normal end.
+        if isinstance(exc.__context__, BrokenPipeError):
+            return _broken_pipe()
+        raise
     except click.UsageError as exc:
         print(f"{prefix}: {exc.format_message()}", file=sys.stderr)
         print(f"Try 'crawlkit {invocation.command} --help'.".replace("  ", " "), file=sys.stderr)
