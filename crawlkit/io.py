@@ -290,6 +290,7 @@ class Output:
         fd, tmp = tempfile.mkstemp(
             prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
         )
+        os.fchmod(fd, _file_mode())
         self._tmp = Path(tmp)
         self._raw = os.fdopen(fd, "wb")
         name = self.path.name
@@ -351,6 +352,22 @@ class Output:
             self.abort()
 
 
+_MODE: list[int] = []
+
+
+def _file_mode() -> int:
+    """The mode a plainly created file would get (0666 less the umask).
+
+    ``mkstemp`` makes 0600 files; outputs and state files should look like any other
+    file the user makes, e.g. readable by the group that shares a crawl.
+    """
+    if not _MODE:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        _MODE.append(0o666 & ~mask)
+    return _MODE[0]
+
+
 def open_output(path: str | os.PathLike[str] | None) -> Output:
     """Open an output by the conventions above (``-`` or None is stdout)."""
     return Output(path)
@@ -375,6 +392,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, _file_mode())
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
