@@ -111,6 +111,10 @@ def crawl_command(
             "the last fetch time, Crawl-delay).",
         ),
     ] = "1s",
+    delay_factor: Annotated[
+        float,
+        typer.Option("--delay-factor", help="Gap multiple of the host's last fetch time."),
+    ] = 10.0,
     per_ip: Annotated[int, typer.Option("--per-ip", help="Requests at once to one IP.")] = 2,
     timeout: Annotated[
         str, typer.Option("--timeout", help="Total time per request, silence mid-body included.")
@@ -191,6 +195,7 @@ def crawl_command(
             agent=agent,
             concurrency=concurrency,
             min_delay=delay,
+            delay_factor=delay_factor,
             per_ip=per_ip,
             timeout=parse_duration(timeout),
         ),

@@ -1,0 +1,210 @@
+"""End-to-end crawl throughput: `crawlkit crawl` against Scrapy and wget2, same web, same run.
+
+Run on demand (never in CI):
+
+    .venv/bin/python bench/bench_crawl.py --hosts 2000 --pages 10
+    .venv/bin/python bench/bench_crawl.py --scrapy-python /tmp/scrapy-venv/bin/python --wget2
+
+Starts `crawlkit testweb` (ordinary hosts only, 20 KB pages) in its own process, then
+crawls it unthrottled (gap 0: --min-delay 0 --delay-factor 0, budgets off, one request
+at a time per host still) with each crawler in turn, against a fresh copy of the web
+each time. Reports, per crawler: new pages per second (only pages of the web's
+manifest count, each once), CPU seconds per 1,000 pages (the crawler's processes, not
+the web's), peak RSS, and the ratios to crawlkit.
+
+Scrapy and wget2 resolve names through the system, so with --scrapy-python or --wget2
+the test web's hosts are appended to /etc/hosts for the run and removed after (needs
+root; loopback addresses only). Scrapy is kept out of the project: make a venv for it
+(`python -m venv /tmp/scrapy-venv && /tmp/scrapy-venv/bin/pip install scrapy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTS_MARK = "# crawlkit bench_crawl"
+
+
+@contextlib.contextmanager
+def testweb(tmp: Path, hosts: int, pages: int) -> Iterator[dict]:
+    directory = tmp / f"web-{time.time_ns()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts",
+         str(hosts), "--pages", str(pages), "--special", "none", "--seed", "11"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    info = json.loads(proc.stdout.readline())
+    info["pages_set"] = {
+        p for h in json.loads(Path(info["manifest"]).read_text())["hosts"] for p in h["pages"]
+    }
+    try:
+        yield info
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stdout.close()
+
+
+def children_cpu() -> tuple[float, int]:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def run(cmd: list[str], **kw: object) -> tuple[float, float]:
+    cpu0, _ = children_cpu()
+    start = time.perf_counter()
+    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)  # type: ignore[call-overload]
+    wall = time.perf_counter() - start
+    cpu1, _ = children_cpu()
+    return wall, cpu1 - cpu0
+
+
+def crawlkit_pages(state: Path, pages: set[str]) -> int:
+    from crawlkit import io
+
+    got = set()
+    for log in state.glob("crawl/cycles/*/fetch.ndjson"):
+        for r in io.read_records([log]):
+            if r.get("outcome") == "fetched" and r.get("status") == 200:
+                got.add(r["url"])
+    return len(got & pages)
+
+
+def bench_crawlkit(web: dict, tmp: Path, jobs: int) -> tuple[int, float, float]:
+    state = tmp / f"ck-{time.time_ns()}"
+    wall, cpu = run(
+        [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
+         "--scope", "any", "--min-delay", "0", "--delay-factor", "0", "--no-budgets",
+         "--concurrency", "100", "--per-ip", "100", "--batch", "5000", "--per-host", "50",
+         "--allow-net", web["allow_net"], "--hosts-file", web["hosts_file"], "-j", str(jobs)],
+    )  # fmt: skip
+    return crawlkit_pages(state, web["pages_set"]), wall, cpu
+
+
+SPIDER = textwrap.dedent(
+    """
+    import json, sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
+
+    seeds = open(sys.argv[1]).read().split()
+    out = sys.argv[2]
+    seen = set()
+
+    class Bench(scrapy.Spider):
+        name = "bench"
+        start_urls = seeds
+        links = LinkExtractor(allow_domains=["test"])
+
+        def parse(self, response):
+            seen.add(response.url)
+            for link in self.links.extract_links(response):
+                yield scrapy.Request(link.url, callback=self.parse)
+
+    process = CrawlerProcess({
+        "CONCURRENT_REQUESTS": 100, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOAD_DELAY": 0, "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "ERROR",
+        "TELNETCONSOLE_ENABLED": False, "COOKIES_ENABLED": False,
+    })
+    process.crawl(Bench)
+    process.start()
+    json.dump(sorted(seen), open(out, "w"))
+    """
+)
+
+
+@contextlib.contextmanager
+def system_hosts(hosts_file: str) -> Iterator[None]:
+    lines = [ln for ln in Path(hosts_file).read_text().splitlines() if ln.startswith("127.")]
+    original = Path("/etc/hosts").read_text()
+    Path("/etc/hosts").write_text(original + f"\n{HOSTS_MARK}\n" + "\n".join(lines) + "\n")
+    try:
+        yield
+    finally:
+        Path("/etc/hosts").write_text(original)
+
+
+def bench_scrapy(web: dict, tmp: Path, python: str) -> tuple[int, float, float]:
+    spider = tmp / "spider.py"
+    spider.write_text(SPIDER)
+    out = tmp / f"scrapy-{time.time_ns()}.json"
+    with system_hosts(web["hosts_file"]):
+        wall, cpu = run([python, str(spider), web["seeds"], str(out)])
+    got = set(json.loads(out.read_text())) if out.exists() else set()
+    return len(got & web["pages_set"]), wall, cpu
+
+
+def bench_wget2(web: dict, tmp: Path) -> tuple[int, float, float]:
+    target = tmp / f"wget2-{time.time_ns()}"
+    with system_hosts(web["hosts_file"]):
+        wall, cpu = run(
+            ["wget2", "--recursive", "--level=inf", "--span-hosts", "--domains=test",
+             "--max-threads=100", "--robots=on", "--no-verbose", "--quiet",
+             f"--directory-prefix={target}", f"--input-file={web['seeds']}"],
+        )  # fmt: skip
+    prefix = str(target) + "/"
+    got = set()
+    for path in target.rglob("*"):
+        if path.is_file():
+            rel = str(path)[len(prefix) :]
+            host, _, rest = rel.partition("/")
+            got.add(f"http://{host.replace('+', ':')}/{rest}")
+    # wget2 names files by path; count manifest pages by host and path
+    wanted = {u.split("?")[0] for u in web["pages_set"]}
+    return len({u for u in got if u.split("?")[0] in wanted}), wall, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", type=int, default=2000)
+    ap.add_argument("--pages", type=int, default=10, help="mean pages per host")
+    ap.add_argument("--jobs", type=int, default=1, help="crawlkit extract workers (-j)")
+    ap.add_argument("--scrapy-python", default=None)
+    ap.add_argument("--wget2", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
+    results: dict[str, tuple[int, float, float]] = {}
+    try:
+        with testweb(tmp, args.hosts, args.pages) as web:
+            total = len(web["pages_set"])
+            results["crawlkit"] = bench_crawlkit(web, tmp, args.jobs)
+        if args.scrapy_python:
+            with testweb(tmp, args.hosts, args.pages) as web:
+                results["scrapy"] = bench_scrapy(web, tmp, args.scrapy_python)
+        if args.wget2 and shutil.which("wget2"):
+            with testweb(tmp, args.hosts, args.pages) as web:
+                results["wget2"] = bench_wget2(web, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _, peak_kb = children_cpu()
+    print(f"test web: {args.hosts} hosts, {total} pages of ~20 KB; gap 0; this machine: "
+          f"{os.cpu_count()} cores")  # fmt: skip
+    base = results["crawlkit"]
+    for name, (pages, wall, cpu) in results.items():
+        rate = pages / wall if wall else 0.0
+        per_k = 1000 * cpu / pages if pages else float("inf")
+        line = (f"  {name:9s} {pages:6d} pages in {wall:6.1f} s = {rate:7.1f} new pages/s, "
+                f"{per_k:5.2f} CPU s per 1,000 pages")  # fmt: skip
+        if name != "crawlkit" and pages:
+            line += f"; crawlkit is {(base[0] / base[1]) / rate:.1f}x faster"
+        print(line)
+    print(f"  peak RSS of the largest child: {peak_kb / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
