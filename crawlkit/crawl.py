@@ -64,7 +64,12 @@ from crawlkit.shard import SlotMap
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
-from crawlkit.stages.frontier import frontier_add, frontier_next, frontier_stats
+from crawlkit.stages.frontier import (
+    frontier_add,
+    frontier_links,
+    frontier_next,
+    frontier_stats,
+)
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import SeenMerge
 from crawlkit.state import StateDir, open_state
@@ -702,7 +707,10 @@ class Crawl:
         if not _done(cycle, "seen"):
             candidates: list[Record] = []
             refused: list[Record] = []
-            for rec in [*_read(cycle / "links.ndjson.zst"), *_read(cycle / "redirects.ndjson")]:
+            links = list(_read(cycle / "links.ndjson.zst"))
+            with self.frontier_lock:  # every link, not only new URLs, feeds site importance
+                frontier_links(self.state.path, links, reporter=self.rep)
+            for rec in [*links, *_read(cycle / "redirects.ndjson")]:
                 if rec.get("nofollow"):
                     continue  # kept in the link file; not followed
                 if self.scope.allows(rec):
@@ -892,6 +900,7 @@ def explain(state: str, options: CrawlOptions) -> str:
             "--pages $C/pages.ndjson.zst --links $C/links.ndjson.zst",
             f"crawlkit dedup --state {s} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
             f"> $C/dedup.ndjson.zst && crawlkit frontier add --state {s} $C/sites.ndjson.zst",
+            f"crawlkit frontier links --state {s} $C/links.ndjson.zst",
             f"crawlkit seen-merge --state {s} $C/links.ndjson.zst $C/redirects.ndjson "
             f"| crawlkit frontier add --state {s}   # crawl also applies --scope here",
             f"crawlkit recrawl --state {s} $C/fetch.ndjson $C/pages.ndjson.zst "

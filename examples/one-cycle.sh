@@ -38,6 +38,7 @@ mv "$S"/warc/new/*.warc.gz "$S/warc/done/"
 crawlkit dedup --state "$S" "$W/pages.ndjson.zst" --sites "$W/sites.ndjson" \
     > "$W/dedup.ndjson.zst"
 crawlkit frontier add --state "$S" "$W/sites.ndjson" > /dev/null
+crawlkit frontier links --state "$S" "$W/links.ndjson.zst"   # site importance, budgets
 crawlkit seen-merge --state "$S" "$W/links.ndjson.zst" "$W/redirects.ndjson" \
     | crawlkit frontier add --state "$S" > "$W/link-refusals.ndjson"
 crawlkit recrawl --state "$S" "$W/fetched.ndjson.zst" "$W/pages.ndjson.zst" \

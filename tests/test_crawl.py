@@ -160,7 +160,8 @@ def test_explain_prints_the_stage_pipeline() -> None:
     assert res.code == 0
     lines = [line for line in res.lines if not line.startswith("#")]
     commands = [line.split()[1] for line in lines]
-    assert commands == ["frontier", "fetch", "extract", "dedup", "seen-merge", "recrawl"]
+    assert commands == ["frontier", "fetch", "extract", "dedup", "frontier", "seen-merge",
+                        "recrawl"]  # fmt: skip
     assert "--min-delay 2s" in res.text
 
 
