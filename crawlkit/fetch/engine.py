@@ -38,6 +38,7 @@ import asyncio
 import calendar
 import contextlib
 import email.utils
+import threading
 import time
 import zlib
 from collections import deque
@@ -221,6 +222,13 @@ class Fetcher:
         self._urgent = False  # politeness facts (robots result, backoff) await a commit
         self._last_commit = 0.0
         self._pending_commit: asyncio.Future[None] | None = None
+        # Responses waiting for the WARC thread; past the limit no request starts, so a
+        # slow disk holds memory to about limit x body size.
+        self._archiving = 0
+        self._warc_lock = threading.Lock()
+        self._warc_queue: list[tuple[asyncio.Future[tuple[str, Any]], tuple[Any, ...]]] = []
+        self._warc_draining = False
+        self._max_archiving = 4 * config.concurrency
         self.sweep_every = 30.0
         self.sweep_min_hosts = 10_000
         self.idle_evict = 60.0
@@ -549,7 +557,10 @@ class Fetcher:
                         break
                     continue
                 timeout = None
-                if self.scheduler.busy < self.config.concurrency:
+                if (
+                    self.scheduler.busy < self.config.concurrency
+                    and self._archiving < self._max_archiving
+                ):
                     nt = self.scheduler.next_time()
                     if nt is not None:
                         timeout = max(0.0, nt - self.clock())
@@ -624,7 +635,7 @@ class Fetcher:
         sched = self.scheduler
         if now >= self._deadline:
             return out
-        while sched.busy < self.config.concurrency:
+        while sched.busy < self.config.concurrency and self._archiving < self._max_archiving:
             host = sched.pop_ready(now)
             if host is None:
                 break
@@ -747,9 +758,34 @@ class Fetcher:
         if self.warc is None or res.status is None:
             return sha1_digest(res.body), None
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._warc_pool, self._archive_sync, res, url, depth, extra
-        )
+        future: asyncio.Future[tuple[str, Any]] = loop.create_future()
+        with self._warc_lock:
+            self._warc_queue.append((future, (res, url, depth, extra)))
+            start, self._warc_draining = not self._warc_draining, True
+        if start:
+            loop.run_in_executor(self._warc_pool, self._drain_warc, loop)
+        self._archiving += 1
+        try:
+            return await future
+        finally:
+            self._archiving -= 1
+
+    def _drain_warc(self, loop: asyncio.AbstractEventLoop) -> None:
+        """WARC thread: write queued captures in batches, one loop wake-up per batch
+        (a hand-over per capture costs the event loop more than the capture)."""
+        while True:
+            with self._warc_lock:
+                batch, self._warc_queue = self._warc_queue, []
+                if not batch:
+                    self._warc_draining = False
+                    return
+            results: list[tuple[bool, Any]] = []
+            for _, args in batch:
+                try:
+                    results.append((True, self._archive_sync(*args)))
+                except Exception as exc:  # handed to the awaiting task
+                    results.append((False, exc))
+            loop.call_soon_threadsafe(_deliver, [f for f, _ in batch], results)
 
     def _archive_sync(
         self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
@@ -802,6 +838,8 @@ class Fetcher:
             )
         )
         now = self._end(host, res)
+        # The host's clock is set: it may go back to the heap while the WARC is written.
+        self._after(host, now)
         fields: dict[str, Any] = {
             "fetched_at": iso_time(res.started),
             "elapsed_ms": round(res.elapsed * 1000, 1),
@@ -810,7 +848,6 @@ class Fetcher:
         status = res.status
         if status is None:
             self._emit(self._result(rec, item.url, "error", error=res.error, **fields))
-            self._after(host, now)
             return
         digest, loc = await self._archive(res, item.url, rec.get("depth"), {})
         fields.update(
@@ -838,7 +875,6 @@ class Fetcher:
         else:
             outcome = "fetched"
         self._emit(self._result(rec, item.url, outcome, **fields))
-        self._after(host, now)
 
     def _redirect(self, rec: Record, url: str, location: str, fields: dict[str, Any]) -> None:
         target = urljoin(url, location.strip())
@@ -916,9 +952,9 @@ class Fetcher:
                 delay = entry.rules().crawl_delay(cfg.agent)
                 host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
         now = self._end(host, res)
+        self._after(host, now)
         if cfg.archive_robots and res.status is not None:
             await self._archive(res, task.url, None, {"robots": "yes"})
-        self._after(host, now)
 
     def _robots_hop(self, host: _Host, sp: _Split, task: _RobotsTask) -> None:
         target = self._hosts.get(sp.key)
@@ -933,6 +969,16 @@ class Fetcher:
             self._fail_host(target, "error", "host failed")
         elif not target.busy and not target.queued:
             self._schedule(target, self.clock())
+
+
+def _deliver(futures: list[asyncio.Future[Any]], results: list[tuple[bool, Any]]) -> None:
+    for future, (ok, value) in zip(futures, results, strict=True):
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 def _warm_rules(entry: RobotsEntry, agent: str, origin: str) -> None:
