@@ -138,7 +138,9 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
 def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "10", "--special", "none") as web:
         state = tmp_path / "state"
-        args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, "--for", "20s")]
+        # a 1 s gap keeps the first crawl busy for the whole test
+        args = [sys.executable, "-m", "crawlkit",
+                *_crawl_args(web, state, "--for", "20s"), "--min-delay", "1s"]  # fmt: skip
         first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)  # fmt: skip
         try:
