@@ -872,3 +872,19 @@ def test_a_dropped_connection_is_not_silently_retried() -> None:
     thread.join(6)
     assert res.status is None and res.error
     assert len(seen) == 1
+
+
+def test_records_refused_upstream_pass_through_unfetched() -> None:
+    table = {
+        "http://a.test:80/robots.txt": (200, {}, b""),
+        "http://a.test/ok": (200, {}, b"fine"),
+    }
+    blocked = {"url": "http://a.test/blocked", "outcome": "refused", "refused": "blocked",
+               "detail": "operator block"}  # fmt: skip
+    out, client, _ = run_engine([blocked, {"url": "http://a.test/ok"}], table)
+    by_url = {r["url"]: r for r in out}
+    assert len(out) == 2
+    assert by_url["http://a.test/blocked"]["outcome"] == "refused"
+    assert by_url["http://a.test/blocked"]["error"] == "operator block"
+    assert "http://a.test/blocked" not in [url for url, _ in client.seen]
+    assert by_url["http://a.test/ok"]["outcome"] == "fetched"

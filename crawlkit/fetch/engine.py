@@ -275,6 +275,12 @@ class Fetcher:
         if not isinstance(url, str) or not url:
             self._emit(self._result(rec, str(url), "refused", error="record has no url"))
             return None
+        if rec.get("outcome") == "refused":
+            # Refused upstream (a frontier block, a trap limit): passed through, never
+            # fetched, still one record for it.
+            why = rec.get("detail") or rec.get("refused") or "refused before the fetch"
+            self._emit(self._result(rec, url, "refused", error=str(why)))
+            return None
         try:
             sp = split_url(url)
         except InvalidURL as exc:
