@@ -62,17 +62,23 @@ class ParsedURL(NamedTuple):
 
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+_PCT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _JSESSIONID = re.compile(r";jsessionid=[^/?#]*", re.IGNORECASE)
 
 
 def _pct_repl(match: re.Match[str]) -> str:
-    code = int(match.group(1), 16)
-    return chr(code) if code in _UNRESERVED else "%" + match.group(1).upper()
+    digits = match.group(1)
+    if digits is None:
+        # A stray "%" becomes "%25": left alone, "%%41" would turn into "%A" and then,
+        # on the next pass, into the escape "%A..." (canon would not be idempotent).
+        return "%25"
+    code = int(digits, 16)
+    return chr(code) if code in _UNRESERVED else "%" + digits.upper()
 
 
 def normalize_percent(text: str) -> str:
-    """Uppercase percent-escapes and decode those of unreserved characters (RFC 3986)."""
+    """Uppercase percent-escapes, decode those of unreserved characters (RFC 3986), and
+    escape a "%" that starts no escape as "%25"."""
     return _PCT.sub(_pct_repl, text) if "%" in text else text
 
 

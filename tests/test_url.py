@@ -33,6 +33,9 @@ RULE_TABLE = [
     # percent-escapes: uppercase, unreserved decoded (safe and up only)
     ("http://a.com/%7euser/%2fx", "http://a.com/%7euser/%2fx", "http://a.com/~user/%2Fx",
      "http://a.com/~user/%2Fx"),
+    # a stray "%" is escaped, so decoding never makes a new escape ("%%41" is not "%A")
+    ("http://a.com/%%41a=1%z", "http://a.com/%%41a=1%z", "http://a.com/%25Aa=1%25z",
+     "http://a.com/%25Aa=1%25z"),
     ("http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=A%E2%82%AC",
      "http://a.com/?q=A%E2%82%AC"),
     # tracking parameters removed and query sorted (default only)
