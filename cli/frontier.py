@@ -19,7 +19,7 @@ from crawlkit.diag import Reporter
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.store import REASONS, Batch, NextOptions, parse_time
+from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.stages.frontier import (
@@ -29,6 +29,7 @@ from crawlkit.stages.frontier import (
     frontier_next,
     frontier_stats,
 )
+from crawlkit.timefmt import parse_time
 
 frontier_app = typer.Typer(
     help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"

@@ -11,10 +11,10 @@ from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 from crawlkit import io
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
-from crawlkit.frontier.store import parse_time
 from crawlkit.io import Record
 from crawlkit.recrawl import RecrawlPolicy
 from crawlkit.stages.recrawl import recrawl
+from crawlkit.timefmt import parse_time
 
 
 @app.command("recrawl")

@@ -44,7 +44,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,6 +52,7 @@ from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.robots import RobotsTxt, agent_token
+from crawlkit.timefmt import parse_time
 
 HOSTILE_KINDS = frozenset({"gzip-bomb", "huge", "slow-drip", "malformed"})
 TRAP_KINDS = frozenset({"calendar", "session-trap", "link-farm"})
@@ -132,17 +132,6 @@ def _url_path(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def _parse_time(value: Any) -> float | None:
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
 def events_from_server_log(records: Iterable[dict[str, Any]], reporter: Reporter) -> list[Event]:
     """Events from ``crawlkit testweb`` request-log records (bad ones reported, skipped)."""
     out: list[Event] = []
@@ -173,7 +162,7 @@ def events_from_fetch_log(
     records carry no User-Agent, so robots.txt is matched for ``agent``."""
     out: list[Event] = []
     for i, rec in enumerate(records, 1):
-        start = _parse_time(rec.get("fetched_at"))
+        start = parse_time(rec.get("fetched_at"))
         url = rec.get("url")
         if start is None or not isinstance(url, str):
             continue  # deferred or refused: no request was made

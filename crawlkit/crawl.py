@@ -58,7 +58,6 @@ from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
-from crawlkit.report import parse_time
 from crawlkit.seen import SeenStore
 from crawlkit.shard import SlotMap
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
@@ -73,6 +72,7 @@ from crawlkit.stages.frontier import (
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import SeenMerge
 from crawlkit.state import StateDir, open_state
+from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]

@@ -16,26 +16,14 @@ import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from crawlkit.io import Record
+from crawlkit.timefmt import parse_time
 
 __all__ = ["build_report", "parse_time", "render_html"]
 
 GAP_BINS = [0.0, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, math.inf]
-
-
-def parse_time(value: Any) -> float | None:
-    """Unix seconds from a unix number or an ISO 8601 string; None if neither."""
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
 
 
 def _host_of(record: Record) -> str:

@@ -55,6 +55,7 @@ from crawlkit.frontier.priority import LEVEL_WEIGHTS, LEVELS, new_url_level, rec
 from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
 from crawlkit.io import Record, atomic_write_bytes, atomic_write_json
+from crawlkit.timefmt import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_host
 
 __all__ = [
@@ -76,38 +77,6 @@ DISCOVERY = "new-d"
 QUEUES = (*RECRAWL_QUEUES, *NEW_QUEUES, DISCOVERY)
 _DUMPS_OPT = orjson.OPT_APPEND_NEWLINE
 _WINDOW_CAP = 1 << 18  # records read from one queue head per pass
-
-
-def parse_time(value: Any) -> float | None:
-    """A time as unix seconds: a number, a numeric string, or ISO 8601 (Z or offset)."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    from datetime import UTC, datetime
-    from email.utils import parsedate_to_datetime
-
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        try:
-            moment = parsedate_to_datetime(text)  # HTTP-date (Last-Modified)
-        except (TypeError, ValueError, IndexError):
-            return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def normalize_target(target: str) -> str:

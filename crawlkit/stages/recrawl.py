@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.frontier.store import iso, parse_time
 from crawlkit.io import Record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
 from crawlkit.stages.frontier import lock_state
+from crawlkit.timefmt import iso, parse_time
 from crawlkit.url import Canonicalizer
 
 __all__ = ["RecrawlSummary", "collect_events", "recrawl"]
