@@ -82,8 +82,8 @@ CYCLE_FORMAT = "{:06d}"
 STEPS = ("extract", "dedup", "links", "recrawl")
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
 # records or this many seconds, whichever comes first.
-CHUNK_RECORDS = 1000
-CHUNK_SECONDS = 5.0
+CHUNK_RECORDS = 500
+CHUNK_SECONDS = 2.0
 
 
 class Scope:
