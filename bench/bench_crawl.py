@@ -109,7 +109,8 @@ SPIDER = textwrap.dedent(
     class Bench(scrapy.Spider):
         name = "bench"
         start_urls = seeds
-        links = LinkExtractor(allow_domains=["test"])
+        # (allow_domains would compare "h1.test:PORT" and refuse every link)
+        links = LinkExtractor()
 
         def parse(self, response):
             seen.add(response.url)
@@ -157,16 +158,22 @@ def bench_wget2(web: dict, tmp: Path) -> tuple[int, float, float]:
              "--max-threads=100", "--robots=on", "--no-verbose", "--quiet",
              f"--directory-prefix={target}", f"--input-file={web['seeds']}"],
         )  # fmt: skip
+    # wget2 saves HOST/PATH[?QUERY] (no port; "index.html" for "/"; it also keeps
+    # "&amp;" from hrefs literally). Count manifest pages it saved, each once.
     prefix = str(target) + "/"
     got = set()
     for path in target.rglob("*"):
         if path.is_file():
-            rel = str(path)[len(prefix) :]
-            host, _, rest = rel.partition("/")
-            got.add(f"http://{host.replace('+', ':')}/{rest}")
-    # wget2 names files by path; count manifest pages by host and path
-    wanted = {u.split("?")[0] for u in web["pages_set"]}
-    return len({u for u in got if u.split("?")[0] in wanted}), wall, cpu
+            host, _, rest = str(path)[len(prefix) :].partition("/")
+            rest = rest.replace("&amp;", "&")
+            got.add(f"{host}/{rest}")
+            if rest == "index.html":
+                got.add(f"{host}/")
+    wanted = set()
+    for url in web["pages_set"]:
+        host, _, rest = url.split("://", 1)[1].partition("/")
+        wanted.add(f"{host.split(':')[0]}/{rest}")
+    return len(got & wanted), wall, cpu
 
 
 def main() -> None:
