@@ -102,9 +102,11 @@ def _fetched_pages(state: Path) -> set[str]:
 
 def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> None:
     web_args = ("--hosts", "4", "--pages", "60", "--special", "none", "--seed", "7")
+    # a 0.15 s gap makes the crawl last long enough for ten kills to land mid-crawl
+    slow = ("--batch", "40", "--per-host", "5", "--min-delay", "0.15s")
     with start_testweb(tmp_path, *web_args) as web:
         clean = tmp_path / "clean"
-        res = crawlkit(*_crawl_args(web, clean, "--batch", "40", "--per-host", "5"), timeout=180)
+        res = crawlkit(*_crawl_args(web, clean, *slow), timeout=180)
         assert res.code == 0, res.stderr
         expected = _fetched_pages(clean)
     assert len(expected) >= 60
@@ -112,8 +114,7 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
     rng = random.Random(42)
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "killed"
-        args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, "--batch", "40",
-                                                               "--per-host", "5")]  # fmt: skip
+        args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, *slow)]
         kills = 0
         for _ in range(10):
             proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -123,8 +124,7 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
             proc.wait(timeout=30)
-        res = crawlkit(*_crawl_args(web, state, "--batch", "40", "--per-host", "5", "--json"),
-                       timeout=180)  # fmt: skip
+        res = crawlkit(*_crawl_args(web, state, *slow, "--json"), timeout=180)
         assert res.code == 0, res.stderr
         report = _audit(web)
     assert kills >= 5  # most runs really were killed mid-crawl

@@ -62,7 +62,9 @@ def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> N
         d = tmp_path / "cron"
         env = {**_env(), "CRAWL_FOR": "30s"}
         script = str(EXAMPLES / "cron-crawl.sh")
-        first = subprocess.Popen([script, str(d), str(web.seeds), "--scope", "any", *_net(web)],
+        # a 1 s gap keeps the first run going while the second one tries
+        first = subprocess.Popen([script, str(d), str(web.seeds), "--scope", "any", *_net(web),
+                                  "--min-delay", "1s"],
                                  env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
