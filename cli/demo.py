@@ -61,7 +61,8 @@ def demo(
         sys.stderr.write("\n")
     print(summary_text(result.summary.to_json()))
     print(f"test web: {result.web.get('reachable_pages')} reachable pages on "
-          f"{result.web.get('hosts')} hosts")  # fmt: skip
+          f"{result.web.get('hosts')} hosts; {result.reachable_fetched} of them fetched or "
+          "refused with a reason")  # fmt: skip
     print(format_report(result.audit).rstrip().splitlines()[-1])
     print(f"report: {result.html}")
     if not result.audit.get("ok", False):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crawlkit import io
 from crawlkit.audit import AuditConfig, run_audit
 from crawlkit.crawl import CrawlOptions, CrawlSummary, crawl
 from crawlkit.crawlreport import crawl_report
@@ -34,6 +35,7 @@ class DemoResult:
     report: dict[str, Any]
     html: Path
     web: dict[str, Any]
+    reachable_fetched: int = 0  # pages of the web's manifest that were fetched
 
 
 class _WebThread:
@@ -120,4 +122,12 @@ def run_demo(
     )
     html_path = root / "report.html"
     html_path.write_text(render_html(report, "crawlkit demo crawl"), encoding="utf-8")
-    return DemoResult(summary, audit, report, html_path, info)
+    manifest = io.read_json(info["manifest"])
+    reachable = {page for host in manifest["hosts"] for page in host["pages"]}
+    fetched = {
+        str(rec.get("url"))
+        for log in sorted((root / "state" / "crawl" / "cycles").glob("*/fetch.ndjson"))
+        for rec in io.read_records([log])
+        if rec.get("outcome") in ("fetched", "not-modified", "robots-denied", "refused")
+    }
+    return DemoResult(summary, audit, report, html_path, info, len(reachable & fetched))
