@@ -84,6 +84,8 @@ STEPS = ("extract", "dedup", "links", "recrawl")
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
+# Cycles smaller than this are extracted in the crawl process (no worker pool).
+POOL_MIN_RECORDS = 400
 
 
 class Scope:
@@ -665,7 +667,10 @@ class Crawl:
             io.open_output(cycle / "pages.ndjson.zst") as pages,
             io.open_output(cycle / "links.ndjson.zst") as links,
         ):
-            stats = extract_warcs(existing, pages.write, links.write, jobs=self.opts.jobs,
+            # Starting worker processes costs more than parsing a small cycle in this one.
+            records = sum(1 for _ in _read(cycle / "fetch.ndjson"))
+            jobs = self.opts.jobs if records >= POOL_MIN_RECORDS else 1
+            stats = extract_warcs(existing, pages.write, links.write, jobs=jobs,
                                   options=ExtractOptions(), reporter=self.rep)  # fmt: skip
         self.summary.pages += stats.pages
         self.summary.links += stats.links
