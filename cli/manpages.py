@@ -95,7 +95,7 @@ def render(path: list[str], command: click.Command, parent: click.Context | None
 
 
 def pages() -> dict[str, str]:
-    """File name → page text, for the program and every command."""
+    """File name → page text, for the program, every command and every subcommand."""
     root = typer.main.get_command(app)
     root_ctx = click.Context(root, info_name="crawlkit")
     out = {"crawlkit.1": render(["crawlkit"], root, None)}
@@ -104,6 +104,14 @@ def pages() -> dict[str, str]:
         command = root.get_command(root_ctx, name)
         assert command is not None
         out[f"crawlkit-{name}.1"] = render(["crawlkit", name], command, root_ctx)
+        if isinstance(command, click.Group):  # man crawlkit-frontier-add, too
+            group_ctx = click.Context(command, info_name=name, parent=root_ctx)
+            for sub_name in command.list_commands(group_ctx):
+                sub = command.get_command(group_ctx, sub_name)
+                assert sub is not None
+                out[f"crawlkit-{name}-{sub_name}.1"] = render(
+                    ["crawlkit", name, sub_name], sub, group_ctx
+                )
     return out
 
 

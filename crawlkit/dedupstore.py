@@ -40,7 +40,7 @@ import numpy as np
 import orjson
 
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_write_bytes, atomic_write_json, fsync_dir, read_json
+from crawlkit.io import atomic_file, atomic_write_bytes, atomic_write_json, fsync_dir, read_json
 from crawlkit.nearindex import NearIndex
 
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
@@ -337,18 +337,9 @@ class DedupStore:
     @staticmethod
     def _write_tables(path: Path, keys: np.ndarray, ids: np.ndarray) -> None:
         """Write a snapshot under a temporary name, fsync, rename (no copy in memory)."""
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                np.ascontiguousarray(keys, dtype="<u4").tofile(f)
-                np.ascontiguousarray(ids, dtype="<u4").tofile(f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
+        with atomic_file(path, tmp=path.with_name(f".{path.name}.tmp")) as f:
+            np.ascontiguousarray(keys, dtype="<u4").tofile(f)
+            np.ascontiguousarray(ids, dtype="<u4").tofile(f)
 
     def close(self) -> None:
         self._url_file.close()

@@ -387,23 +387,41 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+@contextlib.contextmanager
+def atomic_file(
+    path: str | os.PathLike[str], *, tmp: str | os.PathLike[str] | None = None
+) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` only when the block ends without error.
+
+    Written under ``tmp`` (a fresh hidden name beside ``path`` by default; stages that
+    clean up their own leftovers pass a name they recognise), then flushed, fsynced,
+    renamed and the directory fsynced, so a crash leaves the old file or the new one.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if tmp is None:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    else:
+        name = str(tmp)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, _file_mode())
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f  # type: ignore[misc]
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
+        os.replace(name, target)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(name)
         raise
     fsync_dir(target.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+    with atomic_file(path) as f:
+        f.write(data)
 
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "fingerprint",
     "fingerprint_int",
     "load_param_denylist",
+    "read_denylist",
     "site_of_host",
 ]
 
@@ -166,7 +167,9 @@ def site_of_host(hostname: str) -> str:
     return _suffix_list().registered_domain(name) or name
 
 
-def _read_denylist(lines: Iterable[str]) -> tuple[set[str], tuple[str, ...]]:
+def read_denylist(lines: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Parse name lists: ``#`` comments, one name a line (case-insensitive), and
+    ``name*`` for a prefix. Returns (exact names, prefixes)."""
     exact: set[str] = set()
     prefixes: list[str] = []
     for raw in lines:
@@ -177,16 +180,18 @@ def _read_denylist(lines: Iterable[str]) -> tuple[set[str], tuple[str, ...]]:
             prefixes.append(name[:-1])
         else:
             exact.add(name)
-    return exact, tuple(prefixes)
+    return frozenset(exact), tuple(prefixes)
 
 
-def load_param_denylist(extra_files: Iterable[str | Path] = ()) -> tuple[set[str], tuple[str, ...]]:
+def load_param_denylist(
+    extra_files: Iterable[str | Path] = (),
+) -> tuple[frozenset[str], tuple[str, ...]]:
     """The shipped denylist plus the users' files (same format)."""
     text = (Path(__file__).parent / "data" / "param-denylist.txt").read_text("utf-8")
     lines = text.splitlines()
     for path in extra_files:
         lines.extend(Path(path).read_text("utf-8").splitlines())
-    return _read_denylist(lines)
+    return read_denylist(lines)
 
 
 class Canonicalizer:
@@ -200,7 +205,7 @@ class Canonicalizer:
         self,
         rules: Rules | str = Rules.DEFAULT,
         *,
-        param_denylist: tuple[set[str], tuple[str, ...]] | None = None,
+        param_denylist: tuple[frozenset[str], tuple[str, ...]] | None = None,
     ):
         self.rules = Rules(rules)
         exact, prefixes = param_denylist if param_denylist is not None else load_param_denylist()

@@ -78,8 +78,13 @@ def test_man_pages_match_help() -> None:
     assert set(committed) == set(expected), "run `make man`"
     for name, text in expected.items():
         assert committed[name] == text, f"man/{name} is stale: run `make man`"
+    root = typer.main.get_command(app)
     for name in _commands():
         assert f"crawlkit-{name}.1" in committed
+        command = root.get_command(click.Context(root), name)  # type: ignore[attr-defined]
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(click.Context(command)):
+                assert f"crawlkit-{name}-{sub}.1" in committed
 
 
 def test_python_dash_m_and_console_script_agree() -> None:

@@ -42,6 +42,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawlkit.url import read_denylist
+
 __all__ = ["DEFAULT_PARAM_DENYLIST", "REASONS", "TrapChecker", "TrapLimits", "read_denylist"]
 
 REASONS = (
@@ -82,21 +84,6 @@ _YEAR_PARAM = re.compile(r"(?:^|[?&;])(?:year|yr|y)=(1[89][0-9]{2}|2[0-9]{3})(?!
 # ASP.NET cookieless sessions put the id in the path: /(S(lit3py55t21z5v55vlm25s55))/
 _TOKEN = re.compile(r"^[A-Za-z0-9_.~-]+$")
 _ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
-
-
-def read_denylist(lines: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """Parse denylist lines: ``#`` comments, one name a line, ``name*`` for a prefix."""
-    exact: set[str] = set()
-    prefixes: list[str] = []
-    for raw in lines:
-        name = raw.split("#", 1)[0].strip().lower()
-        if not name:
-            continue
-        if name.endswith("*"):
-            prefixes.append(name[:-1])
-        else:
-            exact.add(name)
-    return frozenset(exact), tuple(prefixes)
 
 
 @dataclass(frozen=True)

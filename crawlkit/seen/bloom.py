@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlkit.errors import StateError, UsageError
-from crawlkit.io import fsync_dir
+from crawlkit.io import atomic_file
 
 __all__ = ["BloomFilter", "bloom_size"]
 
@@ -147,20 +147,10 @@ class BloomFilter:
     def create(cls, path: Path, capacity: int, fp_rate: float) -> BloomFilter:
         """Write an empty filter to ``path`` atomically (temp name, fsync, rename)."""
         m, k = bloom_size(capacity, fp_rate)
-        tmp = path.with_name(f".tmp-{path.name}")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
-                # A sparse file: zero pages cost no disk until a bit lands in them.
-                f.truncate(DATA_OFFSET + m // 8)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        fsync_dir(path.parent)
+        with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
+            f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
+            # A sparse file: zero pages cost no disk until a bit lands in them.
+            f.truncate(DATA_OFFSET + m // 8)
         return cls(path, writable=True)
 
     @classmethod
@@ -184,20 +174,10 @@ class BloomFilter:
         # Bit j of the filter is bit j % 8 of byte j // 8 (little-endian words).
         bits = np.packbits(flags, bitorder="little")
         del flags
-        tmp = path.with_name(f".tmp-{path.name}")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
-                f.seek(DATA_OFFSET)
-                bits.tofile(f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        fsync_dir(path.parent)
+        with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
+            f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
+            f.seek(DATA_OFFSET)
+            bits.tofile(f)
         return cls(path, writable=True)
 
     @property

@@ -33,8 +33,6 @@ runs, and each key is rewritten ``log_fan_in(N / b)`` times.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_write_json, fsync_dir, read_json
+from crawlkit.io import atomic_file, atomic_write_json, read_json
 
 __all__ = [
     "FORMAT",
@@ -187,27 +185,17 @@ def run_format(count: int) -> str:
 def write_run(path: Path, keys: Fingerprints, fmt: str = "u64") -> None:
     """Write sorted distinct ``keys`` to ``path`` atomically (temp, fsync, rename)."""
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    tmp = path.with_name(TMP_PREFIX + path.name)
-    try:
-        with open(tmp, "wb") as f:
-            if fmt == "u64":
-                keys.astype("<u8", copy=False).tofile(f)
-            else:
-                shift = np.uint64(64 - dir_bits(len(keys)))
-                offsets = np.searchsorted(
-                    keys >> shift, np.arange((1 << dir_bits(len(keys))) + 1, dtype=np.uint64)
-                )
-                offsets.astype("<u8").tofile(f)
-                keys.astype("<u4").tofile(f)  # astype keeps the low bits
-                (keys >> np.uint64(32)).astype("<u2").tofile(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
+    with atomic_file(path, tmp=path.with_name(TMP_PREFIX + path.name)) as f:
+        if fmt == "u64":
+            keys.astype("<u8", copy=False).tofile(f)
+        else:
+            shift = np.uint64(64 - dir_bits(len(keys)))
+            offsets = np.searchsorted(
+                keys >> shift, np.arange((1 << dir_bits(len(keys))) + 1, dtype=np.uint64)
+            )
+            offsets.astype("<u8").tofile(f)
+            keys.astype("<u4").tofile(f)  # astype keeps the low bits
+            (keys >> np.uint64(32)).astype("<u2").tofile(f)
 
 
 class PackedRun:

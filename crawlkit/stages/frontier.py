@@ -72,6 +72,35 @@ def _unspool(spool: IO[bytes]) -> Iterator[Record]:
         yield orjson.loads(line)
 
 
+@contextlib.contextmanager
+def _locked_with_input(
+    state_path: str | os.PathLike[str],
+    records: Iterable[Record],
+    lock_wait: float,
+    read_first: bool,
+    reporter: Reporter | None,
+) -> Iterator[tuple[StateDir, Iterable[Record]]]:
+    """The locked state directory and the records to read under the lock.
+
+    With ``read_first``, or when someone else holds the lock, the input is read to
+    its end into a temporary file before waiting for the lock (see module doc).
+    """
+    spool = None
+    if read_first:
+        spool = _spool(records)
+        records = _unspool(spool)
+        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    else:
+        try:
+            state = open_state(state_path)
+        except LockedError:
+            spool = _spool(records)
+            records = _unspool(spool)
+            state = lock_state(state_path, wait=lock_wait, reporter=reporter)
+    with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
+        yield state, records
+
+
 def frontier_add(
     state_path: str | os.PathLike[str],
     records: Iterable[Record],
@@ -94,19 +123,10 @@ def frontier_add(
     All or nothing: the records are committed together at the end, so a crash
     queues none of them and a rerun on the same input is what it should be.
     """
-    spool = None
-    if read_first:
-        spool = _spool(records)  # read to the end before locking (see module doc)
-        records = _unspool(spool)
-        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
-    else:
-        try:
-            state = open_state(state_path)
-        except LockedError:
-            spool = _spool(records)
-            records = _unspool(spool)
-            state = lock_state(state_path, wait=lock_wait, reporter=reporter)
-    with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
+    with _locked_with_input(state_path, records, lock_wait, read_first, reporter) as (
+        state,
+        records,
+    ):
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
         result = frontier.add_records(records, now=now, on_refused=on_refused)
         frontier.commit()
@@ -122,19 +142,10 @@ def frontier_links(
     reporter: Reporter | None = None,
 ) -> tuple[int, int]:
     """Feed link records to the site graph (see :meth:`Frontier.note_links`)."""
-    spool = None
-    if read_first:
-        spool = _spool(records)
-        records = _unspool(spool)
-        state = lock_state(state_path, wait=lock_wait, reporter=reporter)
-    else:
-        try:
-            state = open_state(state_path)
-        except LockedError:
-            spool = _spool(records)
-            records = _unspool(spool)
-            state = lock_state(state_path, wait=lock_wait, reporter=reporter)
-    with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
+    with _locked_with_input(state_path, records, lock_wait, read_first, reporter) as (
+        state,
+        records,
+    ):
         frontier = Frontier.open(state.sub("frontier"))
         counts = frontier.note_links(records)
         frontier.commit()
