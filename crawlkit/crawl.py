@@ -209,6 +209,8 @@ class CrawlDir:
         self.cycles.mkdir(exist_ok=True)
         self.batches = self.root / "batches"  # handed to the fetcher, not all fetched yet
         self.batches.mkdir(exist_ok=True)
+        self.admitted = self.root / "admitted"  # marked seen, not yet queued
+        self.admitted.mkdir(exist_ok=True)
 
     def batch_files(self) -> list[Path]:
         return sorted(self.batches.glob("*.ndjson.zst"))
@@ -330,9 +332,7 @@ class Crawl:
         for path in files:
             records = list(_read(path))
             mine = self._route(records, "reroute")
-            fresh = self._seen_merge(mine)
-            self._queue(fresh, self.dir.root / "inbox-refused.ndjson.zst")
-            self.summary.new_urls += len(fresh)
+            self.summary.new_urls += self._admit(mine, "inbox")
             path.unlink()
         return bool(files)
 
@@ -356,9 +356,27 @@ class Crawl:
             records = [r for r in records if self.role.owns(str(r["site"]))]
         if not records:
             return 0
-        fresh = self._seen_merge(records)
-        self._queue(fresh, self.dir.root / "seeds-refused.ndjson.zst")
+        return self._admit(records, "seeds")
+
+    def _admit(self, records: list[Record], tag: str) -> int:
+        """Queue the records never seen before; returns how many.
+
+        The new URLs are written to ``STATE/crawl/admitted/`` before the seen set
+        commits them and removed once they are queued; :meth:`requeue_admitted`
+        queues what a crash left there. So a URL is never seen without being queued
+        (invariant 4): a crash repeats it, never loses it.
+        """
+        path = self.dir.admitted / f"{time.time_ns():020d}-{tag}.ndjson.zst"
+        fresh = self._seen_merge(records, out=path)
+        self._queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
+        path.unlink(missing_ok=True)
         return len(fresh)
+
+    def requeue_admitted(self) -> None:
+        for path in sorted(self.dir.admitted.glob("*.ndjson.zst")):
+            tag = path.name.split("-", 1)[1].split(".", 1)[0]
+            self._queue(_read(path), self.dir.root / f"{tag}-refused.ndjson.zst")
+            path.unlink()
 
     # -- the loop --------------------------------------------------------------------
 
@@ -880,6 +898,7 @@ def crawl(
     reporter = reporter or NullReporter()
     with open_state(state_path) as state:
         run = Crawl(state, options, reporter=reporter, progress=progress)
+        run.requeue_admitted()  # what a crash left between the seen set and the frontier
         run.add_seeds(seeds)
         return run.run()
 
