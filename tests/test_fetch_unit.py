@@ -888,3 +888,37 @@ def test_records_refused_upstream_pass_through_unfetched() -> None:
     assert by_url["http://a.test/blocked"]["error"] == "operator block"
     assert "http://a.test/blocked" not in [url for url, _ in client.seen]
     assert by_url["http://a.test/ok"]["outcome"] == "fetched"
+
+
+@pytest.mark.parametrize("offset", range(10))
+def test_a_run_with_a_deadline_and_an_idle_refill_ends_whatever_the_clock_reads(
+    offset: int,
+) -> None:
+    # The clock moves 1 ms per reading, so across these offsets the deadline falls
+    # between every pair of readings in one turn of the loop. Once it fell between the
+    # exit test and the wait, and the run waited forever for a wake-up (CI hung on it).
+    ticks = itertools.count()
+
+    def clock() -> float:
+        return next(ticks) * 0.001
+
+    fetcher = Fetcher(
+        FetchConfig(duration=0.0305 + offset * 0.001),
+        client=FakeClient({}),
+        resolver=Resolver(hosts={}),
+        netpolicy=NetPolicy(),
+        clock=clock,
+    )
+    asked = 0
+
+    async def refill() -> list[dict] | None:
+        nonlocal asked
+        asked += 1
+        return []  # nothing now; ask again soon
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([], refill=refill)]
+
+    out = asyncio.run(asyncio.wait_for(go(), timeout=20))
+    assert out == []
+    assert asked >= 1

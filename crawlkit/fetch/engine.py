@@ -570,7 +570,10 @@ class Fetcher:
                     nt = self.scheduler.next_time()
                     if nt is not None:
                         timeout = max(0.0, nt - self.clock())
-                past_deadline = self.clock() >= self._deadline
+                # Judge the deadline by the same ``now`` as the exit test above: a fresh
+                # clock reading could pass the deadline the exit test had not yet seen,
+                # and then wait forever for a wake-up nothing in flight will send.
+                past_deadline = now >= self._deadline
                 if self._deadline != float("inf") and not past_deadline:
                     left = max(0.0, self._deadline - self.clock())
                     timeout = left if timeout is None else min(timeout, left)
@@ -581,6 +584,8 @@ class Fetcher:
                     # After the deadline only requests in flight remain: wait for them to
                     # wake us. A zero timeout here would spin without letting them run.
                     timeout = None
+                if timeout is None and not self._tasks and refill_task is None:
+                    timeout = REFILL_PAUSE  # nothing in flight could wake us: look again
                 if timeout is None or timeout > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), timeout)
