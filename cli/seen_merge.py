@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -148,7 +147,7 @@ def seen_merge(
         with io.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a batch counts as written once the
             # pipe has it. A file counts as written only once it is renamed (below).
-            merger.run(lines, _checked_writer(sink), sink.commit if to_stdout else lambda: None,
+            merger.run(lines, sink.write, sink.commit if to_stdout else lambda: None,
                        commit_each_batch=to_stdout)  # fmt: skip
         merger.commit_pending()
         if want_stats:
@@ -157,25 +156,6 @@ def seen_merge(
         rep.info(f"{merger.stats.bad_records} bad records skipped")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
-
-
-# Outputs write through a BufferedWriter. A write larger than its buffer goes straight
-# to the OS, and a short write followed by an error (the reader of a pipe went away)
-# comes back as a short count, not an exception; this prints 65536:
-#   python3 -c "import sys; print(sys.stdout.buffer.write(b'x' * 10**7), file=sys.stderr)" \
-#     | head -c1
-# Writes no larger than the buffer raise BrokenPipeError as they should, and a batch
-# must not be committed when its output did not get out (invariant 4).
-_WRITE_CHUNK = 4096
-
-
-def _checked_writer(sink: io.Output) -> Callable[[bytes], None]:
-    def write(data: bytes) -> None:
-        view = memoryview(data)
-        for start in range(0, len(view), _WRITE_CHUNK):
-            sink.write(view[start : start + _WRITE_CHUNK])  # type: ignore[arg-type]
-
-    return write
 
 
 def _contains(state: Path, urls: list[str]) -> None:

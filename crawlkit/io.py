@@ -306,15 +306,26 @@ class Output:
             self._stream = self._raw
 
     def write(self, data: bytes) -> None:
-        self._stream.write(data)
+        if self._stream is not self._raw:
+            self._stream.write(data)  # a compressor takes all of it or raises
+            return
+        # A write larger than the BufferedWriter's buffer goes straight to the OS, and a
+        # short write followed by an error (the reader of a pipe went away) comes back as
+        # a short count, not an exception. Writing the rest raises the error, so a
+        # caller never counts as written what did not get out (invariant 4).
+        n = self._raw.write(data)
+        view = memoryview(data)
+        while n is not None and n < len(view):
+            view = view[n:]
+            n = self._raw.write(view)
 
     def write_record(self, record: Record) -> None:
-        self._stream.write(dumps(record))
+        self.write(dumps(record))
 
     def write_records(self, records: Iterable[Record]) -> int:
         n = 0
         for record in records:
-            self._stream.write(dumps(record))
+            self.write(dumps(record))
             n += 1
         return n
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import io as pyio
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -184,3 +186,24 @@ def test_ndjson_round_trip_keeps_every_field(tmp_path_factory, recs: list[dict])
     with io.open_output(path) as out:
         out.write_records(recs)
     assert list(io.read_records([path])) == recs
+
+
+def test_a_large_write_to_a_closed_pipe_raises_instead_of_counting_as_written() -> None:
+    # A write larger than the stdout buffer goes straight to the OS; when the reader
+    # leaves mid-write, BufferedWriter reports a short count instead of raising. The
+    # Output must raise (BrokenPipeError), or a caller commits what never got out.
+    code = (
+        "import sys\n"
+        "from crawlkit import io\n"
+        "out = io.Output('-')\n"
+        "try:\n"
+        "    out.write(b'x' * 10**7)\n"
+        "except BrokenPipeError:\n"
+        "    sys.stderr.write('raised'); sys.stderr.flush(); sys.exit(3)\n"
+        "sys.stderr.write('returned'); sys.stderr.flush()\n"
+    )
+    res = subprocess.run(
+        ["bash", "-c", f"{sys.executable} -c \"$0\" | head -c1 > /dev/null", code],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert "raised" in res.stderr, res.stderr
