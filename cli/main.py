@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 import click
 import typer
-from crawlkit_cli import commands  # noqa: F401  (registers every command on the app)
 from crawlkit_cli.app import app, invocation
 
 from crawlkit.errors import CrawlkitError
 
 
-def _command_name(argv: Sequence[str]) -> str:
-    group = typer.main.get_command(app)
+def _command_name(root: click.Command, argv: Sequence[str]) -> str:
+    """The command words of ARGV (``frontier add``), importing only their modules."""
+    group = root
     words: list[str] = []
     for arg in argv:
         if arg.startswith("-"):
@@ -42,10 +42,10 @@ def _command_name(argv: Sequence[str]) -> str:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one command line and return its exit status (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    invocation.command = _command_name(args)
+    command = typer.main.get_command(app)
+    invocation.command = _command_name(command, args)
     invocation.debug = "--debug" in args
     prefix = f"crawlkit {invocation.command}".strip()
-    command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="crawlkit", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib
+import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+import crawlkit_cli
 import orjson
 import typer
+from crawlkit_cli.app import LazyGroup
+from crawlkit_cli.commands import COMMANDS
 from crawlkit_cli.main import app
 from crawlkit_cli.manpages import pages
 
@@ -92,3 +98,60 @@ def test_python_dash_m_and_console_script_agree() -> None:
         [sys.executable, "-m", "crawlkit", "--help"], capture_output=True, check=True
     )
     assert b"canon" in a.stdout and b"shard" in a.stdout
+
+
+# -- start-up: a command imports its own module and libraries only -----------------------
+HEAVY = {
+    "numpy", "aiohttp", "httpx", "uvloop", "warcio", "selectolax", "asyncio",
+    "crawlkit.fetch", "crawlkit.crawl", "crawlkit.frontier", "crawlkit.testweb",
+    *(f"crawlkit_cli.{m.name}" for m in pkgutil.iter_modules(crawlkit_cli.__path__)),
+} - {"crawlkit_cli.app", "crawlkit_cli.commands", "crawlkit_cli.main",
+     "crawlkit_cli.options", "crawlkit_cli.canon"}  # fmt: skip
+
+# Runs one command line in-process, then says which of HEAVY it imported (on stderr,
+# as stdout carries the command's output).
+IMPORTS = """
+import json, sys
+from crawlkit_cli.main import run
+code = run(sys.argv[2:])
+heavy = set(json.loads(sys.argv[1]))
+print(json.dumps({"code": code, "heavy": sorted(m for m in sys.modules if m in heavy),
+                  "canon": "crawlkit_cli.canon" in sys.modules}), file=sys.stderr)
+"""
+
+
+def _imports(*args: str, input: bytes = b"") -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORTS, json.dumps(sorted(HEAVY)), *args],
+        input=input, capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    return json.loads(proc.stderr.splitlines()[-1])
+
+
+def test_canon_and_help_import_no_other_command() -> None:
+    """`crawlkit canon` must not pay for numpy, aiohttp, ... (about 0.4 s a run)."""
+    assert _imports("canon", input=b"http://a.test/\n") == {
+        "code": 0, "heavy": [], "canon": True,
+    }  # fmt: skip
+    assert _imports("--help") == {"code": 0, "heavy": [], "canon": False}
+    assert _imports("caon") == {"code": 2, "heavy": [], "canon": False}
+    # and the check can see an import: `fetch` brings in its libraries
+    fetch = _imports("fetch", "--help")["heavy"]
+    assert isinstance(fetch, list) and {"crawlkit_cli.fetch", "crawlkit.fetch"} <= set(fetch)
+
+
+def test_command_table_matches_the_commands() -> None:
+    """`crawlkit --help` is printed from COMMANDS; it must say what the commands say."""
+    for module in pkgutil.iter_modules(crawlkit_cli.__path__):
+        importlib.import_module(f"crawlkit_cli.{module.name}")
+    root = typer.main.get_command(app)
+    assert isinstance(root, LazyGroup)
+    assert set(root.commands) == set(COMMANDS), "add the command to cli/commands.py"
+    ctx = click.Context(root, info_name="crawlkit")
+    for name, entry in COMMANDS.items():
+        assert root.commands[name].get_short_help_str(limit=10**6) == entry.summary, name
+    for width in (40, 60, 80, 100, 200):  # the summaries are shortened to fit the width
+        lazy, eager = click.HelpFormatter(width=width), click.HelpFormatter(width=width)
+        root.format_commands(ctx, lazy)
+        click.Group.format_commands(root, ctx, eager)  # asks every command itself
+        assert lazy.getvalue() == eager.getvalue(), width
