@@ -122,7 +122,15 @@ def crawl_command(
     agent: Agent = DEFAULT_AGENT,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Extract worker processes.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "-j",
+            "--jobs",
+            help="Extract worker processes: 1 parses in the crawl process; N >= 2 keeps N "
+            "processes for the run, each parsing a cut cycle while the fetcher goes on.",
+        ),
+    ] = 1,
     batch: Annotated[int, typer.Option("--batch", help="URLs per cycle.")] = 1000,
     per_host: Annotated[int, typer.Option("--per-host", help="URLs per host per cycle.")] = 20,
     no_budgets: Annotated[

@@ -25,7 +25,9 @@ frontier; nothing is dropped. URLs outside ``--scope`` are refused with a reason
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import contextlib
+import itertools
 import os
 import queue
 import re
@@ -61,7 +63,7 @@ from crawlkit.io import Record
 from crawlkit.seen import SeenStore
 from crawlkit.shard import SlotMap
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
 from crawlkit.stages.frontier import (
     frontier_add,
@@ -84,8 +86,6 @@ STEPS = ("extract", "dedup", "links", "recrawl")
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
-# Cycles smaller than this are extracted in the crawl process (no worker pool).
-POOL_MIN_RECORDS = 400
 
 
 class Scope:
@@ -293,6 +293,11 @@ class Crawl:
         self.frontier_lock = threading.RLock()  # frontier and waiting room, across threads
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
+        self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
+        # With -j N >= 2, N extract processes live for the whole run and a cycle's
+        # extract starts the moment it is cut (see _start_extract).
+        self.extract_workers = ExtractWorkers(options.jobs) if options.jobs >= 2 else None
+        self._extracting: dict[Path, tuple[list[str], cf.Future[FilesResult]]] = {}
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
         self.role = self._shard_role(state.path, options)
@@ -544,8 +549,29 @@ class Crawl:
                 outstanding.setdefault(str(rec.get("url")), []).append(path)
                 batch_left[path] = batch_left.get(path, 0) + 1
 
+        running: list[Any] = []  # the fetcher, once the first refill has met it
+        cutting = False
+        cut_asked: list[asyncio.Task[None]] = []  # the cut a fetch record asked for
+        cut_failed: list[BaseException] = []
+
+        def cut_due(now: float) -> bool:
+            return live.records >= CHUNK_RECORDS or (
+                live.records > 0 and now - live.started >= CHUNK_SECONDS
+            )
+
+        def cut_done(task: asyncio.Task[None]) -> None:
+            cut_asked.clear()
+            if not task.cancelled() and task.exception() is not None:
+                cut_failed.append(task.exception())  # type: ignore[arg-type]
+
         def sink(rec: Record) -> None:
             live.log(rec)
+            if running and not cut_asked and cut_due(self.clock()):
+                # A busy fetcher asks for no refill, so a cycle is also cut here: else
+                # it grows while the fetcher is busy, and its links wait for all of it.
+                asked = asyncio.get_running_loop().create_task(cut(running[0]))
+                asked.add_done_callback(cut_done)
+                cut_asked.append(asked)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
             paths = outstanding.get(str(rec.get("url")))
             if paths:
@@ -558,19 +584,27 @@ class Crawl:
                     path.unlink(missing_ok=True)
 
         async def cut(fetcher: Any) -> None:
-            nonlocal live
-            await fetcher.rotate_warc()
-            done = live
-            live = _LiveCycle(self, self.dir.new_cycle())
-            done.close()
-            post.submit(done.path)
+            nonlocal live, cutting
+            if cutting:
+                return  # one cut at a time; the other caller's records go in the next
+            cutting = True
+            try:
+                await fetcher.rotate_warc()
+                done = live
+                live = _LiveCycle(self, self.dir.new_cycle())
+                done.close()
+                self._start_extract(done.path)
+                post.submit(done.path)
+            finally:
+                cutting = False
 
         async def refill(fetcher: Any) -> list[Record] | None:
+            if not running:
+                running.append(fetcher)
             post.raise_if_failed()
-            now = self.clock()
-            if live.records >= CHUNK_RECORDS or (
-                live.records and now - live.started >= CHUNK_SECONDS
-            ):
+            if cut_failed:
+                raise cut_failed[0]
+            if cut_due(self.clock()):
                 await cut(fetcher)
             if self._should_stop():
                 return None
@@ -629,7 +663,9 @@ class Crawl:
         opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
         out: list[Record] = []
         refused: list[Record] = []
-        n = len(list(self.dir.batches.glob(f"{cycle.name}-*.ndjson.zst"))) + 1
+        # Numbered by the run, never by counting files: a finished batch is deleted, and
+        # a count would then name the next batch after one still in flight.
+        n = next(self._batch_numbers)
         path = self.dir.batches / f"{cycle.name}-{n:04d}.ndjson.zst"
 
         def write(batch: Any) -> None:
@@ -670,7 +706,12 @@ class Crawl:
     def _fetch_log(self, cycle: Path) -> list[Record]:
         return list(_read(cycle / "fetch.ndjson"))
 
-    def _step_extract(self, cycle: Path) -> None:
+    def _cycle_warcs(self, cycle: Path) -> list[str]:
+        """The closed WARC files in ``new/`` that hold this cycle's fetches, in order.
+
+        A file another cycle already extracted (it held records of both) has left
+        ``new/`` and is not listed again.
+        """
         files: list[str] = []
         new_dir = warc_new_dir(self.warc_root)
         for rec in self._fetch_log(cycle):
@@ -679,17 +720,33 @@ class Crawl:
                 path = new_dir / Path(str(warc["file"])).name
                 if str(path) not in files:
                     files.append(str(path))
-        # A file another cycle already extracted (it held records of both) is skipped.
-        existing = [f for f in files if Path(f).parent == new_dir and Path(f).exists()]
+        return [f for f in files if Path(f).exists()]
+
+    def _start_extract(self, cycle: Path) -> None:
+        """Hand a cut cycle's WARC files to an extract process now (``-j`` >= 2), so it
+        parses while the post thread still works on the cycles before it."""
+        if self.extract_workers is None:
+            return
+        files = self._cycle_warcs(cycle)
+        if files:
+            self._extracting[cycle] = (files, self.extract_workers.submit(files))
+
+    def _step_extract(self, cycle: Path) -> None:
+        existing = self._cycle_warcs(cycle)
+        new_dir = warc_new_dir(self.warc_root)
         with (
             io.open_output(cycle / "pages.ndjson.zst") as pages,
             io.open_output(cycle / "links.ndjson.zst") as links,
         ):
-            # Starting worker processes costs more than parsing a small cycle in this one.
-            records = sum(1 for _ in _read(cycle / "fetch.ndjson"))
-            jobs = self.opts.jobs if records >= POOL_MIN_RECORDS else 1
-            stats = extract_warcs(existing, pages.write, links.write, jobs=jobs,
-                                  options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+            if self.extract_workers is not None:
+                files, started = self._extracting.pop(cycle, (None, None))
+                stats = self.extract_workers.extract(
+                    existing, pages.write, links.write, reporter=self.rep,
+                    started=started if files == existing else None,
+                )  # fmt: skip
+            else:
+                stats = extract_warcs(existing, pages.write, links.write,
+                                      options=ExtractOptions(), reporter=self.rep)  # fmt: skip
         self.summary.pages += stats.pages
         self.summary.links += stats.links
         _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
@@ -853,6 +910,14 @@ class Crawl:
             "elapsed_s": elapsed,
         }
 
+    def close(self) -> None:
+        """Stop the extract processes (a run that ends or fails)."""
+        for _files, future in self._extracting.values():
+            future.cancel()
+        self._extracting.clear()
+        if self.extract_workers is not None:
+            self.extract_workers.close()
+
     def _save_totals(self) -> None:
         totals: dict[str, Any] = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         totals["fetched"] = self.fetched_before + self.summary.outcomes["fetched"]
@@ -898,9 +963,12 @@ def crawl(
     reporter = reporter or NullReporter()
     with open_state(state_path) as state:
         run = Crawl(state, options, reporter=reporter, progress=progress)
-        run.requeue_admitted()  # what a crash left between the seen set and the frontier
-        run.add_seeds(seeds)
-        return run.run()
+        try:
+            run.requeue_admitted()  # what a crash left between the seen set and the frontier
+            run.add_seeds(seeds)
+            return run.run()
+        finally:
+            run.close()
 
 
 def explain(state: str, options: CrawlOptions) -> str:
@@ -975,7 +1043,6 @@ class _PostWorker:
         self.crawl = crawl
         self.error: BaseException | None = None
         self._queue: queue.Queue[Path | None] = queue.Queue()
-        self._working = False
         self._thread = threading.Thread(target=self._run, name="crawl-post", daemon=True)
         self._thread.start()
 
@@ -983,22 +1050,23 @@ class _PostWorker:
         while True:
             cycle = self._queue.get()
             if cycle is None:
+                self._queue.task_done()
                 return
-            self._working = True
             try:
                 if self.error is None:
                     self.crawl._finish_cycle(cycle)
             except BaseException as exc:  # handed to the fetch loop, which stops
                 self.error = exc
             finally:
-                self._working = False
                 self._queue.task_done()
 
     def submit(self, cycle: Path) -> None:
         self._queue.put(cycle)
 
     def busy(self) -> bool:
-        return self._working or not self._queue.empty()
+        # unfinished_tasks counts a cycle from put() to task_done(), so there is no
+        # moment between get() and the work starting when it reads as idle.
+        return self._queue.unfinished_tasks > 0
 
     def raise_if_failed(self) -> None:
         if self.error is not None:

@@ -172,3 +172,60 @@ def test_bad_scope_is_a_usage_error(scope: str, tmp_path: Path) -> None:
     res = crawlkit("crawl", "http://a.test/", "--state", str(tmp_path / "s"), "--scope", scope)
     assert res.code == 2
     assert res.stderr.startswith("crawlkit crawl: --scope")
+
+
+def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path) -> None:
+    # Batches are named per cycle. The first is fetched and deleted while the second is
+    # still in flight; the third must not be written over the second (its URLs would be
+    # lost to a crash: invariant 4).
+    from crawlkit.crawl import Crawl, CrawlOptions
+    from crawlkit.diag import NullReporter
+    from crawlkit.state import open_state
+
+    seeds = [f"http://h{i}.test/p" for i in range(6)]
+    with open_state(tmp_path / "state") as state:
+        run = Crawl(state, CrawlOptions(scope="any", batch_size=2, budgets=False),
+                    reporter=NullReporter())  # fmt: skip
+        assert run.add_seeds(seeds) == 6
+        cycle = run.dir.new_cycle()
+        batches: list[list[str]] = []
+
+        def take() -> Path:
+            before = set(run.dir.batch_files())
+            urls = [r["url"] for r in run._next_batch(cycle, lambda path, recs: None)]
+            batches.append(urls)
+            (path,) = set(run.dir.batch_files()) - before
+            return path
+
+        first = take()
+        second = take()
+        first.unlink()  # every URL of the first batch has its fetch record
+        third = take()
+        run.close()
+    assert third != second
+    assert [r["url"] for r in io.read_records([second])] == batches[1]
+    assert sorted(u for b in batches for u in b) == sorted(seeds)
+
+
+def _page_lines(state: Path) -> set[tuple]:
+    return {(_strip_port(r["url"]), r["simhash"], r["title"], r["links"])
+            for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+            for r in io.read_records([p])}  # fmt: skip
+
+
+def test_kept_extract_workers_find_what_the_crawl_process_finds(tmp_path: Path) -> None:
+    web_args = ("--hosts", "4", "--pages", "40", "--special", "none", "--seed", "9")
+    pages = {}
+    for jobs in ("1", "2"):
+        with start_testweb(tmp_path, *web_args) as web:
+            state = tmp_path / f"j{jobs}"
+            res = crawlkit(*_crawl_args(web, state, "-j", jobs, "--json"), timeout=180)
+            assert res.code == 0, res.stderr
+            report = _audit(web)
+            manifest = {_strip_port(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
+        assert report["ok"], report["violations"][:5]
+        assert manifest <= _fetched_pages(state)  # every page reached through extracted links
+        assert orjson.loads(res.stdout)["cycles"] >= 2
+        pages[jobs] = _page_lines(state)
+    assert pages["1"] == pages["2"]
+    assert len(pages["2"]) >= len(manifest)

@@ -449,6 +449,77 @@ def test_a_dying_worker_costs_one_page(tmp_path):
     assert "h.example/crash: the parser process died" in errors.getvalue()
 
 
+def dying_files_worker(paths, options):
+    """Dies like a segfaulting parser, whatever the files."""
+    import os
+
+    os._exit(3)
+
+
+def _small_warcs(tmp_path: Path, files: int, per_file: int) -> list[str]:
+    paths = []
+    for k in range(files):
+        path = tmp_path / f"part-{k}.warc.gz"
+        with open(path, "wb") as f:
+            w = WARCWriter(f, gzip=True)
+            for i in range(per_file):
+                body = (f"<title>p{k}-{i}</title><p>page {i} " + "words here " * (i % 5 + 1)
+                        + f"<a href='/p/{i + 1}'>next</a></p>").encode()  # fmt: skip
+                w.write_record(
+                    w.create_warc_record(
+                        f"http://h{k}.example/p/{i}", "response", payload=io.BytesIO(body),
+                        http_headers=_http_headers("text/html"),
+                    )
+                )  # fmt: skip
+        paths.append(str(path))
+    return paths
+
+
+def test_kept_workers_give_what_one_process_gives_even_beside_threads(tmp_path):
+    # crawlkit crawl keeps extract workers for its whole run, beside its fetch threads,
+    # and hands each one whole files: the lines must equal an in-process extract.
+    from crawlkit.diag import NullReporter
+    from crawlkit.stages.extract import ExtractWorkers, extract_warcs
+
+    paths = _small_warcs(tmp_path, 3, 30)
+    want_pages: list[bytes] = []
+    want_links: list[bytes] = []
+    want = extract_warcs(paths, want_pages.append, want_links.append)
+    stop = threading.Event()
+    busy = threading.Thread(target=stop.wait)  # a second thread, as in a crawl
+    busy.start()
+    workers = ExtractWorkers(2)
+    try:
+        started = [workers.submit([p]) for p in paths]  # all in flight at once
+        pages: list[bytes] = []
+        links: list[bytes] = []
+        got = [workers.extract([p], pages.append, links.append, reporter=NullReporter(),
+                               started=f) for p, f in zip(paths, started, strict=True)]  # fmt: skip
+    finally:
+        workers.close()
+        stop.set()
+        busy.join()
+    assert b"".join(pages) == b"".join(want_pages)
+    assert b"".join(links) == b"".join(want_links)
+    assert sum(g.pages for g in got) == want.pages == 90
+
+
+def test_a_kept_worker_that_dies_costs_nothing(tmp_path):
+    from crawlkit.diag import Reporter
+    from crawlkit.stages.extract import ExtractWorkers
+
+    paths = _small_warcs(tmp_path, 1, 20)
+    workers = ExtractWorkers(2, worker=dying_files_worker)
+    pages: list[bytes] = []
+    try:
+        stats = workers.extract(paths, pages.append, None, reporter=Reporter("t", io.StringIO()))
+    finally:
+        workers.close()
+    urls = [json.loads(line)["url"] for line in b"".join(pages).splitlines()]
+    assert urls == [f"http://h0.example/p/{i}" for i in range(20)]
+    assert stats.pages == 20
+
+
 @pytest.mark.parametrize("coding", ["gzip", "deflate", "zstd", "br"])
 def test_content_coding_bombs_stop_at_the_cap(coding):
     import zstandard

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from crawlkit.html import (
 from crawlkit.url import Canonicalizer, Rules
 from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses
 
-__all__ = ["ExtractOptions", "ExtractStats", "extract_warcs", "link_priority"]
+__all__ = ["ExtractOptions", "ExtractStats", "ExtractWorkers", "extract_warcs", "link_priority"]
 
 _NL = orjson.OPT_APPEND_NEWLINE
 # Types worth reading the body of: HTML, and the generic ones that get sniffed.
@@ -262,6 +263,28 @@ def _jobs(
         stats.records += wstats.other
 
 
+def _take(
+    result: ChunkResult,
+    stats: ExtractStats,
+    write_pages: Callable[[bytes], object],
+    write_links: Callable[[bytes], object] | None,
+    reporter: Reporter,
+) -> None:
+    """Write one chunk's lines and add its counts and warnings to the run's."""
+    pages, links, counts, warnings = result
+    if pages:
+        write_pages(pages)
+    if links and write_links is not None:
+        write_links(links)
+    stats.pages += counts.get("pages", 0)
+    stats.links += counts.get("links", 0)
+    stats.errors += counts.get("errors", 0)
+    stats.capped += counts.get("capped", 0)
+    stats.bad_url += counts.get("bad_url", 0)
+    for message, kind in warnings:
+        reporter.warn(message, kind)
+
+
 def _chunks(jobs: Iterable[Job], options: ExtractOptions) -> Iterator[list[Job]]:
     chunk: list[Job] = []
     size = 0
@@ -285,6 +308,7 @@ def extract_warcs(
     options: ExtractOptions | None = None,
     reporter: Reporter | None = None,
     worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
+    extractor: HtmlExtractor | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -293,7 +317,8 @@ def extract_warcs(
     worker processes (at most ``2 * jobs`` chunks in flight, so memory stays bounded).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
-    run on a chunk (tests use it to make a worker die).
+    run on a chunk (tests use it to make a worker die); ``extractor`` is the parser
+    ``jobs`` 1 uses (one is made when None).
     """
     options = options or ExtractOptions()
     worker = worker or process_chunk
@@ -302,21 +327,10 @@ def extract_warcs(
     chunks = _chunks(_jobs(paths, options, stats, reporter), options)
 
     def take(result: ChunkResult) -> None:
-        pages, links, counts, warnings = result
-        if pages:
-            write_pages(pages)
-        if links and write_links is not None:
-            write_links(links)
-        stats.pages += counts.get("pages", 0)
-        stats.links += counts.get("links", 0)
-        stats.errors += counts.get("errors", 0)
-        stats.capped += counts.get("capped", 0)
-        stats.bad_url += counts.get("bad_url", 0)
-        for message, kind in warnings:
-            reporter.warn(message, kind)
+        _take(result, stats, write_pages, write_links, reporter)
 
     if jobs <= 1:
-        extractor = HtmlExtractor(
+        extractor = extractor or HtmlExtractor(
             Canonicalizer(options.rules),
             max_html_bytes=options.max_html_bytes,
             max_links=options.max_links,
@@ -358,13 +372,7 @@ class _Pool:
         self.executor = self._new()
 
     def _new(self) -> cf.ProcessPoolExecutor:
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        return cf.ProcessPoolExecutor(
-            max_workers=self.jobs,
-            mp_context=multiprocessing.get_context(method),
-            initializer=_init_worker,
-            initargs=(self.options,),
-        )
+        return _executor(self.jobs, self.options)
 
     def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
         try:
@@ -417,3 +425,112 @@ class _Pool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
+    """Worker processes with a parser each.
+
+    Forking is the cheapest start, but only safe while this process has one thread: a
+    fork copies locks that other threads hold (``crawlkit crawl`` runs extract beside
+    its fetch threads), so a threaded process starts workers from a fork server.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        method = "fork"
+    elif "forkserver" in methods:
+        method = "forkserver"
+    else:
+        method = "spawn"
+    return cf.ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(options,),
+    )
+
+
+FilesResult = tuple[bytes, bytes, ExtractStats, list[tuple[str, str]]]
+
+
+class _KeepWarnings(Reporter):
+    """Keeps a worker's warnings to hand back to the parent's reporter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[tuple[str, str]] = []
+
+    def warn(self, message: str, kind: str = "warning") -> None:
+        self.kept.append((message, kind))
+
+
+def extract_files(paths: Sequence[str], options: ExtractOptions) -> FilesResult:
+    """Extract whole WARC files in a worker: ``(page lines, link lines, stats, warnings)``."""
+    pages = bytearray()
+    links = bytearray()
+    keep = _KeepWarnings()
+    stats = extract_warcs(paths, pages.extend, links.extend, options=options, reporter=keep,
+                          extractor=_worker)  # fmt: skip
+    return bytes(pages), bytes(links), stats, keep.kept
+
+
+class ExtractWorkers:
+    """Extract processes kept for a whole run (``crawlkit crawl -j N``).
+
+    Each :meth:`submit` hands whole WARC files to one worker, so parsing runs in
+    another process beside the fetcher instead of under its interpreter lock, and
+    ``jobs`` cycles can be parsed at once. Starting workers costs about a second, so
+    they start on the first submit and stay until :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        jobs: int,
+        options: ExtractOptions | None = None,
+        *,
+        worker: Callable[[Sequence[str], ExtractOptions], FilesResult] | None = None,
+    ):
+        self.jobs = max(1, jobs)
+        self.options = options or ExtractOptions()
+        # what a worker runs on the files (tests pass one that dies)
+        self.worker = worker or extract_files
+        self._pool: cf.ProcessPoolExecutor | None = None
+
+    def submit(self, paths: Sequence[str]) -> cf.Future[FilesResult]:
+        """Start extracting ``paths``; the future fails with BrokenProcessPool if a
+        worker dies (then :meth:`extract` redoes the files page by page)."""
+        if self._pool is None:
+            self._pool = _executor(self.jobs, self.options)
+        try:
+            return self._pool.submit(self.worker, list(paths), self.options)
+        except cf.process.BrokenProcessPool as exc:
+            failed: cf.Future[FilesResult] = cf.Future()
+            failed.set_exception(exc)
+            return failed
+
+    def extract(
+        self,
+        paths: Sequence[str],
+        write_pages: Callable[[bytes], object],
+        write_links: Callable[[bytes], object] | None,
+        *,
+        reporter: Reporter,
+        started: cf.Future[FilesResult] | None = None,
+    ) -> ExtractStats:
+        """Extract ``paths`` (or take the result of ``started``, a :meth:`submit` of the
+        same paths) and write the lines, as :func:`extract_warcs` would."""
+        future = started if started is not None else self.submit(paths)
+        try:
+            pages, links, stats, warnings = future.result()
+        except cf.process.BrokenProcessPool:
+            # A page killed its worker (a crash in the C parser, the OOM killer). Start
+            # afresh and redo these files with the per-page recovery of extract_warcs.
+            self.close()
+            return extract_warcs(paths, write_pages, write_links, jobs=max(2, self.jobs),
+                                 options=self.options, reporter=reporter)  # fmt: skip
+        _take((pages, links, {}, warnings), stats, write_pages, write_links, reporter)
+        return stats
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
