@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import Agent, AllowNet, HostsFile, StateDir
+from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
 
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
@@ -147,13 +147,8 @@ def crawl_command(
             "to STATE/outbox/shard-J/ for 'crawlkit shard --deliver'.",
         ),
     ] = None,
-    shards: Annotated[
-        int | None, typer.Option("--shards", help="Number of shards (an even slot map).")
-    ] = None,
-    slot_map: Annotated[
-        Path | None,
-        typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
-    ] = None,
+    shards: Shards = None,
+    slot_map: SlotMapFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,

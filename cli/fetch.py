@@ -10,10 +10,20 @@ from typing import Annotated, Any
 
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import Agent, AllowNet, HostsFile, InputFiles, Quiet, StateDir
+from crawlkit_cli.options import (
+    Agent,
+    AllowNet,
+    HostsFile,
+    InputFiles,
+    Quiet,
+    Shards,
+    SlotMapFile,
+    StateDir,
+)
 
 from crawlkit import io
 from crawlkit.diag import Reporter
+from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
@@ -139,6 +149,16 @@ def fetch(
     warc_prefix: Annotated[
         str, typer.Option("--warc-prefix", help="WARC file name prefix.")
     ] = "crawlkit",
+    shard: Annotated[
+        int | None,
+        typer.Option(
+            "--shard",
+            help="Fetch as this shard (0-based) of a fleet: URLs of slots it does not own, "
+            "or stamped with an older shard_epoch than the slot map's, come out refused.",
+        ),
+    ] = None,
+    shards: Shards = None,
+    slot_map: SlotMapFile = None,
     quiet: Quiet = False,
 ) -> None:
     """Fetch URL records politely into WARC files; one fetch record per input URL.
@@ -167,6 +187,12 @@ def fetch(
     the restart, so a restart never bursts. STATE is locked while running. The first
     SIGINT/SIGTERM stops new requests and reports the rest as deferred.
 
+    Sharded (--shard K with --shards N or --slot-map FILE, or a STATE that a sharded
+    crawl made its shard's): a URL whose slot K does not own, or stamped with an older
+    shard_epoch than the map's (a batch from before a rebalance), is not fetched: it
+    comes out "outcome": "refused", "refused": "shard" (invariant 6), and goes to the
+    outbox of the shard that owns it now, STATE/outbox/shard-J/.
+
     Example:
 
         crawlkit frontier next --state S --max 20000 > batch.ndjson.zst
@@ -191,6 +217,7 @@ def fetch(
         backoff=_duration(backoff, "--backoff"),
         max_backoff=_duration(max_backoff, "--max-backoff"),
     )
+    role = role_from_options(state, shard, shards, slot_map)
     records = _url_records(files, rep)
     with contextlib.ExitStack() as stack:
         sink = stack.enter_context(io.open_output(log))
@@ -212,6 +239,7 @@ def fetch(
             on_redirect=redirect_out.write_record if redirect_out is not None else None,
             reporter=rep,
             flush=flush,
+            role=role,
         )
     if not quiet:
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")

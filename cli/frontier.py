@@ -12,10 +12,11 @@ from typing import Annotated
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
+from crawlkit_cli.options import InputFiles, OutFile, Quiet, Shards, SlotMapFile, StateDir
 
 from crawlkit import io
 from crawlkit.diag import Reporter
+from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
@@ -146,6 +147,16 @@ def add(
     ] = False,
     now: Now = None,
     lock_wait: LockWait = "1h",
+    shard: Annotated[
+        int | None,
+        typer.Option(
+            "--shard",
+            help="Queue as this shard (0-based) of a fleet: other shards' URLs go to their "
+            "outboxes, and the inbox is queued too.",
+        ),
+    ] = None,
+    shards: Shards = None,
+    slot_map: SlotMapFile = None,
     quiet: Quiet = False,
 ) -> None:
     """Queue URL records; print a refused record for each URL the trap limits stop.
@@ -169,6 +180,12 @@ def add(
     once at the end: a crash queues none of it. If another process holds the state
     directory, the input is read to its end first (into a temporary file), then the
     lock is awaited, so pipes between stages on one state directory work.
+
+    Sharded (--shard K with --shards N or --slot-map FILE, or a DIR a sharded crawl
+    made its shard's): URL records of sites whose slot another shard J owns are
+    written to DIR/outbox/shard-J/ (for 'crawlkit shard --deliver') instead of being
+    queued; the files delivered to DIR/inbox/ are queued with the input, those
+    DIR/seen has seen left out, then removed.
 
     State: DIR/frontier (queues, counters, manifest).
 
@@ -196,6 +213,7 @@ def add(
         records = _with_reason(
             _url_or_site_records(io.read_records_with_lines(files, rep), rep), reason
         )
+    role = role_from_options(state, shard, shards, slot_map)
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = _reading_a_pipe(files)
@@ -209,12 +227,18 @@ def add(
             lock_wait=parse_duration(lock_wait),
             read_first=from_pipe,
             reporter=rep,
+            role=role,
         )
     if not quiet:
+        sharded = (
+            f"; {result.routed} for other shards' outboxes, {result.delivered} new from the inbox"
+            if role is not None
+            else ""
+        )
         rep.info(
             f"{result.queued} queued, {result.refused} refused, {result.duplicates} "
             f"duplicate recrawls, {result.site_records} site records; "
-            f"{rep.bad_records} bad records skipped"
+            f"{rep.bad_records} bad records skipped{sharded}"
         )
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
@@ -314,6 +338,15 @@ def next_batch(
     now: Now = None,
     lock_wait: LockWait = "1h",
     out: OutFile = "-",
+    shard: Annotated[
+        int | None,
+        typer.Option(
+            "--shard",
+            help="Hand out as this shard (0-based) of a fleet: records carry shard_epoch.",
+        ),
+    ] = None,
+    shards: Shards = None,
+    slot_map: SlotMapFile = None,
     quiet: Quiet = False,
 ) -> None:
     """Hand out a batch of URL records to fetch, and remove it from the queues.
@@ -339,6 +372,11 @@ def next_batch(
     before the removal is committed; a crash in between hands the same URLs out
     again, never loses them. Memory: the windows of records read from the queue
     heads (about twice --max) and the per-site counters.
+
+    Sharded (--shard K with --shards N or --slot-map FILE, or a DIR a sharded crawl
+    made its shard's): each record carries "shard_epoch", its slot's epoch in the
+    map, which 'crawlkit fetch' checks; queued URLs of slots the map has moved to
+    another shard J go to DIR/outbox/shard-J/ instead of the batch.
 
     State: DIR/frontier.
 
@@ -375,9 +413,9 @@ def next_batch(
             with io.open_output(refused) as side:
                 side.write_records(batch.refused)
 
-    batch = frontier_next(
-        state, opts, write=write, policy=policy, lock_wait=parse_duration(lock_wait), reporter=rep
-    )
+    role = role_from_options(state, shard, shards, slot_map)
+    batch = frontier_next(state, opts, write=write, policy=policy,
+                          lock_wait=parse_duration(lock_wait), reporter=rep, role=role)  # fmt: skip
     if not quiet:
         hosts = len({orjson.loads(line)["host"] for line in batch.lines}) if batch.lines else 0
         rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} blocked")

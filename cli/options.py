@@ -54,3 +54,10 @@ Agent = Annotated[
     str,
     typer.Option("--agent", help="User-Agent header; its first token is matched in robots.txt."),
 ]
+Shards = Annotated[
+    int | None, typer.Option("--shards", help="Number of shards (an even slot map).")
+]
+SlotMapFile = Annotated[
+    Path | None,
+    typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
+]

@@ -48,9 +48,8 @@ from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
     ShardRole,
-    adopt_role,
     inbox_files,
-    read_role,
+    role_from_options,
     split_by_owner,
     write_outbox,
 )
@@ -61,7 +60,6 @@ from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.seen import SeenStore
-from crawlkit.shard import SlotMap
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
@@ -312,15 +310,7 @@ class Crawl:
 
     @staticmethod
     def _shard_role(path: Path, options: CrawlOptions) -> ShardRole | None:
-        if options.shard is None:
-            return read_role(path)
-        if options.slot_map is not None:
-            slot_map = SlotMap.load(options.slot_map)
-        elif options.shards is not None:
-            slot_map = SlotMap.even(options.shards)
-        else:
-            raise UsageError("--shard needs --shards N or --slot-map FILE")
-        return adopt_role(path, ShardRole(options.shard, slot_map, options.slot_map))
+        return role_from_options(path, options.shard, options.shards, options.slot_map)
 
     def _route(self, records: list[Record], tag: str) -> list[Record]:
         """This shard's records; the others go to the outboxes of their shards."""

@@ -51,6 +51,8 @@ __all__ = [
     "handoff",
     "inbox_files",
     "read_role",
+    "role_from_options",
+    "stale_refusal",
     "write_outbox",
 ]
 
@@ -130,6 +132,38 @@ def adopt_role(state: str | os.PathLike[str], role: ShardRole) -> ShardRole:
     if saved.shard != role.shard:
         raise StateError(f"{state} is the state of shard {saved.shard}, not shard {role.shard}")
     return saved if role.map_path is None else role
+
+
+def role_from_options(
+    state: str | os.PathLike[str],
+    shard: int | None,
+    shards: int | None = None,
+    slot_map: str | os.PathLike[str] | None = None,
+) -> ShardRole | None:
+    """The shard role a stage runs under in ``state``.
+
+    ``--shard K`` with ``--shards N`` (an even map) or ``--slot-map FILE`` is adopted:
+    recorded in a new state directory, checked against the one a used directory
+    saved. Without ``--shard`` the saved role applies (None for an unsharded state), so
+    a shard's directory keeps refusing other shards' URLs whichever stage opens it.
+    """
+    if shard is None:
+        if shards is not None or slot_map is not None:
+            raise UsageError("--shards and --slot-map go with --shard K")
+        return read_role(state)
+    if slot_map is not None:
+        the_map = SlotMap.load(slot_map)
+    elif shards is not None:
+        the_map = SlotMap.even(shards)
+    else:
+        raise UsageError("--shard needs --shards N or --slot-map FILE")
+    path = Path(slot_map) if slot_map is not None else None
+    return adopt_role(state, ShardRole(shard, the_map, path))
+
+
+def stale_refusal(record: Record, why: str) -> Record:
+    """The record a stage writes for a URL its shard must not fetch (one per URL)."""
+    return {**record, "outcome": "refused", "refused": "shard", "detail": why}
 
 
 def outbox_dir(state: str | os.PathLike[str], shard: int) -> Path:

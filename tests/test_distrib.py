@@ -209,3 +209,95 @@ def test_a_shard_already_owned_refuses_a_second_process(tmp_path: Path) -> None:
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+
+
+def _records(paths) -> list[dict]:
+    return [r for p in sorted(paths) for r in io.read_records([p])]
+
+
+def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> None:
+    # The pipeline form of a fleet: frontier add --shard keeps its own sites and
+    # writes the others' to outboxes; the inbox is queued by the owner's frontier add,
+    # minus what its seen set has seen; frontier next stamps shard_epoch.
+    seeds = tmp_path / "seeds.txt"
+    urls = [f"http://s{i}.example/a" for i in range(40)]
+    seeds.write_text("\n".join(urls) + "\n")
+    the_map = tmp_path / "map.json"
+    assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
+    s0, s1 = tmp_path / "s0", tmp_path / "s1"
+    shard_args = ["--slot-map", str(the_map)]
+    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "1", *shard_args,
+                   input=b"")  # fmt: skip
+    assert res.code == 0, res.stderr
+    # s1 has seen one of the URLs that s0 will send it
+    m = SlotMap.load(the_map)
+    theirs = [u for u in urls if m.shard_of_site(u.split("/")[2]) == 1]
+    ours = [u for u in urls if m.shard_of_site(u.split("/")[2]) == 0]
+    assert theirs and ours
+    res = crawlkit("seen-merge", "--state", str(s1), input=theirs[0].encode() + b"\n")
+    assert res.code == 0, res.stderr
+    res = crawlkit("frontier", "add", "--state", str(s0), "--shard", "0", *shard_args,
+                   "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert f"{len(ours)} queued" in res.stderr
+    assert f"{len(theirs)} for other shards' outboxes" in res.stderr
+    sent = _records((s0 / "outbox" / "shard-1").glob("*.zst"))
+    assert sorted(r["url"] for r in sent) == sorted(theirs)
+    res = crawlkit("shard", "--deliver", str(s0), "--deliver", str(s1))
+    assert res.code == 0, res.stderr
+    # no --shard here: the state directory remembers it is shard 1
+    res = crawlkit("frontier", "add", "--state", str(s1), input=b"")
+    assert res.code == 0, res.stderr
+    assert f"{len(theirs) - 1} new from the inbox" in res.stderr
+    assert not list((s1 / "inbox").glob("*.zst"))
+    res = crawlkit("frontier", "next", "--state", str(s1), "--max", "100")
+    assert res.code == 0, res.stderr
+    batch = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert sorted(r["url"] for r in batch) == sorted(theirs[1:])
+    assert all(r["shard_epoch"] == 0 for r in batch)
+    # a state directory never changes shard
+    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "0", *shard_args,
+                   input=b"")  # fmt: skip
+    assert res.code == 1 and "state of shard 1" in res.stderr
+
+
+def test_fetch_refuses_a_batch_stamped_before_a_rebalance_and_sends_it_on(
+    tmp_path: Path,
+) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(f"http://s{i}.example/a\n" for i in range(60)))
+    the_map = tmp_path / "map.json"
+    assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
+    s1 = tmp_path / "s1"
+    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "1", "--slot-map",
+                   str(the_map), "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    assert res.code == 0, res.stderr
+    res = crawlkit("frontier", "next", "--state", str(s1), "--max", "100")
+    batch = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert batch and all(r["shard_epoch"] == 0 for r in batch)
+    # a third shard joins: the slots it takes get epoch 1
+    res = crawlkit("shard", "--map", str(the_map), "--grow", "3", "--save-map", str(the_map))
+    assert res.code == 0, res.stderr
+    grown = SlotMap.load(the_map)
+    moved = [r for r in batch if grown.shard_of_site(r["site"]) == 2]
+    assert moved
+    # the batch from before the rebalance, as a fetcher of shard 1 would get it late;
+    # only moved URLs, so nothing is fetched (no request leaves this machine)
+    stale = tmp_path / "stale.ndjson"
+    stale.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in moved))
+    res = crawlkit("fetch", "--state", str(s1), str(stale), "--hosts-file", os.devnull)
+    assert res.code == 0, res.stderr
+    out = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert len(out) == len(moved)
+    assert all(r["outcome"] == "refused" and r["refused"] == "shard" for r in out)
+    assert all("belongs to shard 2" in r["detail"] for r in out)
+    # not lost: each went to the outbox of its new owner
+    sent = _records((s1 / "outbox" / "shard-2").glob("*.zst"))
+    assert sorted(r["url"] for r in sent) == sorted(r["url"] for r in moved)
+    # and the new owner refuses the old stamp too (epoch 0 < the slot's 1)
+    s2 = tmp_path / "s2"
+    res = crawlkit("fetch", "--state", str(s2), "--shard", "2", "--slot-map", str(the_map),
+                   str(stale), "--hosts-file", os.devnull)  # fmt: skip
+    assert res.code == 0, res.stderr
+    out = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert all(r["refused"] == "shard" and "older than slot" in r["detail"] for r in out)

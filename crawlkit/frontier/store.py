@@ -113,6 +113,8 @@ class AddResult:
     refused: int = 0
     duplicates: int = 0
     site_records: int = 0
+    routed: int = 0  # sharded: records written to other shards' outboxes
+    delivered: int = 0  # sharded: inbox records new to this shard's seen set
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ import contextlib
 import os
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.distrib import ShardRole, stale_refusal, write_outbox
+from crawlkit.errors import InvalidURL
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
@@ -29,6 +32,7 @@ from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.warc import WarcWriter
 from crawlkit.robots import RobotsPolicy
 from crawlkit.state import open_state
+from crawlkit.url import Canonicalizer
 
 __all__ = ["fetch_records", "warc_new_dir"]
 
@@ -58,8 +62,13 @@ def fetch_records(
     reporter: Reporter | None = None,
     flush: Callable[[], None] | None = None,
     refill: Refill | None = None,
+    role: ShardRole | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
+
+    With a shard ``role`` (invariant 6), a record of a slot the shard does not own, or
+    stamped with an older ``shard_epoch`` than the slot map's, is not fetched: it
+    comes out ``refused`` (``"refused": "shard"``) like any other answer.
 
     ``refill`` keeps the run fed from a frontier (``crawlkit crawl``): it is called
     with the running :class:`Fetcher` and returns more records, ``[]`` (nothing now)
@@ -91,13 +100,53 @@ def fetch_records(
                 "hostname": socket.gethostname(),
             },
         )
+        stale: Counter[str] = Counter()
+        if role is not None:
+            records = _owned_by(role, records, sink, stale, state.path)
         try:
-            return _run(
+            counts = _run(
                 records, sink, config, policy, Resolver(hosts=hosts), host_state, writer,
                 on_redirect, client, flush, refill,
             )  # fmt: skip
         finally:
             host_state.close()
+    if stale:
+        counts["refused"] = counts.get("refused", 0) + stale["refused"]
+    return counts
+
+
+def _owned_by(
+    role: ShardRole,
+    records: Iterable[Record],
+    sink: Callable[[Record], None],
+    stale: Counter[str],
+    state: Path,
+) -> Iterator[Record]:
+    """The records ``role`` may fetch; the others go to ``sink`` as refused records.
+
+    A refused URL is not lost: it is also written to the outbox of the shard that
+    owns its slot now (``crawlkit shard --deliver`` takes it there), once the input
+    has been read.
+    """
+    canon = Canonicalizer()
+    moved: dict[int, list[Record]] = defaultdict(list)
+    for rec in records:
+        site = rec.get("site")
+        if not site:
+            try:
+                site = canon.parse(str(rec.get("url") or "")).site
+            except InvalidURL:
+                yield rec  # the fetcher answers it with its own error record
+                continue
+        why = role.check({**rec, "site": site})
+        if why is None:
+            yield rec
+            continue
+        owner = role.owner(str(site))
+        moved[owner].append({k: v for k, v in rec.items() if k != "shard_epoch"})
+        sink(stale_refusal(rec, f"{why}; sent to shard {owner}'s outbox"))
+        stale["refused"] += 1
+    write_outbox(state, moved, "stale")
 
 
 def _run(

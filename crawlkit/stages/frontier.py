@@ -10,9 +10,11 @@ deadlock: the writer finishes and lets go of the lock, then ``add`` takes it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -20,12 +22,17 @@ from typing import IO
 import orjson
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import LockedError, StateError
+from crawlkit.distrib import ShardRole, inbox_files, write_outbox
+from crawlkit.errors import InvalidURL, LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.io import Record
+from crawlkit.io import Record, read_records
+from crawlkit.seen import SeenStore
+from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
+from crawlkit.stages.seen_merge import SeenMerge
 from crawlkit.state import StateDir, open_state
+from crawlkit.url import Canonicalizer
 
 __all__ = [
     "frontier_add",
@@ -112,6 +119,7 @@ def frontier_add(
     lock_wait: float = 3600.0,
     read_first: bool = False,
     reporter: Reporter | None = None,
+    role: ShardRole | None = None,
 ) -> AddResult:
     """Queue ``records`` in the frontier under ``state_path``; refusals go to ``on_refused``.
 
@@ -122,15 +130,105 @@ def frontier_add(
 
     All or nothing: the records are committed together at the end, so a crash
     queues none of them and a rerun on the same input is what it should be.
+
+    With a shard ``role``: URL records of other shards' sites go to their outboxes
+    (``STATE/outbox/shard-J/``, written before the commit) instead of the queues, and
+    the files ``crawlkit shard --deliver`` put in ``STATE/inbox/`` are queued too:
+    checked against this shard's seen set when it has one (marked seen only after
+    the queues commit, invariant 4), and deleted last, so a crash repeats them at
+    worst.
     """
     with _locked_with_input(state_path, records, lock_wait, read_first, reporter) as (
         state,
         records,
     ):
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
-        result = frontier.add_records(records, now=now, on_refused=on_refused)
-        frontier.commit()
+        if role is None:
+            result = frontier.add_records(records, now=now, on_refused=on_refused)
+            frontier.commit()
+            return result
+        canon = Canonicalizer()
+        others: dict[int, list[Record]] = defaultdict(list)
+        inbox = inbox_files(state.path)
+        with _DeliveredUrls(state, inbox, canon, reporter) as delivered:
+            mine = _keep_own(role, canon, itertools.chain(records, delivered.fresh), others)
+            result = frontier.add_records(mine, now=now, on_refused=on_refused)
+            result.routed = write_outbox(state.path, others, "add")
+            frontier.commit()
+            delivered.commit()
+        result.delivered = len(delivered.fresh)
+        for path in inbox:
+            path.unlink(missing_ok=True)
     return result
+
+
+def _keep_own(
+    role: ShardRole,
+    canon: Canonicalizer,
+    records: Iterable[Record],
+    others: dict[int, list[Record]],
+) -> Iterator[Record]:
+    """The records of ``role``'s sites; URL records of other shards go into ``others``.
+
+    Records without a URL (dedup's site records) stay: they only tune this shard's
+    budgets. A URL that does not parse stays too, for the frontier to refuse it.
+    """
+    for rec in records:
+        url = rec.get("url")
+        if not url:
+            yield rec
+            continue
+        site = rec.get("site")
+        if not site:
+            try:
+                site = canon.parse(str(url)).site
+            except InvalidURL:
+                yield rec
+                continue
+        owner = role.owner(str(site))
+        if owner == role.shard:
+            yield rec
+        else:
+            others[owner].append(rec)
+
+
+class _DeliveredUrls:
+    """The inbox's URL records that this shard's seen set has not seen (all of them
+    when the state directory keeps no seen set); :meth:`commit` marks them seen."""
+
+    def __init__(
+        self,
+        state: StateDir,
+        inbox: list[Path],
+        canon: Canonicalizer,
+        reporter: Reporter | None,
+    ):
+        self.fresh: list[Record] = []
+        self._store: SeenStore | None = None
+        self._merger: SeenMerge | None = None
+        records = [rec for path in inbox for rec in read_records([path], reporter)]
+        if not records:
+            return
+        if not (state.path / SEEN_SUBDIR).exists():
+            self.fresh = records
+            return
+        self._store = SeenStore.open(state.path, reporter=reporter)
+        self._merger = SeenMerge(self._store, canonicalizer=canon, reporter=reporter)
+        buf = bytearray()
+        lines = (("inbox", n, rec) for n, rec in enumerate(records, 1))
+        self._merger.run(lines, buf.extend, commit_each_batch=False)
+        self.fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+
+    def commit(self) -> None:
+        if self._merger is not None:
+            self._merger.commit_pending()
+
+    def __enter__(self) -> _DeliveredUrls:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._store is not None:
+            self._store.close()
 
 
 def frontier_links(
@@ -160,18 +258,41 @@ def frontier_next(
     policy: BudgetPolicy | None = None,
     lock_wait: float = 3600.0,
     reporter: Reporter | None = None,
+    role: ShardRole | None = None,
 ) -> Batch:
     """Hand out one batch: ``write(batch)`` must make it safe, then the removal commits.
 
     At least once: if ``write`` raises or the process dies before the commit, the
     same URLs are still queued and come out again.
+
+    With a shard ``role``, each URL record carries ``shard_epoch`` (its slot's epoch
+    in the map), which fetchers check (invariant 6); a queued URL of a slot the map
+    has since moved to another shard goes to that shard's outbox, not into the batch.
     """
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         frontier = Frontier.open(state.sub("frontier"), policy=policy)
         batch = frontier.next(opts)
+        if role is not None:
+            batch = _stamped(state.path, role, batch)
         write(batch)
         frontier.commit()
     return batch
+
+
+def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:
+    lines: list[bytes] = []
+    others: dict[int, list[Record]] = defaultdict(list)
+    for line in batch.lines:
+        rec = orjson.loads(line)
+        site = str(rec.get("site") or "")
+        owner = role.owner(site)
+        if owner != role.shard:
+            others[owner].append(rec)
+            continue
+        rec["shard_epoch"] = role.epoch(site)
+        lines.append(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
+    write_outbox(state, others, "moved")  # before the batch's removal commits
+    return Batch(lines=lines, refused=batch.refused)
 
 
 def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
