@@ -67,13 +67,14 @@ from crawlkit.stages.frontier import (
     frontier_add,
     frontier_links,
     frontier_next,
+    frontier_seed_sites,
     frontier_stats,
 )
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import SeenMerge
 from crawlkit.state import StateDir, open_state
 from crawlkit.timefmt import parse_time
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
 
@@ -326,10 +327,42 @@ class Crawl:
         files = inbox_files(self.state.path)
         for path in files:
             records = list(_read(path))
-            mine = self._route(records, "reroute")
+            # Delivered links (and other shards' site links) complete this shard's site
+            # graph, on which site budgets rest; then the URLs among them are admitted.
+            with self.frontier_lock:
+                frontier_links(self.state.path, records, reporter=self.rep)
+            urls = [r for r in records if r.get("url")]
+            mine = self._route(urls, "reroute")
             self.summary.new_urls += self._admit(mine, "inbox")
             path.unlink()
         return bool(files)
+
+    def _share_site_links(self, links: list[Record], tag: str) -> None:
+        """Send the cycle's cross-site links, as site pairs, to every other shard.
+
+        Site budgets trust a site by who links to it, transitively from the seeds, so
+        each shard needs the whole site graph, not only the links to its own sites
+        (which reach it as URLs): one record per distinct pair ``from`` -> ``site``.
+        """
+        if self.role is None or self.role.slot_map.shards < 2:
+            return
+        pairs: set[tuple[str, str]] = set()
+        for rec in links:
+            if rec.get("nofollow") is True:
+                continue
+            site = rec.get("site")
+            source = rec.get("from") or rec.get("via")
+            if not isinstance(site, str) or not isinstance(source, str):
+                continue
+            from_site = site_of_url(source)
+            if from_site and from_site != site:
+                pairs.add((from_site, site))
+        if not pairs:
+            return
+        edges = [{"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
+                 for from_site, site in sorted(pairs)]  # fmt: skip
+        others = {k: edges for k in range(self.role.slot_map.shards) if k != self.role.shard}
+        write_outbox(self.state.path, others, tag)
 
     # -- seeds -----------------------------------------------------------------------
 
@@ -348,6 +381,9 @@ class Crawl:
             self.scope.add_seed(rec)
         io.atomic_write_json(self.dir.scope, self.scope.to_json())
         if self.role is not None:  # every shard gets every seed and keeps its own
+            # ... but trusts every seed's site, as one shard would (site budgets)
+            with self.frontier_lock:
+                frontier_seed_sites(self.state.path, {str(r["site"]) for r in records})
             records = [r for r in records if self.role.owns(str(r["site"]))]
         if not records:
             return 0
@@ -780,6 +816,7 @@ class Crawl:
             links = list(_read(cycle / "links.ndjson.zst"))
             with self.frontier_lock:  # every link, not only new URLs, feeds site importance
                 frontier_links(self.state.path, links, reporter=self.rep)
+            self._share_site_links(links, f"c{cycle.name}-sites")
             for rec in [*links, *_read(cycle / "redirects.ndjson")]:
                 if rec.get("nofollow"):
                     continue  # kept in the link file; not followed

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import ada_url
 import xxhash
@@ -44,6 +44,7 @@ __all__ = [
     "load_param_denylist",
     "read_denylist",
     "site_of_host",
+    "site_of_url",
 ]
 
 
@@ -165,6 +166,23 @@ def site_of_host(hostname: str) -> str:
     if name.startswith("[") or name.replace(".", "").isdigit():
         return name
     return _suffix_list().registered_domain(name) or name
+
+
+def site_of_url(url: Any) -> str | None:
+    """The registered domain of a URL's host, cheaply (no full parse)."""
+    if type(url) is not str:
+        return None
+    parts = url.split("/", 3)  # ["https:", "", "user@host:port", "path..."]
+    if len(parts) < 3 or parts[1] or not parts[0].endswith(":"):
+        return None
+    host = parts[2]
+    if "?" in host or "#" in host:
+        host = host.split("?", 1)[0].split("#", 1)[0]
+    if "@" in host:
+        host = host.rpartition("@")[2]
+    if ":" in host and not host.startswith("["):
+        host = host.partition(":")[0]
+    return site_of_host(host.lower()) if host else None
 
 
 def read_denylist(lines: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:

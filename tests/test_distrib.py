@@ -301,3 +301,56 @@ def test_fetch_refuses_a_batch_stamped_before_a_rebalance_and_sends_it_on(
     assert res.code == 0, res.stderr
     out = [orjson.loads(line) for line in res.stdout.splitlines()]
     assert all(r["refused"] == "shard" and "older than slot" in r["detail"] for r in out)
+
+
+def test_shards_share_the_site_graph_that_site_budgets_rest_on(tmp_path: Path) -> None:
+    # Budgets trust a site by who links to it, transitively from the seeds. In a fleet
+    # each shard must see the whole site graph: every seed's site is trusted in every
+    # shard, and each cycle's cross-site links go to the other shards as site pairs.
+    from crawlkit.crawl import Crawl, CrawlOptions
+    from crawlkit.diag import NullReporter
+    from crawlkit.frontier.store import Frontier
+    from crawlkit.state import open_state
+
+    the_map = SlotMap.even(2, 4096)
+    map_path = tmp_path / "map.json"
+    the_map.save(map_path)
+    sites = [f"x{i}.test" for i in range(40)]
+    seed, a = [s for s in sites if the_map.shard_of_site(s) == 0][:2]
+    b = next(s for s in sites if the_map.shard_of_site(s) == 1)
+    dirs = [tmp_path / "s0", tmp_path / "s1"]
+
+    def crawl_of(k: int, state) -> Crawl:
+        opts = CrawlOptions(scope="any", shard=k, slot_map=map_path)
+        return Crawl(state, opts, reporter=NullReporter())
+
+    with open_state(dirs[0]) as state:
+        run = crawl_of(0, state)
+        run.add_seeds([f"http://{seed}/"])
+        # shard 0 fetched its seed page, which links to a (shard 0) and to b (shard 1)
+        links = [{"url": f"http://{t}/p", "site": t, "from": f"http://{seed}/"} for t in (a, b)]
+        run._share_site_links(links, "t")
+        run.close()
+    with open_state(dirs[1]) as state:
+        crawl_of(1, state).close()
+    assert deliver(dirs)["files"] >= 1
+    with open_state(dirs[1]) as state:
+        run = crawl_of(1, state)
+        run.add_seeds([f"http://{seed}/"])  # every shard gets every seed
+        run._ingest_inbox()
+        run.close()
+        frontier = Frontier.open(state.sub("frontier"))
+        table = frontier.sites
+        assert seed in table.trusted()
+        assert table.linking_sites(a) == 1  # a pair about shard 0's site, for trust
+        assert table.credited(b) == 1  # b is vouched for by the seed, as in one shard
+        policy = table.policy
+        assert table.budget(b) == policy.base + policy.per_linker
+    # the pairs are not URLs: shard 1 queued none of them
+    assert frontier_stats_queued(dirs[1]) == 0
+
+
+def frontier_stats_queued(state: Path) -> int:
+    from crawlkit.stages.frontier import frontier_stats
+
+    return int(frontier_stats(state)["queued"])

@@ -18,7 +18,7 @@ from crawlkit.frontier.priority import split
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
-from crawlkit.stages.frontier import frontier_add, frontier_next, frontier_stats
+from crawlkit.stages.frontier import frontier_add, frontier_links, frontier_next, frontier_stats
 
 NOW = 1_780_000_000.0  # 2026-05-28
 
@@ -301,6 +301,23 @@ def test_seeded_farm_earns_nothing_from_its_own_links() -> None:
     table.note_link("honest.test", "farm0.test")
     table.note_link("honest.test", "farm1.test")
     assert table.budget("honest.test") == policy.base + policy.seed_bonus + 2 * policy.per_linker
+
+
+def test_parked_urls_come_back_in_the_same_cycle_when_the_budget_rises(tmp_path: Path) -> None:
+    # A site's URLs are parked over its budget; then a trusted site's link to it is
+    # learned (later in the crawl, or from another shard): it may take more now, not a
+    # whole budget cycle later.
+    state = tmp_path / "s"
+    policy = BudgetPolicy()
+    add(state, [link(f"https://late.test/p{i}") for i in range(60)])
+    first, _ = take(state, 500, per_host=1000)
+    assert len(first) == policy.base
+    assert frontier_stats(state)["parked"] == 60 - policy.base
+    add(state, [{"url": "https://seed.test/", "reason": "seed"}])
+    frontier_links(state, [link("https://late.test/", frm="https://seed.test/")])
+    second, _ = take(state, 500, per_host=1000, now=NOW + 60)  # same budget cycle
+    assert sum(r["site"] == "late.test" for r in second) == 60 - policy.base
+    assert frontier_stats(state)["parked"] == 0
 
 
 def test_subdomains_share_one_site_budget(tmp_path: Path) -> None:

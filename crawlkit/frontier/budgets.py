@@ -98,6 +98,7 @@ class SiteTable:
         self.policy = policy or BudgetPolicy()
         self.sites: dict[str, SiteInfo] = {}
         self._trusted: set[str] | None = None  # None: recompute before use
+        self.version = 0  # goes up whenever a budget may have changed
 
     def get(self, site: str) -> SiteInfo:
         info = self.sites.get(site)
@@ -110,6 +111,7 @@ class SiteTable:
         if not info.seed:
             info.seed = True
             self._trusted = None
+            self.version += 1
 
     def note_link(self, site: str, from_site: str) -> None:
         """Remember that ``from_site`` links to ``site`` (links within a site ignored)."""
@@ -122,11 +124,13 @@ class SiteTable:
             return
         info.linkers.add(from_site)
         self._trusted = None
+        self.version += 1
 
     def note_yield(self, site: str, pages: int, yield_: float) -> None:
         info = self.get(site)
         info.yield_pages = pages
         info.yield_ = min(1.0, max(0.0, yield_))
+        self.version += 1
 
     def linking_sites(self, site: str) -> int:
         info = self.sites.get(site)
@@ -195,6 +199,14 @@ class SiteTable:
     def load_json(self, value: dict[str, list[Any]]) -> None:
         self.sites = {name: SiteInfo.from_json(v) for name, v in value.items()}
         self._trusted = None
+        self.version += 1
+
+    def budget_grew(self) -> bool:
+        """True when a site with parked URLs may now take more this cycle than it has
+        (new linkers or a seed raised its budget after its URLs were parked)."""
+        return any(
+            info.parked and self.budget(name) > info.used for name, info in self.sites.items()
+        )
 
     def new_cycle(self) -> None:
         for info in self.sites.values():

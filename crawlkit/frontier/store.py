@@ -56,7 +56,7 @@ from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
 from crawlkit.io import Record, atomic_write_bytes, atomic_write_json
 from crawlkit.timefmt import iso, parse_time
-from crawlkit.url import Canonicalizer, site_of_host
+from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = [
     "QUEUES",
@@ -86,23 +86,6 @@ def normalize_target(target: str) -> str:
         text = text.split("://", 1)[1]
         text = text.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
     return text.rstrip(".")
-
-
-def _site_of_url(url: Any) -> str | None:
-    """The registered domain of a URL's host, cheaply (no full parse)."""
-    if type(url) is not str:
-        return None
-    parts = url.split("/", 3)  # ["https:", "", "user@host:port", "path..."]
-    if len(parts) < 3 or parts[1] or not parts[0].endswith(":"):
-        return None
-    host = parts[2]
-    if "?" in host or "#" in host:
-        host = host.split("?", 1)[0].split("#", 1)[0]
-    if "@" in host:
-        host = host.rpartition("@")[2]
-    if ":" in host and not host.startswith("["):
-        host = host.partition(":")[0]
-    return site_of_host(host.lower()) if host else None
 
 
 @dataclass
@@ -162,6 +145,7 @@ class Frontier:
         self.store = SegmentStore(directory)
         self.queues = {name: SegmentQueue(self.store) for name in QUEUES}
         self.parked = {name: SegmentQueue(self.store) for name in QUEUES}
+        self._budgets_checked = -1  # SiteTable.version when parked sites were last checked
         self.hosts: Counter[str] = Counter()
         self.reasons: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
@@ -484,7 +468,7 @@ class Frontier:
                 else:
                     source = rec.get("from") or rec.get("via")
                     if source and rec.get("nofollow") is not True:  # not an endorsement
-                        from_site = _site_of_url(source)
+                        from_site = site_of_url(source)
                         if from_site and from_site != site:
                             linkers = info.linkers
                             if linkers is None or from_site not in linkers:
@@ -514,6 +498,15 @@ class Frontier:
         self.totals["added"] += result.queued
         return result
 
+    def note_seeds(self, sites: Iterable[str]) -> None:
+        """Mark sites as seeds (trusted) without queueing anything.
+
+        Every shard of a fleet notes every seed's site, so trust spreads from the same
+        roots in each shard's site graph as in one shard's.
+        """
+        for site in sites:
+            self.sites.note_seed(site)
+
     def note_links(self, records: Iterable[Record]) -> tuple[int, int]:
         """Learn the site graph from link records without queueing anything.
 
@@ -529,12 +522,12 @@ class Frontier:
             read += 1
             if rec.get("nofollow") is True:
                 continue
-            from_site = _site_of_url(rec.get("from") or rec.get("via"))
+            from_site = site_of_url(rec.get("from") or rec.get("via"))
             if not from_site:
                 continue
             site = rec.get("site")
             if type(site) is not str:
-                site = _site_of_url(rec.get("url"))
+                site = site_of_url(rec.get("url"))
                 if not site:
                     continue
             if site != from_site:
@@ -588,6 +581,12 @@ class Frontier:
             self.cycle_number += 1
             self.sites.new_cycle()
             self._unpark_all()
+        elif self.sites.version != self._budgets_checked and self.sites.budget_grew():
+            # A site's budget rose after its URLs were parked (links learned since, e.g.
+            # from other shards): they come back now, not a whole cycle later; the
+            # picker parks again what is still over budget.
+            self._unpark_all()
+        self._budgets_checked = self.sites.version
         picker = _Picker(self, opts, refused)
         plan = self._plan(opts)
         for _ in range(8 + opts.max_urls // _WINDOW_CAP):

@@ -39,6 +39,7 @@ __all__ = [
     "frontier_block",
     "frontier_links",
     "frontier_next",
+    "frontier_seed_sites",
     "frontier_stats",
     "lock_state",
 ]
@@ -248,6 +249,14 @@ def frontier_links(
         counts = frontier.note_links(records)
         frontier.commit()
     return counts
+
+
+def frontier_seed_sites(state_path: str | os.PathLike[str], sites: Iterable[str]) -> None:
+    """Mark sites as seeds in the site graph, queueing nothing (see :meth:`Frontier.note_seeds`)."""
+    with open_state(state_path) as state:
+        frontier = Frontier.open(state.sub("frontier"))
+        frontier.note_seeds(sites)
+        frontier.commit()
 
 
 def frontier_next(
