@@ -178,7 +178,8 @@ def fetch(
     only http and https; loopback, private, link-local, multicast, reserved and
     IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
     address is the one connected to. Redirects are not followed: each target comes out
-    as a URL record (--redirects), at most 5 hops.
+    as a URL record (--redirects), at most 5 hops. A URL given twice is asked once; the
+    repeat comes out refused ("refused": "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
     State: STATE/fetch/hosts.sqlite keeps host clocks, backoffs, robots.txt and DNS

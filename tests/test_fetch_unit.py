@@ -922,3 +922,39 @@ def test_a_run_with_a_deadline_and_an_idle_refill_ends_whatever_the_clock_reads(
     out = asyncio.run(asyncio.wait_for(go(), timeout=20))
     assert out == []
     assert asked >= 1
+
+
+def test_a_url_twice_in_a_batch_is_asked_once_and_again_once_answered() -> None:
+    table = {
+        "http://a.test:80/robots.txt": (200, {}, b""),
+        "http://a.test/x": (200, {"Content-Type": "text/html"}, b"<p>x</p>"),
+    }
+    records = [{"url": "http://a.test/x", "n": n} for n in range(3)]
+    out, client, _ = run_engine(records, table)
+    assert sorted((r["n"], r["outcome"]) for r in out) == [
+        (0, "fetched"), (1, "refused"), (2, "refused")
+    ]  # fmt: skip
+    assert all(r["refused"] == "duplicate" for r in out if r["outcome"] == "refused")
+    assert [u for u, _ in client.seen].count("http://a.test/x") == 1
+    # once answered, the URL may be fed again (a recrawl in a long crawl)
+    client2 = FakeClient(table)
+    resolver = Resolver(hosts={"a.test": ("8.8.8.8",)})
+    fetcher = Fetcher(FetchConfig(min_delay=0.0), client=client2, resolver=resolver,
+                      netpolicy=NetPolicy())  # fmt: skip
+    fed = False
+
+    async def refill() -> list[dict] | None:
+        nonlocal fed
+        if fed:
+            return None
+        if not fetcher.counts["fetched"]:
+            return []  # not yet answered
+        fed = True
+        return [{"url": "http://a.test/x", "n": 9}]
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([{"url": "http://a.test/x", "n": 8}], refill=refill)]
+
+    again = asyncio.run(go())
+    assert [r["outcome"] for r in again] == ["fetched", "fetched"]
+    assert [u for u, _ in client2.seen].count("http://a.test/x") == 2

@@ -218,6 +218,7 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._resolving = 0
+        self._accepted: set[str] = set()  # URLs queued or in flight, until answered
         self._failures: list[BaseException] = []
         self._urgent = False  # politeness facts (robots result, backoff) await a commit
         self._last_commit = 0.0
@@ -245,9 +246,12 @@ class Fetcher:
         }
 
     # ------------------------------------------------------------------ input
-    def _emit(self, record: Record) -> None:
+    def _emit(self, record: Record, *, settles: bool = True) -> None:
+        """Hand out a fetch record; ``settles`` an accepted URL (see :meth:`_add`)."""
         self.counts[record["outcome"]] += 1
         self._out.append(record)
+        if settles:
+            self._accepted.discard(record["url"])
 
     def _result(self, rec: Record, url: str, outcome: str, **fields: Any) -> Record:
         out = dict(rec)
@@ -273,19 +277,28 @@ class Fetcher:
     def _add(self, rec: Record) -> _Host | None:
         url = rec.get("url")
         if not isinstance(url, str) or not url:
-            self._emit(self._result(rec, str(url), "refused", error="record has no url"))
+            self._emit(self._result(rec, str(url), "refused", error="record has no url"),
+                       settles=False)  # fmt: skip
             return None
         if rec.get("outcome") == "refused":
             # Refused upstream (a frontier block, a trap limit): passed through, never
             # fetched, still one record for it.
             why = rec.get("detail") or rec.get("refused") or "refused before the fetch"
-            self._emit(self._result(rec, url, "refused", error=str(why)))
+            self._emit(self._result(rec, url, "refused", error=str(why)), settles=False)
             return None
         try:
             sp = split_url(url)
         except InvalidURL as exc:
-            self._emit(self._result(rec, url, "refused", error=str(exc)))
+            self._emit(self._result(rec, url, "refused", error=str(exc)), settles=False)
             return None
+        if url in self._accepted:
+            # The same URL twice in a batch (or handed out again while the first is
+            # still queued): the server is asked once; the repeat comes out refused.
+            self._emit(self._result(rec, url, "refused", refused="duplicate",
+                                    error="the same URL is already queued or in flight"),
+                       settles=False)  # fmt: skip
+            return None
+        self._accepted.add(url)
         host = self._hosts.get(sp.key)
         if host is None:
             host = self._hosts[sp.key] = _Host(sp.key, name=sp.hostname)
