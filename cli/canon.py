@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile
+from crawlkit_cli.options import OutFile
 
 from crawlkit import io
 from crawlkit.stages.canon import canon_records
@@ -16,7 +16,14 @@ from crawlkit.url import Canonicalizer, Rules, load_param_denylist
 
 @app.command("canon")
 def canon(
-    files: InputFiles = None,
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Input files of URLs, one a line, or of URL records (optionally zstd or "
+            "gzip); '-' or none reads stdin.",
+            show_default=False,
+        ),
+    ] = None,
     base: Annotated[
         str | None,
         typer.Option("--base", help="Resolve relative references against this URL."),
@@ -50,7 +57,8 @@ def canon(
     """Canonicalize URLs: one canonical URL (or JSON record) per input line.
 
     Reads URLs, or references relative to --base, one a line (plain text, optionally
-    zstd or gzip). Writes one line per input line, in order: the canonical URL, or an
+    zstd or gzip); a line that is a JSON object (a URL record of another stage) counts
+    as its "url". Writes one line per input line, in order: the canonical URL, or an
     empty line plus a warning on stderr when the input is not a usable http(s) URL, so
     output lines stay aligned with input lines. With --json each line is an object
     with the registered domain ("site", by the Public Suffix List) and the fingerprint

@@ -43,6 +43,14 @@ def test_canon_json_and_base(cli) -> None:
     assert recs[1]["url"] is None and recs[1]["error"] == "invalid UTF-8"
 
 
+def test_canon_takes_url_records_of_other_stages(cli) -> None:
+    lines = b'{"url": "HTTP://B.com:80/y?utm_source=1", "depth": 2}\n{"nourl": 1}\n{bad\n'
+    res = cli("canon", input=lines)
+    assert res.lines == ["http://b.com/y", "", ""]
+    assert '<stdin>:2: a JSON record without a "url" string' in res.stderr
+    assert "<stdin>:3: a line starting with '{' is not JSON" in res.stderr
+
+
 def test_usage_error_exits_2_with_one_line(cli) -> None:
     res = cli("canon", "--rules", "bogus")
     assert res.code == 2

@@ -1,5 +1,7 @@
 """``crawlkit canon``: URLs, one a line, to canonical URLs or URL records.
 
+A line that is a JSON object (another stage's URL record) counts as its ``"url"``.
+
 Streams: one output line per input line, in order, so outputs stay aligned with
 inputs (``paste urls.txt <(crawlkit canon urls.txt)``). Memory is constant.
 """
@@ -7,6 +9,8 @@ inputs (``paste urls.txt <(crawlkit canon urls.txt)``). Memory is constant.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+
+import orjson
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
@@ -36,6 +40,8 @@ def canon_records(
         try:
             if not raw:
                 raise InvalidURL("empty line")
+            if raw.startswith("{"):  # a URL record of another stage: its "url"
+                raw = text = _url_of_record(raw)
             parsed = canon.parse(raw, base)
         except InvalidURL as exc:
             reporter.bad_record(source, lineno, str(exc))
@@ -44,3 +50,14 @@ def canon_records(
             continue
         yield {"input": text, "url": parsed.url, "host": parsed.host, "site": parsed.site,
                "fp": parsed.fp, "error": None}  # fmt: skip
+
+
+def _url_of_record(line: str) -> str:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidURL(f"a line starting with '{{' is not JSON ({exc})") from None
+    url = record.get("url") if isinstance(record, dict) else None
+    if not isinstance(url, str):
+        raise InvalidURL('a JSON record without a "url" string')
+    return url
