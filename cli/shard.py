@@ -68,8 +68,8 @@ def shard(
         Path | None,
         typer.Option(
             "--handoff-to",
-            help="The new owner: gets the host clocks, queued and waiting URLs of the sites "
-            "--map moved to it. Both owners must be stopped.",
+            help="The new owner: gets the host clocks, link and budget history, queued and "
+            "waiting URLs of the sites --map moved to it. Both owners must be stopped.",
         ),
     ] = None,
     quiet: Quiet = False,
@@ -89,7 +89,8 @@ def shard(
     rebalances one to more shards, moving the fewest slots and raising their epoch);
     --deliver moves shards' outboxes into their owners' inboxes between time slices;
     --handoff-from/--handoff-to hand the sites a new map moved over to their new
-    owner (host clocks first, then queued and waiting URLs), with both stopped.
+    owner (host clocks first, then each site's linkers, budget used and dedup yield,
+    then queued and waiting URLs), with both stopped.
 
     Example:
 
@@ -112,7 +113,8 @@ def shard(
         if not quiet:
             reporter().info(
                 f"handed over {counts['urls']} queued and {counts['waiting']} waiting URLs "
-                f"and {counts['hosts']} host clocks"
+                f"and {counts['hosts']} host clocks and what it knew of {counts['sites']} sites "
+                "(linkers, budget used, dedup yield)"
             )
         return
     if map_file is not None:

@@ -297,9 +297,11 @@ def handoff(
 
     Both state directories are locked for the whole handoff, so neither owner may be
     running. In order: the host clocks of the moved hosts are installed in the new
-    owner (the later of the two clocks wins), then the queued and waiting URLs are
-    written to the new owner's inbox (or the outbox of whichever shard now owns
-    them), then they leave the old frontier. A crash repeats URLs, never loses them.
+    owner (the later of the two clocks wins), then what the old owner knew of each
+    moved site (linkers, budget used this period, dedup yield), then the queued and
+    waiting URLs are written to the new owner's inbox (or the outbox of whichever
+    shard now owns them), then they leave the old frontier. A crash repeats URLs,
+    never loses them.
     """
     from crawlkit.fetch.hoststate import HostState
     from crawlkit.frontier.store import Frontier
@@ -313,7 +315,7 @@ def handoff(
         def moved(site: str) -> bool:
             return new_map.shard_of_site(site) != old_role.shard
 
-        counts = {"urls": 0, "waiting": 0, "hosts": 0}
+        counts = {"urls": 0, "waiting": 0, "hosts": 0, "sites": 0}
         # 1. host clocks, so the new owner waits each host's full gap
         src_hosts = HostState(src.sub("fetch"))
         dst_hosts = HostState(dst.sub("fetch"))
@@ -330,8 +332,16 @@ def handoff(
         finally:
             src_hosts.close()
             dst_hosts.close()
-        # 2. queued and waiting URLs to their new owners
+        # 2. what the old owner knew of each moved site (linkers, budget used this
+        # period, dedup yield), so its budget stays what it was
         frontier = Frontier.open(src.sub("frontier"))
+        receiver = Frontier.open(dst.sub("frontier"))
+        for site, info in frontier.sites.sites.items():
+            if moved(site) and new_map.shard_of_site(site) == new_role.shard:
+                receiver.sites.adopt(site, info)
+                counts["sites"] += 1
+        receiver.commit()
+        # 3. queued and waiting URLs to their new owners
         taken = frontier.take_where(lambda r: moved(str(r.get("site") or "")))
         waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
         waiting = list(io.read_records([waiting_path])) if waiting_path.exists() else []
@@ -357,7 +367,7 @@ def handoff(
                 out.write_records(keep)
         counts["urls"] = len(taken)
         counts["waiting"] = len(leaving)
-        # 3. both follow the new map from now on
+        # 4. both follow the new map from now on
         for state, role in ((src.path, old_role), (dst.path, new_role)):
             role.slot_map, role.map_path = new_map, Path(map_path)
             io.atomic_write_json(state / SHARD_FILE, role.to_json())

@@ -354,3 +354,44 @@ def frontier_stats_queued(state: Path) -> int:
     from crawlkit.stages.frontier import frontier_stats
 
     return int(frontier_stats(state)["queued"])
+
+
+def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Path) -> None:
+    from crawlkit.frontier.store import Frontier
+    from crawlkit.state import open_state
+
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(f"http://s{i}.example/\n" for i in range(40)))
+    the_map = tmp_path / "map.json"
+    assert crawlkit("shard", "--shards", "1", "--save-map", str(the_map)).code == 0
+    old, new = tmp_path / "s0", tmp_path / "s1"
+    res = crawlkit("frontier", "add", "--state", str(old), "--shard", "0", "--slot-map",
+                   str(the_map), "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    assert res.code == 0, res.stderr
+    # a site nobody seeded, linked from two seeds, and some of its budget used
+    links = [{"url": f"http://late.example/p{i}", "reason": "link",
+              "from": f"http://s{i % 2}.example/"} for i in range(30)]  # fmt: skip
+    res = crawlkit("frontier", "add", "--state", str(old),
+                   input=b"".join(orjson.dumps(r) + b"\n" for r in links))  # fmt: skip
+    assert res.code == 0, res.stderr
+    res = crawlkit("frontier", "next", "--state", str(old), "--max", "1000", "--per-host", "5")
+    assert res.code == 0, res.stderr
+    with open_state(old) as state:
+        before = Frontier.open(state.sub("frontier")).sites
+        used, linkers = before.get("late.example").used, before.get("late.example").linkers
+    assert used == 5 and linkers == {"s0.example", "s1.example"}
+    # grow the fleet until late.example moves to the newest shard
+    shards = next(n for n in range(2, 64) if grow(SlotMap.load(the_map), n)
+                  .shard_of_site("late.example") != 0)  # fmt: skip
+    grown = grow(SlotMap.load(the_map), shards)
+    grown.save(tmp_path / "grown.json")
+    k = grown.shard_of_site("late.example")
+    adopt_role(new, ShardRole(k, grown, tmp_path / "grown.json"))
+    res = crawlkit("shard", "--map", str(tmp_path / "grown.json"), "--handoff-from", str(old),
+                   "--handoff-to", str(new))  # fmt: skip
+    assert res.code == 0, res.stderr
+    with open_state(new) as state:
+        after = Frontier.open(state.sub("frontier")).sites
+    assert after.get("late.example").linkers == linkers
+    assert after.get("late.example").used == used
+    assert "handed over" in res.stderr and "what it knew of" in res.stderr

@@ -201,6 +201,27 @@ class SiteTable:
         self._trusted = None
         self.version += 1
 
+    def adopt(self, site: str, other: SiteInfo) -> None:
+        """Take over what another shard knew of ``site`` (a handoff moved it here).
+
+        Linkers and the seed mark are merged; the budget used this period and the
+        pages ever handed out keep the larger count, so a moved site does not start
+        its period afresh; the dedup yield measured on more pages wins. Queue counts
+        are not touched: the moved URLs arrive through the inbox.
+        """
+        info = self.get(site)
+        if other.seed and not info.seed:
+            info.seed = True
+        if other.linkers:
+            merged = (info.linkers or set()) | other.linkers
+            info.linkers = set(sorted(merged)[: self.policy.max_linkers])
+        info.used = max(info.used, other.used)
+        info.fetched = max(info.fetched, other.fetched)
+        if other.yield_ is not None and other.yield_pages >= info.yield_pages:
+            info.yield_, info.yield_pages = other.yield_, other.yield_pages
+        self._trusted = None
+        self.version += 1
+
     def budget_grew(self) -> bool:
         """True when a site with parked URLs may now take more this cycle than it has
         (new linkers or a seed raised its budget after its URLs were parked)."""
