@@ -165,7 +165,10 @@ def crawl_command(
     clean stop, after --for, or after kill -9 (only the fetches in flight are
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope and trap URLs are refused with a reason.
+    retry time; out-of-scope and trap URLs are refused with a reason. The first
+    SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
+    requests in flight finish, the rest waits for the next run, the summary says
+    "interrupted", exit 0; a second signal stops it at once (a restart recovers).
 
     Sharded (--shard K with --shards N or --slot-map FILE): the state directory
     becomes shard K's for good (STATE/shard.json); only seeds and links of sites whose

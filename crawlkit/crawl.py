@@ -32,6 +32,7 @@ import os
 import queue
 import re
 import shutil
+import signal
 import threading
 import time
 from collections import Counter
@@ -293,6 +294,7 @@ class Crawl:
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
+        self.interrupted = ""  # the name of the signal that asked the run to stop
         # With -j N >= 2, N extract processes live for the whole run and a cycle's
         # extract starts the moment it is cut (see _start_extract).
         self.extract_workers = ExtractWorkers(options.jobs) if options.jobs >= 2 else None
@@ -412,6 +414,14 @@ class Crawl:
     # -- the loop --------------------------------------------------------------------
 
     def run(self) -> CrawlSummary:
+        with _graceful_signals(self._on_signal, lambda: bool(self.interrupted)) as reinstall:
+            return self._run(reinstall)
+
+    def _on_signal(self, name: str) -> None:
+        """The first SIGINT/SIGTERM: finish what is in flight, save, and stop."""
+        self.interrupted = self.interrupted or name
+
+    def _run(self, reinstall: Callable[[], None]) -> CrawlSummary:
         pending = self._recover()
         idle_runs = 0
         while True:
@@ -422,6 +432,7 @@ class Crawl:
             self._release_waiting()
             before = sum(self.summary.outcomes.values())
             self._fetch_run(pending)
+            reinstall()  # the fetch run's own handlers are gone with it
             pending = []
             if self.post_error is not None:
                 raise self.post_error
@@ -448,6 +459,8 @@ class Crawl:
         return self.summary
 
     def _should_stop(self) -> str:
+        if self.interrupted:
+            return f"interrupted ({self.interrupted})"
         if self.deadline is not None and self.clock() >= self.deadline:
             return "time limit (--for)"
         if self.opts.max_pages is not None and self._pages_total() >= self.opts.max_pages:
@@ -664,6 +677,7 @@ class Crawl:
                 warc_dir=self.warc_root, allow_net=self.opts.allow_net,
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
                 reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
+                on_interrupt=self._on_signal,
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.
@@ -923,7 +937,9 @@ class Crawl:
     def _sleep_until(self, when: float) -> None:
         limit = self.deadline if self.deadline is not None else float("inf")
         pause = max(0.0, min(when, limit) - self.clock())
-        time.sleep(min(pause, self.opts.idle_wait) if pause > 0 else 0.01)
+        end = time.monotonic() + (min(pause, self.opts.idle_wait) if pause > 0 else 0.01)
+        while not self.interrupted and (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.1))  # short naps: a signal is acted on at once
 
     def _progress_info(self, cycle: Path) -> dict[str, Any]:
         elapsed = max(self.clock() - self.start, 1e-9)
@@ -973,6 +989,42 @@ def _complete_prefix(path: Path) -> int:
             it.read_to_end(record)
             end = it.get_record_offset() + it.get_record_length()
     return end
+
+
+@contextlib.contextmanager
+def _graceful_signals(
+    on_signal: Callable[[str], None], caught: Callable[[], bool]
+) -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM call ``on_signal`` once; a second one acts as it always does.
+
+    Yields a function that installs the handlers again unless ``caught()`` (a fetch
+    run installs its own and leaves the defaults behind). Outside the main thread
+    signals cannot be handled, so nothing is installed there. The previous handlers
+    come back at exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in kinds}
+
+    def handler(signum: int, _frame: object) -> None:
+        for sig in kinds:  # the next one is not caught: stop now
+            signal.signal(sig, before[sig])
+        on_signal(signal.Signals(signum).name)
+
+    def install() -> None:
+        if caught():
+            return  # the first signal came: the next one is not caught
+        for sig in kinds:
+            signal.signal(sig, handler)
+
+    install()
+    try:
+        yield install
+    finally:
+        for sig in kinds:
+            signal.signal(sig, before[sig])
 
 
 def crawl(

@@ -229,3 +229,36 @@ def test_kept_extract_workers_find_what_the_crawl_process_finds(tmp_path: Path) 
         pages[jobs] = _page_lines(state)
     assert pages["1"] == pages["2"]
     assert len(pages["2"]) >= len(manifest)
+
+
+@pytest.mark.parametrize(("sig", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")])
+def test_a_signal_stops_the_crawl_gracefully_and_a_rerun_finishes_it(
+    tmp_path: Path, sig: int, name: str
+) -> None:
+    # A job runner's SIGTERM (Kubernetes, Slurm) or a Ctrl-C: requests in flight
+    # finish, the rest is saved, the crawl stops (it does not start another fetch run)
+    # and says why; the next run finishes the crawl with nothing lost.
+    web_args = ("--hosts", "4", "--pages", "40", "--special", "none", "--seed", "4")
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        args = _crawl_args(web, state, "--min-delay", "0.2s", "-j", "2", "--no-budgets", "--json")
+        proc = subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(web.requests(settle=0.0)) < 20:
+            time.sleep(0.05)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        summary = orjson.loads(out)
+        assert summary["stopped"] == f"interrupted ({name})"
+        first = _fetched_pages(state)
+        manifest = {_strip_port(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
+        assert first < manifest  # stopped early
+        res = crawlkit(*_crawl_args(web, state, "--min-delay", GAP, "--no-budgets", "--json"),
+                       timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+        report = _audit(web)
+    assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
+    assert manifest <= _fetched_pages(state)
+    assert report["ok"], report["violations"][:5]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import signal
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -123,6 +124,10 @@ _TAGS = {t: t.encode() for t in ("a", "area", "link", "frame", "iframe", "meta")
 
 def _init_worker(options: ExtractOptions) -> None:
     global _worker
+    # Ctrl-C reaches the whole process group. The parent decides what an interrupt
+    # means (crawl and fetch stop gracefully on the first one) and shuts the workers
+    # down; a worker dying of it mid-page would turn that into a failed run.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker = HtmlExtractor(
         Canonicalizer(options.rules),
         max_html_bytes=options.max_html_bytes,

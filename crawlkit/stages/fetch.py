@@ -63,6 +63,7 @@ def fetch_records(
     flush: Callable[[], None] | None = None,
     refill: Refill | None = None,
     role: ShardRole | None = None,
+    on_interrupt: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
 
@@ -75,7 +76,8 @@ def fetch_records(
     or None (no more); see :meth:`Fetcher.run`.
 
     The first SIGINT or SIGTERM stops new requests: requests in flight finish and
-    every URL not fetched yet comes out ``deferred``, so the output stays complete.
+    every URL not fetched yet comes out ``deferred``, so the output stays complete;
+    ``on_interrupt`` is told the signal's name (``crawlkit crawl`` then stops too).
 
     ``warc_dir`` defaults to ``STATE/warc``; files are written into ``warc_dir/new``
     as ``*.warc.gz.open`` and renamed when complete. ``flush`` is called after each
@@ -106,7 +108,7 @@ def fetch_records(
         try:
             counts = _run(
                 records, sink, config, policy, Resolver(hosts=hosts), host_state, writer,
-                on_redirect, client, flush, refill,
+                on_redirect, client, flush, refill, on_interrupt,
             )  # fmt: skip
         finally:
             host_state.close()
@@ -161,6 +163,7 @@ def _run(
     client: HttpClient | None,
     flush: Callable[[], None] | None,
     refill: Refill | None = None,
+    on_interrupt: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         http = client or AiohttpClient()
@@ -176,16 +179,18 @@ def _run(
         )
         loop = asyncio.get_running_loop()
 
-        def interrupted() -> None:
+        def interrupted(signum: signal.Signals) -> None:
             # First SIGINT/SIGTERM: stop starting requests, report the rest as deferred.
             # A second one gets the default behaviour (the handlers are removed).
             fetcher.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+            if on_interrupt is not None:
+                on_interrupt(signum.name)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, interrupted)
+                loop.add_signal_handler(sig, interrupted, sig)
         try:
             more = None if refill is None else (lambda: refill(fetcher))
             async for record in fetcher.run(records, refill=more):
