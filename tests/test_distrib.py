@@ -248,10 +248,20 @@ def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> N
     assert sorted(r["url"] for r in sent) == sorted(theirs)
     res = crawlkit("shard", "--deliver", str(s0), "--deliver", str(s1))
     assert res.code == 0, res.stderr
+    # a crawl of another shard also sends site pairs (links between sites, for budgets)
+    pair = {"site": "zz.example", "from": "http://s0.example/", "reason": "site-link"}
+    with io.open_output(s1 / "inbox" / "pairs.ndjson.zst") as out:
+        out.write_record(pair)
     # no --shard here: the state directory remembers it is shard 1
     res = crawlkit("frontier", "add", "--state", str(s1), input=b"")
     assert res.code == 0, res.stderr
     assert f"{len(theirs) - 1} new from the inbox" in res.stderr
+    assert "0 bad records skipped" in res.stderr
+    from crawlkit.frontier.store import Frontier
+    from crawlkit.state import open_state
+
+    with open_state(s1) as state:
+        assert Frontier.open(state.sub("frontier")).sites.linking_sites("zz.example") == 1
     assert not list((s1 / "inbox").glob("*.zst"))
     res = crawlkit("frontier", "next", "--state", str(s1), "--max", "100")
     assert res.code == 0, res.stderr

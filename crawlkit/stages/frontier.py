@@ -151,7 +151,12 @@ def frontier_add(
         canon = Canonicalizer()
         others: dict[int, list[Record]] = defaultdict(list)
         inbox = inbox_files(state.path)
-        with _DeliveredUrls(state, inbox, canon, reporter) as delivered:
+        delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
+        # Delivered links, and the site pairs other shards' crawls send, feed this
+        # shard's site graph (site budgets); only URL records are queued.
+        frontier.note_links(delivered_records)
+        urls = [rec for rec in delivered_records if rec.get("url")]
+        with _DeliveredUrls(state, urls, canon, reporter) as delivered:
             mine = _keep_own(role, canon, itertools.chain(records, delivered.fresh), others)
             result = frontier.add_records(mine, now=now, on_refused=on_refused)
             result.routed = write_outbox(state.path, others, "add")
@@ -194,20 +199,19 @@ def _keep_own(
 
 
 class _DeliveredUrls:
-    """The inbox's URL records that this shard's seen set has not seen (all of them
+    """The delivered URL records that this shard's seen set has not seen (all of them
     when the state directory keeps no seen set); :meth:`commit` marks them seen."""
 
     def __init__(
         self,
         state: StateDir,
-        inbox: list[Path],
+        records: list[Record],
         canon: Canonicalizer,
         reporter: Reporter | None,
     ):
         self.fresh: list[Record] = []
         self._store: SeenStore | None = None
         self._merger: SeenMerge | None = None
-        records = [rec for path in inbox for rec in read_records([path], reporter)]
         if not records:
             return
         if not (state.path / SEEN_SUBDIR).exists():
