@@ -60,7 +60,6 @@ from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
-from crawlkit.seen import SeenStore
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
@@ -72,7 +71,7 @@ from crawlkit.stages.frontier import (
     frontier_stats,
 )
 from crawlkit.stages.recrawl import recrawl
-from crawlkit.stages.seen_merge import SeenMerge
+from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
 from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
@@ -866,19 +865,14 @@ class Crawl:
 
     def _seen_merge(self, records: list[Record], out: Path | None = None) -> list[Record]:
         """The records never seen before (marked seen only once written out)."""
-        fresh: list[Record] = []
-        lines = (("crawl", n, rec) for n, rec in enumerate(records, 1))
-        with SeenStore.open(self.state.path, reporter=self.rep) as store:
-            merger = SeenMerge(store, canonicalizer=self.canon, reporter=self.rep)
-            buf = bytearray()
-            stats = merger.run(lines, buf.extend, commit_each_batch=False)
-            fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+        with fresh_records(self.state.path, records, canonicalizer=self.canon,
+                           reporter=self.rep) as fresh:  # fmt: skip
             if out is not None:
-                _write(out, fresh)
-            merger.commit_pending()
+                _write(out, fresh.records)
+            fresh.commit()
         for key in ("checked", "confirmed_seen", "false_positives", "new"):
-            self.summary.seen[key] += getattr(stats, key)
-        return fresh
+            self.summary.seen[key] += getattr(fresh.stats, key)
+        return fresh.records
 
     def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
         refused: list[Record] = []

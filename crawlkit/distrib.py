@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.errors import StateError, UsageError
+from crawlkit.errors import InvalidURL, StateError, UsageError
 from crawlkit.io import Record
 from crawlkit.shard import SlotMap, slot_of
 from crawlkit.state import open_state
-from crawlkit.url import site_of_host
+from crawlkit.url import Canonicalizer, site_of_host
 
 __all__ = [
     "ShardRole",
@@ -51,6 +51,7 @@ __all__ = [
     "handoff",
     "inbox_files",
     "read_role",
+    "record_site",
     "role_from_options",
     "stale_refusal",
     "write_outbox",
@@ -159,6 +160,17 @@ def role_from_options(
         raise UsageError("--shard needs --shards N or --slot-map FILE")
     path = Path(slot_map) if slot_map is not None else None
     return adopt_role(state, ShardRole(shard, the_map, path))
+
+
+def record_site(record: Record, canon: Canonicalizer) -> str | None:
+    """A record's "site", or its URL's when it has none; None when neither is usable."""
+    site = record.get("site")
+    if isinstance(site, str) and site:
+        return site
+    try:
+        return canon.parse(str(record.get("url") or "")).site
+    except InvalidURL:
+        return None
 
 
 def stale_refusal(record: Record, why: str) -> Record:

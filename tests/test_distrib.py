@@ -107,6 +107,17 @@ def _net(web) -> list[str]:
             "--hosts-file", str(web.hosts_file), "--per-ip", "1"]  # fmt: skip
 
 
+def _run_fleet(fleet: Path, shards: int, web, *extra: str, **env: str) -> None:
+    """Run examples/shards-parallel.sh over ``web`` (env: ROUNDS, SLICE, ...)."""
+    proc = subprocess.run(
+        [str(EXAMPLES / "shards-parallel.sh"), str(fleet), str(shards), str(web.seeds),
+         *_net(web), *extra],
+        env={**_env(), **env}, capture_output=True, text=True, timeout=600, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         one = tmp_path / "one"
@@ -116,12 +127,7 @@ def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Pa
     assert len(expected) >= 60
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
-        proc = subprocess.run(
-            [str(EXAMPLES / "shards-parallel.sh"), str(fleet), "4", str(web.seeds), *_net(web)],
-            env=_env(), capture_output=True, text=True, timeout=600, check=False,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        _run_fleet(fleet, 4, web)
         report = _audit(web)
     dirs = [fleet / f"shard-{k}" for k in range(4)]
     got = _fetched(dirs)
@@ -156,14 +162,7 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
         expected = set(_fetched([one]))
     with start_testweb(tmp_path, *BIG_WEB) as web:
         fleet = tmp_path / "fleet"
-        env = {**_env(), "ROUNDS": "1", "SLICE": "2s"}
-        first = subprocess.run(
-            [str(EXAMPLES / "shards-parallel.sh"), str(fleet), "4", str(web.seeds), *_net(web),
-             NO_BUDGETS],
-            env=env, capture_output=True, text=True, timeout=300, check=False,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert first.returncode == 0, first.stderr[-3000:]
+        _run_fleet(fleet, 4, web, NO_BUDGETS, ROUNDS="1", SLICE="2s")
         # Add a fifth shard while every shard is stopped: grow the map in place (an
         # atomic replace), then each old owner hands over what moved to shard 4.
         the_map = fleet / "map.json"
@@ -178,13 +177,7 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
             assert res.code == 0, res.stderr
             words = res.stderr.split("handed over ")[1].split()
             handed += int(words[0]) + int(words[3])  # queued + waiting URLs
-        rest = subprocess.run(
-            [str(EXAMPLES / "shards-parallel.sh"), str(fleet), "5", str(web.seeds), *_net(web),
-             NO_BUDGETS],
-            env=_env(), capture_output=True, text=True, timeout=600, check=False,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert rest.returncode == 0, rest.stderr[-3000:]
+        _run_fleet(fleet, 5, web, NO_BUDGETS)
         report = _audit(web)
     dirs = [fleet / f"shard-{k}" for k in range(5)]
     got = _fetched(dirs)

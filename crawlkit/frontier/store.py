@@ -581,7 +581,11 @@ class Frontier:
             self.cycle_number += 1
             self.sites.new_cycle()
             self._unpark_all()
-        elif self.sites.version != self._budgets_checked and self.sites.budget_grew():
+        elif (
+            self.sites.version != self._budgets_checked
+            and any(len(q) for q in self.parked.values())  # the site scan only if needed
+            and self.sites.budget_grew()
+        ):
             # A site's budget rose after its URLs were parked (links learned since, e.g.
             # from other shards): they come back now, not a whole cycle later; the
             # picker parks again what is still over budget.

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import ShardRole, stale_refusal, write_outbox
-from crawlkit.errors import InvalidURL
+from crawlkit.distrib import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
@@ -133,18 +132,15 @@ def _owned_by(
     canon = Canonicalizer()
     moved: dict[int, list[Record]] = defaultdict(list)
     for rec in records:
-        site = rec.get("site")
-        if not site:
-            try:
-                site = canon.parse(str(rec.get("url") or "")).site
-            except InvalidURL:
-                yield rec  # the fetcher answers it with its own error record
-                continue
+        site = record_site(rec, canon)
+        if site is None:
+            yield rec  # the fetcher answers it with its own error record
+            continue
         why = role.check({**rec, "site": site})
         if why is None:
             yield rec
             continue
-        owner = role.owner(str(site))
+        owner = role.owner(site)
         moved[owner].append({k: v for k, v in rec.items() if k != "shard_epoch"})
         sink(stale_refusal(rec, f"{why}; sent to shard {owner}'s outbox"))
         stale["refused"] += 1

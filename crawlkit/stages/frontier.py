@@ -22,15 +22,14 @@ from typing import IO
 import orjson
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import ShardRole, inbox_files, write_outbox
-from crawlkit.errors import InvalidURL, LockedError, StateError
+from crawlkit.distrib import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
+from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record, read_records
-from crawlkit.seen import SeenStore
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
-from crawlkit.stages.seen_merge import SeenMerge
+from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
 from crawlkit.url import Canonicalizer
 
@@ -156,13 +155,21 @@ def frontier_add(
         # shard's site graph (site budgets); only URL records are queued.
         frontier.note_links(delivered_records)
         urls = [rec for rec in delivered_records if rec.get("url")]
-        with _DeliveredUrls(state, urls, canon, reporter) as delivered:
-            mine = _keep_own(role, canon, itertools.chain(records, delivered.fresh), others)
+        with contextlib.ExitStack() as stack:
+            # Delivered URLs this shard's seen set has seen are left out; without a seen
+            # set (a pipeline that keeps none) all of them are queued.
+            fresh, mark_seen = urls, lambda: None
+            if urls and (state.path / SEEN_SUBDIR).exists():
+                new = stack.enter_context(
+                    fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
+                )
+                fresh, mark_seen = new.records, new.commit
+            mine = _keep_own(role, canon, itertools.chain(records, fresh), others)
             result = frontier.add_records(mine, now=now, on_refused=on_refused)
             result.routed = write_outbox(state.path, others, "add")
             frontier.commit()
-            delivered.commit()
-        result.delivered = len(delivered.fresh)
+            mark_seen()  # only now that they are queued (invariant 4)
+        result.delivered = len(fresh)
         for path in inbox:
             path.unlink(missing_ok=True)
     return result
@@ -180,60 +187,12 @@ def _keep_own(
     budgets. A URL that does not parse stays too, for the frontier to refuse it.
     """
     for rec in records:
-        url = rec.get("url")
-        if not url:
-            yield rec
-            continue
-        site = rec.get("site")
-        if not site:
-            try:
-                site = canon.parse(str(url)).site
-            except InvalidURL:
-                yield rec
-                continue
-        owner = role.owner(str(site))
+        site = record_site(rec, canon) if rec.get("url") else None
+        owner = role.shard if site is None else role.owner(site)
         if owner == role.shard:
             yield rec
         else:
             others[owner].append(rec)
-
-
-class _DeliveredUrls:
-    """The delivered URL records that this shard's seen set has not seen (all of them
-    when the state directory keeps no seen set); :meth:`commit` marks them seen."""
-
-    def __init__(
-        self,
-        state: StateDir,
-        records: list[Record],
-        canon: Canonicalizer,
-        reporter: Reporter | None,
-    ):
-        self.fresh: list[Record] = []
-        self._store: SeenStore | None = None
-        self._merger: SeenMerge | None = None
-        if not records:
-            return
-        if not (state.path / SEEN_SUBDIR).exists():
-            self.fresh = records
-            return
-        self._store = SeenStore.open(state.path, reporter=reporter)
-        self._merger = SeenMerge(self._store, canonicalizer=canon, reporter=reporter)
-        buf = bytearray()
-        lines = (("inbox", n, rec) for n, rec in enumerate(records, 1))
-        self._merger.run(lines, buf.extend, commit_each_batch=False)
-        self.fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
-
-    def commit(self) -> None:
-        if self._merger is not None:
-            self._merger.commit_pending()
-
-    def __enter__(self) -> _DeliveredUrls:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._store is not None:
-            self._store.close()
 
 
 def frontier_links(
@@ -293,18 +252,13 @@ def frontier_next(
 
 
 def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:
-    lines: list[bytes] = []
-    others: dict[int, list[Record]] = defaultdict(list)
-    for line in batch.lines:
-        rec = orjson.loads(line)
-        site = str(rec.get("site") or "")
-        owner = role.owner(site)
-        if owner != role.shard:
-            others[owner].append(rec)
-            continue
-        rec["shard_epoch"] = role.epoch(site)
-        lines.append(orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE))
+    mine, others = split_by_owner(role, (orjson.loads(line) for line in batch.lines))
     write_outbox(state, others, "moved")  # before the batch's removal commits
+    lines = [
+        orjson.dumps({**rec, "shard_epoch": role.epoch(str(rec.get("site") or ""))},
+                     option=orjson.OPT_APPEND_NEWLINE)
+        for rec in mine
+    ]  # fmt: skip
     return Batch(lines=lines, refused=batch.refused)
 
 

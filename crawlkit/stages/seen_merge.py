@@ -48,7 +48,15 @@ from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
 from crawlkit.url import Canonicalizer, ParsedURL
 
-__all__ = ["DEFAULT_BATCH", "SeenMerge", "SeenMergeStats", "read_lines", "store_stats"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "FreshRecords",
+    "SeenMerge",
+    "SeenMergeStats",
+    "fresh_records",
+    "read_lines",
+    "store_stats",
+]
 
 DEFAULT_BATCH = 1_000_000
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
@@ -330,6 +338,38 @@ class SeenMerge:
         self.store.commit(keys)
         self.stats.committed += len(keys)
         self._pending = []
+
+
+@dataclass
+class FreshRecords:
+    """What :func:`fresh_records` found: the records never seen, and the run's counts."""
+
+    records: list[Record]
+    stats: SeenMergeStats
+    commit: Callable[[], None]  # marks them seen; call once they are written or queued
+
+
+@contextlib.contextmanager
+def fresh_records(
+    state_path: str | os.PathLike[str],
+    records: Sequence[Record],
+    *,
+    canonicalizer: Canonicalizer,
+    reporter: Reporter | None = None,
+) -> Iterator[FreshRecords]:
+    """The records the seen set of ``state_path`` has not seen, held under its lock.
+
+    Nothing is marked seen until ``commit()`` is called, which the caller does only
+    once the records are safe elsewhere (written out, or queued): a URL is never seen
+    without being queued (invariant 4). Leaving the block without it marks nothing.
+    """
+    with SeenStore.open(state_path, reporter=reporter) as store:
+        merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter)
+        buf = bytearray()
+        lines = (("records", n, rec) for n, rec in enumerate(records, 1))
+        stats = merger.run(lines, buf.extend, commit_each_batch=False)
+        fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+        yield FreshRecords(fresh, stats, merger.commit_pending)
 
 
 def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:
