@@ -12,7 +12,10 @@ Conventions (DESIGN.md "Stream conventions"):
 * A truncated zstd or gzip stream is reported as such; the records before the damage
   are kept, and the reporter remembers the failure so the command can exit 1.
 * Output files are written under a temporary name, fsynced and renamed when complete,
-  so a crash never leaves a half file under the final name (invariant 5).
+  so a crash never leaves a half file under the final name (invariant 5). An output
+  that is not a regular file (``/dev/null``, a FIFO, ``/dev/stdout``, a process
+  substitution's ``/dev/fd/63``) is written straight through: renaming over it would
+  replace the device or pipe with a plain file for every other program.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import contextlib
 import gzip
 import io
 import os
+import stat
 import sys
 import tempfile
 import zlib
@@ -268,12 +272,39 @@ def dumps(record: Record) -> bytes:
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def writes_through(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` must be opened and written in place, never renamed over.
+
+    That is any existing target that is not a regular file (a character device such
+    as ``/dev/null``, a FIFO, a socket), and any path whose symlinks lead through
+    ``/proc`` (``/dev/stdout``, ``/dev/fd/N``): such a name stands for an open file
+    of this process, even when that file is a regular one (``> log``), and renaming
+    over it would replace the symlink in ``/dev`` instead.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return True
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a symlink chain
+        if current.startswith(("/proc/", "/dev/fd/")):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+        current = os.path.abspath(current)
+    return False
+
+
 class Output:
     """A binary output that is either stdout or a file committed atomically on close.
 
     Use it as a context manager: on a clean exit the temporary file is flushed,
     fsynced and renamed to its final name; on an exception it is removed and the
-    final name is left as it was.
+    final name is left as it was. A target that :func:`writes_through` is opened
+    and written in place instead (its type and inode stay as they were).
     """
 
     def __init__(self, path: str | os.PathLike[str] | None, *, level: int = 3):
@@ -286,12 +317,17 @@ class Output:
             self._raw = sys.stdout.buffer
             self._stream = self._raw
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
-        os.fchmod(fd, _file_mode())
-        self._tmp = Path(tmp)
+        if writes_through(self.path):
+            # O_APPEND: a regular file behind /dev/stdout keeps what the shell's own
+            # redirection (>>) meant; devices and pipes ignore it.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+            )
+            os.fchmod(fd, _file_mode())
+            self._tmp = Path(tmp)
         self._raw = os.fdopen(fd, "wb")
         name = self.path.name
         if name.endswith(".zst"):
@@ -336,14 +372,20 @@ class Output:
         if self._closer is not None:
             self._closer.close()
         self._raw.flush()
+        if self._tmp is None:  # written through: nothing to rename, nothing to fsync
+            self._raw.close()
+            return
         os.fsync(self._raw.fileno())
         self._raw.close()
-        assert self._tmp is not None
         os.replace(self._tmp, self.path)
         fsync_dir(self.path.parent)
 
     def abort(self) -> None:
-        if self.path is None or self._tmp is None:
+        if self.path is None:
+            return
+        if self._tmp is None:
+            with contextlib.suppress(OSError):
+                self._raw.close()
             return
         with contextlib.suppress(Exception):
             if self._closer is not None:
@@ -407,8 +449,13 @@ def atomic_file(
     Written under ``tmp`` (a fresh hidden name beside ``path`` by default; stages that
     clean up their own leftovers pass a name they recognise), then flushed, fsynced,
     renamed and the directory fsynced, so a crash leaves the old file or the new one.
+    A target that :func:`writes_through` (``/dev/null``) is written in place.
     """
     target = Path(path)
+    if writes_through(target):
+        with open(target, "ab") as f:
+            yield f  # type: ignore[misc]
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     if tmp is None:
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
