@@ -111,29 +111,70 @@ class _ZstdReader(io.RawIOBase):
 
 
 class _GzipReader(io.RawIOBase):
-    """gzip (also multi-member) with truncation and corruption mapped to InputError."""
+    """gzip (also multi-member) decoded incrementally, with truncation noticed.
+
+    ``gzip.GzipFile`` raises on a cut stream and drops what it decoded in that call,
+    up to the whole buffer a reader asked for; decoding chunk by chunk with zlib hands
+    out everything before the damage first, then raises :class:`TruncatedInput`.
+    Like ``gzip``, NUL padding after the last member is ignored.
+    """
+
+    _WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer (CRC, length) are expected
 
     def __init__(self, raw: BinaryIO, source: str):
         self._raw = raw
-        self._gz = gzip.GzipFile(fileobj=raw, mode="rb")
         self._source = source
+        self._obj = zlib.decompressobj(self._WBITS)
+        self._in_member = False
+        self._pending = b""
+        self._done = False
+        self._error: InputError | None = None  # raised once everything before it is out
 
     def readable(self) -> bool:
         return True
 
     def close(self) -> None:
         if not self.closed:
-            self._gz.close()
             self._raw.close()
         super().close()
 
     def readinto(self, buffer: Any) -> int:
-        try:
-            return self._gz.readinto(buffer)
-        except EOFError as exc:
-            raise TruncatedInput("gzip stream ends early", source=self._source) from exc
-        except (gzip.BadGzipFile, zlib.error, OSError) as exc:
-            raise InputError(f"corrupt gzip data ({exc})", source=self._source) from exc
+        view = memoryview(buffer).cast("B")
+        while not self._pending and not self._done:
+            self._fill()
+        if not self._pending and self._error is not None:
+            raise self._error
+        n = min(len(view), len(self._pending))
+        view[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _fill(self) -> None:
+        chunk = self._raw.read(_CHUNK)
+        if not chunk:
+            self._done = True
+            if self._in_member:
+                self._error = TruncatedInput("gzip stream ends early", source=self._source)
+            return
+        out = []
+        while chunk:
+            if not self._in_member:
+                chunk = chunk.lstrip(b"\x00")  # padding between or after members
+                if not chunk:
+                    break
+            try:
+                out.append(self._obj.decompress(chunk))
+            except zlib.error as exc:
+                self._done = True
+                self._error = InputError(f"corrupt gzip data ({exc})", source=self._source)
+                break
+            self._in_member = not self._obj.eof
+            if self._obj.eof:
+                chunk = self._obj.unused_data
+                self._obj = zlib.decompressobj(self._WBITS)
+            else:
+                chunk = b""
+        self._pending = b"".join(out)
 
 
 def open_input(path: str | os.PathLike[str] | None) -> BinaryIO:
