@@ -27,6 +27,7 @@ from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.warc import check_warc_prefix
 from crawlkit.stages.fetch import fetch_records
 
 DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
@@ -200,6 +201,7 @@ def fetch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()
+    check_warc_prefix(warc_prefix)
     if warc_version not in ("1.0", "1.1"):
         raise UsageError("--warc-version must be 1.1 or 1.0")
     if concurrency < 1 or per_ip < 1:

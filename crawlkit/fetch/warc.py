@@ -27,12 +27,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
 import socket
 import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawlkit.errors import UsageError
 from crawlkit.io import fsync_dir
 
 __all__ = [
@@ -171,6 +173,28 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
     return done
 
 
+MAX_PREFIX = 100
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def check_warc_prefix(prefix: str, option: str = "--warc-prefix") -> str:
+    """Return ``prefix`` if it can start a WARC file name; raise :class:`UsageError` if not.
+
+    A prefix is one file name component: letters, digits, ``.``, ``_``, ``+``, ``-``,
+    not starting with a dot or a dash, at most :data:`MAX_PREFIX` characters, so the
+    whole name (prefix, time, serial, host, pid, ``.warc.gz.open``) stays under the
+    255-byte limit of a file name. ``../x``, ``/abs`` or ``a/b`` would write outside
+    the WARC directory or fail only when the first file opens, after requests were
+    made; commands call this before any request.
+    """
+    if not _PREFIX.fullmatch(prefix) or len(prefix) > MAX_PREFIX:
+        raise UsageError(
+            f"{option} must be a file name of 1 to {MAX_PREFIX} letters, digits, '.', '_', "
+            f"'+' or '-', starting with a letter or digit (not a path): {prefix!r}"
+        )
+    return prefix
+
+
 class WarcWriter:
     """Writes captures into rotating ``.warc.gz`` files in ``directory``."""
 
@@ -187,7 +211,7 @@ class WarcWriter:
         if version not in _PROFILE:
             raise ValueError(f"WARC version must be 1.1 or 1.0, not {version!r}")
         self.directory = Path(directory)
-        self.prefix = prefix
+        self.prefix = check_warc_prefix(prefix, "WARC prefix")
         self.version = version
         self.max_size = max_size
         self.level = level
