@@ -97,7 +97,8 @@ def audit(
     bytes taken from hostile hosts; per address, connections at once against --per-ip.
     Gaps shorter than 10 x the previous response time (DESIGN.md's adaptive delay, only
     approximately visible to a server), duplicates and hostile bytes are warnings;
-    everything else is a violation. Exit status 1 when any violation exists.
+    everything else is a violation. Exit status 1 when any violation exists or a log is
+    truncated or corrupt (the records before the damage are audited).
 
     Buffers the whole log (memory grows with the number of requests). Touches no state.
 
@@ -119,5 +120,5 @@ def audit(
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         sys.stdout.write(format_report(report))
-    if not report["ok"]:
+    if not report["ok"] or rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)

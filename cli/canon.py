@@ -72,10 +72,12 @@ def canon(
     """
     rep = reporter()
     canonicalizer = Canonicalizer(rules, param_denylist=load_param_denylist(param_denylist or []))
-    lines = io.read_text_lines(files, rep)
+    lines = io.read_text_lines(files, rep, aligned=True)
     with io.open_output(out) as sink:
         for record in canon_records(lines, canonicalizer, base=base, reporter=rep):
             if as_json:
                 sink.write_record(record)
             else:
                 sink.write((record["url"] or "").encode("utf-8") + b"\n")
+    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        raise typer.Exit(1)

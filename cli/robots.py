@@ -95,10 +95,12 @@ def check(
     if urls:
         lines = (("<args>", n, u) for n, u in enumerate(urls, 1))
     else:
-        lines = io.read_text_lines(None, rep)
+        lines = io.read_text_lines(None, rep, aligned=True)
     with io.open_output(out) as sink:
         for record in check_lines(rules, agent, lines, rep):
             sink.write_record(record)
+    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        raise typer.Exit(1)
 
 
 @robots_app.command("parse")

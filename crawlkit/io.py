@@ -29,6 +29,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -202,11 +203,18 @@ def check_single_stdin(paths: Sequence[str | os.PathLike[str]]) -> None:
 
 
 def iter_lines(
-    stream: BinaryIO, source: str, reporter: Reporter, max_line: int = DEFAULT_MAX_LINE
-) -> Iterator[tuple[int, bytes]]:
+    stream: BinaryIO,
+    source: str,
+    reporter: Reporter,
+    max_line: int = DEFAULT_MAX_LINE,
+    *,
+    keep_overlong: bool = False,
+) -> Iterator[tuple[int, bytes | None]]:
     """Yield ``(line_number, line)`` without the line end; overlong lines are skipped.
 
-    An overlong line is read past in chunks, never held whole in memory.
+    An overlong line is read past in chunks, never held whole in memory, and reported;
+    with ``keep_overlong`` it is also yielded as ``(line_number, None)``, so callers
+    that answer every input line keep their output aligned.
     A truncated compressed stream is reported and ends this input (records before it
     were already yielded).
     """
@@ -223,6 +231,8 @@ def iter_lines(
                     line = stream.readline(_CHUNK)
                     skipped += len(line)
                 reporter.bad_record(source, lineno, f"line longer than {max_line} bytes skipped")
+                if keep_overlong:
+                    yield lineno, None
                 continue
             yield lineno, line.rstrip(b"\r\n")
     except TruncatedInput as exc:
@@ -276,7 +286,7 @@ def read_records_with_lines(
         source = display_name(path)
         with contextlib.closing(open_input(path)) as stream:
             for lineno, line in iter_lines(stream, source, reporter, max_line):
-                if not line.strip():
+                if line is None or not line.strip():
                     continue
                 try:
                     yield source, lineno, parse_record(line)
@@ -284,28 +294,43 @@ def read_records_with_lines(
                     reporter.bad_record(source, lineno, str(exc))
 
 
+@dataclass(frozen=True, slots=True)
+class LineError:
+    """An input line that could not be read (already reported on stderr)."""
+
+    reason: str
+
+
 def read_text_lines(
     paths: Sequence[str | os.PathLike[str]] | None,
     reporter: Reporter | None = None,
     *,
     max_line: int = DEFAULT_MAX_LINE,
-) -> Iterator[tuple[str, int, str | None]]:
+    aligned: bool = False,
+) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(source, line_number, text)``; text is None for a line that is not UTF-8.
 
-    Callers that keep lines aligned (``crawlkit canon``) need to see the bad line too.
+    Callers that keep lines aligned (``crawlkit canon``) need to see the bad line too:
+    with ``aligned`` every input line is yielded, and text is a :class:`LineError`
+    (with its reason) for a line that is not UTF-8 or is longer than ``max_line``.
     """
     reporter = reporter if reporter is not None else NullReporter()
     inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
     check_single_stdin(inputs)
+    overlong = LineError(f"line longer than {max_line} bytes")
     for path in inputs:
         source = display_name(path)
         with contextlib.closing(open_input(path)) as stream:
-            for lineno, line in iter_lines(stream, source, reporter, max_line):
+            lines = iter_lines(stream, source, reporter, max_line, keep_overlong=aligned)
+            for lineno, line in lines:
+                if line is None:
+                    yield source, lineno, overlong
+                    continue
                 try:
                     yield source, lineno, line.decode("utf-8")
                 except UnicodeDecodeError:
                     reporter.bad_record(source, lineno, "invalid UTF-8")
-                    yield source, lineno, None
+                    yield source, lineno, LineError("invalid UTF-8") if aligned else None
 
 
 def dumps(record: Record) -> bytes:

@@ -253,24 +253,27 @@ def _parse_delay(value: str) -> float | None:
 def check_lines(
     robots: RobotsTxt,
     agent: str,
-    lines: Iterable[tuple[str, int, str | None]],
+    lines: Iterable[tuple[str, int, Any]],
     reporter: Reporter | None = None,
 ) -> Iterator[dict[str, Any]]:
     """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
 
     ``lines`` are ``(source, line_number, text)`` as from
-    :func:`crawlkit.io.read_text_lines`. A line is a URL, or a JSON object with a
+    :func:`crawlkit.io.read_text_lines` (``aligned=True``). A line is a URL, or a JSON object with a
     ``"url"`` (a URL record from another stage): then the output is that record with
     ``"allowed"`` and ``"rule"`` added, every other field passed through. A line that
-    is neither (not UTF-8, a broken object, an object without a string ``url``) gives
+    is neither (not UTF-8, over the line cap, a broken object, an object without a
+    string ``url``) gives
     ``{"url": null, "allowed": false, "rule": null, "error": ...}`` and is reported, so
     every input line is answered (DESIGN.md invariant 1). Streams; constant memory.
     """
     reporter = reporter if reporter is not None else NullReporter()
     for source, lineno, text in lines:
         record: dict[str, Any] | None = None
-        error = "invalid UTF-8" if text is None else None
-        url = text.strip() if text is not None else ""
+        error = None
+        if not isinstance(text, str):  # None or an io.LineError: reported by the reader
+            error = getattr(text, "reason", "invalid UTF-8")
+        url = text.strip() if isinstance(text, str) else ""
         if url.startswith("{"):
             try:
                 record = orjson.loads(url)

@@ -14,12 +14,12 @@ import orjson
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.io import Record
+from crawlkit.io import LineError, Record
 from crawlkit.url import Canonicalizer
 
 
 def canon_records(
-    lines: Iterable[tuple[str, int, str | None]],
+    lines: Iterable[tuple[str, int, str | LineError | None]],
     canon: Canonicalizer,
     *,
     base: str | None = None,
@@ -28,13 +28,17 @@ def canon_records(
     """One ``{"input", "url", "host", "site", "fp", "error"}`` record per input line.
 
     ``url`` is None and ``error`` says why when the line cannot be used; such lines are
-    also reported (with their line number) and counted as bad records.
+    also reported (with their line number) and counted as bad records. ``lines`` are
+    as :func:`crawlkit.io.read_text_lines` yields them with ``aligned=True``: a line
+    it could not read (None or a :class:`LineError`: not UTF-8, over the line cap)
+    still gets its record, so outputs stay aligned with inputs.
     """
     reporter = reporter or NullReporter()
     for source, lineno, text in lines:
-        if text is None:
+        if not isinstance(text, str):
+            error = text.reason if isinstance(text, LineError) else "invalid UTF-8"
             yield {"input": None, "url": None, "host": None, "site": None, "fp": None,
-                   "error": "invalid UTF-8"}  # fmt: skip
+                   "error": error}  # fmt: skip
             continue
         raw = text.strip()
         try:
