@@ -325,7 +325,7 @@ class Crawl:
 
     def _ingest_inbox(self) -> bool:
         """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
-        files = inbox_files(self.state.path)
+        files = inbox_files(self.state.path, self.rep)
         for path in files:
             records = list(_read(path))
             # Delivered links (and other shards' site links) complete this shard's site

@@ -12,7 +12,9 @@ Shards exchange only files:
     URL records this shard discovered for shard J's sites (written atomically).
 ``STATE/inbox/*.ndjson.zst``
     URL records delivered to this shard; ``crawlkit crawl`` checks them against its
-    seen set and queues them, then deletes the file (at least once).
+    seen set and queues them, then deletes the file (at least once). Only regular
+    files are read: anything else there (a symlink, a directory, a FIFO) is reported
+    and moved to ``STATE/inbox-rejected/``, so it is neither followed nor in the way.
 
 Between time slices a runner (GNU parallel, Slurm, a Kubernetes job) runs
 ``crawlkit shard --deliver DIR ...``, which moves every outbox file into the inbox of
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
+from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, StateError, UsageError
 from crawlkit.io import Record
 from crawlkit.shard import SlotMap, slot_of
@@ -186,9 +190,59 @@ def inbox_dir(state: str | os.PathLike[str]) -> Path:
     return Path(state) / "inbox"
 
 
-def inbox_files(state: str | os.PathLike[str]) -> list[Path]:
+def rejected_dir(state: str | os.PathLike[str]) -> Path:
+    return Path(state) / "inbox-rejected"
+
+
+def inbox_files(state: str | os.PathLike[str], reporter: Reporter | None = None) -> list[Path]:
+    """The regular files in ``STATE/inbox`` to queue, oldest name first.
+
+    An entry that is not a regular file (by ``lstat``: a symlink is never followed,
+    so a link to ``/etc/passwd`` is not read as records; a directory named
+    ``x.ndjson.zst`` would fail every read) is moved to ``STATE/inbox-rejected/`` and
+    reported as a warning, so it neither leaks into the queues nor blocks them.
+    Names that do not end in ``.ndjson.zst`` (a delivery's temporary file) are left.
+    """
     directory = inbox_dir(state)
-    return sorted(directory.glob("*.ndjson.zst")) if directory.exists() else []
+    if not directory.exists():
+        return []
+    files: list[Path] = []
+    for path in sorted(directory.glob("*.ndjson.zst")):
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue  # taken by another reader meanwhile
+        if stat.S_ISREG(mode):
+            files.append(path)
+            continue
+        moved = _set_aside(path, rejected_dir(state))
+        if reporter is not None:
+            reporter.warn(
+                f"{path}: not a regular file ({_kind(mode)}); not read, moved to {moved}",
+                "inbox entry set aside",
+            )
+    return files
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "a special file"
+
+
+def _set_aside(path: Path, directory: Path) -> Path:
+    """Rename ``path`` (whatever it is; a symlink itself, not its target) into
+    ``directory`` under a name not taken yet."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / path.name
+    while os.path.lexists(target):
+        target = directory / f"{path.name}.{_stamp()}"
+    os.rename(path, target)
+    return target
 
 
 def _stamp() -> str:

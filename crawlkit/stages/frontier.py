@@ -149,7 +149,7 @@ def frontier_add(
             return result
         canon = Canonicalizer()
         others: dict[int, list[Record]] = defaultdict(list)
-        inbox = inbox_files(state.path)
+        inbox = inbox_files(state.path, reporter)
         delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
         # Delivered links, and the site pairs other shards' crawls send, feed this
         # shard's site graph (site budgets); only URL records are queued.
