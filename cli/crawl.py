@@ -185,6 +185,7 @@ def crawl_command(
         crawlkit crawl seeds.txt --state S --explain
     """
     rep = reporter()
+    io.check_output_dir(warc_dir, "--warc-dir")
     if scope not in ("host", "site", "any") and not scope:
         raise UsageError("--scope must not be empty")
     delay = parse_duration(min_delay)

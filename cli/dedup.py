@@ -72,6 +72,8 @@ def dedup(
         raise UsageError("--window must be at least 1")
     if sites is not None and io.is_stdio(sites) and io.is_stdio(out):
         raise UsageError("--out and --sites cannot both be stdout")
+    io.check_output(out, "--out")
+    io.check_output(sites, "--sites")
     rep = reporter()
     stats = DedupStats()
     with open_dedup_store(state, window=window) as store:

@@ -202,6 +202,7 @@ def fetch(
     """
     rep = reporter()
     check_warc_prefix(warc_prefix)
+    io.check_output_dir(warc_dir, "--warc-dir")
     if warc_version not in ("1.0", "1.1"):
         raise UsageError("--warc-version must be 1.1 or 1.0")
     if concurrency < 1 or per_ip < 1:

@@ -387,6 +387,8 @@ def next_batch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst
     """
     rep = reporter()
+    io.check_output(out, "--out")
+    io.check_output(refused, "--refused")
     if max_urls < 0 or per_host < 0:
         raise UsageError("--max and --per-host must not be negative")
     for name, share in (("--recrawl-share", recrawl_share), ("--discovery-share", discovery_share)):

@@ -16,7 +16,7 @@ import click
 import typer
 from crawlkit_cli.app import app, invocation
 
-from crawlkit.errors import CrawlkitError
+from crawlkit.errors import CrawlkitError, describe_os_error
 
 
 def _command_name(root: click.Command, argv: Sequence[str]) -> str:
@@ -69,6 +69,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return _broken_pipe()
+    except OSError as exc:  # the environment (full disk, read-only), not a bug
+        if invocation.debug:
+            traceback.print_exc()
+        print(f"{prefix}: {describe_os_error(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"{prefix}: interrupted", file=sys.stderr)
         return 130

@@ -123,6 +123,8 @@ def seen_merge(
     """
     rep = reporter()
     want_stats = stats or stats_file is not None
+    io.check_output(out, "--out")
+    io.check_output(stats_file, "--stats-file")
     if contains:
         _contains(state, [*contains, *(files or [])])
         return

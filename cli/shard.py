@@ -117,6 +117,7 @@ def shard(
                 "(linkers, budget used, dedup yield)"
             )
         return
+    io.check_output_dir(out_dir, "--out-dir")
     if map_file is not None:
         slot_map = SlotMap.load(map_file)
     elif shards is not None:

@@ -40,7 +40,14 @@ import numpy as np
 import orjson
 
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_file, atomic_write_bytes, atomic_write_json, fsync_dir, read_json
+from crawlkit.io import (
+    atomic_file,
+    atomic_write_bytes,
+    atomic_write_json,
+    fsync_dir,
+    read_json,
+    write_array,
+)
 from crawlkit.nearindex import NearIndex
 
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
@@ -338,8 +345,8 @@ class DedupStore:
     def _write_tables(path: Path, keys: np.ndarray, ids: np.ndarray) -> None:
         """Write a snapshot under a temporary name, fsync, rename (no copy in memory)."""
         with atomic_file(path, tmp=path.with_name(f".{path.name}.tmp")) as f:
-            np.ascontiguousarray(keys, dtype="<u4").tofile(f)
-            np.ascontiguousarray(ids, dtype="<u4").tofile(f)
+            write_array(f, np.ascontiguousarray(keys, dtype="<u4"))
+            write_array(f, np.ascontiguousarray(ids, dtype="<u4"))
 
     def close(self) -> None:
         self._url_file.close()

@@ -7,6 +7,7 @@ Library code raises these; only the CLI's single exit point prints them (one lin
     ├── UsageError                exit 2: bad flags or arguments
     ├── InputError                a stream or file cannot be read (file, line)
     │   └── TruncatedInput        compressed input ended early; records before it kept
+    ├── OutputError               an output cannot be written (read-only, full disk, ...)
     ├── InvalidURL                a URL cannot be parsed or is not http(s)
     ├── StateError                a state directory is missing, corrupt or of another version
     │   └── LockedError           another process holds the state directory
@@ -15,9 +16,15 @@ Library code raises these; only the CLI's single exit point prints them (one lin
 
 A *bad record* is not an exception that ends a stage: readers report it on stderr with
 its file and line number, count it and go on (DESIGN.md stream conventions).
+
+An ``OSError`` from the environment (a full disk, a read-only file system) that reaches
+the exit point is printed in plain words by :func:`describe_os_error`, never as an
+internal error.
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class CrawlkitError(Exception):
@@ -48,6 +55,11 @@ class TruncatedInput(InputError):
     """A compressed stream ended before its end marker (a partial download or a crash)."""
 
 
+class OutputError(CrawlkitError):
+    """An output cannot be written: its file system is read-only or full, or access is
+    denied. Checked before the work starts where it can be (:func:`crawlkit.io.check_output`)."""
+
+
 class InvalidURL(CrawlkitError, ValueError):
     """A URL that cannot be parsed, or whose scheme is not http or https."""
 
@@ -66,3 +78,33 @@ class PolicyRefused(CrawlkitError):
 
 class NetworkError(CrawlkitError):
     """A fetch failed below HTTP: name resolution, connect, TLS, or a timeout."""
+
+
+# Plain words for the faults a user's environment causes; the rest keep their strerror.
+_PLAIN = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "not a directory",
+    errno.ENOENT: "no such file or directory",
+    errno.EEXIST: "already exists",
+    errno.EIO: "input/output error",
+    errno.EMFILE: "too many open files",
+    errno.ENAMETOOLONG: "file name too long",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``PATH: no space left on device``: an OSError in plain words, with its file.
+
+    numpy's ``tofile`` reports a short write as ``N requested and M written`` without
+    an errno; nearly always a full disk, so it is called a short write and that cause
+    is named.
+    """
+    reason = _PLAIN.get(exc.errno or 0) or (exc.strerror or str(exc)).lower()
+    if exc.errno is None and "requested and" in str(exc):
+        reason = f"short write ({exc}); is the disk full?"
+    return f"{exc.filename}: {reason}" if exc.filename else reason

@@ -37,7 +37,7 @@ import orjson
 import zstandard
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InputError, TruncatedInput, UsageError
+from crawlkit.errors import InputError, OutputError, TruncatedInput, UsageError, describe_os_error
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -364,6 +364,62 @@ def writes_through(path: str | os.PathLike[str]) -> bool:
     return False
 
 
+def check_output(path: str | os.PathLike[str] | None, option: str = "output") -> None:
+    """Refuse, before any work, an output file that cannot be made.
+
+    A directory in its place or on its way is a :class:`UsageError`; a read-only file
+    system or a directory this process may not write is an :class:`OutputError`. A
+    target that :func:`writes_through` (``/dev/null``) needs only to be writable.
+    ``-`` (stdout) always passes. Commands that open an output only after their work
+    (``dedup --sites``) call this first, so the work is not lost at the final rename.
+    """
+    if is_stdio(path):
+        return
+    target = Path(path)  # type: ignore[arg-type]
+    if target.is_dir():
+        raise UsageError(f"{option} {target} is a directory; give a file name")
+    if writes_through(target):
+        if not os.access(target, os.W_OK):
+            raise OutputError(f"{option} {target}: {_why_not_writable(target)}")
+        return
+    ancestor = target.parent
+    while not ancestor.exists():
+        if os.path.lexists(ancestor):  # a dangling symlink on the way
+            raise UsageError(f"{option} {target}: {ancestor} is a broken symlink")
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{option} {target}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise OutputError(f"{option} {target}: cannot write in {ancestor}: "
+                          f"{_why_not_writable(ancestor)}")  # fmt: skip
+
+
+def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Refuse, before any work, an output directory (``--out-dir``) that is a file."""
+    if path is None:
+        return
+    directory = Path(path)
+    probe = directory
+    while not probe.exists():
+        if probe == probe.parent:
+            return
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "is a file" if probe == directory else f"is under {probe}, which is a file"
+        raise UsageError(f"{option} {directory} {what}; give a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputError(f"{option} {directory}: {_why_not_writable(probe)}")
+
+
+def _why_not_writable(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    except OSError:
+        pass
+    return "permission denied"
+
+
 class Output:
     """A binary output that is either stdout or a file committed atomically on close.
 
@@ -383,18 +439,11 @@ class Output:
             self._raw = sys.stdout.buffer
             self._stream = self._raw
             return
-        if writes_through(self.path):
-            # O_APPEND: a regular file behind /dev/stdout keeps what the shell's own
-            # redirection (>>) meant; devices and pipes ignore it.
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-            )
-            os.fchmod(fd, _file_mode())
-            self._tmp = Path(tmp)
-        self._raw = os.fdopen(fd, "wb")
+        check_output(self.path)
+        try:
+            self._open()
+        except OSError as exc:  # name the output, not its temporary file
+            raise OutputError(f"{self.path}: {describe_os_error(_without_name(exc))}") from exc
         name = self.path.name
         if name.endswith(".zst"):
             self._closer = zstandard.ZstdCompressor(level=level).stream_writer(
@@ -407,7 +456,36 @@ class Output:
         else:
             self._stream = self._raw
 
+    def _open(self) -> None:
+        assert self.path is not None
+        if writes_through(self.path):
+            # O_APPEND: a regular file behind /dev/stdout keeps what the shell's own
+            # redirection (>>) meant; devices and pipes ignore it.
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+            )
+            os.fchmod(fd, _file_mode())
+            self._tmp = Path(tmp)
+        self._raw = os.fdopen(fd, "wb")
+
     def write(self, data: bytes) -> None:
+        try:
+            self._write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> OSError | OutputError:
+        """A write error of a file output, naming the output (stdout's stay as they are)."""
+        if self.path is None:
+            return exc
+        return OutputError(f"{self.path}: {describe_os_error(_without_name(exc))}")
+
+    def _write(self, data: bytes) -> None:
         if self._stream is not self._raw:
             self._stream.write(data)  # a compressor takes all of it or raises
             return
@@ -435,6 +513,16 @@ class Output:
         if self.path is None:
             self._raw.flush()
             return
+        try:
+            self._commit()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self.abort()
+            raise self._failed(exc) from exc
+
+    def _commit(self) -> None:
+        assert self.path is not None
         if self._closer is not None:
             self._closer.close()
         self._raw.flush()
@@ -469,6 +557,11 @@ class Output:
             self.commit()
         else:
             self.abort()
+
+
+def _without_name(exc: OSError) -> OSError:
+    """The error without its file name (a temporary name means nothing to the user)."""
+    return OSError(exc.errno, exc.strerror) if exc.errno is not None else exc
 
 
 _MODE: list[int] = []
@@ -540,6 +633,15 @@ def atomic_file(
             os.unlink(name)
         raise
     fsync_dir(target.parent)
+
+
+def write_array(f: BinaryIO, array: Any) -> None:
+    """Write a C-contiguous array's bytes to ``f`` without copying them.
+
+    numpy's ``tofile`` reports a full disk as ``N requested and M written`` with no
+    errno; a file's own ``write`` raises ``ENOSPC``, which is said in plain words.
+    """
+    f.write(memoryview(array).cast("B"))
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

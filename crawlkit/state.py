@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from crawlkit.errors import LockedError, StateError
+from crawlkit.errors import LockedError, StateError, describe_os_error
 
 __all__ = ["StateDir", "open_state"]
 
@@ -73,7 +73,13 @@ class StateDir:
 
 def _lock(path: Path, wait: bool) -> int:
     lock_path = path / "LOCK"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only file system, a directory of another user
+        raise StateError(
+            f"state directory {path} cannot be locked for writing: "
+            f"{describe_os_error(OSError(exc.errno, exc.strerror))}"
+        ) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
@@ -100,7 +106,10 @@ def open_state(path: str | os.PathLike[str], *, lock: bool = True, wait: bool = 
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StateError(f"cannot create state directory {directory}: {exc.strerror}") from exc
+        raise StateError(
+            f"cannot create state directory {directory}: "
+            f"{describe_os_error(OSError(exc.errno, exc.strerror))}"
+        ) from exc
     if not directory.is_dir():
         raise StateError(f"{directory} is not a directory")
     if not lock:

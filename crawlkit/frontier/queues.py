@@ -15,7 +15,9 @@ Contract:
   nothing (DESIGN.md invariant 5): new segment files not named by any manifest are
   orphans that :meth:`SegmentStore.remove_orphans` deletes on the next open, and
   segments emptied by a take are deleted only after the commit
-  (:meth:`SegmentStore.collect`).
+  (:meth:`SegmentStore.collect`). A commit that fails without a crash (a full disk)
+  deletes the segments written since the last commit at once
+  (:meth:`SegmentStore.discard_uncommitted`), so the space they hold is given back.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ class SegmentStore:
         self._cctx = zstandard.ZstdCompressor(level=level)
         self._dctx = zstandard.ZstdDecompressor()
         self._garbage: list[int] = []
-        self._written: list[int] = []
+        self._written: list[int] = []  # renamed since the last sync
+        self._uncommitted: list[int] = []  # written since the last commit
 
     def path(self, seg_id: int) -> Path:
         return self.directory / f"seg-{seg_id:012d}.ndjson.zst"
@@ -79,10 +82,17 @@ class SegmentStore:
                 n = os.write(fd, view)
                 view = view[n:]
             os.fsync(fd)
-        finally:
             os.close(fd)
-        os.replace(tmp, final)
+            fd = -1
+            os.replace(tmp, final)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         self._written.append(seg_id)
+        self._uncommitted.append(seg_id)
         return seg_id
 
     def read(self, seg_id: int) -> list[bytes]:
@@ -117,9 +127,19 @@ class SegmentStore:
             with contextlib.suppress(FileNotFoundError):
                 self.path(seg_id).unlink()
         self._garbage.clear()
+        self._uncommitted.clear()
 
-    def forget_uncommitted(self) -> None:
-        """After a failed commit: the segments written are orphans, deleted on next open."""
+    def discard_uncommitted(self) -> None:
+        """After a failed commit: delete the segments written since the last commit.
+
+        No manifest names them, so they are orphans; deleting them now, not on the next
+        open, gives back the space a full disk needs. The in-memory queues that name
+        them must not be committed afterwards (reopen the frontier instead).
+        """
+        for seg_id in self._uncommitted:
+            with contextlib.suppress(OSError):
+                self.path(seg_id).unlink()
+        self._uncommitted.clear()
         self._garbage.clear()
         self._written.clear()
 

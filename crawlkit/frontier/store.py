@@ -40,7 +40,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,23 +254,72 @@ class Frontier:
         yield from self.queues.values()
         yield from self.parked.values()
 
+    @contextlib.contextmanager
+    def discard_on_error(self) -> Iterator[Frontier]:
+        """Delete what was written since the last commit if the block raises.
+
+        Segment files are written before the commit that names them (a large add, a
+        ``next``); after a failure (a full disk) no manifest names them, and leaving
+        them until the next open would keep the disk full.
+        """
+        try:
+            yield self
+        except BaseException:
+            self.store.discard_uncommitted()
+            raise
+
     def commit(self) -> None:
-        """Make every change since the last commit durable, atomically (see module doc)."""
+        """Make every change since the last commit durable, atomically (see module doc).
+
+        If it fails (a full disk), the files it wrote are deleted before the error is
+        raised, the last committed state stays as it was, and this object must not be
+        used again.
+        """
+        written: list[str] = []
+        try:
+            files = self._write_commit(written)
+        except BaseException:
+            self.store.discard_uncommitted()
+            for name in written:
+                with contextlib.suppress(OSError):
+                    (self.directory / name).unlink()
+            raise
+        old = set(self._files.values()) - set(files.values())
+        self._files = files
+        self._recrawl_dirty = False
+        self.store.collect()
+        for name in old:
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / name).unlink()
+        for path in self._inbox_done:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        self._inbox_done.clear()
+
+    def _write_commit(self, written: list[str]) -> dict[str, str]:
+        """Write the segments, side files and manifest of the next commit.
+
+        Returns the manifest's ``files``; each side file's name is put in ``written``
+        before it is made, so a failed commit can delete it.
+        """
         self._flush_pending()
         self.store.sync()
         self.seq += 1
         files = dict(self._files)
         cctx = zstandard.ZstdCompressor(level=1)
         files["sites"] = f"sites-{self.seq}.json.zst"
+        written.append(files["sites"])
         atomic_write_bytes(
             self.directory / files["sites"], cctx.compress(orjson.dumps(self.sites.to_json()))
         )
         files["hosts"] = f"hosts-{self.seq}.json.zst"
+        written.append(files["hosts"])
         atomic_write_bytes(
             self.directory / files["hosts"], cctx.compress(orjson.dumps(dict(self.hosts)))
         )
         if self._recrawl_dirty and self._recrawl_fps is not None:
             files["recrawl"] = f"recrawl-{self.seq}.fps"
+            written.append(files["recrawl"])
             array = np.fromiter(self._recrawl_fps, dtype="<u8", count=len(self._recrawl_fps))
             atomic_write_bytes(self.directory / files["recrawl"], array.tobytes())
         manifest = {
@@ -288,17 +337,7 @@ class Frontier:
             "files": files,
         }
         atomic_write_json(self.directory / "manifest.json", manifest)
-        old = set(self._files.values()) - set(files.values())
-        self._files = files
-        self._recrawl_dirty = False
-        self.store.collect()
-        for name in old:
-            with contextlib.suppress(FileNotFoundError):
-                (self.directory / name).unlink()
-        for path in self._inbox_done:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        self._inbox_done.clear()
+        return files
 
     # ----------------------------------------------------------------- operator blocks
 

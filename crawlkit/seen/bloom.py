@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlkit.errors import StateError, UsageError
-from crawlkit.io import atomic_file
+from crawlkit.io import atomic_file, write_array
 
 __all__ = ["BloomFilter", "bloom_size"]
 
@@ -149,8 +149,12 @@ class BloomFilter:
         m, k = bloom_size(capacity, fp_rate)
         with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
             f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
-            # A sparse file: zero pages cost no disk until a bit lands in them.
             f.truncate(DATA_OFFSET + m // 8)
+            f.flush()
+            # Reserve the blocks now. The filter is written through a memory map, and
+            # a sparse file on a full disk would end the process with SIGBUS when a bit
+            # lands in a page the file system cannot allocate; here it is ENOSPC.
+            os.posix_fallocate(f.fileno(), 0, DATA_OFFSET + m // 8)
         return cls(path, writable=True)
 
     @classmethod
@@ -177,7 +181,7 @@ class BloomFilter:
         with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
             f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
             f.seek(DATA_OFFSET)
-            bits.tofile(f)
+            write_array(f, bits)
         return cls(path, writable=True)
 
     @property

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_file, atomic_write_json, read_json
+from crawlkit.io import atomic_file, atomic_write_json, read_json, write_array
 
 __all__ = [
     "FORMAT",
@@ -187,15 +187,15 @@ def write_run(path: Path, keys: Fingerprints, fmt: str = "u64") -> None:
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     with atomic_file(path, tmp=path.with_name(TMP_PREFIX + path.name)) as f:
         if fmt == "u64":
-            keys.astype("<u8", copy=False).tofile(f)
+            write_array(f, keys.astype("<u8", copy=False))
         else:
             shift = np.uint64(64 - dir_bits(len(keys)))
             offsets = np.searchsorted(
                 keys >> shift, np.arange((1 << dir_bits(len(keys))) + 1, dtype=np.uint64)
             )
-            offsets.astype("<u8").tofile(f)
-            keys.astype("<u4").tofile(f)  # astype keeps the low bits
-            (keys >> np.uint64(32)).astype("<u2").tofile(f)
+            write_array(f, offsets.astype("<u8"))
+            write_array(f, keys.astype("<u4"))  # astype keeps the low bits
+            write_array(f, (keys >> np.uint64(32)).astype("<u2"))
 
 
 class PackedRun:

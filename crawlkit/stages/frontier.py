@@ -143,35 +143,36 @@ def frontier_add(
         records,
     ):
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
-        if role is None:
-            result = frontier.add_records(records, now=now, on_refused=on_refused)
-            frontier.commit()
-            return result
-        canon = Canonicalizer()
-        others: dict[int, list[Record]] = defaultdict(list)
-        inbox = inbox_files(state.path, reporter)
-        delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
-        # Delivered links, and the site pairs other shards' crawls send, feed this
-        # shard's site graph (site budgets); only URL records are queued.
-        frontier.note_links(delivered_records)
-        urls = [rec for rec in delivered_records if rec.get("url")]
-        with contextlib.ExitStack() as stack:
-            # Delivered URLs this shard's seen set has seen are left out; without a seen
-            # set (a pipeline that keeps none) all of them are queued.
-            fresh, mark_seen = urls, lambda: None
-            if urls and (state.path / SEEN_SUBDIR).exists():
-                new = stack.enter_context(
-                    fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
-                )
-                fresh, mark_seen = new.records, new.commit
-            mine = _keep_own(role, canon, itertools.chain(records, fresh), others)
-            result = frontier.add_records(mine, now=now, on_refused=on_refused)
-            result.routed = write_outbox(state.path, others, "add")
-            frontier.commit()
-            mark_seen()  # only now that they are queued (invariant 4)
-        result.delivered = len(fresh)
-        for path in inbox:
-            path.unlink(missing_ok=True)
+        with frontier.discard_on_error():
+            if role is None:
+                result = frontier.add_records(records, now=now, on_refused=on_refused)
+                frontier.commit()
+                return result
+            canon = Canonicalizer()
+            others: dict[int, list[Record]] = defaultdict(list)
+            inbox = inbox_files(state.path, reporter)
+            delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
+            # Delivered links, and the site pairs other shards' crawls send, feed this
+            # shard's site graph (site budgets); only URL records are queued.
+            frontier.note_links(delivered_records)
+            urls = [rec for rec in delivered_records if rec.get("url")]
+            with contextlib.ExitStack() as stack:
+                # Delivered URLs this shard's seen set has seen are left out; without a seen
+                # set (a pipeline that keeps none) all of them are queued.
+                fresh, mark_seen = urls, lambda: None
+                if urls and (state.path / SEEN_SUBDIR).exists():
+                    new = stack.enter_context(
+                        fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
+                    )
+                    fresh, mark_seen = new.records, new.commit
+                mine = _keep_own(role, canon, itertools.chain(records, fresh), others)
+                result = frontier.add_records(mine, now=now, on_refused=on_refused)
+                result.routed = write_outbox(state.path, others, "add")
+                frontier.commit()
+                mark_seen()  # only now that they are queued (invariant 4)
+            result.delivered = len(fresh)
+            for path in inbox:
+                path.unlink(missing_ok=True)
     return result
 
 
