@@ -13,7 +13,7 @@ from crawlkit_cli.options import InputFiles, Quiet
 from crawlkit import io
 from crawlkit.distrib import deliver, grow, handoff
 from crawlkit.errors import InvalidURL, UsageError
-from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_records, which
+from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_lines, which
 
 
 @app.command("shard")
@@ -151,7 +151,8 @@ def shard(
             stack.enter_context(io.open_output(out_dir / f"shard-{k}.ndjson.zst"))
             for k in range(slot_map.shards)
         ]
-        for k, record in route_records(io.read_records(files, rep), slot_map, reporter=rep):
+        records = io.read_records_with_lines(files, rep)
+        for k, record in route_lines(records, slot_map, reporter=rep):
             sinks[k].write_record(record)
             counts[k] += 1
     if not quiet:

@@ -132,36 +132,50 @@ def _url_path(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def events_from_server_log(records: Iterable[dict[str, Any]], reporter: Reporter) -> list[Event]:
-    """Events from ``crawlkit testweb`` request-log records (bad ones reported, skipped)."""
+def _number(rec: dict[str, Any], key: str, default: float | None = None) -> float:
+    """``rec[key]`` as a number; ValueError in plain words when it is missing or not one."""
+    value = rec.get(key, default)
+    if value is None:
+        raise ValueError(f'no "{key}"')
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f'"{key}" is not a number: {value!r}')
+    return float(value)
+
+
+def events_from_server_log(
+    lines: Iterable[tuple[str, int, dict[str, Any]]], reporter: Reporter
+) -> list[Event]:
+    """Events from ``crawlkit testweb`` request-log records, given as ``(source,
+    line_number, record)``; a bad one is reported as ``FILE:LINE: reason`` and skipped."""
     out: list[Event] = []
-    for i, rec in enumerate(records, 1):
+    for source, lineno, rec in lines:
         try:
             if not rec.get("host") or rec.get("path") is None:
                 continue  # a request too broken to have a host (logged as 400)
             out.append(Event(
                 host=str(rec["host"]), addr=rec.get("addr"), path=str(rec["path"]),
-                t_start=float(rec["t_start"]), t_end=float(rec["t_end"]),
-                status=rec.get("status"), bytes=int(rec.get("bytes") or 0),
+                t_start=_number(rec, "t_start"), t_end=_number(rec, "t_end"),
+                status=rec.get("status"), bytes=int(_number(rec, "bytes", 0) or 0),
                 conn=rec.get("conn"), agent=str(rec.get("user_agent") or ""),
                 special=rec.get("special"), retry_until=rec.get("retry_until"),
                 depth=rec.get("depth"), hostile=bool(rec.get("hostile")),
                 conditional=bool(rec.get("if_none_match") or rec.get("if_modified_since")),
                 method=str(rec.get("method") or "GET"), conn_opened=rec.get("conn_opened"),
             ))  # fmt: skip
-        except (KeyError, TypeError, ValueError) as exc:
-            reporter.warn(f"server log record {i}: {exc!r}; skipped", "bad_record")
+        except (TypeError, ValueError) as exc:
+            reporter.bad_record(source, lineno, f"{exc}; skipped")
     return out
 
 
 def events_from_fetch_log(
-    records: Iterable[dict[str, Any]], reporter: Reporter, agent: str = "crawlkit"
+    lines: Iterable[tuple[str, int, dict[str, Any]]], reporter: Reporter, agent: str = "crawlkit"
 ) -> list[Event]:
-    """Events from crawlkit fetch records; records that made no request (no
-    ``fetched_at``: refused, robots-denied, deferred before asking) are skipped. Fetch
-    records carry no User-Agent, so robots.txt is matched for ``agent``."""
+    """Events from crawlkit fetch records, given as ``(source, line_number, record)``;
+    records that made no request (no ``fetched_at``: refused, robots-denied, deferred
+    before asking) are skipped. Fetch records carry no User-Agent, so robots.txt is
+    matched for ``agent``."""
     out: list[Event] = []
-    for i, rec in enumerate(records, 1):
+    for i, (source, lineno, rec) in enumerate(lines, 1):
         start = parse_time(rec.get("fetched_at"))
         url = rec.get("url")
         if start is None or not isinstance(url, str):
@@ -169,12 +183,17 @@ def events_from_fetch_log(
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         if not host:
-            reporter.warn(f"fetch log record {i}: no host in url; skipped", "bad_record")
+            reporter.bad_record(source, lineno, f"no host in url {url!r}; skipped")
             continue
-        elapsed = float(rec.get("elapsed_ms") or 0.0) / 1000.0
+        try:
+            elapsed = _number(rec, "elapsed_ms", 0.0) / 1000.0
+            size = int(_number(rec, "bytes", 0) or 0)
+        except ValueError as exc:
+            reporter.bad_record(source, lineno, f"{exc}; skipped")
+            continue
         out.append(Event(
             host=host, addr=rec.get("ip"), path=_url_path(url), t_start=start,
-            t_end=start + elapsed, status=rec.get("status"), bytes=int(rec.get("bytes") or 0),
+            t_end=start + elapsed, status=rec.get("status"), bytes=size,
             conn=("fetch", i), agent=agent,
             conditional=rec.get("outcome") == "not-modified",
         ))  # fmt: skip
@@ -424,10 +443,12 @@ def run_audit(
     config = config or AuditConfig()
     events: list[Event] = []
     if server_logs:
-        events += events_from_server_log(io.read_records(server_logs, reporter), reporter)
+        events += events_from_server_log(
+            io.read_records_with_lines(server_logs, reporter), reporter
+        )
     if fetch_logs:
         events += events_from_fetch_log(
-            io.read_records(fetch_logs, reporter), reporter, config.agent or "crawlkit"
+            io.read_records_with_lines(fetch_logs, reporter), reporter, config.agent or "crawlkit"
         )
     if manifest is None and server_logs:
         manifest = find_manifest(server_logs[0])

@@ -21,7 +21,14 @@ from crawlkit.url import Canonicalizer, site_of_host
 
 DEFAULT_SLOTS = 4096
 
-__all__ = ["DEFAULT_SLOTS", "SlotMap", "route_records", "site_of_record", "slot_of"]
+__all__ = [
+    "DEFAULT_SLOTS",
+    "SlotMap",
+    "route_lines",
+    "route_records",
+    "site_of_record",
+    "slot_of",
+]
 
 
 def slot_of(site: str, slots: int = DEFAULT_SLOTS) -> int:
@@ -114,15 +121,30 @@ def route_records(
 ) -> Iterator[tuple[int, Record]]:
     """Yield ``(shard, record)`` for every record that has a usable site.
 
-    A record without one is reported and skipped (it has no owner to go to).
+    A record without one is reported (as ``record N``) and skipped (it has no owner
+    to go to); :func:`route_lines` reports ``FILE:LINE`` instead.
     """
+    numbered = (("record", n, record) for n, record in enumerate(records, 1))
+    return route_lines(numbered, slot_map, canon=canon, reporter=reporter)
+
+
+def route_lines(
+    lines: Iterable[tuple[str, int, Record]],
+    slot_map: SlotMap,
+    *,
+    canon: Canonicalizer | None = None,
+    reporter: Reporter | None = None,
+) -> Iterator[tuple[int, Record]]:
+    """Like :func:`route_records`, for ``(source, line_number, record)`` as
+    :func:`crawlkit.io.read_records_with_lines` yields them; a record without a usable
+    site is reported as ``FILE:LINE: reason``."""
     canon = canon or Canonicalizer()
     reporter = reporter or NullReporter()
-    for n, record in enumerate(records, 1):
+    for source, lineno, record in lines:
         try:
             site = site_of_record(record, canon)
         except InvalidURL as exc:
-            reporter.warn(f"record {n}: {exc}", kind="bad record")
+            reporter.bad_record(source, lineno, str(exc))
             continue
         yield slot_map.shard_of_site(site), record
 

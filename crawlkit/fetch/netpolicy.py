@@ -78,6 +78,12 @@ class NetPolicy:
 def _classify(ip: IPAddress) -> str | None:
     """The reason class for a refused address, or None for a public unicast address."""
     if isinstance(ip, ipaddress.IPv6Address):
+        # ::1 and :: lie in ::/96 (IPv4-compatible), but they are loopback and
+        # unspecified, and that is what a user needs to read.
+        if ip.is_loopback:
+            return "loopback"
+        if ip.is_unspecified:
+            return "unspecified"
         if ip.ipv4_mapped is not None:
             return "IPv4-mapped"
         if any(ip in net for net in _EMBEDDING_V6):

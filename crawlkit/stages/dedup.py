@@ -279,10 +279,13 @@ def dedup_records(
             since_commit = 0
         return done
 
+    # Skipped records are counted by the reporter, which also counts the lines the
+    # reader skipped (not JSON, not an object), so the summary matches stderr.
+    bad_before = reporter.bad_records
     for source, lineno, record in records:
         item = _parse(source, lineno, record, reporter)
+        stats.skipped = reporter.bad_records - bad_before
         if item is None:
-            stats.skipped += 1
             continue
         batch.append(item)
         if len(batch) >= batch_size:
@@ -290,6 +293,7 @@ def dedup_records(
     if batch:
         yield from flush()
     store.commit()
+    stats.skipped = reporter.bad_records - bad_before
 
 
 @contextlib.contextmanager
