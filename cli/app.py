@@ -48,7 +48,8 @@ class LazyGroup(typer.core.TyperGroup):
             built = typer.main.get_command(app)
             assert isinstance(built, click.Group)
             for name, command in built.commands.items():
-                self.commands.setdefault(name, command)
+                if name not in self.commands:
+                    self.commands[name] = _without_envvar_hints(command)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -73,6 +74,22 @@ class LazyGroup(typer.core.TyperGroup):
                 suggestions = ", ".join(f"{m!r}" for m in matches)
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
             raise
+
+
+def _without_envvar_hints(command: click.Command) -> click.Command:
+    """Turn off the env var hint of options that have no env var, in the whole tree.
+
+    typer marks every option ``show_envvar``, and click then ends each error about it
+    with "(env var: 'None')" (`crawlkit canon --rules bogus`). crawlkit reads no
+    environment variables, so no hint is ever wanted.
+    """
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.envvar:
+            param.show_envvar = False
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _without_envvar_hints(sub)
+    return command
 
 
 app = typer.Typer(
