@@ -10,7 +10,7 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.crawl import progress_printer, summary_text
-from crawlkit_cli.options import StateDir
+from crawlkit_cli.options import ExistingStateDir
 
 from crawlkit import io
 from crawlkit.audit import format_report
@@ -18,6 +18,7 @@ from crawlkit.crawlreport import crawl_report
 from crawlkit.demo import run_demo
 from crawlkit.durations import parse_duration
 from crawlkit.report import render_html
+from crawlkit.state import require_existing_state
 
 
 @app.command("demo")
@@ -71,7 +72,7 @@ def demo(
 
 @app.command("report")
 def report(
-    state: StateDir = ...,  # type: ignore[assignment]
+    state: ExistingStateDir = ...,  # type: ignore[assignment]
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
     ] = None,
@@ -94,6 +95,7 @@ def report(
         crawlkit report --state S --html report.html | jq .outcomes
     """
     rep = reporter()
+    require_existing_state(state)
     data = crawl_report(state, reporter=rep)
     if html is not None:
         io.atomic_write_bytes(html, render_html(data).encode("utf-8"))

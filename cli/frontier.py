@@ -12,7 +12,15 @@ from typing import Annotated
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile, Quiet, Shards, SlotMapFile, StateDir
+from crawlkit_cli.options import (
+    ExistingStateDir,
+    InputFiles,
+    OutFile,
+    Quiet,
+    Shards,
+    SlotMapFile,
+    StateDir,
+)
 
 from crawlkit import io
 from crawlkit.diag import Reporter
@@ -30,6 +38,7 @@ from crawlkit.stages.frontier import (
     frontier_next,
     frontier_stats,
 )
+from crawlkit.state import require_existing_state
 from crawlkit.timefmt import parse_time
 
 frontier_app = typer.Typer(
@@ -424,7 +433,7 @@ def next_batch(
 
 
 @frontier_app.command("stats")
-def stats(state: StateDir = ...) -> None:  # type: ignore[assignment]
+def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
     """Print the frontier's counters as one JSON object.
 
     Fields: queued (total), levels (new and recrawl per level 0..3, discovery),
@@ -440,6 +449,7 @@ def stats(state: StateDir = ...) -> None:  # type: ignore[assignment]
 
         crawlkit frontier stats --state S | jq .levels
     """
+    require_existing_state(state)
     with io.open_output("-") as sink:
         sink.write_record(frontier_stats(state))
 

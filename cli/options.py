@@ -31,6 +31,14 @@ StateDir = Annotated[
         show_default=False,
     ),
 ]
+ExistingStateDir = Annotated[
+    Path,
+    typer.Option(
+        "--state",
+        help="State directory of a crawl or stage (read only; must exist).",
+        show_default=False,
+    ),
+]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no summary on stderr.")]
 AllowNet = Annotated[
     list[str] | None,

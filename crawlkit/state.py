@@ -27,7 +27,7 @@ from pathlib import Path
 
 from crawlkit.errors import LockedError, StateError, describe_os_error
 
-__all__ = ["StateDir", "open_state"]
+__all__ = ["StateDir", "open_state", "require_existing_state"]
 
 
 # Directories this process has locked: resolved path -> [fd, number of openers].
@@ -124,6 +124,26 @@ def open_state(path: str | os.PathLike[str], *, lock: bool = True, wait: bool = 
     with _held_guard:
         _held[key] = [fd, 1]
     return StateDir(directory, fd, key)
+
+
+def require_existing_state(path: str | os.PathLike[str]) -> Path:
+    """``path`` if it is a state directory some stage has written; else StateError.
+
+    Commands that only read state (``report``, ``frontier stats``) create nothing, and
+    a mistyped ``--state`` must not read as an empty crawl. Every stage that writes
+    state locks it first, so a state directory has a ``LOCK`` file (or, when only
+    ``frontier block`` has posted to it, which takes no lock, a ``frontier`` directory).
+    """
+    directory = Path(path)
+    if not directory.exists():
+        raise StateError(f"state directory {directory} does not exist (mistyped --state?)")
+    if not directory.is_dir():
+        raise StateError(f"--state {directory} is not a directory")
+    if not (directory / "LOCK").exists() and not (directory / "frontier").is_dir():
+        raise StateError(
+            f"{directory} is not a crawlkit state directory (no LOCK file; mistyped --state?)"
+        )
+    return directory
 
 
 @contextlib.contextmanager

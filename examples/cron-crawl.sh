@@ -18,13 +18,20 @@ seeds=$2
 shift 2
 mkdir -p "$dir"
 date -u +"%Y-%m-%dT%H:%M:%SZ crawl starts" >&2
+# This run's output goes to files of its own, renamed to last-run.* when it ends: a
+# run that is skipped must not truncate the files the running one writes to.
+out=$(mktemp "$dir/.run.XXXXXX") || exit 1
+err=$out.err
 crawlkit crawl "$seeds" --state "$dir/state" --for "${CRAWL_FOR:-50m}" --json "$@" \
-    > "$dir/last-run.json" 2> "$dir/last-run.err"
+    > "$out" 2> "$err"
 status=$?
-if [ $status -ne 0 ] && grep -q "in use by another process" "$dir/last-run.err"; then
+if [ $status -ne 0 ] && grep -q "in use by another process" "$err"; then
+    rm -f "$out" "$err"
     echo "previous run still going; skipped" >&2
     exit 0
 fi
+mv -f "$out" "$dir/last-run.json"
+mv -f "$err" "$dir/last-run.err"
 cat "$dir/last-run.err" >&2
 crawlkit report --state "$dir/state" --html "$dir/report.html" > "$dir/report.json" || true
 exit $status

@@ -107,3 +107,23 @@ def test_one_cycle_as_stage_commands(tmp_path: Path) -> None:
             assert len(set(pages) & fetched) >= min(len(pages), 3)
     assert "queued" in stats
     assert list((state / "warc" / "done").glob("*.warc.gz"))
+
+
+def test_cron_script_skipping_a_run_leaves_the_running_ones_files(tmp_path: Path) -> None:
+    # The running job is played by this process holding the state's lock; the last
+    # run's files must be as they were, not truncated by the skipped run's redirects.
+    from crawlkit.state import open_state
+
+    d = tmp_path / "cron"
+    (d / "state").mkdir(parents=True)
+    (d / "last-run.json").write_text('{"fetched": 7}\n')
+    (d / "last-run.err").write_text("crawlkit crawl: cycle 1 ...\n")
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://example.invalid/\n")
+    with open_state(d / "state"):
+        res = _run(str(EXAMPLES / "cron-crawl.sh"), str(d), str(seeds))
+    assert res.returncode == 0, res.stderr
+    assert "previous run still going; skipped" in res.stderr
+    assert (d / "last-run.json").read_text() == '{"fetched": 7}\n'
+    assert (d / "last-run.err").read_text() == "crawlkit crawl: cycle 1 ...\n"
+    assert sorted(p.name for p in d.iterdir()) == ["last-run.err", "last-run.json", "state"]
