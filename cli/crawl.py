@@ -10,6 +10,7 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
+from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
@@ -36,23 +37,6 @@ def read_seeds(items: list[str]) -> list[str]:
             if line:
                 seeds.append(line)
     return seeds
-
-
-def progress_printer() -> Any:
-    """One status line on stderr per cycle, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(info: dict[str, Any]) -> None:
-        sys.stderr.write(
-            f"\r\033[Kcycle {info['cycle']}: {info['fetched']} fetched "
-            f"({info['pages_per_s']:.1f}/s), {info['new_urls']} new URLs, "
-            f"{info['deferred']} deferred, {info['errors']} errors, "
-            f"{info['elapsed_s']:.0f} s"
-        )
-        sys.stderr.flush()
-
-    return show
 
 
 def summary_text(summary: dict[str, Any]) -> str:

@@ -9,8 +9,9 @@ from typing import Annotated
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.crawl import progress_printer, summary_text
+from crawlkit_cli.crawl import summary_text
 from crawlkit_cli.options import ExistingStateDir
+from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
 from crawlkit.audit import format_report
