@@ -99,7 +99,7 @@ def shard(
         crawlkit shard --deliver s0 --deliver s1 --deliver s2 --deliver s3
     """
     if deliver_dirs:
-        counts = deliver(deliver_dirs)
+        counts = deliver(deliver_dirs, reporter())
         if not quiet:
             reporter().info(
                 f"{counts['files']} outbox files delivered; {counts['undeliverable']} "

@@ -299,11 +299,15 @@ def _move_file(src: Path, dest_dir: Path) -> Path:
     return final
 
 
-def deliver(state_dirs: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+def deliver(
+    state_dirs: Iterable[str | os.PathLike[str]], reporter: Reporter | None = None
+) -> dict[str, int]:
     """Move every outbox file of these shards into the inbox of its owner.
 
     Each directory's shard comes from its ``shard.json``; a file for a shard none of
-    the directories is left where it is (counted as ``undeliverable``).
+    the directories is left where it is (counted as ``undeliverable``). An entry that
+    is not a regular file (a symlink: a copy across file systems would follow it) is
+    not delivered: it is moved to ``STATE/outbox-rejected/`` and reported.
     """
     dirs = [Path(d) for d in state_dirs]
     owner_dir: dict[int, Path] = {}
@@ -322,6 +326,16 @@ def deliver(state_dirs: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
         for shard_dir in sorted(outbox.glob("shard-*")):
             target = owner_dir.get(int(shard_dir.name.split("-", 1)[1]))
             for f in sorted(shard_dir.glob("*.ndjson.zst")):
+                mode = f.lstat().st_mode
+                if not stat.S_ISREG(mode):
+                    moved = _set_aside(f, d / "outbox-rejected")
+                    if reporter is not None:
+                        reporter.warn(
+                            f"{f}: not a regular file ({_kind(mode)}); not delivered, "
+                            f"moved to {moved}",
+                            "outbox entry set aside",
+                        )
+                    continue
                 if target is None:
                     counts["undeliverable"] += 1
                     continue

@@ -80,3 +80,22 @@ def test_inbox_files_lists_regular_files_and_sets_the_rest_aside(tmp_path: Path)
     assert inbox_files(tmp_path, rep) == [inbox / "a.ndjson.zst"]
     assert "a FIFO" in buf.getvalue()
     assert len(list((tmp_path / "inbox-rejected").iterdir())) == 2
+
+
+def test_deliver_does_not_carry_a_symlink_from_an_outbox(tmp_path: Path) -> None:
+    the_map = tmp_path / "map.json"
+    assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
+    s0, s1 = tmp_path / "s0", tmp_path / "s1"
+    for k, state in enumerate((s0, s1)):
+        res = crawlkit("frontier", "add", "--state", str(state), "--shard", str(k),
+                       "--slot-map", str(the_map), input=b"")  # fmt: skip
+        assert res.code == 0, res.stderr
+    outbox = s0 / "outbox" / "shard-1"
+    outbox.mkdir(parents=True)
+    (outbox / "link.ndjson.zst").symlink_to("/etc/passwd")
+    res = crawlkit("shard", "--deliver", str(s0), "--deliver", str(s1))
+    assert res.code == 0, res.stderr
+    assert "link.ndjson.zst: not a regular file (a symlink); not delivered" in res.stderr
+    assert "0 outbox files delivered" in res.stderr
+    assert not (s1 / "inbox").exists() or not list((s1 / "inbox").iterdir())
+    assert (s0 / "outbox-rejected" / "link.ndjson.zst").is_symlink()
