@@ -133,10 +133,15 @@ def _url_path(url: str) -> str:
 
 
 def _number(rec: dict[str, Any], key: str, default: float | None = None) -> float:
-    """``rec[key]`` as a number; ValueError in plain words when it is missing or not one."""
-    value = rec.get(key, default)
+    """``rec[key]`` as a number; ValueError in plain words when it is missing or not one.
+
+    With a ``default``, a missing or null field is the default (a fetch record of an
+    error has ``"bytes": null``)."""
+    value = rec.get(key)
     if value is None:
-        raise ValueError(f'no "{key}"')
+        if default is None:
+            raise ValueError(f'no "{key}"')
+        return float(default)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f'"{key}" is not a number: {value!r}')
     return float(value)

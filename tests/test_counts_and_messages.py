@@ -50,10 +50,15 @@ def test_audit_names_file_and_line_in_plain_words(tmp_path: Path) -> None:
     assert f'crawlkit audit: {log}:3: no "t_start"; skipped' in r.stderr
     assert "Error(" not in r.stderr
     fetch_log = tmp_path / "fetched.ndjson"
-    fetch_log.write_bytes(b'{"url": "http://a/", "fetched_at": 5, "elapsed_ms": "slow"}\n')
-    r = crawlkit("audit", "--fetch-log", str(fetch_log))
+    fetch_log.write_bytes(
+        b'{"url": "http://a/", "fetched_at": 5, "elapsed_ms": "slow"}\n'
+        b'{"url": "http://a/e", "fetched_at": 9, "elapsed_ms": null, "bytes": null}\n'
+    )
+    r = crawlkit("audit", "--fetch-log", str(fetch_log), "--json")
     assert f"{fetch_log}:1: \"elapsed_ms\" is not a number: 'slow'; skipped" in r.stderr
+    assert f"{fetch_log}:2" not in r.stderr  # null sizes and times are allowed
     assert "internal error" not in r.stderr
+    assert b'"requests": 1' in r.stdout or b'"requests":1' in r.stdout
 
 
 @pytest.mark.parametrize(
