@@ -155,3 +155,24 @@ def test_check_output_passes_what_can_be_written(tmp_path: Path) -> None:
     io.check_output("/dev/null")
     io.check_output_dir(tmp_path / "new-dir", "--out-dir")
     assert os.listdir(tmp_path) == []  # checking makes nothing
+
+
+def test_a_frontier_next_that_fails_to_write_leaves_no_new_segments(tmp_path: Path) -> None:
+    # next() rotates queues into new segment files before its batch is written; when
+    # the write fails they must go, and the URLs stay queued (at least once).
+    from crawlkit.frontier.store import NextOptions
+    from crawlkit.stages.frontier import frontier_next
+
+    state = tmp_path / "s"
+    urls = "".join(f"http://h{i % 40}.example/{i}\n" for i in range(4000)).encode()
+    assert crawlkit("frontier", "add", "--state", str(state), "--urls", input=urls).code == 0
+    before = sorted(p.name for p in (state / "frontier").iterdir())
+
+    def failing_write(batch: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError):
+        frontier_next(state, NextOptions(max_urls=500), write=failing_write)
+    assert sorted(p.name for p in (state / "frontier").iterdir()) == before
+    r = crawlkit("frontier", "stats", "--state", str(state))
+    assert b'"queued":4000' in r.stdout

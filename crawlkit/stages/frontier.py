@@ -210,8 +210,9 @@ def frontier_links(
         records,
     ):
         frontier = Frontier.open(state.sub("frontier"))
-        counts = frontier.note_links(records)
-        frontier.commit()
+        with frontier.discard_on_error():
+            counts = frontier.note_links(records)
+            frontier.commit()
     return counts
 
 
@@ -244,11 +245,12 @@ def frontier_next(
     """
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         frontier = Frontier.open(state.sub("frontier"), policy=policy)
-        batch = frontier.next(opts)
-        if role is not None:
-            batch = _stamped(state.path, role, batch)
-        write(batch)
-        frontier.commit()
+        with frontier.discard_on_error():
+            batch = frontier.next(opts)
+            if role is not None:
+                batch = _stamped(state.path, role, batch)
+            write(batch)
+            frontier.commit()
     return batch
 
 
