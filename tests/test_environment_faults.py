@@ -135,6 +135,11 @@ def test_an_output_that_is_a_directory_is_refused_before_the_work(tmp_path: Path
     assert r.code == 2
     assert f"--sites {target} is a directory" in r.stderr
     assert not (tmp_path / "d").exists()
+    r = crawlkit("extract", "--pages", str(target), input=b"")
+    assert (r.code, r.stderr.strip()) == (
+        2,
+        f"crawlkit extract: output {target} is a directory; give a file name",
+    )
 
 
 def test_an_out_dir_or_warc_dir_that_is_a_file(tmp_path: Path) -> None:
@@ -147,6 +152,11 @@ def test_an_out_dir_or_warc_dir_that_is_a_file(tmp_path: Path) -> None:
     )
     assert r.code == 2
     assert f"--warc-dir {urls / 'sub'} is under {urls}, which is a file" in r.stderr
+    r = crawlkit("crawl", "http://a.example/", "--state", str(tmp_path / "c"),
+                 "--warc-dir", str(urls))  # fmt: skip
+    assert r.code == 2
+    assert f"--warc-dir {urls} is a file" in r.stderr
+    assert not (tmp_path / "c").exists()
 
 
 def test_check_output_passes_what_can_be_written(tmp_path: Path) -> None:
