@@ -28,7 +28,9 @@ def canon_records(
     """One ``{"input", "url", "host", "site", "fp", "error"}`` record per input line.
 
     ``url`` is None and ``error`` says why when the line cannot be used; such lines are
-    also reported (with their line number) and counted as bad records.
+    also reported (with their line number) and counted as bad records. With ``base``,
+    an empty (or all-blank) line is the empty reference, which the WHATWG URL Standard
+    resolves to the base itself (without its fragment); without one it is an error.
     """
     reporter = reporter or NullReporter()
     for source, lineno, text in lines:
@@ -38,7 +40,7 @@ def canon_records(
             continue
         raw = text.strip()
         try:
-            if not raw:
+            if not raw and base is None:
                 raise InvalidURL("empty line")
             if raw.startswith("{"):  # a URL record of another stage: its "url"
                 raw = text = _url_of_record(raw)
