@@ -30,7 +30,7 @@ from crawlkit.stages.frontier import (
     frontier_next,
     frontier_stats,
 )
-from crawlkit.timefmt import parse_time
+from crawlkit.timefmt import parse_time, time_problem
 
 frontier_app = typer.Typer(
     help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"
@@ -79,9 +79,14 @@ def _now(value: str | None) -> float | None:
 def _url_or_site_records(
     lines: Iterator[tuple[str, int, Record]], rep: Reporter
 ) -> Iterator[Record]:
-    """Records with a url (or dedup site records); others are bad records (stderr)."""
+    """Records with a url (or dedup site records); others, and records whose ``due`` or
+    ``lastmod`` is not a usable time, are bad records (stderr)."""
     for source, lineno, rec in lines:
         if "url" in rec or ("yield" in rec and "site" in rec):
+            problem = time_problem(rec, "due") or time_problem(rec, "lastmod")
+            if problem is not None:
+                rep.bad_record(source, lineno, problem)
+                continue
             yield rec
         else:
             rep.bad_record(source, lineno, "neither a URL record (url) nor a site record (yield)")

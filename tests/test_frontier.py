@@ -515,6 +515,21 @@ def test_nofollow_links_earn_nothing(tmp_path: Path) -> None:
     assert sum(1 for r in batch if r["site"] == "t.test") == BudgetPolicy().base
 
 
+def test_cli_add_reports_unusable_times_as_bad_records(tmp_path: Path) -> None:
+    state = str(tmp_path / "s")
+    lines = [
+        {"url": "http://a.test/ok", "reason": "seed", "lastmod": "2026-01-01T00:00:00Z"},
+        {"url": "http://a.test/r", "reason": "recrawl", "due": "notatime"},
+        {"url": "http://a.test/l", "reason": "sitemap", "lastmod": 1e308},
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    r = crawlkit("frontier", "add", "--state", state, input=data)
+    assert r.code == 0, r.stderr
+    assert "<stdin>:2: due 'notatime' is not a time" in r.stderr
+    assert "<stdin>:3: lastmod 1e+308 is out of range" in r.stderr
+    assert "1 queued" in r.stderr and "2 bad records skipped" in r.stderr
+
+
 def test_cli_plain_urls_as_seeds(tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("https://Example.com/a\n# a comment\n\nhttp://x.test/\nnot a url\n")
