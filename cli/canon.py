@@ -58,9 +58,11 @@ def canon(
 
     Reads URLs, or references relative to --base, one a line (plain text, optionally
     zstd or gzip); a line that is a JSON object (a URL record of another stage) counts
-    as its "url". Writes one line per input line, in order: the canonical URL, or an
-    empty line plus a warning on stderr when the input is not a usable http(s) URL, so
-    output lines stay aligned with input lines. With --json each line is an object
+    as its "url". With --base an empty line is the empty reference and resolves to the
+    base (WHATWG URL Standard); without it an empty line is an error. Writes one line
+    per input line, in order: the canonical URL, or an empty line plus a warning on
+    stderr when the input is not a usable http(s) URL, so output lines stay aligned
+    with input lines. With --json each line is an object
     with the registered domain ("site", by the Public Suffix List) and the fingerprint
     ("fp", xxh3-64 as 16 hex digits).
 

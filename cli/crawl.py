@@ -149,7 +149,9 @@ def crawl_command(
     clean stop, after --for, or after kill -9 (only the fetches in flight are
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope and trap URLs are refused with a reason. The first
+    retry time; out-of-scope and trap URLs are refused with a reason. A host that
+    answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
+    capped at 24 h (a server asking for a week is asked again the next day). The first
     SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
     requests in flight finish, the rest waits for the next run, the summary says
     "interrupted", exit 0; a second signal stops it at once (a restart recovers).

@@ -53,14 +53,15 @@ def dedup(
     copies among each site's recent pages (yield = (exact + near) / pages), for the
     frontier's budgets.
 
-    The index (6 blocks of 11,11,11,11,10,10 bits, 20 tables of 3 blocks each) makes
-    a lookup 20 binary searches plus a few candidates, never a scan. State under
-    --state DIR/dedup: an append-only page log (40 bytes a page plus its URL) and a
-    snapshot of the sorted tables (160 bytes a page, memory-mapped on start),
-    committed atomically every 200,000 pages and at the end. Memory: at most about
-    210 bytes a stored page (the mapped snapshot is read only where lookups land).
-    Streams its input in batches of 16,384 records. Rerunning the same input gives
-    the same records.
+    The index (6 blocks of 11,11,11,11,10,10 bits, 20 tables of 3 blocks each) makes a
+    lookup 20 binary searches plus a few candidates, never a scan. Locks DIR/dedup, and
+    DIR shared: refused (exit 1) before reading while a crawl or another stage owns DIR.
+    State under --state DIR/dedup: an append-only page log (40 bytes a page plus its
+    URL) and a snapshot of the sorted tables (160 bytes a page, memory-mapped on start),
+    committed atomically every 200,000 pages and at the end. Memory: at most about 210
+    bytes a stored page (the mapped snapshot is read only where lookups land). Streams
+    its input in batches of 16,384 records. Rerunning the same input gives the same
+    records.
 
     Example:
 

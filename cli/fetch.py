@@ -174,13 +174,14 @@ def fetch(
     location, warc {file, offset, length}, error, retry_at (deferred), truncated.
 
     Politeness: one request at a time per host, the gap above between them, robots.txt
-    first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After)
-    and defer the host's remaining URLs, --per-ip requests at once per address. Safety:
-    only http and https; loopback, private, link-local, multicast, reserved and
-    IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
-    address is the one connected to. Redirects are not followed: each target comes out
-    as a URL record (--redirects), at most 5 hops. A URL given twice is asked once; the
-    repeat comes out refused ("refused": "duplicate").
+    first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After,
+    which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests
+    at once per address. Safety: only http and https; loopback, private, link-local,
+    multicast, reserved and IPv4-mapped addresses are refused unless --allow-net
+    covers them, and the checked address is the one connected to. Redirects are not
+    followed: each target comes out as a URL record (--redirects), at most 5 hops. A
+    URL given twice is asked once; the repeat comes out refused ("refused":
+    "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
     State: STATE/fetch/hosts.sqlite keeps host clocks, backoffs, robots.txt and DNS

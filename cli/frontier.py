@@ -39,7 +39,7 @@ from crawlkit.stages.frontier import (
     frontier_stats,
 )
 from crawlkit.state import require_existing_state
-from crawlkit.timefmt import parse_time
+from crawlkit.timefmt import iso, parse_time, time_problem
 
 frontier_app = typer.Typer(
     help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"
@@ -88,9 +88,14 @@ def _now(value: str | None) -> float | None:
 def _url_or_site_records(
     lines: Iterator[tuple[str, int, Record]], rep: Reporter
 ) -> Iterator[Record]:
-    """Records with a url (or dedup site records); others are bad records (stderr)."""
+    """Records with a url (or dedup site records); others, and records whose ``due`` or
+    ``lastmod`` is not a usable time, are bad records (stderr)."""
     for source, lineno, rec in lines:
         if "url" in rec or ("yield" in rec and "site" in rec):
+            problem = time_problem(rec, "due") or time_problem(rec, "lastmod")
+            if problem is not None:
+                rep.bad_record(source, lineno, problem)
+                continue
             yield rec
         else:
             rep.bad_record(source, lineno, "neither a URL record (url) nor a site record (yield)")
@@ -360,22 +365,23 @@ def next_batch(
 ) -> None:
     """Hand out a batch of URL records to fetch, and remove it from the queues.
 
-    Writes up to --max URL records. About --recrawl-share of them are recrawls when
-    both kinds wait (all of one kind when the other is empty); --discovery-share of
-    the new ones go to sites never fetched yet, so discovery never stops; the rest
-    is split across priority levels 0..3 by 8:4:2:1, so low levels still trickle.
-    Hosts take turns, at most --per-host URLs each, so the batch spreads over as
-    many hosts as possible. A site (registered domain) gets at most its budget per
-    --cycle: --budget-base, plus --budget-per-linker for each distinct trusted site
-    linking to it that it does not link back to (trusted: a seed's site, or a site
-    with two such linkers; so a link farm whose sites only link to each other earns
-    nothing), plus --budget-seed for a seed's site, cut by the share of copies dedup
-    reported. URLs over budget wait for the next cycle. Budgets count per registered
-    domain: all subdomains of a site share one. For a fixed list of sites (an
-    archivist's collection) use --no-budgets. URLs of blocked
-    sites or hosts come out as refused records ("outcome": "refused", "refused":
-    "blocked") on standard output among the batch, or in --refused FILE; give
-    --refused when the batch goes straight to a fetcher that does not skip them.
+    Writes up to --max URL records. About --recrawl-share of them are recrawls when both
+    kinds wait (all of one kind when the other is empty); --discovery-share of the new
+    ones go to sites never fetched yet, so discovery never stops; the rest is split
+    across priority levels 0..3 by 8:4:2:1, so low levels still trickle. Hosts take
+    turns, at most --per-host URLs each, so the batch spreads over as many hosts as
+    possible. A site (registered domain) gets at most its budget per --cycle:
+    --budget-base, plus --budget-per-linker for each distinct trusted site linking to it
+    that it does not link back to (trusted: a seed's site, or a site with two such
+    linkers; so a link farm whose sites only link to each other earns nothing), plus
+    --budget-seed for a seed's site, cut by the share of copies dedup reported. URLs
+    over budget wait for the next cycle (stderr names the sites; seed a site with
+    'frontier add --reason seed'). Budgets count per registered domain: all subdomains
+    of a site share one. For a fixed list of sites (an archivist's collection) use
+    --no-budgets. URLs of blocked sites or hosts come out as refused records ("outcome":
+    "refused", "refused": "blocked") on standard output among the batch, or in --refused
+    FILE; give --refused when the batch goes straight to a fetcher that does not skip
+    them.
 
     At least once: the batch is written (and a --out file renamed into place)
     before the removal is committed; a crash in between hands the same URLs out
@@ -430,17 +436,49 @@ def next_batch(
     if not quiet:
         hosts = len({orjson.loads(line)["host"] for line in batch.lines}) if batch.lines else 0
         rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} blocked")
+        for note in _waiting_notes(batch, opts, policy):
+            rep.info(note)
+
+
+def _waiting_notes(batch: Batch, opts: NextOptions, policy: BudgetPolicy) -> list[str]:
+    """Why URLs still queued did not come out: held back by --per-host for the next
+    batch, or over their site's budget until the next cycle (with the sites and how to
+    raise a budget)."""
+    notes = []
+    if batch.held_per_host:
+        notes.append(
+            f"{batch.held_per_host} more URLs of hosts at --per-host {opts.per_host} wait "
+            "for the next batch"
+        )
+    over = batch.over_budget
+    if over and over["urls"]:
+        start = over["cycle_start"]
+        refill = f" at {iso(start + opts.cycle)}" if start is not None else ""
+        sites = []
+        for s in over["top"]:
+            why = "" if s["seed"] or s["trusted_linkers"] else ", not a seed and no trusted linkers"
+            sites.append(f"{s['site']} used {s['used']} of {s['budget']}{why}")
+        more = f" and {over['sites'] - len(sites)} more" if over["sites"] > len(sites) else ""
+        notes.append(
+            f"{over['urls']} URLs of {over['sites']} sites are over their budget and wait "
+            f"for the next --cycle{refill} ({'; '.join(sites)}{more}); "
+            f"'frontier add --reason seed' makes a site a seed's (+{policy.seed_bonus} "
+            "pages a cycle), --no-budgets ignores budgets"
+        )
+    return notes
 
 
 @frontier_app.command("stats")
 def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
     """Print the frontier's counters as one JSON object.
 
-    Fields: queued (total), levels (new and recrawl per level 0..3, discovery),
-    parked (over budget, waiting for the next cycle), reasons (queued per reason),
-    sites and hosts with URLs waiting, refused (per reason, since the start), added
-    and handed_out (since the start), budgets (cycle number and start, URLs handed
-    out this cycle, sites over budget), blocked (including blocks not yet applied).
+    Fields: queued (total), levels (new and recrawl per level 0..3, discovery), parked
+    (over budget, waiting for the next cycle), reasons (queued per reason), sites and
+    hosts with URLs waiting, refused (per reason, since the start), added and handed_out
+    (since the start), budgets (cycle number and start, URLs handed out this cycle,
+    sites over budget, and parked_sites: the 10 sites with the most parked URLs, each
+    with its budget under the default --budget-* values, used, seed and
+    trusted_linkers), blocked (including blocks not yet applied).
 
     Reads the committed state without taking the lock, so it works while a crawl
     runs; touches nothing.

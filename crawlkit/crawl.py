@@ -712,11 +712,10 @@ class Crawl:
             refused.extend(batch.refused)
             if self.role is not None:
                 # A URL of a slot this shard no longer owns (the map changed) goes to
-                # its owner instead of being fetched here; the rest carry the epoch.
-                stale = [r for r in out if self.role.check(r) is not None]
-                if stale:
-                    self._route(stale, "stale")
-                    out[:] = [r for r in out if self.role.check(r) is None]
+                # its owner instead of being fetched here; the rest carry the epoch of
+                # now. (A stamp a record brought from an earlier batch, e.g. deferred
+                # and handed over, says nothing about this one: it is replaced.)
+                out[:] = self._route(out, "stale")
                 for r in out:
                     r["shard_epoch"] = self.role.epoch(str(r.get("site") or ""))
             if out:

@@ -426,8 +426,8 @@ def handoff(
         waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
         waiting = list(io.read_records([waiting_path])) if waiting_path.exists() else []
         keep = [r for r in waiting if not moved(str(r.get("site") or ""))]
-        leaving = [
-            {k: v for k, v in r.items() if k != "retry_at"}
+        leaving = [  # the new owner stamps its own epoch when it hands them out
+            {k: v for k, v in r.items() if k not in ("retry_at", "shard_epoch")}
             for r in waiting
             if moved(str(r.get("site") or ""))
         ]

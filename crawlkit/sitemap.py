@@ -53,6 +53,7 @@ from xml.parsers import expat
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
+from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -138,6 +139,8 @@ def normalize_lastmod(text: str) -> str | None:
             when = parsedate_to_datetime(text)
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
+        if parse_time(when.timestamp()) is None:  # before 1970: no stage could use it
+            return None
         return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (ValueError, TypeError, OverflowError, IndexError):
         return None

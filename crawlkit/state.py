@@ -9,6 +9,13 @@ gets :class:`LockedError` naming the owner.
 Stages keep their files in a subdirectory of their own (``DIR/seen``,
 ``DIR/frontier``, ...), so one state directory can hold a whole crawl.
 
+A stage whose files are all in its own subdirectory (``dedup``) opens it with
+:func:`open_substate`: a *shared* lock on ``DIR/LOCK`` and an exclusive one on
+``DIR/NAME/LOCK``. Such stages run beside each other, but not beside an owner of the
+whole directory: ``crawlkit dedup --state S`` while ``crawlkit crawl --state S`` runs is
+refused before it reads anything, instead of taking ``S/dedup`` from under the crawl
+(which then died at its next dedup step), and a crawl is refused while a dedup runs.
+
 The lock is re-entrant within one process: ``crawlkit crawl`` owns the directory and
 calls the stages' library functions, which open it again; they share the owner's
 lock instead of locking themselves out (``flock`` locks belong to an open file, so
@@ -30,7 +37,8 @@ from crawlkit.errors import LockedError, StateError, describe_os_error
 __all__ = ["StateDir", "open_state", "require_existing_state"]
 
 
-# Directories this process has locked: resolved path -> [fd, number of openers].
+# Directories this process has locked: resolved path -> [fd, number of openers, mode]
+# (mode is fcntl.LOCK_EX or fcntl.LOCK_SH).
 _held: dict[Path, list[int]] = {}
 _held_guard = threading.Lock()
 
@@ -71,7 +79,7 @@ class StateDir:
         self.close()
 
 
-def _lock(path: Path, wait: bool) -> int:
+def _lock(path: Path, wait: bool, mode: int = fcntl.LOCK_EX) -> int:
     lock_path = path / "LOCK"
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -81,7 +89,7 @@ def _lock(path: Path, wait: bool) -> int:
             f"{describe_os_error(OSError(exc.errno, exc.strerror))}"
         ) from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        fcntl.flock(fd, mode | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
         try:
             owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
@@ -90,17 +98,22 @@ def _lock(path: Path, wait: bool) -> int:
         raise LockedError(
             f"state directory {path} is in use by another process ({owner})"
         ) from None
-    os.ftruncate(fd, 0)
+    os.ftruncate(fd, 0)  # the line names the owner, or the latest of the sharers
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
     return fd
 
 
-def open_state(path: str | os.PathLike[str], *, lock: bool = True, wait: bool = False) -> StateDir:
+def open_state(
+    path: str | os.PathLike[str], *, lock: bool = True, wait: bool = False, shared: bool = False
+) -> StateDir:
     """Create (if needed) and lock a state directory.
 
     ``lock=False`` opens it for reading only (``--dry-run``, ``stats``), without
     excluding the owner. ``wait=True`` blocks until the owner lets go instead of
-    raising :class:`LockedError`.
+    raising :class:`LockedError`. ``shared=True`` takes a shared lock: other sharers
+    may hold it too, an exclusive owner may not (see :func:`open_substate`). Within
+    one process any lock already held is shared; an exclusive request on a directory
+    the process holds shared is upgraded, or refused if another process shares it.
     """
     directory = Path(path)
     try:
@@ -115,14 +128,23 @@ def open_state(path: str | os.PathLike[str], *, lock: bool = True, wait: bool = 
     if not lock:
         return StateDir(directory, None)
     key = directory.resolve()
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     with _held_guard:
         entry = _held.get(key)
-        if entry is not None:  # this process owns it already: share the lock
+        if entry is not None:  # this process holds it already: share the lock
+            if mode == fcntl.LOCK_EX and entry[2] == fcntl.LOCK_SH:
+                try:
+                    fcntl.flock(entry[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise LockedError(
+                        f"state directory {directory} is in use by another process"
+                    ) from None
+                entry[2] = fcntl.LOCK_EX
             entry[1] += 1
             return StateDir(directory, entry[0], key)
-    fd = _lock(directory, wait)
+    fd = _lock(directory, wait, mode)
     with _held_guard:
-        _held[key] = [fd, 1]
+        _held[key] = [fd, 1, mode]
     return StateDir(directory, fd, key)
 
 
@@ -144,6 +166,23 @@ def require_existing_state(path: str | os.PathLike[str]) -> Path:
             f"{directory} is not a crawlkit state directory (no LOCK file; mistyped --state?)"
         )
     return directory
+
+
+@contextlib.contextmanager
+def open_substate(
+    path: str | os.PathLike[str], name: str, *, wait: bool = False
+) -> Iterator[StateDir]:
+    """Lock the subdirectory ``name`` of the state directory ``path`` for a stage that
+    keeps all its files there: ``path`` shared, ``path/name`` exclusive.
+
+    Raises :class:`LockedError` up front, before anything is read or written, when
+    another process owns ``path`` (a crawl, a frontier stage) or ``path/name``.
+    """
+    with (
+        open_state(path, wait=wait, shared=True) as root,
+        open_state(root.path / name, wait=wait) as sub,
+    ):
+        yield sub
 
 
 @contextlib.contextmanager

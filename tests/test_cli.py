@@ -43,6 +43,16 @@ def test_canon_json_and_base(cli) -> None:
     assert recs[1]["url"] is None and recs[1]["error"] == "invalid UTF-8"
 
 
+def test_canon_empty_line_resolves_to_the_base_only_with_base(cli) -> None:
+    # WHATWG: the empty reference parses to the base without its fragment.
+    res = cli("canon", "--base", "http://a.com/d/e?q=1#frag", input=b"x\n\n  \n")
+    assert res.code == 0, res.stderr
+    assert res.lines == ["http://a.com/d/x", "http://a.com/d/e?q=1", "http://a.com/d/e?q=1"]
+    assert "empty line" not in res.stderr
+    res = cli("canon", input=b"http://a.com/\n\n")
+    assert res.lines == ["http://a.com/", ""] and "<stdin>:2: empty line" in res.stderr
+
+
 def test_canon_takes_url_records_of_other_stages(cli) -> None:
     lines = b'{"url": "HTTP://B.com:80/y?utm_source=1", "depth": 2}\n{"nourl": 1}\n{bad\n'
     res = cli("canon", input=lines)

@@ -401,3 +401,44 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     assert after.get("late.example").linkers == linkers
     assert after.get("late.example").used == used
     assert "handed over" in res.stderr and "what it knew of" in res.stderr
+
+
+def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -> None:
+    """A shard stopped by --for leaves the rest of its batch in its waiting room,
+    stamped with the slot's epoch of that time. Handed to the new owner after the map
+    grew, they were dropped at its next batch as stale (older epoch, yet its own):
+    lost. Found by test_rebalance_four_to_five_mid_crawl_loses_nothing under load."""
+    with start_testweb(tmp_path, "--hosts", "6", "--pages", "6", "--special", "none") as web:
+        hosts = web.hosts_of_kind("ordinary")
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(u + "\n" for h in hosts for u in h["allowed"]))
+        the_map = tmp_path / "map.json"
+        assert crawlkit("shard", "--shards", "1", "--save-map", str(the_map)).code == 0
+        old, new = tmp_path / "shard-0", tmp_path / "shard-1"
+        net = ["--scope", "any", "--allow-net", web.info["allow_net"], "--hosts-file",
+               str(web.hosts_file), "--slot-map", str(the_map), "--json"]  # fmt: skip
+        # a 2 s gap and a 1 s run: one page a host, the rest of the batch deferred
+        res = crawlkit("crawl", str(seeds), "--state", str(old), "--shard", "0", *net,
+                       "--min-delay", "2s", "--for", "1s")  # fmt: skip
+        assert res.code == 0, res.stderr
+        waiting = list(io.read_records([old / "crawl" / "waiting.ndjson.zst"]))
+        assert waiting and all(r.get("shard_epoch") == 0 for r in waiting)
+        res = crawlkit("shard", "--map", str(the_map), "--grow", "2", "--save-map", str(the_map))
+        assert res.code == 0, res.stderr
+        grown = SlotMap.load(the_map)
+        adopt_role(new, ShardRole(1, grown, the_map))
+        moved = [h for h in hosts if grown.shard_of_site(h["name"]) == 1]
+        assert moved and any(grown.shard_of_site(str(r["site"])) == 1 for r in waiting)
+        res = crawlkit("shard", "--map", str(the_map), "--handoff-from", str(old),
+                       "--handoff-to", str(new))  # fmt: skip
+        assert res.code == 0, res.stderr
+        roots = tmp_path / "roots.txt"  # the deferred pages reach shard 1 only by handoff
+        roots.write_text("".join(h["root"] + "\n" for h in hosts))
+        res = crawlkit("crawl", str(roots), "--state", str(new), "--shard", "1", *net,
+                       "--min-delay", GAP, "--no-budgets")  # fmt: skip
+        assert res.code == 0, res.stderr
+        assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
+    got = _fetched([old, new])
+    for h in moved:
+        for url in h["allowed"]:
+            assert got[url.split("//", 1)[1].split("/", 1)[1] + "@" + h["name"]] >= 1, url

@@ -429,3 +429,36 @@ def test_sigterm_defers_the_rest_and_keeps_the_log_complete(web: TestWeb, tmp_pa
     outcomes = {r["outcome"] for r in records}
     assert outcomes == {"fetched", "deferred"}
     assert all(r["retry_at"] for r in records if r["outcome"] == "deferred")
+
+
+def test_retry_after_is_capped_at_a_day(tmp_path: Path) -> None:
+    """A server asking for 10 days (seconds or an HTTP-date) gets a day: the fetch
+    record's retry_at is 24 h after the answer, and a rerun stays away until then."""
+    day = 86_400
+    with start_testweb(
+        tmp_path, "--hosts", "1", "--special", "none,status-429,status-503",
+        "--retry-after", "10d",
+    ) as w:  # fmt: skip
+        hosts = [h for h in w.manifest["hosts"] if h["kind"] in ("status-429", "status-503")]
+        assert len(hosts) == 2
+        urls = [u for h in hosts for u in h["allowed"][:2]]
+        state = tmp_path / "s"
+        records = fetch(w, state, url_records(urls), "--backoff", "1s")
+        hit = [r for r in records if r["status"] in (429, 503)]
+        assert sorted(r["status"] for r in hit) == [429, 503], records
+        asked = [e for e in w.requests() if e.get("retry_until")]
+        assert len(asked) == 2 and all(e["retry_until"] - e["t_start"] > 9 * day for e in asked)
+        for r in hit:
+            assert day - 5 <= _epoch(r["retry_at"]) - _epoch(r["fetched_at"]) <= day + 5, r
+        mark = log_mark(w)
+        again = fetch(w, state, url_records(urls), "--backoff", "1s")
+        assert {r["outcome"] for r in again} == {"deferred"}
+        assert all(day - 60 <= _epoch(r["retry_at"]) - time.time() <= day for r in again)
+        assert not w.requests()[mark:]
+
+
+def _epoch(stamp: str) -> float:
+    """Seconds since the epoch of an ISO 8601 UTC stamp with a Z."""
+    import calendar
+
+    return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))

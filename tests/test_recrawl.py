@@ -246,3 +246,49 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
     assert r.code == 2 and "--now" in r.stderr
     r = crawlkit("recrawl", "--state", str(tmp_path / "s"), "--min", "2d", input=b"")
     assert r.code == 2
+
+
+def test_bad_times_are_bad_records_and_the_rest_commits(tmp_path: Path) -> None:
+    """-1e18 crashed the run (gmtime overflow), "notatime" was taken as now, 1e308 made a
+    URL never due: each is a bad record with FILE:LINE, and the good record commits."""
+    good = {"url": "https://a.test/ok", "outcome": "fetched", "status": 200,
+            "fetched_at": "2026-05-01T00:00:00Z"}  # fmt: skip
+    bad = [
+        {**good, "url": "https://a.test/neg", "fetched_at": -1e18},
+        {**good, "url": "https://a.test/word", "fetched_at": "notatime"},
+        {**good, "url": "https://a.test/huge", "fetched_at": 1e308},
+        {**good, "url": "https://a.test/nan", "fetched_at": "nan"},
+        {**good, "url": "https://a.test/r", "outcome": "deferred", "retry_at": "soon"},
+        {"url": "https://a.test/lm", "reason": "sitemap", "lastmod": -5},
+    ]
+    log = tmp_path / "fetched.ndjson"
+    log.write_text("".join(json.dumps(r) + "\n" for r in [good, *bad]))
+    state = str(tmp_path / "s")
+    for due in (["https://a.test/ok"], []):  # the rerun finds the first run committed
+        r = crawlkit("recrawl", "--state", state, "--now", "2026-05-03T00:00:00Z", str(log))
+        assert r.code == 0, r.stderr
+        assert [json.loads(x)["url"] for x in r.lines] == due
+        assert "internal error" not in r.stderr
+        assert f"{log}:2: fetched_at -1e+18 is out of range" in r.stderr
+        assert f"{log}:3: fetched_at 'notatime' is not a time" in r.stderr
+        assert f"{log}:4: fetched_at 1e+308 is out of range" in r.stderr
+        assert f"{log}:5: fetched_at 'nan' is not a time" in r.stderr
+        assert f"{log}:6: retry_at 'soon' is not a time" in r.stderr
+        assert f"{log}:7: lastmod -5 is out of range" in r.stderr
+        assert "6 bad" in r.stderr and "1 tracked" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(0, 0.0), ("2026-05-01T00:00:00Z", 1_777_593_600.0), ("Fri, 01 May 2026 00:00:00 GMT",
+      1_777_593_600.0), ("9999-12-31T23:59:59Z", 253_402_300_799.0), (-1, None), (-1e18, None),
+     (1e308, None), (float("nan"), None), ("inf", None), ("notatime", None), (True, None),
+     ("0001-01-01T00:00:00+01:00", None), ("10000-01-01", None)],
+)  # fmt: skip
+def test_the_shared_time_parser_takes_only_1970_to_9999(value, seconds) -> None:
+    from crawlkit.sitemap import normalize_lastmod
+    from crawlkit.timefmt import parse_time, time_problem
+
+    assert parse_time(value) == seconds
+    assert (time_problem({"t": value}, "t") is None) == (seconds is not None)
+    assert normalize_lastmod("1969-12-31") is None  # a sitemap gives no unusable lastmod

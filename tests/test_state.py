@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,117 @@ def test_lock_is_reentrant_within_a_process_and_released_by_the_last(tmp_path: P
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+
+
+def test_substate_sharers_coexist_and_exclude_the_owner_of_the_root(tmp_path: Path) -> None:
+    from crawlkit.state import open_substate
+
+    proc = _holder(tmp_path)  # another process owns the whole directory
+    try:
+        with (
+            pytest.raises(LockedError, match="in use by another process"),
+            open_substate(tmp_path, "dedup"),
+        ):
+            pass
+        assert not (tmp_path / "dedup" / "LOCK").exists()  # refused before touching it
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    with open_substate(tmp_path, "dedup") as sub:
+        assert sub.path == tmp_path / "dedup"
+        share = subprocess.run(
+            [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
+             "open_state(sys.argv[1], shared=True)", str(tmp_path)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert share.returncode == 0, share.stderr  # sharers coexist
+        own = subprocess.run(
+            [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
+             "open_state(sys.argv[1])", str(tmp_path)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert own.returncode != 0 and "LockedError" in own.stderr  # the owner waits
+        with open_state(tmp_path) as inner:  # in this process: upgraded, shared
+            assert inner.path == tmp_path
+
+
+def _wait_for_owner(lock: Path, pid: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Wait until ``lock`` names ``pid`` (written right after the lock is taken)."""
+    deadline = time.monotonic() + timeout
+    while not (lock.exists() and lock.read_text().startswith(f"pid {pid} ")):
+        assert proc.poll() is None, f"process {pid} ended before it took {lock}"
+        assert time.monotonic() < deadline, f"{lock} never named pid {pid}"
+        time.sleep(0.02)
+
+
+def _crawl(web, state: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "crawlkit", "crawl", str(web.seeds), "--state", str(state),
+            "--scope", "any", "--allow-net", web.info["allow_net"],
+            "--hosts-file", str(web.hosts_file), "--timeout", "3s", *extra]  # fmt: skip
+
+
+def test_dedup_on_the_state_of_a_running_crawl_is_refused_and_the_crawl_lives(
+    tmp_path: Path,
+) -> None:
+    """dedup locked only S/dedup and was accepted; the crawl then died at its next dedup
+    step ("state directory S/dedup is in use"). Now dedup is refused before it reads."""
+    from conftest import ROOT, start_testweb
+
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "10", "--special", "none") as web:
+        state = tmp_path / "state"
+        # a 0.3 s gap keeps the crawl busy through several dedup steps
+        args = _crawl(web, state, "--min-delay", "0.3s", "--batch", "4", "--json")
+        crawl = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            _wait_for_owner(state / "LOCK", crawl.pid, crawl)
+            # stdin stays open: a dedup that was let in would hold S/dedup until killed
+            dedup = subprocess.Popen(
+                [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)], cwd=ROOT,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            try:
+                dedup.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # let in: it kept S/dedup from the crawl
+                dedup.kill()
+            _, err = dedup.communicate()
+            assert dedup.returncode == 1, err.decode()
+            assert f"state directory {state} is in use by another process (pid {crawl.pid}" in (
+                err.decode()
+            )
+            out, cerr = crawl.communicate(timeout=180)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+    assert crawl.returncode == 0, cerr.decode()
+    import json
+
+    summary = json.loads(out)
+    assert summary["stopped"] == "frontier empty" and summary["fetched"] >= 20, summary
+
+
+def test_a_crawl_is_refused_while_dedup_works_on_its_state(tmp_path: Path) -> None:
+    from conftest import ROOT, start_testweb
+
+    state = tmp_path / "state"
+    dedup = subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _wait_for_owner(state / "dedup" / "LOCK", dedup.pid, dedup)
+        with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "none") as web:
+            crawl = subprocess.run(_crawl(web, state), cwd=ROOT, capture_output=True, timeout=120)
+            assert not web.requests()  # refused up front: not one request
+        assert crawl.returncode == 1
+        assert "in use by another process" in crawl.stderr.decode()
+        page = b'{"url": "http://a.test/", "digest": "sha1:X", "simhash": "0000000000000001"}\n'
+        out, err = dedup.communicate(page, timeout=60)
+    finally:
+        if dedup.poll() is None:
+            dedup.kill()
+            dedup.wait()
+    assert dedup.returncode == 0, err.decode()
+    assert b'"kind":"unique"' in out.replace(b" ", b"")

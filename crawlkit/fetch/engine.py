@@ -942,8 +942,15 @@ class Fetcher:
         now = self.clock()
         entry: RobotsEntry | None = None
         status = res.status
-        if status is None:
-            entry = self.robots_policy.on_error(res.error or "fetch failed", now, task.previous)
+        if status is None or res.truncated in ("time", "disconnect"):
+            # A body cut by a reset or by silence is not the file the server meant:
+            # parsed, its missing rules would allow what they forbid (RFC 9309 2.3.1.4).
+            why = res.error or "fetch failed"
+            entry = self.robots_policy.on_error(
+                why if status is None else f"robots.txt cut off mid-body ({why})",
+                now,
+                task.previous,
+            )
         elif (
             300 <= status < 400
             and res.header("Location")

@@ -120,6 +120,8 @@ class Batch:
 
     lines: list[bytes]
     refused: list[Record]
+    held_per_host: int = 0  # URLs read but left for a later batch by --per-host
+    over_budget: dict[str, Any] | None = None  # Frontier.over_budget(), when looked at
 
 
 class Frontier:
@@ -649,7 +651,8 @@ class Frontier:
             plan = split(short, open_queues)
         picker.finish()
         self.totals["handed-out"] += len(picker.batch)
-        return Batch(picker.batch, refused)
+        held = sum(len(lines) for lines in picker.rotate.values())
+        return Batch(picker.batch, refused, held_per_host=held)
 
     def _plan(self, opts: NextOptions) -> dict[str, int]:
         n = opts.max_urls
@@ -737,6 +740,32 @@ class Frontier:
 
     # ----------------------------------------------------------------- stats
 
+    def over_budget(self, limit: int = 10) -> dict[str, Any]:
+        """The URLs parked until the next budget cycle, and why: ``{"urls", "sites",
+        "cycle_start" (unix seconds; its length is the caller's option), "top"}``
+        where ``top`` holds up to ``limit`` sites with the most parked URLs, each with its
+        ``budget`` (under this frontier's policy), ``used`` this cycle, ``seed`` and
+        ``trusted_linkers``. Scans the site table: call it when someone will read it."""
+        parked = [(name, info) for name, info in self.sites.sites.items() if info.parked]
+        parked.sort(key=lambda item: (-item[1].parked, item[0]))
+        top = [
+            {
+                "site": name,
+                "parked": info.parked,
+                "budget": self.sites.budget(name),
+                "used": info.used,
+                "seed": info.seed,
+                "trusted_linkers": self.sites.credited(name),
+            }
+            for name, info in parked[:limit]
+        ]
+        return {
+            "urls": sum(info.parked for _, info in parked),
+            "sites": len(parked),
+            "cycle_start": self.cycle_start,
+            "top": top,
+        }
+
     def stats(self) -> dict[str, Any]:
         """The JSON object ``frontier stats`` prints (see its help)."""
         blocks = sorted(self._read_inbox(apply=False))
@@ -765,6 +794,7 @@ class Frontier:
                 "cycle_start": iso(self.cycle_start) if self.cycle_start else None,
                 "used": sum(info.used for info in self.sites.sites.values()),
                 "sites_over_budget": sum(1 for info in waiting_sites if info.parked),
+                "parked_sites": self.over_budget()["top"],
             },
             "blocked": blocks,
             "segments": sum(len(q.segs) for q in self._all_queues()),
@@ -837,12 +867,15 @@ class _Picker:
                 rec = cands[i][1]
                 host = rec["host"]
                 site = rec["site"]
+                # Budget before --per-host: a URL whose site has used its budget waits
+                # for the next cycle whatever its host's turn, so say so now (parked)
+                # rather than rotate it to the tail for the next batch to park.
                 if f.blocks and f.is_blocked(site, host):
                     status[i] = 4
-                elif per_host and self.host_n[host] >= per_host:
-                    status[i] = 2
                 elif budgets and self._left(site) <= 0:
                     status[i] = 3
+                elif per_host and self.host_n[host] >= per_host:
+                    status[i] = 2
                 else:
                     status[i] = 1
                     picked.append(i)

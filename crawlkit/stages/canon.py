@@ -31,7 +31,9 @@ def canon_records(
     also reported (with their line number) and counted as bad records. ``lines`` are
     as :func:`crawlkit.io.read_text_lines` yields them with ``aligned=True``: a line
     it could not read (None or a :class:`LineError`: not UTF-8, over the line cap)
-    still gets its record, so outputs stay aligned with inputs.
+    still gets its record, so outputs stay aligned with inputs. With ``base``, an
+    empty (or all-blank) line is the empty reference, which the WHATWG URL Standard
+    resolves to the base itself (without its fragment); without one it is an error.
     """
     reporter = reporter or NullReporter()
     for source, lineno, text in lines:
@@ -42,7 +44,7 @@ def canon_records(
             continue
         raw = text.strip()
         try:
-            if not raw:
+            if not raw and base is None:
                 raise InvalidURL("empty line")
             if raw.startswith("{"):  # a URL record of another stage: its "url"
                 raw = text = _url_of_record(raw)

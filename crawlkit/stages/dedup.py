@@ -34,7 +34,6 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,7 @@ from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.nearindex import table_keys
-from crawlkit.state import open_state
+from crawlkit.state import open_substate
 from crawlkit.url import fingerprint, fingerprint_int, site_of_host
 
 __all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
@@ -300,10 +299,11 @@ def dedup_records(
 def open_dedup_store(state: str | os.PathLike[str], *, window: int = 1000) -> Iterator[DedupStore]:
     """Lock ``state/dedup`` (invariant 6) and open the store in it.
 
-    Only the dedup subdirectory is locked, so other stages can work on the same crawl
-    state at the same time; a second dedup gets :class:`~crawlkit.errors.LockedError`.
+    ``state`` is locked shared (:func:`~crawlkit.state.open_substate`): a second dedup,
+    or any process that owns ``state`` (a running crawl), makes this raise
+    :class:`~crawlkit.errors.LockedError` before anything is read.
     """
-    with open_state(Path(state) / "dedup") as sdir:
+    with open_substate(state, "dedup") as sdir:
         store = DedupStore(sdir.path, window=window)
         try:
             yield store

@@ -247,6 +247,8 @@ def frontier_next(
         frontier = Frontier.open(state.sub("frontier"), policy=policy)
         with frontier.discard_on_error():
             batch = frontier.next(opts)
+            if opts.budgets and len(batch.lines) < opts.max_urls:  # short: say what waits
+                batch.over_budget = frontier.over_budget(limit=3)
             if role is not None:
                 batch = _stamped(state.path, role, batch)
             write(batch)
@@ -262,7 +264,8 @@ def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:
                      option=orjson.OPT_APPEND_NEWLINE)
         for rec in mine
     ]  # fmt: skip
-    return Batch(lines=lines, refused=batch.refused)
+    return Batch(lines=lines, refused=batch.refused, held_per_host=batch.held_per_host,
+                 over_budget=batch.over_budget)  # fmt: skip
 
 
 def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:

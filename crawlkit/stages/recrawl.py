@@ -24,7 +24,7 @@ from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
 from crawlkit.stages.frontier import lock_state
-from crawlkit.timefmt import iso, parse_time
+from crawlkit.timefmt import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
 
 __all__ = ["RecrawlSummary", "collect_events", "recrawl"]
@@ -96,6 +96,10 @@ def collect_events(
             fp = fp if fp is not None else int(parsed.fp, 16)
         where[fp] = (host, site)
         if "outcome" in rec or ("status" in rec and "fetched_at" in rec):
+            problem = time_problem(rec, "fetched_at") or time_problem(rec, "retry_at")
+            if problem is not None:
+                reporter.bad_record(source, line, problem)
+                continue
             at = parse_time(rec.get("fetched_at"))
             event = Event(
                 kind="fetch",
@@ -122,7 +126,7 @@ def collect_events(
         elif rec.get("lastmod") is not None:
             lastmod = parse_time(rec.get("lastmod"))
             if lastmod is None:
-                reporter.bad_record(source, line, f"unreadable lastmod {rec.get('lastmod')!r}")
+                reporter.bad_record(source, line, time_problem(rec, "lastmod") or "no lastmod")
                 continue
             events.setdefault(fp, []).append(
                 Event(kind="lastmod", at=now, url=url, lastmod=lastmod)
