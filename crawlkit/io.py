@@ -71,6 +71,7 @@ class _ZstdReader(io.RawIOBase):
         self._in_frame = False
         self._pending = b""
         self._done = False
+        self._error: InputError | None = None  # raised once everything before it is out
 
     def readable(self) -> bool:
         return True
@@ -84,6 +85,8 @@ class _ZstdReader(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         while not self._pending and not self._done:
             self._fill()
+        if not self._pending and self._error is not None:
+            raise self._error
         n = min(len(view), len(self._pending))
         view[:n] = self._pending[:n]
         self._pending = self._pending[n:]
@@ -94,14 +97,17 @@ class _ZstdReader(io.RawIOBase):
         if not chunk:
             self._done = True
             if self._in_frame:
-                raise TruncatedInput("zstd stream ends inside a frame", source=self._source)
+                self._error = TruncatedInput("zstd stream ends inside a frame", source=self._source)
             return
         out = []
         while chunk:
             try:
                 out.append(self._obj.decompress(chunk))
             except zstandard.ZstdError as exc:
-                raise InputError(f"corrupt zstd data ({exc})", source=self._source) from exc
+                # The frames decoded before the damage in this chunk are handed out first.
+                self._done = True
+                self._error = InputError(f"corrupt zstd data ({exc})", source=self._source)
+                break
             self._in_frame = not self._obj.eof
             if self._obj.eof:
                 chunk = self._obj.unused_data

@@ -132,3 +132,19 @@ def test_seen_merge_cli_keeps_the_five_whole_frames(tmp_path: Path) -> None:
     assert [orjson.loads(line)["url"] for line in r.lines[:500]] == [
         CANON.canonicalize(f"http://a.example/{i}") for i in range(500)
     ]
+
+
+def test_a_corrupt_zstd_frame_keeps_the_frames_before_it(tmp_path: Path) -> None:
+    comp = zstandard.ZstdCompressor()
+    frames = [comp.compress(_lines(100, 100 * k)) for k in range(10)]
+    damaged = bytearray(frames[5])
+    damaged[4:8] = b"\xff\xff\xff\xff"  # the frame header: not a valid frame
+    path = tmp_path / "corrupt.ndjson.zst"
+    path.write_bytes(b"".join(frames[:5]) + bytes(damaged) + b"".join(frames[6:]))
+    rep, buf = _reporter()
+    got = list(io.read_records([path], rep))
+    assert [r["url"] for r in got] == [f"http://a.example/{i}" for i in range(500)]
+    assert rep.counts["corrupt input"] == 1
+    assert "corrupt zstd data" in buf.getvalue()
+    rep, _ = _reporter()
+    assert len(list(read_lines([path], rep))) == 500
