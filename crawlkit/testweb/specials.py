@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from crawlkit.testweb import textgen
+from crawlkit.testweb import textgen, tls
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import (
     BodyWriter,
@@ -97,6 +97,8 @@ KINDS: dict[str, Kind] = {
             default=3,
             shared_address=True,
         ),
+        # Only with --tls (default 0, so 'all' leaves them out): see tls.py.
+        *(_k(name, f"{help} (with --tls)", default=0) for name, (_, help) in tls.TLS_KINDS.items()),
     ]
 }
 
@@ -127,7 +129,7 @@ def parse_specials(text: str | None) -> dict[str, int]:
             if name not in KINDS:
                 raise UsageError(f"unknown special kind {name!r} (known: {', '.join(KINDS)})")
             try:
-                n = int(count) if count else KINDS[name].default
+                n = int(count) if count else KINDS[name].default or 1
             except ValueError:
                 raise UsageError(f"bad count in --special item {item!r}") from None
             if n < 0:
@@ -839,6 +841,7 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "private": _private,
     "gateway": _gateway,
     "link-farm": _link_farm,
+    **dict.fromkeys(tls.TLS_KINDS, tls.handle),
 }
 
 
