@@ -13,8 +13,10 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
+    CaFile,
     HostsFile,
     InputFiles,
+    Insecure,
     Quiet,
     Shards,
     SlotMapFile,
@@ -27,6 +29,7 @@ from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.stages.fetch import fetch_records
 
 DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
@@ -124,6 +127,8 @@ def fetch(
     ] = None,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
+    ca_file: CaFile = None,
+    insecure: Insecure = False,
     timeout: Annotated[
         str,
         typer.Option("--timeout", help="Total time per request, silence mid-body included."),
@@ -177,7 +182,11 @@ def fetch(
     and defer the host's remaining URLs, --per-ip requests at once per address. Safety:
     only http and https; loopback, private, link-local, multicast, reserved and
     IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
-    address is the one connected to. Redirects are not followed: each target comes out
+    address is the one connected to. HTTPS certificates are verified (system store plus
+    --ca-file) for the URL's name, on that address; a TLS failure is an error record
+    with error_code tls-expired, tls-hostname, tls-untrusted, tls-handshake-timeout or
+    tls-protocol (also on URLs deferred because robots.txt failed that way), and the
+    host's clock moves on as after any error. Redirects are not followed: each target comes out
     as a URL record (--redirects), at most 5 hops. A URL given twice is asked once; the
     repeat comes out refused ("refused": "duplicate").
 
@@ -241,6 +250,7 @@ def fetch(
             reporter=rep,
             flush=flush,
             role=role,
+            net=NetOptions(ca_file=ca_file, insecure=insecure),
         )
     if not quiet:
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")
