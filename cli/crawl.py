@@ -13,6 +13,7 @@ from crawlkit_cli.options import (
     Agent,
     AllowNet,
     CaFile,
+    DnsServer,
     HostsFile,
     Insecure,
     Shards,
@@ -134,6 +135,7 @@ def crawl_command(
     hosts_file: HostsFile = None,
     ca_file: CaFile = None,
     insecure: Insecure = False,
+    dns_server: DnsServer = None,
     jobs: Annotated[
         int,
         typer.Option(
@@ -219,7 +221,7 @@ def crawl_command(
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
-        net=NetOptions(ca_file=ca_file, insecure=insecure),
+        net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
         limits=TrapLimits(max_depth=max_depth),
         shard=shard,
         shards=shards,

@@ -14,6 +14,7 @@ from crawlkit_cli.options import (
     Agent,
     AllowNet,
     CaFile,
+    DnsServer,
     HostsFile,
     InputFiles,
     Insecure,
@@ -129,6 +130,7 @@ def fetch(
     hosts_file: HostsFile = None,
     ca_file: CaFile = None,
     insecure: Insecure = False,
+    dns_server: DnsServer = None,
     timeout: Annotated[
         str,
         typer.Option("--timeout", help="Total time per request, silence mid-body included."),
@@ -250,7 +252,7 @@ def fetch(
             reporter=rep,
             flush=flush,
             role=role,
-            net=NetOptions(ca_file=ca_file, insecure=insecure),
+            net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
         )
     if not quiet:
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")

@@ -102,6 +102,19 @@ def testweb(
     tls_port: Annotated[
         int, typer.Option("--tls-port", help="HTTPS port with --tls; 0 picks a free one.")
     ] = 0,
+    dns: Annotated[
+        int | None,
+        typer.Option(
+            "--dns",
+            help="Also answer DNS queries (UDP) on 127.0.0.1:PORT (0 picks a free one; the "
+            "ready line's dns gives ADDR:PORT for --dns-server). Besides every host, "
+            "alias-0.test is a CNAME chain, short-ttl.test has TTL 1, rebind.test answers "
+            "inside --allow-net 127.0.0.0/9 and then outside it, silent.test never answers, "
+            "servfail.test fails, other names are NXDOMAIN; queries are logged to "
+            "DIR/dns.ndjson.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve a synthetic web on loopback, hostile parts included.
 
@@ -153,6 +166,6 @@ def testweb(
 
     served = run_testweb(
         config, out, duration=seconds, on_ready=ready, port=port, hosts_file=hosts_file,
-        seeds_file=seeds, log_file=log, tls=tls, tls_port=tls_port,
+        seeds_file=seeds, log_file=log, tls=tls, tls_port=tls_port, dns_port=dns,
     )  # fmt: skip
     rep.info(f"served {served} requests")

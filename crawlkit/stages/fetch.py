@@ -24,6 +24,7 @@ from typing import Any
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.fetch.client import AiohttpClient, HttpClient
+from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.fetch.netoptions import NetOptions
@@ -93,6 +94,7 @@ def fetch_records(
     net = net or NetOptions()
     if net.ca_file is not None:
         verifying_context(net.ca_file)  # a bad --ca-file is a usage error before any work
+    dns = DnsClient(parse_server(net.dns_server)) if net.dns_server else None
     reporter = reporter or NullReporter()
     policy = NetPolicy(allow_net)
     hosts = read_hosts_file(hosts_file) if hosts_file else {}
@@ -116,7 +118,7 @@ def fetch_records(
             records = _owned_by(role, records, sink, stale, state.path)
         try:
             counts = _run(
-                records, sink, config, policy, Resolver(hosts=hosts), host_state, writer,
+                records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
                 on_redirect, client, flush, refill, on_interrupt, net,
             )  # fmt: skip
         finally:

@@ -24,6 +24,7 @@ from typing import Any
 
 from crawlkit.errors import CrawlkitError
 from crawlkit.io import atomic_write_bytes, atomic_write_json
+from crawlkit.testweb import dns as dnsweb
 from crawlkit.testweb import pages, specials
 from crawlkit.testweb import tls as tlsweb
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web, WebConfig, build_web
@@ -63,6 +64,7 @@ class TestWebServer:
         cache_bytes: int = 256 * 1024 * 1024,
         tls: bool = False,
         tls_port: int = 0,
+        dns_port: int | None = None,
     ):
         self.config = config
         self.dir = Path(directory)
@@ -80,6 +82,8 @@ class TestWebServer:
         self.tls_port = 0
         self.tls: tlsweb.TlsSite | None = None
         self._stalled: set[tlsweb.StallProtocol] = set()
+        self.dns_port = dns_port
+        self.dns: dnsweb.DnsServer | None = None
         self.conns: set[HttpProtocol] = set()
         self.log: RequestLog = None  # type: ignore[assignment]
         self.info: dict[str, Any] = {}
@@ -111,7 +115,10 @@ class TestWebServer:
         return self._conn_ids
 
     def respond(self, req: Request) -> tuple[Response, str | None]:
-        host = self.web.by_name.get(req.host)
+        name = req.host
+        if self.dns is not None:
+            name = dnsweb.served_as(name) or name
+        host = self.web.by_name.get(name)
         if host is None:
             return not_found(), None
         if req.addr != host.addr:
@@ -166,6 +173,8 @@ class TestWebServer:
     ) -> tuple[list[asyncio.AbstractServer], int]:
         """Listen on every host address at one port (``requested``, or a free one)."""
         addrs = sorted({h.addr for h in self.web.hosts})
+        if self.dns_port is not None:
+            addrs.append(dnsweb.REBIND_DISALLOWED)  # where a rebound client would land
         attempts = 1 if requested else 30
         last: OSError | None = None
         for _ in range(attempts):
@@ -236,6 +245,9 @@ class TestWebServer:
         with open(self.log_file, "wb"):
             pass  # a fresh log for every run
         self.log = RequestLog(str(self.log_file), loop)
+        if self.dns_port is not None:
+            self.dns = dnsweb.DnsServer(self.web, self.dir / "dns.ndjson")
+            await self.dns.start(self.dns_port)
         self.manifest = build_manifest(
             self.web, self.port, self.dir, self.tls_port if self.use_tls else None
         )
@@ -261,6 +273,9 @@ class TestWebServer:
             "addresses": len({h.addr for h in self.web.hosts}),
             "pid": os.getpid(),
         }
+        if self.dns is not None:
+            self.info.update(dns=f"127.0.0.1:{self.dns.port}", dns_log=str(self.dns.log_path),
+                             dns_names=dnsweb.dns_names(self.web))  # fmt: skip
         if self.tls is not None:
             self.info.update(tls_port=self.tls_port, ca_file=str(self.tls.ca_file),
                              tls_legacy=self.tls.served_legacy)  # fmt: skip
@@ -284,6 +299,8 @@ class TestWebServer:
             self._sweeper = None
         for srv in self._servers:
             srv.close()
+        if self.dns is not None:
+            self.dns.close()
         for conn in list(self.conns):
             conn.transport.abort()
         for stalled in list(self._stalled):
