@@ -189,6 +189,9 @@ def _describe(
         notes["trap"] = (f"each page links to {specials.FARM_FANOUT} new pages on the other "
                          "farm hosts, forever; all farm hosts share one address")  # fmt: skip
         notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
+    elif k == "ipv6":
+        pg = ["/", "/v6.html"]
+        notes["why"] = "on ::1 only: needs --allow-net ::1/128; also reachable as [::1]"
     elif k in tls.TLS_KINDS:
         pg, hostile, notes = tls.describe(k, base, f"http://{host.name}:{port}")
     else:  # pragma: no cover - every kind is described above

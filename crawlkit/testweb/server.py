@@ -27,7 +27,15 @@ from crawlkit.io import atomic_write_bytes, atomic_write_json
 from crawlkit.testweb import dns as dnsweb
 from crawlkit.testweb import pages, specials
 from crawlkit.testweb import tls as tlsweb
-from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web, WebConfig, build_web
+from crawlkit.testweb.graph import (
+    IPV6_ADDR,
+    PRIVATE_NET,
+    PUBLIC_NET,
+    Host,
+    Web,
+    WebConfig,
+    build_web,
+)
 from crawlkit.testweb.http import HttpProtocol, RequestLog
 from crawlkit.testweb.manifest import build_manifest
 from crawlkit.testweb.model import Request, Response, not_found, stable_hash
@@ -76,6 +84,9 @@ class TestWebServer:
         self.keepalive_timeout = keepalive_timeout
         self.cache_bytes = cache_bytes
         self.web: Web = build_web(config)
+        self._by_addr: dict[str, Host] = {}
+        for h in self.web.hosts:
+            self._by_addr.setdefault(h.addr, h)
         self.port = 0
         self.use_tls = tls
         self.requested_tls_port = tls_port
@@ -119,6 +130,8 @@ class TestWebServer:
         if self.dns is not None:
             name = dnsweb.served_as(name) or name
         host = self.web.by_name.get(name)
+        if host is None and name[:1] in "[0123456789":
+            host = self._by_addr.get(name.strip("[]"))  # a URL with an IP literal
         if host is None:
             return not_found(), None
         if req.addr != host.addr:
@@ -271,6 +284,7 @@ class TestWebServer:
             "allow_net": PUBLIC_NET,
             "private_net": PRIVATE_NET,
             "addresses": len({h.addr for h in self.web.hosts}),
+            **({"allow_net_v6": f"{IPV6_ADDR}/128"} if IPV6_ADDR in self._by_addr else {}),
             "pid": os.getpid(),
         }
         if self.dns is not None:

@@ -97,6 +97,7 @@ KINDS: dict[str, Kind] = {
             default=3,
             shared_address=True,
         ),
+        _k("ipv6", "a host on ::1 only (AAAA-only; crawl with --allow-net ::1/128)", default=0),
         # Only with --tls (default 0, so 'all' leaves them out): see tls.py.
         *(_k(name, f"{help} (with --tls)", default=0) for name, (_, help) in tls.TLS_KINDS.items()),
     ]
@@ -816,6 +817,16 @@ def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
                  log={"depth": _farm_depth(n)})  # fmt: skip
 
 
+def _ipv6(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+    """Also reached by address (``http://[::1]:PORT/``): pages name the Host they got."""
+    if req.route == "/robots.txt":
+        return _robots(ALLOW_ALL)
+    if req.route not in ("/", "/v6.html"):
+        return not_found()
+    other = "/v6.html" if req.route == "/" else "/"
+    return _html(_page(f"{req.host} {req.route}", [(other, other)], (req.host, req.route)))
+
+
 HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "robots-rules": _robots_rules,
     "robots-404": _robots_404,
@@ -841,6 +852,7 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "private": _private,
     "gateway": _gateway,
     "link-farm": _link_farm,
+    "ipv6": _ipv6,
     **dict.fromkeys(tls.TLS_KINDS, tls.handle),
 }
 
