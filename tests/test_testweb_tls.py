@@ -19,7 +19,18 @@ pytest.importorskip("cryptography", reason="testweb --tls needs crawlkit[testweb
 @pytest.fixture(scope="module")
 def tlsweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
     tmp = tmp_path_factory.mktemp("tlsweb")
-    with start_testweb(tmp, "--hosts", "2", "--pages", "6", "--special", "none", "--tls") as web:
+    args = (
+        "--hosts",
+        "2",
+        "--pages",
+        "6",
+        "--special",
+        "none,slow",
+        "--tls",
+        "--slow-delay",
+        "0.2s",
+    )
+    with start_testweb(tmp, *args) as web:
         yield web
 
 
@@ -138,3 +149,46 @@ def test_tls_kinds_need_tls(tmp_path: Path) -> None:
     res = crawlkit("testweb", "--dir", str(tmp_path), "--special", "tls-expired", "--for", "1s")
     assert res.code == 2
     assert "crawlkit testweb: special kind 'tls-expired' needs --tls" in res.stderr
+
+
+def test_a_delayed_tls_response_is_logged_when_sent(tlsweb: TestWeb) -> None:
+    # A delayed response on a kept-alive TLS connection must be logged once it is
+    # sent, not when the next request comes on that connection (a TLS transport pauses
+    # writing at size >= the high-water mark, so the server's setting differs for TLS).
+    # Seen with aiohttp's client (crawlkit's), not with http.client.
+    import asyncio
+    import time
+
+    from crawlkit.fetch.client import AiohttpClient, FetchRequest
+
+    url = f"https://slow-0.test:{tlsweb.info['tls_port']}/"
+
+    async def go() -> tuple[float, list[dict]]:
+        client = AiohttpClient(ca_file=tlsweb.info["ca_file"])
+        try:
+            res = await client.fetch(FetchRequest(url, tlsweb.hosts["slow-0.test"]))
+            assert res.status == 200, res.error
+            received = time.time()
+            deadline = time.monotonic() + 10
+            logged: list[dict] = []
+            while not logged and time.monotonic() < deadline:  # the connection stays open
+                await asyncio.sleep(0.05)
+                logged = [r for r in tlsweb.requests(settle=0) if r["host"] == "slow-0.test"]
+            return received, logged
+        finally:
+            await client.close()
+
+    received, logged = asyncio.run(go())
+    assert logged and not logged[0].get("aborted")
+    assert logged[0]["t_end"] - logged[0]["t_start"] >= 0.2  # --slow-delay
+    assert logged[0]["t_end"] <= received + 1.0
+
+
+def test_demo_over_https(tmp_path: Path) -> None:
+    res = crawlkit("demo", "--tls", "--hosts", "2", "--pages", "3", "--for", "6s",
+                   "--dir", str(tmp_path / "d"), timeout=120)  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert "ok: no violations" in res.text
+    seeds = (tmp_path / "d" / "web" / "seeds.txt").read_text().split()
+    assert seeds and all(s.startswith("https://") for s in seeds)
+    assert (tmp_path / "d" / "report.html").read_text().startswith("<!DOCTYPE html>")
