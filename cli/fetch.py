@@ -177,7 +177,8 @@ def fetch(
     exactly one fetch record per input URL, in completion order: url, status,
     outcome (fetched, not-modified, redirect, robots-denied, deferred, refused, error),
     fetched_at, elapsed_ms, ip, bytes, content_type, etag, last_modified, digest,
-    location, warc {file, offset, length}, error, retry_at (deferred), truncated.
+    location, warc {file, offset, length}, error, retry_at (deferred), truncated,
+    error_code (tls-* and dns-* failures), tls_unverified (--insecure).
 
     Politeness: one request at a time per host, the gap above between them, robots.txt
     first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After)
@@ -188,8 +189,11 @@ def fetch(
     --ca-file) for the URL's name, on that address; a TLS failure is an error record
     with error_code tls-expired, tls-hostname, tls-untrusted, tls-handshake-timeout or
     tls-protocol (also on URLs deferred because robots.txt failed that way), and the
-    host's clock moves on as after any error. Redirects are not followed: each target comes out
-    as a URL record (--redirects), at most 5 hops. A URL given twice is asked once; the
+    host's clock moves on as after any error. A name that does not resolve (system
+    resolver, or --dns-server) is an error record with error_code dns-nxdomain,
+    dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error. Redirects
+    are not followed: each target comes out as a URL record (--redirects), at most 5
+    hops. A URL given twice is asked once; the
     repeat comes out refused ("refused": "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
