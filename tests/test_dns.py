@@ -136,3 +136,23 @@ def test_dns_server_must_be_an_address() -> None:
     res = crawlkit("fetch", "--state", "/nonexistent/never", "--dns-server", "x:1",
                    input=b"http://a.test/\n")  # fmt: skip
     assert res.code == 2 and "crawlkit fetch: --dns-server: not ADDR:PORT" in res.stderr
+
+
+def test_a_dns_server_that_is_not_there_is_a_dns_error() -> None:
+    import socket
+
+    from crawlkit.fetch.dns import DnsFailure
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nobody listens there now: the kernel answers port unreachable
+
+    async def go() -> str:
+        try:
+            await DnsClient(("127.0.0.1", port), timeout=2.0, attempts=1).lookup("a.test")
+        except DnsFailure as exc:
+            return exc.code
+        return "answered"
+
+    assert asyncio.run(go()) == "dns-error"

@@ -195,9 +195,12 @@ class DnsClient:
             query = DNSRecord.question(name, qtype)
             query.header.id = secrets.randbelow(65536)
             future: asyncio.Future[Any] = loop.create_future()
-            transport, _ = await loop.create_datagram_endpoint(
-                lambda q=query, f=future: _Reply(q, f), remote_addr=self.server
-            )
+            try:
+                transport, _ = await loop.create_datagram_endpoint(
+                    lambda q=query, f=future: _Reply(q, f), remote_addr=self.server
+                )
+            except OSError as exc:
+                raise DnsFailure("dns-error", f"{self.server[0]}:{self.server[1]}: {exc}") from exc
             try:
                 transport.sendto(query.pack())
                 async with asyncio.timeout(self.timeout):

@@ -103,7 +103,6 @@ class Resolver:
         self._dns = dns
         self.min_ttl = min_ttl
         self.max_ttl = max_ttl
-        self.lookups = 0  # questions that went to getaddrinfo or the DNS server
         self._positive: OrderedDict[str, Resolution] = OrderedDict()
         self._negative: OrderedDict[str, Resolution] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Resolution]] = {}
@@ -161,7 +160,6 @@ class Resolver:
             if self._sem is None:
                 self._sem = asyncio.Semaphore(self._concurrency)
             async with self._sem:
-                self.lookups += 1
                 res = await (self._ask_server(name) if self._dns else self._ask_system(name))
             self._store(name, res)
             future.set_result(res)
