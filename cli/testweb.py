@@ -20,14 +20,16 @@ _KIND_HELP = "; ".join(f"{k.name}: {k.help}" for k in KINDS.values())
 
 
 def _tls_specials(chosen: dict[str, int], text: str, tls: bool) -> None:
-    """With --tls every TLS kind is added unless --special names one; without, none."""
+    """With --tls, 'all' (the default) includes the TLS kinds; without, none may be named."""
     named = [k for k in chosen if k in TLS_KINDS]
     if not tls:
         if named:
             raise UsageError(f"special kind {named[0]!r} needs --tls")
         return
-    if not named and "-tls-" not in text:
-        chosen.update(dict.fromkeys(TLS_KINDS, 1))
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    if not items or items[0] == "all" or all(i.startswith("-") for i in items):
+        removed = {i[1:] for i in items if i.startswith("-")}
+        chosen.update({k: 1 for k in TLS_KINDS if k not in removed and k not in chosen})
 
 
 @app.command("testweb")
@@ -94,9 +96,9 @@ def testweb(
             "--tls",
             help="Serve every host over HTTPS as well, on a second port, with certificates "
             "from a CA made for the run (written to DIR/ca.pem; fetch and crawl take it with "
-            "--ca-file). Absolute links, seeds and the manifest then use https. Adds the TLS "
-            "special hosts (tls-*) unless --special names some. Needs the cryptography "
-            "package (pip install 'crawlkit[testweb]').",
+            "--ca-file). Absolute links, seeds and the manifest then use https. --special all "
+            "(the default) then includes the TLS special hosts (tls-*). Needs the "
+            "cryptography package (pip install 'crawlkit[testweb]').",
         ),
     ] = False,
     tls_port: Annotated[

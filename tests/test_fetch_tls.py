@@ -16,6 +16,7 @@ import warcio.archiveiterator
 from conftest import TestWeb, crawlkit, start_testweb
 
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.testweb.tls import TLS_KINDS
 
 pytest.importorskip("cryptography", reason="testweb --tls needs crawlkit[testweb]")
 
@@ -25,7 +26,9 @@ GAP = "0.05s"
 @pytest.fixture(scope="module")
 def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
     tmp = tmp_path_factory.mktemp("tlsfetch")
-    with start_testweb(tmp, "--hosts", "3", "--pages", "4", "--special", "none", "--tls") as w:
+    with start_testweb(
+        tmp, "--hosts", "3", "--pages", "4", "--special", ",".join(TLS_KINDS), "--tls"
+    ) as w:
         yield w
 
 

@@ -13,23 +13,16 @@ from pathlib import Path
 import pytest
 from conftest import TestWeb, crawlkit, start_testweb
 
+from crawlkit.testweb.tls import TLS_KINDS
+
 pytest.importorskip("cryptography", reason="testweb --tls needs crawlkit[testweb]")
 
 
 @pytest.fixture(scope="module")
 def tlsweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
     tmp = tmp_path_factory.mktemp("tlsweb")
-    args = (
-        "--hosts",
-        "2",
-        "--pages",
-        "6",
-        "--special",
-        "none,slow",
-        "--tls",
-        "--slow-delay",
-        "0.2s",
-    )
+    special = "slow," + ",".join(TLS_KINDS)  # every TLS kind, and a delayed host
+    args = ("--hosts", "2", "--pages", "6", "--special", special, "--tls", "--slow-delay", "0.2s")
     with start_testweb(tmp, *args) as web:
         yield web
 
@@ -192,3 +185,13 @@ def test_demo_over_https(tmp_path: Path) -> None:
     seeds = (tmp_path / "d" / "web" / "seeds.txt").read_text().split()
     assert seeds and all(s.startswith("https://") for s in seeds)
     assert (tmp_path / "d" / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_special_all_includes_the_tls_kinds_only_with_tls(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "1", "--special", "all,-tls-stall", "--tls") as web:
+        kinds = {h["kind"] for h in web.manifest["hosts"]}
+    assert set(TLS_KINDS) - {"tls-stall"} <= kinds and "tls-stall" not in kinds
+    with start_testweb(tmp_path, "--hosts", "1", "--special", "none", "--tls") as web:
+        assert {h["kind"] for h in web.manifest["hosts"]} == {"ordinary"}
+    with start_testweb(tmp_path, "--hosts", "1") as web:
+        assert not {h["kind"] for h in web.manifest["hosts"]} & set(TLS_KINDS)
