@@ -5,7 +5,8 @@ Run on demand (never in CI):
     .venv/bin/python bench/bench_crawl.py --hosts 2000 --pages 10
     .venv/bin/python bench/bench_crawl.py --scrapy-python /tmp/scrapy-venv/bin/python --wget2
 
-Starts `crawlkit testweb` (ordinary hosts only, 20 KB pages) in its own process, then
+Starts `crawlkit testweb` (ordinary hosts only, 20 KB pages; with --tls over HTTPS,
+crawlkit trusting the run's CA with --ca-file) in its own process, then
 crawls it unthrottled (gap 0: --min-delay 0 --delay-factor 0, budgets off, one request
 at a time per host still) with each crawler in turn, against a fresh copy of the web
 each time. Reports, per crawler: new pages per second (only pages of the web's
@@ -39,11 +40,12 @@ HOSTS_MARK = "# crawlkit bench_crawl"
 
 
 @contextlib.contextmanager
-def testweb(tmp: Path, hosts: int, pages: int) -> Iterator[dict]:
+def testweb(tmp: Path, hosts: int, pages: int, tls: bool = False) -> Iterator[dict]:
     directory = tmp / f"web-{time.time_ns()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts",
-         str(hosts), "--pages", str(pages), "--special", "none", "--seed", "11"],
+         str(hosts), "--pages", str(pages), "--special", "none", "--seed", "11",
+         *(["--tls"] if tls else [])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -105,7 +107,8 @@ def bench_crawlkit(web: dict, tmp: Path, jobs: int) -> tuple[int, float, float]:
         [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
          "--scope", "any", "--min-delay", "0", "--delay-factor", "0", "--no-budgets",
          "--concurrency", "100", "--per-ip", "100", "--batch", "5000", "--per-host", "50",
-         "--allow-net", web["allow_net"], "--hosts-file", web["hosts_file"], "-j", str(jobs)],
+         "--allow-net", web["allow_net"], "--hosts-file", web["hosts_file"], "-j", str(jobs),
+         *(["--ca-file", web["ca_file"]] if "ca_file" in web else [])],
         web["web_pid"],
     )  # fmt: skip
     return crawlkit_pages(state, web["pages_set"]), wall, cpu
@@ -201,13 +204,14 @@ def main() -> None:
     ap.add_argument("--scrapy-python", default=None)
     ap.add_argument("--wget2", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="crawlkit runs (median reported)")
+    ap.add_argument("--tls", action="store_true", help="crawlkit over HTTPS (testweb --tls)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     results: dict[str, tuple[int, float, float]] = {}
     try:
         runs = []
         for _ in range(args.repeat):  # a fresh web each time; the median run is kept
-            with testweb(tmp, args.hosts, args.pages) as web:
+            with testweb(tmp, args.hosts, args.pages, args.tls) as web:
                 total = len(web["pages_set"])
                 runs.append(bench_crawlkit(web, tmp, args.jobs))
         runs.sort(key=lambda r: r[0] / r[1] if r[1] else 0.0)

@@ -9,7 +9,17 @@ from typing import Annotated, Any
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
+from crawlkit_cli.options import (
+    Agent,
+    AllowNet,
+    CaFile,
+    DnsServer,
+    HostsFile,
+    Insecure,
+    Shards,
+    SlotMapFile,
+    StateDir,
+)
 from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
@@ -17,6 +27,7 @@ from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
 
 DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
@@ -106,6 +117,9 @@ def crawl_command(
     agent: Agent = DEFAULT_AGENT,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
+    ca_file: CaFile = None,
+    insecure: Insecure = False,
+    dns_server: DnsServer = None,
     jobs: Annotated[
         int,
         typer.Option(
@@ -194,6 +208,7 @@ def crawl_command(
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
+        net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
         limits=TrapLimits(max_depth=max_depth),
         shard=shard,
         shards=shards,

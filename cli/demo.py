@@ -33,6 +33,14 @@ def demo(
     min_delay: Annotated[
         str, typer.Option("--min-delay", help="Gap between requests to one host (demo only).")
     ] = "0.1s",
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls",
+            help="Serve and crawl the web over HTTPS (a CA made for the run, trusted with "
+            "--ca-file), with the TLS special hosts (expired, self-signed, ...).",
+        ),
+    ] = False,
 ) -> None:
     """Crawl a synthetic web on loopback, audit the crawl, write a report (about a minute).
 
@@ -58,7 +66,8 @@ def demo(
         f"requests to one host shortened to {delay:g} s for the demo (default 1 s)"
     )
     result = run_demo(directory, hosts=hosts, pages=pages, duration=parse_duration(duration),
-                      min_delay=delay, reporter=rep, progress=progress_printer())  # fmt: skip
+                      min_delay=delay, reporter=rep, progress=progress_printer(),
+                      tls=tls)  # fmt: skip
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     print(summary_text(result.summary.to_json()))

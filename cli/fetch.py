@@ -13,8 +13,11 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
+    CaFile,
+    DnsServer,
     HostsFile,
     InputFiles,
+    Insecure,
     Quiet,
     Shards,
     SlotMapFile,
@@ -27,6 +30,7 @@ from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.warc import check_warc_prefix
 from crawlkit.stages.fetch import fetch_records
 
@@ -125,6 +129,9 @@ def fetch(
     ] = None,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
+    ca_file: CaFile = None,
+    insecure: Insecure = False,
+    dns_server: DnsServer = None,
     timeout: Annotated[
         str,
         typer.Option("--timeout", help="Total time per request, silence mid-body included."),
@@ -171,16 +178,23 @@ def fetch(
     exactly one fetch record per input URL, in completion order: url, status,
     outcome (fetched, not-modified, redirect, robots-denied, deferred, refused, error),
     fetched_at, elapsed_ms, ip, bytes, content_type, etag, last_modified, digest,
-    location, warc {file, offset, length}, error, retry_at (deferred), truncated.
+    location, warc {file, offset, length}, error, retry_at (deferred), truncated,
+    error_code (tls-* and dns-* failures), tls_unverified (--insecure).
 
     Politeness: one request at a time per host, the gap above between them, robots.txt
     first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After,
-    which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests
-    at once per address. Safety: only http and https; loopback, private, link-local,
-    multicast, reserved and IPv4-mapped addresses are refused unless --allow-net
-    covers them, and the checked address is the one connected to. Redirects are not
-    followed: each target comes out as a URL record (--redirects), at most 5 hops. A
-    URL given twice is asked once; the repeat comes out refused ("refused":
+    which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests at once per address. Safety:
+    only http and https; loopback, private, link-local, multicast, reserved and
+    IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
+    address is the one connected to. HTTPS certificates are verified (system store plus
+    --ca-file) for the URL's name, on that address; a TLS failure is an error record
+    with error_code tls-expired, tls-hostname, tls-untrusted, tls-handshake-timeout or
+    tls-protocol (also on URLs deferred because robots.txt failed that way), and the
+    host's clock moves on as after any error. A name that does not resolve (system
+    resolver, or --dns-server) is an error record with error_code dns-nxdomain,
+    dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error. Redirects
+    are not followed: each target comes out as a URL record (--redirects), at most 5
+    hops. A URL given twice is asked once; the repeat comes out refused ("refused":
     "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
@@ -245,6 +259,7 @@ def fetch(
             reporter=rep,
             flush=flush,
             role=role,
+            net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
         )
     if not quiet:
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")

@@ -69,3 +69,30 @@ SlotMapFile = Annotated[
     Path | None,
     typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
 ]
+CaFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--ca-file",
+        help="Trust the CA certificates in this PEM file as well as the system store "
+        "(e.g. the ca.pem of 'crawlkit testweb --tls').",
+        show_default=False,
+    ),
+]
+Insecure = Annotated[
+    bool,
+    typer.Option(
+        "--insecure",
+        help="Fetch over HTTPS even when a certificate check fails or only an old TLS "
+        "version is offered (like wget --no-check-certificate); the fetch record's "
+        "tls_unverified and the WARC metadata's tlsUnverified name the failed check.",
+    ),
+]
+DnsServer = Annotated[
+    str | None,
+    typer.Option(
+        "--dns-server",
+        help="Ask this DNS server (ADDR:PORT, e.g. 127.0.0.1:5353 or [::1]:53) instead of "
+        "the system resolver; record TTLs are kept between 30 s and 1 h.",
+        show_default=False,
+    ),
+]

@@ -12,9 +12,24 @@ import typer
 from crawlkit_cli.app import app, reporter
 
 from crawlkit.durations import parse_duration
+from crawlkit.errors import UsageError
 from crawlkit.testweb import KINDS, WebConfig, parse_specials, run_testweb
+from crawlkit.testweb.tls import TLS_KINDS
 
 _KIND_HELP = "; ".join(f"{k.name}: {k.help}" for k in KINDS.values())
+
+
+def _tls_specials(chosen: dict[str, int], text: str, tls: bool) -> None:
+    """With --tls, 'all' (the default) includes the TLS kinds; without, none may be named."""
+    named = [k for k in chosen if k in TLS_KINDS]
+    if not tls:
+        if named:
+            raise UsageError(f"special kind {named[0]!r} needs --tls")
+        return
+    items = [i.strip() for i in text.split(",") if i.strip()]
+    if not items or items[0] == "all" or all(i.startswith("-") for i in items):
+        removed = {i[1:] for i in items if i.startswith("-")}
+        chosen.update({k: 1 for k in TLS_KINDS if k not in removed and k not in chosen})
 
 
 @app.command("testweb")
@@ -75,6 +90,33 @@ def testweb(
     change_every: Annotated[
         str, typer.Option("--change-every", help="Period of the changing page.")
     ] = "5s",
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls",
+            help="Serve every host over HTTPS as well, on a second port, with certificates "
+            "from a CA made for the run (written to DIR/ca.pem; fetch and crawl take it with "
+            "--ca-file). Absolute links, seeds and the manifest then use https. --special all "
+            "(the default) then includes the TLS special hosts (tls-*). Needs the "
+            "cryptography package (pip install 'crawlkit[testweb]').",
+        ),
+    ] = False,
+    tls_port: Annotated[
+        int, typer.Option("--tls-port", help="HTTPS port with --tls; 0 picks a free one.")
+    ] = 0,
+    dns: Annotated[
+        int | None,
+        typer.Option(
+            "--dns",
+            help="Also answer DNS queries (UDP) on 127.0.0.1:PORT (0 picks a free one; the "
+            "ready line's dns gives ADDR:PORT for --dns-server). Besides every host, "
+            "alias-0.test is a CNAME chain, short-ttl.test has TTL 1, rebind.test answers "
+            "inside --allow-net 127.0.0.0/9 and then outside it, silent.test never answers, "
+            "servfail.test fails, other names are NXDOMAIN; queries are logged to "
+            "DIR/dns.ndjson.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve a synthetic web on loopback, hostile parts included.
 
@@ -88,6 +130,12 @@ def testweb(
     prints one JSON line on stdout: {"ready": true, "seeds", "hosts_file", "hosts",
     "reachable_pages", "log", "port", "manifest", ...}. It stops on SIGINT/SIGTERM or
     after --for, flushing the log.
+
+    With --tls every host is also served over HTTPS on tls_port (in the ready line,
+    with ca_file). The TLS special hosts fail in one way each for a verifying client:
+    tls-expired, tls-wrong-name (a certificate for another name), tls-self-signed,
+    tls-stall (never finishes the handshake), tls-1-0 (TLS 1.0 only); tls-upgrade
+    redirects HTTP to HTTPS and tls-mixed has a https -> http -> https redirect chain.
 
     Crawl it with --allow-net 127.0.0.0/9: the simulated private network is
     127.255.0.0/16 (host private-0.test, reached through gateway-0.test), which a crawler
@@ -108,6 +156,7 @@ def testweb(
         slow_delay=parse_duration(slow_delay), retry_after=parse_duration(retry_after),
         crawl_delay=parse_duration(crawl_delay), change_every=parse_duration(change_every),
     )  # fmt: skip
+    _tls_specials(config.specials, special, tls)
     if config.change_every <= 0:
         config.change_every = 1.0
     seconds = parse_duration(duration) if duration is not None else None
@@ -119,6 +168,6 @@ def testweb(
 
     served = run_testweb(
         config, out, duration=seconds, on_ready=ready, port=port, hosts_file=hosts_file,
-        seeds_file=seeds, log_file=log,
+        seeds_file=seeds, log_file=log, tls=tls, tls_port=tls_port, dns_port=dns,
     )  # fmt: skip
     rep.info(f"served {served} requests")

@@ -56,6 +56,7 @@ from crawlkit.distrib import (
 )
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -145,6 +146,7 @@ class CrawlOptions:
     fetch: FetchConfig = field(default_factory=FetchConfig)
     allow_net: tuple[str, ...] = ()
     hosts_file: Path | None = None
+    net: NetOptions = field(default_factory=NetOptions)  # --ca-file, --insecure, --dns-server
     limits: TrapLimits = field(default_factory=TrapLimits)
     budget_policy: BudgetPolicy = field(default_factory=BudgetPolicy)
     idle_wait: float = 5.0  # longest sleep while only deferred URLs wait
@@ -676,7 +678,7 @@ class Crawl:
                 warc_dir=self.warc_root, allow_net=self.opts.allow_net,
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
                 reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
-                on_interrupt=self._on_signal,
+                on_interrupt=self._on_signal, net=self.opts.net,
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.
@@ -1049,6 +1051,7 @@ def explain(state: str, options: CrawlOptions) -> str:
     warc = options.warc_dir or f"{s}/warc"
     net = " ".join(f"--allow-net {c}" for c in options.allow_net)
     hosts = f" --hosts-file {options.hosts_file}" if options.hosts_file else ""
+    hosts += options.net.flags()
     budgets = "" if options.budgets else " --no-budgets"
     return "\n".join(
         [

@@ -20,10 +20,12 @@ from crawlkit.crawl import CrawlOptions, CrawlSummary, crawl
 from crawlkit.crawlreport import crawl_report
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.report import render_html
 from crawlkit.testweb import WebConfig, parse_specials
 from crawlkit.testweb.run import new_event_loop
 from crawlkit.testweb.server import TestWebServer
+from crawlkit.testweb.tls import TLS_KINDS
 
 __all__ = ["DemoResult", "run_demo"]
 
@@ -84,12 +86,18 @@ def run_demo(
     specials: str = "all",
     reporter: Reporter | None = None,
     progress: Any = None,
+    tls: bool = False,
 ) -> DemoResult:
-    """Run the whole demo under ``directory`` (web/, state/, report.html)."""
+    """Run the whole demo under ``directory`` (web/, state/, report.html).
+
+    ``tls``: the web is served (and crawled) over HTTPS, with the TLS special hosts.
+    """
     reporter = reporter or NullReporter()
     root = Path(directory)
     config = WebConfig(hosts=hosts, pages=pages, specials=parse_specials(specials))
-    server = TestWebServer(config, root / "web")
+    if tls:
+        config.specials.update(dict.fromkeys(TLS_KINDS, 1))
+    server = TestWebServer(config, root / "web", tls=tls)
     web = _WebThread(server)
     info = web.start()
     try:
@@ -101,6 +109,7 @@ def run_demo(
             fetch=FetchConfig(min_delay=min_delay, timeout=5.0),
             allow_net=(str(info["allow_net"]),),
             hosts_file=Path(info["hosts_file"]),
+            net=NetOptions(ca_file=Path(info["ca_file"])) if tls else NetOptions(),
         )
         seeds = Path(info["seeds"]).read_text().split()
         summary = crawl(root / "state", seeds, options, reporter=reporter, progress=progress)

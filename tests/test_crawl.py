@@ -262,3 +262,42 @@ def test_a_signal_stops_the_crawl_gracefully_and_a_rerun_finishes_it(
     assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
     assert manifest <= _fetched_pages(state)
     assert report["ok"], report["violations"][:5]
+
+
+def test_crawl_over_https_end_to_end(tmp_path: Path) -> None:
+    """The same crawl over HTTPS: seeds and links are https, certificates checked
+    against the run's CA, redirects across schemes followed. (The failing tls-* hosts
+    would keep the crawl waiting on their deferred URLs until --for: their records are
+    tested in test_fetch_tls.py.)"""
+    pytest.importorskip("cryptography", reason="testweb --tls needs crawlkit[testweb]")
+    args = ("--hosts", "3", "--pages", "10", "--special", "none,redirects,private,"
+            "tls-upgrade,tls-mixed", "--tls")  # fmt: skip
+    with start_testweb(tmp_path, *args) as web:
+        state = tmp_path / "state"
+        res = crawlkit(*_crawl_args(web, state, "--for", "30s", "--ca-file",
+                                    web.info["ca_file"]), timeout=120)  # fmt: skip
+        assert res.code == 0, res.stderr
+        report = _audit(web)
+        fetches = _fetch_records(state)
+        served = web.requests()
+    assert report["ok"], report["violations"][:5]
+    by_url: dict[str, dict] = {}
+    for rec in fetches:
+        by_url.setdefault(rec["url"], rec)
+    for host in web.hosts_of_kind("ordinary"):
+        assert host["pages"] and all(u.startswith("https://") for u in host["pages"])
+        missing = [u for u in host["pages"] if by_url.get(u, {}).get("outcome") != "fetched"]
+        assert not missing, (host["name"], missing[:3])
+    # every ordinary page went over TLS (plain HTTP only for the cross-scheme hop)
+    tls_port = web.info["tls_port"]
+    plain = {(q["host"], q["path"]) for q in served if q["port"] != tls_port}
+    assert plain <= {("tls-mixed-0.test", "/robots.txt"), ("tls-mixed-0.test", "/chain/1")}
+    assert by_url[web.host("tls-mixed-0.test")["pages"][1]]["outcome"] == "fetched"
+    private = [r for r in fetches if "private-0.test" in r["url"]]
+    assert private and all(r["outcome"] == "refused" for r in private)
+    uris = []
+    for warc in sorted((state / "warc").glob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            uris += [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
+                     if r.rec_type == "response"]  # fmt: skip
+    assert sum(u.startswith("https://") for u in uris) >= 30

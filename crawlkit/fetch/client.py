@@ -19,19 +19,29 @@ Guarantees of :meth:`AiohttpClient.fetch`:
   of gzip/deflate output are produced (only counted, never kept), so a gzip bomb ends
   at the cap; the response is then marked ``truncated="length"`` and its connection
   closed instead of drained.
-* It never raises for network trouble: failures come back in ``FetchResult.error``.
-* Redirects are not followed; TLS certificates are not verified (an archive records
-  what a site serves; the connection is still pinned to the checked address).
+* It never raises for network trouble: failures come back in ``FetchResult.error``;
+  classified ones (TLS, see :mod:`crawlkit.fetch.tls`) also in ``error_code``, and
+  ``error`` then starts with the code.
+* Redirects are not followed. TLS certificates are verified against the system store
+  plus ``ca_file``, for the URL's host name; with ``insecure`` a failed check is
+  retried once without verification on a new connection (the request is sent once)
+  and named in ``tls_unverified``, and the host is remembered so its next requests go
+  straight to the unverified connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import ssl
 import time
 import zlib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 
 __all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient"]
 
@@ -61,6 +71,8 @@ class FetchResult:
     started: float = 0.0  # wall clock when the request was sent
     elapsed: float = 0.0  # seconds until the body ended (or the failure)
     address: str | None = None
+    error_code: str | None = None  # e.g. "tls-expired" (see crawlkit.fetch.tls)
+    tls_unverified: str | None = None  # --insecure: the check that failed
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -106,6 +118,33 @@ class _PinnedResolver:
 
 _MAX_DEFLATE_RATIO = 1032
 _MAX_PINS = 100_000  # names with a pinned address kept by the resolver
+_MAX_UNVERIFIED = 100_000  # origins remembered as failing a TLS check (--insecure)
+# Failures --insecure fetches anyway (a stalled handshake is not a failed check).
+_INSECURE_RETRY = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-protocol")
+
+# The sockets a fetch creates while connecting (duplicates of them, so they outlive the
+# transport): a timeout then tells "TCP connected, TLS handshake stalled" from "TCP
+# connect stalled". Set per fetch; aiohttp calls the factory inside the fetch's task.
+_connecting: ContextVar[list[socket.socket] | None] = ContextVar("_connecting", default=None)
+
+
+def _socket_factory(addr_info: Any) -> socket.socket:
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    watch = _connecting.get()
+    if watch is not None:
+        watch.append(sock.dup())
+    return sock
+
+
+def _tcp_connected(sockets: list[socket.socket]) -> bool:
+    for sock in sockets:
+        try:
+            sock.getpeername()
+        except OSError:
+            continue
+        return True
+    return False
 
 
 class _DecodedCounter:
@@ -178,22 +217,36 @@ class _DecodedCounter:
 
 
 class AiohttpClient:
-    """The production client (one aiohttp session, keep-alive, one connection per host)."""
+    """The production client (one aiohttp session, keep-alive, one connection per host).
 
-    def __init__(self, *, keepalive: float = 4.0, verify_tls: bool = False):
+    ``ca_file`` adds CAs to the system store; ``insecure`` fetches anyway when a TLS
+    check fails (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        *,
+        keepalive: float = 4.0,
+        ca_file: str | os.PathLike[str] | None = None,
+        insecure: bool = False,
+    ):
         # keepalive stays under common server idle timeouts (Apache: 5 s), so a reused
         # connection is rarely one the server is closing (no silent resend, see below).
         import aiohttp
 
         self._aiohttp = aiohttp
         self._resolver = _PinnedResolver()
+        self._verify: ssl.SSLContext = verifying_context(ca_file)
+        self._insecure: ssl.SSLContext | None = insecure_context() if insecure else None
+        self._unverified: dict[str, str] = {}  # origin -> the check it failed
         self._connector = aiohttp.TCPConnector(
             limit=0,
             limit_per_host=1,  # belt and braces: the scheduler already serializes a host
             resolver=self._resolver,  # type: ignore[arg-type]
             use_dns_cache=False,
             keepalive_timeout=keepalive,
-            ssl=None if verify_tls else False,
+            ssl=self._verify,
+            socket_factory=_socket_factory,
         )
         self._session = aiohttp.ClientSession(
             connector=self._connector,
@@ -215,10 +268,30 @@ class AiohttpClient:
     async def fetch(self, request: FetchRequest) -> FetchResult:
         import yarl
 
-        aiohttp = self._aiohttp
-        result = FetchResult(started=time.time(), address=request.address)
-        t0 = time.perf_counter()
         url = yarl.URL(request.url, encoded=True)
+        self._pin(url, request.address)
+        if url.scheme != "https" or self._insecure is None:
+            return await self._attempt(request, url, None)
+        origin = f"{url.host}:{url.port}"
+        known = self._unverified.get(origin)
+        if known is not None:
+            result = await self._attempt(request, url, self._insecure)
+            result.tls_unverified = known
+            return result
+        result = await self._attempt(request, url, None)
+        if result.status is not None or result.error_code not in _INSECURE_RETRY:
+            return result
+        code = result.error_code
+        if len(self._unverified) >= _MAX_UNVERIFIED:
+            self._unverified.clear()
+        self._unverified[origin] = code
+        retry = await self._attempt(request, url, self._insecure)
+        retry.started = result.started
+        retry.elapsed += result.elapsed  # the host's gap counts both handshakes
+        retry.tls_unverified = code
+        return retry
+
+    def _pin(self, url: Any, address: str) -> None:
         if url.host:
             pins = self._resolver.pins
             if len(pins) >= _MAX_PINS:  # a long run: forget the oldest half
@@ -226,14 +299,28 @@ class AiohttpClient:
                     del pins[name]
             name = url.host.lower().rstrip(".")
             pins.pop(name, None)  # re-insert: the dict's order is least recently used first
-            pins[name] = request.address
+            pins[name] = address
+
+    async def _attempt(
+        self, request: FetchRequest, url: Any, ssl_context: ssl.SSLContext | None
+    ) -> FetchResult:
+        """One GET on one connection (``ssl_context``: None is the verifying one)."""
+        aiohttp = self._aiohttp
+        result = FetchResult(started=time.time(), address=request.address)
+        t0 = time.perf_counter()
+        watch: list[socket.socket] = []
+        token = _connecting.set(watch if url.scheme == "https" else None)
         resp = None
         chunks: list[bytes] = []
         counter: _DecodedCounter | None = None
         try:
             async with asyncio.timeout(request.timeout):
                 resp = await self._session.get(
-                    url, headers=request.headers, allow_redirects=False, max_redirects=0
+                    url,
+                    headers=request.headers,
+                    allow_redirects=False,
+                    max_redirects=0,
+                    ssl=ssl_context or self._verify,
                 )
                 result.status = resp.status
                 result.headers = [
@@ -264,11 +351,32 @@ class AiohttpClient:
             result.error = f"timeout after {request.timeout:g}s"
             if result.status is not None:
                 result.truncated = "time"
+            elif url.scheme == "https" and _tcp_connected(watch):
+                result.error_code = "tls-handshake-timeout"
+                result.error = f"tls-handshake-timeout: no TLS handshake in {request.timeout:g}s"
+        except aiohttp.ClientConnectorCertificateError as exc:
+            cert_error = exc.certificate_error
+            result.error_code = classify_certificate_error(cert_error)
+            detail = getattr(cert_error, "verify_message", None) or str(cert_error)
+            result.error = f"{result.error_code}: {detail}"[:300]
+        except aiohttp.ClientConnectorSSLError as exc:
+            result.error_code = "tls-protocol"
+            result.error = f"tls-protocol: {_describe(exc.os_error)}"[:300]
+        except aiohttp.ClientConnectorError as exc:
+            result.error = _describe(exc)
+            if url.scheme == "https" and isinstance(exc.os_error, ConnectionResetError):
+                # A reset can only follow an established TCP connection, so the server
+                # dropped our ClientHello (how many servers answer an unwanted version).
+                result.error_code = "tls-protocol"
+                result.error = "tls-protocol: the server reset the connection in the handshake"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             result.error = _describe(exc)
             if result.status is not None:
                 result.truncated = "disconnect"
         finally:
+            _connecting.reset(token)
+            for sock in watch:
+                sock.close()
             if resp is not None:
                 if result.truncated or result.error:
                     resp.close()  # do not drain a capped or broken body into the pool

@@ -16,6 +16,12 @@ fetch record (DESIGN.md invariant 1) with an ``outcome``:
 ``refused``        not an http(s) URL, or its address is refused by the network policy
 ``error``          DNS failure, connect/TLS failure, timeout before a response
 
+A classified failure (TLS: :mod:`crawlkit.fetch.tls`; DNS: :mod:`crawlkit.fetch.dns`)
+also has ``error_code`` (``tls-expired``, ``dns-nxdomain``, ...), also when it
+defers a host's URLs because its robots.txt could not be fetched. A response fetched
+with ``--insecure`` after a failed TLS check has ``tls_unverified`` (the code), and
+its WARC metadata record says ``tlsUnverified``.
+
 Order of work per host (DESIGN.md invariants 2, 3, 7): the name is resolved when the
 host's queue is made, and the address is checked by the :class:`NetPolicy`; the
 host's durable clock and backoff are loaded from :class:`HostState`; robots.txt for
@@ -38,6 +44,7 @@ import asyncio
 import calendar
 import contextlib
 import email.utils
+import re
 import threading
 import time
 import zlib
@@ -67,6 +74,15 @@ ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
 COMMIT_EVERY = 0.5  # seconds between background commits of the host state
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
+
+
+_ERROR_CODE = re.compile(r"\b((?:tls|dns)-[a-z]+(?:-[a-z]+)*):")
+
+
+def error_code(error: str | None) -> str | None:
+    """The code of a classified failure named in ``error`` (``tls-expired: ...``)."""
+    match = _ERROR_CODE.search(error) if error else None
+    return match.group(1) if match else None
 
 
 @dataclass
@@ -271,7 +287,12 @@ class Fetcher:
             warc=None,
             error=None,
         )
+        out.pop("error_code", None)  # from an earlier fetch of a passed-through record
+        out.pop("tls_unverified", None)
         out.update(fields)
+        code = error_code(out["error"])
+        if code is not None:
+            out["error_code"] = code
         return out
 
     def _add(self, rec: Record) -> _Host | None:
@@ -873,7 +894,8 @@ class Fetcher:
         if status is None:
             self._emit(self._result(rec, item.url, "error", error=res.error, **fields))
             return
-        digest, loc = await self._archive(res, item.url, rec.get("depth"), {})
+        extra = {"tlsUnverified": res.tls_unverified} if res.tls_unverified else {}
+        digest, loc = await self._archive(res, item.url, rec.get("depth"), extra)
         fields.update(
             status=status,
             bytes=len(res.body),
@@ -887,6 +909,8 @@ class Fetcher:
         )
         if res.truncated:
             fields["truncated"] = res.truncated
+        if res.tls_unverified:
+            fields["tls_unverified"] = res.tls_unverified
         if status == 304:
             outcome = "not-modified"
         elif status in (429, 503):
@@ -985,7 +1009,10 @@ class Fetcher:
         now = self._end(host, res)
         self._after(host, now)
         if cfg.archive_robots and res.status is not None:
-            await self._archive(res, task.url, None, {"robots": "yes"})
+            extra = {"robots": "yes"}
+            if res.tls_unverified:
+                extra["tlsUnverified"] = res.tls_unverified
+            await self._archive(res, task.url, None, extra)
 
     def _robots_hop(self, host: _Host, sp: _Split, task: _RobotsTask) -> None:
         target = self._hosts.get(sp.key)

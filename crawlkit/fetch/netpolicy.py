@@ -6,10 +6,11 @@ on the URL text, so DNS tricks and decimal or hex IP spellings cannot get around
 
 Refused unless an ``--allow-net`` CIDR covers the address: everything that is not
 globally routable (loopback, RFC 1918 private, link-local, shared address space,
-documentation, benchmarking, reserved, unspecified), multicast, and IPv6 addresses
-that embed an IPv4 address (IPv4-mapped ``::ffff:0:0/96``, IPv4-compatible, NAT64,
-6to4, Teredo), since a connection to those can end up on an IPv4 address that was
-never checked.
+documentation, benchmarking, reserved, unspecified; for IPv6 also ``::1``, ``::``,
+link-local ``fe80::/10``, site-local ``fec0::/10``, unique local ``fc00::/7``),
+multicast, and IPv6 addresses that embed an IPv4 address (IPv4-mapped
+``::ffff:0:0/96``, IPv4-compatible, NAT64, 6to4, Teredo), since a connection to those
+can end up on an IPv4 address that was never checked.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def _classify(ip: IPAddress) -> str | None:
             return "loopback"
         if ip.is_unspecified:
             return "unspecified"
+        if ip.is_site_local:  # fec0::/10, deprecated (RFC 3879) but still private
+            return "site-local"
         if ip.ipv4_mapped is not None:
             return "IPv4-mapped"
         if any(ip in net for net in _EMBEDDING_V6):

@@ -4,9 +4,15 @@ A host's name is resolved once, when its queue is made; the fetcher then connect
 the address that was checked by :class:`~crawlkit.fetch.netpolicy.NetPolicy` and to
 no other (DESIGN.md invariant 7), while the Host header and TLS SNI keep the name.
 
-``getaddrinfo`` (the system resolver, run in a worker thread) does not report record
-TTLs, so answers are kept for ``ttl`` seconds (default 5 minutes) and failures for
-``negative_ttl`` seconds (default 1 minute); the negative cache holds at most
+Names go to ``getaddrinfo`` (the system resolver, run in a worker thread) or, with
+a ``dns`` client (``--dns-server``), to one DNS server asked directly
+(:mod:`crawlkit.fetch.dns`). ``getaddrinfo`` does not report record TTLs, so its
+answers are kept for ``ttl`` seconds (default 5 minutes); a DNS server's TTLs are
+honoured but kept between ``min_ttl`` (30 s: a TTL of 0 would mean a query per
+request) and ``max_ttl`` (1 h). Failures are kept for ``negative_ttl`` seconds
+(default 1 minute) and say what failed with a code at the start of the error
+(``dns-nxdomain``, ``dns-no-address``, ``dns-timeout``, ``dns-servfail``, ...,
+see :mod:`crawlkit.fetch.dns`). The negative cache holds at most
 ``max_negative`` names, oldest dropped first, so a batch of junk names cannot grow
 memory without bound. A hosts file (``/etc/hosts`` format, as written by ``crawlkit
 testweb``) answers before any cache or DNS and never expires.
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crawlkit.errors import InputError
+from crawlkit.fetch.dns import DnsClient, DnsFailure
 
 __all__ = ["Resolution", "Resolver", "read_hosts_file"]
 
@@ -80,6 +87,9 @@ class Resolver:
         concurrency: int = 32,
         clock: Callable[[], float] | None = None,
         lookup: Callable[[str], list[str]] | None = None,
+        dns: DnsClient | None = None,
+        min_ttl: float = 30.0,
+        max_ttl: float = 3600.0,
     ):
         import time
 
@@ -90,6 +100,9 @@ class Resolver:
         self.max_positive = max_positive
         self._clock = clock or time.time
         self._lookup = lookup or _system_lookup
+        self._dns = dns
+        self.min_ttl = min_ttl
+        self.max_ttl = max_ttl
         self._positive: OrderedDict[str, Resolution] = OrderedDict()
         self._negative: OrderedDict[str, Resolution] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Resolution]] = {}
@@ -147,21 +160,34 @@ class Resolver:
             if self._sem is None:
                 self._sem = asyncio.Semaphore(self._concurrency)
             async with self._sem:
-                try:
-                    addrs = await loop.run_in_executor(None, self._lookup, name)
-                    res = (
-                        Resolution(tuple(addrs), None, self._clock() + self.ttl)
-                        if addrs
-                        else Resolution((), "no address", self._clock() + self.negative_ttl)
-                    )
-                except OSError as exc:
-                    msg = exc.strerror or str(exc)
-                    res = Resolution((), f"DNS: {msg}", self._clock() + self.negative_ttl)
+                res = await (self._ask_server(name) if self._dns else self._ask_system(name))
             self._store(name, res)
             future.set_result(res)
             return res
         finally:
             self._inflight.pop(name, None)
+
+    async def _ask_server(self, name: str) -> Resolution:
+        assert self._dns is not None
+        try:
+            answer = await self._dns.lookup(name)
+        except DnsFailure as exc:
+            return Resolution((), str(exc), self._clock() + self.negative_ttl)
+        ttl = min(max(answer.ttl, self.min_ttl), self.max_ttl)
+        return Resolution(answer.addresses, None, self._clock() + ttl)
+
+    async def _ask_system(self, name: str) -> Resolution:
+        loop = asyncio.get_running_loop()
+        try:
+            addrs = await loop.run_in_executor(None, self._lookup, name)
+        except OSError as exc:
+            code = _GAI_CODES.get(getattr(exc, "errno", None), "dns-error")
+            msg = exc.strerror or str(exc)
+            return Resolution((), f"{code}: {msg}", self._clock() + self.negative_ttl)
+        if not addrs:
+            error = f"dns-no-address: {name} has no address"
+            return Resolution((), error, self._clock() + self.negative_ttl)
+        return Resolution(tuple(addrs), None, self._clock() + self.ttl)
 
     def _store(self, name: str, res: Resolution) -> None:
         cache, cap = (
@@ -173,6 +199,14 @@ class Resolver:
         cache.move_to_end(name)
         while len(cache) > cap:
             cache.popitem(last=False)
+
+
+_GAI_CODES = {
+    socket.EAI_NONAME: "dns-nxdomain",
+    getattr(socket, "EAI_NODATA", -5): "dns-no-address",
+    socket.EAI_AGAIN: "dns-timeout",  # "temporary failure": no answer in time
+    socket.EAI_FAIL: "dns-servfail",
+}
 
 
 def _literal(name: str) -> str | None:

@@ -24,10 +24,13 @@ from typing import Any
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.fetch.client import AiohttpClient, HttpClient
+from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
+from crawlkit.fetch.tls import verifying_context
 from crawlkit.fetch.warc import WarcWriter
 from crawlkit.robots import RobotsPolicy
 from crawlkit.state import open_state
@@ -63,8 +66,13 @@ def fetch_records(
     refill: Refill | None = None,
     role: ShardRole | None = None,
     on_interrupt: Callable[[str], None] | None = None,
+    net: NetOptions | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
+
+    ``net`` says whom to trust over TLS and which DNS server to ask (see
+    :class:`~crawlkit.fetch.netoptions.NetOptions`); ``client`` replaces the HTTP
+    client it would build from it.
 
     With a shard ``role`` (invariant 6), a record of a slot the shard does not own, or
     stamped with an older ``shard_epoch`` than the slot map's, is not fetched: it
@@ -83,6 +91,10 @@ def fetch_records(
     record (so a pipe, or a log read after a crash, sees every finished fetch).
     """
     config = config or FetchConfig()
+    net = net or NetOptions()
+    if net.ca_file is not None:
+        verifying_context(net.ca_file)  # a bad --ca-file is a usage error before any work
+    dns = DnsClient(parse_server(net.dns_server)) if net.dns_server else None
     reporter = reporter or NullReporter()
     policy = NetPolicy(allow_net)
     hosts = read_hosts_file(hosts_file) if hosts_file else {}
@@ -106,8 +118,8 @@ def fetch_records(
             records = _owned_by(role, records, sink, stale, state.path)
         try:
             counts = _run(
-                records, sink, config, policy, Resolver(hosts=hosts), host_state, writer,
-                on_redirect, client, flush, refill, on_interrupt,
+                records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
+                on_redirect, client, flush, refill, on_interrupt, net,
             )  # fmt: skip
         finally:
             host_state.close()
@@ -160,9 +172,11 @@ def _run(
     flush: Callable[[], None] | None,
     refill: Refill | None = None,
     on_interrupt: Callable[[str], None] | None = None,
+    net: NetOptions | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
-        http = client or AiohttpClient()
+        opts = net or NetOptions()
+        http = client or AiohttpClient(ca_file=opts.ca_file, insecure=opts.insecure)
         fetcher = Fetcher(
             config,
             client=http,

@@ -25,6 +25,7 @@ from crawlkit.testweb.model import rng_for
 
 PUBLIC_NET = "127.0.0.0/9"
 PRIVATE_NET = "127.255.0.0/16"
+IPV6_ADDR = "::1"  # the ipv6 kind's hosts (crawl them with --allow-net ::1/128)
 SECTIONS = ("news", "blog", "docs", "shop", "wiki", "about")
 
 
@@ -150,6 +151,8 @@ def build_web(config: WebConfig) -> Web:
                 name = f"{sub}-{k}.test"
                 if sub == "private":
                     addr = f"127.255.{k // 250}.{k % 250 + 1}"
+                elif sub == "ipv6":
+                    addr = IPV6_ADDR  # IPv6 loopback is one address: ipv6-* share it
                 elif shared:
                     addr = shared
                 else:

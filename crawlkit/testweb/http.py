@@ -203,7 +203,10 @@ class HttpProtocol(asyncio.Protocol):
         self.server.conns.add(self)
         # high=0: pause_writing fires whenever bytes wait in user space, so
         # resume_writing tells us exactly when a response has been fully written.
-        self.transport.set_write_buffer_limits(high=0)
+        # A TLS transport pauses when size >= high (not >), so high=0 would pause it
+        # with nothing buffered and resume it only at the next read: high=1 there.
+        tls = transport.get_extra_info("ssl_object") is not None
+        self.transport.set_write_buffer_limits(high=1 if tls else 0, low=0)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

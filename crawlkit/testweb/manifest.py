@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, specials
+from crawlkit.testweb import pages, specials, tls
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
 
 _PLAIN = {"status": 200, "crawl_delay": None, "text": specials.ALLOW_ALL.decode()}
@@ -43,8 +43,11 @@ def _robots(url: str, status: int | None, text: str | None = None, crawl_delay: 
     return out
 
 
-def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any]:
-    base = f"http://{host.name}:{port}"
+def _describe(
+    web: Web, host: Host, port: int, directory: Path, tls_port: int | None = None
+) -> dict[str, Any]:
+    scheme, link_port = ("https", tls_port) if tls_port else ("http", port)
+    base = f"{scheme}://{host.name}:{link_port}"
     robots_url = base + "/robots.txt"
     entry: dict[str, Any] = {
         "name": host.name, "addr": host.addr, "kind": host.kind, "root": base + "/",
@@ -129,7 +132,7 @@ def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any
             "loop": [base + "/loop/a", base + "/loop/b"],
             "self": base + "/self",
             "relative": [base + "/rel", base + "/final.html"],
-            "cross_host": [base + "/to-h0", f"http://h0.test:{port}/"],
+            "cross_host": [base + "/to-h0", f"{scheme}://h0.test:{link_port}/"],
         }
         notes["beyond_hop_cap"] = [base + "/final-long.html"]
     elif k == "gzip-bomb":
@@ -178,7 +181,7 @@ def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any
         notes["why"] = f"address in {PRIVATE_NET}: refuse unless --allow-net covers it"
     elif k == "gateway":
         pg = ["/"]
-        notes["to_private"] = [f"http://private-{host.ordinal}.test:{port}/secret.html",
+        notes["to_private"] = [f"{scheme}://private-{host.ordinal}.test:{link_port}/secret.html",
                                base + "/go-private"]  # fmt: skip
     elif k == "link-farm":
         pg = ["/"]
@@ -186,6 +189,11 @@ def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any
         notes["trap"] = (f"each page links to {specials.FARM_FANOUT} new pages on the other "
                          "farm hosts, forever; all farm hosts share one address")  # fmt: skip
         notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
+    elif k == "ipv6":
+        pg = ["/", "/v6.html"]
+        notes["why"] = "on ::1 only: needs --allow-net ::1/128; also reachable as [::1]"
+    elif k in tls.TLS_KINDS:
+        pg, hostile, notes = tls.describe(k, base, f"http://{host.name}:{port}")
     else:  # pragma: no cover - every kind is described above
         raise AssertionError(k)
     entry["pages"] = [base + p for p in pg]
@@ -198,13 +206,17 @@ def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any
     return entry
 
 
-def build_manifest(web: Web, port: int, directory: Path) -> dict[str, Any]:
-    """The manifest for ``web`` served on ``port`` (see module docstring)."""
-    hosts = [_describe(web, h, port, directory) for h in web.hosts]
+def build_manifest(
+    web: Web, port: int, directory: Path, tls_port: int | None = None
+) -> dict[str, Any]:
+    """The manifest for ``web`` served on ``port`` (see module docstring); with
+    ``tls_port`` every URL in it is https on that port (the web links that way)."""
+    hosts = [_describe(web, h, port, directory, tls_port) for h in web.hosts]
     public = [h for h in hosts if not h["private"]]
     return {
         "seed": web.config.seed,
         "port": port,
+        "tls_port": tls_port,
         "allow_net": PUBLIC_NET,
         "private_net": PRIVATE_NET,
         "agent": specials.AGENT,

@@ -73,10 +73,12 @@ def _relative(target: str, base_dir: str) -> str:
     return "../" + target[1:] if target != "/" else "../"
 
 
-def _link_form(rng_val: int, target_path: str, host: str, port: int, base_dir: str) -> str:
+def _link_form(
+    rng_val: int, target_path: str, host: str, port: int, base_dir: str, scheme: str = "http"
+) -> str:
     form = rng_val % 10
     if form == 0:
-        return f"http://{host}:{port}{target_path}"
+        return f"{scheme}://{host}:{port}{target_path}"
     if form == 1:
         return f"//{host}:{port}{target_path}"
     if form in (2, 3):
@@ -107,7 +109,7 @@ def page_links(web: Web, host: Host, p: int) -> list[tuple[str, str]]:
 
 
 def _links(
-    web: Web, host: Host, p: int, port: int, base_dir: str
+    web: Web, host: Host, p: int, port: int, base_dir: str, scheme: str = "http"
 ) -> list[tuple[str, str, str, str, str]]:
     """(area, target host, canonical path, href, anchor text) for page ``p``."""
     n = host.pages
@@ -116,9 +118,9 @@ def _links(
 
     def add(area: str, target_host: str, q_path: str) -> None:
         if target_host == host.name:
-            href = _link_form(rng.getrandbits(16), q_path, target_host, port, base_dir)
+            href = _link_form(rng.getrandbits(16), q_path, target_host, port, base_dir, scheme)
         else:
-            href = f"http://{target_host}:{port}{q_path}"
+            href = f"{scheme}://{target_host}:{port}{q_path}"
         links.append((area, target_host, q_path, href, textgen.title(rng)))
 
     for q in range(min(n, 7)):
@@ -138,13 +140,14 @@ def _links(
         add("aside", other.name, page_path(q))
     if host.index == 0 and p == 0:
         for special in special_roots(web):
-            links.append(("partners", special.name, "/", f"http://{special.name}:{port}/",
+            links.append(("partners", special.name, "/", f"{scheme}://{special.name}:{port}/",
                           special.kind))  # fmt: skip
     return links
 
 
-def render_page(web: Web, host: Host, p: int, port: int) -> bytes:
-    """The bytes of page ``p`` of ordinary ``host`` (see module docstring)."""
+def render_page(web: Web, host: Host, p: int, port: int, scheme: str = "http") -> bytes:
+    """The bytes of page ``p`` of ordinary ``host`` (see module docstring); absolute
+    links use ``scheme`` and ``port``."""
     cfg = web.config
     rng = rng_for("page", cfg.seed, host.index, p)
     path = page_path(p)
@@ -157,7 +160,7 @@ def render_page(web: Web, host: Host, p: int, port: int) -> bytes:
         base_tag = f'<base href="{base_dir}">\n'
     brand = textgen.title(rng_for("brand", cfg.seed, host.index))
     title = textgen.title(rng)
-    links = _links(web, host, p, port, base_dir)
+    links = _links(web, host, p, port, base_dir, scheme)
     by_area: dict[str, list[str]] = {}
     for area, _th, _path, href, anchor in links:
         by_area.setdefault(area, []).append(

@@ -5,7 +5,9 @@
 directory: ``hosts`` (/etc/hosts format), ``seeds.txt`` (one URL a line),
 ``manifest.json`` (every host, its address, kind, robots rules and expected pages;
 see ``manifest.py``) and ``requests.ndjson`` (the request log, one line a request,
-flushed every event-loop turn and on stop).
+flushed every event-loop turn and on stop). With ``tls=True`` every host is also
+served over HTTPS on a second port (``tls_port``), ``ca.pem`` and ``tls/`` are written
+too, and every absolute link, seed and manifest URL is https (see ``tls.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,18 @@ from typing import Any
 
 from crawlkit.errors import CrawlkitError
 from crawlkit.io import atomic_write_bytes, atomic_write_json
+from crawlkit.testweb import dns as dnsweb
 from crawlkit.testweb import pages, specials
-from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web, WebConfig, build_web
+from crawlkit.testweb import tls as tlsweb
+from crawlkit.testweb.graph import (
+    IPV6_ADDR,
+    PRIVATE_NET,
+    PUBLIC_NET,
+    Host,
+    Web,
+    WebConfig,
+    build_web,
+)
 from crawlkit.testweb.http import HttpProtocol, RequestLog
 from crawlkit.testweb.manifest import build_manifest
 from crawlkit.testweb.model import Request, Response, not_found, stable_hash
@@ -58,6 +70,9 @@ class TestWebServer:
         manifest_file: str | os.PathLike[str] | None = None,
         keepalive_timeout: float = 30.0,
         cache_bytes: int = 256 * 1024 * 1024,
+        tls: bool = False,
+        tls_port: int = 0,
+        dns_port: int | None = None,
     ):
         self.config = config
         self.dir = Path(directory)
@@ -69,7 +84,17 @@ class TestWebServer:
         self.keepalive_timeout = keepalive_timeout
         self.cache_bytes = cache_bytes
         self.web: Web = build_web(config)
+        self._by_addr: dict[str, Host] = {}
+        for h in self.web.hosts:
+            self._by_addr.setdefault(h.addr, h)
         self.port = 0
+        self.use_tls = tls
+        self.requested_tls_port = tls_port
+        self.tls_port = 0
+        self.tls: tlsweb.TlsSite | None = None
+        self._stalled: set[tlsweb.StallProtocol] = set()
+        self.dns_port = dns_port
+        self.dns: dnsweb.DnsServer | None = None
         self.conns: set[HttpProtocol] = set()
         self.log: RequestLog = None  # type: ignore[assignment]
         self.info: dict[str, Any] = {}
@@ -83,8 +108,11 @@ class TestWebServer:
         self.started_at = 0.0
 
     # -- HostContext -------------------------------------------------------------
-    def url(self, host: str, path: str) -> str:
-        return f"http://{host}:{self.port}{path}"
+    def url(self, host: str, path: str, scheme: str | None = None) -> str:
+        """An absolute URL on this web: https on the TLS port when serving TLS."""
+        scheme = scheme or ("https" if self.use_tls else "http")
+        port = self.tls_port if scheme == "https" else self.port
+        return f"{scheme}://{host}:{port}{path}"
 
     def now(self) -> float:
         return time.time()
@@ -98,7 +126,12 @@ class TestWebServer:
         return self._conn_ids
 
     def respond(self, req: Request) -> tuple[Response, str | None]:
-        host = self.web.by_name.get(req.host)
+        name = req.host
+        if self.dns is not None:
+            name = dnsweb.served_as(name) or name
+        host = self.web.by_name.get(name)
+        if host is None and name[:1] in "[0123456789":
+            host = self._by_addr.get(name.strip("[]"))  # a URL with an IP literal
         if host is None:
             return not_found(), None
         if req.addr != host.addr:
@@ -116,7 +149,10 @@ class TestWebServer:
         if entry is not None:
             self._cache.move_to_end(key)
             return entry
-        body = pages.render_page(self.web, host, p, self.port)
+        if self.use_tls:
+            body = pages.render_page(self.web, host, p, self.tls_port, "https")
+        else:
+            body = pages.render_page(self.web, host, p, self.port)
         etag = f'"{stable_hash(body):016x}"'
         entry = _Page(body, etag, pages.last_modified(self.web, host, p))
         self._cache[key] = entry
@@ -145,18 +181,21 @@ class TestWebServer:
                         last_modified=entry.last_modified)  # fmt: skip
 
     # -- lifecycle ---------------------------------------------------------------
-    async def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _listen(
+        self, loop: asyncio.AbstractEventLoop, requested: int, secure: bool
+    ) -> tuple[list[asyncio.AbstractServer], int]:
+        """Listen on every host address at one port (``requested``, or a free one)."""
         addrs = sorted({h.addr for h in self.web.hosts})
-        attempts = 1 if self.requested_port else 30
+        if self.dns_port is not None:
+            addrs.append(dnsweb.REBIND_DISALLOWED)  # where a rebound client would land
+        attempts = 1 if requested else 30
         last: OSError | None = None
         for _ in range(attempts):
-            port = self.requested_port
+            port = requested
             servers: list[asyncio.AbstractServer] = []
             try:
                 for addr in addrs:
-                    srv = await loop.create_server(
-                        lambda: HttpProtocol(self), host=addr, port=port, backlog=1024
-                    )
+                    srv = await self._listen_one(loop, addr, port, secure)
                     servers.append(srv)
                     if port == 0:
                         port = srv.sockets[0].getsockname()[1]
@@ -167,10 +206,47 @@ class TestWebServer:
                 if exc.errno != errno.EADDRINUSE:
                     break
                 continue
-            self._servers = servers
-            self.port = port
-            return
-        raise CrawlkitError(f"cannot listen on port {self.requested_port or 'any'}: {last}")
+            return servers, port
+        flag = "--tls-port" if secure else "--port"
+        raise CrawlkitError(f"cannot listen on {flag} {requested or 'any'}: {last}")
+
+    async def _listen_one(
+        self, loop: asyncio.AbstractEventLoop, addr: str, port: int, secure: bool
+    ) -> asyncio.AbstractServer:
+        if not secure:
+            return await loop.create_server(
+                lambda: HttpProtocol(self), host=addr, port=port, backlog=1024
+            )
+        assert self.tls is not None
+        kinds = {h.kind for h in self.web.hosts if h.addr == addr}
+        if "tls-stall" in kinds:
+            return await loop.create_server(
+                lambda: tlsweb.StallProtocol(self._stalled),  # type: ignore[arg-type,return-value]
+                host=addr, port=port, backlog=1024,
+            )  # fmt: skip
+        ctx = self.tls.default
+        if "tls-1-0" in kinds:
+            ctx = self.tls.legacy_context(next(h.name for h in self.web.hosts if h.addr == addr))
+        return await loop.create_server(
+            lambda: HttpProtocol(self), host=addr, port=port, backlog=1024, ssl=ctx,
+            ssl_handshake_timeout=10.0,
+        )  # fmt: skip
+
+    async def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._servers, self.port = await self._listen(loop, self.requested_port, False)
+        if self.use_tls:
+            self.tls = tlsweb.TlsSite(self.dir, self._kind_of)
+            try:
+                tls_servers, self.tls_port = await self._listen(loop, self.requested_tls_port, True)
+            except CrawlkitError:
+                for srv in self._servers:
+                    srv.close()
+                raise
+            self._servers += tls_servers
+
+    def _kind_of(self, name: str) -> str | None:
+        host = self.web.by_name.get(name)
+        return host.kind if host is not None else None
 
     async def start(self) -> dict[str, Any]:
         """Bind, write the hosts/seeds/manifest files, and return the ready record."""
@@ -182,7 +258,12 @@ class TestWebServer:
         with open(self.log_file, "wb"):
             pass  # a fresh log for every run
         self.log = RequestLog(str(self.log_file), loop)
-        self.manifest = build_manifest(self.web, self.port, self.dir)
+        if self.dns_port is not None:
+            self.dns = dnsweb.DnsServer(self.web, self.dir / "dns.ndjson")
+            await self.dns.start(self.dns_port)
+        self.manifest = build_manifest(
+            self.web, self.port, self.dir, self.tls_port if self.use_tls else None
+        )
         atomic_write_json(self.manifest_file, self.manifest)
         lines = ["# crawlkit testweb: /etc/hosts format; pass with --hosts-file"]
         lines += [f"{h.addr} {h.name}" for h in self.web.hosts]
@@ -203,8 +284,15 @@ class TestWebServer:
             "allow_net": PUBLIC_NET,
             "private_net": PRIVATE_NET,
             "addresses": len({h.addr for h in self.web.hosts}),
+            **({"allow_net_v6": f"{IPV6_ADDR}/128"} if IPV6_ADDR in self._by_addr else {}),
             "pid": os.getpid(),
         }
+        if self.dns is not None:
+            self.info.update(dns=f"127.0.0.1:{self.dns.port}", dns_log=str(self.dns.log_path),
+                             dns_names=dnsweb.dns_names(self.web))  # fmt: skip
+        if self.tls is not None:
+            self.info.update(tls_port=self.tls_port, ca_file=str(self.tls.ca_file),
+                             tls_legacy=self.tls.served_legacy)  # fmt: skip
         return self.info
 
     async def _sweep(self) -> None:
@@ -225,8 +313,12 @@ class TestWebServer:
             self._sweeper = None
         for srv in self._servers:
             srv.close()
+        if self.dns is not None:
+            self.dns.close()
         for conn in list(self.conns):
             conn.transport.abort()
+        for stalled in list(self._stalled):
+            stalled.transport.abort()
         tasks = [c.task for c in list(self.conns) if c.task is not None]
         for task in tasks:
             task.cancel()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from crawlkit.testweb import textgen
+from crawlkit.testweb import textgen, tls
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import (
     BodyWriter,
@@ -97,6 +97,9 @@ KINDS: dict[str, Kind] = {
             default=3,
             shared_address=True,
         ),
+        _k("ipv6", "a host on ::1 only (AAAA-only; crawl with --allow-net ::1/128)", default=0),
+        # Only with --tls (default 0, so 'all' leaves them out): see tls.py.
+        *(_k(name, f"{help} (with --tls)", default=0) for name, (_, help) in tls.TLS_KINDS.items()),
     ]
 }
 
@@ -127,7 +130,7 @@ def parse_specials(text: str | None) -> dict[str, int]:
             if name not in KINDS:
                 raise UsageError(f"unknown special kind {name!r} (known: {', '.join(KINDS)})")
             try:
-                n = int(count) if count else KINDS[name].default
+                n = int(count) if count else KINDS[name].default or 1
             except ValueError:
                 raise UsageError(f"bad count in --special item {item!r}") from None
             if n < 0:
@@ -814,6 +817,16 @@ def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
                  log={"depth": _farm_depth(n)})  # fmt: skip
 
 
+def _ipv6(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+    """Also reached by address (``http://[::1]:PORT/``): pages name the Host they got."""
+    if req.route == "/robots.txt":
+        return _robots(ALLOW_ALL)
+    if req.route not in ("/", "/v6.html"):
+        return not_found()
+    other = "/v6.html" if req.route == "/" else "/"
+    return _html(_page(f"{req.host} {req.route}", [(other, other)], (req.host, req.route)))
+
+
 HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "robots-rules": _robots_rules,
     "robots-404": _robots_404,
@@ -839,6 +852,8 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "private": _private,
     "gateway": _gateway,
     "link-farm": _link_farm,
+    "ipv6": _ipv6,
+    **dict.fromkeys(tls.TLS_KINDS, tls.handle),
 }
 
 
