@@ -1,0 +1,252 @@
+"""The fleet on real job runners: examples/fleet.sh under Slurm, its stop rule, and
+the Kubernetes Job checked against the Job schema.
+
+The Slurm test needs a running single-node Slurm (``.ci/slurm-up`` starts one; CI runs
+it). Where Slurm cannot start, the test skips and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import kubernetes_validate
+import orjson
+import pytest
+import yaml
+from conftest import ROOT, crawlkit, start_testweb
+
+from crawlkit import io
+
+EXAMPLES = ROOT / "examples"
+GAP = "0.05s"
+WEB = ("--hosts", "10", "--pages", "12", "--special", "none", "--seed", "3")
+SLURM_STATUS = Path(os.environ.get("SLURM_UP_STATUS", "/var/tmp/crawlkit-slurm-up.status"))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    # The examples call `crawlkit`: put this interpreter's bin directory first.
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    return {**os.environ, "PATH": path, "SLICE": "6s", **extra}
+
+
+def _net(web) -> list[str]:
+    return ["--scope", "any", "--min-delay", GAP, "--allow-net", web.info["allow_net"],
+            "--hosts-file", str(web.hosts_file), "--per-ip", "1"]  # fmt: skip
+
+
+def _fleet(fleet: Path, shards: int, web, cwd: Path, **env: str):
+    """Run the driver examples/fleet.sh (env: RUNNER, SLICE, SBATCH_ARGS, ...)."""
+    return subprocess.run(
+        [str(EXAMPLES / "fleet.sh"), str(fleet), str(shards), str(web.seeds), *_net(web)],
+        env=_env(**env), cwd=cwd, capture_output=True, text=True, timeout=280, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _fetched(dirs: list[Path]) -> Counter[str]:
+    """Pages fetched (path@host) over these state directories, with their counts."""
+    c: Counter[str] = Counter()
+    for d in dirs:
+        for log in d.glob("crawl/cycles/*/fetch.ndjson"):
+            for r in io.read_records([log]):
+                if r["outcome"] == "fetched":
+                    path = r["url"].split("//", 1)[1].split("/", 1)[1]
+                    c[path + "@" + r["host"].split(":")[0]] += 1
+    return c
+
+
+def _audit(web) -> dict:
+    # Several processes share two cores, so the web's own timestamps can lag by a
+    # scheduler slice: 25 ms of jitter on the 50 ms gap (a shard ignoring its gap
+    # still shows, with gaps near 0).
+    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json",
+                   "--per-ip", "4", "--tolerance", "25ms")  # fmt: skip
+    return orjson.loads(res.stdout)
+
+
+def _summary(fleet: Path, k: int) -> dict:
+    return orjson.loads((fleet / f"shard-{k}.last.json").read_bytes())
+
+
+# -- Slurm ------------------------------------------------------------------------------
+
+
+def _slurm_unavailable() -> str:
+    """Why sbatch cannot run jobs here ("" when it can)."""
+    why = SLURM_STATUS.read_text().strip() if SLURM_STATUS.exists() else ""
+    if not shutil.which("sbatch") or not shutil.which("sinfo"):
+        return why or "Slurm is not installed (.ci/slurm-up installs and starts it, as root)"
+    res = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
+                         timeout=30, check=False)  # fmt: skip
+    states = res.stdout.split()
+    if res.returncode != 0 or not any(s in ("idle", "mixed", "allocated") for s in states):
+        told = res.stderr.strip() or f"node states: {' '.join(states) or 'none'}"
+        return why or f"Slurm does not answer or has no usable node ({told}); run .ci/slurm-up"
+    return ""
+
+
+def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path) -> None:
+    why = _slurm_unavailable()
+    if why:
+        pytest.skip(f"Slurm cannot start here: {why}")
+    with start_testweb(tmp_path, *WEB) as web:
+        one = tmp_path / "one"
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
+        assert res.code == 0, res.stderr
+        expected = set(_fetched([one]))
+    assert len(expected) >= 60
+    with start_testweb(tmp_path, *WEB) as web:
+        fleet = tmp_path / "fleet"
+        # the sbatch header asks for 2 CPUs and 8G a task: this node has 2 CPUs and no
+        # RealMemory, so override both as its header says
+        proc = _fleet(fleet, 4, web, cwd=tmp_path, RUNNER="slurm",
+                      SBATCH_ARGS="--cpus-per-task=1 --mem=0 --time=5")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = _audit(web)
+    assert "fleet done after" in proc.stderr
+    got = _fetched([fleet / f"shard-{k}" for k in range(4)])
+    assert set(got) == expected
+    assert max(got.values()) == 1  # no page fetched by two shards
+    assert report["ok"], report["violations"][:5]
+    # every shard ran as a Slurm array task (its log is Slurm's --output file)
+    logs = sorted(p.name for p in (fleet / "logs").glob("crawlkit-shard-*.log"))
+    assert {name.rsplit("-", 1)[1] for name in logs} == {f"{k}.log" for k in range(4)}
+
+
+# -- the stop rule and a shard with nothing due -----------------------------------------
+
+# One host answers its first page with 429 and Retry-After: 1 hour.
+DEFERRING_WEB = ("--hosts", "3", "--pages", "6", "--special", "none,status-429",
+                 "--retry-after", "1h", "--seed", "4")  # fmt: skip
+
+
+def test_a_crawl_with_only_a_url_deferred_past_its_slice_ends_the_slice(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, *DEFERRING_WEB) as web:
+        state = tmp_path / "S"
+        # an hour's slice: held to its end, the test would time out
+        res = crawlkit("crawl", str(web.seeds), "--state", str(state), *_net(web),
+                       "--for", "1h", "--json", timeout=240)  # fmt: skip
+        assert res.code == 0, res.stderr
+        summary = orjson.loads(res.stdout)
+        throttled = [q for q in web.requests() if q["status"] == 429]
+    assert summary["stopped"] == "nothing due before the time limit (--for)"
+    assert summary["waiting"] >= 1  # the deferred URL is kept for the next run
+    assert summary["fetched"] >= 6
+    assert len(throttled) == 1  # and was not asked again inside its Retry-After
+
+
+def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
+    tmp_path: Path,
+) -> None:
+    with start_testweb(tmp_path, *DEFERRING_WEB) as web:
+        fleet = tmp_path / "fleet"
+        # a half-hour slice: the URL deferred for an hour is due after every round's
+        # end, so no slice waits for it and the driver stops
+        proc = _fleet(fleet, 2, web, cwd=tmp_path, RUNNER="xargs", SLICE="30m")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = _audit(web)
+    assert "fleet done after" in proc.stderr
+    summaries = [_summary(fleet, k) for k in range(2)]
+    assert sum(s["waiting"] for s in summaries) >= 1
+    assert any(s["stopped"].startswith("nothing due before") for s in summaries)
+    assert report["ok"], report["violations"][:5]
+
+
+def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path) -> None:
+    # shard 1's state is held by another process: its slice fails at once
+    state = tmp_path / "fleet" / "shard-1"
+    code = (
+        "import sys, time; from crawlkit.state import open_state; "
+        "s = open_state(sys.argv[1]); print('held', flush=True); time.sleep(120)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with start_testweb(tmp_path, *DEFERRING_WEB) as web:
+            proc = _fleet(tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER="xargs")
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    assert proc.returncode == 1
+    assert "shard(s) 1 failed in round 1" in proc.stderr
+    assert _summary(tmp_path / "fleet", 0)["fetched"] >= 1  # the other shard ran
+
+
+def test_the_driver_refuses_a_runner_it_does_not_know(tmp_path: Path) -> None:
+    proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(tmp_path / "f"), "2", "seeds.txt"],
+                          env=_env(RUNNER="cron"), capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert proc.returncode == 2
+    assert "RUNNER must be parallel, xargs, slurm or k8s, not 'cron'" in proc.stderr
+
+
+def test_the_sbatch_script_finds_its_helper_from_the_submit_directory(tmp_path: Path) -> None:
+    # sbatch runs a spooled copy of the script, far from examples/: run a copy the same
+    # way, with only what Slurm sets, and see it reach crawl-shard.sh
+    spooled = tmp_path / "spool" / "slurm_script"
+    spooled.parent.mkdir()
+    shutil.copy(EXAMPLES / "slurm-shards.sbatch", spooled)
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    env = {k: v for k, v in _env().items() if k != "CRAWLKIT_EXAMPLES"}
+    env.update(SLURM_SUBMIT_DIR=str(ROOT), SLURM_ARRAY_TASK_ID="0")
+    res = subprocess.run(["bash", str(spooled), str(fleet), str(tmp_path / "nothing.txt"),
+                          "--max-pages", "1"], env=env, capture_output=True, text=True,
+                         cwd=tmp_path, timeout=60, check=False)  # fmt: skip
+    # crawl-shard.sh ran the crawl, which names the missing seeds file
+    assert "nothing.txt" in res.stderr, res.stderr
+    assert (fleet / "shard-0.last.json").exists()
+    env["SLURM_SUBMIT_DIR"] = str(tmp_path)
+    res = subprocess.run(["bash", str(spooled), str(fleet), "seeds.txt"], env=env,
+                         capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert res.returncode == 2
+    assert "no crawl-shard.sh in" in res.stderr and "CRAWLKIT_EXAMPLES" in res.stderr
+
+
+# -- Kubernetes -------------------------------------------------------------------------
+
+
+def _job() -> dict:
+    return yaml.safe_load((EXAMPLES / "k8s-indexed-job.yaml").read_text())
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.37"])
+def test_the_kubernetes_job_is_valid_against_the_job_schema(version: str) -> None:
+    # strict: an unknown or misspelled field is an error, as kubectl's server-side
+    # field validation would make it
+    kubernetes_validate.validate(_job(), version, strict=True)
+
+
+def test_a_misspelled_kubernetes_field_is_caught() -> None:
+    job = _job()
+    pod = job["spec"]["template"]["spec"]
+    pod["containers"][0]["resource"] = pod["containers"][0].pop("resources")
+    with pytest.raises(kubernetes_validate.ValidationError, match="resource"):
+        kubernetes_validate.validate(job, "1.37", strict=True)
+
+
+def test_the_kubernetes_job_is_what_the_driver_expects() -> None:
+    job = _job()
+    spec = job["spec"]
+    assert job["kind"] == "Job" and spec["completionMode"] == "Indexed"
+    assert "generateName" in job["metadata"]  # one Job a round, each with its own name
+    assert spec["activeDeadlineSeconds"] > 0  # a round always ends
+    container = spec["template"]["spec"]["containers"][0]
+    args = container["args"][0]
+    env = {e["name"] for e in container["env"]}
+    # a $(VAR) of the command is expanded by Kubernetes only when VAR is defined
+    for var in ("JOB_COMPLETION_INDEX", "SLICE", "CRAWL_FLAGS"):
+        assert f"$({var})" in args and var in env
+    assert "--shard $(JOB_COMPLETION_INDEX)" in args and "--slot-map /fleet/map.json" in args
+    assert "> /fleet/shard-$(JOB_COMPLETION_INDEX).last.json" in args
+    # the driver sets N by rewriting these two lines
+    text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
+    assert "\n  completions: 4\n" in text and "\n  parallelism: 4\n" in text
