@@ -15,6 +15,7 @@
 #             kubectl create, wait until it is Complete or Failed, delete. FLEET_DIR
 #             is where this machine mounts the Job's volume; SEEDS must be
 #             FLEET_DIR/seeds.txt; the crawl flags and the slice are in the manifest.
+#             The Job's state is polled every K8S_POLL seconds (default 10).
 # Between rounds `crawlkit shard --deliver` moves the links each shard found for the
 # others into their inboxes.
 #
@@ -100,7 +101,7 @@ k8s_round() {
     while :; do
         state=$(kubectl get "$job" -o 'jsonpath={.status.conditions[?(@.status=="True")].type}')
         case $state in *Complete* | *Failed*) break ;; esac
-        sleep 10
+        sleep "${K8S_POLL:-10}"
     done
     kubectl logs "$job" --all-containers --prefix > "$fleet/logs/$(basename "$job").log" 2>&1 || true
     kubectl delete "$job" --wait=false > /dev/null

@@ -157,8 +157,12 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
     assert report["ok"], report["violations"][:5]
 
 
-def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path) -> None:
-    # shard 1's state is held by another process: its slice fails at once
+@pytest.mark.parametrize("runner", ["xargs", "slurm"])
+def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path, runner: str) -> None:
+    if runner == "slurm" and (why := _slurm_unavailable()):
+        pytest.skip(f"Slurm cannot start here: {why}")
+    # shard 1's state is held by another process: its slice fails at once, and the
+    # driver must neither wait for it nor go on as if nothing happened
     state = tmp_path / "fleet" / "shard-1"
     code = (
         "import sys, time; from crawlkit.state import open_state; "
@@ -169,7 +173,8 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path) -
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with start_testweb(tmp_path, *DEFERRING_WEB) as web:
-            proc = _fleet(tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER="xargs")
+            proc = _fleet(tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER=runner,
+                          SBATCH_ARGS="--cpus-per-task=1 --mem=0 --time=5")  # fmt: skip
     finally:
         holder.kill()
         holder.wait()
@@ -178,6 +183,9 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path) -
     assert proc.returncode == 1
     assert "shard(s) 1 failed in round 1" in proc.stderr
     assert _summary(tmp_path / "fleet", 0)["fetched"] >= 1  # the other shard ran
+    if runner == "slurm":  # task 1's output, as Slurm kept it, says why
+        (log,) = (tmp_path / "fleet" / "logs").glob("crawlkit-shard-*-1.log")
+        assert "in use by another process" in log.read_text()
 
 
 def test_the_driver_refuses_a_runner_it_does_not_know(tmp_path: Path) -> None:
@@ -250,3 +258,102 @@ def test_the_kubernetes_job_is_what_the_driver_expects() -> None:
     # the driver sets N by rewriting these two lines
     text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
     assert "\n  completions: 4\n" in text and "\n  parallelism: 4\n" in text
+
+
+# A stand-in for kubectl, for the driver's Kubernetes rounds (no cluster runs here):
+# `create` checks the Job against the Job schema and runs its pods here as processes,
+# one per completion index, with the container's env and $(VAR) expansion, the volume
+# at FAKE_K8S_FLEET instead of /fleet and no pip install; `get` reports the Job's
+# Complete/Failed condition once every pod has ended.
+FAKE_KUBECTL = """\
+import json, os, re, subprocess, sys
+from pathlib import Path
+
+import kubernetes_validate, yaml
+
+state, fleet = Path(os.environ["FAKE_K8S_DIR"]), os.environ["FAKE_K8S_FLEET"]
+args = sys.argv[1:]
+if args[:3] == ["create", "-f", "-"]:
+    job = yaml.safe_load(sys.stdin)
+    kubernetes_validate.validate(job, "1.37", strict=True)
+    name = job["metadata"]["generateName"] + str(len(list(state.glob("*.job.json"))))
+    (state / f"{name}.job.json").write_text(json.dumps(job))
+    subprocess.Popen([sys.executable, __file__, "run-pods", name], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"job.batch/{name}")
+elif args[0] == "run-pods":
+    name = args[1]
+    spec = json.loads((state / f"{name}.job.json").read_text())["spec"]
+    container = spec["template"]["spec"]["containers"][0]
+    pods = []
+    for index in range(spec["completions"]):
+        env = dict(os.environ)
+        for e in container["env"]:
+            env[e["name"]] = str(index) if "valueFrom" in e else e["value"]
+        script = re.sub(r"[$][(](\\w+)[)]", lambda m: env[m.group(1)], container["args"][0])
+        script = script.replace("pip install --quiet crawlkit &&", "")
+        script = script.replace("/fleet/", fleet + "/")
+        with open(state / f"{name}-{index}.log", "w") as log:
+            pods.append(subprocess.Popen(container["command"] + [script], env=env, stderr=log))
+    failed = any(p.wait() for p in pods)
+    (state / f"{name}.status").write_text("Failed" if failed else "Complete")
+elif args[0] == "get":
+    status = state / (args[1].split("/")[1] + ".status")
+    print(status.read_text() if status.exists() else "", end="")
+elif args[0] == "logs":
+    for log in sorted(state.glob(args[1].split("/")[1] + "-*.log")):
+        print(log.read_text(), end="")
+elif args[0] == "delete":
+    (state / (args[1].split("/")[1] + ".deleted")).touch()
+else:
+    sys.exit(f"fake kubectl: {args} not understood")
+"""
+
+
+def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
+    tmp_path: Path,
+) -> None:
+    web_args = ("--hosts", "6", "--pages", "8", "--special", "none", "--seed", "6")
+    with start_testweb(tmp_path, *web_args) as web:
+        one = tmp_path / "one"
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
+        assert res.code == 0, res.stderr
+        expected = set(_fetched([one]))
+    assert len(expected) >= 30
+    fake = tmp_path / "k8s"
+    (fake / "bin").mkdir(parents=True)
+    kubectl = fake / "bin" / "kubectl"
+    kubectl.write_text(f"#!{sys.executable}\n{FAKE_KUBECTL}")
+    kubectl.chmod(0o755)
+    with start_testweb(tmp_path, *web_args) as web:
+        fleet = tmp_path / "fleet"
+        fleet.mkdir()
+        shutil.copy(web.seeds, fleet / "seeds.txt")
+        # the user's copy of the manifest: their crawl flags and slice
+        manifest = tmp_path / "job.yaml"
+        text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
+        text = text.replace(
+            '{name: CRAWL_FLAGS, value: "--min-delay 1s"}',
+            f"{{name: CRAWL_FLAGS, value: {' '.join(_net(web))!r}}}",
+        )
+        text = text.replace("{name: SLICE, value: 50m}", "{name: SLICE, value: 6s}")
+        manifest.write_text(text)
+        env = _env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.2",
+                   FAKE_K8S_DIR=str(fake), FAKE_K8S_FLEET=str(fleet))  # fmt: skip
+        env["PATH"] = f"{fake / 'bin'}:{env['PATH']}"
+        proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(fleet), "3",
+                               str(fleet / "seeds.txt")], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=280, check=False,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = _audit(web)
+    assert "fleet done after" in proc.stderr
+    got = _fetched([fleet / f"shard-{k}" for k in range(3)])
+    assert set(got) == expected
+    assert max(got.values()) == 1
+    assert report["ok"], report["violations"][:5]
+    # one Job a round, each with the driver's 3 completions, each deleted after its round
+    jobs = sorted(fake.glob("*.job.json"))
+    assert len(jobs) >= 2
+    assert all(orjson.loads(j.read_bytes())["spec"]["completions"] == 3 for j in jobs)
+    assert len(list(fake.glob("*.deleted"))) == len(jobs)
