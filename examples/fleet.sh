@@ -45,7 +45,7 @@ seeds=$3
 case $seeds in /*) ;; *) seeds=$(pwd)/$seeds ;; esac
 shift 3
 if [ -z "${RUNNER:-}" ]; then
-    if command -v parallel > /dev/null 2>&1; then RUNNER=parallel; else RUNNER=xargs; fi
+    if command -v parallel > /dev/null 2>&1; then RUNNER=parallel; else RUNNER="xargs"; fi
 fi
 case $RUNNER in
 parallel | xargs | slurm) ;;
@@ -60,7 +60,7 @@ k8s)
     exit 2
     ;;
 esac
-export SLICE=${SLICE:-20s}
+export SLICE="${SLICE:-20s}"
 export CRAWLKIT_EXAMPLES="$here"  # where the Slurm job finds crawl-shard.sh
 
 [ -f "$fleet/map.json" ] || crawlkit shard --shards "$n" --save-map "$fleet/map.json"
@@ -96,7 +96,8 @@ run_round() {
 # k8s_round: create this round's Indexed Job (N completions), wait for its end
 # (activeDeadlineSeconds in the manifest bounds it), delete it
 k8s_round() {
-    job=$(sed -e "s/^\( *\)\(completions\|parallelism\): .*/\1\2: $n/" "${K8S_JOB:-$here/k8s-indexed-job.yaml}" \
+    job=$(sed -e "s/^\( *\)completions: .*/\1completions: $n/" \
+        -e "s/^\( *\)parallelism: .*/\1parallelism: $n/" "${K8S_JOB:-$here/k8s-indexed-job.yaml}" \
         | kubectl create -f - -o name)
     while :; do
         state=$(kubectl get "$job" -o 'jsonpath={.status.conditions[?(@.status=="True")].type}')

@@ -12,7 +12,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "${RUNNER:-}" ]; then
-    if command -v parallel > /dev/null 2>&1; then RUNNER=parallel; else RUNNER=xargs; fi
+    if command -v parallel > /dev/null 2>&1; then RUNNER=parallel; else RUNNER="xargs"; fi
 fi
 export RUNNER
 exec sh "$here/fleet.sh" "$@"
