@@ -104,7 +104,8 @@ k8s_round() {
         case $state in *Complete* | *Failed*) break ;; esac
         sleep "${K8S_POLL:-10}"
     done
-    kubectl logs "$job" --all-containers --prefix > "$fleet/logs/$(basename "$job").log" 2>&1 || true
+    kubectl logs -l "job-name=${job#*/}" --all-containers --prefix --tail=-1 \
+        > "$fleet/logs/${job#*/}.log" 2>&1 || true  # every pod's, not only the first
     kubectl delete "$job" --wait=false > /dev/null
     case $state in *Failed*) return 1 ;; esac
 }

@@ -11,7 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes_validate
@@ -90,10 +92,23 @@ def _slurm_unavailable() -> str:
     return ""
 
 
-def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path) -> None:
+@pytest.fixture
+def sbatch_args() -> Iterator[str]:
+    """SBATCH_ARGS for this node, with a job name of this test's own; skips without Slurm.
+
+    The sbatch header asks for 2 CPUs and 8G a task: this node has 2 CPUs and no
+    RealMemory, so override both as its header says.
+    """
     why = _slurm_unavailable()
     if why:
         pytest.skip(f"Slurm cannot start here: {why}")
+    name = f"crawlkit-shard-{uuid.uuid4().hex[:8]}"
+    yield f"--cpus-per-task=1 --mem=0 --time=5 --job-name={name}"
+    # a run cut short (a timeout) leaves no task behind to hold the node's CPUs
+    subprocess.run(["scancel", "--name", name], capture_output=True, timeout=30, check=False)
+
+
+def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path, sbatch_args: str) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         one = tmp_path / "one"
         res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
@@ -102,10 +117,7 @@ def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path) -> None:
     assert len(expected) >= 60
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
-        # the sbatch header asks for 2 CPUs and 8G a task: this node has 2 CPUs and no
-        # RealMemory, so override both as its header says
-        proc = _fleet(fleet, 4, web, cwd=tmp_path, RUNNER="slurm",
-                      SBATCH_ARGS="--cpus-per-task=1 --mem=0 --time=5")  # fmt: skip
+        proc = _fleet(fleet, 4, web, cwd=tmp_path, RUNNER="slurm", SBATCH_ARGS=sbatch_args)
         assert proc.returncode == 0, proc.stderr[-3000:]
         report = _audit(web)
     assert "fleet done after" in proc.stderr
@@ -158,9 +170,10 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
 
 
 @pytest.mark.parametrize("runner", ["xargs", "slurm"])
-def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path, runner: str) -> None:
-    if runner == "slurm" and (why := _slurm_unavailable()):
-        pytest.skip(f"Slurm cannot start here: {why}")
+def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
+    tmp_path: Path, runner: str, request: pytest.FixtureRequest
+) -> None:
+    sbatch_args = request.getfixturevalue("sbatch_args") if runner == "slurm" else ""
     # shard 1's state is held by another process: its slice fails at once, and the
     # driver must neither wait for it nor go on as if nothing happened
     state = tmp_path / "fleet" / "shard-1"
@@ -174,7 +187,7 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(tmp_path: Path, r
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with start_testweb(tmp_path, *DEFERRING_WEB) as web:
             proc = _fleet(tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER=runner,
-                          SBATCH_ARGS="--cpus-per-task=1 --mem=0 --time=5")  # fmt: skip
+                          SBATCH_ARGS=sbatch_args)  # fmt: skip
     finally:
         holder.kill()
         holder.wait()
@@ -300,8 +313,8 @@ elif args[0] == "run-pods":
 elif args[0] == "get":
     status = state / (args[1].split("/")[1] + ".status")
     print(status.read_text() if status.exists() else "", end="")
-elif args[0] == "logs":
-    for log in sorted(state.glob(args[1].split("/")[1] + "-*.log")):
+elif args[:2] == ["logs", "-l"]:
+    for log in sorted(state.glob(args[2].split("=")[1] + "-*.log")):
         print(log.read_text(), end="")
 elif args[0] == "delete":
     (state / (args[1].split("/")[1] + ".deleted")).touch()
@@ -357,3 +370,5 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
     assert len(jobs) >= 2
     assert all(orjson.loads(j.read_bytes())["spec"]["completions"] == 3 for j in jobs)
     assert len(list(fake.glob("*.deleted"))) == len(jobs)
+    # every pod's stderr, kept in the fleet's logs
+    assert len(list((fleet / "logs").glob("crawlkit-round-*.log"))) == len(jobs)
