@@ -137,6 +137,27 @@ def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path, sbatch_arg
     assert {name.rsplit("-", 1)[1] for name in logs} == {f"{k}.log" for k in range(4)}
 
 
+def test_one_round_submitted_by_hand_runs_under_slurm(tmp_path: Path, sbatch_args: str) -> None:
+    # as the script's header says: from the top of the checkout, no CRAWLKIT_EXAMPLES;
+    # sbatch runs a spooled copy, which finds crawl-shard.sh from $SLURM_SUBMIT_DIR
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "4", "--special", "none") as web:
+        fleet = tmp_path / "fleet"
+        res = crawlkit("shard", "--shards", "2", "--save-map", str(fleet / "map.json"))
+        assert res.code == 0, res.stderr
+        env = {k: v for k, v in _env().items() if k != "CRAWLKIT_EXAMPLES"}
+        proc = subprocess.run(
+            ["sbatch", "--wait", "--array=0-1", *sbatch_args.split(),
+             f"--output={tmp_path}/%x-%a.log", "examples/slurm-shards.sbatch", str(fleet),
+             str(web.seeds), *_net(web)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False,
+        )  # fmt: skip
+        logs = "".join(p.read_text() for p in tmp_path.glob("crawlkit-shard-*.log"))
+        assert proc.returncode == 0, proc.stderr + logs
+    # the crawl flags after SEEDS reached the crawl: without --allow-net and --hosts-file
+    # it could not have fetched a page of the web
+    assert sum(_summary(fleet, k)["fetched"] for k in range(2)) >= 2
+
+
 # -- the stop rule and a shard with nothing due -----------------------------------------
 
 # One host answers its first page with 429 and Retry-After: 1 hour.
