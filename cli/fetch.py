@@ -183,8 +183,8 @@ def fetch(
 
     Politeness: one request at a time per host, the gap above between them, robots.txt
     first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After,
-    which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests at once per address. Safety:
-    only http and https; loopback, private, link-local, multicast, reserved and
+    which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests at
+    once per address. Safety: only http and https; loopback, private, link-local, multicast, reserved and
     IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
     address is the one connected to. HTTPS certificates are verified (system store plus
     --ca-file) for the URL's name, on that address; a TLS failure is an error record

@@ -446,6 +446,11 @@ class Crawl:
                 # first is due (bounded), never spin.
                 idle_runs += 1
                 wake = self._next_waiting_time()
+                if self._nothing_due_in_time(wake):
+                    # Free the slice (a job runner's allocation) instead of sleeping
+                    # it away: the next run fetches the deferred URLs when they are due.
+                    self.summary.stopped = "nothing due before the time limit (--for)"
+                    break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
                     break
@@ -928,6 +933,10 @@ class Crawl:
         with self.frontier_lock:
             times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
         return min(times) if times else None
+
+    def _nothing_due_in_time(self, wake: float | None) -> bool:
+        """True when the first deferred URL (due at ``wake``) is due after ``--for`` ends."""
+        return wake is not None and self.deadline is not None and wake >= self.deadline
 
     def _sleep_until(self, when: float) -> None:
         limit = self.deadline if self.deadline is not None else float("inf")

@@ -1,0 +1,149 @@
+#!/bin/sh
+# The fleet driver every runner uses: rounds of time slices until nothing is due.
+#
+#   examples/fleet.sh FLEET_DIR N SEEDS [crawl flags...]
+#
+# A round runs one time slice (SLICE, default 20s) of each of the N shards, each
+# through examples/crawl-shard.sh, on the runner RUNNER names:
+#   parallel  GNU parallel on this machine (the default when it is installed); with
+#             PARALLEL_SSH='--sshlogin h1,h2' on other machines (FLEET_DIR and this
+#             directory at the same paths there, e.g. on a shared file system)
+#   xargs     xargs -P N on this machine (the default without GNU parallel)
+#   slurm     one array job a round: sbatch --wait --array=0-(N-1) slurm-shards.sbatch;
+#             SBATCH_ARGS adds sbatch options (e.g. '--cpus-per-task=1 --mem=0')
+#   k8s       one Indexed Job a round from K8S_JOB (default k8s-indexed-job.yaml):
+#             kubectl create, wait until it is Complete or Failed, delete. FLEET_DIR
+#             is where this machine mounts the Job's volume; SEEDS must be
+#             FLEET_DIR/seeds.txt; the crawl flags and the slice are in the manifest.
+#             The Job's state is polled every K8S_POLL seconds (default 10).
+# Between rounds `crawlkit shard --deliver` moves the links each shard found for the
+# others into their inboxes.
+#
+# Stop rule: after a round in which nothing was delivered and every shard ended its
+# slice idle (frontier empty, budgets spent, or nothing due before the slice's end:
+# a URL deferred for an hour ends the slice at once). What is deferred waits in its
+# shard's state for the next run of this script (cron, or the next sbatch). Also
+# stops after ROUNDS rounds (default 100). Exit 1 when a shard's slice failed (its
+# summary FLEET_DIR/shard-K.last.json is missing or empty): the round is delivered
+# first, and the next run continues where the shard stopped. A task killed at its
+# time limit stops gracefully (SIGTERM) and counts as busy, not failed.
+set -eu
+if [ $# -lt 3 ]; then
+    echo "usage: $0 FLEET_DIR N SEEDS [crawl flags...]" >&2
+    exit 2
+fi
+n=$2
+case $n in '' | *[!0-9]* | 0)
+    echo "$0: N must be a positive number of shards, not '$n'" >&2
+    exit 2
+    ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$1"
+fleet=$(cd "$1" && pwd)  # absolute: job runners start tasks in other directories
+seeds=$3
+case $seeds in /*) ;; *) seeds=$(pwd)/$seeds ;; esac
+shift 3
+if [ -z "${RUNNER:-}" ]; then
+    if command -v parallel > /dev/null 2>&1; then RUNNER=parallel; else RUNNER="xargs"; fi
+fi
+case $RUNNER in
+parallel | xargs | slurm) ;;
+k8s)
+    if [ $# -gt 0 ]; then
+        echo "$0: with RUNNER=k8s the crawl flags go in the manifest (CRAWL_FLAGS)" >&2
+        exit 2
+    fi
+    ;;
+*)
+    echo "$0: RUNNER must be parallel, xargs, slurm or k8s, not '$RUNNER'" >&2
+    exit 2
+    ;;
+esac
+export SLICE="${SLICE:-20s}"
+export CRAWLKIT_EXAMPLES="$here"  # where the Slurm job finds crawl-shard.sh
+
+[ -f "$fleet/map.json" ] || crawlkit shard --shards "$n" --save-map "$fleet/map.json"
+shards=$(seq 0 $((n - 1)))
+for k in $shards; do
+    mkdir -p "$fleet/shard-$k"
+done
+mkdir -p "$fleet/logs"
+
+# run_round CRAWL_FLAGS...: one slice of every shard; its status is only reported (the
+# summaries say what each shard did)
+run_round() {
+    case $RUNNER in
+    parallel)
+        # shellcheck disable=SC2086
+        parallel --will-cite ${PARALLEL_SSH:-} -q -j "$n" \
+            sh "$here/crawl-shard.sh" {} "$fleet" "$seeds" "$@" ::: $shards
+        ;;
+    xargs)
+        echo "$shards" | xargs -P "$n" -I{} sh "$here/crawl-shard.sh" {} "$fleet" "$seeds" "$@"
+        ;;
+    slurm)
+        # --wait returns when every task has ended, whatever its state: no dependency
+        # that can wait forever
+        # shellcheck disable=SC2086
+        sbatch --wait --quiet --array="0-$((n - 1))" --output="$fleet/logs/%x-%A-%a.log" \
+            ${SBATCH_ARGS:-} "$here/slurm-shards.sbatch" "$fleet" "$seeds" "$@"
+        ;;
+    k8s) k8s_round ;;
+    esac
+}
+
+# k8s_round: create this round's Indexed Job (N completions), wait for its end
+# (activeDeadlineSeconds in the manifest bounds it), delete it
+k8s_round() {
+    job=$(sed -e "s/^\( *\)completions: .*/\1completions: $n/" \
+        -e "s/^\( *\)parallelism: .*/\1parallelism: $n/" "${K8S_JOB:-$here/k8s-indexed-job.yaml}" \
+        | kubectl create -f - -o name)
+    while :; do
+        state=$(kubectl get "$job" -o 'jsonpath={.status.conditions[?(@.status=="True")].type}')
+        case $state in *Complete* | *Failed*) break ;; esac
+        sleep "${K8S_POLL:-10}"
+    done
+    kubectl logs -l "job-name=${job#*/}" --all-containers --prefix --tail=-1 \
+        > "$fleet/logs/${job#*/}.log" 2>&1 || true  # every pod's, not only the first
+    kubectl delete "$job" --wait=false > /dev/null
+    case $state in *Failed*) return 1 ;; esac
+}
+
+deliver_args=""
+for k in $shards; do
+    deliver_args="$deliver_args --deliver $fleet/shard-$k"
+done
+round=0
+while :; do
+    round=$((round + 1))
+    for k in $shards; do
+        rm -f "$fleet/shard-$k.last.json"  # a summary always comes from this round
+    done
+    run_round "$@" || echo "round $round: the $RUNNER runner reported a failure" >&2
+    # shellcheck disable=SC2086
+    delivered=$(crawlkit shard $deliver_args 2>&1 \
+        | sed -n 's/.*: \([0-9]*\) outbox files delivered.*/\1/p')
+    busy="" failed=""
+    for k in $shards; do
+        summary="$fleet/shard-$k.last.json"
+        if [ ! -s "$summary" ]; then
+            failed="$failed $k"
+        elif ! grep -q '"stopped":"\(frontier empty\|done for this budget\|nothing due before\|nothing more can be fetched\)' "$summary"; then
+            busy="$busy $k"
+        fi
+    done
+    echo "round $round: delivered ${delivered:-0} files; busy shards:${busy:- none}; failed:${failed:- none}" >&2
+    if [ -n "$failed" ]; then
+        echo "$0: shard(s)$failed failed in round $round (see $fleet/logs/ or the runner's output)" >&2
+        exit 1
+    fi
+    if [ -z "$busy" ] && [ "${delivered:-0}" = 0 ]; then
+        echo "fleet done after $round rounds: nothing due before the next round" >&2
+        exit 0
+    fi
+    if [ "$round" -ge "${ROUNDS:-100}" ]; then
+        echo "fleet stopped after ROUNDS=$round rounds with work left; run again to continue" >&2
+        exit 0
+    fi
+done
