@@ -184,18 +184,18 @@ def fetch(
     Politeness: one request at a time per host, the gap above between them, robots.txt
     first (cached 24 h), 429/503 back off (60 s doubling to 1 h, at least Retry-After,
     which is capped at 24 h) and defer the host's remaining URLs, --per-ip requests at
-    once per address. Safety: only http and https; loopback, private, link-local, multicast, reserved and
-    IPv4-mapped addresses are refused unless --allow-net covers them, and the checked
-    address is the one connected to. HTTPS certificates are verified (system store plus
-    --ca-file) for the URL's name, on that address; a TLS failure is an error record
-    with error_code tls-expired, tls-hostname, tls-untrusted, tls-handshake-timeout or
-    tls-protocol (also on URLs deferred because robots.txt failed that way), and the
-    host's clock moves on as after any error. A name that does not resolve (system
-    resolver, or --dns-server) is an error record with error_code dns-nxdomain,
-    dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error. Redirects
-    are not followed: each target comes out as a URL record (--redirects), at most 5
-    hops. A URL given twice is asked once; the repeat comes out refused ("refused":
-    "duplicate").
+    once per address. Safety: only http and https; loopback, private, link-local,
+    multicast, reserved and IPv4-mapped addresses are refused unless --allow-net covers
+    them, and the checked address is the one connected to. HTTPS certificates are
+    verified (system store plus --ca-file) for the URL's name, on that address; a TLS
+    failure is an error record with error_code tls-expired, tls-hostname, tls-untrusted,
+    tls-handshake-timeout or tls-protocol (also on URLs deferred because robots.txt
+    failed that way), and the host's clock moves on as after any error. A name that does
+    not resolve (system resolver, or --dns-server) is an error record with error_code
+    dns-nxdomain, dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error.
+    Redirects are not followed: each target comes out as a URL record (--redirects), at
+    most 5 hops. A URL given twice is asked once; the repeat comes out refused
+    ("refused": "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
     State: STATE/fetch/hosts.sqlite keeps host clocks, backoffs, robots.txt and DNS
