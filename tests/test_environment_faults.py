@@ -141,6 +141,12 @@ def test_an_output_that_is_a_directory_is_refused_before_the_work(tmp_path: Path
     assert r.code == 2
     assert f"--sites {target} is a directory" in r.stderr
     assert not (tmp_path / "d").exists()
+    r = crawlkit("recrawl", "--state", str(tmp_path / "r"), "-o", str(target), input=b"")
+    assert (r.code, r.stderr.strip()) == (
+        2,
+        f"crawlkit recrawl: --out {target} is a directory; give a file name",
+    )
+    assert not (tmp_path / "r").exists()
     r = crawlkit("extract", "--pages", str(target), input=b"")
     assert (r.code, r.stderr.strip()) == (
         2,
