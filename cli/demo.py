@@ -106,6 +106,7 @@ def report(
     """
     rep = reporter()
     require_existing_state(state)
+    io.check_output(html, "--html")
     data = crawl_report(state, reporter=rep)
     if html is not None:
         io.atomic_write_bytes(html, render_html(data).encode("utf-8"))

@@ -83,6 +83,7 @@ def recrawl_command(
         crawlkit recrawl --state S fetched.zst | crawlkit frontier add --state S
     """
     rep = reporter()
+    io.check_output(out, "--out")  # written only after the state is updated
     moment = None
     if now is not None:
         moment = parse_time(now)

@@ -78,13 +78,19 @@ def test_a_full_disk_output_says_no_space_left(tmp_path: Path, full_disk: Path) 
 
 
 def test_a_frontier_add_on_a_full_disk_leaves_no_segments(tmp_path: Path, full_disk: Path) -> None:
-    urls = _urls(tmp_path, 30000)
     state = full_disk / "state"
+    small = _urls(tmp_path, 20)
+    assert crawlkit("frontier", "add", "--state", str(state), "--urls", str(small)).code == 0
+    before = sorted(p.name for p in (state / "frontier").iterdir())
+    assert any(n.startswith("seg-") for n in before)
+    urls = _urls(tmp_path, 30000)
     r = crawlkit("frontier", "add", "--state", str(state), "--urls", str(urls))
     assert r.code == 1
     assert r.stderr.strip() == "crawlkit frontier add: no space left on device"
-    leftovers = [p.name for p in (state / "frontier").iterdir()]
-    assert not [n for n in leftovers if n.startswith("seg-")], leftovers  # item 12
+    # item 12: the new segment files are gone, the committed ones are all there
+    assert sorted(p.name for p in (state / "frontier").iterdir()) == before
+    r = crawlkit("frontier", "stats", "--state", str(state))
+    assert b'"queued":20' in r.stdout
 
 
 def test_seen_merge_on_a_full_disk_is_an_error_not_a_crash(tmp_path: Path, full_disk: Path) -> None:
@@ -135,6 +141,12 @@ def test_an_output_that_is_a_directory_is_refused_before_the_work(tmp_path: Path
     assert r.code == 2
     assert f"--sites {target} is a directory" in r.stderr
     assert not (tmp_path / "d").exists()
+    r = crawlkit("recrawl", "--state", str(tmp_path / "r"), "-o", str(target), input=b"")
+    assert (r.code, r.stderr.strip()) == (
+        2,
+        f"crawlkit recrawl: --out {target} is a directory; give a file name",
+    )
+    assert not (tmp_path / "r").exists()
     r = crawlkit("extract", "--pages", str(target), input=b"")
     assert (r.code, r.stderr.strip()) == (
         2,

@@ -33,13 +33,18 @@ def test_the_wheel_installs_the_man_pages_in_share_man_man1(tmp_path: Path) -> N
     data = sorted(n.rsplit("/", 1)[1] for n in names if "/data/share/man/man1/" in n)
     assert data == pages and "crawlkit.1" in data
     # Installed into a prefix, the pages land where man(1) looks beside bin/.
+    # --ignore-installed: without it pip first uninstalls the crawlkit of the
+    # environment running this test (its editable install), breaking it.
     prefix = tmp_path / "prefix"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
-         "--prefix", str(prefix), str(wheel)],
+         "--ignore-installed", "--prefix", str(prefix), str(wheel)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     page = prefix / "share" / "man" / "man1" / "crawlkit.1"
     assert page.read_bytes() == (ROOT / "man" / "crawlkit.1").read_bytes()
     assert (prefix / "bin" / "crawlkit").exists()
+    # the environment running this test still has its own crawlkit
+    check = subprocess.run([sys.executable, "-c", "import crawlkit_cli.main"], check=False)
+    assert check.returncode == 0
