@@ -37,7 +37,7 @@ def fetch(web: TestWeb, state: Path, urls: list[str], *args: str, ca: bool = Tru
     batch = "".join(json.dumps({"url": u, "reason": "seed"}) + "\n" for u in urls)
     res = crawlkit(
         "fetch", "--state", str(state), "--hosts-file", str(web.hosts_file),
-        "--allow-net", web.info["allow_net"], "--min-delay", GAP, "--timeout", "2s",
+        "--allow-net", web.info["allow_net"], "--min-delay", GAP, "--timeout", "15s",
         # the gap after a request is 10x its time by default: 20 s after a stalled
         # handshake; the stall tests only need the first request
         "--delay-factor", "0",
@@ -95,7 +95,8 @@ def test_tls_failures_are_records_with_a_reason(
     root = f"https://{host}:{web.info['tls_port']}/"
     state = tmp_path / "s"
     mark = len(web.requests(settle=0))
-    records = fetch(web, state, [root, root + "a.html"])
+    stall = ["--timeout", "2s"] if code == "tls-handshake-timeout" else []  # the last wins
+    records = fetch(web, state, [root, root + "a.html"], *stall)
     # robots.txt comes first and fails: the host's URLs wait (RFC 9309: unreachable
     # robots.txt means disallow all, retry later), each saying why
     assert len(records) == 2
@@ -136,7 +137,7 @@ def test_insecure_fetches_anyway_and_marks_record_and_warc(
 
 def test_insecure_does_not_hide_a_stalled_handshake(web: TestWeb, tmp_path: Path) -> None:
     root = f"https://tls-stall-0.test:{web.info['tls_port']}/"
-    records = fetch(web, tmp_path / "s", [root], "--insecure")
+    records = fetch(web, tmp_path / "s", [root], "--insecure", "--timeout", "2s")
     assert records[0]["error_code"] == "tls-handshake-timeout"
     assert "tls_unverified" not in records[0]
 

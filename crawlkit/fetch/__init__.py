@@ -4,8 +4,12 @@
   next-allowed time, per-IP limits, backoff (DESIGN.md invariant 2).
 * :mod:`~crawlkit.fetch.netpolicy` — which addresses may be connected to (invariant 7).
 * :mod:`~crawlkit.fetch.resolver` — hosts file, TTL cache, bounded negative cache.
+* :mod:`~crawlkit.fetch.dns` — the ``--dns-server`` stub resolver (UDP, dnslib).
 * :mod:`~crawlkit.fetch.client` — the HTTP client behind one small interface
   (aiohttp, pinned to the checked address, caps and one total timeout).
+* :mod:`~crawlkit.fetch.tls` — trust (system store, ``--ca-file``, ``--insecure``)
+  and the ``tls-*`` failure codes.
+* :mod:`~crawlkit.fetch.netoptions` — :class:`NetOptions`, those choices as one record.
 * :mod:`~crawlkit.fetch.warc` — the WARC writer (gzip per record, rotation, revisits).
 * :mod:`~crawlkit.fetch.hoststate` — durable host clocks, backoffs, robots, DNS, digests.
 * :mod:`~crawlkit.fetch.engine` — :class:`Fetcher`, which ties them together.
@@ -16,6 +20,7 @@
 from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.scheduler import HostQueue, Scheduler
@@ -31,6 +36,7 @@ __all__ = [
     "HostQueue",
     "HostState",
     "HttpClient",
+    "NetOptions",
     "NetPolicy",
     "Resolver",
     "Scheduler",

@@ -35,24 +35,22 @@ import orjson
 
 from crawlkit.testweb.graph import Web
 
-__all__ = ["REBIND_DISALLOWED", "DnsServer", "dns_names"]
+__all__ = ["DNS_NAMES", "REBIND_DISALLOWED", "DnsServer", "served_as"]
 
 REBIND_DISALLOWED = "127.255.255.254"
 HOST_TTL = 300
 ALIASES = ("alias-0.test", "alias-1.test", "alias-2.test")
 
 
-def dns_names(web: Web) -> dict[str, str]:
-    """The DNS-only names and what each is for (the ready line's ``dns_names``)."""
-    del web
-    return {
-        "cname_chain": ALIASES[0],
-        "short_ttl": "short-ttl.test",
-        "rebind": "rebind.test",
-        "silent": "silent.test",
-        "servfail": "servfail.test",
-        "nxdomain": "no-such-host.test",
-    }
+# The DNS-only names and what each is for (the ready line's ``dns_names``).
+DNS_NAMES = {
+    "cname_chain": ALIASES[0],
+    "short_ttl": "short-ttl.test",
+    "rebind": "rebind.test",
+    "silent": "silent.test",
+    "servfail": "servfail.test",
+    "nxdomain": "no-such-host.test",
+}
 
 
 def served_as(name: str) -> str | None:

@@ -289,7 +289,7 @@ class TestWebServer:
         }
         if self.dns is not None:
             self.info.update(dns=f"127.0.0.1:{self.dns.port}", dns_log=str(self.dns.log_path),
-                             dns_names=dnsweb.dns_names(self.web))  # fmt: skip
+                             dns_names=dnsweb.DNS_NAMES)  # fmt: skip
         if self.tls is not None:
             self.info.update(tls_port=self.tls_port, ca_file=str(self.tls.ca_file),
                              tls_legacy=self.tls.served_legacy)  # fmt: skip
