@@ -45,6 +45,7 @@ import orjson
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.crawlretry import ErrorTally, retry_records
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
@@ -173,6 +174,7 @@ class CrawlSummary:
     elapsed_s: float = 0.0
     warc_files: int = 0
     seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
+    errors: ErrorTally = field(default_factory=ErrorTally)  # failed fetches by reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -192,6 +194,7 @@ class CrawlSummary:
             "elapsed_s": round(self.elapsed_s, 3),
             "warc_files": self.warc_files,
             "seen": dict(self.seen),
+            "errors": self.errors.to_json(),
         }
 
 
@@ -611,6 +614,7 @@ class Crawl:
                 asked.add_done_callback(cut_done)
                 cut_asked.append(asked)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
+            self.summary.errors.note(rec)
             paths = outstanding.get(str(rec.get("url")))
             if paths:
                 path = paths.pop(0)
@@ -1037,6 +1041,10 @@ def crawl(
         run = Crawl(state, options, reporter=reporter, progress=progress)
         try:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
+            seeds = list(seeds)  # seeds seen before but never fetched, and due retries:
+            owns = run.role.owns if run.role is not None else None
+            run._queue(retry_records(state.path, seeds, run.canon, owns=owns),
+                       run.dir.root / "retry-refused.ndjson.zst")  # fmt: skip
             run.add_seeds(seeds)
             return run.run()
         finally:
