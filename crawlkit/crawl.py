@@ -509,7 +509,10 @@ class Crawl:
             fetched: set[str] = set()
             for cycle in self.dir.cycle_dirs():
                 if int(cycle.name) >= oldest:
-                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson"))
+                    # A copy refused as a duplicate of one in flight did not answer the
+                    # URL: that copy may be the one the crash cut.
+                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson")
+                                   if r.get("refused") != "duplicate")  # fmt: skip
             for batch in list(batches):
                 rest = [r for r in _read(batch) if r.get("url") not in fetched]
                 if rest:

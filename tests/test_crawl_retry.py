@@ -87,3 +87,32 @@ def test_failed_urls_come_back_after_their_backoff(tmp_path: Path) -> None:
     assert retry_records(state, [], canon) == []  # backing off
     later = retry_records(state, [], canon, now=time.time() + 2 * 3600)
     assert {r["url"] for r in later} >= failed
+
+
+def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
+    tmp_path: Path,
+) -> None:
+    """A URL handed out twice: the fetcher answers the second copy "refused: duplicate"
+    while the first is in flight. A kill -9 then cut the first: recovery took the
+    duplicate's refusal for the URL's answer and never fetched it (seen in
+    test_kill9_ten_times_then_finish_equals_uninterrupted under load)."""
+    from crawlkit.crawl import Crawl, CrawlOptions, _mark, _write
+    from crawlkit.diag import NullReporter
+    from crawlkit.state import open_state
+
+    url = "http://a.test/page"
+    rec = {"url": url, "host": "a.test", "site": "a.test", "fp": "0" * 16, "depth": 1}
+    with open_state(tmp_path / "s") as state:
+        run = Crawl(state, CrawlOptions(), reporter=NullReporter())
+        try:
+            cycle = run.dir.new_cycle()  # what the killed run left: a closed cycle ...
+            refusal = {**rec, "outcome": "refused", "refused": "duplicate", "status": None,
+                       "error": "the same URL is already queued or in flight"}  # fmt: skip
+            (cycle / "fetch.ndjson").write_bytes(orjson.dumps(refusal) + b"\n")
+            for step in ("fetch", "extract", "dedup", "links", "recrawl", "cycle"):
+                _mark(cycle, step)
+            _write(run.dir.batches / f"{cycle.name}-0001.ndjson.zst", [rec])  # ... its batch
+            pending = run._recover()
+        finally:
+            run.close()
+    assert [r["url"] for r in pending] == [url]
