@@ -87,7 +87,9 @@ def testweb(
     if_modified_since, user_agent, conn, conn_opened, special; flushed as it goes). When ready it
     prints one JSON line on stdout: {"ready": true, "seeds", "hosts_file", "hosts",
     "reachable_pages", "log", "port", "manifest", ...}. It stops on SIGINT/SIGTERM or
-    after --for, flushing the log.
+    after --for, flushing the log. SIGUSR1 flushes the log and then adds one to the
+    number in DIR/log-flushed, so a client can wait until every request it made is in
+    the log.
 
     Crawl it with --allow-net 127.0.0.0/9: the simulated private network is
     127.255.0.0/16 (host private-0.test, reached through gateway-0.test), which a crawler
