@@ -1040,7 +1040,7 @@ def crawl(
     Raises :class:`LockedError` when another process owns the state directory.
     """
     reporter = reporter or NullReporter()
-    with open_state(state_path) as state:
+    with open_state(state_path, owner="crawl") as state:
         run = Crawl(state, options, reporter=reporter, progress=progress)
         try:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
