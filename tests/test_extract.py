@@ -357,7 +357,9 @@ def test_depth_cap_keeps_deep_text_one_level_up(ex):
         + b'deep text <a href="/deep">d</a>'
         + b"</div>" * (MAX_DEPTH + 50)
     )
-    page = ex.extract(b"<html><body>" + deep + b"<p>after</p>", PAGE, content_type="text/html")
+    filler = b"<p>filler</p>" * 6000  # pages under 64 KiB are not scanned
+    page = ex.extract(b"<html><body>" + deep + b"<p>after</p>" + filler, PAGE,
+                      content_type="text/html")  # fmt: skip
     assert page.capped == ["depth"]
     assert "deep text" in page.text and "after" in page.text
     assert page.links == []  # the <a> itself was past the cap: its tag is gone
@@ -376,7 +378,10 @@ def test_depth_cap_keeps_deep_text_one_level_up(ex):
     ids=["deep-100", "svg-icons", "script-and-comment", "lists-tables", "long-alt"],
 )
 def test_ordinary_pages_are_not_capped(ex, markup):
-    assert ex.extract(b"<html><body>" + markup, PAGE, content_type="text/html").capped == []
+    from crawlkit.htmlguard import SCAN_FROM
+
+    page = b"<html><body>" + markup * (1 + SCAN_FROM // len(markup))  # big enough to scan
+    assert ex.extract(page, PAGE, content_type="text/html").capped == []
 
 
 _TOKENS = st.sampled_from(
@@ -389,9 +394,10 @@ _TOKENS = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_TOKENS, max_size=400), st.integers(0, 400))
 def test_guard_never_raises_and_leaves_pages_under_the_caps_alone(tokens, repeat):
-    from crawlkit.htmlguard import guard_markup
+    from crawlkit.htmlguard import SCAN_FROM, guard_markup
 
     markup = b"".join(tokens) * (1 + repeat // 100)
+    markup += b" " * max(0, SCAN_FROM - len(markup))  # big enough to be scanned
     out, capped = guard_markup(markup)
     assert set(capped) <= {"depth", "attributes"}
     assert (out is markup) == (not capped)
