@@ -17,6 +17,10 @@ core, in the same run:
   when it is installed) over the same .warc.gz;
 * the command: ``crawlkit extract -j 1`` and ``-j 2`` wall clock over that WARC.
 
+With ``--hostile`` (also run first without it): one 5 MB page of each hostile shape
+(deep nesting of several tags, unclosed tags, a huge number of attributes, repeated
+``<body>`` tags, huge text), CPU seconds of one extract each; the goal is under 1 s.
+
 Reports pages per CPU second of one process (median of --repeat runs, baseline and
 extract measured in turns) and the ratio to the baseline; the command lines are wall
 clock, including interpreter start-up.
@@ -38,7 +42,7 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlkit.html import HtmlExtractor
+from crawlkit.html import MAX_HTML_BYTES, HtmlExtractor
 from crawlkit.simhash import simhash, word_hashes
 from crawlkit.stages.extract import process_chunk
 from crawlkit.url import Canonicalizer
@@ -282,11 +286,66 @@ def child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def hostile_pages(cap: int = MAX_HTML_BYTES) -> dict[str, bytes]:
+    """One page per hostile shape, each filled to the --max-html cap (5 MB)."""
+    head = b"<html><body>"
+
+    def fill(unit: bytes, prefix: bytes = b"") -> bytes:
+        room = cap - len(head) - len(prefix) - len(b"hello")
+        return head + prefix + unit * (room // len(unit)) + b"hello"
+
+    deep = b"<div>" * 128
+    return {
+        "div nested": fill(b"<div>"),
+        "span nested": fill(b"<span>"),
+        "b unclosed": fill(b"<b>"),
+        "a nested": fill(b'<a href="/x">'),
+        "ul > li nested": fill(b"<ul><li>"),
+        "table > tr > td nested": fill(b"<table><tr><td>"),
+        "font > p": fill(b"<font><p>x"),
+        "li at depth 128": fill(b"<li>", deep),
+        "div pairs at depth 128": fill(b"<div></div>", deep),
+        "svg paths": fill(b'<path d="M0 0"/>', b"<svg>"),
+        "svg breakout, paths": fill(b"<path/>", b"<svg><div/>"),
+        "one tag, 500k attributes": head
+        + b"<div " + b" ".join(b"a%d=1" % i for i in range(500_000))[: cap - 40] + b">hello",
+        "tags of 1,000 attributes": fill(b"<i " + b" ".join(b"a%d" % i for i in range(1000))
+                                         + b">x</i>"),
+        "body repeated with new attributes": head
+        + b"".join(b"<body a%d>" % i for i in range(600_000))[: cap - 40] + b"hello",
+        "huge text": fill(b"hello world "),
+        "unclosed comments": fill(b"<!--"),
+    }  # fmt: skip
+
+
+def bench_hostile(repeat: int) -> None:
+    """CPU seconds of HtmlExtractor.extract per hostile page (the slowest of ``repeat``
+    runs): the goal is under 1 s for every shape up to the HTML cap."""
+    ex = HtmlExtractor(Canonicalizer())
+    print(f"hostile pages of {MAX_HTML_BYTES / 1e6:.1f} MB, CPU seconds of one extract "
+          f"(worst of {repeat}):")  # fmt: skip
+    worst = 0.0
+    for name, body in hostile_pages().items():
+        times = []
+        for _ in range(repeat):
+            t0 = time.process_time()
+            page = ex.extract(body, "http://hostile.example/", content_type="text/html")
+            times.append(time.process_time() - t0)
+        worst = max(worst, max(times))
+        capped = ",".join(page.capped) or "-"
+        print(f"  {name:36s} {max(times):6.2f} s  capped: {capped}")
+    print(f"  worst: {worst:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--hostile", action="store_true", help="only the hostile pages")
     args = parser.parse_args()
+    bench_hostile(args.repeat)
+    if args.hostile:
+        return
     bench_size(20_000, args.pages, args.repeat)
     bench_size(100_000, max(40, args.pages // 4), args.repeat)
 

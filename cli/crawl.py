@@ -24,8 +24,9 @@ from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
+from crawlkit.crawlretry import fetched_nothing
 from crawlkit.durations import parse_duration
-from crawlkit.errors import UsageError
+from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -50,6 +51,11 @@ def read_seeds(items: list[str]) -> list[str]:
     return seeds
 
 
+def _error_lines(errors: dict[str, Any]) -> list[str]:
+    """One line per reason of the failed fetches, with an example URL."""
+    return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
+
+
 def summary_text(summary: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
     refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
@@ -63,6 +69,7 @@ def summary_text(summary: dict[str, Any]) -> str:
             f"new URLs {summary['new_urls']}",
             f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
             f"  refused: {refused}",
+            *_error_lines(summary.get("errors") or {}),
             f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']}, "
             f"refetched after a crash {summary['refetched']}",
         ]
@@ -163,7 +170,11 @@ def crawl_command(
     clean stop, after --for, or after kill -9 (only the fetches in flight are
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope and trap URLs are refused with a reason. A host that
+    retry time; out-of-scope and trap URLs are refused with a reason. A seed named
+    again that was never fetched (it failed, was refused, or was never reached) is
+    queued again by every run that names it; other failed URLs come back once their
+    backoff (1 h, doubling) has run out. The summary names each error reason with an
+    example URL, and a crawl that could fetch nothing at all exits 1. A host that
     answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
     capped at 24 h (a server asking for a week is asked again the next day). The first
     SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
@@ -225,3 +236,8 @@ def crawl_command(
         sys.stdout.buffer.write(orjson.dumps(summary) + b"\n")
     else:
         print(summary_text(summary), file=sys.stderr)
+    if fetched_nothing(state, summary):
+        why = "; ".join(
+            f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
+        )
+        raise CrawlkitError(f"nothing was fetched ({why or 'see the outcomes above'})")

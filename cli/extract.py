@@ -86,7 +86,10 @@ def extract(
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. A page that fails to parse is
     reported and counted; one over --max-html or --max-links is parsed up to the cap,
-    marked "capped", and counted as an error. A truncated WARC is reported in one line
+    marked "capped", and counted as an error. So is one nested deeper than 128
+    elements or with a tag of more than 256 attributes: the excess tags are dropped
+    before parsing ("capped": ["depth"] or ["attributes"]), so every page up to
+    --max-html parses in bounded time. A truncated WARC is reported in one line
     after the records before the damage were written, and the exit status is 1.
 
     Streams: memory holds a few chunks of responses per worker. Same input, same

@@ -63,7 +63,8 @@ LockWait = Annotated[
     str,
     typer.Option(
         "--lock-wait",
-        help="Wait this long for another process to release the state directory.",
+        help="Wait this long for another process to release the state directory (not "
+        "for a running crawl: refused at once).",
     ),
 ]
 RefusedFile = Annotated[

@@ -45,7 +45,9 @@ def recrawl_command(
     lock_wait: Annotated[
         str,
         typer.Option(
-            "--lock-wait", help="Wait this long for another process to release the state directory."
+            "--lock-wait",
+            help="Wait this long for another process to release the state directory (not "
+            "for a running crawl: refused at once).",
         ),
     ] = "1h",
     out: OutFile = "-",

@@ -45,6 +45,7 @@ import orjson
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.crawlretry import ErrorTally, retry_records
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
@@ -175,6 +176,7 @@ class CrawlSummary:
     elapsed_s: float = 0.0
     warc_files: int = 0
     seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
+    errors: ErrorTally = field(default_factory=ErrorTally)  # failed fetches by reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +196,7 @@ class CrawlSummary:
             "elapsed_s": round(self.elapsed_s, 3),
             "warc_files": self.warc_files,
             "seen": dict(self.seen),
+            "errors": self.errors.to_json(),
         }
 
 
@@ -513,7 +516,10 @@ class Crawl:
             fetched: set[str] = set()
             for cycle in self.dir.cycle_dirs():
                 if int(cycle.name) >= oldest:
-                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson"))
+                    # A copy refused as a duplicate of one in flight did not answer the
+                    # URL: that copy may be the one the crash cut.
+                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson")
+                                   if r.get("refused") != "duplicate")  # fmt: skip
             for batch in list(batches):
                 rest = [r for r in _read(batch) if r.get("url") not in fetched]
                 if rest:
@@ -618,6 +624,7 @@ class Crawl:
                 asked.add_done_callback(cut_done)
                 cut_asked.append(asked)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
+            self.summary.errors.note(rec)
             paths = outstanding.get(str(rec.get("url")))
             if paths:
                 path = paths.pop(0)
@@ -1044,10 +1051,14 @@ def crawl(
     Raises :class:`LockedError` when another process owns the state directory.
     """
     reporter = reporter or NullReporter()
-    with open_state(state_path) as state:
+    with open_state(state_path, owner="crawl") as state:
         run = Crawl(state, options, reporter=reporter, progress=progress)
         try:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
+            seeds = list(seeds)  # seeds seen before but never fetched, and due retries:
+            owns = run.role.owns if run.role is not None else None
+            run._queue(retry_records(state.path, seeds, run.canon, owns=owns),
+                       run.dir.root / "retry-refused.ndjson.zst")  # fmt: skip
             run.add_seeds(seeds)
             return run.run()
         finally:

@@ -69,7 +69,12 @@ class StateError(CrawlkitError):
 
 
 class LockedError(StateError):
-    """Another live process owns the state directory (DESIGN.md invariant 6)."""
+    """Another live process owns the state directory (DESIGN.md invariant 6).
+
+    ``holder`` is the owner's line in the lock file: ``pid N on HOST``, plus
+    `` (crawl)`` when the owner is a crawl, which keeps it for its whole run."""
+
+    holder: str = ""
 
 
 class PolicyRefused(CrawlkitError):

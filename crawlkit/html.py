@@ -37,6 +37,7 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlkit.errors import InvalidURL
+from crawlkit.htmlguard import guard_markup
 from crawlkit.simhash import simhash
 from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
 
@@ -516,6 +517,8 @@ class HtmlExtractor:
             body = body[: self.max_html_bytes]
             capped.append("html")
         markup, codec = self.decode(body, content_type)
+        markup, guarded = guard_markup(markup)  # depth and attribute caps (htmlguard)
+        capped += guarded
         tree = LexborHTMLParser(markup)
         noindex, nofollow = parse_robots_directives(x_robots_tag)
 

@@ -79,7 +79,7 @@ class StateDir:
         self.close()
 
 
-def _lock(path: Path, wait: bool, mode: int = fcntl.LOCK_EX) -> int:
+def _lock(path: Path, wait: bool, mode: int = fcntl.LOCK_EX, owner: str | None = None) -> int:
     lock_path = path / "LOCK"
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -92,19 +92,25 @@ def _lock(path: Path, wait: bool, mode: int = fcntl.LOCK_EX) -> int:
         fcntl.flock(fd, mode | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
         try:
-            owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
         finally:
             os.close(fd)
-        raise LockedError(
-            f"state directory {path} is in use by another process ({owner})"
-        ) from None
+        error = LockedError(f"state directory {path} is in use by another process ({holder})")
+        error.holder = holder
+        raise error from None
     os.ftruncate(fd, 0)  # the line names the owner, or the latest of the sharers
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+    label = f" ({owner})" if owner else ""
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}{label}\n".encode(), 0)
     return fd
 
 
 def open_state(
-    path: str | os.PathLike[str], *, lock: bool = True, wait: bool = False, shared: bool = False
+    path: str | os.PathLike[str],
+    *,
+    lock: bool = True,
+    wait: bool = False,
+    shared: bool = False,
+    owner: str | None = None,
 ) -> StateDir:
     """Create (if needed) and lock a state directory.
 
@@ -114,6 +120,8 @@ def open_state(
     may hold it too, an exclusive owner may not (see :func:`open_substate`). Within
     one process any lock already held is shared; an exclusive request on a directory
     the process holds shared is upgraded, or refused if another process shares it.
+    ``owner`` names the kind of owner in the lock file (``"crawl"``: a long-running
+    owner that stages waiting for the lock should not wait for).
     """
     directory = Path(path)
     try:
@@ -142,7 +150,7 @@ def open_state(
                 entry[2] = fcntl.LOCK_EX
             entry[1] += 1
             return StateDir(directory, entry[0], key)
-    fd = _lock(directory, wait, mode)
+    fd = _lock(directory, wait, mode, owner)
     with _held_guard:
         _held[key] = [fd, 1, mode]
     return StateDir(directory, fd, key)

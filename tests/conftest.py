@@ -49,6 +49,30 @@ def cli():
     return crawlkit
 
 
+def wait_until_locked(lock: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Wait until some process holds the flock on ``lock`` (a state directory's LOCK),
+    as /proc/locks shows it: the lock is never touched, so its owner never sees a
+    rival. Fails if ``proc`` (the process expected to take it) ends first."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            inode = os.stat(lock).st_ino
+            held = any(
+                line.split()[1] == "FLOCK" and line.split()[5].rsplit(":", 1)[1] == str(inode)
+                for line in Path("/proc/locks").read_text().splitlines()
+                if len(line.split()) > 5
+            )
+        except FileNotFoundError:
+            held = False
+        if held:
+            return
+        assert proc.poll() is None, f"it ended (status {proc.returncode}) before {lock} was locked"
+        assert time.monotonic() < deadline, f"{lock} was not locked in {timeout:g} s"
+        time.sleep(0.01)
+
+
 # -- crawlkit testweb: a synthetic web on loopback (issue 3) ----------------------------
 class TestWeb:
     """A running ``crawlkit testweb`` subprocess (see ``start_testweb``).
@@ -94,14 +118,40 @@ class TestWeb:
     def url(self, host: str, path: str = "/") -> str:
         return f"http://{host}:{self.port}{path}"
 
-    def requests(self, settle: float = 0.05) -> list[dict]:
-        """The request log, parsed (after ``settle`` seconds, so the last lines land)."""
+    def requests(self, settle: float = 1.0) -> list[dict]:
+        """The request log, parsed. With ``settle`` (the default) every request answered
+        so far is in it (:meth:`flush`); ``settle=0`` reads it as it is, for polling."""
         import json
-        import time
 
-        time.sleep(settle)
+        if settle:
+            self.flush()
         text = self.log_path.read_text() if self.log_path.exists() else ""
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until the server has logged every request it answered so far: SIGUSR1
+        makes it flush its log and count one more in ``DIR/log-flushed``. A stopped
+        server flushed its log as it stopped."""
+        import signal
+        import time
+
+        if self.proc.poll() is not None:
+            return
+        marker = self.dir / "log-flushed"
+
+        def count() -> int:
+            try:
+                return int(marker.read_text() or 0)
+            except (FileNotFoundError, ValueError):
+                return 0
+
+        before = count()
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while count() <= before:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("testweb did not flush its request log")
+            time.sleep(0.005)
 
     def get(self, url: str, *, method: str = "GET", headers: dict | None = None,
             timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:  # fmt: skip

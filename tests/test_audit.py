@@ -130,7 +130,7 @@ def run_audit_cli(cli, web, *extra):
 def test_polite_client_passes(cli, tmp_path):
     with start_testweb(tmp_path, *WEB_ARGS) as web:
         fetched = polite_crawl(web)
-        time.sleep(0.1)
+        web.flush()
         result = run_audit_cli(cli, web, "--json")
     report = json.loads(result.stdout)
     assert fetched >= 8
@@ -146,7 +146,7 @@ def test_polite_client_passes(cli, tmp_path):
 def test_rude_client_is_flagged(cli, tmp_path):
     with start_testweb(tmp_path, *WEB_ARGS) as web:
         rude_crawl(web)
-        time.sleep(0.1)
+        web.flush()
         result = run_audit_cli(cli, web, "--json")
         table = run_audit_cli(cli, web)
     report = json.loads(result.stdout)

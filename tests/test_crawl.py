@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, crawlkit, start_testweb
+from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
@@ -37,6 +37,7 @@ def _refused(state: Path) -> list[dict]:
 
 
 def _audit(web, *extra: str) -> dict:
+    web.flush()  # every request answered so far is in the log
     res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json", *extra)
     report = orjson.loads(res.stdout)
     assert res.code == (0 if report["ok"] else 1)
@@ -119,7 +120,14 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
         for _ in range(10):
             proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)  # fmt: skip
-            time.sleep(rng.uniform(1.0, 2.5))
+            # once this run's requests flow (start-up time varies with the load), kill
+            # it at a random moment of its crawl
+            served = len(web.requests(settle=0))
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and len(web.requests(settle=0)) == served:
+                assert time.monotonic() < deadline, "the crawl made no request in 60 s"
+                time.sleep(0.02)
+            time.sleep(rng.uniform(0.2, 1.5))
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 kills += 1
@@ -144,10 +152,7 @@ def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:
         first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)  # fmt: skip
         try:
-            deadline = time.monotonic() + 20
-            while not (state / "LOCK").exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            time.sleep(1.0)
+            wait_until_locked(state / "LOCK", first)
             second = crawlkit(*_crawl_args(web, state, "--for", "5s"))
             assert second.code == 1
             assert "in use by another process" in second.stderr

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, crawlkit, start_testweb
+from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
@@ -33,6 +32,7 @@ def _net(web) -> list[str]:
 
 
 def _audit_ok(web) -> None:
+    web.flush()  # every request answered so far is in the log
     res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", "0.05s", "--json")
     report = orjson.loads(res.stdout)
     assert res.code == 0 and report["ok"], report["violations"][:3]
@@ -68,10 +68,7 @@ def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> N
                                  env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:
-            deadline = time.monotonic() + 20
-            while not (d / "state" / "LOCK").exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            time.sleep(1.0)
+            wait_until_locked(d / "state" / "LOCK", first)
             second = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
             assert second.returncode == 0, second.stderr
             assert "previous run still going; skipped" in second.stderr

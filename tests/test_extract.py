@@ -321,3 +321,86 @@ def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
     except InvalidURL:
         expected = None
     assert resolver.resolve(href, base, authority) == expected
+
+
+# Hostile shapes the tree builder spends quadratic time on (issue 15): each is cut by
+# crawlkit.htmlguard before parsing; what comes before the cut survives.
+DEEP = 100_000
+HOSTILE = [
+    ("div", b"<div>" * DEEP, "depth"),
+    ("ul-li", b"<ul><li>" * DEEP, "depth"),
+    ("b", b"<b>" * DEEP, "depth"),
+    ("table", b"<table><tr><td>" * DEEP, "depth"),
+    ("svg-breakout", b"<svg><div/>" + b"<path/>" * DEEP, "depth"),
+    ("attributes", b"<div " + b" ".join(b"a%d=1" % i for i in range(DEEP)) + b">", "attributes"),
+    ("body-repeats", b"".join(b"<body a%d>" % i for i in range(DEEP)), "attributes"),
+]
+
+
+@pytest.mark.parametrize(("shape", "bomb", "cap"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_nesting_is_capped_and_what_came_before_survives(ex, shape, bomb, cap):
+    head = (b'<html><head><title>T</title></head><body><p>before the bomb <a href="/first">'
+            b'first</a></p><div><div><a href="/nested">n</a></div></div>')  # fmt: skip
+    page = ex.extract(head + bomb + b"hello", PAGE, content_type="text/html")
+    assert page.capped == [cap]
+    assert page.title == "T"
+    assert "before the bomb" in page.text
+    urls = [link.url.url for link in page.links]
+    assert urls[:2] == ["https://www.example.com/first", "https://www.example.com/nested"]
+
+
+def test_depth_cap_keeps_deep_text_one_level_up(ex):
+    from crawlkit.htmlguard import MAX_DEPTH
+
+    deep = (
+        b"<div>" * (MAX_DEPTH + 50)
+        + b'deep text <a href="/deep">d</a>'
+        + b"</div>" * (MAX_DEPTH + 50)
+    )
+    filler = b"<p>filler</p>" * 6000  # pages under 64 KiB are not scanned
+    page = ex.extract(b"<html><body>" + deep + b"<p>after</p>" + filler, PAGE,
+                      content_type="text/html")  # fmt: skip
+    assert page.capped == ["depth"]
+    assert "deep text" in page.text and "after" in page.text
+    assert page.links == []  # the <a> itself was past the cap: its tag is gone
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        # real pages: deep but under the cap, inline SVG icons, scripts full of tags
+        b"<div>" * 100 + b"x" + b"</div>" * 100,
+        b"<svg>" + b'<path d="M0 0"/>' * 5000 + b"</svg>" + b"<p>x" * 200,
+        b"<script>" + b'"<div>" + ' * 5000 + b"</script><!-- " + b"<div>" * 500 + b" -->",
+        b"<ul>" + b"<li>item" * 5000 + b"</ul><table>" + b"<tr><td>c" * 2000 + b"</table>",
+        b'<img alt="' + b"word " * 100 + b'" src="/a.png">' * 50,
+    ],
+    ids=["deep-100", "svg-icons", "script-and-comment", "lists-tables", "long-alt"],
+)
+def test_ordinary_pages_are_not_capped(ex, markup):
+    from crawlkit.htmlguard import SCAN_FROM
+
+    page = b"<html><body>" + markup * (1 + SCAN_FROM // len(markup))  # big enough to scan
+    assert ex.extract(page, PAGE, content_type="text/html").capped == []
+
+
+_TOKENS = st.sampled_from(
+    [b"<div>", b"</div>", b"<b>", b"</b>", b"<p>", b"<li>", b"<ul>", b"</ul>", b"<svg>",
+     b"</svg>", b"<path/>", b"<script>", b"</script>", b"<!--", b"-->", b"<a href=x>", b"</a>",
+     b"<table>", b"<td>", b"text", b" ", b"<", b">", b'"', b"<body a=1>", b"<i x y z>"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TOKENS, max_size=400), st.integers(0, 400))
+def test_guard_never_raises_and_leaves_pages_under_the_caps_alone(tokens, repeat):
+    from crawlkit.htmlguard import SCAN_FROM, guard_markup
+
+    markup = b"".join(tokens) * (1 + repeat // 100)
+    markup += b" " * max(0, SCAN_FROM - len(markup))  # big enough to be scanned
+    out, capped = guard_markup(markup)
+    assert set(capped) <= {"depth", "attributes"}
+    assert (out is markup) == (not capped)
+    assert len(out) <= len(markup)
+    text, text_capped = guard_markup(markup.decode("utf-8"))
+    assert text_capped == capped and isinstance(text, str)

@@ -560,3 +560,21 @@ def test_a_huge_record_is_cut_at_max_body_and_the_next_one_read(tmp_path):
     # The digest is still that of the whole payload, computed while reading past it.
     assert first.payload_digest == "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
     assert (second.target_uri, second.body, second.truncated) == ("http://b.example/", b"hi", None)
+
+
+def test_a_deeply_nested_page_is_recorded_capped(tmp_path):
+    """<div> x 100,000 cost 23 s of CPU in the tree builder; the page now comes out at
+    once, marked "capped": ["depth"], with its links and text before the cap."""
+    deep = (b'<html><body><p>intro <a href="/first">first</a></p>' + b"<div>" * 100_000
+            + b"hello")  # fmt: skip
+    warc = tmp_path / "deep.warc.gz"
+    with open(warc, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        w.write_record(w.create_warc_record(
+            "http://deep.example/", "response", payload=io.BytesIO(deep),
+            http_headers=_http_headers("text/html")))  # fmt: skip
+    pages, links, stderr = extract_files(tmp_path, warc)
+    assert len(pages) == 1 and pages[0]["capped"] == ["depth"]
+    assert [x["url"] for x in links] == ["http://deep.example/first"]
+    assert pages[0]["text_bytes"] >= len("intro first hello")
+    assert "over the depth cap" in stderr

@@ -56,6 +56,7 @@ def log_mark(web: TestWeb) -> int:
 
 def audit(web: TestWeb, mark: int, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Audit the request-log lines written after ``mark``."""
+    web.flush()
     lines = web.log_path.read_text().splitlines()[mark:]
     part = tmp / f"requests-{mark}.ndjson"
     part.write_text("\n".join(lines) + "\n")
@@ -232,6 +233,7 @@ def test_kill_9_mid_batch_then_restart_keeps_every_gap(web: TestWeb, tmp_path: P
     # every input URL accounted for: the restart answers for the whole batch
     assert sorted(r["url"] for r in second) == sorted(CANON.parse(u).url for u in urls)
     assert not [r for r in second if r["outcome"] not in ("fetched", "deferred")]
+    web.flush()
     lines = web.log_path.read_text().splitlines()[mark:]
     part = tmp_path / "kill.ndjson"
     part.write_text("\n".join(lines) + "\n")

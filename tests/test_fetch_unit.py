@@ -1058,3 +1058,29 @@ def test_a_robots_txt_cut_off_mid_body_is_a_network_error(tmp_path: Path, how: s
     for r in out:
         assert r["outcome"] == "deferred" and r["retry_at"], r
         assert "robots.txt unavailable" in r["error"], r
+
+
+def test_urls_behind_an_unreachable_robots_txt_are_deferred_at_once(tmp_path: Path) -> None:
+    """A robots.txt that times out (1 s) made the host's URLs wait its next turn, ten
+    times that, before they were deferred; with --for 5s they came out deferred for
+    the run's end instead, with the wrong reason. They are deferred when robots.txt
+    fails, for robots.txt."""
+    from conftest import crawlkit
+
+    server = CutRobotsServer("stall")
+    try:
+        hosts = tmp_path / "hosts"
+        hosts.write_text("127.0.0.1 cut.test\n")
+        urls = [f"http://cut.test:{server.port}/a", f"http://cut.test:{server.port}/b"]
+        res = crawlkit(
+            "fetch", "--state", str(tmp_path / "s"), "--hosts-file", str(hosts),
+            "--allow-net", "127.0.0.1/32", "--timeout", "1s", "--for", "5s",
+            input="".join(u + "\n" for u in urls).encode(),
+        )  # fmt: skip
+    finally:
+        server.close()
+    assert res.code == 0, res.stderr
+    out = [json.loads(line) for line in res.lines]
+    assert server.paths == ["/robots.txt"]
+    assert [r["outcome"] for r in out] == ["deferred", "deferred"]
+    assert all("robots.txt unavailable" in r["error"] for r in out), out

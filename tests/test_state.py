@@ -143,6 +143,13 @@ def test_dedup_on_the_state_of_a_running_crawl_is_refused_and_the_crawl_lives(
             assert f"state directory {state} is in use by another process (pid {crawl.pid}" in (
                 err.decode()
             )
+            # stages that wait for a lock (--lock-wait 1h) do not wait for a crawl
+            from conftest import crawlkit
+
+            for stage in (["frontier", "add", "--urls"], ["recrawl"], ["frontier", "next"]):
+                res = crawlkit(*stage, "--state", str(state), input=b"", timeout=60)
+                assert res.code == 1, res.stderr
+                assert "a crawl keeps it for its whole run" in res.stderr
             out, cerr = crawl.communicate(timeout=180)
         finally:
             if crawl.poll() is None:

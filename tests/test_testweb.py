@@ -252,3 +252,13 @@ def test_custom_file_paths(tmp_path):
         assert seeds.read_text().split() == [web.url("h0.test"), web.url("h1.test")]
         web.get(web.url("h1.test", "/"))
         assert web.requests()[-1]["host"] == "h1.test"
+
+
+def test_sigusr1_flushes_the_request_log_for_a_waiting_client(tmp_path):
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "5", "--special", "none") as web:
+        for i in range(20):
+            web.get(web.url("h1.test", f"/?n={i}"))
+            web.flush()  # no sleep: the request is in the log once flush() returns
+            lines = web.log_path.read_text().splitlines()
+            assert len(lines) == i + 1 and json.loads(lines[-1])["path"] == f"/?n={i}"
+        assert (web.dir / "log-flushed").read_text().strip() == "20"

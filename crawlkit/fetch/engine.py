@@ -105,6 +105,14 @@ class FetchConfig:
     archive_robots: bool = True
 
 
+def _unavailable(entry: RobotsEntry) -> bool:
+    """robots.txt could not be had (network error, 5xx, 429): everything is disallowed
+    until it can be fetched, and the URLs waiting on it are deferred, not denied."""
+    return entry.body is None and (
+        entry.status is None or entry.status >= 500 or entry.status == 429
+    )
+
+
 def iso_time(t: float) -> str:
     """UTC ISO 8601 with milliseconds: ``2026-11-30T07:31:36.123Z``."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
@@ -486,9 +494,7 @@ class Fetcher:
             verdict = rules.check(agent, item.url)
             if not verdict.allowed:
                 items.popleft()
-                if entry.body is None and (
-                    entry.status is None or entry.status >= 500 or entry.status == 429
-                ):
+                if _unavailable(entry):
                     self._emit(
                         self._result(
                             item.record,
@@ -1003,6 +1009,8 @@ class Fetcher:
                 )
         if entry is not None:
             self._robots_done(task.origin, entry)
+            if task.owner == host.key and _unavailable(entry):
+                self._defer_unreachable(host, task.origin, entry)
             if task.owner == host.key:
                 delay = entry.rules().crawl_delay(cfg.agent)
                 host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
@@ -1013,6 +1021,26 @@ class Fetcher:
             if res.tls_unverified:
                 extra["tlsUnverified"] = res.tls_unverified
             await self._archive(res, task.url, None, extra)
+
+    def _defer_unreachable(self, host: _Host, origin: str, entry: RobotsEntry) -> None:
+        """robots.txt of ``origin`` could not be had (disallow all until it can): the
+        host's URLs of that origin are deferred now. Left in the queue, they waited
+        for the host's next turn, ten times the failed fetch (5 min after a 30 s
+        timeout), only to be deferred then."""
+        keep = [i for i in host.items if not (isinstance(i, _Item) and i.origin == origin)]
+        for item in host.items:
+            if isinstance(item, _Item) and item.origin == origin:
+                self._emit(
+                    self._result(
+                        item.record,
+                        item.url,
+                        "deferred",
+                        retry_at=iso_time(entry.expires_at),
+                        error=f"robots.txt unavailable: {entry.error}",
+                    )
+                )
+        host.items.clear()
+        host.items.extend(keep)
 
     def _robots_hop(self, host: _Host, sp: _Split, task: _RobotsTask) -> None:
         target = self._hosts.get(sp.key)

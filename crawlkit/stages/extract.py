@@ -14,9 +14,10 @@ record per distinct outgoing http(s) link (a URL record with ``depth`` + 1,
 Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
 bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
 parse (reported on stderr with the URL). A page over a parse-time cap (HTML bytes,
-links) is parsed up to the cap, written with ``"capped": [...]`` and counted as an
-error. A truncated or damaged WARC ends that file with one line on stderr after the
-records before the damage were processed; the next file is read.
+links, nesting depth, attributes a tag: see :mod:`crawlkit.htmlguard`) is parsed up to
+the cap, written with ``"capped": [...]`` and counted as an error. A truncated or
+damaged WARC ends that file with one line on stderr after the records before the damage
+were processed; the next file is read.
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ def lock_state(
 ) -> StateDir:
     """Lock the state directory, waiting up to ``wait`` seconds for another owner.
 
-    Raises :class:`LockedError` when the owner keeps it longer.
+    Raises :class:`LockedError` when the owner keeps it longer, and at once when the
+    owner is a running crawl (it keeps the directory for its whole run).
     """
     reporter = reporter or NullReporter()
     deadline = time.monotonic() + wait
@@ -58,6 +59,8 @@ def lock_state(
         try:
             return open_state(path)
         except LockedError as exc:
+            if exc.holder.endswith("(crawl)"):
+                raise LockedError(f"{exc}: a crawl keeps it for its whole run") from None
             if time.monotonic() >= deadline:
                 raise
             if not told:

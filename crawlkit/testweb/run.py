@@ -25,13 +25,21 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 async def serve(
     server: TestWebServer, duration: float | None, on_ready: Callable[[dict[str, Any]], None]
 ) -> None:
-    """Start ``server``, report readiness, stop on SIGINT/SIGTERM or after ``duration``."""
+    """Start ``server``, report readiness, stop on SIGINT/SIGTERM or after ``duration``.
+
+    SIGUSR1 asks for a flush of the request log (see :meth:`TestWebServer.flush_mark`).
+    """
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     installed: list[int] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    handlers: list[tuple[int, Callable[[], object]]] = [
+        (signal.SIGINT, stop.set),
+        (signal.SIGTERM, stop.set),
+        (signal.SIGUSR1, lambda: loop.create_task(server.flush_mark())),
+    ]
+    for sig, handler in handlers:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, handler)
             installed.append(sig)
     try:
         info = await server.start()

@@ -105,6 +105,7 @@ class TestWebServer:
         self._cached = 0
         self._state: dict[str, dict[str, object]] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._flushes = 0  # SIGUSR1 flushes of the request log (flush_mark)
         self.started_at = 0.0
 
     # -- HostContext -------------------------------------------------------------
@@ -303,6 +304,22 @@ class TestWebServer:
             for conn in list(self.conns):
                 if not conn.busy and conn.last_active < cutoff:
                     conn._close()
+
+    async def flush_mark(self) -> None:
+        """Write every request answered so far to the log, then count one more in
+        ``DIR/log-flushed`` (a number, replaced atomically).
+
+        A client that has read a whole response and then sends SIGUSR1 finds its
+        request in the log once the number goes up: a response is logged right after
+        its last bytes are handed to the kernel, in the same or the next turn of the
+        event loop, so three turns after the signal every such response is logged.
+        """
+        for _ in range(3):
+            await asyncio.sleep(0)
+        if self.log is not None:
+            self.log.flush()
+        self._flushes += 1
+        atomic_write_bytes(self.dir / "log-flushed", f"{self._flushes}\n".encode())
 
     async def stop(self) -> None:
         """Stop listening, drop every connection, flush and close the log."""

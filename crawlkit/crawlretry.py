@@ -1,0 +1,161 @@
+"""What a crawl retries, and what it tells about the URLs it could not fetch.
+
+A URL that failed (a network error, a refusal) is already in the seen set, so links and
+seeds naming it again are dropped as known. Without help it would wait for the recrawl
+history's backoff, which a new run never looks at while its frontier is empty: a seed
+that failed once (wrong ``--hosts-file``, a server down) was never tried again, and the
+rerun with the right options said "frontier empty". :func:`retry_records` gives a run,
+at its start:
+
+* every seed it names that has never been fetched (no answer over HTTP in the recrawl
+  history: it failed, was refused or deferred, or was never tried), whatever its
+  backoff, since the operator asked for it again; and
+* every other URL whose backoff has run out in the recrawl history (errors back off
+  1 h, doubling each time; ``crawlkit recrawl``), so failed URLs are retried.
+
+A seed still queued from an interrupted run may so be queued twice; the fetcher answers
+the second copy in a batch as a duplicate, and at worst fetches it twice.
+
+:class:`ErrorTally` keeps the reasons of a run's failed fetches, each with one example
+URL, for the summary; :func:`fetched_nothing` decides when a crawl failed as a whole.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crawlkit import io
+from crawlkit.errors import InvalidURL
+from crawlkit.io import Record
+from crawlkit.recrawl import History
+from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
+from crawlkit.seen.store import SeenStore
+from crawlkit.stages.recrawl import recrawl
+from crawlkit.url import Canonicalizer
+
+__all__ = ["ErrorTally", "fetched_nothing", "retry_records"]
+
+# Outcomes that mean the server answered over HTTP.
+ANSWERED = ("fetched", "not-modified", "redirect")
+
+
+def retry_records(
+    state_path: str | os.PathLike[str],
+    seeds: Iterable[str],
+    canon: Canonicalizer,
+    *,
+    owns: Callable[[str], bool] | None = None,
+    now: float | None = None,
+) -> list[Record]:
+    """The URL records a run should queue again at its start (see the module doc), each
+    once: the ``seeds`` already seen but never fetched, then the URLs the recrawl
+    history says are due, less those in the waiting room (it queues them itself).
+    Seeds never seen are left to the seen set (``Crawl.add_seeds``): call this first.
+    ``owns(site)`` keeps a shard to its own sites. Takes the state directory's lock
+    (shared within this process: call it from the crawl that owns it).
+    """
+    state = Path(state_path)
+    now = time.time() if now is None else now
+    records: dict[str, Record] = {}
+    for raw in seeds:
+        try:
+            parsed = canon.parse(raw.strip())
+        except InvalidURL:
+            continue  # add_seeds reports it
+        if owns is None or owns(parsed.site):
+            records[parsed.url] = {"url": parsed.url, "host": parsed.host, "site": parsed.site,
+                                   "fp": parsed.fp, "depth": 0, "priority": 1.0,
+                                   "reason": "seed"}  # fmt: skip
+    out = _never_fetched(state, _seen(state, list(records.values())))
+    due: list[Record] = []
+    recrawl(state_path, [], write=due.extend, now=now)
+    waiting_path = state / "crawl" / "waiting.ndjson.zst"
+    skip = {str(r["url"]) for r in out}
+    if waiting_path.exists():
+        skip.update(str(r.get("url")) for r in io.read_records([waiting_path]))
+    out += [
+        r
+        for r in due
+        if str(r.get("url")) not in skip and (owns is None or owns(str(r.get("site") or "")))
+    ]
+    return out
+
+
+def _seen(state: Path, records: list[Record]) -> list[Record]:
+    """The records the seen set of ``state`` holds."""
+    if not records or not (state / SEEN_SUBDIR).exists():
+        return []
+    store = SeenStore.open(state, writable=False)
+    try:
+        known = store.contains(np.array([int(str(r["fp"]), 16) for r in records], np.uint64))
+    finally:
+        store.close()
+    return [r for r, seen in zip(records, known, strict=True) if seen]
+
+
+def _never_fetched(state: Path, seeds: list[Record]) -> list[Record]:
+    """The seeds with no answer over HTTP in the recrawl history."""
+    directory = state / "recrawl"
+    if not seeds or not directory.exists():
+        return list(seeds)
+    history = History(directory)
+    try:
+        return [
+            seed
+            for seed in seeds
+            if (entry := history.get(int(str(seed["fp"]), 16))) is None or entry.last_fetch is None
+        ]
+    finally:
+        history.close()
+
+
+@dataclass
+class ErrorTally:
+    """Failed fetches of a run by reason (the error's first words), with an example:
+    errors below HTTP, and URLs the fetcher refused (network policy, robots.txt
+    unreachable...) except repeats of a URL already in flight."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def note(self, record: Record) -> None:
+        """Count ``record`` (a fetch record) if it failed."""
+        outcome = record.get("outcome")
+        if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
+            return
+        text = str(record.get("error") or "unknown error")
+        reason = text.split(":", 1)[0].strip()[:60] or "unknown error"
+        if outcome == "refused":
+            reason = f"refused ({reason})"
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        self.examples.setdefault(reason, f"{record.get('url')} ({text[:200]})")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            reason: {"count": n, "example": self.examples[reason]}
+            for reason, n in sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        }
+
+
+def fetched_nothing(state_path: str | os.PathLike[str], summary: dict[str, Any]) -> bool:
+    """True when a crawl failed as a whole: this run's fetches failed (errors or
+    refusals) or it could fetch nothing more, no URL was answered over HTTP, and no
+    earlier run in ``state_path`` fetched a page either. A run stopped by a signal,
+    one whose URLs were only deferred by its time limit, and a shard with nothing of
+    its own to fetch have not failed."""
+    outcomes: dict[str, int] = summary.get("outcomes") or {}
+    stopped = str(summary.get("stopped", ""))
+    if stopped.startswith("interrupted") or any(outcomes.get(o) for o in ANSWERED):
+        return False
+    if not summary.get("errors") and stopped != "nothing more can be fetched now":
+        return False
+    totals_path = Path(state_path) / "crawl" / "totals.json"
+    totals = io.read_json(totals_path) if totals_path.exists() else {}
+    return not int(totals.get("fetched", 0) or 0)
