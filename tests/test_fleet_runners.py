@@ -197,6 +197,22 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
     assert report["ok"], report["violations"][:5]
 
 
+def test_a_fleet_whose_shards_reached_max_pages_is_done(tmp_path: Path) -> None:
+    # --max-pages counts over runs: a shard at its limit will do nothing more, so the
+    # fleet stops instead of running empty rounds until ROUNDS
+    with start_testweb(tmp_path, *WEB) as web:
+        fleet = tmp_path / "fleet"
+        proc = subprocess.run(
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *_net(web),
+             "--max-pages", "3"],
+            env=_env(RUNNER="xargs", ROUNDS="6"), cwd=tmp_path, capture_output=True,
+            text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
+    assert all(_summary(fleet, k)["stopped"] == "page limit (--max-pages)" for k in range(2))
+
+
 @pytest.mark.parametrize("runner", ["xargs", "slurm"])
 def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
     tmp_path: Path, runner: str, request: pytest.FixtureRequest
