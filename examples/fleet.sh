@@ -20,10 +20,10 @@
 # others into their inboxes.
 #
 # Stop rule: after a round in which nothing was delivered and every shard ended its
-# slice idle (frontier empty, budgets spent, or nothing due before the slice's end:
-# a URL deferred for an hour ends the slice at once). What is deferred waits in its
-# shard's state for the next run of this script (cron, or the next sbatch). Also
-# stops after ROUNDS rounds (default 100). Exit 1 when a shard's slice failed (its
+# slice idle (frontier empty, budgets spent, --max-pages reached, or nothing due
+# before the slice's end: a URL deferred for an hour ends the slice at once). What is
+# deferred waits in its shard's state for the next run of this script (cron, or the
+# next sbatch). Also stops after ROUNDS rounds (default 100). Exit 1 when a shard's slice failed (its
 # summary FLEET_DIR/shard-K.last.json is missing or empty): the round is delivered
 # first, and the next run continues where the shard stopped. A task killed at its
 # time limit stops gracefully (SIGTERM) and counts as busy, not failed.
@@ -110,6 +110,8 @@ k8s_round() {
     case $state in *Failed*) return 1 ;; esac
 }
 
+# how a crawl says it ended idle: nothing more to do, or nothing due before its slice ends
+idle='frontier empty|done for this budget|nothing due before|nothing more can be fetched|page limit'
 deliver_args=""
 for k in $shards; do
     deliver_args="$deliver_args --deliver $fleet/shard-$k"
@@ -129,7 +131,7 @@ while :; do
         summary="$fleet/shard-$k.last.json"
         if [ ! -s "$summary" ]; then
             failed="$failed $k"
-        elif ! grep -q '"stopped":"\(frontier empty\|done for this budget\|nothing due before\|nothing more can be fetched\)' "$summary"; then
+        elif ! grep -qE "\"stopped\":\"($idle)" "$summary"; then
             busy="$busy $k"
         fi
     done

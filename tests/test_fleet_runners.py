@@ -197,6 +197,22 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
     assert report["ok"], report["violations"][:5]
 
 
+def test_a_fleet_whose_shards_reached_max_pages_is_done(tmp_path: Path) -> None:
+    # --max-pages counts over runs: a shard at its limit will do nothing more, so the
+    # fleet stops instead of running empty rounds until ROUNDS
+    with start_testweb(tmp_path, *WEB) as web:
+        fleet = tmp_path / "fleet"
+        proc = subprocess.run(
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *_net(web),
+             "--max-pages", "3"],
+            env=_env(RUNNER="xargs", ROUNDS="6"), cwd=tmp_path, capture_output=True,
+            text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
+    assert all(_summary(fleet, k)["stopped"] == "page limit (--max-pages)" for k in range(2))
+
+
 @pytest.mark.parametrize("runner", ["xargs", "slurm"])
 def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
     tmp_path: Path, runner: str, request: pytest.FixtureRequest
@@ -310,11 +326,11 @@ FAKE_KUBECTL = """\
 import json, os, re, subprocess, sys
 from pathlib import Path
 
-import kubernetes_validate, yaml
-
 state, fleet = Path(os.environ["FAKE_K8S_DIR"]), os.environ["FAKE_K8S_FLEET"]
 args = sys.argv[1:]
 if args[:3] == ["create", "-f", "-"]:
+    import kubernetes_validate, yaml  # here only: `get` is polled, and must stay cheap
+
     job = yaml.safe_load(sys.stdin)
     kubernetes_validate.validate(job, "1.37", strict=True)
     name = job["metadata"]["generateName"] + str(len(list(state.glob("*.job.json"))))
@@ -337,7 +353,8 @@ elif args[0] == "run-pods":
         with open(state / f"{name}-{index}.log", "w") as log:
             pods.append(subprocess.Popen(container["command"] + [script], env=env, stderr=log))
     failed = any(p.wait() for p in pods)
-    (state / f"{name}.status").write_text("Failed" if failed else "Complete")
+    (state / f"{name}.tmp").write_text("Failed" if failed else "Complete")
+    os.replace(state / f"{name}.tmp", state / f"{name}.status")
 elif args[0] == "get":
     status = state / (args[1].split("/")[1] + ".status")
     print(status.read_text() if status.exists() else "", end="")
@@ -378,7 +395,7 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
         )
         text = text.replace("{name: SLICE, value: 50m}", "{name: SLICE, value: 6s}")
         manifest.write_text(text)
-        env = _env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.2",
+        env = _env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.5",
                    FAKE_K8S_DIR=str(fake), FAKE_K8S_FLEET=str(fleet))  # fmt: skip
         env["PATH"] = f"{fake / 'bin'}:{env['PATH']}"
         proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(fleet), "3",
