@@ -91,12 +91,9 @@ def _fetched(dirs: list[Path]) -> Counter[str]:
 
 
 def _audit(web) -> dict:
-    # Up to six processes (the web and five shards) share this machine's two cores,
-    # so the web's own timestamps can lag by a scheduler slice: allow 25 ms of jitter
-    # on the 50 ms gap. A shard that ignored its gap would still show (gaps near 0).
     web.flush()  # every request answered so far is in the log
-    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json",
-                   "--per-ip", "4", "--tolerance", "25ms")  # fmt: skip
+    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP,
+                   "--json", "--per-ip", "4")  # fmt: skip
     return orjson.loads(res.stdout)
 
 

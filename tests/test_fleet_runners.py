@@ -63,11 +63,8 @@ def _fetched(dirs: list[Path]) -> Counter[str]:
 
 
 def _audit(web) -> dict:
-    # Several processes share two cores, so the web's own timestamps can lag by a
-    # scheduler slice: 25 ms of jitter on the 50 ms gap (a shard ignoring its gap
-    # still shows, with gaps near 0).
-    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json",
-                   "--per-ip", "4", "--tolerance", "25ms")  # fmt: skip
+    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP,
+                   "--json", "--per-ip", "4")  # fmt: skip
     return orjson.loads(res.stdout)
 
 

@@ -10,7 +10,12 @@ Contract:
   requests answered in order, GET and HEAD (other methods: 405), Host routing done by
   the dispatcher, conditional GET via ``Response.etag`` / ``last_modified``.
 * One log record per request, written when the response is fully handed to the
-  kernel (``t_end``) or the connection died first (``"aborted": true``). Each record
+  kernel or the connection died first (``"aborted": true``). ``t_end`` is the moment
+  just before the response's last bytes were handed to the kernel: the client cannot
+  have them earlier, so a gap the audit measures from ``t_end`` to the next
+  ``t_start`` is never shorter than the gap the client kept. (Stamped when the
+  buffer drained instead, a busy machine delays the stamp by a scheduler slice and
+  a polite crawler shows gaps tens of milliseconds short.) Each record
   names its connection (``conn``, unique per TCP connection) and when that connection
   was accepted (``conn_opened``).
 * A connection is idle-closed after ``keepalive_timeout`` seconds.
@@ -164,7 +169,7 @@ class _Writer:
         # connection_lost only later, and later writes are silently dropped.
         if proto.closed or proto.transport.is_closing():
             raise _Lost()
-        proto.transport.write(data)
+        proto.send(data)
         self.sent += len(data) if count is None else count
         await proto.drain()
 
@@ -192,6 +197,12 @@ class HttpProtocol(asyncio.Protocol):
         self.lport = 0
         self.conn = 0
         self.opened = 0.0
+        self.sent_at = 0.0  # time.time() just before the latest send()
+
+    def send(self, data: bytes) -> None:
+        """Hand ``data`` to the transport, noting when (the log's ``t_end``)."""
+        self.sent_at = time.time()
+        self.transport.write(data)
 
     # -- asyncio callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -230,7 +241,7 @@ class HttpProtocol(asyncio.Protocol):
             self.waiter.set_result(None)
         if self.pending is not None:
             rec, self.pending = self.pending, None
-            rec["t_end"] = time.time()
+            rec["t_end"] = self.sent_at
             self.server.log.add(rec)
             self.busy = False
             if not rec.get("_close"):
@@ -350,10 +361,10 @@ class HttpProtocol(asyncio.Protocol):
         if resp.is_simple:
             body = resp.body if method == "GET" and resp.status != 304 else b""
             length = None if resp.status == 304 else len(resp.body)
-            self.transport.write(build_head(resp, keep, length, False) + body)
+            self.send(build_head(resp, keep, length, False) + body)
             record["bytes"] = len(body)
             if self.transport.get_write_buffer_size() == 0:
-                record["t_end"] = time.time()
+                record["t_end"] = self.sent_at
                 self.server.log.add(record)
                 if not keep:
                     self._close()
@@ -376,13 +387,13 @@ class HttpProtocol(asyncio.Protocol):
             if self.closed:
                 raise _Lost()
             if resp.raw is not None:
-                self.transport.write(resp.raw)
+                self.send(resp.raw)
                 record["bytes"] = len(resp.raw)
                 await self.drain()
                 keep = False
             elif resp.stream is not None:
                 chunked = resp.length is None and not resp.close_delimited
-                self.transport.write(build_head(resp, keep, resp.length, chunked))
+                self.send(build_head(resp, keep, resp.length, chunked))
                 if req.method == "GET":
                     writer = _Writer(self, chunked)
                     try:
@@ -390,12 +401,12 @@ class HttpProtocol(asyncio.Protocol):
                     finally:
                         record["bytes"] = writer.sent
                     if chunked and not self.closed:
-                        self.transport.write(b"0\r\n\r\n")
+                        self.send(b"0\r\n\r\n")
                 await self.drain()
             else:
                 body = resp.body if req.method == "GET" and resp.status != 304 else b""
                 length = None if resp.status == 304 else len(resp.body)
-                self.transport.write(build_head(resp, keep, length, False) + body)
+                self.send(build_head(resp, keep, length, False) + body)
                 record["bytes"] = len(body)
                 await self.drain()
         except (_Lost, ConnectionError):
@@ -403,8 +414,9 @@ class HttpProtocol(asyncio.Protocol):
         except asyncio.CancelledError:
             aborted = True
         finally:
-            record["t_end"] = time.time()
-            if aborted or (self.closed and resp.stream is not None):
+            cut = aborted or (self.closed and resp.stream is not None)
+            record["t_end"] = time.time() if cut or not self.sent_at else self.sent_at
+            if cut:
                 record["aborted"] = True
             self.server.log.add(record)
             self.task = None
