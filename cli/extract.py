@@ -60,6 +60,14 @@ def extract(
             case_sensitive=False,
         ),
     ] = Rules.DEFAULT,
+    requisites: Annotated[
+        bool,
+        typer.Option(
+            "--requisites/--no-requisites",
+            help="Write page requisites (images, stylesheets, scripts, media) and the "
+            'references of stylesheets as link records with reason "requisite".',
+        ),
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
     """Turn WARC responses into page records and link records.
@@ -83,6 +91,17 @@ def extract(
     "nofollow": true; noindex is recorded. A page's depth is the WARC-Crawlkit-Depth
     header of its record (0 if absent).
 
+    Page requisites, what a browser loads to show the page, are link records with
+    reason "requisite" (never nofollow; the page record counts them in
+    "requisites"): img src and srcset, picture/video/audio source src and srcset,
+    link rel=stylesheet, icon, apple-touch-icon, preload (and imagesrcset),
+    modulepreload and manifest, script src, video/audio/track src, video poster,
+    object data, embed src, input type=image src, SVG image href, background
+    attributes, and url() and @import in style attributes and <style> blocks (tag
+    "style"). A stylesheet response (text/css, HTTP 200) gives no page record but a
+    requisite record per url() (tag "css") and @import (tag "import"), resolved
+    against the stylesheet's URL. --no-requisites leaves all of these out.
+
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. A page that fails to parse is
     reported and counted; one over --max-html or --max-links is parsed up to the cap,
@@ -104,7 +123,12 @@ def extract(
     io.check_single_stdin(files)
     if links is not None and io.is_stdio(links) and io.is_stdio(pages):
         raise UsageError("--pages and --links cannot both be stdout")
-    options = ExtractOptions(rules=rules, max_html_bytes=parse_size(max_html), max_links=max_links)
+    options = ExtractOptions(
+        rules=rules,
+        max_html_bytes=parse_size(max_html),
+        max_links=max_links,
+        requisites=requisites,
+    )
     rep = reporter()
     with contextlib.ExitStack() as stack:
         page_sink = stack.enter_context(io.open_output(pages))

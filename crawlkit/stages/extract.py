@@ -7,9 +7,14 @@ results come back in submission order, so the output is the same bytes for any
 ``jobs`` (same input, same bytes out).
 
 Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
-``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``) and one link
-record per distinct outgoing http(s) link (a URL record with ``depth`` + 1,
-``reason: "link"``, ``via`` and ``from`` the page URL, and ``nofollow``).
+``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``,
+``requisites``) and one link record per distinct outgoing http(s) link (a URL record
+with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,
+``nofollow`` and ``tag``). Page requisites (images, stylesheets, scripts, media, ...,
+see :mod:`crawlkit.html`) are link records too, with ``reason: "requisite"`` and
+``nofollow: false``. A stylesheet (``text/css``, HTTP 200) gives no page record, only
+requisite records for its ``url()`` (``tag: "css"``) and ``@import`` (``tag:
+"import"``) references.
 
 Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
 bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
@@ -32,12 +37,14 @@ from typing import Any
 
 import orjson
 
+from crawlkit.css import css_refs, decode_css
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL
 from crawlkit.html import (
     MAX_HTML_BYTES,
     MAX_LINKS,
     HtmlExtractor,
+    Link,
     looks_like_html,
     media_type,
 )
@@ -72,6 +79,7 @@ class ExtractOptions:
     max_body: int = MAX_BODY
     chunk_records: int = 64
     chunk_bytes: int = 4 * 1024 * 1024
+    requisites: bool = True  # write requisite link records (pages' and stylesheets')
 
 
 @dataclass(slots=True)
@@ -81,6 +89,8 @@ class ExtractStats:
     records: int = 0
     pages: int = 0
     links: int = 0
+    requisites: int = 0
+    stylesheets: int = 0
     revisits: int = 0
     non_200: int = 0
     not_html: int = 0
@@ -92,7 +102,8 @@ class ExtractStats:
 
     def summary(self) -> str:
         return (
-            f"{self.records} WARC records: {self.pages} pages, {self.links} links; "
+            f"{self.records} WARC records: {self.pages} pages, {self.links} links, "
+            f"{self.requisites} requisites ({self.stylesheets} stylesheets read); "
             f"passed over {self.revisits} revisits, {self.non_200} non-200, "
             f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
             f"{self.errors} page errors ({self.capped} over a cap)"
@@ -114,16 +125,22 @@ def link_priority(depth: int, nofollow: bool) -> float:
 
 
 # A job is the part of a WARC response a worker needs, as plain picklable values.
-Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None]
-# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body, truncated)
+Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, bool]
+# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
+#  truncated, is_css)
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
 
 _worker: HtmlExtractor | None = None
-_TAGS = {t: t.encode() for t in ("a", "area", "link", "frame", "iframe", "meta")}
+_TAGS = {
+    t: t.encode()
+    for t in ("a", "area", "link", "frame", "iframe", "meta", "img", "source", "script",
+              "video", "audio", "track", "object", "embed", "input", "image", "style",
+              "background", "css", "import")
+}  # fmt: skip
 
 
 def _init_worker(options: ExtractOptions) -> None:
-    global _worker
+    global _worker, _want_requisites
     # Ctrl-C reaches the whole process group. The parent decides what an interrupt
     # means (crawl and fetch stop gracefully on the first one) and shuts the workers
     # down; a worker dying of it mid-page would turn that into a failed run.
@@ -133,13 +150,76 @@ def _init_worker(options: ExtractOptions) -> None:
         max_html_bytes=options.max_html_bytes,
         max_links=options.max_links,
     )
+    _want_requisites = options.requisites
 
 
-def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -> ChunkResult:
+_want_requisites = True
+
+
+def _link_lines(
+    links: Iterable[Link], source: str, depth: int, reason: str, out: list[bytes]
+) -> None:
+    """Append the link records of ``links`` found at ``source`` (of ``depth``) to ``out``.
+
+    Link records share everything after "fp" with each other: that part is serialized
+    once (two variants, followable and nofollow) and spliced in.
+    """
+    link_depth = depth + 1
+    tails = [
+        orjson.dumps(
+            {
+                "depth": link_depth,
+                "priority": link_priority(link_depth, nf),
+                "reason": reason,
+                "via": source,
+                "from": source,
+                "nofollow": nf,
+            }
+        )[1:-1]
+        for nf in (False, True)
+    ]
+    for link in links:
+        target_url = link.url
+        head = orjson.dumps(
+            {"url": target_url.url, "host": target_url.host, "site": target_url.site,
+             "fp": target_url.fp}
+        )  # fmt: skip
+        out.append(
+            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
+        )
+
+
+def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
+    """The requisite records of one stylesheet's ``url()`` and ``@import`` references."""
+    target, _fa, _dg, _st, ctype, _xr, depth, body, _tr, _css = job
+    try:
+        source = ex.canon.parse(target).url
+    except InvalidURL:
+        counts["bad_url"] += 1
+        return
+    found: list[Link] = []
+    seen: set[str] = set()
+    for ref in css_refs(decode_css(body, ctype), max_urls=ex.max_links):
+        parsed = ex.resolve(ref.url, target)
+        if parsed is None or parsed.fp in seen:
+            continue
+        seen.add(parsed.fp)
+        found.append(Link(parsed, False, "import" if ref.kind == "import" else "css"))
+    _link_lines(found, source, depth, "requisite", links)
+    counts["stylesheets"] += 1
+    counts["requisites"] += len(found)
+
+
+def process_chunk(
+    jobs: Sequence[Job], extractor: HtmlExtractor | None = None, want_requisites: bool = True
+) -> ChunkResult:
     """Parse a chunk of responses: ``(page lines, link lines, counts, warnings)``.
 
-    Never raises for one page: a failure becomes a warning and a count.
+    Never raises for one page: a failure becomes a warning and a count. ``extractor``
+    and ``want_requisites`` are for the calling process; a worker process uses the
+    parser and setting its initializer made.
     """
+    keep_requisites = _want_requisites if extractor is None else want_requisites
     ex = extractor if extractor is not None else _worker
     assert ex is not None, "worker not initialised"
     pages: list[bytes] = []
@@ -147,7 +227,11 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
     counts: Counter[str] = Counter()
     warnings: list[tuple[str, str]] = []
     for job in jobs:
-        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated = job
+        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, css = job
+        if css:
+            if keep_requisites:
+                _stylesheet(job, ex, links, counts)
+            continue
         try:
             page_url = ex.canon.parse(target)
         except InvalidURL as exc:
@@ -178,6 +262,7 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
             "noindex": page.noindex,
             "nofollow": page.nofollow,
             "links": len(page.links),
+            "requisites": len(page.requisites),
             "text_bytes": page.text_bytes,
         }
         if truncated:
@@ -190,39 +275,17 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
                              "parsed up to it", "page error"))  # fmt: skip
         pages.append(orjson.dumps(record, option=_NL))
         counts["pages"] += 1
-        # Link records share everything after "fp" with the page: serialize that part
-        # once per page (two variants, followable and nofollow) and splice it in.
-        link_depth = depth + 1
-        tails = [
-            orjson.dumps(
-                {
-                    "depth": link_depth,
-                    "priority": link_priority(link_depth, nf),
-                    "reason": "link",
-                    "via": page_url.url,
-                    "from": page_url.url,
-                    "nofollow": nf,
-                }
-            )[1:-1]
-            for nf in (False, True)
-        ]
-        for link in page.links:
-            target_url = link.url
-            head = orjson.dumps(
-                {"url": target_url.url, "host": target_url.host, "site": target_url.site,
-                 "fp": target_url.fp}
-            )  # fmt: skip
-            links.append(
-                b"".join(
-                    (head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')
-                )
-            )
+        _link_lines(page.links, page_url.url, depth, "link", links)
+        if keep_requisites:
+            _link_lines(page.requisites, page_url.url, depth, "requisite", links)
+            counts["requisites"] += len(page.requisites)
         counts["links"] += len(page.links)
     return b"".join(pages), b"".join(links), dict(counts), warnings
 
 
 def _might_be_html(status: int | None, content_type: str | None) -> bool:
-    return status == 200 and media_type(content_type) in _CANDIDATE_TYPES
+    mtype = media_type(content_type)
+    return status == 200 and (mtype in _CANDIDATE_TYPES or mtype == "text/css")
 
 
 def _jobs(
@@ -248,6 +311,10 @@ def _jobs(
                     continue
                 body = resp.body
                 ctype = resp.content_type
+                if body is not None and options.requisites and media_type(ctype) == "text/css":
+                    yield (resp.target_uri, resp.date, resp.payload_digest, resp.status, ctype,
+                           None, resp.depth, body, resp.truncated, True)  # fmt: skip
+                    continue
                 if body is None or not looks_like_html(ctype, body):
                     stats.not_html += 1
                     continue
@@ -261,6 +328,7 @@ def _jobs(
                     resp.depth,
                     body,
                     resp.truncated,
+                    False,
                 )
         except InputError as exc:
             stats.damaged_files += 1
@@ -283,6 +351,8 @@ def _take(
         write_links(links)
     stats.pages += counts.get("pages", 0)
     stats.links += counts.get("links", 0)
+    stats.requisites += counts.get("requisites", 0)
+    stats.stylesheets += counts.get("stylesheets", 0)
     stats.errors += counts.get("errors", 0)
     stats.capped += counts.get("capped", 0)
     stats.bad_url += counts.get("bad_url", 0)
@@ -341,7 +411,7 @@ def extract_warcs(
             max_links=options.max_links,
         )
         for chunk in chunks:
-            take(process_chunk(chunk, extractor))
+            take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
     pool = _Pool(jobs, options, worker)
