@@ -54,6 +54,9 @@ COMMANDS: dict[str, Entry] = {
         "index",
         "Write a CDXJ index of WARC files, SURT-sorted, as pywb and cdxj-indexer write it.",
     ),
+    "wacz": Entry(
+        "wacz", "Package WARC files as a WACZ 1.1.1 file that replay tools load as it is."
+    ),
     "crawl": Entry(
         "crawl",
         "Crawl from seeds until the frontier is empty or a limit is reached; resumable.",
