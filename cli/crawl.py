@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
+from crawlkit_cli.archive_options import Exclude, IgnoreFile, Requisites, archive_options
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
 
 from crawlkit import io
@@ -149,6 +150,9 @@ def crawl_command(
     ] = None,
     shards: Shards = None,
     slot_map: SlotMapFile = None,
+    requisites: Requisites = True,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,
@@ -165,10 +169,17 @@ def crawl_command(
     clean stop, after --for, or after kill -9 (only the fetches in flight are
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope and trap URLs are refused with a reason. The first
+    retry time; out-of-scope, excluded and trap URLs are refused with a reason. The first
     SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
     requests in flight finish, the rest waits for the next run, the summary says
     "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+
+    For archives: each page's requisites are fetched even outside --scope (one hop;
+    a stylesheet's url() and @import count as one more, at most 5; the links of a
+    requisite are not followed), recorded with reason "requisite"; --exclude and
+    --ignore-file refuse URLs by pattern, also URLs queued before the file changed;
+    STATE's WARC directory keeps index.cdxj (pywb's CDXJ, SURT-sorted) up to date at
+    the end of every run. See README "Archiving a site".
 
     Sharded (--shard K with --shards N or --slot-map FILE): the state directory
     becomes shard K's for good (STATE/shard.json); only seeds and links of sites whose
@@ -211,6 +222,7 @@ def crawl_command(
         shard=shard,
         shards=shards,
         slot_map=slot_map,
+        archive=archive_options(requisites, exclude, ignore_file),
     )
     if do_explain:
         print(explain(str(state), options))

@@ -34,6 +34,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -89,6 +90,31 @@ def _check_start(path: str | os.PathLike[str]) -> None:
         raise InputError(f"{path}: not a WARC file (it does not start with a WARC record)")
 
 
+def _line(record: Any, it: ArchiveIterator, name: str) -> str | None:
+    """The index line of one record, or None for a record that is not indexed."""
+    rec_type = record.rec_type
+    if rec_type not in INDEXED_TYPES:
+        return None
+    if (
+        rec_type in ("resource", "metadata")
+        and record.rec_headers.get_header("Content-Type") == "application/warc-fields"
+    ):
+        return None
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    date = record.rec_headers.get_header("WARC-Date") or ""
+    fields: dict[str, str] = {"url": url}
+    mime = _mime(record)
+    if mime:
+        fields["mime"] = mime
+    if rec_type in ("response", "revisit") and record.http_headers:
+        fields["status"] = record.http_headers.get_statuscode()
+    fields["digest"] = _digest(record)
+    fields["length"] = str(it.get_record_length())
+    fields["offset"] = str(it.get_record_offset())
+    fields["filename"] = name
+    return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
+
+
 def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> Iterator[str]:
     """The index lines of one WARC file, in file order (unsorted), without newlines.
 
@@ -102,29 +128,10 @@ def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> 
             it = ArchiveIterator(f, arc2warc=True)
             end = 0
             for record in it:
-                rec_type = record.rec_type
-                if rec_type not in INDEXED_TYPES:
-                    end = it.get_record_offset() + it.get_record_length()
-                    continue
-                if (
-                    rec_type in ("resource", "metadata")
-                    and record.rec_headers.get_header("Content-Type") == "application/warc-fields"
-                ):
-                    continue
-                url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                date = record.rec_headers.get_header("WARC-Date") or ""
-                fields: dict[str, str] = {"url": url}
-                mime = _mime(record)
-                if mime:
-                    fields["mime"] = mime
-                if rec_type in ("response", "revisit") and record.http_headers:
-                    fields["status"] = record.http_headers.get_statuscode()
-                fields["digest"] = _digest(record)
-                fields["length"] = str(it.get_record_length())
-                fields["offset"] = str(it.get_record_offset())
-                fields["filename"] = name
+                line = _line(record, it, name)
                 end = it.get_record_offset() + it.get_record_length()
-                yield f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
+                if line is not None:
+                    yield line
             # warcio ends a cut file quietly; a record that ends past the file, or bytes
             # after the last record, mean the file is not whole. (An uncompressed
             # record's length leaves out the blank lines that end it: 4 bytes.)

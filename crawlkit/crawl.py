@@ -45,6 +45,7 @@ import orjson
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.archive import ArchiveOptions, LinkPolicy, update_collection_index
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
@@ -152,6 +153,7 @@ class CrawlOptions:
     shard: int | None = None  # crawl only this shard's sites (with shards or slot_map)
     shards: int | None = None
     slot_map: Path | None = None
+    archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes
 
 
 @dataclass
@@ -302,6 +304,7 @@ class Crawl:
         self.fetched_before = int(totals.get("fetched", 0))
         self.role = self._shard_role(state.path, options)
         self.scope = Scope(options.scope)
+        self.link_policy = LinkPolicy(options.archive, reporter)
         if self.dir.scope.exists():
             saved = Scope.from_json(io.read_json(self.dir.scope))
             if saved.spec != options.scope:
@@ -454,6 +457,8 @@ class Crawl:
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
         self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
         self.summary.elapsed_s = self.clock() - self.start
+        if self.opts.archive.index:
+            update_collection_index(self.warc_root, self.rep)
         self._save_totals()
         return self.summary
 
@@ -710,6 +715,8 @@ class Crawl:
         def write(batch: Any) -> None:
             out.extend(orjson.loads(line) for line in batch.lines)
             refused.extend(batch.refused)
+            out[:], excluded = self.link_policy.exclude_batch(out)
+            refused.extend(excluded)
             if self.role is not None:
                 # A URL of a slot this shard no longer owns (the map changed) goes to
                 # its owner instead of being fetched here; the rest carry the epoch.
@@ -830,14 +837,10 @@ class Crawl:
             with self.frontier_lock:  # every link, not only new URLs, feeds site importance
                 frontier_links(self.state.path, links, reporter=self.rep)
             self._share_site_links(links, f"c{cycle.name}-sites")
-            for rec in [*links, *_read(cycle / "redirects.ndjson")]:
-                if rec.get("nofollow"):
-                    continue  # kept in the link file; not followed
-                if self.scope.allows(rec):
-                    candidates.append(rec)
-                else:
-                    refused.append({**rec, "outcome": "refused", "refused": "out-of-scope",
-                                    "detail": f"scope {self.scope.spec}"})  # fmt: skip
+            fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
+            candidates, refused = self.link_policy.sort(
+                [*links, *_read(cycle / "redirects.ndjson")], self.scope.allows, fetched,
+                self.scope.spec)  # fmt: skip
             _write(refused_path, refused)
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")

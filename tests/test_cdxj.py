@@ -95,6 +95,12 @@ def warcio_warc(path: Path, *, gzip: bool) -> Path:
         )
         rec.rec_headers.remove_header("WARC-Payload-Digest")
         w.write_record(rec)
+        # last, a record that is not indexed (crawlkit's WARCs end so too)
+        w.write_record(
+            w.create_warc_record("http://192.168.0.1/Page?B=1&a=2", "metadata",
+                                 payload=io.BytesIO(b"fetchTimeMs: 3\r\n"),
+                                 warc_content_type="application/warc-fields")
+        )  # fmt: skip
     return path
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, specials
+from crawlkit.testweb import pages, requisites, specials
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
 
 _PLAIN = {"status": 200, "crawl_delay": None, "text": specials.ALLOW_ALL.decode()}
@@ -186,6 +186,8 @@ def _describe(web: Web, host: Host, port: int, directory: Path) -> dict[str, Any
         notes["trap"] = (f"each page links to {specials.FARM_FANOUT} new pages on the other "
                          "farm hosts, forever; all farm hosts share one address")  # fmt: skip
         notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
+    elif k in ("requisites", "assets"):
+        pg, notes = requisites.describe(host, base, port)
     else:  # pragma: no cover - every kind is described above
         raise AssertionError(k)
     entry["pages"] = [base + p for p in pg]
