@@ -60,9 +60,11 @@ def wacz(
     seek into them), indexes/index.cdx (their CDXJ index, as 'crawlkit index' writes
     it), pages/pages.jsonl (a header line, then one line per page with id, url, ts
     and title: the HTTP 200 HTML responses, in capture order), reports/ (the files
-    given with --report), datapackage.json (every file with its size and sha256, the
-    title, created, wacz_version 1.1.1) and datapackage-digest.json (the sha256 of
-    datapackage.json). ReplayWeb.page opens it; 'wacz validate' accepts it.
+    given with --report; one named like a Frictionless descriptor, such as
+    report.json, is stored as report.data.json so validators do not misread it),
+    datapackage.json (every file with its size and sha256, the title, created,
+    wacz_version 1.1.1) and datapackage-digest.json (the sha256 of datapackage.json).
+    ReplayWeb.page opens it; 'wacz validate' accepts it.
 
     Streams the WARC bytes; holds the index and the page list in memory. Written to
     a temporary name and renamed when complete. Touches no state.

@@ -46,6 +46,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
 from crawlkit.archive import ArchiveOptions, LinkPolicy, update_collection_index
+from crawlkit.collection import record_settings
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
@@ -1038,6 +1039,8 @@ def crawl(
     """
     reporter = reporter or NullReporter()
     with open_state(state_path) as state:
+        seeds = list(seeds)
+        record_settings(state.path, seeds, options)  # for the collection's report
         run = Crawl(state, options, reporter=reporter, progress=progress)
         try:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier

@@ -9,7 +9,11 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
     pages/pages.jsonl              a header line, then one line per page:
                                    {"id", "url", "ts", "title"}
     reports/<name>                 extra files given by the caller (the crawl report,
-                                   the politeness audit), deflated
+                                   the politeness audit), deflated; a name that
+                                   Frictionless (which `wacz validate` runs) would
+                                   read as one of its own descriptors (report.json,
+                                   schema.json, ...) gets ".data" before its
+                                   extension: reports/report.data.json
     datapackage.json               every file above with its size and sha256, the
                                    title, created, wacz_version "1.1.1", software
     datapackage-digest.json        the sha256 of datapackage.json
@@ -41,7 +45,7 @@ from crawlkit.html import HtmlExtractor, looks_like_html, media_type
 from crawlkit.url import Canonicalizer
 from crawlkit.warcread import iter_responses
 
-__all__ = ["WACZ_VERSION", "Page", "pages_of_warcs", "write_wacz"]
+__all__ = ["WACZ_VERSION", "Page", "pages_of_warcs", "report_name", "write_wacz"]
 
 WACZ_VERSION = "1.1.1"
 _PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
@@ -88,6 +92,23 @@ def _sha256_of(path: Path) -> tuple[int, str]:
     return size, "sha256:" + digest.hexdigest()
 
 
+# File names Frictionless takes for its own descriptors (it matches name endings).
+_DESCRIPTOR_NAMES = tuple(
+    f"{stem}.{ext}"
+    for stem in ("package", "resource", "catalog", "chart", "dialect", "jsonschema", "schema",
+                 "checklist", "pipeline", "report", "inquiry", "view", "map")
+    for ext in ("json", "yaml", "yml")
+)  # fmt: skip
+
+
+def report_name(name: str) -> str:
+    """The name a report file gets under ``reports/`` (see the module docstring)."""
+    if name.lower().endswith(_DESCRIPTOR_NAMES):
+        stem, _, ext = name.rpartition(".")
+        return f"{stem}.data.{ext}"
+    return name
+
+
 def _resource(path: str, size: int, digest: str) -> dict[str, Any]:
     return {"name": os.path.basename(path).lower(), "path": path, "hash": digest, "bytes": size}
 
@@ -115,7 +136,7 @@ def write_wacz(
     names = [p.name for p in warc_paths]
     if len(set(names)) != len(names):
         raise UsageError("two WARC files have the same name; a WACZ keeps base names")
-    if len({p.name for p in report_paths}) != len(report_paths):
+    if len({report_name(p.name) for p in report_paths}) != len(report_paths):
         raise UsageError("two report files have the same name")
     for p in [*warc_paths, *report_paths]:
         if not p.is_file():
@@ -151,7 +172,7 @@ def write_wacz(
         put_bytes("indexes/index.cdx", index)
         put_bytes("pages/pages.jsonl", pages_bytes)
         for path in report_paths:
-            put_bytes(f"reports/{path.name}", path.read_bytes())
+            put_bytes(f"reports/{report_name(path.name)}", path.read_bytes())
         package: dict[str, Any] = {"profile": "data-package", "resources": resources}
         if title:
             package["title"] = title
