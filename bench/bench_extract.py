@@ -130,7 +130,7 @@ def jobs_for(pages: list[tuple[str, bytes]]) -> list[tuple]:
             1,
             body,
             None,
-            False,  # not a stylesheet
+            "html",
         )
         for url, body in pages
     ]

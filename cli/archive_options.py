@@ -38,6 +38,16 @@ IgnoreFile = Annotated[
     ),
 ]
 
+Sitemap = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sitemap",
+        help="A sitemap (or sitemap index, text sitemap, feed) to crawl from, fetched "
+        "like a seed (repeatable); robots.txt Sitemap lines are followed anyway.",
+        show_default=False,
+    ),
+]
+
 
 def archive_options(
     requisites: bool, exclude: list[str] | None, ignore_file: Path | None

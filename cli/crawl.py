@@ -9,7 +9,13 @@ from typing import Annotated, Any
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.archive_options import Exclude, IgnoreFile, Requisites, archive_options
+from crawlkit_cli.archive_options import (
+    Exclude,
+    IgnoreFile,
+    Requisites,
+    Sitemap,
+    archive_options,
+)
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
 
 from crawlkit import io
@@ -151,6 +157,7 @@ def crawl_command(
     shards: Shards = None,
     slot_map: SlotMapFile = None,
     requisites: Requisites = True,
+    sitemap: Sitemap = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -178,8 +185,10 @@ def crawl_command(
     a stylesheet's url() and @import count as one more, at most 5; the links of a
     requisite are not followed), recorded with reason "requisite"; --exclude and
     --ignore-file refuse URLs by pattern, also URLs queued before the file changed;
-    STATE's WARC directory keeps index.cdxj (pywb's CDXJ, SURT-sorted) up to date at
-    the end of every run. See README "Archiving a site".
+    robots.txt Sitemap lines and --sitemap URLs are fetched like pages and their
+    URLs queued (lastmod raises priority); the WARC directory keeps index.cdxj
+    (pywb's CDXJ, SURT-sorted) up to date at the end of every run. See README
+    "Archiving a site".
 
     Sharded (--shard K with --shards N or --slot-map FILE): the state directory
     becomes shard K's for good (STATE/shard.json); only seeds and links of sites whose
@@ -227,7 +236,7 @@ def crawl_command(
     if do_explain:
         print(explain(str(state), options))
         return
-    summary = crawl(state, read_seeds(seeds or []), options, reporter=rep,
+    summary = crawl(state, read_seeds(seeds or []) + list(sitemap or []), options, reporter=rep,
                     progress=progress_printer()).to_json()  # fmt: skip
     if sys.stderr.isatty():
         sys.stderr.write("\n")

@@ -68,6 +68,14 @@ def extract(
             'references of stylesheets as link records with reason "requisite".',
         ),
     ] = True,
+    sitemaps: Annotated[
+        bool,
+        typer.Option(
+            "--sitemaps/--no-sitemaps",
+            help='Write URL records (reason "sitemap") for robots.txt Sitemap lines and '
+            "for the URLs of sitemaps and feeds found in the WARC.",
+        ),
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
     """Turn WARC responses into page records and link records.
@@ -102,6 +110,13 @@ def extract(
     requisite record per url() (tag "css") and @import (tag "import"), resolved
     against the stylesheet's URL. --no-requisites leaves all of these out.
 
+    Sitemaps in the WARC (--no-sitemaps leaves them out): a robots.txt response
+    (HTTP 200 for /robots.txt) gives a record per Sitemap line (reason "sitemap",
+    kind "sitemap"); a response whose content is a sitemap, sitemap index, text
+    sitemap (absolute URLs, one a line) or RSS/Atom feed gives the records of
+    'crawlkit sitemap' (lastmod, priority; URLs of other hosts reported and skipped),
+    with from and via the sitemap's URL.
+
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. A page that fails to parse is
     reported and counted; one over --max-html or --max-links is parsed up to the cap,
@@ -128,6 +143,7 @@ def extract(
         max_html_bytes=parse_size(max_html),
         max_links=max_links,
         requisites=requisites,
+        sitemaps=sitemaps,
     )
     rep = reporter()
     with contextlib.ExitStack() as stack:

@@ -14,7 +14,10 @@ with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,
 see :mod:`crawlkit.html`) are link records too, with ``reason: "requisite"`` and
 ``nofollow: false``. A stylesheet (``text/css``, HTTP 200) gives no page record, only
 requisite records for its ``url()`` (``tag: "css"``) and ``@import`` (``tag:
-"import"``) references.
+"import"``) references. Sitemaps found in the WARC (with ``sitemaps``, the default):
+a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or feed
+(told by its content) the sitemap stage's URL records, both with ``reason:
+"sitemap"`` (see :mod:`crawlkit.discover`).
 
 Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
 bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
@@ -39,6 +42,7 @@ import orjson
 
 from crawlkit.css import css_refs, decode_css
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.discover import is_robots_txt, looks_like_sitemap, robots_records, sitemap_records
 from crawlkit.errors import InputError, InvalidURL
 from crawlkit.html import (
     MAX_HTML_BYTES,
@@ -80,6 +84,7 @@ class ExtractOptions:
     chunk_records: int = 64
     chunk_bytes: int = 4 * 1024 * 1024
     requisites: bool = True  # write requisite link records (pages' and stylesheets')
+    sitemaps: bool = True  # write records for robots.txt Sitemap lines and sitemaps
 
 
 @dataclass(slots=True)
@@ -91,6 +96,7 @@ class ExtractStats:
     links: int = 0
     requisites: int = 0
     stylesheets: int = 0
+    sitemaps: int = 0  # robots.txt files and sitemaps read
     revisits: int = 0
     non_200: int = 0
     not_html: int = 0
@@ -103,7 +109,8 @@ class ExtractStats:
     def summary(self) -> str:
         return (
             f"{self.records} WARC records: {self.pages} pages, {self.links} links, "
-            f"{self.requisites} requisites ({self.stylesheets} stylesheets read); "
+            f"{self.requisites} requisites ({self.stylesheets} stylesheets read), "
+            f"{self.sitemaps} sitemaps and robots.txt read; "
             f"passed over {self.revisits} revisits, {self.non_200} non-200, "
             f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
             f"{self.errors} page errors ({self.capped} over a cap)"
@@ -125,9 +132,9 @@ def link_priority(depth: int, nofollow: bool) -> float:
 
 
 # A job is the part of a WARC response a worker needs, as plain picklable values.
-Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, bool]
+Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, str]
 # (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
-#  truncated, is_css)
+#  truncated, kind: "html", "css", "robots" or "sitemap")
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
 
 _worker: HtmlExtractor | None = None
@@ -210,6 +217,28 @@ def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter
     counts["requisites"] += len(found)
 
 
+def _discovered(
+    job: Job,
+    ex: HtmlExtractor,
+    links: list[bytes],
+    counts: Counter[str],
+    warnings: list[tuple[str, str]],
+) -> None:
+    """The records of a robots.txt's Sitemap lines, or of a sitemap document."""
+    target, kind, body = job[0], job[9], job[7]
+
+    def warn(message: str) -> None:
+        warnings.append((message, "sitemap"))
+
+    if kind == "robots":
+        records = robots_records(body, target, ex.canon, warn)
+    else:
+        records = sitemap_records(body, target, warn)
+    links.extend(orjson.dumps(rec, option=_NL) for rec in records)
+    counts["sitemaps"] += 1
+    counts["links"] += len(records)
+
+
 def process_chunk(
     jobs: Sequence[Job], extractor: HtmlExtractor | None = None, want_requisites: bool = True
 ) -> ChunkResult:
@@ -227,10 +256,13 @@ def process_chunk(
     counts: Counter[str] = Counter()
     warnings: list[tuple[str, str]] = []
     for job in jobs:
-        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, css = job
-        if css:
+        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, kind = job
+        if kind == "css":
             if keep_requisites:
                 _stylesheet(job, ex, links, counts)
+            continue
+        if kind in ("robots", "sitemap"):
+            _discovered(job, ex, links, counts, warnings)
             continue
         try:
             page_url = ex.canon.parse(target)
@@ -283,9 +315,32 @@ def process_chunk(
     return b"".join(pages), b"".join(links), dict(counts), warnings
 
 
-def _might_be_html(status: int | None, content_type: str | None) -> bool:
+# Types a sitemap or feed comes with (besides the generic ones above).
+_SITEMAP_TYPES = frozenset(
+    {"application/xml", "text/xml", "application/x-gzip", "application/gzip",
+     "application/rss+xml", "application/atom+xml", "application/rdf+xml"}
+)  # fmt: skip
+
+
+def _wanted(status: int | None, content_type: str | None) -> bool:
     mtype = media_type(content_type)
-    return status == 200 and (mtype in _CANDIDATE_TYPES or mtype == "text/css")
+    return status == 200 and (
+        mtype in _CANDIDATE_TYPES or mtype == "text/css" or mtype in _SITEMAP_TYPES
+    )
+
+
+def _kind(target: str, ctype: str | None, body: bytes, options: ExtractOptions) -> str | None:
+    """What a 200 response is to extract: html, css, robots, sitemap, or None."""
+    mtype = media_type(ctype)
+    if mtype == "text/css":
+        return "css" if options.requisites else None
+    if options.sitemaps and is_robots_txt(target):
+        return "robots"
+    if mtype not in _SITEMAP_TYPES and looks_like_html(ctype, body):
+        return "html"
+    if options.sitemaps and looks_like_sitemap(body):
+        return "sitemap"
+    return None
 
 
 def _jobs(
@@ -298,7 +353,7 @@ def _jobs(
         wstats = WarcStats()
         try:
             for resp in iter_responses(
-                path, want_body=_might_be_html, max_body=options.max_body, stats=wstats
+                path, want_body=_wanted, max_body=options.max_body, stats=wstats
             ):
                 stats.records += 1
                 if resp.record_type == "revisit":
@@ -311,11 +366,12 @@ def _jobs(
                     continue
                 body = resp.body
                 ctype = resp.content_type
-                if body is not None and options.requisites and media_type(ctype) == "text/css":
+                kind = _kind(resp.target_uri, ctype, body, options) if body is not None else None
+                if kind is not None and kind != "html":
                     yield (resp.target_uri, resp.date, resp.payload_digest, resp.status, ctype,
-                           None, resp.depth, body, resp.truncated, True)  # fmt: skip
+                           None, resp.depth, body, resp.truncated, kind)  # fmt: skip
                     continue
-                if body is None or not looks_like_html(ctype, body):
+                if kind is None:
                     stats.not_html += 1
                     continue
                 yield (
@@ -328,7 +384,7 @@ def _jobs(
                     resp.depth,
                     body,
                     resp.truncated,
-                    False,
+                    "html",
                 )
         except InputError as exc:
             stats.damaged_files += 1
@@ -353,6 +409,7 @@ def _take(
     stats.links += counts.get("links", 0)
     stats.requisites += counts.get("requisites", 0)
     stats.stylesheets += counts.get("stylesheets", 0)
+    stats.sitemaps += counts.get("sitemaps", 0)
     stats.errors += counts.get("errors", 0)
     stats.capped += counts.get("capped", 0)
     stats.bad_url += counts.get("bad_url", 0)
