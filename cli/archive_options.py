@@ -3,12 +3,14 @@ the crawl command takes them with a few lines."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from crawlkit.archive import ArchiveOptions, Excludes
+from crawlkit.errors import UsageError
 
 Requisites = Annotated[
     bool,
@@ -47,6 +49,33 @@ Sitemap = Annotated[
         show_default=False,
     ),
 ]
+
+IgnoreRobotsFor = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore-robots-for",
+        help="Do not apply robots.txt rules on this exact host (repeatable; no wildcards): "
+        "for a site you run. Its robots.txt is still fetched, its Crawl-delay and every "
+        "politeness gap still apply; the host is named in each WARC's warcinfo record "
+        "and in the report.",
+        show_default=False,
+    ),
+]
+_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]")
+
+
+def robots_exceptions(hosts: list[str] | None) -> tuple[str, ...]:
+    """The hosts of --ignore-robots-for, lowercased; a pattern or URL is a usage error."""
+    out: list[str] = []
+    for raw in hosts or []:
+        host = raw.strip().lower().rstrip(".")
+        if not _HOST.fullmatch(host):
+            raise UsageError(
+                f"--ignore-robots-for: {raw!r} is not a host name (one exact host, such as "
+                "www.example.org; no scheme, port, path or wildcard)"
+            )
+        out.append(host.strip("[]"))
+    return tuple(out)
 
 
 def archive_options(

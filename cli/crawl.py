@@ -12,9 +12,11 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.archive_options import (
     Exclude,
     IgnoreFile,
+    IgnoreRobotsFor,
     Requisites,
     Sitemap,
     archive_options,
+    robots_exceptions,
 )
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
 
@@ -158,6 +160,7 @@ def crawl_command(
     slot_map: SlotMapFile = None,
     requisites: Requisites = True,
     sitemap: Sitemap = None,
+    ignore_robots_for: IgnoreRobotsFor = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -224,6 +227,7 @@ def crawl_command(
             delay_factor=delay_factor,
             per_ip=per_ip,
             timeout=parse_duration(timeout),
+            ignore_robots_for=robots_exceptions(ignore_robots_for),
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,

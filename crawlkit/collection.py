@@ -6,7 +6,8 @@ keeps the seeds and the effective settings in ``STATE/crawl/settings.json``.
 WARC directory, and returns the ``collection`` section of ``crawlkit report``:
 
 * ``seeds`` (every run's, in order, once each) and ``settings`` (the last run's
-  effective options, every default spelled out) and ``runs``;
+  effective options, every default spelled out) and ``runs``; ``robots_ignored_for``,
+  the hosts whose robots.txt rules the operator set aside (``--ignore-robots-for``);
 * ``mime_types``: fetched responses by media type, with counts and bytes;
 * ``statuses`` and ``problems`` (fetch outcomes other than fetched, not-modified and
   redirect, by outcome and error; refusals by reason), each with up to
@@ -181,6 +182,7 @@ def collection_section(
         "seeds": saved.get("seeds", []),
         "runs": saved.get("runs", 0),
         "settings": settings,
+        "robots_ignored_for": list((settings.get("fetch") or {}).get("ignore_robots_for") or []),
         "mime_types": [
             {"type": k, "count": n, "bytes": mime_bytes[k]} for k, n in mimes.most_common()
         ],

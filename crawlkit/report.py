@@ -238,6 +238,8 @@ def _collection_html(c: dict[str, Any]) -> str:
     req = c.get("requisites") or {}
     parts = [
         "<h2>Seeds</h2>" + _table(["seed"], [[s] for s in c.get("seeds", [])]),
+        "<h2>robots.txt rules not applied (--ignore-robots-for)</h2>"
+        + _table(["host"], [[h] for h in c.get("robots_ignored_for", [])]),
         "<h2>Settings (the last run's, defaults included)</h2>"
         + _table(["setting", "value"], flat),
         "<h2>Content types</h2>"

@@ -186,3 +186,40 @@ def test_link_policy_rules():
     ok, no = off.sort(records, lambda r: True, fetched)
     assert [r["url"] for r in ok] == ["http://other.test/"]
     assert [r["refused"] for r in no] == ["from-requisite"]
+
+
+def test_ignore_robots_for_one_exact_host(tmp_path):
+    args = ("--hosts", "1", "--pages", "3", "--special", "robots-rules:2", "--crawl-delay", "0.1s")
+    with start_testweb(tmp_path, *args) as web:
+        mine, other = web.hosts_of_kind("robots-rules")
+        state = tmp_path / "state"
+        res = crawlkit("crawl", mine["root"], other["root"], "--state", str(state),
+                       "--scope", "any", "--no-budgets", "--min-delay", GAP,
+                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
+                       "--ignore-robots-for", mine["name"].upper(), timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+        asked = requested(web)
+        audit = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json")
+        report = orjson.loads(audit.stdout)
+    assert mine["disallowed"] and set(mine["disallowed"]) <= asked  # rules set aside here
+    assert not set(other["disallowed"]) & asked  # ... and only here
+    # only robots rules were set aside: robots.txt came first, gaps and Crawl-delay held
+    kinds = {(v["check"], v["host"]) for v in report["violations"]}
+    assert kinds == {("disallowed", mine["name"])}, report["violations"][:3]
+    from warcio.archiveiterator import ArchiveIterator
+
+    infos = []
+    for warc in sorted((state / "warc").glob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            infos += [r.content_stream().read().decode() for r in ArchiveIterator(f)
+                      if r.rec_type == "warcinfo"]  # fmt: skip
+    assert infos and all(f"robots: obey, except for {mine['name']}" in i for i in infos)
+    collection = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"]
+    assert collection["robots_ignored_for"] == [mine["name"]]
+
+
+@pytest.mark.parametrize("bad", ["*.example.org", "http://example.org/", "example.org:8080", ""])
+def test_ignore_robots_for_takes_one_exact_host(tmp_path, bad):
+    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"),
+                   "--ignore-robots-for", bad)  # fmt: skip
+    assert res.code == 2 and "--ignore-robots-for" in res.stderr

@@ -87,6 +87,17 @@ class FetchConfig:
     max_backoff: float = 3600.0
     max_hops: int = 5
     archive_robots: bool = True
+    # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
+    # rules are not applied: an operator archiving a site they run.
+    ignore_robots_for: tuple[str, ...] = ()
+
+
+def _robots_ignored(origin: str, config: FetchConfig) -> bool:
+    """Whether ``origin``'s host is one of ``config.ignore_robots_for`` (exact name)."""
+    if not config.ignore_robots_for:
+        return False
+    host = (urlsplit(origin).hostname or "").lower()
+    return host in config.ignore_robots_for
 
 
 def iso_time(t: float) -> str:
@@ -463,7 +474,7 @@ class Fetcher:
                 return _RobotsTask(item.origin, item.origin + "/robots.txt", 0, entry, host.key)
             rules = entry.rules()
             verdict = rules.check(agent, item.url)
-            if not verdict.allowed:
+            if not verdict.allowed and not _robots_ignored(item.origin, self.config):
                 items.popleft()
                 if entry.body is None and (
                     entry.status is None or entry.status >= 500 or entry.status == 429

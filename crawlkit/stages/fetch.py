@@ -97,7 +97,9 @@ def fetch_records(
             max_size=warc_size,
             info={
                 "http-header-user-agent": config.agent,
-                "robots": "obey",
+                "robots": "obey"
+                if not config.ignore_robots_for
+                else "obey, except for " + " ".join(config.ignore_robots_for),
                 "hostname": socket.gethostname(),
             },
         )
