@@ -7,10 +7,12 @@ import re
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from crawlkit.archive import ArchiveOptions, Excludes
 from crawlkit.errors import UsageError
+from crawlkit.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
 
 Requisites = Annotated[
     bool,
@@ -76,6 +78,54 @@ def robots_exceptions(hosts: list[str] | None) -> tuple[str, ...]:
             )
         out.append(host.strip("[]"))
     return tuple(out)
+
+
+Header = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        help="Send this header ('Name: value') with every page request (repeatable).",
+        show_default=False,
+    ),
+]
+Cookies = Annotated[
+    Path | None,
+    typer.Option(
+        "--cookies",
+        help="Send the cookies of this Netscape cookies.txt (as curl and wget write it) to "
+        "the hosts they belong to. Cookies end up in the WARC request records.",
+        show_default=False,
+    ),
+]
+Netrc = Annotated[
+    Path | None,
+    typer.Option(
+        "--netrc",
+        help="HTTP basic auth for the hosts this netrc file names (machine entries only; "
+        "never sent to other hosts).",
+        show_default=False,
+    ),
+]
+
+
+def request_settings(
+    headers: list[str] | None, cookies: Path | None, netrc_file: Path | None
+) -> RequestSettings | None:
+    """The request settings of the flags and of the config file's host tables."""
+    host_headers: dict[str, list[tuple[str, str]]] = {}
+    ctx = click.get_current_context(silent=True)
+    hosts = ctx.meta.get("crawlkit.config.hosts", {}) if ctx is not None else {}
+    for host, settings in hosts.items():
+        for name, value in (settings.get("headers") or {}).items():
+            where = f'[hosts."{host}"] headers'
+            host_headers.setdefault(host, []).append(parse_header(f"{name}: {value}", where))
+    settings = RequestSettings(
+        [parse_header(h) for h in headers or []],
+        host_headers=host_headers,
+        cookies=read_cookies(cookies) if cookies else (),
+        credentials=read_netrc(netrc_file) if netrc_file else None,
+    )
+    return settings or None
 
 
 def archive_options(

@@ -10,14 +10,19 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.archive_options import (
+    Cookies,
     Exclude,
+    Header,
     IgnoreFile,
     IgnoreRobotsFor,
+    Netrc,
     Requisites,
     Sitemap,
     archive_options,
+    request_settings,
     robots_exceptions,
 )
+from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.options import Agent, AllowNet, HostsFile, Shards, SlotMapFile, StateDir
 
 from crawlkit import io
@@ -90,6 +95,7 @@ def crawl_command(
         typer.Argument(help="Seed URLs, or files of seed URLs (one a line).", show_default=False),
     ] = None,
     state: StateDir = ...,  # type: ignore[assignment]
+    config: ConfigOption = None,
     scope: Annotated[
         str,
         typer.Option(
@@ -161,6 +167,9 @@ def crawl_command(
     requisites: Requisites = True,
     sitemap: Sitemap = None,
     ignore_robots_for: IgnoreRobotsFor = None,
+    header: Header = None,
+    cookies: Cookies = None,
+    netrc: Netrc = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -228,6 +237,7 @@ def crawl_command(
             per_ip=per_ip,
             timeout=parse_duration(timeout),
             ignore_robots_for=robots_exceptions(ignore_robots_for),
+            request=request_settings(header, cookies, netrc),
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,

@@ -48,6 +48,8 @@ _OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
 
 def _plain(value: Any) -> Any:
     """``value`` as JSON-safe data (dataclasses, paths, tuples and sets unfolded)."""
+    if hasattr(value, "to_json") and not isinstance(value, type):
+        return _plain(value.to_json())  # objects that know what may be shown (no secrets)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

@@ -90,6 +90,9 @@ class FetchConfig:
     # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
     # rules are not applied: an operator archiving a site they run.
     ignore_robots_for: tuple[str, ...] = ()
+    # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
+    # --cookies, --netrc); page requests only, robots.txt is asked for without them.
+    request: Any = None
 
 
 def _robots_ignored(origin: str, config: FetchConfig) -> bool:
@@ -867,6 +870,8 @@ class Fetcher:
             if isinstance(rec.get("last_modified"), str):
                 headers["If-Modified-Since"] = rec["last_modified"]
         cfg = self.config
+        if cfg.request:
+            headers = {**headers, **cfg.request.for_url(item.url)}
         res = await self.client.fetch(
             FetchRequest(
                 item.url, host.address or "", headers, cfg.timeout, cfg.max_body, cfg.max_decoded

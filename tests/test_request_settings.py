@@ -1,0 +1,120 @@
+"""--header, --cookies, --netrc: what is sent where (read back from the WARC request
+records the fetcher wrote), and malformed files named by line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import crawlkit, start_testweb
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit.errors import UsageError
+from crawlkit.request_settings import (
+    RequestSettings,
+    parse_header,
+    read_cookies,
+    read_netrc,
+)
+
+COOKIES = """\
+# Netscape HTTP Cookie File
+.site.test\tTRUE\t/\tFALSE\t0\tsession\tabc123
+#HttpOnly_site.test\tFALSE\t/private\tFALSE\t0\tdeep\tx
+site.test\tFALSE\t/\tTRUE\t0\tsecure\ts
+site.test\tFALSE\t/\tFALSE\t1\told\tgone
+"""
+
+
+def test_cookie_matching(tmp_path):
+    path = tmp_path / "cookies.txt"
+    path.write_text(COOKIES)
+    settings = RequestSettings(cookies=read_cookies(path), clock=lambda: 1_800_000_000)
+    assert settings.for_url("http://site.test/")["Cookie"] == "session=abc123"
+    assert settings.for_url("http://www.site.test/a")["Cookie"] == "session=abc123"
+    assert settings.for_url("https://site.test/private/x")["Cookie"] == (
+        "deep=x; session=abc123; secure=s"
+    )
+    assert "Cookie" not in settings.for_url("http://othersite.test/")
+    assert "Cookie" not in settings.for_url("http://notsite.test/")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("site.test\tTRUE\t/\tFALSE\t0\tname", "7 tab-separated fields"),
+        ("site.test\tyes\t/\tFALSE\t0\tn\tv", "TRUE or FALSE"),
+        ("site.test\tTRUE\t/\tFALSE\tsoon\tn\tv", "expiry is seconds"),
+        ("site.test\tTRUE\t/\tFALSE\t0\tbad name\tv", "a cookie needs"),
+    ],
+)
+def test_malformed_cookies_name_the_line(tmp_path, line, message):
+    path = tmp_path / "cookies.txt"
+    path.write_text(f"# header\n\n{line}\n")
+    with pytest.raises(UsageError, match=rf"cookies.txt:3: .*{message}"):
+        read_cookies(path)
+
+
+def test_netrc_basic_auth_only_for_named_hosts(tmp_path):
+    path = tmp_path / "netrc"
+    path.write_text("machine site.test login me password s3cret\ndefault login x password y\n")
+    path.chmod(0o600)
+    settings = RequestSettings(credentials=read_netrc(path))
+    assert settings.for_url("http://site.test/a")["Authorization"] == "Basic bWU6czNjcmV0"
+    assert "Authorization" not in settings.for_url("http://other.test/")
+    assert "s3cret" not in json.dumps(settings.to_json()) and "s3cret" not in repr(settings)
+    bad = tmp_path / "bad-netrc"
+    bad.write_text("machine a.test login me password x\nbogus b.test\n")
+    bad.chmod(0o600)
+    with pytest.raises(UsageError, match=r"bad-netrc:2: bad follower token .bogus."):
+        read_netrc(bad)
+
+
+@pytest.mark.parametrize("bad", ["NoColon", "Bad Name: x", ": value", "X: a\x01b"])
+def test_bad_header_is_a_usage_error(tmp_path, bad):
+    with pytest.raises(UsageError):
+        parse_header(bad)
+    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"), "--header", bad)
+    assert res.code == 2 and res.stderr.startswith("crawlkit crawl: --header")
+
+
+def test_headers_cookies_and_auth_go_where_they_belong(tmp_path):
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "3", "--special", "none") as web:
+        h0, h1 = "h0.test", "h1.test"
+        cookies = tmp_path / "cookies.txt"
+        cookies.write_text(f"{h0}\tFALSE\t/\tFALSE\t0\tsid\tc00k1e\n")
+        netrc = tmp_path / "netrc"
+        netrc.write_text(f"machine {h1} login arch password pw\n")
+        netrc.chmod(0o600)
+        config = tmp_path / "c.toml"
+        config.write_text(f'[hosts."{h1}"]\nheaders = {{ "X-Only-H1" = "yes" }}\n')
+        state = tmp_path / "state"
+        res = crawlkit("crawl", web.url(h0), web.url(h1), "--state", str(state),
+                       "--scope", "host", "--min-delay", "0.05s", "--max-pages", "6",
+                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
+                       "--header", "X-Archive: test run", "--cookies", str(cookies),
+                       "--netrc", str(netrc), "--config", str(config), timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+    sent: dict[str, list[str]] = {}
+    for warc in sorted((state / "warc").glob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type == "request" and not rec.rec_headers.get_header(
+                    "WARC-Target-URI"
+                ).endswith("/robots.txt"):
+                    head = rec.http_headers.to_str()
+                    host = rec.rec_headers.get_header("WARC-Target-URI").split("/")[2]
+                    sent.setdefault(host.split(":")[0], []).append(head)
+    assert sent[h0] and sent[h1]
+    for head in sent[h0]:
+        assert "X-Archive: test run" in head and "Cookie: sid=c00k1e" in head
+        assert "Authorization" not in head and "X-Only-H1" not in head
+    for head in sent[h1]:
+        assert "X-Archive: test run" in head and "X-Only-H1: yes" in head
+        assert "Authorization: Basic YXJjaDpwdw==" in head and "Cookie" not in head
+    settings = (state / "crawl" / "settings.json").read_text()
+    assert (
+        "c00k1e" not in settings
+        and "YXJjaDpwdw" not in settings
+        and "pw" not in json.loads(settings)["settings"]["fetch"]["request"]["basic_auth_hosts"]
+    )
