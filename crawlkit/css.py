@@ -67,6 +67,9 @@ def css_refs(
     """
     if len(text) > max_bytes:
         text = text[:max_bytes]
+    lowered = text.lower()
+    if "url(" not in lowered and "@import" not in lowered:
+        return []  # most style blocks and attributes: no scan at all
     refs: list[CssRef] = []
     pos = 0
     end = len(text)
