@@ -11,6 +11,7 @@ import click
 import typer
 
 from crawlkit.archive import ArchiveOptions, Excludes
+from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
 
@@ -126,6 +127,20 @@ def request_settings(
         credentials=read_netrc(netrc_file) if netrc_file else None,
     )
     return settings or None
+
+
+def host_min_delays() -> tuple[tuple[str, float], ...]:
+    """(host, seconds) of the config file's ``[hosts."NAME"] min-delay`` settings."""
+    ctx = click.get_current_context(silent=True)
+    hosts = ctx.meta.get("crawlkit.config.hosts", {}) if ctx is not None else {}
+    out: list[tuple[str, float]] = []
+    for host, settings in hosts.items():
+        if "min-delay" in settings:
+            try:
+                out.append((host, parse_duration(settings["min-delay"])))
+            except UsageError as exc:
+                raise UsageError(f'[hosts."{host}"] min-delay: {exc}') from exc
+    return tuple(out)
 
 
 def archive_options(

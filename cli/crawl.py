@@ -19,6 +19,7 @@ from crawlkit_cli.archive_options import (
     Requisites,
     Sitemap,
     archive_options,
+    host_min_delays,
     request_settings,
     robots_exceptions,
 )
@@ -238,6 +239,7 @@ def crawl_command(
             timeout=parse_duration(timeout),
             ignore_robots_for=robots_exceptions(ignore_robots_for),
             request=request_settings(header, cookies, netrc),
+            host_min_delay=host_min_delays(),
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,

@@ -13,6 +13,7 @@ table of per-host settings::
     requisites = true
 
     [hosts."www.example.org"]
+    min-delay = "0.2s"            # this host's smallest gap instead of --min-delay
     ignore-robots = true          # as --ignore-robots-for www.example.org
     headers = { "X-Archive" = "yes" }
 
@@ -49,6 +50,7 @@ class OptionKind:
 
 #: Per-host settings and their kinds.
 HOST_KEYS: dict[str, str] = {
+    "min-delay": OptionKind.STRING,
     "ignore-robots": OptionKind.BOOL,
     "headers": OptionKind.TABLE,
 }

@@ -53,8 +53,8 @@ def test_config_values_apply_and_flags_win(tmp_path):
         ("exclude = '/a/'\n", 1, "exclude must be a list of strings"),
         ("requisites = 'no'\n", 1, "requisites must be true or false"),
         ("batch = 1.5\n", 1, "batch must be an integer"),
-        ('[hosts."a.org"]\nignore-robots = true\nmin-delay = "1s"\n', 3,
-         "unknown host setting 'min-delay'"),
+        ('[hosts."a.org"]\nignore-robots = true\ntimeout = "1s"\n', 3,
+         "unknown host setting 'timeout'"),
         ('[hosts."a.org"]\nignore-robots = "yes"\n', 2, "ignore-robots must be true or false"),
         ('scope = "site\n', 1, "not valid TOML"),
     ],
@@ -75,3 +75,27 @@ def test_load_config_library():
     path = Path(__file__).parent / "nonexistent.toml"
     with pytest.raises(UsageError, match="cannot read it"):
         load_config(path, kinds)
+
+
+def test_a_host_min_delay_from_the_config_file(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('min-delay = "0.05s"\n\n[hosts."h0.test"]\nmin-delay = "0.3s"\n')
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "6", "--special", "none") as web:
+        state = tmp_path / "state"
+        res = crawlkit("crawl", web.url("h0.test"), web.url("h1.test"), "--state", str(state),
+                       "--scope", "host", "--config", str(config), "--max-pages", "12",
+                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
+                       timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+        log = web.requests()
+    gaps: dict[str, list[float]] = {}
+    last: dict[str, float] = {}
+    for q in sorted(log, key=lambda q: q["t_start"]):
+        if q["host"] in last:
+            gaps.setdefault(q["host"], []).append(q["t_start"] - last[q["host"]])
+        last[q["host"]] = q["t_end"]
+    assert len(gaps["h0.test"]) >= 3 and len(gaps["h1.test"]) >= 3
+    assert min(gaps["h0.test"]) >= 0.3 - 0.025  # (the web's end stamp may lag a little)
+    assert min(gaps["h1.test"]) < 0.3  # the other host keeps the global gap
+    audit = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", "0.05s", "--json")
+    assert json.loads(audit.stdout)["ok"]

@@ -93,6 +93,7 @@ class FetchConfig:
     # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
     # --cookies, --netrc); page requests only, robots.txt is asked for without them.
     request: Any = None
+    host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
 
 
 def _robots_ignored(origin: str, config: FetchConfig) -> bool:
@@ -222,6 +223,7 @@ class Fetcher:
             per_ip_delay=per_ip_delay,
             backoff=config.backoff,
             max_backoff=config.max_backoff,
+            host_min_delay=dict(config.host_min_delay),
         )
         self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.redirects_out = 0
