@@ -832,8 +832,6 @@ class Crawl:
         """
         refused_path = cycle / "links-refused.ndjson.zst"
         if not _done(cycle, "seen"):
-            candidates: list[Record] = []
-            refused: list[Record] = []
             links = list(_read(cycle / "links.ndjson.zst"))
             with self.frontier_lock:  # every link, not only new URLs, feeds site importance
                 frontier_links(self.state.path, links, reporter=self.rep)
