@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import click
 import typer
@@ -127,6 +128,35 @@ def request_settings(
         credentials=read_netrc(netrc_file) if netrc_file else None,
     )
     return settings or None
+
+
+Proxy = Annotated[
+    str | None,
+    typer.Option(
+        "--proxy",
+        help="Send every request through this HTTP proxy (http://HOST:PORT). Targets are "
+        "still checked by the network policy; the proxy is an address you allow.",
+        show_default=False,
+    ),
+]
+TrustEnv = Annotated[
+    bool,
+    typer.Option(
+        "--trust-env",
+        help="Use HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment (ignored "
+        "without this flag).",
+    ),
+]
+
+
+def proxy_url(value: str | None) -> str | None:
+    """--proxy checked: an http:// URL with a host (aiohttp speaks to HTTP proxies)."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
+        raise UsageError(f"--proxy: {value!r} is not http://HOST[:PORT] of an HTTP proxy")
+    return value
 
 
 def host_min_delays() -> tuple[tuple[str, float], ...]:

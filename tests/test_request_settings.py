@@ -118,3 +118,84 @@ def test_headers_cookies_and_auth_go_where_they_belong(tmp_path):
         and "YXJjaDpwdw" not in settings
         and "pw" not in json.loads(settings)["settings"]["fetch"]["request"]["basic_auth_hosts"]
     )
+
+
+def test_proxy_carries_every_request_and_targets_are_still_checked(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "4", "--special",
+                       "private") as web:  # fmt: skip
+        log = tmp_path / "proxy.log"
+        proxy = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "tools" / "forward_proxy.py"),
+             str(web.hosts_file), str(log)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert proxy.stdout is not None
+            port = int(proxy.stdout.readline())
+            gateway = web.hosts_of_kind("gateway")[0]
+            state = tmp_path / "state"
+            res = crawlkit("crawl", web.url("h0.test"), gateway["root"], "--state", str(state),
+                           "--scope", "any", "--min-delay", "0.05s", "--json",
+                           "--allow-net", web.info["allow_net"],
+                           "--hosts-file", str(web.hosts_file),
+                           "--proxy", f"http://127.0.0.1:{port}", timeout=180)  # fmt: skip
+            assert res.code == 0, res.stderr
+        finally:
+            proxy.terminate()
+            proxy.wait(timeout=10)
+            if proxy.stdout:
+                proxy.stdout.close()
+        served = {f"http://{q['host']}:{q['port']}{q['path']}" for q in web.requests()}
+    through = set(log.read_text().splitlines())
+    assert served and served <= through  # everything the web served came through the proxy
+    assert web.host("h0.test")["pages"][0] in through
+    # the private host behind the gateway is refused before any request, proxy or not
+    assert not [u for u in through if "private-" in u]
+    fetches = [json.loads(line) for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+               for line in p.read_text().splitlines()]  # fmt: skip
+    private = [r for r in fetches if "private-0.test" in r["url"]]
+    assert private and all(r["outcome"] == "refused" for r in private)
+
+
+def test_bad_proxy_is_a_usage_error(tmp_path):
+    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"),
+                   "--proxy", "socks5://127.0.0.1:1080")  # fmt: skip
+    assert res.code == 2 and "--proxy" in res.stderr
+
+
+@pytest.mark.parametrize("trust", [True, False])
+def test_proxy_from_the_environment_only_with_trust_env(tmp_path, trust):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "none") as web:
+        log = tmp_path / "proxy.log"
+        log.touch()
+        proxy = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "tools" / "forward_proxy.py"),
+             str(web.hosts_file), str(log)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert proxy.stdout is not None
+            port = int(proxy.stdout.readline())
+            env = {**os.environ, "HTTP_PROXY": f"http://127.0.0.1:{port}", "NO_PROXY": ""}
+            args = [sys.executable, "-m", "crawlkit", "crawl", web.url("h0.test"), "--state",
+                    str(tmp_path / "state"), "--min-delay", "0.05s",
+                    "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
+                    *(["--trust-env"] if trust else [])]  # fmt: skip
+            done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
+            assert done.returncode == 0, done.stderr
+        finally:
+            proxy.terminate()
+            proxy.wait(timeout=10)
+            if proxy.stdout:
+                proxy.stdout.close()
+        served = {f"http://{q['host']}:{q['port']}{q['path']}" for q in web.requests()}
+    through = set(log.read_text().splitlines())
+    assert served
+    assert (served <= through) if trust else not through

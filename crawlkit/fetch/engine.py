@@ -94,6 +94,8 @@ class FetchConfig:
     # --cookies, --netrc); page requests only, robots.txt is asked for without them.
     request: Any = None
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
+    proxy: str | None = None  # every request through this HTTP proxy (--proxy)
+    trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
 
 
 def _robots_ignored(origin: str, config: FetchConfig) -> bool:

@@ -164,7 +164,7 @@ def _run(
     on_interrupt: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
-        http = client or AiohttpClient()
+        http = client or AiohttpClient(proxy=config.proxy, trust_env=config.trust_env)
         fetcher = Fetcher(
             config,
             client=http,
