@@ -95,7 +95,9 @@ Cookies = Annotated[
     typer.Option(
         "--cookies",
         help="Send the cookies of this Netscape cookies.txt (as curl and wget write it) to "
-        "the hosts they belong to. Cookies end up in the WARC request records.",
+        "the hosts they belong to, and keep the cookies sites set (saved in "
+        "STATE/crawl/cookies.txt for the next run). Cookies end up in the WARC request "
+        "records.",
         show_default=False,
     ),
 ]
@@ -111,9 +113,14 @@ Netrc = Annotated[
 
 
 def request_settings(
-    headers: list[str] | None, cookies: Path | None, netrc_file: Path | None
+    headers: list[str] | None,
+    cookies: Path | None,
+    netrc_file: Path | None,
+    state: Path | None = None,
 ) -> RequestSettings | None:
-    """The request settings of the flags and of the config file's host tables."""
+    """The request settings of the flags and of the config file's host tables. With
+    --cookies, the cookies sites set are kept: those a run on ``state`` saved in
+    STATE/crawl/cookies.txt are sent again."""
     host_headers: dict[str, list[tuple[str, str]]] = {}
     ctx = click.get_current_context(silent=True)
     hosts = ctx.meta.get("crawlkit.config.hosts", {}) if ctx is not None else {}
@@ -126,8 +133,16 @@ def request_settings(
         host_headers=host_headers,
         cookies=read_cookies(cookies) if cookies else (),
         credentials=read_netrc(netrc_file) if netrc_file else None,
+        keep_cookies=cookies is not None,
     )
+    saved = state / "crawl" / SITE_COOKIES if state is not None else None
+    if cookies is not None and saved is not None and saved.exists():
+        for cookie in read_cookies(saved):
+            settings.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
     return settings or None
+
+
+SITE_COOKIES = "cookies.txt"
 
 
 Proxy = Annotated[

@@ -243,7 +243,7 @@ def crawl_command(
             per_ip=per_ip,
             timeout=parse_duration(timeout),
             ignore_robots_for=robots_exceptions(ignore_robots_for),
-            request=request_settings(header, cookies, netrc),
+            request=request_settings(header, cookies, netrc, state),
             host_min_delay=host_min_delays(),
             proxy=proxy_url(proxy),
             trust_env=trust_env,

@@ -460,6 +460,8 @@ class Crawl:
         self.summary.elapsed_s = self.clock() - self.start
         if self.opts.archive.index:
             update_collection_index(self.warc_root, self.rep)
+        if self.opts.fetch.request is not None and self.opts.fetch.request.keep_cookies:
+            self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
 

@@ -12,7 +12,10 @@ policy, politeness, robots rules) is as without them.
   lines are cookies, other ``#`` lines comments). A cookie goes to a URL whose host is
   its domain (or a subdomain, when the flag says so), whose path starts with its path,
   over https only when it is secure, and only while unexpired (expiry 0: a session
-  cookie, always sent). Cookies a site sets during the crawl are not kept.
+  cookie, always sent). With a cookies file, cookies the sites set (``Set-Cookie``,
+  RFC 6265: Domain only if it covers the host, Path, Expires or Max-Age, Secure) are
+  kept too, sent back by the same rules, and saved with :meth:`RequestSettings.save`
+  (the crawl keeps them in ``STATE/crawl/cookies.txt`` for its next run).
 * ``credentials``: a netrc file's ``machine`` entries give HTTP basic auth for exactly
   that host (``default`` entries are ignored: credentials never go to a host the
   operator did not name).
@@ -27,6 +30,8 @@ header names, cookie counts and netrc hosts only.
 from __future__ import annotations
 
 import base64
+import contextlib
+import email.utils
 import netrc
 import re
 import time
@@ -107,6 +112,40 @@ def read_cookies(path: Path) -> list[Cookie]:
     return out
 
 
+def parse_set_cookie(value: str, url: str, now: float) -> Cookie | None:
+    """The cookie of a ``Set-Cookie`` value sent for ``url`` (RFC 6265 5.2-5.3), or
+    None when it is malformed or its Domain does not cover the host."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    pair, *attributes = value.split(";")
+    name, eq, cvalue = pair.partition("=")
+    name, cvalue = name.strip(), cvalue.strip()
+    if not eq or not _TOKEN.fullmatch(name) or _BAD_VALUE.search(cvalue):
+        return None
+    domain, subdomains = host, False
+    path = parts.path.rpartition("/")[0] or "/" if parts.path.count("/") > 1 else "/"
+    expires, secure = 0, False
+    for attribute in attributes:
+        key, _, arg = attribute.strip().partition("=")
+        key, arg = key.strip().lower(), arg.strip()
+        if key == "domain" and arg:
+            wanted = arg.lstrip(".").lower()
+            if host != wanted and not host.endswith("." + wanted):
+                return None  # a site may not set cookies for another
+            domain, subdomains = wanted, True
+        elif key == "path" and arg.startswith("/"):
+            path = arg
+        elif key == "max-age" and arg.lstrip("-").isdigit():
+            expires = int(now + int(arg)) if int(arg) > 0 else 1  # 1: already expired
+        elif key == "expires" and not any(a.strip().lower().startswith("max-age")
+                                          for a in attributes):  # fmt: skip
+            with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+                expires = max(1, int(email.utils.parsedate_to_datetime(arg).timestamp()))
+        elif key == "secure":
+            secure = True
+    return Cookie(domain, subdomains, path, secure, expires, name, cvalue)
+
+
 def read_netrc(path: Path) -> dict[str, tuple[str, str]]:
     """host -> (login, password) of a netrc file's ``machine`` entries."""
     try:
@@ -133,16 +172,23 @@ class RequestSettings:
         host_headers: Mapping[str, Iterable[tuple[str, str]]] | None = None,
         cookies: Iterable[Cookie] = (),
         credentials: Mapping[str, tuple[str, str]] | None = None,
+        keep_cookies: bool = False,
         clock: Any = time.time,
     ):
         self.headers = tuple(headers)
         self.host_headers = {h.lower(): tuple(v) for h, v in (host_headers or {}).items()}
         self.cookies = tuple(cookies)
         self.credentials = dict(credentials or {})
+        self.keep_cookies = keep_cookies
+        # cookies the sites set, by (domain, path, name); the newest wins
+        self.site_cookies: dict[tuple[str, str, str], Cookie] = {}
         self.clock = clock
 
     def __bool__(self) -> bool:
-        return bool(self.headers or self.host_headers or self.cookies or self.credentials)
+        return bool(
+            self.headers or self.host_headers or self.cookies or self.credentials
+            or self.keep_cookies or self.site_cookies
+        )  # fmt: skip
 
     def for_url(self, url: str) -> dict[str, str]:
         """The headers to add to a request for ``url``."""
@@ -152,9 +198,12 @@ class RequestSettings:
         for name, value in (*self.headers, *self.host_headers.get(host, ())):
             out = {k: v for k, v in out.items() if k.lower() != name.lower()}
             out[name] = value
-        if self.cookies:
+        if self.cookies or self.site_cookies:
             now = self.clock()
-            jar = [c for c in self.cookies if c.matches(parts.scheme, host, parts.path or "/", now)]
+            known = {(c.domain, c.path, c.name) for c in self.site_cookies.values()}
+            every = [c for c in self.cookies if (c.domain, c.path, c.name) not in known]
+            every += self.site_cookies.values()
+            jar = [c for c in every if c.matches(parts.scheme, host, parts.path or "/", now)]
             if jar:  # longer paths first (RFC 6265 5.4)
                 jar.sort(key=lambda c: -len(c.path))
                 out["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in jar)
@@ -163,6 +212,31 @@ class RequestSettings:
             token = base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode("ascii")
             out["Authorization"] = f"Basic {token}"
         return out
+
+    def note_response(self, url: str, headers: Iterable[tuple[str, str]]) -> None:
+        """Keep the cookies a response sets (only with ``keep_cookies``)."""
+        if not self.keep_cookies:
+            return
+        for name, value in headers:
+            if name.lower() == "set-cookie":
+                cookie = parse_set_cookie(value, url, self.clock())
+                if cookie is not None:
+                    self.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
+
+    def save(self, path: Path) -> None:
+        """Write the cookies the sites set, unexpired, as a Netscape cookies.txt."""
+        from crawlkit import io
+
+        now = self.clock()
+        lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
+        for c in self.site_cookies.values():
+            if c.expires and c.expires < now:
+                continue
+            lines.append("\t".join([("." if c.subdomains else "") + c.domain,
+                                    "TRUE" if c.subdomains else "FALSE", c.path,
+                                    "TRUE" if c.secure else "FALSE", str(c.expires),
+                                    c.name, c.value]))  # fmt: skip
+        io.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
     def to_json(self) -> dict[str, Any]:
         """What may be shown: header names, cookie counts by domain, netrc hosts."""

@@ -199,3 +199,72 @@ def test_proxy_from_the_environment_only_with_trust_env(tmp_path, trust):
     through = set(log.read_text().splitlines())
     assert served
     assert (served <= through) if trust else not through
+
+
+def test_set_cookie_parsing():
+    from crawlkit.request_settings import parse_set_cookie
+
+    now = 1_800_000_000
+    c = parse_set_cookie(
+        "sid=1; Path=/app; Max-Age=60; Secure; HttpOnly", "https://a.site.test/x", now
+    )
+    assert c is not None and (c.domain, c.subdomains, c.path, c.secure, c.expires) == (
+        "a.site.test", False, "/app", True, now + 60)  # fmt: skip
+    c = parse_set_cookie("t=2; Domain=.site.test", "http://a.site.test/d/e/page", now)
+    assert c is not None and (c.domain, c.subdomains, c.path) == ("site.test", True, "/d/e")
+    assert parse_set_cookie("t=2; Domain=other.test", "http://a.site.test/", now) is None
+    assert parse_set_cookie("no-equals-sign", "http://a.site.test/", now) is None
+    c = parse_set_cookie("old=1; Expires=Thu, 01 Jan 1970 00:00:10 GMT", "http://s.test/", now)
+    assert c is not None and c.expires == 10
+    c = parse_set_cookie("gone=1; Max-Age=0", "http://s.test/", now)
+    assert c is not None and c.expires == 1  # expired: never sent
+    settings = RequestSettings(keep_cookies=True, clock=lambda: now)
+    settings.note_response("http://s.test/", [("Set-Cookie", "gone=1; Max-Age=0"),
+                                              ("Set-Cookie", "a=b")])  # fmt: skip
+    assert settings.for_url("http://s.test/x")["Cookie"] == "a=b"
+    assert "Cookie" not in RequestSettings(clock=lambda: now).for_url("http://s.test/")
+
+
+def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path):
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Cookie"))
+            body = b"<a href='/next'>next</a>" if self.path == "/" else b"<p>done</p>"
+            self.send_response(200 if self.path in ("/", "/next") else 404)
+            if self.path == "/":
+                self.send_header("Set-Cookie", "visit=1; Path=/; Max-Age=3600")
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/"
+        cookies = tmp_path / "cookies.txt"
+        cookies.write_text("# none yet\n")
+        state = tmp_path / "state"
+        common = ["--state", str(state), "--min-delay", "0.05s", "--allow-net", "127.0.0.1/32",
+                  "--cookies", str(cookies)]  # fmt: skip
+        res = crawlkit("crawl", base, *common, timeout=120)
+        assert res.code == 0, res.stderr
+        first = list(seen)
+        res = crawlkit("crawl", base + "again", *common, timeout=120)
+        assert res.code == 0, res.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+    # /robots.txt, /, /next: the cookie set by / comes back with /next
+    assert first[0] is None and first[-1] == "visit=1"
+    assert "\tvisit\t1" in (state / "crawl" / "cookies.txt").read_text()
+    assert seen[-1] == "visit=1"  # the next run sends the kept cookie from its first page

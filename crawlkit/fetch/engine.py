@@ -881,6 +881,8 @@ class Fetcher:
                 item.url, host.address or "", headers, cfg.timeout, cfg.max_body, cfg.max_decoded
             )
         )
+        if cfg.request:
+            cfg.request.note_response(item.url, res.headers)
         now = self._end(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self._after(host, now)
