@@ -134,6 +134,7 @@ def jobs_for(pages: list[tuple[str, bytes]]) -> list[tuple]:
             1,
             body,
             None,
+            "html",
         )
         for url, body in pages
     ]

@@ -50,6 +50,13 @@ COMMANDS: dict[str, Entry] = {
     "shard": Entry(
         "shard", "Split a record stream by registered-domain hash slot into N shard files."
     ),
+    "index": Entry(
+        "index",
+        "Write a CDXJ index of WARC files, SURT-sorted, as pywb and cdxj-indexer write it.",
+    ),
+    "wacz": Entry(
+        "wacz", "Package WARC files as a WACZ 1.1.1 file that replay tools load as it is."
+    ),
     "crawl": Entry(
         "crawl",
         "Crawl from seeds until the frontier is empty or a limit is reached; resumable.",

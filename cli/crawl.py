@@ -9,6 +9,24 @@ from typing import Annotated, Any
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
+from crawlkit_cli.archive_options import (
+    Cookies,
+    Exclude,
+    Header,
+    IgnoreFile,
+    IgnoreRobotsFor,
+    Netrc,
+    Proxy,
+    Requisites,
+    Sitemap,
+    TrustEnv,
+    archive_options,
+    host_min_delays,
+    proxy_url,
+    request_settings,
+    robots_exceptions,
+)
+from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
@@ -83,6 +101,7 @@ def crawl_command(
         typer.Argument(help="Seed URLs, or files of seed URLs (one a line).", show_default=False),
     ] = None,
     state: StateDir = ...,  # type: ignore[assignment]
+    config: ConfigOption = None,
     scope: Annotated[
         str,
         typer.Option(
@@ -154,6 +173,16 @@ def crawl_command(
     ] = None,
     shards: Shards = None,
     slot_map: SlotMapFile = None,
+    requisites: Requisites = True,
+    sitemap: Sitemap = None,
+    ignore_robots_for: IgnoreRobotsFor = None,
+    header: Header = None,
+    cookies: Cookies = None,
+    netrc: Netrc = None,
+    proxy: Proxy = None,
+    trust_env: TrustEnv = False,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,
@@ -170,7 +199,7 @@ def crawl_command(
     clean stop, after --for, or after kill -9 (only the fetches in flight are
     repeated, and counted). A second run on the same state directory is refused
     (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope and trap URLs are refused with a reason. A seed named
+    retry time; out-of-scope, excluded and trap URLs are refused with a reason. A seed named
     again that was never fetched (it failed, was refused, or was never reached) is
     queued again by every run that names it; other failed URLs come back once their
     backoff (1 h, doubling) has run out. The summary names each error reason with an
@@ -180,6 +209,15 @@ def crawl_command(
     SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
     requests in flight finish, the rest waits for the next run, the summary says
     "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+
+    For archives: each page's requisites are fetched even outside --scope (one hop;
+    a stylesheet's url() and @import count as one more, at most 5; the links of a
+    requisite are not followed), recorded with reason "requisite"; --exclude and
+    --ignore-file refuse URLs by pattern, also URLs queued before the file changed;
+    robots.txt Sitemap lines and --sitemap URLs are fetched like pages and their
+    URLs queued (lastmod raises priority); the WARC directory keeps index.cdxj
+    (pywb's CDXJ, SURT-sorted) up to date at the end of every run. See README
+    "Archiving a site".
 
     Sharded (--shard K with --shards N or --slot-map FILE): the state directory
     becomes shard K's for good (STATE/shard.json); only seeds and links of sites whose
@@ -216,6 +254,11 @@ def crawl_command(
             delay_factor=delay_factor,
             per_ip=per_ip,
             timeout=parse_duration(timeout),
+            ignore_robots_for=robots_exceptions(ignore_robots_for),
+            request=request_settings(header, cookies, netrc, state),
+            host_min_delay=host_min_delays(),
+            proxy=proxy_url(proxy),
+            trust_env=trust_env,
         ),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
@@ -224,11 +267,12 @@ def crawl_command(
         shard=shard,
         shards=shards,
         slot_map=slot_map,
+        archive=archive_options(requisites, exclude, ignore_file),
     )
     if do_explain:
         print(explain(str(state), options))
         return
-    summary = crawl(state, read_seeds(seeds or []), options, reporter=rep,
+    summary = crawl(state, read_seeds(seeds or []) + list(sitemap or []), options, reporter=rep,
                     progress=progress_printer()).to_json()  # fmt: skip
     if sys.stderr.isatty():
         sys.stderr.write("\n")

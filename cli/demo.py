@@ -97,6 +97,13 @@ def report(
     CSS and SVG, no scripts) with the plots: fetch rate over time, status mix, gap
     distribution per host, top hosts, trap and budget refusals, dedup.
 
+    For archivists the "collection" section (and its HTML tables) says what the
+    collection holds and how it was made: the seeds and the effective settings of the
+    last run, responses by content type, status codes and errors and refusals with
+    example URLs, page requisites fetched and missing (and why), the WARC files with
+    their sizes and SHA-256 (cached in the WARC directory's indexes/), the CDXJ index,
+    and the politeness audit ('crawlkit audit') of the crawl's own fetch log.
+
     Streams the logs; memory grows with the number of hosts. Reads STATE without
     locking it, so it can run beside a crawl in progress.
 

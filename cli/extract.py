@@ -60,6 +60,22 @@ def extract(
             case_sensitive=False,
         ),
     ] = Rules.DEFAULT,
+    requisites: Annotated[
+        bool,
+        typer.Option(
+            "--requisites/--no-requisites",
+            help="Write page requisites (images, stylesheets, scripts, media) and the "
+            'references of stylesheets as link records with reason "requisite".',
+        ),
+    ] = True,
+    sitemaps: Annotated[
+        bool,
+        typer.Option(
+            "--sitemaps/--no-sitemaps",
+            help='Write URL records (reason "sitemap") for robots.txt Sitemap lines and '
+            "for the URLs of sitemaps and feeds found in the WARC.",
+        ),
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
     """Turn WARC responses into page records and link records.
@@ -82,6 +98,24 @@ def extract(
     per page. rel=nofollow and meta robots (or X-Robots-Tag) nofollow flag links
     "nofollow": true; noindex is recorded. A page's depth is the WARC-Crawlkit-Depth
     header of its record (0 if absent).
+
+    Page requisites, what a browser loads to show the page, are link records with
+    reason "requisite" (never nofollow; the page record counts them in
+    "requisites"): img src and srcset, picture/video/audio source src and srcset,
+    link rel=stylesheet, icon, apple-touch-icon, preload (and imagesrcset),
+    modulepreload and manifest, script src, video/audio/track src, video poster,
+    object data, embed src, input type=image src, SVG image href, background
+    attributes, and url() and @import in style attributes and <style> blocks (tag
+    "style"). A stylesheet response (text/css, HTTP 200) gives no page record but a
+    requisite record per url() (tag "css") and @import (tag "import"), resolved
+    against the stylesheet's URL. --no-requisites leaves all of these out.
+
+    Sitemaps in the WARC (--no-sitemaps leaves them out): a robots.txt response
+    (HTTP 200 for /robots.txt) gives a record per Sitemap line (reason "sitemap",
+    kind "sitemap"); a response whose content is a sitemap, sitemap index, text
+    sitemap (absolute URLs, one a line) or RSS/Atom feed gives the records of
+    'crawlkit sitemap' (lastmod, priority; URLs of other hosts reported and skipped),
+    with from and via the sitemap's URL.
 
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. A page that fails to parse is
@@ -107,7 +141,13 @@ def extract(
     io.check_single_stdin(files)
     if links is not None and io.is_stdio(links) and io.is_stdio(pages):
         raise UsageError("--pages and --links cannot both be stdout")
-    options = ExtractOptions(rules=rules, max_html_bytes=parse_size(max_html), max_links=max_links)
+    options = ExtractOptions(
+        rules=rules,
+        max_html_bytes=parse_size(max_html),
+        max_links=max_links,
+        requisites=requisites,
+        sitemaps=sitemaps,
+    )
     rep = reporter()
     with contextlib.ExitStack() as stack:
         page_sink = stack.enter_context(io.open_output(pages))

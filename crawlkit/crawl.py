@@ -45,6 +45,8 @@ import orjson
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.archive import ArchiveOptions, LinkPolicy, update_collection_index
+from crawlkit.collection import record_settings
 from crawlkit.crawlretry import ErrorTally, retry_records
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
@@ -155,6 +157,7 @@ class CrawlOptions:
     shard: int | None = None  # crawl only this shard's sites (with shards or slot_map)
     shards: int | None = None
     slot_map: Path | None = None
+    archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes
 
 
 @dataclass
@@ -307,6 +310,7 @@ class Crawl:
         self.fetched_before = int(totals.get("fetched", 0))
         self.role = self._shard_role(state.path, options)
         self.scope = Scope(options.scope)
+        self.link_policy = LinkPolicy(options.archive, reporter)
         if self.dir.scope.exists():
             saved = Scope.from_json(io.read_json(self.dir.scope))
             if saved.spec != options.scope:
@@ -464,6 +468,10 @@ class Crawl:
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
         self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
         self.summary.elapsed_s = self.clock() - self.start
+        if self.opts.archive.index:
+            update_collection_index(self.warc_root, self.rep)
+        if self.opts.fetch.request is not None and self.opts.fetch.request.keep_cookies:
+            self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
 
@@ -724,6 +732,8 @@ class Crawl:
         def write(batch: Any) -> None:
             out.extend(orjson.loads(line) for line in batch.lines)
             refused.extend(batch.refused)
+            out[:], excluded = self.link_policy.exclude_batch(out)
+            refused.extend(excluded)
             if self.role is not None:
                 # A URL of a slot this shard no longer owns (the map changed) goes to
                 # its owner instead of being fetched here; the rest carry the epoch of
@@ -837,20 +847,14 @@ class Crawl:
         """
         refused_path = cycle / "links-refused.ndjson.zst"
         if not _done(cycle, "seen"):
-            candidates: list[Record] = []
-            refused: list[Record] = []
             links = list(_read(cycle / "links.ndjson.zst"))
             with self.frontier_lock:  # every link, not only new URLs, feeds site importance
                 frontier_links(self.state.path, links, reporter=self.rep)
             self._share_site_links(links, f"c{cycle.name}-sites")
-            for rec in [*links, *_read(cycle / "redirects.ndjson")]:
-                if rec.get("nofollow"):
-                    continue  # kept in the link file; not followed
-                if self.scope.allows(rec):
-                    candidates.append(rec)
-                else:
-                    refused.append({**rec, "outcome": "refused", "refused": "out-of-scope",
-                                    "detail": f"scope {self.scope.spec}"})  # fmt: skip
+            fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
+            candidates, refused = self.link_policy.sort(
+                [*links, *_read(cycle / "redirects.ndjson")], self.scope.allows, fetched,
+                self.scope.spec)  # fmt: skip
             _write(refused_path, refused)
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")
@@ -1051,11 +1055,13 @@ def crawl(
     Raises :class:`LockedError` when another process owns the state directory.
     """
     reporter = reporter or NullReporter()
+    seeds = list(seeds)
     with open_state(state_path, owner="crawl") as state:
+        record_settings(state.path, seeds, options)  # for the collection's report
         run = Crawl(state, options, reporter=reporter, progress=progress)
         try:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
-            seeds = list(seeds)  # seeds seen before but never fetched, and due retries:
+            # seeds seen before but never fetched, and due retries:
             owns = run.role.owns if run.role is not None else None
             run._queue(retry_records(state.path, seeds, run.canon, owns=owns),
                        run.dir.root / "retry-refused.ndjson.zst")  # fmt: skip

@@ -2,8 +2,10 @@
 
 Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, dedup
 records, refusals) and the counters of the frontier and the seen set, and folds them
-with :func:`crawlkit.report.build_report`. Reads only; takes no lock, so it can run
-beside a crawl in progress.
+with :func:`crawlkit.report.build_report`; the ``collection`` section (seeds,
+settings, MIME types, problems with examples, requisites, WARC files with SHA-256, the
+politeness audit of the fetch log) comes from :mod:`crawlkit.collection`. Reads only;
+takes no lock, so it can run beside a crawl in progress.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
+from crawlkit.collection import collection_section
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.report import build_report
@@ -55,12 +58,20 @@ def crawl_report(
     frontier = _frontier_counters(state)
     counters.update(frontier)
     counters.update(extra or {})
-    return build_report(
+    report = build_report(
         _records(fetch_logs, reporter),
         dedups=_records(dedups, reporter),
         refusals=_records(refused, reporter),
         counters=counters,
     )
+    report["collection"] = collection_section(
+        state,
+        _records(fetch_logs, reporter),
+        _records(refused, reporter),
+        fetch_logs=[str(p) for p in fetch_logs],
+        reporter=reporter,
+    )
+    return report
 
 
 def _seen_counters(state: Path) -> dict[str, Any]:

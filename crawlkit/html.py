@@ -21,9 +21,20 @@ Contracts:
   ``<base href>`` and the page URL by the WHATWG URL rules, canonicalized, and kept
   only when they are http(s); each canonical URL appears once per page (its first
   occurrence; nofollow only if every occurrence is nofollow).
-* Caps bound the work per page: at most ``max_html_bytes`` of HTML are parsed and at
-  most ``max_links`` links kept. A page over a cap is still returned, parsed up to the
-  cap, with :attr:`Page.capped` saying which cap it hit, so the caller can count it.
+* Page requisites (what a browser loads to show the page) are their own kind,
+  :attr:`Page.requisites`, resolved the same way, each URL once per page: ``img``
+  ``src`` and ``srcset``, ``source`` ``src`` and ``srcset`` (in ``picture``, ``video``
+  and ``audio``), ``link`` with rel ``stylesheet``, ``icon`` (and ``apple-touch-icon``,
+  ``mask-icon``), ``preload``, ``modulepreload`` or ``manifest`` (and a preload's
+  ``imagesrcset``), ``script`` ``src``, ``video``/``audio``/``track`` ``src``, ``video``
+  ``poster``, ``object`` ``data``, ``embed`` ``src``, ``input type=image`` ``src``, SVG
+  ``image`` ``href`` / ``xlink:href``, the ``background`` attribute, and ``url()`` and
+  ``@import`` in ``style`` attributes and ``<style>`` blocks (:mod:`crawlkit.css`).
+  Requisites are never nofollow: a browser loads them whatever the robots meta says.
+* Caps bound the work per page: at most ``max_html_bytes`` of HTML are parsed, at
+  most ``max_links`` links and as many requisites kept. A page over a cap is still
+  returned, parsed up to the cap, with :attr:`Page.capped` saying which cap it hit,
+  so the caller can count it.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import ada_url
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
+from crawlkit.css import css_refs
 from crawlkit.errors import InvalidURL
 from crawlkit.htmlguard import guard_markup
 from crawlkit.simhash import simhash
@@ -68,8 +80,34 @@ BOILERPLATE_TAGS = [
     "svg",
 ]
 
-_SELECTOR = "a[href], area[href], link[href], frame[src], iframe[src], meta, base[href], title"
+_SELECTOR = (
+    "a[href], area[href], link[href], frame[src], iframe[src], meta, base[href], title, "
+    "img, source, script[src], video, audio, track[src], object[data], embed[src], "
+    "input[src], image, style"
+)
+# Attribute selectors cost on every element, so style and background attributes are
+# looked for in a second pass, only on pages whose bytes can hold such a requisite.
+# (Searched in the lowercased bytes, about 20 us for 20 KB: a case-insensitive
+# pattern loses re's fast scan for a literal prefix and cost ten times that.)
+_BACKGROUND_ATTR = re.compile(rb"background\s*=")
 _LINK_RELS = frozenset({"canonical", "alternate", "next"})
+_REQUISITE_RELS = frozenset(
+    {"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon",
+     "preload", "modulepreload", "manifest"}
+)  # fmt: skip
+# Requisite attributes by element (besides style and background, read on any element).
+_SRC_ATTRS: dict[str, tuple[str, ...]] = {
+    "img": ("src",),
+    "source": ("src",),
+    "script": ("src",),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "track": ("src",),
+    "object": ("data",),
+    "embed": ("src",),
+    "image": ("href", "xlink:href"),
+}
+_ASCII_SPACE = " \t\n\r\f"
 
 # ---------------------------------------------------------------- content type
 
@@ -286,6 +324,34 @@ def refresh_target(content: str) -> str | None:
 # ---------------------------------------------------------------- links
 
 
+def parse_srcset(value: str) -> list[str]:
+    """The URLs of a ``srcset`` value, in order (HTML's "parse a srcset attribute").
+
+    A candidate is a URL then optional descriptors up to a comma; a URL that ends in
+    commas loses them (``a.png,b.png`` is two candidates), and a comma inside the
+    descriptors' parentheses does not end the candidate.
+    """
+    urls: list[str] = []
+    pos, end = 0, len(value)
+    while pos < end:
+        while pos < end and (value[pos] in _ASCII_SPACE or value[pos] == ","):
+            pos += 1
+        start = pos
+        while pos < end and value[pos] not in _ASCII_SPACE:
+            pos += 1
+        url = value[start:pos]
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            depth = 0  # skip the descriptors up to the next comma outside parentheses
+            while pos < end and not (value[pos] == "," and depth == 0):
+                depth += (value[pos] == "(") - (value[pos] == ")")
+                pos += 1
+        if url:
+            urls.append(url)
+    return urls
+
+
 # A path that every rule level leaves as it is: unreserved characters and "/" only
 # (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
 _CLEAN = re.compile(r"[A-Za-z0-9\-._~/]*")
@@ -415,7 +481,7 @@ class Link:
 
     url: ParsedURL
     nofollow: bool
-    tag: str
+    tag: str  # the element (a, img, ...), or "style" for inline CSS
 
 
 @dataclass(slots=True)
@@ -432,6 +498,7 @@ class Page:
     simhash: int
     charset: str
     capped: list[str] = field(default_factory=list)
+    requisites: list[Link] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -492,6 +559,12 @@ class HtmlExtractor:
         self.max_links = max_links
         self.resolver = LinkResolver(canon)
 
+    def resolve(self, href: str, base_url: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` in a document at ``base_url``, or None
+        (a stylesheet's references resolve against the stylesheet's own URL)."""
+        base = _serialize(base_url, None) or base_url
+        return self.resolver.resolve(href, base, _authority(base))
+
     def decode(self, body: bytes, content_type: str | None) -> tuple[str | bytes, str]:
         """The markup to hand to Lexbor and the codec used.
 
@@ -526,22 +599,43 @@ class HtmlExtractor:
         title: str | None = None
         base_href: str | None = None
         raw_links: list[tuple[str, bool, str]] = []
+        reqs: list[tuple[str, str]] = []  # (href, tag) of the page's requisites
         canonical_href: str | None = None
-        for node in tree.css(_SELECTOR):
+        for node in tree.css(_SELECTOR):  # (no element matches two of its selectors)
             tag = node.tag
             attrs = node.attrs
             if tag == "a" or tag == "area":
                 rel = attrs.get("rel")
                 nf = rel is not None and "nofollow" in rel.lower().split()
                 raw_links.append((attrs.get("href") or "", nf, tag))
+            elif tag in _SRC_ATTRS:
+                for name in _SRC_ATTRS[tag]:
+                    value = attrs.get(name)
+                    if value:
+                        reqs.append((value, tag))
+                if tag == "img" or tag == "source":
+                    srcset = attrs.get("srcset")
+                    if srcset:
+                        reqs.extend((u, tag) for u in parse_srcset(srcset))
             elif tag == "link":
                 rels = (attrs.get("rel") or "").lower().split()
+                href = attrs.get("href") or ""
+                if _REQUISITE_RELS.intersection(rels):
+                    if href:
+                        reqs.append((href, "link"))
+                    srcset = attrs.get("imagesrcset")
+                    if srcset:
+                        reqs.extend((u, "link") for u in parse_srcset(srcset))
                 if not _LINK_RELS.intersection(rels):
                     continue
-                href = attrs.get("href") or ""
                 if "canonical" in rels and canonical_href is None:
                     canonical_href = href
                 raw_links.append((href, "nofollow" in rels, "link"))
+            elif tag == "style":
+                reqs.extend((ref.url, "style") for ref in css_refs(node.text(deep=True)))
+            elif tag == "input":
+                if (attrs.get("type") or "").strip().lower() == "image":
+                    reqs.append((attrs.get("src") or "", "input"))
             elif tag == "frame" or tag == "iframe":
                 raw_links.append((attrs.get("src") or "", False, tag))
             elif tag == "meta":
@@ -560,6 +654,18 @@ class HtmlExtractor:
                     base_href = (attrs.get("href") or "").strip()
             elif tag == "title" and title is None:
                 title = " ".join(node.text().split())
+
+        raw = (body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")).lower()
+        if b"url(" in raw:
+            for node in tree.css("[style]"):
+                style = node.attrs.get("style")
+                if style:
+                    reqs.extend((ref.url, "style") for ref in css_refs(style))
+        if _BACKGROUND_ATTR.search(raw):
+            for node in tree.css("[background]"):
+                background = node.attrs.get("background")
+                if background:
+                    reqs.append((background, "background"))
 
         base = _serialize(url, None) or url
         if base_href:
@@ -591,6 +697,7 @@ class HtmlExtractor:
                 break
             index[parsed.fp] = len(links)
             links.append(Link(parsed, flag, tag))
+        requisites = self._resolve_requisites(reqs, base, authority, capped)
 
         tree.strip_tags(BOILERPLATE_TAGS)
         body_node = tree.body
@@ -606,4 +713,26 @@ class HtmlExtractor:
             simhash=simhash(raw_text),
             charset=codec,
             capped=capped,
+            requisites=requisites,
         )
+
+    def _resolve_requisites(
+        self, reqs: list[tuple[str, str]], base: str, authority: str, capped: list[str]
+    ) -> list[Link]:
+        """Resolved, canonical, once per URL, at most ``max_links`` (then "requisites"
+        joins ``capped``)."""
+        out: list[Link] = []
+        seen: set[str] = set()
+        resolve = self.resolver.resolve
+        for href, tag in reqs:
+            if not href or not href.strip():
+                continue
+            parsed = resolve(href, base, authority)
+            if parsed is None or parsed.fp in seen:
+                continue
+            if len(out) >= self.max_links:
+                capped.append("requisites")
+                break
+            seen.add(parsed.fp)
+            out.append(Link(parsed, False, tag))
+        return out

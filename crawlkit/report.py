@@ -21,7 +21,7 @@ from typing import Any
 from crawlkit.io import Record
 from crawlkit.timefmt import parse_time
 
-__all__ = ["build_report", "parse_time", "render_html"]
+__all__ = ["build_report", "format_number", "parse_time", "render_html"]
 
 GAP_BINS = [0.0, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600, math.inf]
 
@@ -186,6 +186,87 @@ def _line_chart(points: list[dict[str, float]], title: str, width: int = 900) ->
     )
 
 
+def format_number(value: Any) -> str:
+    """A number as a person reads it: ``12,345``, ``0.0123``, ``< 0.000001`` (never
+    ``8.62e-54``); anything else as ``str``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    size = abs(value)
+    if size < 1e-6:
+        return ("-" if value < 0 else "") + "< 0.000001"
+    if size >= 1000:
+        return f"{value:,.0f}"
+    if size >= 1:
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(format_number(c))}</td>" for c in row) + "</tr>"
+        for row in rows
+    )
+    heads = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return f"<table><tr>{heads}</tr>{cells}</table>\n"
+
+
+def _with_examples(items: dict[str, Any]) -> list[list[Any]]:
+    return [[k, v["count"], " ".join(v["examples"])] for k, v in items.items()]
+
+
+def _collection_html(c: dict[str, Any]) -> str:
+    """The archivist's sections: seeds, settings, contents, problems, files, audit."""
+    audit = c.get("audit") or {}
+    verdict = (
+        "not run"
+        if not audit
+        else ("ok: no violations" if audit.get("ok") else f"{len(audit['violations'])} violations")
+    )
+    settings = c.get("settings") or {}
+    flat: list[list[Any]] = []
+    for key, value in sorted(settings.items()):
+        if isinstance(value, dict):
+            flat += [[f"{key}.{k}", str(v)] for k, v in sorted(value.items())]
+        else:
+            flat.append([key, str(value)])
+    req = c.get("requisites") or {}
+    parts = [
+        "<h2>Seeds</h2>" + _table(["seed"], [[s] for s in c.get("seeds", [])]),
+        "<h2>robots.txt rules not applied (--ignore-robots-for)</h2>"
+        + _table(["host"], [[h] for h in c.get("robots_ignored_for", [])]),
+        "<h2>Settings (the last run's, defaults included)</h2>"
+        + _table(["setting", "value"], flat),
+        "<h2>Content types</h2>"
+        + _table(["type", "responses", "bytes"],
+                 [[m["type"], m["count"], m["bytes"]] for m in c.get("mime_types", [])]),
+        "<h2>Status codes</h2>"
+        + _table(["status", "count", "examples"], _with_examples(c.get("statuses", {}))),
+        "<h2>Errors and refusals</h2>"
+        + _table(["reason", "count", "examples"], _with_examples(c.get("problems", {}))),
+        f"<h2>Page requisites: {format_number(req.get('fetched', 0))} fetched, "
+        f"{format_number(req.get('missing', 0))} missing</h2>"
+        + _table(["missing", "why", "needed by"],
+                 [[m["url"], m["why"], m.get("from") or ""]
+                  for m in req.get("missing_examples", [])]),
+        f"<h2>WARC files ({format_number(c.get('warc_bytes', 0))} bytes)</h2>"
+        + _table(["file", "bytes", "SHA-256"],
+                 [[w["name"], w["bytes"], w["sha256"]] for w in c.get("warc_files", [])])
+        + (f"<p>CDXJ index: {html.escape(str(c['index']))}</p>" if c.get("index") else ""),
+        f"<h2>Politeness audit of the crawl's own fetch log: {html.escape(verdict)}</h2>"
+        + (_table(["check", "where", "count", "examples"],
+                  [[v["check"], v.get("host") or v.get("addr"), v["count"],
+                    "; ".join(v["examples"][:3])] for v in audit.get("violations", [])])
+           if audit else ""),
+    ]  # fmt: skip
+    return "\n".join(parts)
+
+
 def render_html(report: dict[str, Any], title: str = "crawlkit crawl report") -> str:
     """One self-contained HTML page (inline CSS and SVG, no scripts)."""
     plots = report["plots"]
@@ -204,7 +285,7 @@ def render_html(report: dict[str, Any], title: str = "crawlkit crawl report") ->
         kpis.append(("audit violations", counters["audit_violations"]))
     kpi_html = "".join(f"<div>{html.escape(k)}<b>{html.escape(str(v))}</b></div>" for k, v in kpis)
     counter_rows = "".join(
-        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(str(v))}</td></tr>"
+        f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(format_number(v))}</td></tr>"
         for k, v in sorted(counters.items())
     )
     sections = [
@@ -216,6 +297,8 @@ def render_html(report: dict[str, Any], title: str = "crawlkit crawl report") ->
         ("Dedup", _bar_chart(plots["dedup"], "dedup")),
     ]
     body = "".join(f"<h2>{html.escape(t)}</h2>\n{chart}\n" for t, chart in sections)
+    if report.get("collection"):
+        body = _collection_html(report["collection"]) + body
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"

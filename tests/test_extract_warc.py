@@ -527,6 +527,10 @@ def test_content_coding_bombs_stop_at_the_cap(coding):
     # br is decoded only when the optional brotli module is installed (it is not a
     # dependency); without it a br body is reported as undecodable.
     brotli = pytest.importorskip("brotli") if coding == "br" else None
+    if brotli is not None and not hasattr(brotli.Decompressor(), "process"):
+        # brotlipy (which pywb, a test dependency, pulls in) has another API; warcread
+        # then reports br bodies as undecodable, as without brotli.
+        pytest.skip("the brotli module is brotlipy, not Google's brotli")
 
     from crawlkit.warcread import decode_body
 

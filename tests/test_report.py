@@ -93,3 +93,41 @@ def test_parse_time() -> None:
     assert parse_time(5) == 5.0
     assert parse_time("1970-01-01T00:00:10Z") == 10.0
     assert parse_time("garbage") is None and parse_time(None) is None
+
+
+def test_numbers_read_as_numbers_not_raw_floats() -> None:
+    from crawlkit.report import format_number
+
+    assert format_number(8.62e-54) == "< 0.000001"
+    assert format_number(0.0009) == "0.0009"
+    assert format_number(1234567) == "1,234,567"
+    assert format_number(2.5) == "2.5"
+    assert format_number(0.0) == "0" and format_number(None) == "None"
+    page = render_html(build_report(_fetches(), counters={"expected_fp_rate": 8.62e-54,
+                                                          "seen_urls": 123456}))  # fmt: skip
+    assert "e-54" not in page and "&lt; 0.000001" in page and "123,456" in page
+
+
+def test_collection_section_renders_well_formed() -> None:
+    rep = build_report(_fetches())
+    rep["collection"] = {
+        "seeds": ["http://a.test/"],
+        "settings": {"scope": "site", "fetch": {"min_delay": 1.0}},
+        "mime_types": [{"type": "text/html", "count": 40, "bytes": 4500}],
+        "statuses": {"404": {"count": 5, "examples": ["http://b.test/1"]}},
+        "problems": {"refused: excluded": {"count": 1, "examples": ["http://a.test/<x>"]}},
+        "requisites": {"fetched": 3, "missing": 1, "missing_examples": [
+            {"url": "http://a.test/i.png", "why": "HTTP 404", "from": "http://a.test/"}]},
+        "warc_files": [{"name": "a.warc.gz", "bytes": 2048, "sha256": "ab" * 32}],
+        "warc_bytes": 2048,
+        "index": "/c/warc/index.cdxj",
+        "audit": {"ok": True, "requests": 41, "violations": [], "warnings": []},
+    }  # fmt: skip
+    page = render_html(rep)
+    checker = _Checker()
+    checker.feed(page)
+    checker.close()
+    for text in ("Seeds", "scope", "fetch.min_delay", "text/html", "http://b.test/1",
+                 "http://a.test/&lt;x&gt;", "3 fetched, 1 missing", "HTTP 404", "ab" * 32,
+                 "2,048", "ok: no violations"):  # fmt: skip
+        assert text in page, text

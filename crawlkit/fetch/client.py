@@ -40,6 +40,7 @@ import zlib
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 
@@ -93,6 +94,7 @@ class _PinnedResolver:
 
     def __init__(self) -> None:
         self.pins: dict[str, str] = {}
+        self.proxies: set[str] = set()
 
     async def resolve(
         self, host: str, port: int = 0, family: int = socket.AF_INET
@@ -114,6 +116,27 @@ class _PinnedResolver:
 
     async def close(self) -> None:
         pass
+
+    def pin_proxy(self, url: str) -> None:
+        """Pin the address of a proxy's host (looked up now), so connections to it work."""
+        host = urlsplit(url).hostname
+        if not host:
+            return
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError:
+            return  # the fetch then fails with "no checked address", reported per URL
+        if infos:
+            self.proxies.add(host.lower())
+            self.pins[host.lower().rstrip(".")] = str(infos[0][4][0])
+
+
+def _env_proxies() -> list[str]:
+    """The proxies named by HTTP_PROXY / HTTPS_PROXY (either case)."""
+    import os
+
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+    return [os.environ[n] for n in names if os.environ.get(n)]
 
 
 _MAX_DEFLATE_RATIO = 1032
@@ -220,7 +243,8 @@ class AiohttpClient:
     """The production client (one aiohttp session, keep-alive, one connection per host).
 
     ``ca_file`` adds CAs to the system store; ``insecure`` fetches anyway when a TLS
-    check fails (see the module docstring).
+    check fails (see the module docstring). ``proxy`` (or, with ``trust_env``, the
+    HTTP(S)_PROXY and NO_PROXY variables) sends requests through a forward proxy.
     """
 
     def __init__(
@@ -229,6 +253,8 @@ class AiohttpClient:
         keepalive: float = 4.0,
         ca_file: str | os.PathLike[str] | None = None,
         insecure: bool = False,
+        proxy: str | None = None,
+        trust_env: bool = False,
     ):
         # keepalive stays under common server idle timeouts (Apache: 5 s), so a reused
         # connection is rarely one the server is closing (no silent resend, see below).
@@ -239,6 +265,11 @@ class AiohttpClient:
         self._verify: ssl.SSLContext = verifying_context(ca_file)
         self._insecure: ssl.SSLContext | None = insecure_context() if insecure else None
         self._unverified: dict[str, str] = {}  # origin -> the check it failed
+        # A proxy is an address the operator named: its name is resolved here, once,
+        # and pinned; targets are still checked by the network policy before a fetch.
+        self._proxy = proxy
+        for url in [proxy] if proxy else _env_proxies() if trust_env else []:
+            self._resolver.pin_proxy(url)
         self._connector = aiohttp.TCPConnector(
             limit=0,
             limit_per_host=1,  # belt and braces: the scheduler already serializes a host
@@ -253,6 +284,7 @@ class AiohttpClient:
             auto_decompress=False,  # the WARC keeps the body as received
             timeout=aiohttp.ClientTimeout(total=None),
             cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=trust_env,  # HTTP(S)_PROXY and NO_PROXY
             skip_auto_headers=("User-Agent",),
             read_bufsize=1 << 16,
         )
@@ -296,7 +328,8 @@ class AiohttpClient:
             pins = self._resolver.pins
             if len(pins) >= _MAX_PINS:  # a long run: forget the oldest half
                 for name in list(pins)[: _MAX_PINS // 2]:
-                    del pins[name]
+                    if name not in self._resolver.proxies:
+                        del pins[name]
             name = url.host.lower().rstrip(".")
             pins.pop(name, None)  # re-insert: the dict's order is least recently used first
             pins[name] = address
@@ -321,6 +354,7 @@ class AiohttpClient:
                     allow_redirects=False,
                     max_redirects=0,
                     ssl=ssl_context or self._verify,
+                    proxy=self._proxy,
                 )
                 result.status = resp.status
                 result.headers = [

@@ -103,6 +103,23 @@ class FetchConfig:
     max_backoff: float = 3600.0
     max_hops: int = 5
     archive_robots: bool = True
+    # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
+    # rules are not applied: an operator archiving a site they run.
+    ignore_robots_for: tuple[str, ...] = ()
+    # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
+    # --cookies, --netrc); page requests only, robots.txt is asked for without them.
+    request: Any = None
+    host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
+    proxy: str | None = None  # every request through this HTTP proxy (--proxy)
+    trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
+
+
+def _robots_ignored(origin: str, config: FetchConfig) -> bool:
+    """Whether ``origin``'s host is one of ``config.ignore_robots_for`` (exact name)."""
+    if not config.ignore_robots_for:
+        return False
+    host = (urlsplit(origin).hostname or "").lower()
+    return host in config.ignore_robots_for
 
 
 def _unavailable(entry: RobotsEntry) -> bool:
@@ -232,6 +249,7 @@ class Fetcher:
             per_ip_delay=per_ip_delay,
             backoff=config.backoff,
             max_backoff=config.max_backoff,
+            host_min_delay=dict(config.host_min_delay),
         )
         self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.redirects_out = 0
@@ -492,7 +510,7 @@ class Fetcher:
                 return _RobotsTask(item.origin, item.origin + "/robots.txt", 0, entry, host.key)
             rules = entry.rules()
             verdict = rules.check(agent, item.url)
-            if not verdict.allowed:
+            if not verdict.allowed and not _robots_ignored(item.origin, self.config):
                 items.popleft()
                 if _unavailable(entry):
                     self._emit(
@@ -883,11 +901,15 @@ class Fetcher:
             if isinstance(rec.get("last_modified"), str):
                 headers["If-Modified-Since"] = rec["last_modified"]
         cfg = self.config
+        if cfg.request:
+            headers = {**headers, **cfg.request.for_url(item.url)}
         res = await self.client.fetch(
             FetchRequest(
                 item.url, host.address or "", headers, cfg.timeout, cfg.max_body, cfg.max_decoded
             )
         )
+        if cfg.request:
+            cfg.request.note_response(item.url, res.headers)
         now = self._end(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self._after(host, now)

@@ -66,10 +66,12 @@ class Scheduler:
         per_ip_delay: float = 0.25,
         backoff: float = 60.0,
         max_backoff: float = 3600.0,
+        host_min_delay: dict[str, float] | None = None,
     ):
         if per_ip < 1:
             raise ValueError("per_ip must be at least 1")
         self.min_delay = min_delay
+        self.host_min_delay = dict(host_min_delay or {})  # by host name (a config file's)
         self.delay_factor = delay_factor
         self.per_ip = per_ip
         self.per_ip_delay = per_ip_delay
@@ -166,7 +168,11 @@ class Scheduler:
     def gap(self, host: HostQueue, elapsed: float | None = None) -> float:
         """The wait after a fetch that took ``elapsed`` seconds (default: the last one)."""
         e = host.last_elapsed if elapsed is None else elapsed
-        return max(self.min_delay, self.delay_factor * e, host.crawl_delay)
+        floor = self.min_delay
+        if self.host_min_delay:
+            name = host.key.rpartition(":")[0] if host.key.count(":") == 1 else host.key
+            floor = self.host_min_delay.get(name, floor)
+        return max(floor, self.delay_factor * e, host.crawl_delay)
 
     def finish(
         self,

@@ -7,9 +7,17 @@ results come back in submission order, so the output is the same bytes for any
 ``jobs`` (same input, same bytes out).
 
 Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
-``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``) and one link
-record per distinct outgoing http(s) link (a URL record with ``depth`` + 1,
-``reason: "link"``, ``via`` and ``from`` the page URL, and ``nofollow``).
+``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``,
+``requisites``) and one link record per distinct outgoing http(s) link (a URL record
+with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,
+``nofollow`` and ``tag``). Page requisites (images, stylesheets, scripts, media, ...,
+see :mod:`crawlkit.html`) are link records too, with ``reason: "requisite"`` and
+``nofollow: false``. A stylesheet (``text/css``, HTTP 200) gives no page record, only
+requisite records for its ``url()`` (``tag: "css"``) and ``@import`` (``tag:
+"import"``) references. Sitemaps found in the WARC (with ``sitemaps``, the default):
+a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or feed
+(told by its content) the sitemap stage's URL records, both with ``reason:
+"sitemap"`` (see :mod:`crawlkit.discover`).
 
 Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
 bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
@@ -33,12 +41,15 @@ from typing import Any
 
 import orjson
 
+from crawlkit.css import css_refs, decode_css
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.discover import is_robots_txt, looks_like_sitemap, robots_records, sitemap_records
 from crawlkit.errors import InputError, InvalidURL
 from crawlkit.html import (
     MAX_HTML_BYTES,
     MAX_LINKS,
     HtmlExtractor,
+    Link,
     looks_like_html,
     media_type,
 )
@@ -73,6 +84,8 @@ class ExtractOptions:
     max_body: int = MAX_BODY
     chunk_records: int = 64
     chunk_bytes: int = 4 * 1024 * 1024
+    requisites: bool = True  # write requisite link records (pages' and stylesheets')
+    sitemaps: bool = True  # write records for robots.txt Sitemap lines and sitemaps
 
 
 @dataclass(slots=True)
@@ -82,6 +95,9 @@ class ExtractStats:
     records: int = 0
     pages: int = 0
     links: int = 0
+    requisites: int = 0
+    stylesheets: int = 0
+    sitemaps: int = 0  # robots.txt files and sitemaps read
     revisits: int = 0
     non_200: int = 0
     not_html: int = 0
@@ -93,7 +109,9 @@ class ExtractStats:
 
     def summary(self) -> str:
         return (
-            f"{self.records} WARC records: {self.pages} pages, {self.links} links; "
+            f"{self.records} WARC records: {self.pages} pages, {self.links} links, "
+            f"{self.requisites} requisites ({self.stylesheets} stylesheets read), "
+            f"{self.sitemaps} sitemaps and robots.txt read; "
             f"passed over {self.revisits} revisits, {self.non_200} non-200, "
             f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
             f"{self.errors} page errors ({self.capped} over a cap)"
@@ -115,16 +133,22 @@ def link_priority(depth: int, nofollow: bool) -> float:
 
 
 # A job is the part of a WARC response a worker needs, as plain picklable values.
-Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None]
-# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body, truncated)
+Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, str]
+# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
+#  truncated, kind: "html", "css", "robots" or "sitemap")
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
 
 _worker: HtmlExtractor | None = None
-_TAGS = {t: t.encode() for t in ("a", "area", "link", "frame", "iframe", "meta")}
+_TAGS = {
+    t: t.encode()
+    for t in ("a", "area", "link", "frame", "iframe", "meta", "img", "source", "script",
+              "video", "audio", "track", "object", "embed", "input", "image", "style",
+              "background", "css", "import")
+}  # fmt: skip
 
 
 def _init_worker(options: ExtractOptions) -> None:
-    global _worker
+    global _worker, _want_requisites
     # Ctrl-C reaches the whole process group. The parent decides what an interrupt
     # means (crawl and fetch stop gracefully on the first one) and shuts the workers
     # down; a worker dying of it mid-page would turn that into a failed run.
@@ -134,13 +158,98 @@ def _init_worker(options: ExtractOptions) -> None:
         max_html_bytes=options.max_html_bytes,
         max_links=options.max_links,
     )
+    _want_requisites = options.requisites
 
 
-def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -> ChunkResult:
+_want_requisites = True
+
+
+def _link_lines(
+    links: Iterable[Link], source: str, depth: int, reason: str, out: list[bytes]
+) -> None:
+    """Append the link records of ``links`` found at ``source`` (of ``depth``) to ``out``.
+
+    Link records share everything after "fp" with each other: that part is serialized
+    once (two variants, followable and nofollow) and spliced in.
+    """
+    link_depth = depth + 1
+    tails = [
+        orjson.dumps(
+            {
+                "depth": link_depth,
+                "priority": link_priority(link_depth, nf),
+                "reason": reason,
+                "via": source,
+                "from": source,
+                "nofollow": nf,
+            }
+        )[1:-1]
+        for nf in (False, True)
+    ]
+    for link in links:
+        target_url = link.url
+        head = orjson.dumps(
+            {"url": target_url.url, "host": target_url.host, "site": target_url.site,
+             "fp": target_url.fp}
+        )  # fmt: skip
+        out.append(
+            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
+        )
+
+
+def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
+    """The requisite records of one stylesheet's ``url()`` and ``@import`` references."""
+    target, _fa, _dg, _st, ctype, _xr, depth, body, _tr, _css = job
+    try:
+        source = ex.canon.parse(target).url
+    except InvalidURL:
+        counts["bad_url"] += 1
+        return
+    found: list[Link] = []
+    seen: set[str] = set()
+    for ref in css_refs(decode_css(body, ctype), max_urls=ex.max_links):
+        parsed = ex.resolve(ref.url, target)
+        if parsed is None or parsed.fp in seen:
+            continue
+        seen.add(parsed.fp)
+        found.append(Link(parsed, False, "import" if ref.kind == "import" else "css"))
+    _link_lines(found, source, depth, "requisite", links)
+    counts["stylesheets"] += 1
+    counts["requisites"] += len(found)
+
+
+def _discovered(
+    job: Job,
+    ex: HtmlExtractor,
+    links: list[bytes],
+    counts: Counter[str],
+    warnings: list[tuple[str, str]],
+) -> None:
+    """The records of a robots.txt's Sitemap lines, or of a sitemap document."""
+    target, kind, body = job[0], job[9], job[7]
+
+    def warn(message: str) -> None:
+        warnings.append((message, "sitemap"))
+
+    if kind == "robots":
+        records = robots_records(body, target, ex.canon, warn)
+    else:
+        records = sitemap_records(body, target, warn)
+    links.extend(orjson.dumps(rec, option=_NL) for rec in records)
+    counts["sitemaps"] += 1
+    counts["links"] += len(records)
+
+
+def process_chunk(
+    jobs: Sequence[Job], extractor: HtmlExtractor | None = None, want_requisites: bool = True
+) -> ChunkResult:
     """Parse a chunk of responses: ``(page lines, link lines, counts, warnings)``.
 
-    Never raises for one page: a failure becomes a warning and a count.
+    Never raises for one page: a failure becomes a warning and a count. ``extractor``
+    and ``want_requisites`` are for the calling process; a worker process uses the
+    parser and setting its initializer made.
     """
+    keep_requisites = _want_requisites if extractor is None else want_requisites
     ex = extractor if extractor is not None else _worker
     assert ex is not None, "worker not initialised"
     pages: list[bytes] = []
@@ -148,7 +257,14 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
     counts: Counter[str] = Counter()
     warnings: list[tuple[str, str]] = []
     for job in jobs:
-        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated = job
+        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, kind = job
+        if kind == "css":
+            if keep_requisites:
+                _stylesheet(job, ex, links, counts)
+            continue
+        if kind in ("robots", "sitemap"):
+            _discovered(job, ex, links, counts, warnings)
+            continue
         try:
             page_url = ex.canon.parse(target)
         except InvalidURL as exc:
@@ -179,6 +295,7 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
             "noindex": page.noindex,
             "nofollow": page.nofollow,
             "links": len(page.links),
+            "requisites": len(page.requisites),
             "text_bytes": page.text_bytes,
         }
         if truncated:
@@ -191,39 +308,40 @@ def process_chunk(jobs: Sequence[Job], extractor: HtmlExtractor | None = None) -
                              "parsed up to it", "page error"))  # fmt: skip
         pages.append(orjson.dumps(record, option=_NL))
         counts["pages"] += 1
-        # Link records share everything after "fp" with the page: serialize that part
-        # once per page (two variants, followable and nofollow) and splice it in.
-        link_depth = depth + 1
-        tails = [
-            orjson.dumps(
-                {
-                    "depth": link_depth,
-                    "priority": link_priority(link_depth, nf),
-                    "reason": "link",
-                    "via": page_url.url,
-                    "from": page_url.url,
-                    "nofollow": nf,
-                }
-            )[1:-1]
-            for nf in (False, True)
-        ]
-        for link in page.links:
-            target_url = link.url
-            head = orjson.dumps(
-                {"url": target_url.url, "host": target_url.host, "site": target_url.site,
-                 "fp": target_url.fp}
-            )  # fmt: skip
-            links.append(
-                b"".join(
-                    (head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')
-                )
-            )
+        _link_lines(page.links, page_url.url, depth, "link", links)
+        if keep_requisites:
+            _link_lines(page.requisites, page_url.url, depth, "requisite", links)
+            counts["requisites"] += len(page.requisites)
         counts["links"] += len(page.links)
     return b"".join(pages), b"".join(links), dict(counts), warnings
 
 
-def _might_be_html(status: int | None, content_type: str | None) -> bool:
-    return status == 200 and media_type(content_type) in _CANDIDATE_TYPES
+# Types a sitemap or feed comes with (besides the generic ones above).
+_SITEMAP_TYPES = frozenset(
+    {"application/xml", "text/xml", "application/x-gzip", "application/gzip",
+     "application/rss+xml", "application/atom+xml", "application/rdf+xml"}
+)  # fmt: skip
+
+
+def _wanted(status: int | None, content_type: str | None) -> bool:
+    mtype = media_type(content_type)
+    return status == 200 and (
+        mtype in _CANDIDATE_TYPES or mtype == "text/css" or mtype in _SITEMAP_TYPES
+    )
+
+
+def _kind(target: str, ctype: str | None, body: bytes, options: ExtractOptions) -> str | None:
+    """What a 200 response is to extract: html, css, robots, sitemap, or None."""
+    mtype = media_type(ctype)
+    if mtype == "text/css":
+        return "css" if options.requisites else None
+    if options.sitemaps and is_robots_txt(target):
+        return "robots"
+    if mtype not in _SITEMAP_TYPES and looks_like_html(ctype, body):
+        return "html"
+    if options.sitemaps and looks_like_sitemap(body):
+        return "sitemap"
+    return None
 
 
 def _jobs(
@@ -236,7 +354,7 @@ def _jobs(
         wstats = WarcStats()
         try:
             for resp in iter_responses(
-                path, want_body=_might_be_html, max_body=options.max_body, stats=wstats
+                path, want_body=_wanted, max_body=options.max_body, stats=wstats
             ):
                 stats.records += 1
                 if resp.record_type == "revisit":
@@ -249,7 +367,12 @@ def _jobs(
                     continue
                 body = resp.body
                 ctype = resp.content_type
-                if body is None or not looks_like_html(ctype, body):
+                kind = _kind(resp.target_uri, ctype, body, options) if body is not None else None
+                if kind is not None and kind != "html":
+                    yield (resp.target_uri, resp.date, resp.payload_digest, resp.status, ctype,
+                           None, resp.depth, body, resp.truncated, kind)  # fmt: skip
+                    continue
+                if kind is None:
                     stats.not_html += 1
                     continue
                 yield (
@@ -262,6 +385,7 @@ def _jobs(
                     resp.depth,
                     body,
                     resp.truncated,
+                    "html",
                 )
         except InputError as exc:
             stats.damaged_files += 1
@@ -284,6 +408,9 @@ def _take(
         write_links(links)
     stats.pages += counts.get("pages", 0)
     stats.links += counts.get("links", 0)
+    stats.requisites += counts.get("requisites", 0)
+    stats.stylesheets += counts.get("stylesheets", 0)
+    stats.sitemaps += counts.get("sitemaps", 0)
     stats.errors += counts.get("errors", 0)
     stats.capped += counts.get("capped", 0)
     stats.bad_url += counts.get("bad_url", 0)
@@ -342,7 +469,7 @@ def extract_warcs(
             max_links=options.max_links,
         )
         for chunk in chunks:
-            take(process_chunk(chunk, extractor))
+            take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
     pool = _Pool(jobs, options, worker)

@@ -109,7 +109,9 @@ def fetch_records(
             max_size=warc_size,
             info={
                 "http-header-user-agent": config.agent,
-                "robots": "obey",
+                "robots": "obey"
+                if not config.ignore_robots_for
+                else "obey, except for " + " ".join(config.ignore_robots_for),
                 "hostname": socket.gethostname(),
             },
         )
@@ -176,7 +178,12 @@ def _run(
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         opts = net or NetOptions()
-        http = client or AiohttpClient(ca_file=opts.ca_file, insecure=opts.insecure)
+        http = client or AiohttpClient(
+            ca_file=opts.ca_file,
+            insecure=opts.insecure,
+            proxy=config.proxy,
+            trust_env=config.trust_env,
+        )
         fetcher = Fetcher(
             config,
             client=http,

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, specials, tls
+from crawlkit.testweb import pages, requisites, specials, tls
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
 
 _PLAIN = {"status": 200, "crawl_delay": None, "text": specials.ALLOW_ALL.decode()}
@@ -194,6 +194,8 @@ def _describe(
         notes["why"] = "on ::1 only: needs --allow-net ::1/128; also reachable as [::1]"
     elif k in tls.TLS_KINDS:
         pg, hostile, notes = tls.describe(k, base, f"http://{host.name}:{port}")
+    elif k in ("requisites", "assets"):
+        pg, notes = requisites.describe(host, base, port)
     else:  # pragma: no cover - every kind is described above
         raise AssertionError(k)
     entry["pages"] = [base + p for p in pg]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from crawlkit.testweb import textgen, tls
+from crawlkit.testweb import requisites, textgen, tls
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import (
     BodyWriter,
@@ -49,6 +49,7 @@ class Kind:
     default: int = 1
     shared_address: bool = False
     size: int = 0
+    in_all: bool = True  # part of "all" (the default); False: only when named
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -58,7 +59,7 @@ class Kind:
 def _k(name: str, help: str, **kw: Any) -> Kind:
     kind = Kind(name, help, **kw)
     if not kind.host_kinds:
-        kind = Kind(name, help, (name,), kind.default, kind.shared_address, kind.size)
+        kind = Kind(name, help, (name,), kind.default, kind.shared_address, kind.size, kind.in_all)
     return kind
 
 
@@ -100,6 +101,13 @@ KINDS: dict[str, Kind] = {
         _k("ipv6", "a host on ::1 only (AAAA-only; crawl with --allow-net ::1/128)", default=0),
         # Only with --tls (default 0, so 'all' leaves them out): see tls.py.
         *(_k(name, f"{help} (with --tls)", default=0) for name, (_, help) in tls.TLS_KINDS.items()),
+        _k(
+            "requisites",
+            "pages with every page requisite kind, and an assets site they borrow from "
+            "(not in all)",
+            host_kinds=("requisites", "assets"),
+            in_all=False,
+        ),
     ]
 }
 
@@ -118,7 +126,7 @@ def parse_specials(text: str | None) -> dict[str, int]:
         items = ["none", *items] if not all(i.startswith("-") for i in items) else ["all", *items]
     for item in items:
         if item == "all":
-            result = {k.name: k.default for k in KINDS.values()}
+            result = {k.name: k.default for k in KINDS.values() if k.in_all}
         elif item == "none":
             result = {}
         elif item.startswith("-"):
@@ -854,6 +862,8 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
     "link-farm": _link_farm,
     "ipv6": _ipv6,
     **dict.fromkeys(tls.TLS_KINDS, tls.handle),
+    "requisites": requisites.handle_requisites,
+    "assets": requisites.handle_assets,
 }
 
 

@@ -1,0 +1,78 @@
+"""``--config FILE``: option values from a TOML file, flags winning over the file.
+
+The option is eager: its callback reads the file before click reads the other
+options and puts the values in ``ctx.default_map``, so a value in the file acts as
+that option's default and a flag given on the command line wins. Which keys and
+types the file may hold is read off the command's own options (seeds stay on the
+command line, or in a seeds file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+
+from crawlkit.config import HOST_KEYS, OptionKind, load_config
+
+__all__ = ["ConfigOption"]
+
+
+def _kinds(command: click.Command) -> dict[str, tuple[str, str]]:
+    """long option name -> (parameter name, OptionKind) for every option but --config."""
+    out: dict[str, tuple[str, str]] = {}
+    for param in command.params:
+        if param.name in (None, "config"):
+            continue
+        if not isinstance(param, click.Option):
+            continue
+        longs = [o for o in param.opts if o.startswith("--")]
+        if not longs:
+            continue
+        if param.is_flag:
+            kind = OptionKind.BOOL
+        elif param.multiple:
+            kind = OptionKind.STRINGS
+        elif isinstance(param.type, click.types.IntParamType):
+            kind = OptionKind.INT
+        elif isinstance(param.type, click.types.FloatParamType):
+            kind = OptionKind.FLOAT
+        else:
+            kind = OptionKind.STRING
+        out[longs[0][2:]] = (param.name, kind)
+    return out
+
+
+def _load(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    if value is None:
+        return None
+    kinds = _kinds(ctx.command)
+    config = load_config(value, {k: kind for k, (_, kind) in kinds.items()})
+    defaults: dict[str, Any] = dict(ctx.default_map or {})
+    for key, item in config.options.items():
+        defaults[kinds[key][0]] = item
+    ignored = [h for h, s in config.hosts.items() if s.get("ignore-robots")]
+    if ignored and "ignore-robots-for" in kinds:
+        name = kinds["ignore-robots-for"][0]
+        defaults[name] = [*defaults.get(name, []), *ignored]
+    ctx.default_map = defaults
+    ctx.meta["crawlkit.config.hosts"] = config.hosts
+    return value
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Read option values from this TOML file (long option names without the "
+        'dashes, e.g. min-delay = "2s"; [hosts."NAME"] tables with '
+        + ", ".join(HOST_KEYS)
+        + "); flags given on the command line win. An unknown key or a wrong type is an "
+        "error naming the file and line.",
+        is_eager=True,
+        callback=_load,
+        show_default=False,
+    ),
+]
