@@ -118,7 +118,8 @@ def _never_fetched(state: Path, seeds: list[Record]) -> list[Record]:
 
 @dataclass
 class ErrorTally:
-    """Failed fetches of a run by reason (the error's first words), with an example:
+    """Failed fetches of a run by reason (the record's ``error_code``, such as
+    ``dns-nxdomain`` or ``tls-expired``, else the error's first words), with an example:
     errors below HTTP, and URLs the fetcher refused (network policy, robots.txt
     unreachable...) except repeats of a URL already in flight."""
 
@@ -131,7 +132,8 @@ class ErrorTally:
         if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
             return
         text = str(record.get("error") or "unknown error")
-        reason = text.split(":", 1)[0].strip()[:60] or "unknown error"
+        code = record.get("error_code")
+        reason = str(code) if code else text.split(":", 1)[0].strip()[:60] or "unknown error"
         if outcome == "refused":
             reason = f"refused ({reason})"
         self.counts[reason] = self.counts.get(reason, 0) + 1

@@ -28,11 +28,11 @@ def test_a_seed_that_failed_is_fetched_by_the_next_run_that_names_it(tmp_path: P
         # no --hosts-file: h0.test does not resolve, a network error
         first = _crawl(web, state, "--allow-net", web.info["allow_net"])
         assert first.code == 1
-        assert f"errors: DNS 1, e.g. {seed} (DNS:" in first.stderr
+        assert f"errors: dns-nxdomain 1, e.g. {seed} (dns-nxdomain:" in first.stderr
         assert (
             first.stderr.strip()
             .splitlines()[-1]
-            .startswith("crawlkit crawl: nothing was fetched (DNS 1, e.g. ")
+            .startswith("crawlkit crawl: nothing was fetched (dns-nxdomain 1, e.g. ")
         )
         assert not web.requests()
         # the same seed again, with the right options: it is fetched, not "seen"
