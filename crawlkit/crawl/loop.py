@@ -18,8 +18,16 @@ they are counted as ``refetched``. Host clocks live in the fetch stage's state, 
 restart never hits a host inside its gap (invariant 2).
 
 Deferred URLs (a host backing off, robots.txt unavailable, the run's end) wait in
-``STATE/crawl/waiting.ndjson.zst`` until their ``retry_at`` and then go back to the
-frontier; nothing is dropped. URLs outside ``--scope`` are refused with a reason.
+one place, the waiting room (:mod:`crawlkit.crawl.waiting`), until their ``retry_at``
+and then go back to the frontier once; nothing is dropped, nothing queued twice.
+URLs outside ``--scope`` are refused with a reason.
+
+Bounded (DESIGN.md invariant 8): the fetcher holds at most :attr:`Crawl.hold` URLs
+it has not answered, and while post-processing has ``POST_BACKLOG`` cut cycles
+waiting it gets no more, so the fetcher slows to the pace of post-processing. A run
+with ``--for`` stops fetching at its deadline and post-processing ``STOP_GRACE``
+seconds later; what is left is finished by the next run (a cycle's steps are
+marked done one by one), never lost.
 """
 
 from __future__ import annotations
@@ -42,9 +50,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.crawl.steps import POST_STEPS, ExplainContext, render
+from crawlkit.crawl.waiting import WaitingRoom
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
@@ -73,18 +82,24 @@ from crawlkit.stages.frontier import (
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
-from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
+from crawlkit.warcsalvage import cut_to_whole_records
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
 
 CYCLE_FORMAT = "{:06d}"
-# Steps after the fetch of one cycle, in order; each leaves ``<step>.done`` behind.
-STEPS = ("extract", "dedup", "links", "recrawl")
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
+# URLs the fetcher may hold unanswered, per request it may have in flight: a bound
+# on memory; what spreads them over the hosts is ``--per-host`` (per host at once).
+HOLD_PER_SLOT = 64
+# Cut cycles waiting for post-processing before the fetcher gets no more URLs.
+POST_BACKLOG = 2
+# Seconds post-processing may go on past the deadline (or a signal) before it stops
+# between two steps and leaves the rest to the next run.
+STOP_GRACE = 5.0
 
 
 class Scope:
@@ -138,10 +153,13 @@ class CrawlOptions:
     max_pages: int | None = None
     duration: float | None = None
     batch_size: int = 1000
-    per_host: int = 20
+    per_host: int = 4  # URLs of one host per batch handed to the fetcher
     jobs: int = 1
     budgets: bool = True
     warc_dir: Path | None = None
+    warc_size: int = 1_000_000_000  # a new WARC file past this size
+    warc_prefix: str = "crawlkit"
+    warc_info: dict[str, str] = field(default_factory=dict)  # operator, isPartOf, ...
     fetch: FetchConfig = field(default_factory=FetchConfig)
     allow_net: tuple[str, ...] = ()
     hosts_file: Path | None = None
@@ -166,6 +184,8 @@ class CrawlSummary:
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
+    requests: int = 0  # fetch records with an HTTP status: what the server saw
+    unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
     queued: int = 0
     stopped: str = ""
@@ -185,6 +205,8 @@ class CrawlSummary:
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
             "refetched": self.refetched,
+            "requests": self.requests,
+            "unstarted": self.unstarted,
             "routed_to_other_shards": self.routed,
             "waiting": self.waiting,
             "queued": self.queued,
@@ -300,6 +322,17 @@ class Crawl:
         self._extracting: dict[Path, tuple[list[str], cf.Future[FilesResult]]] = {}
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
+        self.requests_before = int(totals.get("requests", totals.get("fetched", 0)))
+        self.waiting = WaitingRoom(self.dir.waiting)
+        # URLs handed to the fetcher and not answered yet, and the most it may hold:
+        # enough to keep every due host busy, small enough that a stop leaves little.
+        self.held = 0
+        self.frontier_version = 0  # counts additions to the frontier
+        self.held_by_host: Counter[str] = Counter()  # the same, per host (frontier's key)
+        self.hold = HOLD_PER_SLOT * options.fetch.concurrency
+        self.post_backlog = 0  # cut cycles not yet post-processed
+        # Post-processing stops between two steps after this (the next run goes on).
+        self.hard_stop = self.deadline + STOP_GRACE if self.deadline else float("inf")
         self.role = self._shard_role(state.path, options)
         self.scope = Scope(options.scope)
         if self.dir.scope.exists():
@@ -419,6 +452,7 @@ class Crawl:
     def _on_signal(self, name: str) -> None:
         """The first SIGINT/SIGTERM: finish what is in flight, save, and stop."""
         self.interrupted = self.interrupted or name
+        self.hard_stop = min(self.hard_stop, self.clock() + STOP_GRACE)
 
     def _run(self, reinstall: Callable[[], None]) -> CrawlSummary:
         pending = self._recover()
@@ -452,7 +486,7 @@ class Crawl:
                 idle_runs = 0
         stats = self._frontier_stats()
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
-        self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
+        self.summary.waiting = len(self.waiting)
         self.summary.elapsed_s = self.clock() - self.start
         self._save_totals()
         return self.summary
@@ -467,12 +501,18 @@ class Crawl:
         return ""
 
     def _pages_total(self) -> int:
-        return self.fetched_before + self.summary.outcomes["fetched"]
+        """Requests the server has seen from this crawl (robots.txt aside), all runs."""
+        return self.requests_before + self.summary.requests
+
+    def _pages_left(self) -> float:
+        """Requests ``--max-pages`` still allows beyond those handed to the fetcher."""
+        if self.opts.max_pages is None:
+            return float("inf")
+        return self.opts.max_pages - self._pages_total() - self.held
 
     def _exhausted(self) -> str:
         stats = self._frontier_stats()
-        waiting = sum(1 for _ in _read(self.dir.waiting))
-        if int(stats.get("queued", 0) or 0) or waiting or self.dir.batch_files():
+        if int(stats.get("queued", 0) or 0) or len(self.waiting) or self.dir.batch_files():
             return ""
         if self.role is not None and inbox_files(self.state.path):
             return ""
@@ -498,7 +538,8 @@ class Crawl:
                 self._salvage(cycle)
                 _mark(cycle, "fetch", {"salvaged": True})
             self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
-            self._finish_cycle(cycle)
+            if not self._finish_cycle(cycle):
+                return []  # out of time: the next run goes on from here
         pending: list[Record] = []
         batches = self.dir.batch_files()
         if batches:
@@ -506,7 +547,11 @@ class Crawl:
             fetched: set[str] = set()
             for cycle in self.dir.cycle_dirs():
                 if int(cycle.name) >= oldest:
-                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson"))
+                    fetched.update(
+                        str(r.get("url"))
+                        for r in _read(cycle / "fetch.ndjson")
+                        if r.get("refused") != "duplicate"  # not the URL's answer
+                    )
             for batch in list(batches):
                 rest = [r for r in _read(batch) if r.get("url") not in fetched]
                 if rest:
@@ -525,12 +570,8 @@ class Crawl:
         self.valid_warc_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.warc_root)
         for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
-            end = _complete_prefix(partial)
+            end = cut_to_whole_records(partial)
             final = partial.with_name(partial.name[: -len(".open")])
-            with open(partial, "r+b") as f:
-                f.truncate(end)
-                f.flush()
-                os.fsync(f.fileno())
             if end:
                 os.replace(partial, final)
             else:
@@ -586,8 +627,11 @@ class Crawl:
             for rec in records:
                 outstanding.setdefault(str(rec.get("url")), []).append(path)
                 batch_left[path] = batch_left.get(path, 0) + 1
+            self.held += len(records)
+            self.held_by_host.update(str(rec.get("host")) for rec in records)
 
         running: list[Any] = []  # the fetcher, once the first refill has met it
+        last_empty: list[tuple[int, int] | None] = [None]  # see refill
         cutting = False
         cut_asked: list[asyncio.Task[None]] = []  # the cut a fetch record asked for
         cut_failed: list[BaseException] = []
@@ -611,9 +655,25 @@ class Crawl:
                 asked.add_done_callback(cut_done)
                 cut_asked.append(asked)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
+            if rec.get("status") is not None:
+                self.summary.requests += 1
+            stopped = bool(rec.get("stopped"))
+            self.summary.unstarted += stopped
             paths = outstanding.get(str(rec.get("url")))
             if paths:
-                path = paths.pop(0)
+                # The fetcher answers a URL it already holds "refused: duplicate" at once:
+                # that settles the copy handed out last. The first copy is settled by
+                # its real answer; its batch file must stay until then.
+                path = paths.pop() if rec.get("refused") == "duplicate" else paths.pop(0)
+                # A URL given back because the run ends still counts against the hold:
+                # else each refill near the end would be given back too, and the run
+                # would end with the frontier moved into the waiting room.
+                if not stopped:
+                    self.held -= 1
+                    host = str(rec.get("host"))
+                    self.held_by_host[host] -= 1
+                    if self.held_by_host[host] <= 0:
+                        del self.held_by_host[host]
                 if not paths:
                     del outstanding[str(rec.get("url"))]
                 batch_left[path] -= 1
@@ -647,14 +707,27 @@ class Crawl:
             if self._should_stop():
                 return None
             loop = asyncio.get_running_loop()
-            records = await loop.run_in_executor(None, self._next_batch, live.path, track)
-            if records:
-                return records
+            due = self._next_waiting_time()
+            if due is not None and due <= self.clock():
+                await loop.run_in_executor(None, self._release_waiting)
+            if self._pages_left() <= 0:
+                return [] if self.held else None  # --max-pages: wait for the answers
+            if self.held >= self.hold or post.backlog() >= POST_BACKLOG:
+                return []  # back-pressure: the fetcher works off what it holds
+            # Ask the frontier again only when something changed since it last had
+            # nothing to give: URLs queued, or answers that free a host's share.
+            changed = (self.frontier_version, sum(self.summary.outcomes.values()))
+            if changed != last_empty[0] or self.role is not None:
+                held = dict(self.held_by_host)  # read on this thread; the loop changes it
+                batch = await loop.run_in_executor(None, self._next_batch, live.path, track, held)
+                if batch:
+                    return batch
+                last_empty[0] = changed
             if live.records:
                 await cut(fetcher)
-            if post.busy():
-                return []  # its links may queue more
-            if await loop.run_in_executor(None, self._release_waiting):
+            if post.busy() or fetcher.has_work():
+                # Pages still to come, or links still to process, may queue more URLs:
+                # "no more" now would leave them to the next fetch run.
                 return []
             return None
 
@@ -675,7 +748,8 @@ class Crawl:
                 initial, sink, state_dir=self.state.path, config=config,
                 warc_dir=self.warc_root, allow_net=self.opts.allow_net,
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
-                reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
+                reporter=self.rep, warc_prefix=self.opts.warc_prefix,
+                warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
                 on_interrupt=self._on_signal,
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
@@ -692,14 +766,27 @@ class Crawl:
             else:
                 shutil.rmtree(live.path, ignore_errors=True)
             post.close()
+            self.held = 0  # every URL handed out has its record (or never will)
+            self.held_by_host.clear()
         self.post_error = post.error
 
-    def _next_batch(self, cycle: Path, track: Callable[[Path, list[Record]], None]) -> list[Record]:
-        """The frontier's next batch, made durable in ``crawl/batches`` first."""
-        size = self.opts.batch_size
-        if self.opts.max_pages is not None:
-            size = max(1, min(size, self.opts.max_pages - self._pages_total()))
-        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
+    def _next_batch(
+        self,
+        cycle: Path,
+        track: Callable[[Path, list[Record]], None],
+        held: dict[str, int] | None = None,
+    ) -> list[Record]:
+        """The frontier's next batch, made durable in ``crawl/batches`` first.
+
+        ``held`` counts, per host, URLs the fetcher holds unanswered: with them a host
+        gets at most ``per_host`` in the fetcher at once, so the URLs held are spread
+        over the hosts that can be served, not piled on slow ones.
+        """
+        size = int(min(self.opts.batch_size, self.hold - self.held, self._pages_left()))
+        if size <= 0:
+            return []
+        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets,
+                           outstanding=held or {})  # fmt: skip
         out: list[Record] = []
         refused: list[Record] = []
         # Numbered by the run, never by counting files: a finished batch is deleted, and
@@ -734,13 +821,17 @@ class Crawl:
             track(path, out)
         return out
 
-    def _finish_cycle(self, cycle: Path) -> None:
-        for step in STEPS:
-            if not _done(cycle, step):
-                getattr(self, f"_step_{step}")(cycle)
+    def _finish_cycle(self, cycle: Path) -> bool:
+        """Run the cycle's steps not yet done; False if the hard stop came first."""
+        for step in POST_STEPS:
+            if not _done(cycle, step.marker):
+                if self.clock() >= self.hard_stop:
+                    return False
+                getattr(self, f"_step_{step.marker}")(cycle)
         _mark(cycle, "cycle")
         self.summary.cycles += 1
         self.progress(self._progress_info(cycle))
+        return True
 
     def _fetch_log(self, cycle: Path) -> list[Record]:
         return list(_read(cycle / "fetch.ndjson"))
@@ -856,7 +947,13 @@ class Crawl:
             return
         due: list[Record] = []
         inputs = [cycle / "fetch.ndjson", cycle / "pages.ndjson.zst"]
-        records = io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+        # Deferred URLs wait in the waiting room alone: fed to the history too, they
+        # would become due a second time, as recrawls.
+        records = (
+            item
+            for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+            if item[2].get("outcome") != "deferred"
+        )
         recrawl(self.state.path, records, write=due.extend, now=self.clock(), reporter=self.rep)
         self._queue(due, cycle / "recrawl-refused.ndjson.zst")
         _mark(cycle, "recrawl", {"due": len(due)})
@@ -876,6 +973,7 @@ class Crawl:
 
     def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
         refused: list[Record] = []
+        self.frontier_version += 1
         with self.frontier_lock:
             frontier_add(self.state.path, records, on_refused=refused.append,
                          limits=self.opts.limits, policy=self.opts.budget_policy,
@@ -889,44 +987,27 @@ class Crawl:
             self.summary.refused[str(rec.get("refused") or rec.get("error") or "refused")] += 1
 
     def _wait_deferred(self, cycle: Path) -> None:
+        """The cycle's deferred URLs into the waiting room (again after a crash: once)."""
         deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
         if not deferred:
             return
         with self.frontier_lock:
-            self._add_waiting(deferred)
-
-    def _add_waiting(self, deferred: list[Record]) -> None:
-        waiting = list(_read(self.dir.waiting))
-        known = {r.get("url") for r in waiting}
-        for rec in deferred:
-            if rec.get("url") in known:
-                continue
-            keep = {k: v for k, v in rec.items() if k not in _FETCH_FIELDS or k == "url"}
-            keep["retry_at"] = rec.get("retry_at")
-            waiting.append(keep)
-        _write(self.dir.waiting, waiting)
+            self.waiting.add(deferred)
+            self.waiting.save()
 
     def _release_waiting(self) -> bool:
         """Queue the waiting URLs whose retry time has come; True if there were any."""
         with self.frontier_lock:
-            waiting = list(_read(self.dir.waiting))
-            if not waiting:
-                return False
-            now = self.clock()
-            due = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) <= now]
+            due = self.waiting.due(self.clock())
             if not due:
                 return False
-            later = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) > now]
-            for rec in due:
-                rec.pop("retry_at", None)
             self._queue(due, self.dir.root / "waiting-refused.ndjson.zst")
-            _write(self.dir.waiting, later)
+            self.waiting.save()
             return True
 
     def _next_waiting_time(self) -> float | None:
         with self.frontier_lock:
-            times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
-        return min(times) if times else None
+            return self.waiting.next_time()
 
     def _sleep_until(self, when: float) -> None:
         limit = self.deadline if self.deadline is not None else float("inf")
@@ -965,24 +1046,6 @@ class Crawl:
         totals["seen"] = dict(seen)
         totals["last_run"] = self.summary.to_json()
         io.atomic_write_json(self.dir.totals, totals)
-
-
-_FETCH_FIELDS = frozenset(
-    {"status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes", "content_type", "digest",
-     "location", "warc", "error", "truncated"}
-)  # fmt: skip
-
-
-def _complete_prefix(path: Path) -> int:
-    """Bytes of ``path`` that hold whole WARC records (a crash can cut the last one)."""
-    end = 0
-    with contextlib.suppress(Exception), open(path, "rb") as f:
-        it = ArchiveIterator(f)
-        for record in it:
-            record.content_stream().read()
-            it.read_to_end(record)
-            end = it.get_record_offset() + it.get_record_length()
-    return end
 
 
 @contextlib.contextmanager
@@ -1045,32 +1108,24 @@ def crawl(
 
 
 def explain(state: str, options: CrawlOptions) -> str:
-    """The equivalent pipeline of stage commands for one cycle (``--explain``)."""
-    s = state
-    warc = options.warc_dir or f"{s}/warc"
-    net = " ".join(f"--allow-net {c}" for c in options.allow_net)
-    hosts = f" --hosts-file {options.hosts_file}" if options.hosts_file else ""
-    budgets = "" if options.budgets else " --no-budgets"
-    return "\n".join(
-        [
-            f"# one cycle of: crawlkit crawl --state {s} (C = {s}/crawl/cycles/NNNNNN)",
-            f"crawlkit frontier next --state {s} --max {options.batch_size} "
-            f"--per-host {options.per_host}{budgets} > $C/batch.ndjson.zst",
-            f"crawlkit fetch --state {s} $C/batch.ndjson.zst --warc-dir {warc} "
-            f"--min-delay {options.fetch.min_delay:g}s --concurrency {options.fetch.concurrency}"
-            f" {net}{hosts} --log $C/fetch.ndjson --redirects $C/redirects.ndjson".replace(
-                "  ", " "
-            ),
-            f"crawlkit extract -j {options.jobs} {warc}/new/*.warc.gz "
-            "--pages $C/pages.ndjson.zst --links $C/links.ndjson.zst",
-            f"crawlkit dedup --state {s} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            f"> $C/dedup.ndjson.zst && crawlkit frontier add --state {s} $C/sites.ndjson.zst",
-            f"crawlkit frontier links --state {s} $C/links.ndjson.zst",
-            f"crawlkit seen-merge --state {s} $C/links.ndjson.zst $C/redirects.ndjson "
-            f"| crawlkit frontier add --state {s}   # crawl also applies --scope here",
-            f"crawlkit recrawl --state {s} $C/fetch.ndjson $C/pages.ndjson.zst "
-            f"| crawlkit frontier add --state {s}",
-        ]
+    """The equivalent pipeline of stage commands for one cycle (``--explain``), rendered
+    from the same list of steps the crawl runs (:data:`crawlkit.crawl.steps.STEPS`)."""
+    net = "".join(f" --allow-net {c}" for c in options.allow_net)
+    if options.hosts_file:
+        net += f" --hosts-file {options.hosts_file}"
+    return render(
+        ExplainContext(
+            state=state,
+            warc=str(options.warc_dir or f"{state}/warc"),
+            batch=options.batch_size,
+            per_host=options.per_host,
+            budgets=options.budgets,
+            min_delay=options.fetch.min_delay,
+            concurrency=options.fetch.concurrency,
+            jobs=options.jobs,
+            net=net,
+            scope=options.scope,
+        )
     )
 
 
@@ -1135,6 +1190,10 @@ class _PostWorker:
 
     def submit(self, cycle: Path) -> None:
         self._queue.put(cycle)
+
+    def backlog(self) -> int:
+        """Cut cycles submitted and not yet post-processed."""
+        return self._queue.unfinished_tasks
 
     def busy(self) -> bool:
         # unfinished_tasks counts a cycle from put() to task_done(), so there is no
