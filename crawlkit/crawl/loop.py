@@ -319,7 +319,7 @@ class Crawl:
         # With -j N >= 2, N extract processes live for the whole run and a cycle's
         # extract starts the moment it is cut (see _start_extract).
         self.extract_workers = ExtractWorkers(options.jobs) if options.jobs >= 2 else None
-        self._extracting: dict[Path, tuple[list[str], cf.Future[FilesResult]]] = {}
+        self._extracting: dict[Path, tuple[list[Any], cf.Future[FilesResult]]] = {}
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
         self.requests_before = int(totals.get("requests", totals.get("fetched", 0)))
@@ -540,6 +540,7 @@ class Crawl:
             self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
             if not self._finish_cycle(cycle):
                 return []  # out of time: the next run goes on from here
+        self._archive_closed_warcs()
         pending: list[Record] = []
         batches = self.dir.batch_files()
         if batches:
@@ -687,7 +688,7 @@ class Crawl:
                 return  # one cut at a time; the other caller's records go in the next
             cutting = True
             try:
-                await fetcher.rotate_warc()
+                await fetcher.flush_warc()  # its records are whole on disk: extract reads them
                 done = live
                 live = _LiveCycle(self, self.dir.new_cycle())
                 done.close()
@@ -766,6 +767,7 @@ class Crawl:
             else:
                 shutil.rmtree(live.path, ignore_errors=True)
             post.close()
+            self._archive_closed_warcs()
             self.held = 0  # every URL handed out has its record (or never will)
             self.held_by_host.clear()
         self.post_error = post.error
@@ -836,56 +838,73 @@ class Crawl:
     def _fetch_log(self, cycle: Path) -> list[Record]:
         return list(_read(cycle / "fetch.ndjson"))
 
-    def _cycle_warcs(self, cycle: Path) -> list[str]:
-        """The closed WARC files in ``new/`` that hold this cycle's fetches, in order.
-
-        A file another cycle already extracted (it held records of both) has left
-        ``new/`` and is not listed again.
-        """
-        files: list[str] = []
+    def _warc_path(self, name: str) -> Path | None:
+        """Where the WARC file ``name`` is now: being written, closed, or archived."""
         new_dir = warc_new_dir(self.warc_root)
+        for path in (new_dir / name, new_dir / f"{name}.open", self.warc_root / name):
+            if path.exists():
+                return path
+        return None
+
+    def _cycle_sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.
+
+        WARC files rotate by size (``--warc-size``), not by cycle: one file holds many
+        cycles, and may still be written to while a cycle is extracted; the fetcher
+        flushes it when it cuts the cycle, so every record named here is whole.
+        """
+        ranges: dict[str, list[tuple[int, int]]] = {}
         for rec in self._fetch_log(cycle):
             warc = rec.get("warc")
             if isinstance(warc, dict) and warc.get("file"):
-                path = new_dir / Path(str(warc["file"])).name
-                if str(path) not in files:
-                    files.append(str(path))
-        return [f for f in files if Path(f).exists()]
+                name = Path(str(warc["file"])).name
+                ranges.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
+        out = []
+        for name, spans in ranges.items():
+            path = self._warc_path(name)
+            if path is not None:
+                out.append((str(path), spans))
+        return out
 
     def _start_extract(self, cycle: Path) -> None:
-        """Hand a cut cycle's WARC files to an extract process now (``-j`` >= 2), so it
-        parses while the post thread still works on the cycles before it."""
+        """Hand a cut cycle's WARC records to an extract process now (``-j`` >= 2), so
+        it parses while the post thread still works on the cycles before it."""
         if self.extract_workers is None:
             return
-        files = self._cycle_warcs(cycle)
-        if files:
-            self._extracting[cycle] = (files, self.extract_workers.submit(files))
+        sources = self._cycle_sources(cycle)
+        if sources:
+            self._extracting[cycle] = (sources, self.extract_workers.submit(sources))
 
     def _step_extract(self, cycle: Path) -> None:
-        existing = self._cycle_warcs(cycle)
-        new_dir = warc_new_dir(self.warc_root)
+        sources = self._cycle_sources(cycle)
         with (
             io.open_output(cycle / "pages.ndjson.zst") as pages,
             io.open_output(cycle / "links.ndjson.zst") as links,
         ):
             if self.extract_workers is not None:
-                files, started = self._extracting.pop(cycle, (None, None))
+                started_with, started = self._extracting.pop(cycle, (None, None))
                 stats = self.extract_workers.extract(
-                    existing, pages.write, links.write, reporter=self.rep,
-                    started=started if files == existing else None,
+                    sources, pages.write, links.write, reporter=self.rep,
+                    started=started if started_with == sources else None,
                 )  # fmt: skip
             else:
-                stats = extract_warcs(existing, pages.write, links.write,
+                stats = extract_warcs(sources, pages.write, links.write,
                                       options=ExtractOptions(), reporter=self.rep)  # fmt: skip
         self.summary.pages += stats.pages
         self.summary.links += stats.links
         _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
-        # Extracted files leave new/ for the archive directory itself (after the mark:
-        # a crash in between extracts a file twice, which is harmless, never zero times).
-        for f in existing:
-            target = self.warc_root / Path(f).name
-            if Path(f).parent == new_dir and not target.exists():
-                os.replace(f, target)
+
+    def _archive_closed_warcs(self) -> None:
+        """Move closed WARC files from ``new/`` to the archive directory itself.
+
+        Called only while no cycle is being extracted (a cycle finds its files in
+        either place, see :meth:`_warc_path`).
+        """
+        new_dir = warc_new_dir(self.warc_root)
+        for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
+            target = self.warc_root / path.name
+            if not target.exists():
+                os.replace(path, target)
                 self.summary.warc_files += 1
 
     def _step_dedup(self, cycle: Path) -> None:

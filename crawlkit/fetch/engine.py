@@ -633,6 +633,14 @@ class Fetcher:
         await loop.run_in_executor(self._warc_pool, self.warc.close)
         return [str(p) for p in self.warc.closed_files]
 
+    async def flush_warc(self) -> None:
+        """Hand every record written so far to the OS, so that another reader (crawl's
+        extract, by the offsets in the fetch records) sees it whole; the file stays
+        open and rotates by size."""
+        if self.warc is not None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._warc_pool, self.warc.flush)
+
     def has_work(self) -> bool:
         """Whether URLs given to this run are still unanswered (queued, resolving, or
         in flight); their answers may lead the caller to more work."""
