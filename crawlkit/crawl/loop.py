@@ -956,7 +956,13 @@ class Crawl:
             self.summary.new_urls += len(fresh)
             _mark(cycle, "seen", {"new": len(fresh)})
         for path in sorted(cycle.glob("new-*.ndjson.zst")):
-            self._queue(_read(path), cycle / "new-refused.ndjson.zst")
+            # Each file is marked queued once the frontier has committed it: a crash
+            # after that queues it again only if it falls between the two (a URL
+            # queued twice is handed out twice, and counted twice against its budget).
+            queued = cycle / (path.name.split(".", 1)[0] + ".queued")
+            if not queued.exists():
+                self._queue(_read(path), cycle / "new-refused.ndjson.zst")
+                queued.touch()
         self._wait_deferred(cycle)
         _mark(cycle, "links")
 
