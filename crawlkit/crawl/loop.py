@@ -1,14 +1,17 @@
 """``crawlkit crawl``: the whole loop in one command, as a composition of the stages.
 
-A crawl is a state directory and a sequence of *cycles*. Each cycle runs the DESIGN.md
-pipeline with the stages' own library functions, on the same state directory:
+A crawl is a state directory and a sequence of *cycles*. Each cycle runs the steps of
+:data:`crawlkit.crawl.steps.STEPS` (the DESIGN.md pipeline) with the stages' own
+library functions, on the same state directory:
 
     frontier next  →  fetch  →  extract  →  dedup  →  seen-merge  →  frontier add
                                                          recrawl  →  frontier add
 
 and leaves its files in ``STATE/crawl/cycles/NNNNNN/`` (the batch, the fetch log,
 page, link, dedup and refusal records), so every cycle can be inspected, replayed or
-re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them).
+re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them,
+from the same list). The frontier is opened once per run and committed after every
+change; the other stores are still opened by the stage functions they belong to.
 
 Resumable (DESIGN.md invariants 1 and 5): a cycle's steps run in order and each
 marks itself done with a file; a restarted crawl finishes the open cycle first. The
@@ -22,12 +25,12 @@ one place, the waiting room (:mod:`crawlkit.crawl.waiting`), until their ``retry
 and then go back to the frontier once; nothing is dropped, nothing queued twice.
 URLs outside ``--scope`` are refused with a reason.
 
-Bounded (DESIGN.md invariant 8): the fetcher holds at most :attr:`Crawl.hold` URLs
-it has not answered, and while post-processing has ``POST_BACKLOG`` cut cycles
-waiting it gets no more, so the fetcher slows to the pace of post-processing. A run
-with ``--for`` stops fetching at its deadline and post-processing ``STOP_GRACE``
-seconds later; what is left is finished by the next run (a cycle's steps are
-marked done one by one), never lost.
+Bounded (DESIGN.md invariant 8): the fetcher holds at most ``--per-host`` URLs of a
+host it has not answered (and :attr:`Crawl.hold` in all, a memory bound), and while
+post-processing has ``POST_BACKLOG`` cut cycles waiting it gets no more, so the
+fetcher slows to the pace of post-processing. A run with ``--for`` stops fetching at
+its deadline and post-processing ``STOP_GRACE`` seconds later; what is left is
+finished by the next run (a cycle's steps are marked done one by one), never lost.
 """
 
 from __future__ import annotations
@@ -66,19 +69,12 @@ from crawlkit.distrib import (
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.store import NextOptions
+from crawlkit.frontier.store import Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
-from crawlkit.stages.frontier import (
-    frontier_add,
-    frontier_links,
-    frontier_next,
-    frontier_seed_sites,
-    frontier_stats,
-)
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
@@ -312,6 +308,11 @@ class Crawl:
         self.deadline = self.start + options.duration if options.duration else None
         self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
         self.frontier_lock = threading.RLock()  # frontier and waiting room, across threads
+        # The frontier is opened once for the run (the state directory is locked by
+        # it) and committed after every change; stage commands open it by path.
+        self.frontier = Frontier.open(
+            state.sub("frontier"), policy=options.budget_policy, limits=options.limits
+        )
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
@@ -363,8 +364,7 @@ class Crawl:
             records = list(_read(path))
             # Delivered links (and other shards' site links) complete this shard's site
             # graph, on which site budgets rest; then the URLs among them are admitted.
-            with self.frontier_lock:
-                frontier_links(self.state.path, records, reporter=self.rep)
+            self._note_links(records)
             urls = [r for r in records if r.get("url")]
             mine = self._route(urls, "reroute")
             self.summary.new_urls += self._admit(mine, "inbox")
@@ -417,7 +417,8 @@ class Crawl:
         if self.role is not None:  # every shard gets every seed and keeps its own
             # ... but trusts every seed's site, as one shard would (site budgets)
             with self.frontier_lock:
-                frontier_seed_sites(self.state.path, {str(r["site"]) for r in records})
+                self.frontier.note_seeds({str(r["site"]) for r in records})
+                self.frontier.commit()
             records = [r for r in records if self.role.owns(str(r["site"]))]
         if not records:
             return 0
@@ -523,7 +524,13 @@ class Crawl:
 
     def _frontier_stats(self) -> dict[str, Any]:
         with self.frontier_lock:
-            return frontier_stats(self.state.path)
+            return self.frontier.stats()
+
+    def _note_links(self, records: list[Record]) -> None:
+        """Feed link records to the frontier's site graph (``frontier links``)."""
+        with self.frontier_lock:
+            self.frontier.note_links(records)
+            self.frontier.commit()
 
     # -- recovery --------------------------------------------------------------------
 
@@ -814,8 +821,10 @@ class Crawl:
         with self.frontier_lock:
             if self.role is not None:
                 self._ingest_inbox()
-            frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
-                          reporter=self.rep)  # fmt: skip
+            self.frontier.apply_commands()  # operator blocks posted since
+            batch = self.frontier.next(opts)
+            write(batch)  # the batch is on disk before its removal commits
+            self.frontier.commit()
         if refused:
             _write(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self._count_refused(refused)
@@ -937,8 +946,7 @@ class Crawl:
             candidates: list[Record] = []
             refused: list[Record] = []
             links = list(_read(cycle / "links.ndjson.zst"))
-            with self.frontier_lock:  # every link, not only new URLs, feeds site importance
-                frontier_links(self.state.path, links, reporter=self.rep)
+            self._note_links(links)  # every link, not only new URLs, feeds site importance
             self._share_site_links(links, f"c{cycle.name}-sites")
             for rec in [*links, *_read(cycle / "redirects.ndjson")]:
                 if rec.get("nofollow"):
@@ -1000,9 +1008,8 @@ class Crawl:
         refused: list[Record] = []
         self.frontier_version += 1
         with self.frontier_lock:
-            frontier_add(self.state.path, records, on_refused=refused.append,
-                         limits=self.opts.limits, policy=self.opts.budget_policy,
-                         reporter=self.rep)  # fmt: skip
+            self.frontier.add_records(records, on_refused=refused.append)
+            self.frontier.commit()
         if refused:
             _write(refused_path, refused)
             self._count_refused(refused)

@@ -329,6 +329,11 @@ class Frontier:
             self.blocks = blocks
         return blocks
 
+    def apply_commands(self) -> None:
+        """Apply operator commands posted since the frontier was opened (an owner that
+        keeps it open, like ``crawlkit crawl``, calls this before each ``next``)."""
+        self._read_inbox(apply=True)
+
     @staticmethod
     def post_command(directory: str | os.PathLike[str], op: str, target: str) -> Path:
         """Write an operator command (``block``/``unblock``) to the inbox; no lock needed.
