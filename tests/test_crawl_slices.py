@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import orjson
-from conftest import crawlkit, start_testweb
+from conftest import ROOT, crawlkit, start_testweb
 
 from crawlkit import io
 
@@ -77,3 +80,28 @@ def test_max_pages_is_a_hard_limit_from_the_server_view(tmp_path: Path) -> None:
     assert orjson.loads(first.stdout)["stopped"] == "page limit (--max-pages)"
     assert after_first == 10
     assert sum(pages.values()) == 25 and max(pages.values()) == 1
+
+
+def test_a_sharded_fleet_in_short_slices_fetches_no_url_twice(tmp_path: Path) -> None:
+    # examples/shards-parallel.sh: four shards crawl 2-s slices round after round,
+    # delivering links between rounds, until no shard has work left.
+    web_args = ("--hosts", "16", "--pages", "12", "--special", "none", "--seed", "4")
+    with start_testweb(tmp_path, *web_args) as web:
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+               "SLICE": "2s", "ROUNDS": "60"}  # fmt: skip
+        proc = subprocess.run(
+            [str(ROOT / "examples" / "shards-parallel.sh"), str(tmp_path / "fleet"), "4",
+             str(web.seeds), "--scope", "any", "--min-delay", "0.2s", "--no-budgets",
+             "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file)],
+            env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        requests = web.requests()
+        manifest = {(h["name"], u.split(str(web.port), 1)[1])
+                    for h in web.hosts_of_kind("ordinary") for u in h["pages"]}  # fmt: skip
+    rounds = proc.stderr.count("round ")
+    assert rounds >= 3, proc.stderr[-2000:]  # the fleet really lived in slices
+    pages = _pages(requests)
+    twice = sorted(k for k, n in pages.items() if n > 1)
+    assert not twice, twice[:5]
+    assert manifest <= {(h.split(":")[0], p) for h, p in pages}
