@@ -4,6 +4,8 @@ Run on demand (never in CI):
 
     .venv/bin/python bench/bench_crawl.py --hosts 2000 --pages 10
     .venv/bin/python bench/bench_crawl.py --scrapy-python /tmp/scrapy-venv/bin/python --wget2
+    .venv/bin/python bench/bench_crawl.py --scenario few-seed --hosts 2000 --pages 15 --for 60
+    .venv/bin/python bench/bench_crawl.py --scenario seeded --hosts 4000 --pages 10 --for 60
 
 Starts `crawlkit testweb` (ordinary hosts only, 20 KB pages; with --tls over HTTPS,
 crawlkit trusting the run's CA with --ca-file) in its own process, then
@@ -12,6 +14,19 @@ at a time per host still) with each crawler in turn, against a fresh copy of the
 each time. Reports, per crawler: new pages per second (only pages of the web's
 manifest count, each once), CPU seconds per 1,000 pages (the machine's busy time minus
 the web's, so keep the machine otherwise quiet), peak RSS, and the ratios to crawlkit.
+
+Scenarios with a deadline (``--scenario few-seed|seeded --for 60``), crawlkit only:
+
+* ``few-seed``: ``--hosts`` hosts addressed by IP literal, reached from 5 seeds, 1 in 20
+  with a Crawl-delay, half answering robots.txt with 404, plus the usual hostile hosts;
+  ``crawl --min-delay 0 --concurrency 256 --scope any``, defaults otherwise.
+* ``seeded``: ``--hosts`` ordinary hosts, every one a seed, same crawl options.
+
+Each reports (median of ``--repeat`` runs, each on a fresh web): new pages per second
+over the whole run (pages *processed*: in the page records, not merely fetched), CPU
+seconds per 1,000 of them (the crawl process and its extract workers, from wait4),
+peak RSS, the longest stretch of 5-s windows whose server-side request count was
+under 10% of the run's mean (a stall), and how far past ``--for`` the run ended.
 
 Scrapy and wget2 resolve names through the system, so with --scrapy-python or --wget2
 the test web's hosts are appended to /etc/hosts for the run and removed after (needs
@@ -39,12 +54,22 @@ ROOT = Path(__file__).resolve().parent.parent
 HOSTS_MARK = "# crawlkit bench_crawl"
 
 
+SCENARIO_WEB = {
+    "classic": lambda hosts: ["--special", "none"],
+    "few-seed": lambda hosts: ["--ip-hosts", "--seed-hosts", "5", "--robots-404", "0.5",
+                               "--crawl-delay-hosts", str(max(1, hosts // 20))],
+    "seeded": lambda hosts: ["--special", "none"],
+}  # fmt: skip
+
+
 @contextlib.contextmanager
-def testweb(tmp: Path, hosts: int, pages: int, tls: bool = False) -> Iterator[dict]:
+def testweb(
+    tmp: Path, hosts: int, pages: int, scenario: str = "classic", tls: bool = False
+) -> Iterator[dict]:
     directory = tmp / f"web-{time.time_ns()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts",
-         str(hosts), "--pages", str(pages), "--special", "none", "--seed", "11",
+         str(hosts), "--pages", str(pages), "--seed", "11", *SCENARIO_WEB[scenario](hosts),
          *(["--tls"] if tls else [])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -196,6 +221,78 @@ def bench_wget2(web: dict, tmp: Path) -> tuple[int, float, float]:
     return len(got & wanted), wall, cpu
 
 
+def longest_stall(log: Path, end: float) -> float:
+    """Seconds of the longest run of 5-s windows with under 10% of the mean request rate,
+    from the first request to ``end`` (the deadline: start-up is not a stall)."""
+    with open(log, "rb") as f:
+        times = [json.loads(line)["t_start"] for line in f]
+    start = min(times, default=end)
+    counts: dict[int, int] = {}
+    for t in times:
+        if t <= end:
+            counts[int((t - start) // 5)] = counts.get(int((t - start) // 5), 0) + 1
+    windows = [counts.get(i, 0) for i in range(int((end - start) // 5))]
+    if not windows:
+        return 0.0
+    mean = sum(windows) / len(windows)
+    longest = run = 0
+    for n in windows:
+        run = run + 1 if n < 0.1 * mean else 0
+        longest = max(longest, run)
+    return 5.0 * longest
+
+
+def bench_deadline(web: dict, tmp: Path, seconds: float, jobs: int) -> dict[str, float]:
+    """One ``crawl --for`` run: the figures listed in the module docstring."""
+    from crawlkit import io
+
+    state = tmp / f"ck-{time.time_ns()}"
+    cmd = [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
+           "--scope", "any", "--min-delay", "0", "--concurrency", "256", "--for",
+           f"{seconds:g}s", "--allow-net", web["allow_net"], "--hosts-file",
+           web["hosts_file"], "-j", str(jobs)]  # fmt: skip
+    start = time.time()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, usage = os.wait4(proc.pid, 0)
+    end = time.time()
+    pages = {r["url"] for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+             for r in io.read_records([p])}  # fmt: skip
+    new = len(pages & web["pages_set"])
+    cpu = usage.ru_utime + usage.ru_stime
+    return {
+        "new_pages": new,
+        "pages_per_s": new / (end - start),
+        "cpu_per_1000": 1000 * cpu / new if new else float("inf"),
+        "rss_mib": usage.ru_maxrss / 1024,
+        "stall_s": longest_stall(Path(web["log"]), start + seconds),
+        "overshoot_s": (end - start) - seconds,
+    }
+
+
+def main_deadline(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
+    runs = []
+    try:
+        for _ in range(args.repeat):
+            with testweb(tmp, args.hosts, args.pages, args.scenario, args.tls) as web:
+                runs.append(bench_deadline(web, tmp, args.duration, args.jobs))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{args.scenario} web: {args.hosts} hosts, ~{args.pages} pages each; crawl --for "
+          f"{args.duration:g}s, {args.repeat} run(s), medians; {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f} at the end (a shared machine slows it)")  # fmt: skip
+    for key, label in (("new_pages", "new pages processed"), ("pages_per_s", "new pages/s"),
+                       ("cpu_per_1000", "CPU s per 1,000 pages"), ("rss_mib", "peak RSS MiB"),
+                       ("stall_s", "longest stall (5-s windows < 10% of mean), s"),
+                       ("overshoot_s", "ended past --for, s")):  # fmt: skip
+        values = sorted(r[key] for r in runs)
+        print(
+            f"  {label:48s} {values[len(values) // 2]:9.1f}   (all: "
+            + ", ".join(f"{v:.1f}" for v in values)
+            + ")"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=2000)
@@ -205,13 +302,19 @@ def main() -> None:
     ap.add_argument("--wget2", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="crawlkit runs (median reported)")
     ap.add_argument("--tls", action="store_true", help="crawlkit over HTTPS (testweb --tls)")
+    ap.add_argument("--scenario", choices=["classic", "few-seed", "seeded"], default="classic")
+    ap.add_argument("--for", dest="duration", type=float, default=60.0,
+                    help="seconds of crawl (few-seed and seeded)")  # fmt: skip
     args = ap.parse_args()
+    if args.scenario != "classic":
+        main_deadline(args)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
     results: dict[str, tuple[int, float, float]] = {}
     try:
         runs = []
         for _ in range(args.repeat):  # a fresh web each time; the median run is kept
-            with testweb(tmp, args.hosts, args.pages, args.tls) as web:
+            with testweb(tmp, args.hosts, args.pages, tls=args.tls) as web:
                 total = len(web["pages_set"])
                 runs.append(bench_crawlkit(web, tmp, args.jobs))
         runs.sort(key=lambda r: r[0] / r[1] if r[1] else 0.0)

@@ -30,20 +30,28 @@ from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
+    Backoff,
     CaFile,
+    Collection,
+    Description,
     DnsServer,
     HostsFile,
     Insecure,
+    MaxBackoff,
+    MaxBody,
+    Operator,
     Shards,
     SlotMapFile,
     StateDir,
+    WarcPrefix,
+    WarcSize,
 )
 from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawlretry import fetched_nothing
-from crawlkit.durations import parse_duration
+from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
@@ -74,6 +82,12 @@ def _error_lines(errors: dict[str, Any]) -> list[str]:
     return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
 
 
+def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
+    """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
+    fields = {"operator": operator, "isPartOf": collection, "description": description}
+    return {k: v for k, v in fields.items() if v}
+
+
 def summary_text(summary: dict[str, Any]) -> str:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
     refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
@@ -88,7 +102,8 @@ def summary_text(summary: dict[str, Any]) -> str:
             f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
             f"  refused: {refused}",
             *_error_lines(summary.get("errors") or {}),
-            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']}, "
+            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']} "
+            f"({summary['unstarted']} not started before the stop), "
             f"refetched after a crash {summary['refetched']}",
         ]
     )
@@ -140,6 +155,14 @@ def crawl_command(
     timeout: Annotated[
         str, typer.Option("--timeout", help="Total time per request, silence mid-body included.")
     ] = "30s",
+    max_body: MaxBody = "10MB",
+    backoff: Backoff = "60s",
+    max_backoff: MaxBackoff = "1h",
+    warc_size: WarcSize = "1GB",
+    warc_prefix: WarcPrefix = "crawlkit",
+    operator: Operator = None,
+    collection: Collection = None,
+    description: Description = None,
     agent: Agent = DEFAULT_AGENT,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
@@ -155,8 +178,22 @@ def crawl_command(
             "processes for the run, each parsing a cut cycle while the fetcher goes on.",
         ),
     ] = 1,
-    batch: Annotated[int, typer.Option("--batch", help="URLs per cycle.")] = 1000,
-    per_host: Annotated[int, typer.Option("--per-host", help="URLs per host per cycle.")] = 20,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch",
+            help="Most URLs taken from the frontier at once (the fetcher holds at most 2 × "
+            "--concurrency URLs it has not answered).",
+        ),
+    ] = 1000,
+    per_host: Annotated[
+        int,
+        typer.Option(
+            "--per-host",
+            help="Most URLs of one host the fetcher holds at once: few, so it holds work for "
+            "many hosts and a slow host (a Crawl-delay) keeps no backlog.",
+        ),
+    ] = 4,
     no_budgets: Annotated[
         bool, typer.Option("--no-budgets", help="No per-site page budgets (a fixed site list).")
     ] = False,
@@ -197,9 +234,11 @@ def crawl_command(
     STATE/crawl/cycles/NNNNNN/ (batch, fetch log, pages, links, dedup, refusals);
     WARC files go to --warc-dir. Run the same command again to continue: after a
     clean stop, after --for, or after kill -9 (only the fetches in flight are
-    repeated, and counted). A second run on the same state directory is refused
-    (exit 1). Deferred URLs wait in STATE/crawl/waiting.ndjson.zst until their
-    retry time; out-of-scope, excluded and trap URLs are refused with a reason. A seed named
+    repeated, and counted); a URL fetched before a stop is not fetched again. A
+    second run on the same state directory is refused (exit 1). Deferred URLs (429,
+    503, robots.txt unavailable, not started before the stop) wait in one place,
+    STATE/crawl/waiting.ndjson.zst, until their retry time, and are queued once;
+    out-of-scope, excluded and trap URLs are refused with a reason. A seed named
     again that was never fetched (it failed, was refused, or was never reached) is
     queued again by every run that names it; other failed URLs come back once their
     backoff (1 h, doubling) has run out. The summary names each error reason with an
@@ -209,6 +248,11 @@ def crawl_command(
     SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
     requests in flight finish, the rest waits for the next run, the summary says
     "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+
+    Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
+    no more while post-processing has 2 cut cycles waiting. --for stops fetching at
+    the deadline and post-processing 5 s later; what is left is finished by the next
+    run. --max-pages counts every request for a page (robots.txt aside) over all runs.
 
     For archives: each page's requisites are fetched even outside --scope (one hop;
     a stylesheet's url() and @import count as one more, at most 5; the links of a
@@ -224,9 +268,10 @@ def crawl_command(
     slot K owns are crawled; the rest go to STATE/outbox/shard-J/, and files that
     'crawlkit shard --deliver' put in STATE/inbox/ are queued. See README "Scaling out".
 
-    Memory grows with one cycle's batch (--batch) and the frontier's per-site
-    counters; queues, seen set and history are on disk. A one-line progress report
-    per cycle goes to stderr when it is a terminal; a summary at the end.
+    Memory grows with the URLs the fetcher holds (at most --per-host per host) and
+    the frontier's per-site counters; queues, seen set and history are on disk. A
+    one-line progress report per cycle goes to stderr when it is a terminal; a summary
+    at the end.
 
     Example:
 
@@ -259,7 +304,13 @@ def crawl_command(
             host_min_delay=host_min_delays(),
             proxy=proxy_url(proxy),
             trust_env=trust_env,
+            max_body=parse_size(max_body),
+            backoff=parse_duration(backoff),
+            max_backoff=parse_duration(max_backoff),
         ),
+        warc_size=parse_size(warc_size),
+        warc_prefix=warc_prefix,
+        warc_info=warc_info(operator, collection, description),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),

@@ -13,15 +13,20 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
+    Backoff,
     CaFile,
     DnsServer,
     HostsFile,
     InputFiles,
     Insecure,
+    MaxBackoff,
+    MaxBody,
     Quiet,
     Shards,
     SlotMapFile,
     StateDir,
+    WarcPrefix,
+    WarcSize,
 )
 
 from crawlkit import io
@@ -136,27 +141,18 @@ def fetch(
         str,
         typer.Option("--timeout", help="Total time per request, silence mid-body included."),
     ] = "30s",
-    max_body: Annotated[
-        str, typer.Option("--max-body", help="Body bytes read per response (then truncated).")
-    ] = "10MB",
+    max_body: MaxBody = "10MB",
     max_decoded: Annotated[
         str,
         typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),
     ] = "10MB",
-    backoff: Annotated[
-        str,
-        typer.Option("--backoff", help="First backoff after 429/503; doubles up to --max-backoff."),
-    ] = "60s",
-    max_backoff: Annotated[str, typer.Option("--max-backoff", help="Longest backoff step.")] = "1h",
+    backoff: Backoff = "60s",
+    max_backoff: MaxBackoff = "1h",
     warc_version: Annotated[
         str, typer.Option("--warc-version", help="WARC format version: 1.1 or 1.0.")
     ] = "1.1",
-    warc_size: Annotated[
-        str, typer.Option("--warc-size", help="Start a new WARC file past this size.")
-    ] = "1GB",
-    warc_prefix: Annotated[
-        str, typer.Option("--warc-prefix", help="WARC file name prefix.")
-    ] = "crawlkit",
+    warc_size: WarcSize = "1GB",
+    warc_prefix: WarcPrefix = "crawlkit",
     shard: Annotated[
         int | None,
         typer.Option(

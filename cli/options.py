@@ -96,3 +96,40 @@ DnsServer = Annotated[
         show_default=False,
     ),
 ]
+
+# -- fetching and archiving: shared by fetch and crawl -----------------------------------
+MaxBody = Annotated[
+    str, typer.Option("--max-body", help="Body bytes read per response (then truncated).")
+]
+Backoff = Annotated[
+    str,
+    typer.Option("--backoff", help="First backoff after 429/503; doubles up to --max-backoff."),
+]
+MaxBackoff = Annotated[str, typer.Option("--max-backoff", help="Longest backoff step.")]
+WarcSize = Annotated[str, typer.Option("--warc-size", help="Start a new WARC file past this size.")]
+WarcPrefix = Annotated[str, typer.Option("--warc-prefix", help="WARC file name prefix.")]
+Operator = Annotated[
+    str | None,
+    typer.Option(
+        "--operator",
+        help="Who runs the crawl (a name and a contact), written in each WARC file's "
+        "warcinfo record.",
+        show_default=False,
+    ),
+]
+Collection = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        help="The collection the WARC files belong to (warcinfo isPartOf).",
+        show_default=False,
+    ),
+]
+Description = Annotated[
+    str | None,
+    typer.Option(
+        "--description",
+        help="What the crawl is for (warcinfo description).",
+        show_default=False,
+    ),
+]

@@ -85,7 +85,11 @@ def testweb(
         str, typer.Option("--retry-after", help="Retry-After of the 429/503 hosts.")
     ] = "3s",
     crawl_delay: Annotated[
-        str, typer.Option("--crawl-delay", help="Crawl-delay in the robots-rules host.")
+        str,
+        typer.Option(
+            "--crawl-delay",
+            help="Crawl-delay in the robots-rules host and the --crawl-delay-hosts.",
+        ),
     ] = "1s",
     change_every: Annotated[
         str, typer.Option("--change-every", help="Period of the changing page.")
@@ -117,6 +121,34 @@ def testweb(
             show_default=False,
         ),
     ] = None,
+    ip_hosts: Annotated[
+        bool,
+        typer.Option(
+            "--ip-hosts",
+            help="Address the ordinary hosts by IP literal (http://127.1.0.7:PORT/), each on "
+            "its own address, instead of hN.test.",
+        ),
+    ] = False,
+    seed_hosts: Annotated[
+        int | None,
+        typer.Option(
+            "--seed-hosts",
+            help="Seed only the first N ordinary hosts; every other host is still reachable "
+            "through links (each home page also links to two more hosts' home pages).",
+            show_default=False,
+        ),
+    ] = None,
+    robots_404: Annotated[
+        float,
+        typer.Option("--robots-404", help="Share of ordinary hosts whose robots.txt answers 404."),
+    ] = 0.0,
+    crawl_delay_hosts: Annotated[
+        int,
+        typer.Option(
+            "--crawl-delay-hosts",
+            help="Ordinary hosts whose robots.txt asks for a Crawl-delay of --crawl-delay.",
+        ),
+    ] = 0,
 ) -> None:
     """Serve a synthetic web on loopback, hostile parts included.
 
@@ -151,12 +183,16 @@ def testweb(
     Example:
 
         crawlkit testweb --hosts 3 --pages 20 --dir web --for 60s | jq .seeds
+        crawlkit testweb --hosts 500 --pages 15 --ip-hosts --seed-hosts 5 \\
+            --robots-404 0.5 --crawl-delay-hosts 50 --dir web   # a web found by discovery
     """
     rep = reporter()
     config = WebConfig(
         hosts=hosts, pages=pages, page_kb=page_kb, seed=seed, specials=parse_specials(special),
         slow_delay=parse_duration(slow_delay), retry_after=parse_duration(retry_after),
         crawl_delay=parse_duration(crawl_delay), change_every=parse_duration(change_every),
+        ip_hosts=ip_hosts, seed_hosts=seed_hosts, robots_404=robots_404,
+        crawl_delay_hosts=crawl_delay_hosts,
     )  # fmt: skip
     _tls_specials(config.specials, special, tls)
     if config.change_every <= 0:

@@ -33,17 +33,18 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.io import display_name, is_stdio
 
-__all__ = ["WarcResponse", "WarcStats", "iter_responses", "open_warc"]
+__all__ = ["WarcResponse", "WarcStats", "iter_responses", "iter_responses_at", "open_warc"]
 
 MAX_BODY = 10 * 1024 * 1024
 _MAX_HEADER_BYTES = 256 * 1024
@@ -385,68 +386,108 @@ def iter_responses(
     source = display_name(path)
     stats = stats if stats is not None else WarcStats()
     with contextlib.closing(open_warc(path)) as stream:
-        number = 0
-        while True:
-            try:
+        yield from _iter_stream(stream, source, want_body, max_body, stats)
+
+
+def iter_responses_at(
+    path: str | os.PathLike[str],
+    ranges: Iterable[tuple[int, int]],
+    *,
+    want_body: Callable[[int | None, str | None], bool] | None = None,
+    max_body: int = MAX_BODY,
+    stats: WarcStats | None = None,
+) -> Iterator[WarcResponse]:
+    """Like :func:`iter_responses`, over the records at ``(offset, length)`` ranges of
+    ``path`` (as fetch records give them), read in the order given; the file may still
+    be growing (a writer appends after them). A range that does not hold whole records
+    raises :class:`TruncatedInput` / :class:`InputError` after the records before it.
+    """
+    source = display_name(path)
+    stats = stats if stats is not None else WarcStats()
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), source=source) from exc
+    with raw:
+        for offset, length in ranges:
+            raw.seek(offset)
+            data = raw.read(length)
+            if len(data) < length:
+                raise TruncatedInput(f"no whole record at offset {offset}", source=source)
+            stream = WarcStream(io.BytesIO(data), f"{source}@{offset}")
+            yield from _iter_stream(stream, source, want_body, max_body, stats)
+
+
+def _iter_stream(
+    stream: WarcStream,
+    source: str,
+    want_body: Callable[[int | None, str | None], bool] | None,
+    max_body: int,
+    stats: WarcStats,
+) -> Iterator[WarcResponse]:
+    """The responses of one decoded stream (a file, or the records of one range)."""
+    number = 0
+    while True:
+        try:
+            line = stream.readline(_MAX_HEADER_BYTES)
+            while line in (b"\r\n", b"\n"):
                 line = stream.readline(_MAX_HEADER_BYTES)
-                while line in (b"\r\n", b"\n"):
-                    line = stream.readline(_MAX_HEADER_BYTES)
-                if not line:
-                    break
-                number += 1
-                if not line.startswith(b"WARC/"):
-                    raise InputError(
-                        f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+            if not line:
+                break
+            number += 1
+            if not line.startswith(b"WARC/"):
+                raise InputError(
+                    f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+                )
+            header_lines: list[bytes] = []
+            size = 0
+            while True:
+                hline = stream.readline(_MAX_HEADER_BYTES)
+                if not hline:
+                    raise TruncatedInput(
+                        f"WARC ends inside the headers of record {number}", source=source
                     )
-                header_lines: list[bytes] = []
-                size = 0
-                while True:
-                    hline = stream.readline(_MAX_HEADER_BYTES)
-                    if not hline:
-                        raise TruncatedInput(
-                            f"WARC ends inside the headers of record {number}", source=source
-                        )
-                    if hline in (b"\r\n", b"\n"):
-                        break
-                    size += len(hline)
-                    if size > _MAX_HEADER_BYTES:
-                        raise InputError(f"record {number}: WARC headers too long", source=source)
-                    header_lines.append(hline)
-                wh = _parse_warc_headers(header_lines)
-                try:
-                    length = int(wh.get("content-length", ""))
-                except ValueError:
-                    raise InputError(
-                        f"record {number}: missing or bad Content-Length", source=source
-                    ) from None
-                if length < 0:
-                    raise InputError(f"record {number}: negative Content-Length", source=source)
-                rec_type = wh.get("warc-type", "").lower()
-                target = wh.get("warc-target-uri", "").strip("<> ")
-                stats.records += 1
-                is_http = target.lower().startswith(("http://", "https://"))
-                if rec_type not in ("response", "revisit") or not is_http:
-                    stats.other += 1
-                    if _skip(stream, length) < length:
-                        raise TruncatedInput(f"WARC ends inside record {number}", source=source)
-                    continue
-                response = _read_response(
-                    stream, wh, length, rec_type, target, number, source, want_body, max_body,
-                    stats,
-                )  # fmt: skip
-            except InputError as exc:
-                kept = max(number - 1, 0)
-                why = f" ({stream.damage})" if stream.damage else ""
-                raise type(exc)(
-                    f"{_bare(exc, source)}{why}; the {kept} records before it were kept",
-                    source=source,
+                if hline in (b"\r\n", b"\n"):
+                    break
+                size += len(hline)
+                if size > _MAX_HEADER_BYTES:
+                    raise InputError(f"record {number}: WARC headers too long", source=source)
+                header_lines.append(hline)
+            wh = _parse_warc_headers(header_lines)
+            try:
+                length = int(wh.get("content-length", ""))
+            except ValueError:
+                raise InputError(
+                    f"record {number}: missing or bad Content-Length", source=source
                 ) from None
-            yield response
-        if stream.damage:
-            raise InputError(
-                f"{stream.damage} after record {number}; the {number} records before it were kept",
+            if length < 0:
+                raise InputError(f"record {number}: negative Content-Length", source=source)
+            rec_type = wh.get("warc-type", "").lower()
+            target = wh.get("warc-target-uri", "").strip("<> ")
+            stats.records += 1
+            is_http = target.lower().startswith(("http://", "https://"))
+            if rec_type not in ("response", "revisit") or not is_http:
+                stats.other += 1
+                if _skip(stream, length) < length:
+                    raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+                continue
+            response = _read_response(
+                stream, wh, length, rec_type, target, number, source, want_body, max_body,
+                stats,
+            )  # fmt: skip
+        except InputError as exc:
+            kept = max(number - 1, 0)
+            why = f" ({stream.damage})" if stream.damage else ""
+            raise type(exc)(
+                f"{_bare(exc, source)}{why}; the {kept} records before it were kept",
                 source=source,
-            )
+            ) from None
+        yield response
+    if stream.damage:
+        raise InputError(
+            f"{stream.damage} after record {number}; the {number} records before it were kept",
+            source=source,
+        )
 
 
 def _bare(exc: InputError, source: str) -> str:

@@ -12,7 +12,8 @@ fetch record (DESIGN.md invariant 1) with an ``outcome``:
 ``robots-denied``  robots.txt disallows the URL for our agent; nothing was requested
 ``deferred``       not fetched now, ``retry_at`` says when: the host is backing off
                    (429/503, Retry-After), robots.txt is unreachable, or the host
-                   cannot be served before the ``duration`` ends
+                   cannot be served before the ``duration`` ends (then the record
+                   also says ``"stopped": true``: never started, not the host's fault)
 ``refused``        not an http(s) URL, or its address is refused by the network policy
 ``error``          DNS failure, connect/TLS failure, timeout before a response
 
@@ -456,17 +457,22 @@ class Fetcher:
         if host.backing_off(now):
             self._defer_host(host, host.backoff_until, "host is backing off after HTTP 429/503")
         elif host.next_allowed >= self._deadline:
-            self._defer_host(host, host.next_allowed, self._stop_reason)
+            self._defer_host(host, host.next_allowed, self._stop_reason, stopped=True)
         else:
             self.scheduler.push(host)
 
-    def _defer_host(self, host: _Host, retry_at: float, why: str) -> None:
+    def _defer_host(self, host: _Host, retry_at: float, why: str, *, stopped: bool = False) -> None:
+        """Every queued URL of ``host`` comes out deferred until ``retry_at``; ``stopped``
+        (the run ends before the host is due) marks the records ``"stopped": true``."""
+        extra = {"stopped": True} if stopped else {}
         stamp = iso_time(retry_at)
         while host.items:
             item = host.items.popleft()
             if isinstance(item, _Item):
                 self._emit(
-                    self._result(item.record, item.url, "deferred", retry_at=stamp, error=why)
+                    self._result(
+                        item.record, item.url, "deferred", retry_at=stamp, error=why, **extra
+                    )
                 )
             else:
                 self._robots_done(
@@ -545,7 +551,8 @@ class Fetcher:
         """Fetch every record; yields fetch records as they complete.
 
         ``refill`` keeps a long run fed (``crawlkit crawl``): it is awaited whenever
-        fewer hosts wait in the scheduler than twice the concurrency, and returns more
+        fewer hosts wait in the scheduler than twice the concurrency, or a request slot
+        is free and no waiting host is due (:meth:`_wants_work`), and returns more
         URL records, ``[]`` for "nothing now, ask again soon", or None for "no more".
         The run ends when nothing is in flight or waiting and ``refill`` said None.
         """
@@ -587,7 +594,7 @@ class Fetcher:
                     and refill_task is None
                     and now >= refill_after
                     and now < self._deadline
-                    and len(self.scheduler) + self._resolving < 2 * self.config.concurrency
+                    and self._wants_work(now)
                 ):
                     refill_task = loop.create_task(refill())
                     refill_task.add_done_callback(lambda _t: self._wake.set())
@@ -671,6 +678,30 @@ class Fetcher:
         await loop.run_in_executor(self._warc_pool, self.warc.close)
         return [str(p) for p in self.warc.closed_files]
 
+    async def flush_warc(self) -> None:
+        """Hand every record written so far to the OS, so that another reader (crawl's
+        extract, by the offsets in the fetch records) sees it whole; the file stays
+        open and rotates by size."""
+        if self.warc is not None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._warc_pool, self.warc.flush)
+
+    def has_work(self) -> bool:
+        """Whether URLs given to this run are still unanswered (queued, resolving, or
+        in flight); their answers may lead the caller to more work."""
+        return bool(self._tasks or self._resolving or len(self.scheduler))
+
+    def _wants_work(self, now: float) -> bool:
+        """Whether to ask ``refill`` for more: few hosts wait, or a request slot is free
+        and no waiting host is due now. Hosts sitting out long gaps (a Crawl-delay, a
+        slow server's 10 x fetch time) must not keep the run from hosts that could be
+        fetched now: counting waiting hosts alone starved thousands-of-host crawls."""
+        sched = self.scheduler
+        if len(sched) + self._resolving < 2 * self.config.concurrency:
+            return True
+        due = sched.next_time()
+        return sched.busy < self.config.concurrency and (due is None or due > now)
+
     def _release_waiters(self) -> None:
         # Nothing is running, yet hosts wait on a robots fetch: it was lost (cannot
         # happen by construction, but never hang on it).
@@ -688,7 +719,7 @@ class Fetcher:
             late = self.scheduler.pop_due_after(self._deadline)
         for host in late:
             assert isinstance(host, _Host)
-            self._defer_host(host, max(host.next_allowed, now), self._stop_reason)
+            self._defer_host(host, max(host.next_allowed, now), self._stop_reason, stopped=True)
 
     def stop(self) -> None:
         """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).

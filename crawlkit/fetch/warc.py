@@ -36,6 +36,7 @@ from pathlib import Path
 
 from crawlkit.errors import UsageError
 from crawlkit.io import fsync_dir
+from crawlkit.warcsalvage import cut_to_whole_records
 
 __all__ = [
     "Capture",
@@ -114,38 +115,13 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _complete_members(path: Path) -> int:
-    """Length of the leading run of complete gzip members (a crash cuts the last one)."""
-    good = 0
-    base = 0  # file offset of data[0]
-    d = zlib.decompressobj(31)
-    with open(path, "rb") as fh:
-        while True:
-            data = fh.read(1 << 20)
-            if not data:
-                return good
-            while data:
-                try:
-                    d.decompress(data)
-                except zlib.error:
-                    return good
-                if not d.eof:
-                    base += len(data)
-                    break
-                rest = d.unused_data
-                base += len(data) - len(rest)
-                good = base
-                d = zlib.decompressobj(31)
-                data = rest
-
-
 def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
     """Finish ``*.warc.gz.open`` files left by a writer that died (kill -9, power loss).
 
     A file whose writer (by the host and pid in its name) is still alive is left
     alone. Otherwise it is cut after its last complete record and renamed to its final
-    name, so ``crawlkit extract`` reads what was archived before the crash; a file with
-    no complete record is removed. Returns the files finished.
+    name (:mod:`crawlkit.warcsalvage`), so ``crawlkit extract`` reads what was archived
+    before the crash; a file with no complete record is removed. Returns the files finished.
     """
     done: list[Path] = []
     here = socket.gethostname().split(".")[0] or "localhost"
@@ -157,14 +133,9 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
                 continue
         elif len(parts) != 3:
             continue
-        length = _complete_members(path)
-        if length == 0:
+        if cut_to_whole_records(path) == 0:
             path.unlink(missing_ok=True)
             continue
-        with open(path, "r+b") as fh:
-            fh.truncate(length)
-            fh.flush()
-            os.fsync(fh.fileno())
         final = path.with_name(path.name[: -len(".open")])
         os.replace(path, final)
         done.append(final)

@@ -40,8 +40,8 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,9 @@ class NextOptions:
     budgets: bool = True
     cycle: float = 86400.0
     now: float | None = None
+    # URLs per host handed out earlier and not answered yet (a running fetcher's):
+    # they count against ``per_host``, so a slow host cannot collect a long backlog.
+    outstanding: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -366,6 +369,11 @@ class Frontier:
         if apply:
             self.blocks = blocks
         return blocks
+
+    def apply_commands(self) -> None:
+        """Apply operator commands posted since the frontier was opened (an owner that
+        keeps it open, like ``crawlkit crawl``, calls this before each ``next``)."""
+        self._read_inbox(apply=True)
 
     @staticmethod
     def post_command(directory: str | os.PathLike[str], op: str, target: str) -> Path:
@@ -825,7 +833,7 @@ class _Picker:
         self.opts = opts
         self.refused = refused
         self.batch: list[bytes] = []
-        self.host_n: Counter[str] = Counter()
+        self.host_n: Counter[str] = Counter(opts.outstanding)
         self.remaining = {name: len(frontier.queues[name]) for name in QUEUES}
         self.held: dict[str, list[tuple[bytes, Record]]] = {name: [] for name in QUEUES}
         self.rotate: dict[str, list[bytes]] = {name: [] for name in QUEUES}

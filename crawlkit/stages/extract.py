@@ -54,7 +54,7 @@ from crawlkit.html import (
     media_type,
 )
 from crawlkit.url import Canonicalizer, Rules
-from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses
+from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses, iter_responses_at
 
 __all__ = ["ExtractOptions", "ExtractStats", "ExtractWorkers", "extract_warcs", "link_priority"]
 
@@ -137,6 +137,8 @@ Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes
 # (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
 #  truncated, kind: "html", "css", "robots" or "sitemap")
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
+# A whole WARC file, or (file, [(offset, length), ...]): the records a fetch log names.
+WarcSource = str | tuple[str, Sequence[tuple[int, int]]]
 
 _worker: HtmlExtractor | None = None
 _TAGS = {
@@ -345,17 +347,21 @@ def _kind(target: str, ctype: str | None, body: bytes, options: ExtractOptions) 
 
 
 def _jobs(
-    paths: Sequence[str],
+    paths: Sequence[WarcSource],
     options: ExtractOptions,
     stats: ExtractStats,
     reporter: Reporter,
 ) -> Iterator[Job]:
     for path in paths:
         wstats = WarcStats()
+        kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body,
+                              "stats": wstats}  # fmt: skip
         try:
-            for resp in iter_responses(
-                path, want_body=_wanted, max_body=options.max_body, stats=wstats
-            ):
+            if isinstance(path, tuple):  # records at (offset, length) ranges of a file
+                responses = iter_responses_at(path[0], path[1], **kw)
+            else:
+                responses = iter_responses(path, **kw)
+            for resp in responses:
                 stats.records += 1
                 if resp.record_type == "revisit":
                     stats.revisits += 1
@@ -433,7 +439,7 @@ def _chunks(jobs: Iterable[Job], options: ExtractOptions) -> Iterator[list[Job]]
 
 
 def extract_warcs(
-    paths: Sequence[str],
+    paths: Sequence[WarcSource],
     write_pages: Callable[[bytes], object],
     write_links: Callable[[bytes], object] | None = None,
     *,
@@ -444,6 +450,10 @@ def extract_warcs(
     extractor: HtmlExtractor | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
+
+    An item of ``paths`` is a WARC file, or ``(file, [(offset, length), ...])``: only
+    the records at those ranges (``crawlkit crawl`` reads a cycle's records this way
+    from files that hold many cycles, and may still be growing).
 
     ``write_pages`` / ``write_links`` receive whole chunks of NDJSON lines, in input
     order; ``write_links`` None drops link records. ``jobs`` > 1 parses in that many
@@ -596,7 +606,7 @@ class _KeepWarnings(Reporter):
         self.kept.append((message, kind))
 
 
-def extract_files(paths: Sequence[str], options: ExtractOptions) -> FilesResult:
+def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> FilesResult:
     """Extract whole WARC files in a worker: ``(page lines, link lines, stats, warnings)``."""
     pages = bytearray()
     links = bytearray()
@@ -620,7 +630,7 @@ class ExtractWorkers:
         jobs: int,
         options: ExtractOptions | None = None,
         *,
-        worker: Callable[[Sequence[str], ExtractOptions], FilesResult] | None = None,
+        worker: Callable[[Sequence[WarcSource], ExtractOptions], FilesResult] | None = None,
     ):
         self.jobs = max(1, jobs)
         self.options = options or ExtractOptions()
@@ -628,7 +638,7 @@ class ExtractWorkers:
         self.worker = worker or extract_files
         self._pool: cf.ProcessPoolExecutor | None = None
 
-    def submit(self, paths: Sequence[str]) -> cf.Future[FilesResult]:
+    def submit(self, paths: Sequence[WarcSource]) -> cf.Future[FilesResult]:
         """Start extracting ``paths``; the future fails with BrokenProcessPool if a
         worker dies (then :meth:`extract` redoes the files page by page)."""
         if self._pool is None:
@@ -642,7 +652,7 @@ class ExtractWorkers:
 
     def extract(
         self,
-        paths: Sequence[str],
+        paths: Sequence[WarcSource],
         write_pages: Callable[[bytes], object],
         write_links: Callable[[bytes], object] | None,
         *,

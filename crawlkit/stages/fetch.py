@@ -57,6 +57,7 @@ def fetch_records(
     warc_version: str = "1.1",
     warc_size: int = 1_000_000_000,
     warc_prefix: str = "crawlkit",
+    warc_info: dict[str, str] | None = None,
     allow_net: Sequence[str] = (),
     hosts_file: str | os.PathLike[str] | None = None,
     on_redirect: Callable[[Record], None] | None = None,
@@ -86,9 +87,11 @@ def fetch_records(
     every URL not fetched yet comes out ``deferred``, so the output stays complete;
     ``on_interrupt`` is told the signal's name (``crawlkit crawl`` then stops too).
 
-    ``warc_dir`` defaults to ``STATE/warc``; files are written into ``warc_dir/new``
-    as ``*.warc.gz.open`` and renamed when complete. ``flush`` is called after each
-    record (so a pipe, or a log read after a crash, sees every finished fetch).
+    ``warc_info`` adds fields to each file's warcinfo record (``operator``,
+    ``isPartOf``, ``description``). ``warc_dir`` defaults to ``STATE/warc``; files are
+    written into ``warc_dir/new`` as ``*.warc.gz.open`` and renamed when complete.
+    ``flush`` is called after each record (so a pipe, or a log read after a crash, sees
+    every finished fetch).
     """
     config = config or FetchConfig()
     net = net or NetOptions()
@@ -113,6 +116,7 @@ def fetch_records(
                 if not config.ignore_robots_for
                 else "obey, except for " + " ".join(config.ignore_robots_for),
                 "hostname": socket.gethostname(),
+                **(warc_info or {}),
             },
         )
         stale: Counter[str] = Counter()

@@ -9,6 +9,13 @@ Contract:
   is linked from page ``(p - 1) // 2``, so every page of a host is reachable from its
   root, and every root is a seed: all ordinary pages are reachable.
 * Special hosts are named ``<kind>-<i>.test`` (see ``specials.KINDS``).
+* With ``ip_hosts`` the ordinary hosts are addressed by IP literal instead
+  (``http://127.1.0.7:PORT/``: the name is the address, so none share one). With
+  ``seed_hosts`` N only the first N ordinary hosts are seeds; the others are reached
+  through links (every root ``j`` also links to the roots of hosts ``2j+1`` and
+  ``2j+2``, so all stay reachable). ``robots_404`` is the share of ordinary hosts whose
+  robots.txt answers 404, ``crawl_delay_hosts`` how many others ask for a Crawl-delay
+  of ``crawl_delay`` seconds (``Host.robots``: ``allow``, ``404`` or ``delay``).
 * Addresses: public hosts live in 127.0.0.0/9 (ordinary hosts in 127.1/16, specials in
   127.2/16; about one ordinary host in five shares its address with the previous one,
   like shared hosting, and link-farm hosts all share one address). The simulated
@@ -39,6 +46,7 @@ class Host:
     kind: str
     pages: int = 0
     ordinal: int = 0
+    robots: str = "allow"  # ordinary hosts: allow (all), 404, delay (Crawl-delay)
 
 
 @dataclass(slots=True)
@@ -55,6 +63,10 @@ class WebConfig:
     crawl_delay: float = 1.0
     change_every: float = 5.0
     drip_interval: float = 0.5
+    ip_hosts: bool = False
+    seed_hosts: int | None = None  # None: every public host is a seed
+    robots_404: float = 0.0
+    crawl_delay_hosts: int = 0
 
 
 def _addr(net: int, slot: int) -> str:
@@ -120,6 +132,32 @@ class Web:
             i = (i + 1) % len(self.ordinary)
         return self.ordinary[i]
 
+    def is_seed(self, host: Host) -> bool:
+        """Whether ``host``'s root is in the seeds file (see the module docstring)."""
+        limit = self.config.seed_hosts
+        return limit is None or (host.kind == "ordinary" and host.index < limit)
+
+    def tree_children(self, host: Host) -> list[Host]:
+        """Ordinary hosts whose roots ``host``'s root links to, so that a web with few
+        seeds still reaches every host (none unless ``seed_hosts`` is set)."""
+        if self.config.seed_hosts is None or host.kind != "ordinary":
+            return []
+        j = host.index  # ordinary hosts come first: index == place among them
+        return [self.ordinary[c] for c in (2 * j + 1, 2 * j + 2) if c < len(self.ordinary)]
+
+
+def _robots_kinds(config: WebConfig) -> list[str]:
+    """Each ordinary host's robots.txt: a ``robots_404`` share answer 404, then
+    ``crawl_delay_hosts`` of the others ask for a Crawl-delay (picked by the seed)."""
+    rng = rng_for("robots", config.seed)
+    kinds = ["404" if rng.random() < config.robots_404 else "allow" for _ in range(config.hosts)]
+    others = [i for i, k in enumerate(kinds) if k == "allow" and i > 0]
+    for i in rng_for("delay", config.seed).sample(
+        others, min(config.crawl_delay_hosts, len(others))
+    ):
+        kinds[i] = "delay"
+    return kinds
+
 
 def build_web(config: WebConfig) -> Web:
     """Hosts and addresses for ``config`` (deterministic; see module docstring)."""
@@ -129,14 +167,21 @@ def build_web(config: WebConfig) -> Web:
         raise UsageError("--hosts must be at least 1")
     if config.pages < 1:
         raise UsageError("--pages must be at least 1")
+    if config.seed_hosts is not None and config.seed_hosts < 1:
+        raise UsageError("--seed-hosts must be at least 1")
+    if not 0.0 <= config.robots_404 <= 1.0:
+        raise UsageError("--robots-404 must be a share between 0 and 1")
     hosts: list[Host] = []
     counts = _page_counts(config.hosts, config.pages, config.seed)
+    robots = _robots_kinds(config)
     rng = rng_for("share", config.seed)
     slot = 0
     for i in range(config.hosts):
-        if i > 0 and rng.random() < 0.2:
+        if i > 0 and rng.random() < 0.2 and not config.ip_hosts:
             slot -= 1  # shared hosting: same address as the previous host
-        hosts.append(Host(i, f"h{i}.test", _addr(1, slot), "ordinary", counts[i]))
+        addr = _addr(1, slot)
+        name = addr if config.ip_hosts else f"h{i}.test"
+        hosts.append(Host(i, name, addr, "ordinary", counts[i], robots=robots[i]))
         slot += 1
     special_slot = 0
     for kind, count in config.specials.items():

@@ -61,9 +61,10 @@ def _describe(
     hostile: list[str] = []
     notes: dict[str, Any] = {}
     if k == "ordinary":
-        from crawlkit.testweb.server import ORDINARY_ROBOTS
-
-        entry["robots"] = _robots(robots_url, 200, ORDINARY_ROBOTS.decode())
+        robots = pages.robots_text(web, host)
+        delay = web.config.crawl_delay if host.robots == "delay" else None
+        entry["robots"] = _robots(robots_url, 404 if robots is None else 200,
+                                  robots.decode() if robots else None, delay)  # fmt: skip
         pg = [pages.page_path(p) for p in range(host.pages)]
     elif k == "robots-rules":
         cd = web.config.crawl_delay
@@ -222,7 +223,11 @@ def build_manifest(
         "allow_net": PUBLIC_NET,
         "private_net": PRIVATE_NET,
         "agent": specials.AGENT,
-        "seeds": [h["root"] for h in public],
+        "seeds": [
+            h["root"]
+            for h, host in zip(hosts, web.hosts, strict=True)
+            if not h["private"] and web.is_seed(host)
+        ],
         "reachable_pages": sum(len(h["pages"]) for h in public),
         "allowed_pages": sum(len(h["allowed"]) for h in public),
         "config": {
@@ -235,6 +240,10 @@ def build_manifest(
             "crawl_delay": web.config.crawl_delay,
             "change_every": web.config.change_every,
             "drip_interval": web.config.drip_interval,
+            "ip_hosts": web.config.ip_hosts,
+            "seed_hosts": web.config.seed_hosts,
+            "robots_404": web.config.robots_404,
+            "crawl_delay_hosts": web.config.crawl_delay_hosts,
         },
         "hosts": hosts,
     }

@@ -17,7 +17,28 @@ import re
 
 from crawlkit.testweb import textgen
 from crawlkit.testweb.graph import SECTIONS, Host, Web
-from crawlkit.testweb.model import rng_for, stable_hash
+from crawlkit.testweb.model import Response, not_found, rng_for, stable_hash
+
+ORDINARY_ROBOTS = b"# An ordinary site: everything may be crawled.\nUser-agent: *\nDisallow:\n"
+
+
+def robots_text(web: Web, host: Host) -> bytes | None:
+    """The robots.txt of ordinary ``host``, or None when it answers 404."""
+    if host.robots == "404":
+        return None
+    if host.robots == "delay":
+        delay = f"{web.config.crawl_delay:g}"
+        return ORDINARY_ROBOTS + f"Crawl-delay: {delay}\n".encode()
+    return ORDINARY_ROBOTS
+
+
+def robots_response(web: Web, host: Host) -> Response:
+    """What ``/robots.txt`` of ordinary ``host`` answers (see :func:`robots_text`)."""
+    body = robots_text(web, host)
+    if body is None:
+        return not_found()
+    return Response(200, body, content_type="text/plain; charset=utf-8")
+
 
 _SECTION_RE = re.compile(r"^/([a-z]+)/page-(\d+)\.html$")
 _TRACKING = ("utm_source=newsletter&utm_medium=email", "utm_campaign=spring&gclid=abc123",
@@ -138,6 +159,9 @@ def _links(
             break
         q = 0 if rng.random() < 0.6 else int(other.pages * rng.random() ** 2)
         add("aside", other.name, page_path(q))
+    if p == 0:
+        for child in web.tree_children(host):
+            add("aside", child.name, "/")
     if host.index == 0 and p == 0:
         for special in special_roots(web):
             links.append(("partners", special.name, "/", f"{scheme}://{special.name}:{port}/",

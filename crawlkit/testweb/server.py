@@ -40,7 +40,7 @@ from crawlkit.testweb.http import HttpProtocol, RequestLog
 from crawlkit.testweb.manifest import build_manifest
 from crawlkit.testweb.model import Request, Response, not_found, stable_hash
 
-ORDINARY_ROBOTS = b"# An ordinary site: everything may be crawled.\nUser-agent: *\nDisallow:\n"
+ORDINARY_ROBOTS = pages.ORDINARY_ROBOTS
 
 
 class _Page:
@@ -165,7 +165,7 @@ class TestWebServer:
 
     def _ordinary(self, host: Host, req: Request) -> Response:
         if req.route == "/robots.txt":
-            return Response(200, ORDINARY_ROBOTS, content_type="text/plain; charset=utf-8")
+            return pages.robots_response(self.web, host)
         p = pages.page_number(req.route, req.query, host.pages)
         if p is None:
             return not_found()

@@ -1,14 +1,17 @@
 """``crawlkit crawl``: the whole loop in one command, as a composition of the stages.
 
-A crawl is a state directory and a sequence of *cycles*. Each cycle runs the DESIGN.md
-pipeline with the stages' own library functions, on the same state directory:
+A crawl is a state directory and a sequence of *cycles*. Each cycle runs the steps of
+:data:`crawlkit.crawl.steps.STEPS` (the DESIGN.md pipeline) with the stages' own
+library functions, on the same state directory:
 
     frontier next  →  fetch  →  extract  →  dedup  →  seen-merge  →  frontier add
                                                          recrawl  →  frontier add
 
 and leaves its files in ``STATE/crawl/cycles/NNNNNN/`` (the batch, the fetch log,
 page, link, dedup and refusal records), so every cycle can be inspected, replayed or
-re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them).
+re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them,
+from the same list). The frontier is opened once per run and committed after every
+change; the other stores are still opened by the stage functions they belong to.
 
 Resumable (DESIGN.md invariants 1 and 5): a cycle's steps run in order and each
 marks itself done with a file; a restarted crawl finishes the open cycle first. The
@@ -18,8 +21,16 @@ they are counted as ``refetched``. Host clocks live in the fetch stage's state, 
 restart never hits a host inside its gap (invariant 2).
 
 Deferred URLs (a host backing off, robots.txt unavailable, the run's end) wait in
-``STATE/crawl/waiting.ndjson.zst`` until their ``retry_at`` and then go back to the
-frontier; nothing is dropped. URLs outside ``--scope`` are refused with a reason.
+one place, the waiting room (:mod:`crawlkit.crawl.waiting`), until their ``retry_at``
+and then go back to the frontier once; nothing is dropped, nothing queued twice.
+URLs outside ``--scope`` are refused with a reason.
+
+Bounded (DESIGN.md invariant 8): the fetcher holds at most ``--per-host`` URLs of a
+host it has not answered (and :attr:`Crawl.hold` in all, a memory bound), and while
+post-processing has ``POST_BACKLOG`` cut cycles waiting it gets no more, so the
+fetcher slows to the pace of post-processing. A run with ``--for`` stops fetching at
+its deadline and post-processing ``STOP_GRACE`` seconds later; what is left is
+finished by the next run (a cycle's steps are marked done one by one), never lost.
 """
 
 from __future__ import annotations
@@ -42,11 +53,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
 from crawlkit.archive import ArchiveOptions, LinkPolicy, update_collection_index
 from crawlkit.collection import record_settings
+from crawlkit.crawl.steps import POST_STEPS, ExplainContext, render
+from crawlkit.crawl.waiting import WaitingRoom
 from crawlkit.crawlretry import ErrorTally, retry_records
 from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
@@ -61,34 +73,33 @@ from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.store import NextOptions
+from crawlkit.frontier.store import Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
-from crawlkit.stages.frontier import (
-    frontier_add,
-    frontier_links,
-    frontier_next,
-    frontier_seed_sites,
-    frontier_stats,
-)
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
-from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
+from crawlkit.warcsalvage import cut_to_whole_records
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
 
 CYCLE_FORMAT = "{:06d}"
-# Steps after the fetch of one cycle, in order; each leaves ``<step>.done`` behind.
-STEPS = ("extract", "dedup", "links", "recrawl")
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
+# URLs the fetcher may hold unanswered, per request it may have in flight: a bound
+# on memory; what spreads them over the hosts is ``--per-host`` (per host at once).
+HOLD_PER_SLOT = 64
+# Cut cycles waiting for post-processing before the fetcher gets no more URLs.
+POST_BACKLOG = 2
+# Seconds post-processing may go on past the deadline (or a signal) before it stops
+# between two steps and leaves the rest to the next run.
+STOP_GRACE = 5.0
 
 
 class Scope:
@@ -142,10 +153,13 @@ class CrawlOptions:
     max_pages: int | None = None
     duration: float | None = None
     batch_size: int = 1000
-    per_host: int = 20
+    per_host: int = 4  # URLs of one host per batch handed to the fetcher
     jobs: int = 1
     budgets: bool = True
     warc_dir: Path | None = None
+    warc_size: int = 1_000_000_000  # a new WARC file past this size
+    warc_prefix: str = "crawlkit"
+    warc_info: dict[str, str] = field(default_factory=dict)  # operator, isPartOf, ...
     fetch: FetchConfig = field(default_factory=FetchConfig)
     allow_net: tuple[str, ...] = ()
     hosts_file: Path | None = None
@@ -172,6 +186,8 @@ class CrawlSummary:
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
+    requests: int = 0  # fetch records with an HTTP status: what the server saw
+    unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
     queued: int = 0
     stopped: str = ""
@@ -192,6 +208,8 @@ class CrawlSummary:
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
             "refetched": self.refetched,
+            "requests": self.requests,
+            "unstarted": self.unstarted,
             "routed_to_other_shards": self.routed,
             "waiting": self.waiting,
             "queued": self.queued,
@@ -298,6 +316,11 @@ class Crawl:
         self.deadline = self.start + options.duration if options.duration else None
         self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
         self.frontier_lock = threading.RLock()  # frontier and waiting room, across threads
+        # The frontier is opened once for the run (the state directory is locked by
+        # it) and committed after every change; stage commands open it by path.
+        self.frontier = Frontier.open(
+            state.sub("frontier"), policy=options.budget_policy, limits=options.limits
+        )
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
@@ -305,9 +328,20 @@ class Crawl:
         # With -j N >= 2, N extract processes live for the whole run and a cycle's
         # extract starts the moment it is cut (see _start_extract).
         self.extract_workers = ExtractWorkers(options.jobs) if options.jobs >= 2 else None
-        self._extracting: dict[Path, tuple[list[str], cf.Future[FilesResult]]] = {}
+        self._extracting: dict[Path, tuple[list[Any], cf.Future[FilesResult]]] = {}
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
+        self.requests_before = int(totals.get("requests", totals.get("fetched", 0)))
+        self.waiting = WaitingRoom(self.dir.waiting)
+        # URLs handed to the fetcher and not answered yet, and the most it may hold:
+        # enough to keep every due host busy, small enough that a stop leaves little.
+        self.held = 0
+        self.frontier_version = 0  # counts additions to the frontier
+        self.held_by_host: Counter[str] = Counter()  # the same, per host (frontier's key)
+        self.hold = HOLD_PER_SLOT * options.fetch.concurrency
+        self.post_backlog = 0  # cut cycles not yet post-processed
+        # Post-processing stops between two steps after this (the next run goes on).
+        self.hard_stop = self.deadline + STOP_GRACE if self.deadline else float("inf")
         self.role = self._shard_role(state.path, options)
         self.scope = Scope(options.scope)
         self.link_policy = LinkPolicy(options.archive, reporter)
@@ -339,8 +373,7 @@ class Crawl:
             records = list(_read(path))
             # Delivered links (and other shards' site links) complete this shard's site
             # graph, on which site budgets rest; then the URLs among them are admitted.
-            with self.frontier_lock:
-                frontier_links(self.state.path, records, reporter=self.rep)
+            self._note_links(records)
             urls = [r for r in records if r.get("url")]
             mine = self._route(urls, "reroute")
             self.summary.new_urls += self._admit(mine, "inbox")
@@ -393,7 +426,8 @@ class Crawl:
         if self.role is not None:  # every shard gets every seed and keeps its own
             # ... but trusts every seed's site, as one shard would (site budgets)
             with self.frontier_lock:
-                frontier_seed_sites(self.state.path, {str(r["site"]) for r in records})
+                self.frontier.note_seeds({str(r["site"]) for r in records})
+                self.frontier.commit()
             records = [r for r in records if self.role.owns(str(r["site"]))]
         if not records:
             return 0
@@ -428,6 +462,7 @@ class Crawl:
     def _on_signal(self, name: str) -> None:
         """The first SIGINT/SIGTERM: finish what is in flight, save, and stop."""
         self.interrupted = self.interrupted or name
+        self.hard_stop = min(self.hard_stop, self.clock() + STOP_GRACE)
 
     def _run(self, reinstall: Callable[[], None]) -> CrawlSummary:
         pending = self._recover()
@@ -466,7 +501,7 @@ class Crawl:
                 idle_runs = 0
         stats = self._frontier_stats()
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
-        self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
+        self.summary.waiting = len(self.waiting)
         self.summary.elapsed_s = self.clock() - self.start
         if self.opts.archive.index:
             update_collection_index(self.warc_root, self.rep)
@@ -485,12 +520,18 @@ class Crawl:
         return ""
 
     def _pages_total(self) -> int:
-        return self.fetched_before + self.summary.outcomes["fetched"]
+        """Requests the server has seen from this crawl (robots.txt aside), all runs."""
+        return self.requests_before + self.summary.requests
+
+    def _pages_left(self) -> float:
+        """Requests ``--max-pages`` still allows beyond those handed to the fetcher."""
+        if self.opts.max_pages is None:
+            return float("inf")
+        return self.opts.max_pages - self._pages_total() - self.held
 
     def _exhausted(self) -> str:
         stats = self._frontier_stats()
-        waiting = sum(1 for _ in _read(self.dir.waiting))
-        if int(stats.get("queued", 0) or 0) or waiting or self.dir.batch_files():
+        if int(stats.get("queued", 0) or 0) or len(self.waiting) or self.dir.batch_files():
             return ""
         if self.role is not None and inbox_files(self.state.path):
             return ""
@@ -501,7 +542,13 @@ class Crawl:
 
     def _frontier_stats(self) -> dict[str, Any]:
         with self.frontier_lock:
-            return frontier_stats(self.state.path)
+            return self.frontier.stats()
+
+    def _note_links(self, records: list[Record]) -> None:
+        """Feed link records to the frontier's site graph (``frontier links``)."""
+        with self.frontier_lock:
+            self.frontier.note_links(records)
+            self.frontier.commit()
 
     # -- recovery --------------------------------------------------------------------
 
@@ -516,7 +563,9 @@ class Crawl:
                 self._salvage(cycle)
                 _mark(cycle, "fetch", {"salvaged": True})
             self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
-            self._finish_cycle(cycle)
+            if not self._finish_cycle(cycle):
+                return []  # out of time: the next run goes on from here
+        self._archive_closed_warcs()
         pending: list[Record] = []
         batches = self.dir.batch_files()
         if batches:
@@ -524,10 +573,11 @@ class Crawl:
             fetched: set[str] = set()
             for cycle in self.dir.cycle_dirs():
                 if int(cycle.name) >= oldest:
-                    # A copy refused as a duplicate of one in flight did not answer the
-                    # URL: that copy may be the one the crash cut.
-                    fetched.update(str(r.get("url")) for r in _read(cycle / "fetch.ndjson")
-                                   if r.get("refused") != "duplicate")  # fmt: skip
+                    fetched.update(
+                        str(r.get("url"))
+                        for r in _read(cycle / "fetch.ndjson")
+                        if r.get("refused") != "duplicate"  # not the URL's answer
+                    )
             for batch in list(batches):
                 rest = [r for r in _read(batch) if r.get("url") not in fetched]
                 if rest:
@@ -546,12 +596,8 @@ class Crawl:
         self.valid_warc_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.warc_root)
         for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
-            end = _complete_prefix(partial)
+            end = cut_to_whole_records(partial)
             final = partial.with_name(partial.name[: -len(".open")])
-            with open(partial, "r+b") as f:
-                f.truncate(end)
-                f.flush()
-                os.fsync(f.fileno())
             if end:
                 os.replace(partial, final)
             else:
@@ -607,8 +653,11 @@ class Crawl:
             for rec in records:
                 outstanding.setdefault(str(rec.get("url")), []).append(path)
                 batch_left[path] = batch_left.get(path, 0) + 1
+            self.held += len(records)
+            self.held_by_host.update(str(rec.get("host")) for rec in records)
 
         running: list[Any] = []  # the fetcher, once the first refill has met it
+        last_empty: list[tuple[int, int] | None] = [None]  # see refill
         cutting = False
         cut_asked: list[asyncio.Task[None]] = []  # the cut a fetch record asked for
         cut_failed: list[BaseException] = []
@@ -633,9 +682,25 @@ class Crawl:
                 cut_asked.append(asked)
             self.summary.outcomes[str(rec.get("outcome"))] += 1
             self.summary.errors.note(rec)
+            if rec.get("status") is not None:
+                self.summary.requests += 1
+            stopped = bool(rec.get("stopped"))
+            self.summary.unstarted += stopped
             paths = outstanding.get(str(rec.get("url")))
             if paths:
-                path = paths.pop(0)
+                # The fetcher answers a URL it already holds "refused: duplicate" at once:
+                # that settles the copy handed out last. The first copy is settled by
+                # its real answer; its batch file must stay until then.
+                path = paths.pop() if rec.get("refused") == "duplicate" else paths.pop(0)
+                # A URL given back because the run ends still counts against the hold:
+                # else each refill near the end would be given back too, and the run
+                # would end with the frontier moved into the waiting room.
+                if not stopped:
+                    self.held -= 1
+                    host = str(rec.get("host"))
+                    self.held_by_host[host] -= 1
+                    if self.held_by_host[host] <= 0:
+                        del self.held_by_host[host]
                 if not paths:
                     del outstanding[str(rec.get("url"))]
                 batch_left[path] -= 1
@@ -649,7 +714,7 @@ class Crawl:
                 return  # one cut at a time; the other caller's records go in the next
             cutting = True
             try:
-                await fetcher.rotate_warc()
+                await fetcher.flush_warc()  # its records are whole on disk: extract reads them
                 done = live
                 live = _LiveCycle(self, self.dir.new_cycle())
                 done.close()
@@ -669,14 +734,27 @@ class Crawl:
             if self._should_stop():
                 return None
             loop = asyncio.get_running_loop()
-            records = await loop.run_in_executor(None, self._next_batch, live.path, track)
-            if records:
-                return records
+            due = self._next_waiting_time()
+            if due is not None and due <= self.clock():
+                await loop.run_in_executor(None, self._release_waiting)
+            if self._pages_left() <= 0:
+                return [] if self.held else None  # --max-pages: wait for the answers
+            if self.held >= self.hold or post.backlog() >= POST_BACKLOG:
+                return []  # back-pressure: the fetcher works off what it holds
+            # Ask the frontier again only when something changed since it last had
+            # nothing to give: URLs queued, or answers that free a host's share.
+            changed = (self.frontier_version, sum(self.summary.outcomes.values()))
+            if changed != last_empty[0] or self.role is not None:
+                held = dict(self.held_by_host)  # read on this thread; the loop changes it
+                batch = await loop.run_in_executor(None, self._next_batch, live.path, track, held)
+                if batch:
+                    return batch
+                last_empty[0] = changed
             if live.records:
                 await cut(fetcher)
-            if post.busy():
-                return []  # its links may queue more
-            if await loop.run_in_executor(None, self._release_waiting):
+            if post.busy() or fetcher.has_work():
+                # Pages still to come, or links still to process, may queue more URLs:
+                # "no more" now would leave them to the next fetch run.
                 return []
             return None
 
@@ -697,7 +775,8 @@ class Crawl:
                 initial, sink, state_dir=self.state.path, config=config,
                 warc_dir=self.warc_root, allow_net=self.opts.allow_net,
                 hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
-                reporter=self.rep, warc_prefix=f"crawlkit-c{live.path.name}", refill=refill,
+                reporter=self.rep, warc_prefix=self.opts.warc_prefix,
+                warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
                 on_interrupt=self._on_signal, net=self.opts.net,
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
@@ -714,14 +793,28 @@ class Crawl:
             else:
                 shutil.rmtree(live.path, ignore_errors=True)
             post.close()
+            self._archive_closed_warcs()
+            self.held = 0  # every URL handed out has its record (or never will)
+            self.held_by_host.clear()
         self.post_error = post.error
 
-    def _next_batch(self, cycle: Path, track: Callable[[Path, list[Record]], None]) -> list[Record]:
-        """The frontier's next batch, made durable in ``crawl/batches`` first."""
-        size = self.opts.batch_size
-        if self.opts.max_pages is not None:
-            size = max(1, min(size, self.opts.max_pages - self._pages_total()))
-        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets)
+    def _next_batch(
+        self,
+        cycle: Path,
+        track: Callable[[Path, list[Record]], None],
+        held: dict[str, int] | None = None,
+    ) -> list[Record]:
+        """The frontier's next batch, made durable in ``crawl/batches`` first.
+
+        ``held`` counts, per host, URLs the fetcher holds unanswered: with them a host
+        gets at most ``per_host`` in the fetcher at once, so the URLs held are spread
+        over the hosts that can be served, not piled on slow ones.
+        """
+        size = int(min(self.opts.batch_size, self.hold - self.held, self._pages_left()))
+        if size <= 0:
+            return []
+        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets,
+                           outstanding=held or {})  # fmt: skip
         out: list[Record] = []
         refused: list[Record] = []
         # Numbered by the run, never by counting files: a finished batch is deleted, and
@@ -748,8 +841,10 @@ class Crawl:
         with self.frontier_lock:
             if self.role is not None:
                 self._ingest_inbox()
-            frontier_next(self.state.path, opts, write=write, policy=self.opts.budget_policy,
-                          reporter=self.rep)  # fmt: skip
+            self.frontier.apply_commands()  # operator blocks posted since
+            batch = self.frontier.next(opts)
+            write(batch)  # the batch is on disk before its removal commits
+            self.frontier.commit()
         if refused:
             _write(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self._count_refused(refused)
@@ -757,67 +852,88 @@ class Crawl:
             track(path, out)
         return out
 
-    def _finish_cycle(self, cycle: Path) -> None:
-        for step in STEPS:
-            if not _done(cycle, step):
-                getattr(self, f"_step_{step}")(cycle)
+    def _finish_cycle(self, cycle: Path) -> bool:
+        """Run the cycle's steps not yet done; False if the hard stop came first."""
+        for step in POST_STEPS:
+            if not _done(cycle, step.marker):
+                if self.clock() >= self.hard_stop:
+                    return False
+                getattr(self, f"_step_{step.marker}")(cycle)
         _mark(cycle, "cycle")
         self.summary.cycles += 1
         self.progress(self._progress_info(cycle))
+        return True
 
     def _fetch_log(self, cycle: Path) -> list[Record]:
         return list(_read(cycle / "fetch.ndjson"))
 
-    def _cycle_warcs(self, cycle: Path) -> list[str]:
-        """The closed WARC files in ``new/`` that hold this cycle's fetches, in order.
-
-        A file another cycle already extracted (it held records of both) has left
-        ``new/`` and is not listed again.
-        """
-        files: list[str] = []
+    def _warc_path(self, name: str) -> Path | None:
+        """Where the WARC file ``name`` is now: being written, closed, or archived."""
         new_dir = warc_new_dir(self.warc_root)
+        for path in (new_dir / name, new_dir / f"{name}.open", self.warc_root / name):
+            if path.exists():
+                return path
+        return None
+
+    def _cycle_sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.
+
+        WARC files rotate by size (``--warc-size``), not by cycle: one file holds many
+        cycles, and may still be written to while a cycle is extracted; the fetcher
+        flushes it when it cuts the cycle, so every record named here is whole.
+        """
+        ranges: dict[str, list[tuple[int, int]]] = {}
         for rec in self._fetch_log(cycle):
             warc = rec.get("warc")
             if isinstance(warc, dict) and warc.get("file"):
-                path = new_dir / Path(str(warc["file"])).name
-                if str(path) not in files:
-                    files.append(str(path))
-        return [f for f in files if Path(f).exists()]
+                name = Path(str(warc["file"])).name
+                ranges.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
+        out = []
+        for name, spans in ranges.items():
+            path = self._warc_path(name)
+            if path is not None:
+                out.append((str(path), spans))
+        return out
 
     def _start_extract(self, cycle: Path) -> None:
-        """Hand a cut cycle's WARC files to an extract process now (``-j`` >= 2), so it
-        parses while the post thread still works on the cycles before it."""
+        """Hand a cut cycle's WARC records to an extract process now (``-j`` >= 2), so
+        it parses while the post thread still works on the cycles before it."""
         if self.extract_workers is None:
             return
-        files = self._cycle_warcs(cycle)
-        if files:
-            self._extracting[cycle] = (files, self.extract_workers.submit(files))
+        sources = self._cycle_sources(cycle)
+        if sources:
+            self._extracting[cycle] = (sources, self.extract_workers.submit(sources))
 
     def _step_extract(self, cycle: Path) -> None:
-        existing = self._cycle_warcs(cycle)
-        new_dir = warc_new_dir(self.warc_root)
+        sources = self._cycle_sources(cycle)
         with (
             io.open_output(cycle / "pages.ndjson.zst") as pages,
             io.open_output(cycle / "links.ndjson.zst") as links,
         ):
             if self.extract_workers is not None:
-                files, started = self._extracting.pop(cycle, (None, None))
+                started_with, started = self._extracting.pop(cycle, (None, None))
                 stats = self.extract_workers.extract(
-                    existing, pages.write, links.write, reporter=self.rep,
-                    started=started if files == existing else None,
+                    sources, pages.write, links.write, reporter=self.rep,
+                    started=started if started_with == sources else None,
                 )  # fmt: skip
             else:
-                stats = extract_warcs(existing, pages.write, links.write,
+                stats = extract_warcs(sources, pages.write, links.write,
                                       options=ExtractOptions(), reporter=self.rep)  # fmt: skip
         self.summary.pages += stats.pages
         self.summary.links += stats.links
         _mark(cycle, "extract", {"pages": stats.pages, "links": stats.links})
-        # Extracted files leave new/ for the archive directory itself (after the mark:
-        # a crash in between extracts a file twice, which is harmless, never zero times).
-        for f in existing:
-            target = self.warc_root / Path(f).name
-            if Path(f).parent == new_dir and not target.exists():
-                os.replace(f, target)
+
+    def _archive_closed_warcs(self) -> None:
+        """Move closed WARC files from ``new/`` to the archive directory itself.
+
+        Called only while no cycle is being extracted (a cycle finds its files in
+        either place, see :meth:`_warc_path`).
+        """
+        new_dir = warc_new_dir(self.warc_root)
+        for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
+            target = self.warc_root / path.name
+            if not target.exists():
+                os.replace(path, target)
                 self.summary.warc_files += 1
 
     def _step_dedup(self, cycle: Path) -> None:
@@ -848,8 +964,7 @@ class Crawl:
         refused_path = cycle / "links-refused.ndjson.zst"
         if not _done(cycle, "seen"):
             links = list(_read(cycle / "links.ndjson.zst"))
-            with self.frontier_lock:  # every link, not only new URLs, feeds site importance
-                frontier_links(self.state.path, links, reporter=self.rep)
+            self._note_links(links)  # every link, not only new URLs, feeds site importance
             self._share_site_links(links, f"c{cycle.name}-sites")
             fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
             candidates, refused = self.link_policy.sort(
@@ -863,7 +978,13 @@ class Crawl:
             self.summary.new_urls += len(fresh)
             _mark(cycle, "seen", {"new": len(fresh)})
         for path in sorted(cycle.glob("new-*.ndjson.zst")):
-            self._queue(_read(path), cycle / "new-refused.ndjson.zst")
+            # Each file is marked queued once the frontier has committed it: a crash
+            # after that queues it again only if it falls between the two (a URL
+            # queued twice is handed out twice, and counted twice against its budget).
+            queued = cycle / (path.name.split(".", 1)[0] + ".queued")
+            if not queued.exists():
+                self._queue(_read(path), cycle / "new-refused.ndjson.zst")
+                queued.touch()
         self._wait_deferred(cycle)
         _mark(cycle, "links")
 
@@ -873,7 +994,13 @@ class Crawl:
             return
         due: list[Record] = []
         inputs = [cycle / "fetch.ndjson", cycle / "pages.ndjson.zst"]
-        records = io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+        # Deferred URLs wait in the waiting room alone: fed to the history too, they
+        # would become due a second time, as recrawls.
+        records = (
+            item
+            for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+            if item[2].get("outcome") != "deferred"
+        )
         recrawl(self.state.path, records, write=due.extend, now=self.clock(), reporter=self.rep)
         self._queue(due, cycle / "recrawl-refused.ndjson.zst")
         _mark(cycle, "recrawl", {"due": len(due)})
@@ -893,10 +1020,10 @@ class Crawl:
 
     def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
         refused: list[Record] = []
+        self.frontier_version += 1
         with self.frontier_lock:
-            frontier_add(self.state.path, records, on_refused=refused.append,
-                         limits=self.opts.limits, policy=self.opts.budget_policy,
-                         reporter=self.rep)  # fmt: skip
+            self.frontier.add_records(records, on_refused=refused.append)
+            self.frontier.commit()
         if refused:
             _write(refused_path, refused)
             self._count_refused(refused)
@@ -906,44 +1033,27 @@ class Crawl:
             self.summary.refused[str(rec.get("refused") or rec.get("error") or "refused")] += 1
 
     def _wait_deferred(self, cycle: Path) -> None:
+        """The cycle's deferred URLs into the waiting room (again after a crash: once)."""
         deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
         if not deferred:
             return
         with self.frontier_lock:
-            self._add_waiting(deferred)
-
-    def _add_waiting(self, deferred: list[Record]) -> None:
-        waiting = list(_read(self.dir.waiting))
-        known = {r.get("url") for r in waiting}
-        for rec in deferred:
-            if rec.get("url") in known:
-                continue
-            keep = {k: v for k, v in rec.items() if k not in _FETCH_FIELDS or k == "url"}
-            keep["retry_at"] = rec.get("retry_at")
-            waiting.append(keep)
-        _write(self.dir.waiting, waiting)
+            self.waiting.add(deferred)
+            self.waiting.save()
 
     def _release_waiting(self) -> bool:
         """Queue the waiting URLs whose retry time has come; True if there were any."""
         with self.frontier_lock:
-            waiting = list(_read(self.dir.waiting))
-            if not waiting:
-                return False
-            now = self.clock()
-            due = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) <= now]
+            due = self.waiting.due(self.clock())
             if not due:
                 return False
-            later = [r for r in waiting if (parse_time(r.get("retry_at")) or 0) > now]
-            for rec in due:
-                rec.pop("retry_at", None)
             self._queue(due, self.dir.root / "waiting-refused.ndjson.zst")
-            _write(self.dir.waiting, later)
+            self.waiting.save()
             return True
 
     def _next_waiting_time(self) -> float | None:
         with self.frontier_lock:
-            times = [parse_time(r.get("retry_at")) or 0.0 for r in _read(self.dir.waiting)]
-        return min(times) if times else None
+            return self.waiting.next_time()
 
     def _nothing_due_in_time(self, wake: float | None) -> bool:
         """True when the first deferred URL (due at ``wake``) is due after ``--for`` ends."""
@@ -986,24 +1096,6 @@ class Crawl:
         totals["seen"] = dict(seen)
         totals["last_run"] = self.summary.to_json()
         io.atomic_write_json(self.dir.totals, totals)
-
-
-_FETCH_FIELDS = frozenset(
-    {"status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes", "content_type", "digest",
-     "location", "warc", "error", "truncated"}
-)  # fmt: skip
-
-
-def _complete_prefix(path: Path) -> int:
-    """Bytes of ``path`` that hold whole WARC records (a crash can cut the last one)."""
-    end = 0
-    with contextlib.suppress(Exception), open(path, "rb") as f:
-        it = ArchiveIterator(f)
-        for record in it:
-            record.content_stream().read()
-            it.read_to_end(record)
-            end = it.get_record_offset() + it.get_record_length()
-    return end
 
 
 @contextlib.contextmanager
@@ -1072,33 +1164,25 @@ def crawl(
 
 
 def explain(state: str, options: CrawlOptions) -> str:
-    """The equivalent pipeline of stage commands for one cycle (``--explain``)."""
-    s = state
-    warc = options.warc_dir or f"{s}/warc"
-    net = " ".join(f"--allow-net {c}" for c in options.allow_net)
-    hosts = f" --hosts-file {options.hosts_file}" if options.hosts_file else ""
-    hosts += options.net.flags()
-    budgets = "" if options.budgets else " --no-budgets"
-    return "\n".join(
-        [
-            f"# one cycle of: crawlkit crawl --state {s} (C = {s}/crawl/cycles/NNNNNN)",
-            f"crawlkit frontier next --state {s} --max {options.batch_size} "
-            f"--per-host {options.per_host}{budgets} > $C/batch.ndjson.zst",
-            f"crawlkit fetch --state {s} $C/batch.ndjson.zst --warc-dir {warc} "
-            f"--min-delay {options.fetch.min_delay:g}s --concurrency {options.fetch.concurrency}"
-            f" {net}{hosts} --log $C/fetch.ndjson --redirects $C/redirects.ndjson".replace(
-                "  ", " "
-            ),
-            f"crawlkit extract -j {options.jobs} {warc}/new/*.warc.gz "
-            "--pages $C/pages.ndjson.zst --links $C/links.ndjson.zst",
-            f"crawlkit dedup --state {s} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            f"> $C/dedup.ndjson.zst && crawlkit frontier add --state {s} $C/sites.ndjson.zst",
-            f"crawlkit frontier links --state {s} $C/links.ndjson.zst",
-            f"crawlkit seen-merge --state {s} $C/links.ndjson.zst $C/redirects.ndjson "
-            f"| crawlkit frontier add --state {s}   # crawl also applies --scope here",
-            f"crawlkit recrawl --state {s} $C/fetch.ndjson $C/pages.ndjson.zst "
-            f"| crawlkit frontier add --state {s}",
-        ]
+    """The equivalent pipeline of stage commands for one cycle (``--explain``), rendered
+    from the same list of steps the crawl runs (:data:`crawlkit.crawl.steps.STEPS`)."""
+    net = "".join(f" --allow-net {c}" for c in options.allow_net)
+    if options.hosts_file:
+        net += f" --hosts-file {options.hosts_file}"
+    net += options.net.flags()
+    return render(
+        ExplainContext(
+            state=state,
+            warc=str(options.warc_dir or f"{state}/warc"),
+            batch=options.batch_size,
+            per_host=options.per_host,
+            budgets=options.budgets,
+            min_delay=options.fetch.min_delay,
+            concurrency=options.fetch.concurrency,
+            jobs=options.jobs,
+            net=net,
+            scope=options.scope,
+        )
     )
 
 
@@ -1163,6 +1247,10 @@ class _PostWorker:
 
     def submit(self, cycle: Path) -> None:
         self._queue.put(cycle)
+
+    def backlog(self) -> int:
+        """Cut cycles submitted and not yet post-processed."""
+        return self._queue.unfinished_tasks
 
     def busy(self) -> bool:
         # unfinished_tasks counts a cycle from put() to task_done(), so there is no

@@ -1,0 +1,114 @@
+"""The loop of ``crawlkit crawl`` as a list of steps: what runs, and what ``--explain`` says.
+
+:data:`STEPS` is the crawl's loop, in order. The first two run on the fetch side
+(the fetcher asks the frontier for more as it goes); every cycle the fetcher cuts then
+goes through the others, each marking itself done in the cycle's directory with a
+``<marker>.done`` file, so a crashed run resumes at the first step not done.
+:func:`render` prints the same list as the equivalent stage commands, so the loop a
+user reads in ``--explain`` is the loop that runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["POST_STEPS", "STEPS", "ExplainContext", "Step", "render"]
+
+
+@dataclass(frozen=True)
+class ExplainContext:
+    """What the commands of ``--explain`` are filled with."""
+
+    state: str
+    warc: str
+    batch: int
+    per_host: int
+    budgets: bool
+    min_delay: float
+    concurrency: int
+    jobs: int
+    net: str  # --allow-net and --hosts-file options, as given
+    scope: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the loop: ``marker`` names its done-file in a cycle directory (and
+    the ``Crawl._step_<marker>`` method that runs it); ``commands`` are the stage
+    commands it equals, as format strings over :class:`ExplainContext` fields."""
+
+    marker: str
+    what: str
+    commands: tuple[str, ...]
+    post: bool = True  # runs once per cut cycle (False: on the fetch side, as it goes)
+
+
+STEPS: tuple[Step, ...] = (
+    Step(
+        "next",
+        "frontier next: the next URLs, at most --per-host of a host in the fetcher",
+        (
+            "crawlkit frontier next --state {state} --max {batch} --per-host {per_host}"
+            "{no_budgets} > $C/batch.ndjson.zst",
+        ),
+        post=False,
+    ),
+    Step(
+        "fetch",
+        "fetch: polite, into WARC files; a cycle is cut every 500 records or 2 s",
+        (
+            "crawlkit fetch --state {state} $C/batch.ndjson.zst --warc-dir {warc} "
+            "--min-delay {min_delay:g}s --concurrency {concurrency}{net} --log $C/fetch.ndjson "
+            "--redirects $C/redirects.ndjson",
+        ),
+        post=False,
+    ),
+    Step(
+        "extract",
+        "extract: pages and links of the cycle's WARC records",
+        (
+            "crawlkit extract -j {jobs} {warc}/new/*.warc.gz --pages $C/pages.ndjson.zst "
+            "--links $C/links.ndjson.zst",
+        ),
+    ),
+    Step(
+        "dedup",
+        "dedup: exact and near duplicates; site yields feed the budgets",
+        (
+            "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
+            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state} $C/sites.ndjson.zst",
+        ),
+    ),
+    Step(
+        "links",
+        "seen-merge and frontier add: new links and redirects in --scope are queued; "
+        "deferred URLs wait in the waiting room until their retry time",
+        (
+            "crawlkit frontier links --state {state} $C/links.ndjson.zst",
+            "crawlkit seen-merge --state {state} $C/links.ndjson.zst $C/redirects.ndjson "
+            "| crawlkit frontier add --state {state}   # crawl also applies --scope {scope} here",
+        ),
+    ),
+    Step(
+        "recrawl",
+        "recrawl: change history; URLs due again are queued (deferred ones are not: "
+        "they wait in the waiting room only)",
+        (
+            "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
+            "| crawlkit frontier add --state {state}",
+        ),
+    ),
+)
+
+POST_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.post)
+
+
+def render(ctx: ExplainContext) -> str:
+    """The loop as shell commands for one cycle, one comment line per step."""
+    fields = {**ctx.__dict__, "no_budgets": "" if ctx.budgets else " --no-budgets"}
+    lines = [f"# one cycle of: crawlkit crawl --state {ctx.state} "
+             f"(C = {ctx.state}/crawl/cycles/NNNNNN)"]  # fmt: skip
+    for step in STEPS:
+        lines.append(f"# {step.what}")
+        lines.extend(" ".join(c.format(**fields).split()) for c in step.commands)
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""The waiting room: the one place where a crawl's deferred URLs wait for ``retry_at``.
+
+A fetch record with ``outcome: "deferred"`` (429 or 503 backoff, robots.txt
+unavailable, the host not due before the run ends) says when to try again. The crawl
+puts its URL record here, and :meth:`WaitingRoom.due` hands it back once, when that
+time has come, to be queued in the frontier. Nothing else re-queues a deferred URL:
+the crawl does not feed deferred records to the recrawl history (which would make
+the same URL due a second time), so a deferred URL is fetched once after its retry.
+
+In memory a due-time queue (a ``SortedKeyList`` by ``retry_at``, then URL) plus a
+map by URL, so adding, releasing and "when is the next one due" cost O(log n). On
+disk ``STATE/crawl/waiting.ndjson.zst``, rewritten atomically by :meth:`save`, which
+the crawl calls after every change: a crash between queueing released URLs and the
+save repeats them (the frontier gets a URL twice), it never loses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from sortedcontainers import SortedKeyList
+
+from crawlkit import io
+from crawlkit.io import Record
+from crawlkit.timefmt import parse_time
+
+__all__ = ["WaitingRoom"]
+
+# Fields of a fetch record that describe the attempt, not the URL: dropped, so the
+# record queued again is the URL record the frontier first handed out.
+FETCH_FIELDS = frozenset(
+    {"status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes", "content_type", "digest",
+     "location", "warc", "error", "truncated", "retry_at", "stopped"}
+)  # fmt: skip
+
+
+def _key(rec: Record) -> tuple[float, str]:
+    return (float(rec["_retry"]), str(rec["url"]))
+
+
+class WaitingRoom:
+    """Deferred URL records by retry time; at most one per URL."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._queue: SortedKeyList = SortedKeyList(key=_key)
+        self._by_url: dict[str, Record] = {}
+        self.dirty = False
+        if path.exists():
+            for rec in io.read_records([path]):
+                self._put(rec, float(parse_time(rec.get("retry_at")) or 0.0))
+            self.dirty = False
+
+    def __len__(self) -> int:
+        return len(self._by_url)
+
+    def _put(self, rec: Record, retry: float) -> bool:
+        url = str(rec.get("url"))
+        old = self._by_url.get(url)
+        if old is not None:
+            if old["_retry"] >= retry:
+                return False  # already waiting, as long or longer
+            self._queue.remove(old)
+        rec = {**rec, "_retry": retry}
+        self._by_url[url] = rec
+        self._queue.add(rec)
+        self.dirty = True
+        return True
+
+    def add(self, deferred: Iterable[Record]) -> int:
+        """Put deferred fetch records in (a URL already waiting keeps the later time).
+
+        Returns how many records were taken in.
+        """
+        taken = 0
+        for rec in deferred:
+            url = rec.get("url")
+            if not isinstance(url, str) or not url:
+                continue
+            keep = {k: v for k, v in rec.items() if k not in FETCH_FIELDS}
+            keep["retry_at"] = rec.get("retry_at")
+            taken += self._put(keep, float(parse_time(rec.get("retry_at")) or 0.0))
+        return taken
+
+    def next_time(self) -> float | None:
+        """When the first waiting URL is due, or None when none waits."""
+        return float(self._queue[0]["_retry"]) if self._queue else None
+
+    def due(self, now: float) -> list[Record]:
+        """Take out every record due at ``now``, as URL records (without ``retry_at``)."""
+        out: list[Record] = []
+        while self._queue and self._queue[0]["_retry"] <= now:
+            rec = self._queue.pop(0)
+            del self._by_url[str(rec["url"])]
+            out.append({k: v for k, v in rec.items() if k not in ("_retry", "retry_at")})
+        if out:
+            self.dirty = True
+        return out
+
+    def save(self) -> None:
+        """Write the room to disk (atomically) if it changed since the last save."""
+        if not self.dirty:
+            return
+        with io.open_output(self.path) as out:
+            out.write_records({k: v for k, v in r.items() if k != "_retry"} for r in self._queue)
+        self.dirty = False

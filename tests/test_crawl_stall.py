@@ -1,0 +1,72 @@
+"""Never idle while work is due: a web found by discovery, with slow Crawl-delay hosts.
+
+The web is addressed by IP literal and reached from two seeds; some hosts ask for a
+long Crawl-delay, half answer robots.txt with 404. A crawler whose fetcher waits for
+the Crawl-delay hosts while other hosts could be fetched now shows, in the server's
+log, long windows without a request to any fast host although one of them still had
+pages to give. Judged by counts from the log, never by speed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import orjson
+from conftest import crawlkit, start_testweb
+
+WINDOW = 10.0  # seconds without a request to a fast host that count as a stall
+LAG = 8.0  # seconds a crawler may take from fetching a home page to queueing its links
+
+
+def _stalls(requests: list[dict], fast: set[str]) -> list[tuple[float, float, str]]:
+    """(start, end, host) of pauses in the requests to fast hosts during which a fast
+    host had work due for at least WINDOW seconds: its home page (which links to all
+    its pages) was fetched LAG seconds before, and it was asked for more after."""
+    times: dict[str, list[float]] = {}
+    root_done: dict[str, float] = {}
+    for q in requests:
+        host = q["host"]
+        if host not in fast or q["path"] == "/robots.txt":
+            continue
+        times.setdefault(host, []).append(q["t_start"])
+        if q["path"] == "/":
+            root_done[host] = min(root_done.get(host, q["t_end"]), q["t_end"])
+    starts = sorted(t for ts in times.values() for t in ts)
+    found = []
+    for a, b in itertools.pairwise(starts):
+        for host, ts in times.items():
+            due_from = max(a, root_done.get(host, float("inf")) + LAG)
+            if b - due_from >= WINDOW and max(ts) >= b:
+                found.append((a, b, host))
+                break
+    return found
+
+
+def test_slow_hosts_never_keep_the_fetcher_from_hosts_due_now(tmp_path: Path) -> None:
+    web_args = ("--hosts", "120", "--pages", "4", "--ip-hosts", "--seed-hosts", "2",
+                "--robots-404", "0.5", "--crawl-delay-hosts", "30", "--crawl-delay", "30s",
+                "--special", "none", "--seed", "11")  # fmt: skip
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        res = crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
+                       "--min-delay", "0.05s", "--concurrency", "2", "--no-budgets",
+                       "--allow-net", web.info["allow_net"], "--hosts-file",
+                       str(web.hosts_file), "--timeout", "3s", "--for", "45s", "--json",
+                       timeout=300)  # fmt: skip
+        assert res.code == 0, res.stderr
+        requests = web.requests()
+        hosts = web.manifest["hosts"]
+    fast = {h["name"] for h in hosts
+            if h["kind"] == "ordinary" and not h["robots"]["crawl_delay"]
+            and len(h["pages"]) <= 7}  # fmt: skip
+    slow = {h["name"] for h in hosts if h["robots"]["crawl_delay"]}
+    assert len(slow) == 30 and len(fast) >= 60
+    # the slow hosts were found and really held their URLs back (the trap was there)
+    assert len({q["host"] for q in requests if q["host"] in slow}) >= 10
+    stalls = _stalls(requests, fast)
+    assert not stalls, stalls[:3]
+    # and the crawl got on with the fast hosts: most of them are done
+    done = {q["host"] for q in requests if q["host"] in fast and q["path"] != "/robots.txt"}
+    assert len(done) >= len(fast) // 2
+    assert orjson.loads(res.stdout)["stopped"] in ("time limit (--for)", "frontier empty")
