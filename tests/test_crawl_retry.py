@@ -96,7 +96,7 @@ def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
     while the first is in flight. A kill -9 then cut the first: recovery took the
     duplicate's refusal for the URL's answer and never fetched it (seen in
     test_kill9_ten_times_then_finish_equals_uninterrupted under load)."""
-    from crawlkit.crawl import Crawl, CrawlOptions, _mark, _write
+    from crawlkit.crawl.loop import Crawl, CrawlOptions, _mark, _write
     from crawlkit.diag import NullReporter
     from crawlkit.state import open_state
 

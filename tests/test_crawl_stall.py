@@ -69,4 +69,10 @@ def test_slow_hosts_never_keep_the_fetcher_from_hosts_due_now(tmp_path: Path) ->
     # and the crawl got on with the fast hosts: most of them are done
     done = {q["host"] for q in requests if q["host"] in fast and q["path"] != "/robots.txt"}
     assert len(done) >= len(fast) // 2
-    assert orjson.loads(res.stdout)["stopped"] in ("time limit (--for)", "frontier empty")
+    # (what is left may be only Crawl-delay hosts due after the deadline: then the
+    # crawl ends early, freeing the slice, instead of sleeping to the deadline)
+    assert orjson.loads(res.stdout)["stopped"] in (
+        "time limit (--for)",
+        "frontier empty",
+        "nothing due before the time limit (--for)",
+    )

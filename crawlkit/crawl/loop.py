@@ -778,6 +778,7 @@ class Crawl:
                 reporter=self.rep, warc_prefix=self.opts.warc_prefix,
                 warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
                 on_interrupt=self._on_signal, net=self.opts.net,
+                on_robots_capture=lambda rec: live.robots_capture(rec),
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.
@@ -883,7 +884,8 @@ class Crawl:
         flushes it when it cuts the cycle, so every record named here is whole.
         """
         ranges: dict[str, list[tuple[int, int]]] = {}
-        for rec in self._fetch_log(cycle):
+        # robots.txt captures too: extract takes their Sitemap lines
+        for rec in itertools.chain(self._fetch_log(cycle), _read(cycle / "robots.ndjson")):
             warc = rec.get("warc")
             if isinstance(warc, dict) and warc.get("file"):
                 name = Path(str(warc["file"])).name
@@ -1187,7 +1189,8 @@ def explain(state: str, options: CrawlOptions) -> str:
 
 
 class _LiveCycle:
-    """The cycle being fetched into: its fetch log and redirect file, flushed per record."""
+    """The cycle being fetched into: its fetch log, redirect file and the WARC places of
+    its robots.txt captures (``robots.ndjson``), flushed per record."""
 
     def __init__(self, crawl: Crawl, path: Path):
         self.crawl = crawl
@@ -1197,6 +1200,7 @@ class _LiveCycle:
         # Plain NDJSON, appended and flushed per record: survives kill -9 line by line.
         self._log = open(path / "fetch.ndjson", "ab")  # noqa: SIM115
         self._redirects = open(path / "redirects.ndjson", "ab")  # noqa: SIM115
+        self._robots = open(path / "robots.ndjson", "ab")  # noqa: SIM115
 
     @property
     def batches(self) -> bool:
@@ -1211,10 +1215,14 @@ class _LiveCycle:
         self._redirects.write(io.dumps(rec))
         self._redirects.flush()
 
+    def robots_capture(self, rec: Record) -> None:
+        self._robots.write(io.dumps(rec))
+        self._robots.flush()
+
     def close(self) -> None:
         if self._log.closed:
             return
-        for f in (self._log, self._redirects):
+        for f in (self._log, self._redirects, self._robots):
             f.flush()
             os.fsync(f.fileno())
             f.close()

@@ -228,6 +228,7 @@ class Fetcher:
         robots_policy: RobotsPolicy | None = None,
         canonicalizer: Canonicalizer | None = None,
         on_redirect: Callable[[Record], None] | None = None,
+        on_robots_capture: Callable[[Record], None] | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.config = config
@@ -239,6 +240,10 @@ class Fetcher:
         self.robots_policy = robots_policy or RobotsPolicy()
         self.canon = canonicalizer or Canonicalizer()
         self.on_redirect = on_redirect
+        # Told {"url", "warc"} of each robots.txt capture: they have no fetch record,
+        # and a reader of the WARC by fetch-record ranges (crawl's extract, which takes
+        # robots.txt Sitemap lines) would not see them otherwise.
+        self.on_robots_capture = on_robots_capture
         self.clock = clock
         per_ip_delay = config.per_ip_delay
         if per_ip_delay is None:
@@ -1073,7 +1078,9 @@ class Fetcher:
             extra = {"robots": "yes"}
             if res.tls_unverified:
                 extra["tlsUnverified"] = res.tls_unverified
-            await self._archive(res, task.url, None, extra)
+            _, location = await self._archive(res, task.url, None, extra)
+            if location is not None and self.on_robots_capture is not None:
+                self.on_robots_capture({"url": task.url, "warc": location})
 
     def _defer_unreachable(self, host: _Host, origin: str, entry: RobotsEntry) -> None:
         """robots.txt of ``origin`` could not be had (disallow all until it can): the

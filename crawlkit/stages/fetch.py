@@ -68,6 +68,7 @@ def fetch_records(
     role: ShardRole | None = None,
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
+    on_robots_capture: Callable[[Record], None] | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
 
@@ -125,7 +126,7 @@ def fetch_records(
         try:
             counts = _run(
                 records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
-                on_redirect, client, flush, refill, on_interrupt, net,
+                on_redirect, client, flush, refill, on_interrupt, net, on_robots_capture,
             )  # fmt: skip
         finally:
             host_state.close()
@@ -179,6 +180,7 @@ def _run(
     refill: Refill | None = None,
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
+    on_robots_capture: Callable[[Record], None] | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         opts = net or NetOptions()
@@ -197,6 +199,7 @@ def _run(
             warc=writer,
             robots_policy=RobotsPolicy(),
             on_redirect=on_redirect,
+            on_robots_capture=on_robots_capture,
         )
         loop = asyncio.get_running_loop()
 
