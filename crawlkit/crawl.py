@@ -73,7 +73,7 @@ from crawlkit.stages.frontier import (
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
-from crawlkit.timefmt import parse_time
+from crawlkit.timefmt import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
@@ -167,6 +167,7 @@ class CrawlSummary:
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
     waiting: int = 0
+    next_retry_at: str | None = None  # when the first waiting URL is due (UTC ISO)
     queued: int = 0
     stopped: str = ""
     routed: int = 0  # URLs written to other shards' outboxes
@@ -187,6 +188,7 @@ class CrawlSummary:
             "refetched": self.refetched,
             "routed_to_other_shards": self.routed,
             "waiting": self.waiting,
+            "next_retry_at": self.next_retry_at,
             "queued": self.queued,
             "stopped": self.stopped,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -458,6 +460,8 @@ class Crawl:
         stats = self._frontier_stats()
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
         self.summary.waiting = sum(1 for _ in _read(self.dir.waiting))
+        wake = self._next_waiting_time()
+        self.summary.next_retry_at = iso(wake) if wake is not None else None
         self.summary.elapsed_s = self.clock() - self.start
         self._save_totals()
         return self.summary
