@@ -144,8 +144,11 @@ while :; do
     done
     run_round "$@" || echo "round $round: the $RUNNER runner reported a failure" >&2
     # shellcheck disable=SC2086
-    delivered=$(crawlkit shard $deliver_args 2>&1 \
-        | sed -n 's/.*: \([0-9]*\) outbox files delivered.*/\1/p')
+    if said=$(crawlkit shard $deliver_args 2>&1); then delivery_ok=1; else
+        delivery_ok=""
+        echo "$said" >&2
+    fi
+    delivered=$(echo "$said" | sed -n 's/.*: \([0-9]*\) outbox files delivered.*/\1/p')
     busy="" failed=""
     next_round_ends=$(($(date +%s) + slice_s))
     for k in $shards; do
@@ -161,6 +164,10 @@ while :; do
     echo "round $round: delivered ${delivered:-0} files; busy shards:${busy:- none}; failed:${failed:- none}" >&2
     if [ -n "$failed" ]; then
         echo "$0: shard(s)$failed failed in round $round (see $fleet/logs/ or the runner's output)" >&2
+        exit 1
+    fi
+    if [ -z "$delivery_ok" ]; then
+        echo "$0: delivery failed in round $round (above); the outboxes are kept" >&2
         exit 1
     fi
     if [ -z "$busy" ] && [ "${delivered:-0}" = 0 ]; then
