@@ -14,16 +14,18 @@
 #   k8s       one Indexed Job a round from K8S_JOB (default k8s-indexed-job.yaml):
 #             kubectl create, wait until it is Complete or Failed, delete. FLEET_DIR
 #             is where this machine mounts the Job's volume; SEEDS must be
-#             FLEET_DIR/seeds.txt; the crawl flags and the slice are in the manifest.
+#             FLEET_DIR/seeds.txt; the crawl flags are in the manifest (SLICE is
+#             written into it).
 #             The Job's state is polled every K8S_POLL seconds (default 10).
 # Between rounds `crawlkit shard --deliver` moves the links each shard found for the
 # others into their inboxes.
 #
 # Stop rule: after a round in which nothing was delivered and every shard ended its
 # slice idle (frontier empty, budgets spent, --max-pages reached, or nothing due
-# before the slice's end: a URL deferred for an hour ends the slice at once). What is
-# deferred waits in its shard's state for the next run of this script (cron, or the
-# next sbatch). Also stops after ROUNDS rounds (default 100). Exit 1 when a shard's slice failed (its
+# before the slice's end: a URL deferred for an hour ends the slice at once) with no
+# deferred URL due before the next round would end (the summary's next_retry_at).
+# What is deferred longer waits in its shard's state for the next run of this script
+# (cron, or the next sbatch). Also stops after ROUNDS rounds (default 100). Exit 1 when a shard's slice failed (its
 # summary FLEET_DIR/shard-K.last.json is missing or empty): the round is delivered
 # first, and the next run continues where the shard stopped. A task killed at its
 # time limit stops gracefully (SIGTERM) and counts as busy, not failed.
@@ -61,6 +63,16 @@ k8s)
     ;;
 esac
 export SLICE="${SLICE:-20s}"
+case $SLICE in
+*[!0-9smhd]* | [!0-9]* | *[smhd]?*)
+    echo "$0: SLICE must be a whole number of s, m, h or d (e.g. 20s, 50m), not '$SLICE'" >&2
+    exit 2
+    ;;
+*d) slice_s=$((${SLICE%d} * 86400)) ;;
+*h) slice_s=$((${SLICE%h} * 3600)) ;;
+*m) slice_s=$((${SLICE%m} * 60)) ;;
+*) slice_s=${SLICE%s} ;;
+esac
 export CRAWLKIT_EXAMPLES="$here"  # where the Slurm job finds crawl-shard.sh
 
 [ -f "$fleet/map.json" ] || crawlkit shard --shards "$n" --save-map "$fleet/map.json"
@@ -97,8 +109,9 @@ run_round() {
 # (activeDeadlineSeconds in the manifest bounds it), delete it
 k8s_round() {
     job=$(sed -e "s/^\( *\)completions: .*/\1completions: $n/" \
-        -e "s/^\( *\)parallelism: .*/\1parallelism: $n/" "${K8S_JOB:-$here/k8s-indexed-job.yaml}" \
-        | kubectl create -f - -o name)
+        -e "s/^\( *\)parallelism: .*/\1parallelism: $n/" \
+        -e "s/{name: SLICE, value: [^}]*}/{name: SLICE, value: $SLICE}/" \
+        "${K8S_JOB:-$here/k8s-indexed-job.yaml}" | kubectl create -f - -o name)
     while :; do
         state=$(kubectl get "$job" -o 'jsonpath={.status.conditions[?(@.status=="True")].type}')
         case $state in *Complete* | *Failed*) break ;; esac
@@ -112,6 +125,13 @@ k8s_round() {
 
 # how a crawl says it ended idle: nothing more to do, or nothing due before its slice ends
 idle='frontier empty|done for this budget|nothing due before|nothing more can be fetched|page limit'
+# due_at SUMMARY: when the shard's first deferred URL is due, in seconds since the
+# epoch (a number past any round's end when nothing waits); GNU date reads the time
+due_at() {
+    at=$(sed -n 's/.*"next_retry_at":"\([^"]*\)".*/\1/p' "$1")
+    if [ -n "$at" ]; then date -u -d "$at" +%s; else echo 99999999999; fi
+}
+
 deliver_args=""
 for k in $shards; do
     deliver_args="$deliver_args --deliver $fleet/shard-$k"
@@ -124,20 +144,30 @@ while :; do
     done
     run_round "$@" || echo "round $round: the $RUNNER runner reported a failure" >&2
     # shellcheck disable=SC2086
-    delivered=$(crawlkit shard $deliver_args 2>&1 \
-        | sed -n 's/.*: \([0-9]*\) outbox files delivered.*/\1/p')
+    if said=$(crawlkit shard $deliver_args 2>&1); then delivery_ok=1; else
+        delivery_ok=""
+        echo "$said" >&2
+    fi
+    delivered=$(echo "$said" | sed -n 's/.*: \([0-9]*\) outbox files delivered.*/\1/p')
     busy="" failed=""
+    next_round_ends=$(($(date +%s) + slice_s))
     for k in $shards; do
         summary="$fleet/shard-$k.last.json"
         if [ ! -s "$summary" ]; then
             failed="$failed $k"
         elif ! grep -qE "\"stopped\":\"($idle)" "$summary"; then
             busy="$busy $k"
+        elif [ "$(due_at "$summary")" -lt "$next_round_ends" ]; then
+            busy="$busy $k"  # idle now, but a deferred URL is due within the next slice
         fi
     done
     echo "round $round: delivered ${delivered:-0} files; busy shards:${busy:- none}; failed:${failed:- none}" >&2
     if [ -n "$failed" ]; then
         echo "$0: shard(s)$failed failed in round $round (see $fleet/logs/ or the runner's output)" >&2
+        exit 1
+    fi
+    if [ -z "$delivery_ok" ]; then
+        echo "$0: delivery failed in round $round (above); the outboxes are kept" >&2
         exit 1
     fi
     if [ -z "$busy" ] && [ "${delivered:-0}" = 0 ]; then

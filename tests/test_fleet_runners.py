@@ -194,6 +194,37 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
     assert report["ok"], report["violations"][:5]
 
 
+def test_urls_due_within_the_next_round_keep_the_fleet_going(tmp_path: Path) -> None:
+    # One site, so no round delivers anything, a 1.5 s gap and 2 s slices: after two
+    # fetches the site's next turn falls after the slice's end, so its URLs are deferred
+    # to that turn and the slice ends early with nothing due before its end. They are
+    # due within the next round, so the fleet must run it rather than stop with them
+    # waiting: it reaches what one process reaches.
+    web_args = ("--hosts", "1", "--pages", "6", "--special", "none", "--seed", "8")
+    slow = ("--min-delay", "1.5s")
+    with start_testweb(tmp_path, *web_args) as web:
+        one = tmp_path / "one"
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), *slow,
+                       timeout=240)  # fmt: skip
+        assert res.code == 0, res.stderr
+        expected = set(_fetched([one]))
+    assert len(expected) >= 4
+    with start_testweb(tmp_path, *web_args) as web:
+        fleet = tmp_path / "fleet"
+        proc = subprocess.run(
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *_net(web), *slow],
+            env=_env(RUNNER="xargs", SLICE="2s"), cwd=tmp_path, capture_output=True,
+            text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = _audit(web)
+    assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
+    got = _fetched([fleet / f"shard-{k}" for k in range(2)])
+    assert set(got) == expected, _diff(set(got), expected, fleet, proc.stderr)
+    assert all(_summary(fleet, k)["waiting"] == 0 for k in range(2))
+    assert report["ok"], report["violations"][:5]
+
+
 def test_a_fleet_whose_shards_reached_max_pages_is_done(tmp_path: Path) -> None:
     # --max-pages counts over runs: a shard at its limit will do nothing more, so the
     # fleet stops instead of running empty rounds until ROUNDS
@@ -309,9 +340,10 @@ def test_the_kubernetes_job_is_what_the_driver_expects() -> None:
         assert f"$({var})" in args and var in env
     assert "--shard $(JOB_COMPLETION_INDEX)" in args and "--slot-map /fleet/map.json" in args
     assert "> /fleet/shard-$(JOB_COMPLETION_INDEX).last.json" in args
-    # the driver sets N by rewriting these two lines
+    # the driver sets N and SLICE by rewriting these lines
     text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
     assert "\n  completions: 4\n" in text and "\n  parallelism: 4\n" in text
+    assert "{name: SLICE, value: 50m}" in text
 
 
 # A stand-in for kubectl, for the driver's Kubernetes rounds (no cluster runs here):
@@ -383,14 +415,13 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
         fleet = tmp_path / "fleet"
         fleet.mkdir()
         shutil.copy(web.seeds, fleet / "seeds.txt")
-        # the user's copy of the manifest: their crawl flags and slice
+        # the user's copy of the manifest: their crawl flags
         manifest = tmp_path / "job.yaml"
         text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
         text = text.replace(
             '{name: CRAWL_FLAGS, value: "--min-delay 1s"}',
             f"{{name: CRAWL_FLAGS, value: {' '.join(_net(web))!r}}}",
         )
-        text = text.replace("{name: SLICE, value: 50m}", "{name: SLICE, value: 6s}")
         manifest.write_text(text)
         env = _env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.5",
                    FAKE_K8S_DIR=str(fake), FAKE_K8S_FLEET=str(fleet))  # fmt: skip
@@ -409,7 +440,10 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
     # one Job a round, each with the driver's 3 completions, each deleted after its round
     jobs = sorted(fake.glob("*.job.json"))
     assert len(jobs) >= 2
-    assert all(orjson.loads(j.read_bytes())["spec"]["completions"] == 3 for j in jobs)
+    for job in (orjson.loads(j.read_bytes()) for j in jobs):
+        assert job["spec"]["completions"] == 3
+        env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "SLICE", "value": "6s"} in env  # the driver's SLICE
     assert len(list(fake.glob("*.deleted"))) == len(jobs)
     # every pod's stderr, kept in the fleet's logs
     assert len(list((fleet / "logs").glob("crawlkit-round-*.log"))) == len(jobs)

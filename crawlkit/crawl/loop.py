@@ -82,6 +82,7 @@ from crawlkit.stages.fetch import fetch_records, warc_new_dir
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
+from crawlkit.timefmt import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 from crawlkit.warcsalvage import cut_to_whole_records
 
@@ -189,6 +190,7 @@ class CrawlSummary:
     requests: int = 0  # fetch records with an HTTP status: what the server saw
     unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
+    next_retry_at: str | None = None  # when the first waiting URL is due (UTC ISO)
     queued: int = 0
     stopped: str = ""
     routed: int = 0  # URLs written to other shards' outboxes
@@ -212,6 +214,7 @@ class CrawlSummary:
             "unstarted": self.unstarted,
             "routed_to_other_shards": self.routed,
             "waiting": self.waiting,
+            "next_retry_at": self.next_retry_at,
             "queued": self.queued,
             "stopped": self.stopped,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -502,6 +505,8 @@ class Crawl:
         stats = self._frontier_stats()
         self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
         self.summary.waiting = len(self.waiting)
+        wake = self._next_waiting_time()
+        self.summary.next_retry_at = iso(wake) if wake is not None else None
         self.summary.elapsed_s = self.clock() - self.start
         if self.opts.archive.index:
             update_collection_index(self.warc_root, self.rep)
