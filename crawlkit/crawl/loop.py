@@ -82,7 +82,7 @@ from crawlkit.stages.fetch import fetch_records, warc_new_dir
 from crawlkit.stages.recrawl import recrawl
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
-from crawlkit.timefmt import iso, parse_time
+from crawlkit.timefmt import iso
 from crawlkit.url import Canonicalizer, site_of_url
 from crawlkit.warcsalvage import cut_to_whole_records
 
