@@ -145,7 +145,7 @@ def shard(
     if out_dir is None:
         raise UsageError("give --out-dir DIR (or --which URL)")
     rep = reporter()
-    counts = [0] * slot_map.shards
+    per_shard = [0] * slot_map.shards
     with contextlib.ExitStack() as stack:
         sinks = [
             stack.enter_context(io.open_output(out_dir / f"shard-{k}.ndjson.zst"))
@@ -154,11 +154,11 @@ def shard(
         records = io.read_records_with_lines(files, rep)
         for k, record in route_lines(records, slot_map, reporter=rep):
             sinks[k].write_record(record)
-            counts[k] += 1
+            per_shard[k] += 1
     if not quiet:
         rep.info(
-            f"{sum(counts)} records to {slot_map.shards} shards "
-            f"(largest {max(counts)}, smallest {min(counts)}); {rep.bad_records} skipped"
+            f"{sum(per_shard)} records to {slot_map.shards} shards "
+            f"(largest {max(per_shard)}, smallest {min(per_shard)}); {rep.bad_records} skipped"
         )
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)

@@ -432,8 +432,8 @@ def handoff(
             if moved(str(r.get("site") or ""))
         ]
         by_owner: dict[int, list[Record]] = defaultdict(list)
-        for rec in [*taken, *leaving]:
-            by_owner[new_map.shard_of_site(str(rec["site"]))].append(rec)
+        for queued in [*taken, *leaving]:
+            by_owner[new_map.shard_of_site(str(queued["site"]))].append(queued)
         for shard, records in by_owner.items():
             if shard == new_role.shard:
                 name = f"{_stamp()}-handoff.ndjson.zst"

@@ -644,8 +644,8 @@ class HtmlExtractor:
                     target = refresh_target(attrs.get("content") or "")
                     if target:
                         raw_links.append((target, False, "meta"))
-                name = attrs.get("name")
-                if name is not None and name.strip().lower() in ("robots", "crawlkit"):
+                meta_name = attrs.get("name")
+                if meta_name is not None and meta_name.strip().lower() in ("robots", "crawlkit"):
                     ni, nf = parse_robots_directives(attrs.get("content"))
                     noindex = noindex or ni
                     nofollow = nofollow or nf

@@ -50,7 +50,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -546,7 +546,7 @@ class Fetcher:
         self,
         records: Iterable[Record],
         *,
-        refill: Callable[[], Awaitable[list[Record] | None]] | None = None,
+        refill: Callable[[], Coroutine[Any, Any, list[Record] | None]] | None = None,
     ) -> AsyncIterator[Record]:
         """Fetch every record; yields fetch records as they complete.
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
 from collections import OrderedDict
 from collections.abc import Callable
@@ -51,7 +52,7 @@ class Resolution:
         return cls(tuple(addrs), error, float(expires))  # type: ignore[arg-type]
 
 
-def read_hosts_file(path: str | Path) -> dict[str, tuple[str, ...]]:
+def read_hosts_file(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
     """Parse an ``/etc/hosts``-style file: ``ADDRESS NAME [NAME ...]``, ``#`` comments."""
     table: dict[str, list[str]] = {}
     try:

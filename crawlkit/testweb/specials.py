@@ -212,7 +212,7 @@ ROBOTS_RULES_PAGES: list[tuple[str, bool, bool]] = [
 ]
 
 
-def _robots_rules(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_rules(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(robots_rules_text(web.config.crawl_delay))
     paths = [p for p, _, _ in ROBOTS_RULES_PAGES]
@@ -224,13 +224,13 @@ def _robots_rules(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     return _html(_page(f"robots rules {req.path}", links, (host.name, req.path)))
 
 
-def _robots_404(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_404(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return not_found()
     return _simple_site(ctx, host, req, ["/", "/a.html", "/b.html"], None)
 
 
-def _robots_503(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_503(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return Response(503, b"robots temporarily unavailable\n", content_type="text/plain")
     return _simple_site(ctx, host, req, ["/", "/a.html", "/b.html"], None)
@@ -239,7 +239,7 @@ def _robots_503(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 ROBOTS_REDIRECT_FINAL = b"User-agent: *\nDisallow: /blocked/\n"
 
 
-def _robots_redirect(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_redirect(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     hops = {
         "/robots.txt": (301, "/robots-moved.txt"),
         "/robots-moved.txt": (302, "/r/robots-2.txt"),
@@ -283,7 +283,7 @@ def robots_big_text() -> bytes:
     return b"".join(parts)
 
 
-def _robots_big(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_big(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(robots_big_text())
     paths = ["/", "/deep-rule/x.html", "/beyond-limit/x.html", "/fine.html"]
@@ -294,7 +294,7 @@ def _robots_big(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 SLOW_PAGES = ["/", "/p1.html", "/p2.html", "/p3.html", "/p4.html", "/p5.html"]
 
 
-def _slow(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _slow(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     resp = _simple_site(ctx, host, req, SLOW_PAGES, ALLOW_ALL)
     resp.delay = web.config.slow_delay
     return resp
@@ -303,17 +303,17 @@ def _slow(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 THROTTLE_EVERY = 4
 
 
-def _throttled(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _throttled(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """Every THROTTLE_EVERY-th request (and any request before Retry-After expired)
     is answered 429 (seconds) or 503 (HTTP-date). robots.txt is never throttled."""
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     st = ctx.state(host.name)
     now = ctx.now()
-    until = float(st.get("until", 0.0))  # type: ignore[arg-type]
+    until = float(st.get("until", 0.0))
     early = now < until
     if not early:
-        n = int(st.get("n", 0)) + 1  # type: ignore[call-overload]
+        n = int(st.get("n", 0)) + 1
         st["n"] = n
         if n % THROTTLE_EVERY != 1:
             return _simple_site(ctx, host, req, SLOW_PAGES, None)
@@ -340,7 +340,7 @@ def _month_path(y: int, m: int) -> str:
     return f"/calendar/{y:04d}/{m:02d}/"
 
 
-def _calendar(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _calendar(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -375,7 +375,7 @@ def _calendar(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 SESSION_ITEMS = 10
 
 
-def _session_trap(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _session_trap(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     route = req.route
@@ -416,7 +416,7 @@ def dup_variants(k: int) -> list[str]:
             f"/DOC/{k}", f"/doc/{k}?ref=home", f"/mirror/doc-{k}.html"]  # fmt: skip
 
 
-def _duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.path == "/":
@@ -432,7 +432,7 @@ _ADS = ["Buy shoes", "Cheap flights", "New phone", "Learn piano", "Fresh coffee"
 NEAR_DUP_PAGES = 10
 
 
-def _near_duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _near_duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.path == "/":
@@ -444,7 +444,7 @@ def _near_duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     if not ident.isdigit() or int(ident) >= NEAR_DUP_PAGES:
         return not_found()
     st = ctx.state(host.name)
-    n = int(st.get("served", 0))  # type: ignore[call-overload]
+    n = int(st.get("served", 0))
     st["served"] = n + 1
     rng = rng_for("article", web.config.seed, host.name)
     article = "".join(f"<p>{textgen.paragraph(rng)}</p>\n" for _ in range(12))
@@ -463,7 +463,7 @@ CHAIN_STATUSES = (301, 302, 303, 307, 308)
 LONG_HOPS = 9
 
 
-def _redirects(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -510,7 +510,7 @@ def gzip_bomb() -> bytes:
     return b"".join(out)
 
 
-def _gzip_bomb(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _gzip_bomb(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -540,7 +540,7 @@ async def _stream_bytes(w: BodyWriter, total: int) -> None:
         left -= len(piece)
 
 
-def _huge(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _huge(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -560,7 +560,7 @@ DRIP_PIECE = 10
 STALL_SECONDS = 600.0
 
 
-def _slow_drip(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _slow_drip(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     interval = web.config.drip_interval
@@ -606,7 +606,7 @@ MALFORMED_HTML = (
 )
 
 
-def _malformed(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _malformed(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -661,7 +661,7 @@ TYPES: dict[str, tuple[str | None, bytes]] = {
 }  # fmt: skip
 
 
-def _types(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _types(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -683,7 +683,7 @@ def _lastmod(path: str) -> str:
     return f"2026-10-{day:02d}"
 
 
-def _urlset(ctx: Any, host: Host, paths: list[str]) -> bytes:
+def _urlset(ctx: HostContext, host: Host, paths: list[str]) -> bytes:
     items = "".join(
         f"<url><loc>{ctx.url(host.name, p)}</loc><lastmod>{_lastmod(p)}</lastmod>"
         f"<changefreq>weekly</changefreq><priority>0.5</priority></url>\n"
@@ -693,7 +693,7 @@ def _urlset(ctx: Any, host: Host, paths: list[str]) -> bytes:
             f'schemas/sitemap/0.9">\n{items}</urlset>\n').encode()  # fmt: skip
 
 
-def _sitemaps(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _sitemaps(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         text = (f"User-agent: *\nDisallow:\n\nSitemap: {ctx.url(host.name, '/sitemap_index.xml')}"
@@ -729,7 +729,7 @@ CONDITIONAL_PAGES = ["/etag-only.html", "/lm-only.html", "/both.html", "/weak.ht
 _FIXED_LM = 1767225600.0  # 2026-01-01T00:00:00Z
 
 
-def _conditional(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _conditional(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -750,7 +750,7 @@ def _conditional(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     return _html(body)
 
 
-def _changing(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _changing(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -774,11 +774,11 @@ def _changing(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 
 
 # -- private network, link farm -------------------------------------------------------
-def _private(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _private(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     return _simple_site(ctx, host, req, ["/", "/secret.html"], ALLOW_ALL)
 
 
-def _gateway(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _gateway(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     target = ctx.url(f"private-{host.ordinal}.test", "/secret.html")
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -801,7 +801,7 @@ def _farm_depth(n: int) -> int:
     return depth
 
 
-def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _link_farm(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -825,7 +825,7 @@ def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
                  log={"depth": _farm_depth(n)})  # fmt: skip
 
 
-def _ipv6(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _ipv6(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """Also reached by address (``http://[::1]:PORT/``): pages name the Host they got."""
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -867,6 +867,6 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
 }
 
 
-def handle(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def handle(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """The response of special ``host`` to ``req``."""
     return HANDLERS[host.kind](ctx, web, host, req)
