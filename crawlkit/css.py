@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from crawlkit.encoding import codec_for_label
+
 __all__ = ["MAX_CSS_BYTES", "MAX_CSS_URLS", "CssRef", "css_refs", "decode_css"]
 
 MAX_CSS_BYTES = 2 * 1024 * 1024
@@ -136,8 +138,6 @@ def decode_css(body: bytes, content_type: str | None = None) -> str:
     """A stylesheet's text: its codec from the BOM, then the header's charset, then
     ``@charset``, then UTF-8 (CSS Syntax 3 §3.2, without the referring document's
     encoding, which a crawler reading one file does not have); bad bytes replaced."""
-    from crawlkit.html import codec_for_label
-
     if body.startswith(b"\xef\xbb\xbf"):
         return body[3:].decode("utf-8", "replace")
     if body.startswith(b"\xff\xfe"):

@@ -24,6 +24,7 @@ import asyncio
 import ipaddress
 import os
 import socket
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,8 +93,6 @@ class Resolver:
         min_ttl: float = 30.0,
         max_ttl: float = 3600.0,
     ):
-        import time
-
         self.hosts = hosts or {}
         self.ttl = ttl
         self.negative_ttl = negative_ttl

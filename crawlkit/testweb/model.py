@@ -11,12 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import xxhash
-
-if TYPE_CHECKING:
-    from crawlkit.testweb.graph import Host
 
 
 def rng_for(*parts: object) -> random.Random:
@@ -123,9 +120,6 @@ class Response:
     @property
     def is_simple(self) -> bool:
         return self.stream is None and self.delay <= 0 and self.raw is None
-
-
-Handler = Callable[["HostContext", "Host", Request], Response]
 
 
 class HostContext(Protocol):
