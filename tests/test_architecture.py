@@ -10,6 +10,8 @@ Every module's imports are read with ``ast`` (imports inside functions and under
 * A function-local import of another package is allowed only for the packages in
   ``LAZY``, each with its reason (start-up time of commands that do not need it, or
   an optional package).
+* Every exception class the package exports is raised somewhere (or is the base of one
+  that is).
 """
 
 from __future__ import annotations
@@ -217,3 +219,37 @@ def test_the_checks_see_what_they_look_for() -> None:
     assert ("crawlkit", False) not in found  # `from crawlkit import c` names crawlkit.c
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def raised_names(roots: list[Path]) -> set[str]:
+    """Names of the exception classes raised (``raise X(...)``, ``raise m.X``) under roots."""
+    names: set[str] = set()
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.Raise) and node.exc is not None:
+                    exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                    if isinstance(exc, ast.Name):
+                        names.add(exc.id)
+                    elif isinstance(exc, ast.Attribute):
+                        names.add(exc.attr)
+    return names
+
+
+def test_every_exported_error_is_raised() -> None:
+    """The public exception tree holds only errors something raises (a subclass that is
+    raised keeps its base in use, as for CrawlkitError)."""
+    import crawlkit
+
+    exported = [
+        obj
+        for name in crawlkit.__all__
+        if isinstance(obj := getattr(crawlkit, name), type) and issubclass(obj, Exception)
+    ]
+    raised = raised_names([LIBRARY, ROOT / "cli"])
+    unused = [
+        cls.__name__
+        for cls in exported
+        if not any(sub.__name__ in raised for sub in exported if issubclass(sub, cls))
+    ]
+    assert not unused, f"exported and never raised: {unused}"
