@@ -383,9 +383,9 @@ def check_output(path: str | os.PathLike[str] | None, option: str = "output") ->
     ``-`` (stdout) always passes. Commands that open an output only after their work
     (``dedup --sites``) call this first, so the work is not lost at the final rename.
     """
-    if is_stdio(path):
+    if path is None or is_stdio(path):
         return
-    target = Path(path)  # type: ignore[arg-type]
+    target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {target} is a directory; give a file name")
     if writes_through(target):
@@ -440,7 +440,7 @@ class Output:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None, *, level: int = 3):
-        self.path = None if is_stdio(path) else Path(path)  # type: ignore[arg-type]
+        self.path = None if path is None or is_stdio(path) else Path(path)
         self._tmp: Path | None = None
         self._raw: IO[bytes]
         self._stream: IO[bytes]

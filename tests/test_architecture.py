@@ -34,7 +34,7 @@ CLI_ENTRY_POINTS = {"crawlkit.__main__"}
 
 # Third-party packages the library may import inside a function, and why.
 LAZY: dict[str, str] = {
-    "aiohttp": "HTTP client (with its yarl): ~0.2 s to import, only fetching needs it",
+    "aiohttp": "HTTP client (with its yarl): ~0.1 s to import, only fetching needs it",
     "yarl": "comes with aiohttp (see above)",
     "uvloop": "event loop installed only when a fetch or testweb loop starts",
     "dnslib": "only for fetch --dns-server and testweb --dns",
