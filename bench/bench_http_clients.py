@@ -6,6 +6,7 @@ httpx's own transport, aiohttp, and httpx on the aiohttp transport (httpx-aiohtt
 when installed). Reports wall time, requests/s and client CPU µs per request (the
 client process's CPU only; the server is another process), median of --repeat runs.
 
+    .venv/bin/pip install -e '.[bench]'   # httpx is not a runtime dependency
     .venv/bin/python bench/bench_http_clients.py --requests 3000 --repeat 3
 """
 
@@ -13,13 +14,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import multiprocessing
-import os
+import socket
 import statistics
+import sys
 import time
 
 
-def _serve(port: int, page_kb: int, hosts: int) -> None:
+def _serve(sock: socket.socket, page_kb: int) -> None:
     from aiohttp import web
 
     body = b"x" * (page_kb * 1024)
@@ -29,7 +32,7 @@ def _serve(port: int, page_kb: int, hosts: int) -> None:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+    web.run_app(app, sock=sock, print=None, access_log=None)
 
 
 async def _run_aiohttp(urls: list[str], conc: int) -> None:
@@ -77,19 +80,24 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--port", type=int, default=18731)
     args = parser.parse_args()
-    server = multiprocessing.Process(target=_serve, args=(args.port, 20, 100), daemon=True)
+    # A listening socket on a free port, handed to the server process (forked): requests
+    # made before its loop runs wait in the backlog, so no start-up sleep is needed.
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    port = sock.getsockname()[1]
+    ctx = multiprocessing.get_context("fork")
+    server = ctx.Process(target=_serve, args=(sock, 20), daemon=True)
     server.start()
-    time.sleep(1.0)
-    urls = [f"http://127.0.0.1:{args.port}/p{i}" for i in range(args.requests)]
-    candidates = {"aiohttp": _run_aiohttp, "httpx": _run_httpx}
-    try:
-        import httpx_aiohttp  # noqa: F401
-
-        candidates["httpx+aiohttp-transport"] = _run_httpx_aiohttp
-    except ImportError:
-        pass
+    urls = [f"http://127.0.0.1:{port}/p{i}" for i in range(args.requests)]
+    candidates = {"aiohttp": _run_aiohttp}
+    if importlib.util.find_spec("httpx") is None:
+        print("httpx not installed: pip install -e '.[bench]' to compare it")
+    else:
+        candidates["httpx"] = _run_httpx
+        if importlib.util.find_spec("httpx_aiohttp") is not None:
+            candidates["httpx+aiohttp-transport"] = _run_httpx_aiohttp
     try:
         import uvloop
 
@@ -112,7 +120,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.join()
-        os.sys.stdout.flush()
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

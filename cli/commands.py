@@ -7,9 +7,8 @@ table, and ``crawlkit NAME`` imports only NAME's module, so a command does not p
 for the libraries of the others (numpy, aiohttp, warcio, ...).
 
 The order here is the order of ``crawlkit --help``: the stages in pipeline order,
-then the whole-crawl commands and the tools, then the two command groups (typer
-listed groups after plain commands before this table existed, and the order is
-kept).
+then the whole-crawl commands and the tools, then the two command groups, last, as
+typer itself lists groups.
 
 To add a command: create ``cli/<module>.py`` that registers it, and add one line
 here. ``tests/test_cli.py`` fails if a registered command is missing from the table

@@ -53,11 +53,9 @@ from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawlretry import fetched_nothing
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import CrawlkitError, UsageError
-from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
-
-DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
 
 
 def read_seeds(items: list[str]) -> list[str]:

@@ -34,12 +34,10 @@ from crawlkit.diag import Reporter
 from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
-from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.warc import check_warc_prefix
 from crawlkit.stages.fetch import fetch_records
-
-DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
 
 
 def _duration(text: str, flag: str) -> float:

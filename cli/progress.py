@@ -87,7 +87,7 @@ class StatusLine:
         if isinstance(current, StatusLine):
             return current
         line = cls(current)
-        sys.stderr = line  # type: ignore[assignment]
+        sys.stderr = line
         return line
 
 

@@ -11,7 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, Quiet
 
 from crawlkit import io
-from crawlkit.distrib import deliver, grow, handoff
+from crawlkit.distrib import deliver, grow
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_lines, which
 
@@ -109,6 +109,8 @@ def shard(
     if handoff_from is not None or handoff_to is not None:
         if handoff_from is None or handoff_to is None or map_file is None:
             raise UsageError("--handoff-from and --handoff-to go together, with --map")
+        from crawlkit.handoff import handoff  # loads the frontier and numpy: only here
+
         counts = handoff(map_file, handoff_from, handoff_to)
         if not quiet:
             reporter().info(
@@ -145,7 +147,7 @@ def shard(
     if out_dir is None:
         raise UsageError("give --out-dir DIR (or --which URL)")
     rep = reporter()
-    counts = [0] * slot_map.shards
+    per_shard = [0] * slot_map.shards
     with contextlib.ExitStack() as stack:
         sinks = [
             stack.enter_context(io.open_output(out_dir / f"shard-{k}.ndjson.zst"))
@@ -154,11 +156,11 @@ def shard(
         records = io.read_records_with_lines(files, rep)
         for k, record in route_lines(records, slot_map, reporter=rep):
             sinks[k].write_record(record)
-            counts[k] += 1
+            per_shard[k] += 1
     if not quiet:
         rep.info(
-            f"{sum(counts)} records to {slot_map.shards} shards "
-            f"(largest {max(counts)}, smallest {min(counts)}); {rep.bad_records} skipped"
+            f"{sum(per_shard)} records to {slot_map.shards} shards "
+            f"(largest {max(per_shard)}, smallest {min(per_shard)}); {rep.bad_records} skipped"
         )
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)

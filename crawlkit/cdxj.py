@@ -34,10 +34,10 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_timestamp
 
 from crawlkit import io
@@ -50,24 +50,24 @@ INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
 _MIME_END = re.compile(r"[;\s]")
 
 
-def _mime(record: object) -> str | None:
-    rec_type = record.rec_type  # type: ignore[attr-defined]
+def _mime(record: ArcWarcRecord) -> str | None:
+    rec_type = record.rec_type
     if rec_type == "revisit":
         return "warc/revisit"
     if rec_type == "response":
-        headers = record.http_headers  # type: ignore[attr-defined]
+        headers = record.http_headers
         value = headers.get_header("content-type") if headers else None
     else:
-        value = record.rec_headers.get_header("content-type")  # type: ignore[attr-defined]
+        value = record.rec_headers.get_header("content-type")
     return _MIME_END.split(value, 1)[0].strip() if value else None
 
 
-def _digest(record: object) -> str:
-    value = record.rec_headers.get_header("WARC-Payload-Digest")  # type: ignore[attr-defined]
+def _digest(record: ArcWarcRecord) -> str:
+    value = record.rec_headers.get_header("WARC-Payload-Digest")
     if value:
         return str(value)
     sha1 = hashlib.sha1()
-    stream = record.raw_stream  # type: ignore[attr-defined]
+    stream = record.raw_stream
     while chunk := stream.read(1 << 16):
         sha1.update(chunk)
     return "sha1:" + base64.b32encode(sha1.digest()).decode("ascii")
@@ -90,7 +90,7 @@ def _check_start(path: str | os.PathLike[str]) -> None:
         raise InputError(f"{path}: not a WARC file (it does not start with a WARC record)")
 
 
-def _line(record: Any, it: ArchiveIterator, name: str) -> str | None:
+def _line(record: ArcWarcRecord, it: ArchiveIterator, name: str) -> str | None:
     """The index line of one record, or None for a record that is not indexed."""
     rec_type = record.rec_type
     if rec_type not in INDEXED_TYPES:

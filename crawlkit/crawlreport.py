@@ -20,6 +20,9 @@ from crawlkit.collection import collection_section
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.report import build_report
+from crawlkit.seen import SeenStore
+from crawlkit.stages.frontier import frontier_stats
+from crawlkit.stages.seen_merge import store_stats
 
 __all__ = ["crawl_report"]
 
@@ -77,9 +80,6 @@ def crawl_report(
 def _seen_counters(state: Path) -> dict[str, Any]:
     if not (state / "seen").exists():
         return {}
-    from crawlkit.seen import SeenStore
-    from crawlkit.stages.seen_merge import store_stats
-
     with SeenStore.open(state, writable=False) as store:
         stats = store_stats(store)
     out = {"seen_urls": stats.get("stored")}
@@ -92,7 +92,5 @@ def _seen_counters(state: Path) -> dict[str, Any]:
 def _frontier_counters(state: Path) -> dict[str, Any]:
     if not (state / "frontier").exists():
         return {}
-    from crawlkit.stages.frontier import frontier_stats
-
     stats = frontier_stats(state)
     return {"frontier_queued": stats.get("queued"), "frontier_parked": stats.get("parked")}

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from crawlkit.encoding import codec_for_label
+
 __all__ = ["MAX_CSS_BYTES", "MAX_CSS_URLS", "CssRef", "css_refs", "decode_css"]
 
 MAX_CSS_BYTES = 2 * 1024 * 1024
@@ -42,6 +44,15 @@ _NEXT = re.compile(r"""/\*|["']|(?<![\w-])url\(|@import""", re.IGNORECASE)
 _STRING = {q: re.compile(r"(?:\\.|[^\\\n" + q + r"])*+", re.DOTALL) for q in "\"'"}
 _RAW = re.compile(r"""(?:\\[0-9a-fA-F]{1,6}[ \t\n]?|\\.|[^)\s"'(\\])*+""", re.DOTALL)
 _WS = re.compile(r"[ \t\r\n\f]*+")
+
+
+def _run_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where the run of ``pattern`` that starts at ``pos`` ends (these patterns match
+    the empty string, so there always is one)."""
+    match = pattern.match(text, pos)
+    return match.end() if match is not None else pos
+
+
 _ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n]?|\n|(.))", re.DOTALL)
 _CHARSET = re.compile(rb'^@charset "([A-Za-z0-9_:.+\-]{1,40})";')
 _CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
@@ -85,7 +96,7 @@ def css_refs(
             kind = "url"
             if token[0] == "@":
                 kind = "import"
-                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+                pos = _run_end(_WS, text, pos)
                 if text[pos : pos + 1] in ("'", '"'):
                     value, pos = _string(text, pos + 1, text[pos])
                     _add(refs, value, kind)
@@ -104,7 +115,7 @@ def _string(text: str, pos: int, quote: str) -> tuple[str | None, int]:
 
     An unterminated string ends at the newline (CSS's bad-string) and is None.
     """
-    body_end = _STRING[quote].match(text, pos).end()  # type: ignore[union-attr]
+    body_end = _run_end(_STRING[quote], text, pos)
     if text[body_end : body_end + 1] == quote:
         return text[pos:body_end], body_end + 1
     return None, body_end
@@ -112,13 +123,13 @@ def _string(text: str, pos: int, quote: str) -> tuple[str | None, int]:
 
 def _url_argument(text: str, pos: int) -> tuple[str | None, int]:
     """The argument of ``url(`` (``pos`` just after the parenthesis) and where it ends."""
-    pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    pos = _run_end(_WS, text, pos)
     if text[pos : pos + 1] in ("'", '"'):
         value, pos = _string(text, pos + 1, text[pos])
     else:
-        raw_end = _RAW.match(text, pos).end()  # type: ignore[union-attr]
+        raw_end = _run_end(_RAW, text, pos)
         value, pos = text[pos:raw_end], raw_end
-    pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    pos = _run_end(_WS, text, pos)
     if text[pos : pos + 1] != ")":
         return None, pos
     return value, pos + 1
@@ -136,8 +147,6 @@ def decode_css(body: bytes, content_type: str | None = None) -> str:
     """A stylesheet's text: its codec from the BOM, then the header's charset, then
     ``@charset``, then UTF-8 (CSS Syntax 3 §3.2, without the referring document's
     encoding, which a crawler reading one file does not have); bad bytes replaced."""
-    from crawlkit.html import codec_for_label
-
     if body.startswith(b"\xef\xbb\xbf"):
         return body[3:].decode("utf-8", "replace")
     if body.startswith(b"\xff\xfe"):

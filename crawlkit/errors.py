@@ -11,11 +11,13 @@ Library code raises these; only the CLI's single exit point prints them (one lin
     ├── InvalidURL                a URL cannot be parsed or is not http(s)
     ├── StateError                a state directory is missing, corrupt or of another version
     │   └── LockedError           another process holds the state directory
-    ├── PolicyRefused             robots, trap limits or network policy refuse an action
-    └── NetworkError              a fetch failed below HTTP (DNS, connect, TLS, timeout)
 
 A *bad record* is not an exception that ends a stage: readers report it on stderr with
-its file and line number, count it and go on (DESIGN.md stream conventions).
+its file and line number, count it and go on (DESIGN.md stream conventions). Nor is a
+refusal (robots, trap limits, network policy) or a failed fetch (DNS, connect, TLS,
+timeout): each is the outcome of one URL, written in its fetch record (``outcome``
+``robots-denied``, ``refused`` or ``error``, with ``error`` and ``error_code``), and
+the stage goes on with the next.
 
 An ``OSError`` from the environment (a full disk, a read-only file system) that reaches
 the exit point is printed in plain words by :func:`describe_os_error`, never as an
@@ -75,14 +77,6 @@ class LockedError(StateError):
     `` (crawl)`` when the owner is a crawl, which keeps it for its whole run."""
 
     holder: str = ""
-
-
-class PolicyRefused(CrawlkitError):
-    """An action was refused by policy: robots.txt, a trap limit, or the network policy."""
-
-
-class NetworkError(CrawlkitError):
-    """A fetch failed below HTTP: name resolution, connect, TLS, or a timeout."""
 
 
 # Plain words for the faults a user's environment causes; the rest keep their strerror.

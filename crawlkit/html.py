@@ -39,7 +39,6 @@ Contracts:
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass, field
 
@@ -48,6 +47,7 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlkit.css import css_refs
+from crawlkit.encoding import codec_for_label
 from crawlkit.errors import InvalidURL
 from crawlkit.htmlguard import guard_markup
 from crawlkit.simhash import simhash
@@ -184,66 +184,10 @@ def looks_like_html(content_type: str | None, body: bytes) -> bool:
 
 # ---------------------------------------------------------------- charset
 
-# WHATWG Encoding Standard labels whose Python codec differs from the label's name.
-_WHATWG_LABELS = {
-    "iso-8859-1": "cp1252",
-    "iso8859-1": "cp1252",
-    "iso_8859-1": "cp1252",
-    "latin1": "cp1252",
-    "l1": "cp1252",
-    "ascii": "cp1252",
-    "us-ascii": "cp1252",
-    "windows-1252": "cp1252",
-    "cp819": "cp1252",
-    "iso-8859-9": "cp1254",
-    "latin5": "cp1254",
-    "iso-8859-11": "cp874",
-    "tis-620": "cp874",
-    "windows-874": "cp874",
-    "gb2312": "gb18030",
-    "gbk": "gb18030",
-    "x-gbk": "gb18030",
-    "gb_2312-80": "gb18030",
-    "chinese": "gb18030",
-    "shift_jis": "cp932",
-    "shift-jis": "cp932",
-    "sjis": "cp932",
-    "x-sjis": "cp932",
-    "ms_kanji": "cp932",
-    "windows-31j": "cp932",
-    "euc-kr": "cp949",
-    "ks_c_5601-1987": "cp949",
-    "korean": "cp949",
-    "big5": "big5hkscs",
-    "x-x-big5": "big5hkscs",
-    "utf8": "utf-8",
-    "unicode-1-1-utf-8": "utf-8",
-    "x-unicode20utf8": "utf-8",
-    "utf-16": "utf-16-le",
-    "utf-16le": "utf-16-le",
-    "utf-16be": "utf-16-be",
-    "unicode": "utf-16-le",
-    "x-user-defined": "cp1252",
-}
-
 _CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
 _META_CHARSET = re.compile(
     rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+\-]+)""", re.IGNORECASE
 )
-
-
-def codec_for_label(label: str | None) -> str | None:
-    """The Python codec for a charset label, or None when the label is unknown."""
-    if not label:
-        return None
-    name = label.strip().strip("\"'").lower()
-    if not name:
-        return None
-    name = _WHATWG_LABELS.get(name, name)
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return None
 
 
 def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, str, int]:
@@ -644,8 +588,8 @@ class HtmlExtractor:
                     target = refresh_target(attrs.get("content") or "")
                     if target:
                         raw_links.append((target, False, "meta"))
-                name = attrs.get("name")
-                if name is not None and name.strip().lower() in ("robots", "crawlkit"):
+                meta_name = attrs.get("name")
+                if meta_name is not None and meta_name.strip().lower() in ("robots", "crawlkit"):
                     ni, nf = parse_robots_directives(attrs.get("content"))
                     noindex = noindex or ni
                     nofollow = nofollow or nf

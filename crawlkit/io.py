@@ -184,23 +184,27 @@ class _GzipReader(io.RawIOBase):
         self._pending = b"".join(out)
 
 
-def open_input(path: str | os.PathLike[str] | None) -> BinaryIO:
+def open_input(path: str | os.PathLike[str] | None) -> io.BufferedReader:
     """Open a path (or ``-`` for stdin) as a decompressed, buffered binary stream."""
     source = display_name(path)
-    if is_stdio(path):
-        raw: BinaryIO = sys.stdin.buffer
+    buffered: io.BufferedReader
+    if path is None or is_stdio(path):
+        stdin = sys.stdin.buffer  # a BytesIO under a test runner: peek() needs the wrapper
+        # (ignore: typeshed's BinaryIO declares no readinto(), which a binary stdin has)
+        buffered = (
+            stdin if isinstance(stdin, io.BufferedReader) else io.BufferedReader(stdin)  # type: ignore[arg-type]
+        )
     else:
         try:
-            raw = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+            buffered = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), source=source) from exc
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
     magic = buffered.peek(4)[:4]
     if magic.startswith(ZSTD_MAGIC):
-        return io.BufferedReader(_ZstdReader(buffered, source), _CHUNK)  # type: ignore[return-value]
+        return io.BufferedReader(_ZstdReader(buffered, source), _CHUNK)
     if magic.startswith(GZIP_MAGIC):
-        return io.BufferedReader(_GzipReader(buffered, source), _CHUNK)  # type: ignore[return-value]
-    return buffered  # type: ignore[return-value]
+        return io.BufferedReader(_GzipReader(buffered, source), _CHUNK)
+    return buffered
 
 
 def check_single_stdin(paths: Sequence[str | os.PathLike[str]]) -> None:
@@ -379,9 +383,9 @@ def check_output(path: str | os.PathLike[str] | None, option: str = "output") ->
     ``-`` (stdout) always passes. Commands that open an output only after their work
     (``dedup --sites``) call this first, so the work is not lost at the final rename.
     """
-    if is_stdio(path):
+    if path is None or is_stdio(path):
         return
-    target = Path(path)  # type: ignore[arg-type]
+    target = Path(path)
     if target.is_dir():
         raise UsageError(f"{option} {target} is a directory; give a file name")
     if writes_through(target):
@@ -436,7 +440,7 @@ class Output:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None, *, level: int = 3):
-        self.path = None if is_stdio(path) else Path(path)  # type: ignore[arg-type]
+        self.path = None if path is None or is_stdio(path) else Path(path)
         self._tmp: Path | None = None
         self._raw: IO[bytes]
         self._stream: IO[bytes]
@@ -619,7 +623,7 @@ def atomic_file(
     target = Path(path)
     if writes_through(target):
         with open(target, "ab") as f:
-            yield f  # type: ignore[misc]
+            yield f
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     if tmp is None:
@@ -630,7 +634,7 @@ def atomic_file(
     os.fchmod(fd, _file_mode())
     try:
         with os.fdopen(fd, "wb") as f:
-            yield f  # type: ignore[misc]
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(name, target)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from crawlkit import io
 from crawlkit.errors import UsageError
 
 __all__ = ["Cookie", "RequestSettings", "parse_header", "read_cookies", "read_netrc"]
@@ -225,8 +226,6 @@ class RequestSettings:
 
     def save(self, path: Path) -> None:
         """Write the cookies the sites set, unexpired, as a Netscape cookies.txt."""
-        from crawlkit import io
-
         now = self.clock()
         lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
         for c in self.site_cookies.values():

@@ -116,10 +116,13 @@ class SuffixList:
                 target, rule = self.exception, rule[1:]
             elif rule.startswith("*."):
                 target, rule = self.wildcard, rule[2:]
-            try:
-                rule = ada_url.idna_to_ascii(rule) if not rule.isascii() else rule
-            except Exception:  # a rule the IDNA codec refuses cannot match a parsed host
-                continue
+            if not rule.isascii():
+                try:  # idna_to_ascii returns bytes, b"" for a name it refuses
+                    rule = ada_url.idna_to_ascii(rule).decode("ascii")
+                except Exception:  # a rule the IDNA codec refuses cannot match a parsed host
+                    continue
+                if not rule:
+                    continue
             target.add(rule.lower())
 
     def public_suffix_length(self, labels: list[str]) -> int:

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+import zstandard
+
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.io import display_name, is_stdio
 
@@ -123,8 +125,6 @@ class WarcStream:
             self._dec: object = zlib.decompressobj(31)
             self._in_member = False
         elif magic.startswith(_ZSTD_MAGIC):
-            import zstandard
-
             self._mode = "zstd"
             self._zctx = zstandard.ZstdDecompressor()
             self._dec = self._zctx.decompressobj()
@@ -326,8 +326,6 @@ def _decompress(data: bytes, coding: str, cap: int) -> bytes | None:
                 continue
         return None
     if coding == "zstd":
-        import zstandard
-
         # A stream reader stops at the cap: a small zstd body can expand enormously.
         try:
             with zstandard.ZstdDecompressor().stream_reader(data) as reader:

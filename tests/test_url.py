@@ -207,6 +207,8 @@ def test_suffix_list_agrees_with_the_publicsuffixlist_package() -> None:
         "x.s3.amazonaws.com", "a.github.io", "github.io", "b.a.github.io", "com", "uk",
         "a.unknown-tld", "a.b.xn--p1ai", "x.xn--mnchen-3ya.de", "deep.a.b.c.d.e.co.jp",
         "a.b.c.appspot.com", "x.pvt.k12.ma.us", "t.test", "q.r.s.herokuapp.com",
+        # rules written in Unicode in the PSL (公司.cn, 東京.jp), met in punycode
+        "www.example.xn--55qx5d.cn", "a.b.xn--1lqs71d.jp",
     ]  # fmt: skip
     for host in hosts:
         assert site_of_host(host) == (reference.privatesuffix(host) or host), host

@@ -133,8 +133,6 @@ class _PinnedResolver:
 
 def _env_proxies() -> list[str]:
     """The proxies named by HTTP_PROXY / HTTPS_PROXY (either case)."""
-    import os
-
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
     return [os.environ[n] for n in names if os.environ.get(n)]
 

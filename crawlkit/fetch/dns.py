@@ -27,6 +27,7 @@ Contract of :meth:`DnsClient.lookup`:
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import secrets
 from dataclasses import dataclass
@@ -197,7 +198,7 @@ class DnsClient:
             future: asyncio.Future[Any] = loop.create_future()
             try:
                 transport, _ = await loop.create_datagram_endpoint(
-                    lambda q=query, f=future: _Reply(q, f), remote_addr=self.server
+                    functools.partial(_Reply, query, future), remote_addr=self.server
                 )
             except OSError as exc:
                 raise DnsFailure("dns-error", f"{self.server[0]}:{self.server[1]}: {exc}") from exc

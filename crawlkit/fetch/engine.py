@@ -50,7 +50,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +66,7 @@ from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest, warc_date
 from crawlkit.robots import RobotsEntry, RobotsPolicy
 from crawlkit.url import Canonicalizer
 
-__all__ = ["FetchConfig", "Fetcher", "iso_time", "parse_retry_after"]
+__all__ = ["DEFAULT_AGENT", "FetchConfig", "Fetcher", "iso_time", "parse_retry_after"]
 
 Record = dict[str, Any]
 
@@ -86,11 +86,16 @@ def error_code(error: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+# The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
+# are matched by its product token, "crawlkit".
+DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+
+
 @dataclass
 class FetchConfig:
     """Every knob of a fetch run, with DESIGN.md's defaults."""
 
-    agent: str = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+    agent: str = DEFAULT_AGENT
     concurrency: int = 100
     min_delay: float = 1.0
     delay_factor: float = 10.0
@@ -551,7 +556,7 @@ class Fetcher:
         self,
         records: Iterable[Record],
         *,
-        refill: Callable[[], Awaitable[list[Record] | None]] | None = None,
+        refill: Callable[[], Coroutine[Any, Any, list[Record] | None]] | None = None,
     ) -> AsyncIterator[Record]:
         """Fetch every record; yields fetch records as they complete.
 
@@ -1084,7 +1089,7 @@ class Fetcher:
 
     def _defer_unreachable(self, host: _Host, origin: str, entry: RobotsEntry) -> None:
         """robots.txt of ``origin`` could not be had (disallow all until it can): the
-        host's URLs of that origin are deferred now. Left in the queue, they waited
+        host's URLs of that origin are deferred now: left in the queue, they would wait
         for the host's next turn, ten times the failed fetch (5 min after a 30 s
         timeout), only to be deferred then."""
         keep = [i for i in host.items if not (isinstance(i, _Item) and i.origin == origin)]

@@ -54,7 +54,7 @@ class NetPolicy:
         """None when ``address`` may be connected to, else a short reason."""
         cached = self._cache.get(address, ...)
         if cached is not ...:
-            return cached  # type: ignore[return-value]
+            return cached
         reason = self._decide(address)
         if len(self._cache) < 100_000:
             self._cache[address] = reason

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import socket
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,7 +53,7 @@ class Resolution:
         return cls(tuple(addrs), error, float(expires))  # type: ignore[arg-type]
 
 
-def read_hosts_file(path: str | Path) -> dict[str, tuple[str, ...]]:
+def read_hosts_file(path: str | os.PathLike[str]) -> dict[str, tuple[str, ...]]:
     """Parse an ``/etc/hosts``-style file: ``ADDRESS NAME [NAME ...]``, ``#`` comments."""
     table: dict[str, list[str]] = {}
     try:
@@ -91,8 +93,6 @@ class Resolver:
         min_ttl: float = 30.0,
         max_ttl: float = 3600.0,
     ):
-        import time
-
         self.hosts = hosts or {}
         self.ttl = ttl
         self.negative_ttl = negative_ttl

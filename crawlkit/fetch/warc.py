@@ -33,6 +33,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from crawlkit.errors import UsageError
 from crawlkit.io import fsync_dir
@@ -189,7 +190,7 @@ class WarcWriter:
         self.info = dict(info or {})
         self.closed_files: list[Path] = []
         self._fh: object | None = None
-        self._file = None  # type: ignore[var-annotated]
+        self._file: BinaryIO | None = None
         self._name = ""
         self._size = 0
         self._serial = 0

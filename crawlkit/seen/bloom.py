@@ -136,7 +136,7 @@ class BloomFilter:
         self.capacity = int(capacity)
         self.fp_rate = float(fp_rate)
         self.writable = writable
-        self._words: np.memmap = np.memmap(  # type: ignore[type-arg]
+        self._words: np.memmap = np.memmap(
             path, dtype="<u8", mode="r+" if writable else "r", offset=DATA_OFFSET,
             shape=(self.m // 64,),
         )  # fmt: skip

@@ -287,7 +287,7 @@ def open_run(path: Path, count: int, fmt: str = "u64") -> Run:
         return PackedRun(path, count)
     if count == 0:
         return np.zeros(0, dtype=np.uint64)
-    return np.memmap(path, dtype="<u8", mode="r", shape=(count,))  # type: ignore[return-value]
+    return np.memmap(path, dtype="<u8", mode="r", shape=(count,))
 
 
 def run_keys(run: Run, start: int = 0, stop: int | None = None) -> Fingerprints:

@@ -30,6 +30,7 @@ false-positive rate stays at its design value and a full filter is never used.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ class SeenStore:
     @classmethod
     def open(
         cls,
-        state_dir: str | Path,
+        state_dir: str | os.PathLike[str],
         *,
         writable: bool = True,
         capacity: int | None = None,

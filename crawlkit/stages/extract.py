@@ -374,12 +374,12 @@ def _jobs(
                 body = resp.body
                 ctype = resp.content_type
                 kind = _kind(resp.target_uri, ctype, body, options) if body is not None else None
-                if kind is not None and kind != "html":
+                if kind is None or body is None:
+                    stats.not_html += 1
+                    continue
+                if kind != "html":
                     yield (resp.target_uri, resp.date, resp.payload_digest, resp.status, ctype,
                            None, resp.depth, body, resp.truncated, kind)  # fmt: skip
-                    continue
-                if kind is None:
-                    stats.not_html += 1
                     continue
                 yield (
                     resp.target_uri,

@@ -17,7 +17,7 @@ import os
 import signal
 import socket
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from crawlkit.url import Canonicalizer
 __all__ = ["fetch_records", "warc_new_dir"]
 
 Record = dict[str, Any]
-Refill = Callable[[Fetcher], Awaitable[list[Record] | None]]
+Refill = Callable[[Fetcher], Coroutine[Any, Any, list[Record] | None]]
 
 
 def warc_new_dir(warc_dir: str | os.PathLike[str]) -> Path:

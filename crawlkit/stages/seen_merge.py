@@ -34,7 +34,8 @@ import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, BinaryIO
+from io import BufferedReader
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -121,7 +122,7 @@ def read_lines(
 
 
 def _block_lines(
-    stream: BinaryIO, source: str, reporter: Reporter, max_line: int
+    stream: BufferedReader, source: str, reporter: Reporter, max_line: int
 ) -> Iterator[tuple[str, int, bytes]]:
     lineno = 0
     carry = b""
@@ -204,13 +205,15 @@ class SeenMerge:
                 try:
                     record = io.parse_record(item)
                 except ValueError as exc:
-                    return self._bad(source, lineno, str(exc))
+                    self._bad(source, lineno, str(exc))
+                    return None
                 raw = item
             else:
                 try:
                     text = item.decode("utf-8").strip()
                 except UnicodeDecodeError:
-                    return self._bad(source, lineno, "invalid UTF-8")
+                    self._bad(source, lineno, "invalid UTF-8")
+                    return None
                 record, raw = {"url": text}, None
         else:
             record, raw = item, None
@@ -218,26 +221,28 @@ class SeenMerge:
         if fp is None:
             url = record.get("url")
             if not isinstance(url, str):
-                return self._bad(source, lineno, 'record has neither "fp" nor a "url" string')
+                self._bad(source, lineno, 'record has neither "fp" nor a "url" string')
+                return None
             parsed = self._cache.get(url)
             if parsed is None:
                 try:
                     parsed = self.canon.parse(url)
                 except InvalidURL as exc:
-                    return self._bad(source, lineno, str(exc))
+                    self._bad(source, lineno, str(exc))
+                    return None
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.clear()
                 self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
             return int(parsed.fp, 16), orjson.dumps(record)
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
-            return self._bad(source, lineno, '"fp" is not 16 hex digits')
+            self._bad(source, lineno, '"fp" is not 16 hex digits')
+            return None
         return int(fp, 16), (raw if raw is not None else orjson.dumps(record))
 
     def _bad(self, source: str, lineno: int, message: str) -> None:
         self.stats.bad_records += 1
         self.reporter.bad_record(source, lineno, message)
-        return None
 
     # -- per batch -----------------------------------------------------------------------
 

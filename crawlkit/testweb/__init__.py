@@ -10,9 +10,9 @@ Public API:
 """
 
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web, WebConfig, build_web
+from crawlkit.testweb.kinds import KINDS, parse_specials
 from crawlkit.testweb.run import run_testweb
 from crawlkit.testweb.server import TestWebServer
-from crawlkit.testweb.specials import KINDS, parse_specials
 
 __all__ = [
     "KINDS",

@@ -8,7 +8,7 @@ Contract:
   (Pareto) distribution whose mean is ``pages``. Page 0 is ``/``; every page ``p > 0``
   is linked from page ``(p - 1) // 2``, so every page of a host is reachable from its
   root, and every root is a seed: all ordinary pages are reachable.
-* Special hosts are named ``<kind>-<i>.test`` (see ``specials.KINDS``).
+* Special hosts are named ``<kind>-<i>.test`` (see ``kinds.KINDS``).
 * With ``ip_hosts`` the ordinary hosts are addressed by IP literal instead
   (``http://127.1.0.7:PORT/``: the name is the address, so none share one). With
   ``seed_hosts`` N only the first N ordinary hosts are seeds; the others are reached
@@ -28,6 +28,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from crawlkit.errors import UsageError
+from crawlkit.testweb.kinds import KINDS
 from crawlkit.testweb.model import rng_for
 
 PUBLIC_NET = "127.0.0.0/9"
@@ -161,8 +162,6 @@ def _robots_kinds(config: WebConfig) -> list[str]:
 
 def build_web(config: WebConfig) -> Web:
     """Hosts and addresses for ``config`` (deterministic; see module docstring)."""
-    from crawlkit.testweb.specials import KINDS
-
     if config.hosts < 1:
         raise UsageError("--hosts must be at least 1")
     if config.pages < 1:

@@ -11,12 +11,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import xxhash
-
-if TYPE_CHECKING:
-    from crawlkit.testweb.graph import Host
 
 
 def rng_for(*parts: object) -> random.Random:
@@ -125,9 +122,6 @@ class Response:
         return self.stream is None and self.delay <= 0 and self.raw is None
 
 
-Handler = Callable[["HostContext", "Host", Request], Response]
-
-
 class HostContext(Protocol):
     """What handlers may ask of the running server."""
 
@@ -137,7 +131,7 @@ class HostContext(Protocol):
 
     def now(self) -> float: ...
 
-    def state(self, host: str) -> dict[str, object]: ...
+    def state(self, host: str) -> dict[str, float]: ...
 
 
 def now() -> float:

@@ -99,11 +99,11 @@ class TestWebServer:
         self.log: RequestLog = None  # type: ignore[assignment]
         self.info: dict[str, Any] = {}
         self.manifest: dict[str, Any] = {}
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._conn_ids = 0
         self._cache: OrderedDict[tuple[int, int], _Page] = OrderedDict()
         self._cached = 0
-        self._state: dict[str, dict[str, object]] = {}
+        self._state: dict[str, dict[str, float]] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._flushes = 0  # SIGUSR1 flushes of the request log (flush_mark)
         self.started_at = 0.0
@@ -118,7 +118,7 @@ class TestWebServer:
     def now(self) -> float:
         return time.time()
 
-    def state(self, host: str) -> dict[str, object]:
+    def state(self, host: str) -> dict[str, float]:
         return self._state.setdefault(host, {})
 
     # -- Dispatcher --------------------------------------------------------------
@@ -184,7 +184,7 @@ class TestWebServer:
     # -- lifecycle ---------------------------------------------------------------
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, requested: int, secure: bool
-    ) -> tuple[list[asyncio.AbstractServer], int]:
+    ) -> tuple[list[asyncio.Server], int]:
         """Listen on every host address at one port (``requested``, or a free one)."""
         addrs = sorted({h.addr for h in self.web.hosts})
         if self.dns_port is not None:
@@ -193,7 +193,7 @@ class TestWebServer:
         last: OSError | None = None
         for _ in range(attempts):
             port = requested
-            servers: list[asyncio.AbstractServer] = []
+            servers: list[asyncio.Server] = []
             try:
                 for addr in addrs:
                     srv = await self._listen_one(loop, addr, port, secure)
@@ -213,7 +213,7 @@ class TestWebServer:
 
     async def _listen_one(
         self, loop: asyncio.AbstractEventLoop, addr: str, port: int, secure: bool
-    ) -> asyncio.AbstractServer:
+    ) -> asyncio.Server:
         if not secure:
             return await loop.create_server(
                 lambda: HttpProtocol(self), host=addr, port=port, backlog=1024

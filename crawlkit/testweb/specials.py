@@ -1,12 +1,12 @@
 """Special hosts: the hostile and tricky parts of the web, one small handler each.
 
-Every kind is switchable (``--special``); ``KINDS`` lists them with their default
-counts. A handler is a pure function of (server context, web, host, request) except
-where a kind is *about* time or state (rate limits, changing pages, near-duplicate
-timestamps). ``describe(web, host, port)`` gives the host's manifest entry: the
-pages a polite crawler can reach, which of them robots.txt allows for the agent
-token ``crawlkit``, and kind-specific facts tests need (redirect targets, trap
-patterns, duplicate groups, sitemap-only pages...).
+Every kind is switchable (``--special``); ``KINDS`` (:mod:`crawlkit.testweb.kinds`)
+lists them with their default counts. A handler is a pure function of (server
+context, web, host, request) except where a kind is *about* time or state (rate
+limits, changing pages, near-duplicate timestamps). ``describe(web, host, port)``
+gives the host's manifest entry: the pages a polite crawler can reach, which of them
+robots.txt allows for the agent token ``crawlkit``, and kind-specific facts tests
+need (redirect targets, trap patterns, duplicate groups, sitemap-only pages...).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import html
 import math
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -37,114 +36,6 @@ from crawlkit.testweb.model import (
 
 ALLOW_ALL = b"User-agent: *\nDisallow:\n"
 AGENT = "crawlkit"
-
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """A special behaviour: its hosts' kinds, default count and one-line help."""
-
-    name: str
-    help: str
-    host_kinds: tuple[str, ...] = ()
-    default: int = 1
-    shared_address: bool = False
-    size: int = 0
-    in_all: bool = True  # part of "all" (the default); False: only when named
-
-    @property
-    def hosts(self) -> tuple[str, ...]:
-        return self.host_kinds or (self.name,)
-
-
-def _k(name: str, help: str, **kw: Any) -> Kind:
-    kind = Kind(name, help, **kw)
-    if not kind.host_kinds:
-        kind = Kind(name, help, (name,), kind.default, kind.shared_address, kind.size, kind.in_all)
-    return kind
-
-
-KINDS: dict[str, Kind] = {
-    k.name: k
-    for k in [
-        _k("robots-rules", "robots.txt with agent groups, Allow/Disallow, * and $, Crawl-delay"),
-        _k("robots-404", "robots.txt answers 404 (no rules: crawl everything)"),
-        _k("robots-503", "robots.txt answers 503 (disallow everything, retry later)"),
-        _k("robots-redirect", "robots.txt reached through a 3-hop redirect chain"),
-        _k("robots-big", "a 600 KiB robots.txt (one rule past 500 KiB)"),
-        _k("slow", "every response waits --slow-delay before the status line"),
-        _k("status-429", "429 with Retry-After in seconds, now and then"),
-        _k("status-503", "503 with Retry-After as an HTTP-date, now and then"),
-        _k("calendar", "an endless calendar (next/previous month forever)"),
-        _k("session-trap", "session ids in every link (?sid= and in the path)"),
-        _k("duplicates", "the same bytes under many URLs"),
-        _k("near-duplicates", "pages that differ only by a timestamp and an ad"),
-        _k("redirects", "redirect chains (5 and 9 hops), loops, relative and cross-host"),
-        _k("gzip-bomb", "64 MiB of zeros in a 64 KiB gzip body"),
-        _k("huge", "a 64 MiB body and an endless chunked body"),
-        _k("slow-drip", "bodies that drip a few bytes a second, or stall"),
-        _k("malformed", "broken HTML, broken chunking, dropped connections, garbage"),
-        _k("types", "PDF, PNG, JSON, text, XML, octet-stream, mislabelled HTML"),
-        _k("sitemaps", "Sitemap lines in robots.txt, an index, gzipped and txt sitemaps"),
-        _k("conditional", "ETag only, Last-Modified only, both, weak ETag: correct 304s"),
-        _k("changing", "a page that changes every --change-every seconds"),
-        _k(
-            "private",
-            "a host on the simulated private network, and a gateway to it",
-            host_kinds=("private", "gateway"),
-        ),
-        _k(
-            "link-farm",
-            "sites that only link to each other, endlessly (one address)",
-            default=3,
-            shared_address=True,
-        ),
-        _k("ipv6", "a host on ::1 only (AAAA-only; crawl with --allow-net ::1/128)", default=0),
-        # Only with --tls (default 0, so 'all' leaves them out): see tls.py.
-        *(_k(name, f"{help} (with --tls)", default=0) for name, (_, help) in tls.TLS_KINDS.items()),
-        _k(
-            "requisites",
-            "pages with every page requisite kind, and an assets site they borrow from "
-            "(not in all)",
-            host_kinds=("requisites", "assets"),
-            in_all=False,
-        ),
-    ]
-}
-
-
-def parse_specials(text: str | None) -> dict[str, int]:
-    """``--special`` value → {kind: count}.
-
-    ``all`` (the default) or ``none``, then comma-separated items: ``kind`` or
-    ``kind:N`` adds, ``-kind`` removes. ``none,slow:2`` gives two slow hosts only.
-    """
-    from crawlkit.errors import UsageError
-
-    result: dict[str, int] = {}
-    items = [s.strip() for s in (text or "all").split(",") if s.strip()]
-    if not items or items[0] not in ("all", "none"):
-        items = ["none", *items] if not all(i.startswith("-") for i in items) else ["all", *items]
-    for item in items:
-        if item == "all":
-            result = {k.name: k.default for k in KINDS.values() if k.in_all}
-        elif item == "none":
-            result = {}
-        elif item.startswith("-"):
-            if item[1:] not in KINDS:
-                raise UsageError(f"unknown special kind {item[1:]!r} (see --help)")
-            result.pop(item[1:], None)
-        else:
-            name, _, count = item.partition(":")
-            if name not in KINDS:
-                raise UsageError(f"unknown special kind {name!r} (known: {', '.join(KINDS)})")
-            try:
-                n = int(count) if count else KINDS[name].default or 1
-            except ValueError:
-                raise UsageError(f"bad count in --special item {item!r}") from None
-            if n < 0:
-                raise UsageError(f"bad count in --special item {item!r}")
-            result[name] = n
-    return {k: v for k, v in result.items() if v > 0}
 
 
 # -- small HTML helpers ----------------------------------------------------------------
@@ -212,7 +103,7 @@ ROBOTS_RULES_PAGES: list[tuple[str, bool, bool]] = [
 ]
 
 
-def _robots_rules(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_rules(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(robots_rules_text(web.config.crawl_delay))
     paths = [p for p, _, _ in ROBOTS_RULES_PAGES]
@@ -224,13 +115,13 @@ def _robots_rules(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     return _html(_page(f"robots rules {req.path}", links, (host.name, req.path)))
 
 
-def _robots_404(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_404(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return not_found()
     return _simple_site(ctx, host, req, ["/", "/a.html", "/b.html"], None)
 
 
-def _robots_503(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_503(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return Response(503, b"robots temporarily unavailable\n", content_type="text/plain")
     return _simple_site(ctx, host, req, ["/", "/a.html", "/b.html"], None)
@@ -239,7 +130,7 @@ def _robots_503(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 ROBOTS_REDIRECT_FINAL = b"User-agent: *\nDisallow: /blocked/\n"
 
 
-def _robots_redirect(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_redirect(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     hops = {
         "/robots.txt": (301, "/robots-moved.txt"),
         "/robots-moved.txt": (302, "/r/robots-2.txt"),
@@ -283,7 +174,7 @@ def robots_big_text() -> bytes:
     return b"".join(parts)
 
 
-def _robots_big(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _robots_big(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(robots_big_text())
     paths = ["/", "/deep-rule/x.html", "/beyond-limit/x.html", "/fine.html"]
@@ -294,7 +185,7 @@ def _robots_big(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 SLOW_PAGES = ["/", "/p1.html", "/p2.html", "/p3.html", "/p4.html", "/p5.html"]
 
 
-def _slow(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _slow(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     resp = _simple_site(ctx, host, req, SLOW_PAGES, ALLOW_ALL)
     resp.delay = web.config.slow_delay
     return resp
@@ -303,17 +194,17 @@ def _slow(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 THROTTLE_EVERY = 4
 
 
-def _throttled(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _throttled(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """Every THROTTLE_EVERY-th request (and any request before Retry-After expired)
     is answered 429 (seconds) or 503 (HTTP-date). robots.txt is never throttled."""
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     st = ctx.state(host.name)
     now = ctx.now()
-    until = float(st.get("until", 0.0))  # type: ignore[arg-type]
+    until = float(st.get("until", 0.0))
     early = now < until
     if not early:
-        n = int(st.get("n", 0)) + 1  # type: ignore[call-overload]
+        n = int(st.get("n", 0)) + 1
         st["n"] = n
         if n % THROTTLE_EVERY != 1:
             return _simple_site(ctx, host, req, SLOW_PAGES, None)
@@ -340,7 +231,7 @@ def _month_path(y: int, m: int) -> str:
     return f"/calendar/{y:04d}/{m:02d}/"
 
 
-def _calendar(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _calendar(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -375,7 +266,7 @@ def _calendar(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 SESSION_ITEMS = 10
 
 
-def _session_trap(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _session_trap(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     route = req.route
@@ -416,7 +307,7 @@ def dup_variants(k: int) -> list[str]:
             f"/DOC/{k}", f"/doc/{k}?ref=home", f"/mirror/doc-{k}.html"]  # fmt: skip
 
 
-def _duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.path == "/":
@@ -432,7 +323,7 @@ _ADS = ["Buy shoes", "Cheap flights", "New phone", "Learn piano", "Fresh coffee"
 NEAR_DUP_PAGES = 10
 
 
-def _near_duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _near_duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.path == "/":
@@ -444,7 +335,7 @@ def _near_duplicates(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     if not ident.isdigit() or int(ident) >= NEAR_DUP_PAGES:
         return not_found()
     st = ctx.state(host.name)
-    n = int(st.get("served", 0))  # type: ignore[call-overload]
+    n = int(st.get("served", 0))
     st["served"] = n + 1
     rng = rng_for("article", web.config.seed, host.name)
     article = "".join(f"<p>{textgen.paragraph(rng)}</p>\n" for _ in range(12))
@@ -463,7 +354,7 @@ CHAIN_STATUSES = (301, 302, 303, 307, 308)
 LONG_HOPS = 9
 
 
-def _redirects(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -510,7 +401,7 @@ def gzip_bomb() -> bytes:
     return b"".join(out)
 
 
-def _gzip_bomb(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _gzip_bomb(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -540,7 +431,7 @@ async def _stream_bytes(w: BodyWriter, total: int) -> None:
         left -= len(piece)
 
 
-def _huge(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _huge(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -560,7 +451,7 @@ DRIP_PIECE = 10
 STALL_SECONDS = 600.0
 
 
-def _slow_drip(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _slow_drip(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     interval = web.config.drip_interval
@@ -606,7 +497,7 @@ MALFORMED_HTML = (
 )
 
 
-def _malformed(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _malformed(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -661,7 +552,7 @@ TYPES: dict[str, tuple[str | None, bytes]] = {
 }  # fmt: skip
 
 
-def _types(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _types(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
     if req.route == "/":
@@ -683,7 +574,7 @@ def _lastmod(path: str) -> str:
     return f"2026-10-{day:02d}"
 
 
-def _urlset(ctx: Any, host: Host, paths: list[str]) -> bytes:
+def _urlset(ctx: HostContext, host: Host, paths: list[str]) -> bytes:
     items = "".join(
         f"<url><loc>{ctx.url(host.name, p)}</loc><lastmod>{_lastmod(p)}</lastmod>"
         f"<changefreq>weekly</changefreq><priority>0.5</priority></url>\n"
@@ -693,7 +584,7 @@ def _urlset(ctx: Any, host: Host, paths: list[str]) -> bytes:
             f'schemas/sitemap/0.9">\n{items}</urlset>\n').encode()  # fmt: skip
 
 
-def _sitemaps(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _sitemaps(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         text = (f"User-agent: *\nDisallow:\n\nSitemap: {ctx.url(host.name, '/sitemap_index.xml')}"
@@ -729,7 +620,7 @@ CONDITIONAL_PAGES = ["/etag-only.html", "/lm-only.html", "/both.html", "/weak.ht
 _FIXED_LM = 1767225600.0  # 2026-01-01T00:00:00Z
 
 
-def _conditional(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _conditional(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -750,7 +641,7 @@ def _conditional(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     return _html(body)
 
 
-def _changing(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _changing(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -774,11 +665,11 @@ def _changing(ctx: Any, web: Web, host: Host, req: Request) -> Response:
 
 
 # -- private network, link farm -------------------------------------------------------
-def _private(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _private(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     return _simple_site(ctx, host, req, ["/", "/secret.html"], ALLOW_ALL)
 
 
-def _gateway(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _gateway(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     target = ctx.url(f"private-{host.ordinal}.test", "/secret.html")
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -801,7 +692,7 @@ def _farm_depth(n: int) -> int:
     return depth
 
 
-def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _link_farm(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -825,7 +716,7 @@ def _link_farm(ctx: Any, web: Web, host: Host, req: Request) -> Response:
                  log={"depth": _farm_depth(n)})  # fmt: skip
 
 
-def _ipv6(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def _ipv6(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """Also reached by address (``http://[::1]:PORT/``): pages name the Host they got."""
     if req.route == "/robots.txt":
         return _robots(ALLOW_ALL)
@@ -835,7 +726,7 @@ def _ipv6(ctx: Any, web: Web, host: Host, req: Request) -> Response:
     return _html(_page(f"{req.host} {req.route}", [(other, other)], (req.host, req.route)))
 
 
-HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
+HANDLERS: dict[str, Callable[[HostContext, Web, Host, Request], Response]] = {
     "robots-rules": _robots_rules,
     "robots-404": _robots_404,
     "robots-503": _robots_503,
@@ -867,6 +758,6 @@ HANDLERS: dict[str, Callable[[Any, Web, Host, Request], Response]] = {
 }
 
 
-def handle(ctx: Any, web: Web, host: Host, req: Request) -> Response:
+def handle(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     """The response of special ``host`` to ``req``."""
     return HANDLERS[host.kind](ctx, web, host, req)
