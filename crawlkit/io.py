@@ -55,20 +55,17 @@ def display_name(path: str | os.PathLike[str] | None) -> str:
     return "<stdin>" if is_stdio(path) else str(path)
 
 
-class _ZstdReader(io.RawIOBase):
-    """Decompresses a stream of one or more zstd frames, and notices truncation.
+class _DecodingReader(io.RawIOBase):
+    """A raw stream that decodes ``raw`` chunk by chunk and hands out everything it
+    decoded before any damage, then raises the damage (``self._error``) once.
 
-    ``zstandard.stream_reader`` returns a clean EOF when the input stops mid-frame; a
-    crawler must not mistake a half-written file for a complete one, so this reader
-    raises :class:`TruncatedInput` instead.
+    Subclasses fill ``self._pending`` in :meth:`_fill` from one chunk of input, and
+    set ``self._done`` (and ``self._error`` when the input was cut or corrupt).
     """
 
     def __init__(self, raw: BinaryIO, source: str):
         self._raw = raw
         self._source = source
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False
         self._pending = b""
         self._done = False
         self._error: InputError | None = None  # raised once everything before it is out
@@ -91,6 +88,24 @@ class _ZstdReader(io.RawIOBase):
         view[:n] = self._pending[:n]
         self._pending = self._pending[n:]
         return n
+
+    def _fill(self) -> None:
+        raise NotImplementedError
+
+
+class _ZstdReader(_DecodingReader):
+    """Decompresses a stream of one or more zstd frames, and notices truncation.
+
+    ``zstandard.stream_reader`` returns a clean EOF when the input stops mid-frame; a
+    crawler must not mistake a half-written file for a complete one, so this reader
+    raises :class:`TruncatedInput` instead.
+    """
+
+    def __init__(self, raw: BinaryIO, source: str):
+        super().__init__(raw, source)
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
 
     def _fill(self) -> None:
         chunk = self._raw.read(_CHUNK)
@@ -117,7 +132,7 @@ class _ZstdReader(io.RawIOBase):
         self._pending = b"".join(out)
 
 
-class _GzipReader(io.RawIOBase):
+class _GzipReader(_DecodingReader):
     """gzip (also multi-member) decoded incrementally, with truncation noticed.
 
     ``gzip.GzipFile`` raises on a cut stream and drops what it decoded in that call,
@@ -129,32 +144,9 @@ class _GzipReader(io.RawIOBase):
     _WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer (CRC, length) are expected
 
     def __init__(self, raw: BinaryIO, source: str):
-        self._raw = raw
-        self._source = source
+        super().__init__(raw, source)
         self._obj = zlib.decompressobj(self._WBITS)
         self._in_member = False
-        self._pending = b""
-        self._done = False
-        self._error: InputError | None = None  # raised once everything before it is out
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-        super().close()
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        while not self._pending and not self._done:
-            self._fill()
-        if not self._pending and self._error is not None:
-            raise self._error
-        n = min(len(view), len(self._pending))
-        view[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
 
     def _fill(self) -> None:
         chunk = self._raw.read(_CHUNK)
