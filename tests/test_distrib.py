@@ -12,6 +12,7 @@ import orjson
 import pytest
 import yaml
 from conftest import ROOT, crawlkit, start_testweb
+from fleet_helpers import GAP, WEB, audit_web, fetched_pages, fleet_env, net_flags
 
 from crawlkit import io
 from crawlkit.distrib import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
@@ -19,12 +20,6 @@ from crawlkit.errors import StateError
 from crawlkit.shard import SlotMap, slot_of
 
 EXAMPLES = ROOT / "examples"
-GAP = "0.05s"
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-            "SLICE": "6s"}  # fmt: skip
 
 
 def test_grow_moves_the_fewest_slots_and_raises_their_epoch() -> None:
@@ -79,38 +74,12 @@ def test_cluster_examples_are_valid() -> None:
     assert "--shard $(JOB_COMPLETION_INDEX)" in args and "--slot-map" in args
 
 
-def _fetched(dirs: list[Path]) -> Counter[str]:
-    c: Counter[str] = Counter()
-    for d in dirs:
-        for log in d.glob("crawl/cycles/*/fetch.ndjson"):
-            for r in io.read_records([log]):
-                if r["outcome"] == "fetched":
-                    url = r["url"]
-                    c[url.split("//", 1)[1].split("/", 1)[1] + "@" + r["host"].split(":")[0]] += 1
-    return c
-
-
-def _audit(web) -> dict:
-    web.flush()  # every request answered so far is in the log
-    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP,
-                   "--json", "--per-ip", "4")  # fmt: skip
-    return orjson.loads(res.stdout)
-
-
-WEB = ("--hosts", "10", "--pages", "12", "--special", "none", "--seed", "3")
-
-
-def _net(web) -> list[str]:
-    return ["--scope", "any", "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--per-ip", "1"]  # fmt: skip
-
-
 def _run_fleet(fleet: Path, shards: int, web, *extra: str, **env: str) -> None:
     """Run examples/shards-parallel.sh over ``web`` (env: ROUNDS, SLICE, ...)."""
     proc = subprocess.run(
         [str(EXAMPLES / "shards-parallel.sh"), str(fleet), str(shards), str(web.seeds),
-         *_net(web), *extra],
-        env={**_env(), **env}, capture_output=True, text=True, timeout=600, check=False,
+         *net_flags(web), *extra],
+        env=fleet_env(**env), capture_output=True, text=True, timeout=600, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,16 +88,16 @@ def _run_fleet(fleet: Path, shards: int, web, *extra: str, **env: str) -> None:
 def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), timeout=240)
         assert res.code == 0, res.stderr
-        expected = set(_fetched([one]))
+        expected = set(fetched_pages([one]))
     assert len(expected) >= 60
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
         _run_fleet(fleet, 4, web)
-        report = _audit(web)
+        report = audit_web(web)
     dirs = [fleet / f"shard-{k}" for k in range(4)]
-    got = _fetched(dirs)
+    got = fetched_pages(dirs)
     assert set(got) == expected
     assert max(got.values()) == 1  # no page fetched by two shards
     assert report["ok"], report["violations"][:5]
@@ -154,10 +123,10 @@ NO_BUDGETS = "--no-budgets"
 def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *BIG_WEB) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), NO_BUDGETS,
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), NO_BUDGETS,
                        timeout=240)  # fmt: skip
         assert res.code == 0, res.stderr
-        expected = set(_fetched([one]))
+        expected = set(fetched_pages([one]))
     with start_testweb(tmp_path, *BIG_WEB) as web:
         fleet = tmp_path / "fleet"
         _run_fleet(fleet, 4, web, NO_BUDGETS, ROUNDS="1", SLICE="2s")
@@ -176,9 +145,9 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
             words = res.stderr.split("handed over ")[1].split()
             handed += int(words[0]) + int(words[3])  # queued + waiting URLs
         _run_fleet(fleet, 5, web, NO_BUDGETS)
-        report = _audit(web)
+        report = audit_web(web)
     dirs = [fleet / f"shard-{k}" for k in range(5)]
-    got = _fetched(dirs)
+    got = fetched_pages(dirs)
     assert expected <= set(got)  # no URL lost
     assert report["ok"], report["violations"][:5]  # no host hit inside its gap
     assert handed > 0  # the test really moved queued URLs mid-crawl
@@ -436,7 +405,7 @@ def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -
                        "--min-delay", GAP, "--no-budgets")  # fmt: skip
         assert res.code == 0, res.stderr
         assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
-    got = _fetched([old, new])
+    got = fetched_pages([old, new])
     for h in moved:
         for url in h["allowed"]:
             assert got[url.split("//", 1)[1].split("/", 1)[1] + "@" + h["name"]] >= 1, url

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,51 +20,19 @@ import orjson
 import pytest
 import yaml
 from conftest import ROOT, crawlkit, start_testweb
-
-from crawlkit import io
+from fleet_helpers import WEB, audit_web, fetched_pages, fleet_env, net_flags
 
 EXAMPLES = ROOT / "examples"
-GAP = "0.05s"
-WEB = ("--hosts", "10", "--pages", "12", "--special", "none", "--seed", "3")
 SLURM_STATUS = Path(os.environ.get("SLURM_UP_STATUS", "/var/tmp/crawlkit-slurm-up.status"))
-
-
-def _env(**extra: str) -> dict[str, str]:
-    # The examples call `crawlkit`: put this interpreter's bin directory first.
-    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-    return {**os.environ, "PATH": path, "SLICE": "6s", **extra}
-
-
-def _net(web) -> list[str]:
-    return ["--scope", "any", "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--per-ip", "1"]  # fmt: skip
 
 
 def _fleet(fleet: Path, shards: int, web, cwd: Path, **env: str):
     """Run the driver examples/fleet.sh (env: RUNNER, SLICE, SBATCH_ARGS, ...)."""
     return subprocess.run(
-        [str(EXAMPLES / "fleet.sh"), str(fleet), str(shards), str(web.seeds), *_net(web)],
-        env=_env(**env), cwd=cwd, capture_output=True, text=True, timeout=280, check=False,
+        [str(EXAMPLES / "fleet.sh"), str(fleet), str(shards), str(web.seeds), *net_flags(web)],
+        env=fleet_env(**env), cwd=cwd, capture_output=True, text=True, timeout=280, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def _fetched(dirs: list[Path]) -> Counter[str]:
-    """Pages fetched (path@host) over these state directories, with their counts."""
-    c: Counter[str] = Counter()
-    for d in dirs:
-        for log in d.glob("crawl/cycles/*/fetch.ndjson"):
-            for r in io.read_records([log]):
-                if r["outcome"] == "fetched":
-                    path = r["url"].split("//", 1)[1].split("/", 1)[1]
-                    c[path + "@" + r["host"].split(":")[0]] += 1
-    return c
-
-
-def _audit(web) -> dict:
-    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP,
-                   "--json", "--per-ip", "4")  # fmt: skip
-    return orjson.loads(res.stdout)
 
 
 def _diff(got: set[str], expected: set[str], fleet: Path, stderr: str) -> str:
@@ -115,17 +82,17 @@ def sbatch_args() -> Iterator[str]:
 def test_slurm_fleet_fetches_what_one_process_fetches(tmp_path: Path, sbatch_args: str) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), timeout=240)
         assert res.code == 0, res.stderr
-        expected = set(_fetched([one]))
+        expected = set(fetched_pages([one]))
     assert len(expected) >= 60
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
         proc = _fleet(fleet, 4, web, cwd=tmp_path, RUNNER="slurm", SBATCH_ARGS=sbatch_args)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        report = _audit(web)
+        report = audit_web(web)
     assert "fleet done after" in proc.stderr
-    got = _fetched([fleet / f"shard-{k}" for k in range(4)])
+    got = fetched_pages([fleet / f"shard-{k}" for k in range(4)])
     assert set(got) == expected, _diff(set(got), expected, fleet, proc.stderr)
     assert max(got.values()) == 1  # no page fetched by two shards
     assert report["ok"], report["violations"][:5]
@@ -141,11 +108,11 @@ def test_one_round_submitted_by_hand_runs_under_slurm(tmp_path: Path, sbatch_arg
         fleet = tmp_path / "fleet"
         res = crawlkit("shard", "--shards", "2", "--save-map", str(fleet / "map.json"))
         assert res.code == 0, res.stderr
-        env = {k: v for k, v in _env().items() if k != "CRAWLKIT_EXAMPLES"}
+        env = {k: v for k, v in fleet_env().items() if k != "CRAWLKIT_EXAMPLES"}
         proc = subprocess.run(
             ["sbatch", "--wait", "--array=0-1", *sbatch_args.split(),
              f"--output={tmp_path}/%x-%a.log", "examples/slurm-shards.sbatch", str(fleet),
-             str(web.seeds), *_net(web)],
+             str(web.seeds), *net_flags(web)],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False,
         )  # fmt: skip
         logs = "".join(p.read_text() for p in tmp_path.glob("crawlkit-shard-*.log"))
@@ -166,7 +133,7 @@ def test_a_crawl_with_only_a_url_deferred_past_its_slice_ends_the_slice(tmp_path
     with start_testweb(tmp_path, *DEFERRING_WEB) as web:
         state = tmp_path / "S"
         # an hour's slice: held to its end, the test would time out
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), *_net(web),
+        res = crawlkit("crawl", str(web.seeds), "--state", str(state), *net_flags(web),
                        "--for", "1h", "--json", timeout=240)  # fmt: skip
         assert res.code == 0, res.stderr
         summary = orjson.loads(res.stdout)
@@ -186,7 +153,7 @@ def test_the_fleet_stops_when_only_work_due_after_the_next_round_is_left(
         # end, so no slice waits for it and the driver stops
         proc = _fleet(fleet, 2, web, cwd=tmp_path, RUNNER="xargs", SLICE="30m")
         assert proc.returncode == 0, proc.stderr[-3000:]
-        report = _audit(web)
+        report = audit_web(web)
     assert "fleet done after" in proc.stderr
     summaries = [_summary(fleet, k) for k in range(2)]
     assert sum(s["waiting"] for s in summaries) >= 1
@@ -204,22 +171,22 @@ def test_urls_due_within_the_next_round_keep_the_fleet_going(tmp_path: Path) -> 
     slow = ("--min-delay", "1.5s")
     with start_testweb(tmp_path, *web_args) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), *slow,
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), *slow,
                        timeout=240)  # fmt: skip
         assert res.code == 0, res.stderr
-        expected = set(_fetched([one]))
+        expected = set(fetched_pages([one]))
     assert len(expected) >= 4
     with start_testweb(tmp_path, *web_args) as web:
         fleet = tmp_path / "fleet"
         proc = subprocess.run(
-            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *_net(web), *slow],
-            env=_env(RUNNER="xargs", SLICE="2s"), cwd=tmp_path, capture_output=True,
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *net_flags(web), *slow],
+            env=fleet_env(RUNNER="xargs", SLICE="2s"), cwd=tmp_path, capture_output=True,
             text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-3000:]
-        report = _audit(web)
+        report = audit_web(web)
     assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
-    got = _fetched([fleet / f"shard-{k}" for k in range(2)])
+    got = fetched_pages([fleet / f"shard-{k}" for k in range(2)])
     assert set(got) == expected, _diff(set(got), expected, fleet, proc.stderr)
     assert all(_summary(fleet, k)["waiting"] == 0 for k in range(2))
     assert report["ok"], report["violations"][:5]
@@ -231,9 +198,9 @@ def test_a_fleet_whose_shards_reached_max_pages_is_done(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
         proc = subprocess.run(
-            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *_net(web),
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *net_flags(web),
              "--max-pages", "3"],
-            env=_env(RUNNER="xargs", ROUNDS="6"), cwd=tmp_path, capture_output=True,
+            env=fleet_env(RUNNER="xargs", ROUNDS="6"), cwd=tmp_path, capture_output=True,
             text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -275,7 +242,7 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
 
 def test_the_driver_refuses_a_runner_it_does_not_know(tmp_path: Path) -> None:
     proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(tmp_path / "f"), "2", "seeds.txt"],
-                          env=_env(RUNNER="cron"), capture_output=True, text=True,
+                          env=fleet_env(RUNNER="cron"), capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert proc.returncode == 2
     assert "RUNNER must be parallel, xargs, slurm or k8s, not 'cron'" in proc.stderr
@@ -289,7 +256,7 @@ def test_the_sbatch_script_finds_its_helper_from_the_submit_directory(tmp_path: 
     shutil.copy(EXAMPLES / "slurm-shards.sbatch", spooled)
     fleet = tmp_path / "fleet"
     fleet.mkdir()
-    env = {k: v for k, v in _env().items() if k != "CRAWLKIT_EXAMPLES"}
+    env = {k: v for k, v in fleet_env().items() if k != "CRAWLKIT_EXAMPLES"}
     env.update(SLURM_SUBMIT_DIR=str(ROOT), SLURM_ARRAY_TASK_ID="0")
     res = subprocess.run(["bash", str(spooled), str(fleet), str(tmp_path / "nothing.txt"),
                           "--max-pages", "1"], env=env, capture_output=True, text=True,
@@ -402,9 +369,9 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
 ) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *_net(web), timeout=240)
+        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), timeout=240)
         assert res.code == 0, res.stderr
-        expected = set(_fetched([one]))
+        expected = set(fetched_pages([one]))
     assert len(expected) >= 60
     fake = tmp_path / "k8s"
     (fake / "bin").mkdir(parents=True)
@@ -420,10 +387,10 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
         text = (EXAMPLES / "k8s-indexed-job.yaml").read_text()
         text = text.replace(
             '{name: CRAWL_FLAGS, value: "--min-delay 1s"}',
-            f"{{name: CRAWL_FLAGS, value: {' '.join(_net(web))!r}}}",
+            f"{{name: CRAWL_FLAGS, value: {' '.join(net_flags(web))!r}}}",
         )
         manifest.write_text(text)
-        env = _env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.5",
+        env = fleet_env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.5",
                    FAKE_K8S_DIR=str(fake), FAKE_K8S_FLEET=str(fleet))  # fmt: skip
         env["PATH"] = f"{fake / 'bin'}:{env['PATH']}"
         proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(fleet), "3",
@@ -431,9 +398,9 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
                               capture_output=True, text=True, timeout=280, check=False,
                               stdin=subprocess.DEVNULL)  # fmt: skip
         assert proc.returncode == 0, proc.stderr[-3000:]
-        report = _audit(web)
+        report = audit_web(web)
     assert "fleet done after" in proc.stderr
-    got = _fetched([fleet / f"shard-{k}" for k in range(3)])
+    got = fetched_pages([fleet / f"shard-{k}" for k in range(3)])
     assert set(got) == expected, _diff(set(got), expected, fleet, proc.stderr)
     assert max(got.values()) == 1
     assert report["ok"], report["violations"][:5]
