@@ -14,7 +14,8 @@ from conftest import crawlkit
 from crawlkit import io
 
 GAP = "0.05s"  # the gap between requests to one host that the fleet tests configure
-WEB = ("--hosts", "10", "--pages", "12", "--special", "none", "--seed", "3")
+# Over HTTPS, as most of the web is: seeds and links are https (testweb --tls).
+WEB = ("--hosts", "10", "--pages", "12", "--special", "none", "--seed", "3", "--tls")
 
 
 def fleet_env(**extra: str) -> dict[str, str]:
@@ -24,9 +25,10 @@ def fleet_env(**extra: str) -> dict[str, str]:
 
 
 def net_flags(web) -> list[str]:
-    """crawl flags for the test web: any scope, the test's gap, its addresses."""
+    """crawl flags for the test web: any scope, the test's gap, its addresses, its CA."""
     return ["--scope", "any", "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--per-ip", "1"]  # fmt: skip
+            "--hosts-file", str(web.hosts_file), "--per-ip", "1",
+            *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else [])]  # fmt: skip
 
 
 def fetched_pages(dirs: list[Path]) -> Counter[str]:

@@ -96,6 +96,8 @@ def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Pa
         fleet = tmp_path / "fleet"
         _run_fleet(fleet, 4, web)
         report = audit_web(web)
+        ports = {q["port"] for q in web.requests()}
+    assert ports == {web.info["tls_port"]}  # the fleet crawled over HTTPS, as the web is
     dirs = [fleet / f"shard-{k}" for k in range(4)]
     got = fetched_pages(dirs)
     assert set(got) == expected

@@ -27,8 +27,10 @@ def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 180):
 
 
 def _net(web) -> list[str]:
+    """crawl flags for the test web (with --tls, its CA as well)."""
     return ["--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-            "--min-delay", "0.05s"]  # fmt: skip
+            "--min-delay", "0.05s",
+            *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else [])]  # fmt: skip
 
 
 def _audit_ok(web) -> None:
@@ -58,7 +60,9 @@ def test_archive_site_collects_one_site_into_warc(tmp_path: Path) -> None:
 
 
 def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> None:
-    with start_testweb(tmp_path, "--hosts", "3", "--pages", "12", "--special", "none") as web:
+    web_args = ("--hosts", "3", "--pages", "12", "--special", "none", "--tls")  # over HTTPS
+    with start_testweb(tmp_path, *web_args) as web:
+        assert web.seeds.read_text().startswith("https://")
         d = tmp_path / "cron"
         env = {**_env(), "CRAWL_FOR": "30s"}
         script = str(EXAMPLES / "cron-crawl.sh")
@@ -136,8 +140,10 @@ def test_archive_site_keeps_every_requisite_and_replays_in_pywb(tmp_path: Path) 
 
     from test_wacz import pywb_replay, wacz_validate
 
-    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "requisites") as web:
+    web_args = ("--hosts", "1", "--pages", "3", "--special", "requisites", "--tls")  # as most sites
+    with start_testweb(tmp_path, *web_args) as web:
         site = web.hosts_of_kind("requisites")[0]
+        assert site["root"].startswith("https://")
         out = tmp_path / "collection"
         res = _run(str(EXAMPLES / "archive-site.sh"), site["root"], str(out), *_net(web))
         assert res.returncode == 0, res.stderr

@@ -148,7 +148,10 @@ def describe(host: Host, base: str, port: int) -> tuple[list[str], dict[str, Any
     """(page paths, manifest notes) of one host of the kind (see the module docstring)."""
     if host.kind == "assets":
         return [], {"serves": [base + p for p in [*_ASSET_FILES, _ASSET_CSS]]}
-    assets = f"http://{_assets_host(host)}:{port}"
+    # the assets site on the same scheme and port as this one (https with --tls), as
+    # the pages link it (ctx.url)
+    scheme, _, netloc = base.partition("://")
+    assets = f"{scheme}://{_assets_host(host)}:{netloc.rpartition(':')[2] or port}"
     site_css = [base + p for p in _STYLESHEETS]
     home = (
         [base + p for p in _HOME_FILES]
