@@ -529,15 +529,7 @@ class Fetcher:
             if not verdict.allowed and not _robots_ignored(item.origin, self.config):
                 items.popleft()
                 if _unavailable(entry):
-                    self._emit(
-                        self._result(
-                            item.record,
-                            item.url,
-                            "deferred",
-                            retry_at=iso_time(entry.expires_at),
-                            error=f"robots.txt unavailable: {entry.error}",
-                        )
-                    )
+                    self._emit(self._robots_deferral(item, entry))
                 else:
                     rule = verdict.rule or "disallow all"
                     self._emit(
@@ -1095,17 +1087,20 @@ class Fetcher:
         keep = [i for i in host.items if not (isinstance(i, _Item) and i.origin == origin)]
         for item in host.items:
             if isinstance(item, _Item) and item.origin == origin:
-                self._emit(
-                    self._result(
-                        item.record,
-                        item.url,
-                        "deferred",
-                        retry_at=iso_time(entry.expires_at),
-                        error=f"robots.txt unavailable: {entry.error}",
-                    )
-                )
+                self._emit(self._robots_deferral(item, entry))
         host.items.clear()
         host.items.extend(keep)
+
+    def _robots_deferral(self, item: _Item, entry: RobotsEntry) -> Record:
+        """The record of a URL whose robots.txt could not be had: deferred until the
+        entry expires and robots.txt is asked again (RFC 9309: disallow all meanwhile)."""
+        return self._result(
+            item.record,
+            item.url,
+            "deferred",
+            retry_at=iso_time(entry.expires_at),
+            error=f"robots.txt unavailable: {entry.error}",
+        )
 
     def _robots_hop(self, host: _Host, sp: _Split, task: _RobotsTask) -> None:
         target = self._hosts.get(sp.key)
