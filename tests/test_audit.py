@@ -12,7 +12,7 @@ from conftest import start_testweb
 
 from crawlkit.audit import AuditConfig, Event, HostRules, audit, rules_from_manifest
 from crawlkit.robots import RobotsTxt
-from crawlkit.testweb.specials import ROBOTS_RULES_PAGES
+from crawlkit.testweb.special_robots import ROBOTS_RULES_PAGES
 
 MIN_GAP = 0.05
 MIN_BACKOFF = 0.3

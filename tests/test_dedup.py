@@ -298,7 +298,7 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
     from selectolax.lexbor import LexborHTMLParser
 
     from crawlkit.html import BOILERPLATE_TAGS
-    from crawlkit.testweb import specials
+    from crawlkit.testweb import special_duplicates, specials
     from crawlkit.testweb.graph import WebConfig, build_web
     from crawlkit.testweb.model import Request
     from crawlkit.testweb.pages import page_path, render_page
@@ -330,11 +330,11 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
 
     ctx = Clock()
     near_urls = []
-    for k in range(specials.NEAR_DUP_PAGES):
+    for k in range(special_duplicates.NEAR_DUP_PAGES):
         for _ in range(3):  # recrawls: a new timestamp and another ad each time
             path = f"/news/{k}.html"
             req = Request("GET", path, path, "", near_host.name, {}, "127.0.0.1", 8080, 1, 0.0)
-            body = specials._near_duplicates(ctx, web, near_host, req).body
+            body = specials.handle(ctx, web, near_host, req).body
             url = f"http://{near_host.name}:8080{path}?v={len(near_urls)}"
             near_urls.append(url)
             pages.append({"url": url, "site": near_host.name, "digest": str(hash(body)),

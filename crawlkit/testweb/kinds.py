@@ -2,8 +2,8 @@
 
 ``KINDS`` is what ``--special`` chooses from (:func:`parse_specials`) and what
 :func:`crawlkit.testweb.graph.build_web` lays out as hosts; the behaviour of each kind
-is in :mod:`crawlkit.testweb.specials`, which graph must not import (specials builds
-on graph's ``Host`` and ``Web``).
+is in its family's module, reached through :mod:`crawlkit.testweb.specials`, which
+graph must not import (the handlers build on graph's ``Host`` and ``Web``).
 """
 
 from __future__ import annotations

@@ -27,10 +27,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, requisites, specials, tls
+from crawlkit.testweb import pages, requisites, tls
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
-
-_PLAIN = {"status": 200, "crawl_delay": None, "text": specials.ALLOW_ALL.decode()}
+from crawlkit.testweb.special_bodies import BOMB_DECODED, DRIP_PIECE, DRIP_SIZE, HUGE_SIZE
+from crawlkit.testweb.special_change import CONDITIONAL_PAGES
+from crawlkit.testweb.special_duplicates import DUP_DOCS, NEAR_DUP_PAGES, dup_variants
+from crawlkit.testweb.special_formats import (
+    SITEMAP_A,
+    SITEMAP_B,
+    SITEMAP_LINKED,
+    SITEMAP_T,
+    TYPES,
+    lastmod,
+)
+from crawlkit.testweb.special_pace import SLOW_PAGES, THROTTLE_EVERY
+from crawlkit.testweb.special_redirects import CHAIN_STATUSES, LONG_HOPS
+from crawlkit.testweb.special_robots import (
+    ROBOTS_BIG_SIZE,
+    ROBOTS_REDIRECT_FINAL,
+    ROBOTS_RULES_PAGES,
+    robots_big_text,
+    robots_rules_text,
+)
+from crawlkit.testweb.special_site import AGENT, ALLOW_ALL
+from crawlkit.testweb.special_traps import FARM_FANOUT, SESSION_ITEMS
 
 
 def _robots(url: str, status: int | None, text: str | None = None, crawl_delay: float | None = None,
@@ -52,7 +72,7 @@ def _describe(
     entry: dict[str, Any] = {
         "name": host.name, "addr": host.addr, "kind": host.kind, "root": base + "/",
         "private": host.kind == "private", "infinite": False,
-        "robots": _robots(robots_url, 200, specials.ALLOW_ALL.decode()),
+        "robots": _robots(robots_url, 200, ALLOW_ALL.decode()),
         "pages": [], "allowed": None, "disallowed": [], "hostile": [], "notes": {},
     }  # fmt: skip
     k = host.kind
@@ -68,10 +88,10 @@ def _describe(
         pg = [pages.page_path(p) for p in range(host.pages)]
     elif k == "robots-rules":
         cd = web.config.crawl_delay
-        entry["robots"] = _robots(robots_url, 200, specials.robots_rules_text(cd).decode(), cd)
-        pg = [p for p, _, _ in specials.ROBOTS_RULES_PAGES]
-        disallowed = [p for p, ok, _ in specials.ROBOTS_RULES_PAGES if not ok]
-        notes["allowed_for_star"] = [base + p for p, _, ok in specials.ROBOTS_RULES_PAGES if ok]
+        entry["robots"] = _robots(robots_url, 200, robots_rules_text(cd).decode(), cd)
+        pg = [p for p, _, _ in ROBOTS_RULES_PAGES]
+        disallowed = [p for p, ok, _ in ROBOTS_RULES_PAGES if not ok]
+        notes["allowed_for_star"] = [base + p for p, _, ok in ROBOTS_RULES_PAGES if ok]
         notes["pdf"] = [base + "/docs/report.pdf", base + "/docs/report.pdf?download=1"]
     elif k == "robots-404":
         entry["robots"] = _robots(robots_url, 404, None)
@@ -82,7 +102,7 @@ def _describe(
         disallowed = list(pg)
         notes["why"] = "robots.txt answers 503 forever: disallow everything (RFC 9309 2.3.1.4)"
     elif k == "robots-redirect":
-        entry["robots"] = _robots(robots_url, 301, specials.ROBOTS_REDIRECT_FINAL.decode())
+        entry["robots"] = _robots(robots_url, 301, ROBOTS_REDIRECT_FINAL.decode())
         notes["robots_chain"] = [robots_url, base + "/robots-moved.txt",
                                  base + "/r/robots-2.txt", base + "/final-robots.txt"]  # fmt: skip
         pg = ["/", "/blocked/x.html", "/open.html"]
@@ -90,20 +110,20 @@ def _describe(
     elif k == "robots-big":
         path = directory / "robots" / f"{host.name}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(specials.robots_big_text())
+        path.write_bytes(robots_big_text())
         entry["robots"] = _robots(robots_url, 200, file=str(path))
         pg = ["/", "/deep-rule/x.html", "/fine.html", "/beyond-limit/x.html"]
         disallowed = ["/deep-rule/x.html"]
-        notes["size"] = specials.ROBOTS_BIG_SIZE
+        notes["size"] = ROBOTS_BIG_SIZE
         notes["past_500k"] = [base + "/beyond-limit/x.html"]
         notes["why"] = ("/beyond-limit/ is disallowed by a rule past 500 KiB: a crawler may "
                         "fetch it or not, so it is in neither allowed nor disallowed")  # fmt: skip
     elif k in ("slow", "status-429", "status-503"):
-        pg = list(specials.SLOW_PAGES)
+        pg = list(SLOW_PAGES)
         if k == "slow":
             notes["delay"] = web.config.slow_delay
         else:
-            notes["throttle_every"] = specials.THROTTLE_EVERY
+            notes["throttle_every"] = THROTTLE_EVERY
             notes["retry_after"] = web.config.retry_after
             notes["retry_after_format"] = "seconds" if k == "status-429" else "http-date"
     elif k == "calendar":
@@ -111,25 +131,24 @@ def _describe(
         entry["infinite"] = True
         notes["trap"] = "/calendar/YYYY/MM/[DD/] links to the next and previous month forever"
     elif k == "session-trap":
-        pg = ["/"] + [f"/catalog/item-{i}.html" for i in range(specials.SESSION_ITEMS)]
+        pg = ["/"] + [f"/catalog/item-{i}.html" for i in range(SESSION_ITEMS)]
         entry["infinite"] = True
         notes["trap"] = ("every link carries a new session id: ?sid=TOKEN (dropped by default "
                          "canonicalization) or /s/TOKEN/... in the path (not dropped)")  # fmt: skip
         notes["session_param"] = "sid"
     elif k == "duplicates":
-        pg = ["/"] + [v for i in range(specials.DUP_DOCS) for v in specials.dup_variants(i)]
-        notes["groups"] = [[base + v for v in specials.dup_variants(i)]
-                           for i in range(specials.DUP_DOCS)]  # fmt: skip
+        pg = ["/"] + [v for i in range(DUP_DOCS) for v in dup_variants(i)]
+        notes["groups"] = [[base + v for v in dup_variants(i)]
+                           for i in range(DUP_DOCS)]  # fmt: skip
     elif k == "near-duplicates":
-        pg = ["/"] + [f"/news/{i}.html" for i in range(specials.NEAR_DUP_PAGES)]
-        notes["group"] = [base + f"/news/{i}.html" for i in range(specials.NEAR_DUP_PAGES)]
+        pg = ["/"] + [f"/news/{i}.html" for i in range(NEAR_DUP_PAGES)]
+        notes["group"] = [base + f"/news/{i}.html" for i in range(NEAR_DUP_PAGES)]
     elif k == "redirects":
         pg = ["/", "/final.html"]
         notes["redirects"] = {
-            "chain": [base + f"/chain/{i}" for i in range(len(specials.CHAIN_STATUSES))]
+            "chain": [base + f"/chain/{i}" for i in range(len(CHAIN_STATUSES))]
             + [base + "/final.html"],
-            "long": [base + f"/long/{i}" for i in range(specials.LONG_HOPS)]
-            + [base + "/final-long.html"],
+            "long": [base + f"/long/{i}" for i in range(LONG_HOPS)] + [base + "/final-long.html"],
             "loop": [base + "/loop/a", base + "/loop/b"],
             "self": base + "/self",
             "relative": [base + "/rel", base + "/final.html"],
@@ -139,15 +158,15 @@ def _describe(
     elif k == "gzip-bomb":
         pg = ["/"]
         hostile = ["/bomb.html"]
-        notes["decoded_bytes"] = specials.BOMB_DECODED
+        notes["decoded_bytes"] = BOMB_DECODED
     elif k == "huge":
         pg = ["/"]
         hostile = ["/huge.html", "/endless.html"]
-        notes["huge_bytes"] = specials.HUGE_SIZE
+        notes["huge_bytes"] = HUGE_SIZE
     elif k == "slow-drip":
         pg = ["/"]
         hostile = ["/drip.html", "/stall.html", "/slow-headers.html"]
-        notes["drip"] = {"bytes": specials.DRIP_SIZE, "piece": specials.DRIP_PIECE,
+        notes["drip"] = {"bytes": DRIP_SIZE, "piece": DRIP_PIECE,
                          "interval": web.config.drip_interval}  # fmt: skip
     elif k == "malformed":
         pg = ["/", "/page-1.html", "/page-2.html", "/page-3.html", "/bad-charset.html",
@@ -155,19 +174,19 @@ def _describe(
         hostile = ["/broken-chunk.html", "/drop.html", "/garbage"]
         notes["not_links"] = [base + "/in-comment.html", base + "/in-script.html"]
     elif k == "types":
-        pg = ["/", *specials.TYPES]
-        notes["content_types"] = {base + p: t for p, (t, _) in specials.TYPES.items()}
+        pg = ["/", *TYPES]
+        notes["content_types"] = {base + p: t for p, (t, _) in TYPES.items()}
     elif k == "sitemaps":
-        sm = specials.SITEMAP_A + specials.SITEMAP_B + specials.SITEMAP_T
+        sm = SITEMAP_A + SITEMAP_B + SITEMAP_T
         pg = ["/", *sm]
         entry["robots"]["text"] = (f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
                                    f"\nSitemap: {base}/sitemap.txt\n")  # fmt: skip
         notes["sitemaps"] = [base + p for p in ("/sitemap_index.xml", "/sitemap-a.xml",
                                                 "/sitemap-b.xml.gz", "/sitemap.txt")]  # fmt: skip
-        notes["sitemap_only"] = [base + p for p in sm if p not in specials.SITEMAP_LINKED]
-        notes["lastmod"] = {base + p: specials._lastmod(p) for p in sm}
+        notes["sitemap_only"] = [base + p for p in sm if p not in SITEMAP_LINKED]
+        notes["lastmod"] = {base + p: lastmod(p) for p in sm}
     elif k == "conditional":
-        pg = ["/", *specials.CONDITIONAL_PAGES]
+        pg = ["/", *CONDITIONAL_PAGES]
         notes["validators"] = {base + "/etag-only.html": ["etag"],
                                base + "/lm-only.html": ["last-modified"],
                                base + "/both.html": ["etag", "last-modified"],
@@ -187,7 +206,7 @@ def _describe(
     elif k == "link-farm":
         pg = ["/"]
         entry["infinite"] = True
-        notes["trap"] = (f"each page links to {specials.FARM_FANOUT} new pages on the other "
+        notes["trap"] = (f"each page links to {FARM_FANOUT} new pages on the other "
                          "farm hosts, forever; all farm hosts share one address")  # fmt: skip
         notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
     elif k == "ipv6":
@@ -222,7 +241,7 @@ def build_manifest(
         "tls_port": tls_port,
         "allow_net": PUBLIC_NET,
         "private_net": PRIVATE_NET,
-        "agent": specials.AGENT,
+        "agent": AGENT,
         "seeds": [
             h["root"]
             for h, host in zip(hosts, web.hosts, strict=True)
