@@ -65,7 +65,7 @@ COMMANDS: dict[str, Entry] = {
         "Crawl a synthetic web on loopback, audit the crawl, write a report (about a minute).",
     ),
     "report": Entry(
-        "demo", "Summarize a crawl: JSON on stdout, optionally an HTML page with plots."
+        "report", "Summarize a crawl: JSON on stdout, optionally an HTML page with plots."
     ),
     "testweb": Entry("testweb", "Serve a synthetic web on loopback, hostile parts included."),
     "audit": Entry(

@@ -1,4 +1,4 @@
-"""crawlkit demo and crawlkit report."""
+"""crawlkit demo."""
 
 from __future__ import annotations
 
@@ -6,20 +6,14 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.crawl import summary_text
-from crawlkit_cli.options import ExistingStateDir
 from crawlkit_cli.progress import progress_printer
 
-from crawlkit import io
 from crawlkit.audit import format_report
-from crawlkit.crawlreport import crawl_report
 from crawlkit.demo import run_demo
 from crawlkit.durations import parse_duration
-from crawlkit.report import render_html
-from crawlkit.state import require_existing_state
 
 
 @app.command("demo")
@@ -78,43 +72,3 @@ def demo(
     print(f"report: {result.html}")
     if not result.audit.get("ok", False):
         raise typer.Exit(1)
-
-
-@app.command("report")
-def report(
-    state: ExistingStateDir = ...,  # type: ignore[assignment]
-    html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML page here.")
-    ] = None,
-) -> None:
-    """Summarize a crawl: JSON on stdout, optionally an HTML page with plots.
-
-    Reads what 'crawlkit crawl' leaves in STATE (fetch logs, dedup records, refusals
-    of every cycle, the seen set's and frontier's counters) and prints one JSON
-    object: fetches, outcomes, status mix, hosts, fetch rate, smallest gap between
-    fetches of one host, dedup savings, refusals by reason, the Bloom filter's measured
-    false-positive rate, and the data of each plot. --html writes a single file (inline
-    CSS and SVG, no scripts) with the plots: fetch rate over time, status mix, gap
-    distribution per host, top hosts, trap and budget refusals, dedup.
-
-    For archivists the "collection" section (and its HTML tables) says what the
-    collection holds and how it was made: the seeds and the effective settings of the
-    last run, responses by content type, status codes and errors and refusals with
-    example URLs, page requisites fetched and missing (and why), the WARC files with
-    their sizes and SHA-256 (cached in the WARC directory's indexes/), the CDXJ index,
-    and the politeness audit ('crawlkit audit') of the crawl's own fetch log.
-
-    Streams the logs; memory grows with the number of hosts. Reads STATE without
-    locking it, so it can run beside a crawl in progress.
-
-    Example:
-
-        crawlkit report --state S --html report.html | jq .outcomes
-    """
-    rep = reporter()
-    require_existing_state(state)
-    io.check_output(html, "--html")
-    data = crawl_report(state, reporter=rep)
-    if html is not None:
-        io.atomic_write_bytes(html, render_html(data).encode("utf-8"))
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
