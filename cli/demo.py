@@ -14,6 +14,9 @@ from crawlkit_cli.progress import progress_printer
 from crawlkit.audit import format_report
 from crawlkit.demo import run_demo
 from crawlkit.durations import parse_duration
+from crawlkit.errors import UsageError
+from crawlkit.testweb import parse_specials
+from crawlkit.testweb.tls import TLS_KINDS
 
 
 @app.command("demo")
@@ -27,6 +30,17 @@ def demo(
     min_delay: Annotated[
         str, typer.Option("--min-delay", help="Gap between requests to one host (demo only).")
     ] = "0.1s",
+    special: Annotated[
+        str,
+        typer.Option(
+            "--special",
+            help="Special hosts in the web, as 'crawlkit testweb --special' takes them: 'all' "
+            "(the default), 'none', or a comma list of KIND, KIND:N and -KIND, e.g. "
+            "'none,redirects,gzip-bomb'. 'all' includes endless traps and hosts that say "
+            "retry later, so the crawl runs until --for; without them a small web is "
+            "crawled to the end.",
+        ),
+    ] = "all",
     tls: Annotated[
         bool,
         typer.Option(
@@ -38,9 +52,10 @@ def demo(
 ) -> None:
     """Crawl a synthetic web on loopback, audit the crawl, write a report (about a minute).
 
-    Starts 'crawlkit testweb' in this process (ordinary hosts plus every special host:
-    robots.txt variants, 429/503 with Retry-After, traps, duplicates, gzip bomb, slow
-    and hostile hosts, a private-network host behind a redirect), crawls it with
+    Starts 'crawlkit testweb' in this process (ordinary hosts plus every special host
+    unless --special says otherwise: robots.txt variants, 429/503 with Retry-After,
+    traps, duplicates, gzip bomb, slow and hostile hosts, a private-network host behind
+    a redirect), crawls it with
     'crawlkit crawl' and the polite defaults except for a shorter gap between
     requests to one host (--min-delay, 0.1 s instead of 1 s, so the demo ends in
     about a minute), then audits the server's own request log with 'crawlkit audit'
@@ -55,13 +70,16 @@ def demo(
     """
     rep = reporter()
     delay = parse_duration(min_delay)
+    specials = parse_specials(special)
+    if not tls and (named := [k for k in specials if k in TLS_KINDS]):
+        raise UsageError(f"special kind {named[0]!r} needs --tls")
     rep.info(
         f"demo: test web of {hosts} hosts (+ special hosts) on loopback; gap between "
         f"requests to one host shortened to {delay:g} s for the demo (default 1 s)"
     )
     result = run_demo(directory, hosts=hosts, pages=pages, duration=parse_duration(duration),
-                      min_delay=delay, reporter=rep, progress=progress_printer(),
-                      tls=tls)  # fmt: skip
+                      min_delay=delay, specials=special, reporter=rep,
+                      progress=progress_printer(), tls=tls)  # fmt: skip
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     print(summary_text(result.summary.to_json()))

@@ -37,7 +37,7 @@ class DemoResult:
     report: dict[str, Any]
     html: Path
     web: dict[str, Any]
-    reachable_fetched: int = 0  # pages of the web's manifest that were fetched
+    reachable_fetched: int = 0  # reachable pages (the manifest's R) fetched or refused
 
 
 class _WebThread:
@@ -132,7 +132,11 @@ def run_demo(
     html_path = root / "report.html"
     html_path.write_text(render_html(report, "crawlkit demo crawl"), encoding="utf-8")
     manifest = io.read_json(info["manifest"])
-    reachable = {page for host in manifest["hosts"] for page in host["pages"]}
+    # The manifest's reachable pages (R) are those of public hosts: a private host's
+    # page must be refused, and is not one of them.
+    reachable = {
+        page for host in manifest["hosts"] if not host["private"] for page in host["pages"]
+    }
     fetched = {
         str(rec.get("url"))
         for log in sorted((root / "state" / "crawl" / "cycles").glob("*/fetch.ndjson"))
