@@ -27,205 +27,39 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, requisites, tls
+from crawlkit.testweb import pages, specials
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
-from crawlkit.testweb.special_bodies import BOMB_DECODED, DRIP_PIECE, DRIP_SIZE, HUGE_SIZE
-from crawlkit.testweb.special_change import CONDITIONAL_PAGES
-from crawlkit.testweb.special_duplicates import DUP_DOCS, NEAR_DUP_PAGES, dup_variants
-from crawlkit.testweb.special_formats import (
-    SITEMAP_A,
-    SITEMAP_B,
-    SITEMAP_LINKED,
-    SITEMAP_T,
-    TYPES,
-    lastmod,
-)
-from crawlkit.testweb.special_pace import SLOW_PAGES, THROTTLE_EVERY
-from crawlkit.testweb.special_redirects import CHAIN_STATUSES, LONG_HOPS
-from crawlkit.testweb.special_robots import (
-    ROBOTS_BIG_SIZE,
-    ROBOTS_REDIRECT_FINAL,
-    ROBOTS_RULES_PAGES,
-    robots_big_text,
-    robots_rules_text,
-)
-from crawlkit.testweb.special_site import AGENT, ALLOW_ALL
-from crawlkit.testweb.special_traps import FARM_FANOUT, SESSION_ITEMS
+from crawlkit.testweb.special_site import AGENT, ALLOW_ALL, Facts, Site, robots_entry
 
 
-def _robots(url: str, status: int | None, text: str | None = None, crawl_delay: float | None = None,
-            file: str | None = None) -> dict[str, Any]:  # fmt: skip
-    out: dict[str, Any] = {"url": url, "status": status, "crawl_delay": crawl_delay}
-    if file:
-        out["file"] = file
-    else:
-        out["text"] = text
-    return out
+def _ordinary(site: Site) -> Facts:
+    web, host = site.web, site.host
+    robots = pages.robots_text(web, host)
+    delay = web.config.crawl_delay if host.robots == "delay" else None
+    entry = robots_entry(site.robots_url, 404 if robots is None else 200,
+                         robots.decode() if robots else None, delay)  # fmt: skip
+    return Facts([pages.page_path(p) for p in range(host.pages)], robots=entry)
 
 
 def _describe(
     web: Web, host: Host, port: int, directory: Path, tls_port: int | None = None
 ) -> dict[str, Any]:
     scheme, link_port = ("https", tls_port) if tls_port else ("http", port)
-    base = f"{scheme}://{host.name}:{link_port}"
-    robots_url = base + "/robots.txt"
-    entry: dict[str, Any] = {
+    site = Site(web, host, scheme, port, link_port, directory)
+    facts = _ordinary(site) if host.kind == "ordinary" else specials.describe(site)
+    base = site.base
+    robots = facts.robots or robots_entry(site.robots_url, 200, ALLOW_ALL.decode())
+    page_urls = [base + p for p in facts.pages]
+    disallowed = [base + p for p in facts.disallowed]
+    # A page disallowed only by a rule past 500 KiB (robots-big) is neither.
+    undecided = set(facts.notes.get("past_500k", []))
+    allowed = [u for u in page_urls if u not in set(disallowed) and u not in undecided]
+    return {
         "name": host.name, "addr": host.addr, "kind": host.kind, "root": base + "/",
-        "private": host.kind == "private", "infinite": False,
-        "robots": _robots(robots_url, 200, ALLOW_ALL.decode()),
-        "pages": [], "allowed": None, "disallowed": [], "hostile": [], "notes": {},
+        "private": host.kind == "private", "infinite": facts.infinite, "robots": robots,
+        "pages": page_urls, "allowed": allowed, "disallowed": disallowed,
+        "hostile": [base + p for p in facts.hostile], "notes": facts.notes,
     }  # fmt: skip
-    k = host.kind
-    pg: list[str]
-    disallowed: list[str] = []
-    hostile: list[str] = []
-    notes: dict[str, Any] = {}
-    if k == "ordinary":
-        robots = pages.robots_text(web, host)
-        delay = web.config.crawl_delay if host.robots == "delay" else None
-        entry["robots"] = _robots(robots_url, 404 if robots is None else 200,
-                                  robots.decode() if robots else None, delay)  # fmt: skip
-        pg = [pages.page_path(p) for p in range(host.pages)]
-    elif k == "robots-rules":
-        cd = web.config.crawl_delay
-        entry["robots"] = _robots(robots_url, 200, robots_rules_text(cd).decode(), cd)
-        pg = [p for p, _, _ in ROBOTS_RULES_PAGES]
-        disallowed = [p for p, ok, _ in ROBOTS_RULES_PAGES if not ok]
-        notes["allowed_for_star"] = [base + p for p, _, ok in ROBOTS_RULES_PAGES if ok]
-        notes["pdf"] = [base + "/docs/report.pdf", base + "/docs/report.pdf?download=1"]
-    elif k == "robots-404":
-        entry["robots"] = _robots(robots_url, 404, None)
-        pg = ["/", "/a.html", "/b.html"]
-    elif k == "robots-503":
-        entry["robots"] = _robots(robots_url, 503, None)
-        pg = ["/", "/a.html", "/b.html"]
-        disallowed = list(pg)
-        notes["why"] = "robots.txt answers 503 forever: disallow everything (RFC 9309 2.3.1.4)"
-    elif k == "robots-redirect":
-        entry["robots"] = _robots(robots_url, 301, ROBOTS_REDIRECT_FINAL.decode())
-        notes["robots_chain"] = [robots_url, base + "/robots-moved.txt",
-                                 base + "/r/robots-2.txt", base + "/final-robots.txt"]  # fmt: skip
-        pg = ["/", "/blocked/x.html", "/open.html"]
-        disallowed = ["/blocked/x.html"]
-    elif k == "robots-big":
-        path = directory / "robots" / f"{host.name}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(robots_big_text())
-        entry["robots"] = _robots(robots_url, 200, file=str(path))
-        pg = ["/", "/deep-rule/x.html", "/fine.html", "/beyond-limit/x.html"]
-        disallowed = ["/deep-rule/x.html"]
-        notes["size"] = ROBOTS_BIG_SIZE
-        notes["past_500k"] = [base + "/beyond-limit/x.html"]
-        notes["why"] = ("/beyond-limit/ is disallowed by a rule past 500 KiB: a crawler may "
-                        "fetch it or not, so it is in neither allowed nor disallowed")  # fmt: skip
-    elif k in ("slow", "status-429", "status-503"):
-        pg = list(SLOW_PAGES)
-        if k == "slow":
-            notes["delay"] = web.config.slow_delay
-        else:
-            notes["throttle_every"] = THROTTLE_EVERY
-            notes["retry_after"] = web.config.retry_after
-            notes["retry_after_format"] = "seconds" if k == "status-429" else "http-date"
-    elif k == "calendar":
-        pg = ["/"]
-        entry["infinite"] = True
-        notes["trap"] = "/calendar/YYYY/MM/[DD/] links to the next and previous month forever"
-    elif k == "session-trap":
-        pg = ["/"] + [f"/catalog/item-{i}.html" for i in range(SESSION_ITEMS)]
-        entry["infinite"] = True
-        notes["trap"] = ("every link carries a new session id: ?sid=TOKEN (dropped by default "
-                         "canonicalization) or /s/TOKEN/... in the path (not dropped)")  # fmt: skip
-        notes["session_param"] = "sid"
-    elif k == "duplicates":
-        pg = ["/"] + [v for i in range(DUP_DOCS) for v in dup_variants(i)]
-        notes["groups"] = [[base + v for v in dup_variants(i)]
-                           for i in range(DUP_DOCS)]  # fmt: skip
-    elif k == "near-duplicates":
-        pg = ["/"] + [f"/news/{i}.html" for i in range(NEAR_DUP_PAGES)]
-        notes["group"] = [base + f"/news/{i}.html" for i in range(NEAR_DUP_PAGES)]
-    elif k == "redirects":
-        pg = ["/", "/final.html"]
-        notes["redirects"] = {
-            "chain": [base + f"/chain/{i}" for i in range(len(CHAIN_STATUSES))]
-            + [base + "/final.html"],
-            "long": [base + f"/long/{i}" for i in range(LONG_HOPS)] + [base + "/final-long.html"],
-            "loop": [base + "/loop/a", base + "/loop/b"],
-            "self": base + "/self",
-            "relative": [base + "/rel", base + "/final.html"],
-            "cross_host": [base + "/to-h0", f"{scheme}://h0.test:{link_port}/"],
-        }
-        notes["beyond_hop_cap"] = [base + "/final-long.html"]
-    elif k == "gzip-bomb":
-        pg = ["/"]
-        hostile = ["/bomb.html"]
-        notes["decoded_bytes"] = BOMB_DECODED
-    elif k == "huge":
-        pg = ["/"]
-        hostile = ["/huge.html", "/endless.html"]
-        notes["huge_bytes"] = HUGE_SIZE
-    elif k == "slow-drip":
-        pg = ["/"]
-        hostile = ["/drip.html", "/stall.html", "/slow-headers.html"]
-        notes["drip"] = {"bytes": DRIP_SIZE, "piece": DRIP_PIECE,
-                         "interval": web.config.drip_interval}  # fmt: skip
-    elif k == "malformed":
-        pg = ["/", "/page-1.html", "/page-2.html", "/page-3.html", "/bad-charset.html",
-              "/no-length.html"]  # fmt: skip
-        hostile = ["/broken-chunk.html", "/drop.html", "/garbage"]
-        notes["not_links"] = [base + "/in-comment.html", base + "/in-script.html"]
-    elif k == "types":
-        pg = ["/", *TYPES]
-        notes["content_types"] = {base + p: t for p, (t, _) in TYPES.items()}
-    elif k == "sitemaps":
-        sm = SITEMAP_A + SITEMAP_B + SITEMAP_T
-        pg = ["/", *sm]
-        entry["robots"]["text"] = (f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
-                                   f"\nSitemap: {base}/sitemap.txt\n")  # fmt: skip
-        notes["sitemaps"] = [base + p for p in ("/sitemap_index.xml", "/sitemap-a.xml",
-                                                "/sitemap-b.xml.gz", "/sitemap.txt")]  # fmt: skip
-        notes["sitemap_only"] = [base + p for p in sm if p not in SITEMAP_LINKED]
-        notes["lastmod"] = {base + p: lastmod(p) for p in sm}
-    elif k == "conditional":
-        pg = ["/", *CONDITIONAL_PAGES]
-        notes["validators"] = {base + "/etag-only.html": ["etag"],
-                               base + "/lm-only.html": ["last-modified"],
-                               base + "/both.html": ["etag", "last-modified"],
-                               base + "/weak.html": ["weak-etag"],
-                               base + "/no-validators.html": []}  # fmt: skip
-    elif k == "changing":
-        pg = ["/", "/clock.html", "/stable.html"]
-        notes["change_every"] = web.config.change_every
-        notes["changing"] = [base + "/clock.html"]
-    elif k == "private":
-        pg = ["/", "/secret.html"]
-        notes["why"] = f"address in {PRIVATE_NET}: refuse unless --allow-net covers it"
-    elif k == "gateway":
-        pg = ["/"]
-        notes["to_private"] = [f"{scheme}://private-{host.ordinal}.test:{link_port}/secret.html",
-                               base + "/go-private"]  # fmt: skip
-    elif k == "link-farm":
-        pg = ["/"]
-        entry["infinite"] = True
-        notes["trap"] = (f"each page links to {FARM_FANOUT} new pages on the other "
-                         "farm hosts, forever; all farm hosts share one address")  # fmt: skip
-        notes["farm"] = [h.name for h in web.specials_of.get("link-farm", [])]
-    elif k == "ipv6":
-        pg = ["/", "/v6.html"]
-        notes["why"] = "on ::1 only: needs --allow-net ::1/128; also reachable as [::1]"
-    elif k in tls.TLS_KINDS:
-        pg, hostile, notes = tls.describe(k, base, f"http://{host.name}:{port}")
-    elif k in ("requisites", "assets"):
-        pg, notes = requisites.describe(host, base, port)
-    else:  # pragma: no cover - every kind is described above
-        raise AssertionError(k)
-    entry["pages"] = [base + p for p in pg]
-    entry["disallowed"] = [base + p for p in disallowed]
-    undecided = set(notes.get("past_500k", []))
-    entry["allowed"] = [u for u in entry["pages"]
-                        if u not in set(entry["disallowed"]) and u not in undecided]  # fmt: skip
-    entry["hostile"] = [base + p for p in hostile]
-    entry["notes"] = notes
-    return entry
 
 
 def build_manifest(

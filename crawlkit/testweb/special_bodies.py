@@ -12,10 +12,20 @@ from functools import lru_cache
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import BodyWriter, HostContext, Request, Response, not_found
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_file,
+)
 
 __all__ = [
     "BOMB_DECODED",
+    "DESCRIBERS",
     "DRIP_PIECE",
     "DRIP_SIZE",
     "ENDLESS_CAP",
@@ -175,4 +185,35 @@ HANDLERS: dict[str, Handler] = {
     "huge": _huge,
     "slow-drip": _slow_drip,
     "malformed": _malformed,
+}
+
+
+# -- manifest facts: hostile paths are not pages ------------------------------------------
+def _describe_gzip_bomb(site: Site) -> Facts:
+    return Facts(["/"], hostile=["/bomb.html"], notes={"decoded_bytes": BOMB_DECODED})
+
+
+def _describe_huge(site: Site) -> Facts:
+    return Facts(["/"], hostile=["/huge.html", "/endless.html"], notes={"huge_bytes": HUGE_SIZE})
+
+
+def _describe_slow_drip(site: Site) -> Facts:
+    drip = {"bytes": DRIP_SIZE, "piece": DRIP_PIECE, "interval": site.web.config.drip_interval}
+    hostile = ["/drip.html", "/stall.html", "/slow-headers.html"]
+    return Facts(["/"], hostile=hostile, notes={"drip": drip})
+
+
+def _describe_malformed(site: Site) -> Facts:
+    pages = ["/", "/page-1.html", "/page-2.html", "/page-3.html", "/bad-charset.html",
+             "/no-length.html"]  # fmt: skip
+    not_links = [site.base + "/in-comment.html", site.base + "/in-script.html"]
+    return Facts(pages, hostile=["/broken-chunk.html", "/drop.html", "/garbage"],
+                 notes={"not_links": not_links})  # fmt: skip
+
+
+DESCRIBERS: dict[str, Describer] = {
+    "gzip-bomb": _describe_gzip_bomb,
+    "huge": _describe_huge,
+    "slow-drip": _describe_slow_drip,
+    "malformed": _describe_malformed,
 }

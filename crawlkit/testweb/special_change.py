@@ -15,9 +15,18 @@ from crawlkit.testweb.model import (
     rng_for,
     stable_hash,
 )
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_file,
+)
 
-__all__ = ["CONDITIONAL_PAGES", "HANDLERS"]
+__all__ = ["CONDITIONAL_PAGES", "DESCRIBERS", "HANDLERS"]
 
 CONDITIONAL_PAGES = ["/etag-only.html", "/lm-only.html", "/both.html", "/weak.html",
                      "/no-validators.html"]  # fmt: skip
@@ -71,4 +80,26 @@ def _changing(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
 HANDLERS: dict[str, Handler] = {
     "conditional": _conditional,
     "changing": _changing,
+}
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe_conditional(site: Site) -> Facts:
+    base = site.base
+    validators = {base + "/etag-only.html": ["etag"],
+                  base + "/lm-only.html": ["last-modified"],
+                  base + "/both.html": ["etag", "last-modified"],
+                  base + "/weak.html": ["weak-etag"],
+                  base + "/no-validators.html": []}  # fmt: skip
+    return Facts(["/", *CONDITIONAL_PAGES], notes={"validators": validators})
+
+
+def _describe_changing(site: Site) -> Facts:
+    notes = {"change_every": site.web.config.change_every, "changing": [site.base + "/clock.html"]}
+    return Facts(["/", "/clock.html", "/stable.html"], notes=notes)
+
+
+DESCRIBERS: dict[str, Describer] = {
+    "conditional": _describe_conditional,
+    "changing": _describe_changing,
 }

@@ -9,9 +9,18 @@ from __future__ import annotations
 from crawlkit.testweb import textgen
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, http_date, not_found, rng_for
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_file,
+)
 
-__all__ = ["DUP_DOCS", "HANDLERS", "NEAR_DUP_PAGES", "dup_variants"]
+__all__ = ["DESCRIBERS", "DUP_DOCS", "HANDLERS", "NEAR_DUP_PAGES", "dup_variants"]
 
 DUP_DOCS = 8
 
@@ -66,4 +75,22 @@ def _near_duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Re
 HANDLERS: dict[str, Handler] = {
     "duplicates": _duplicates,
     "near-duplicates": _near_duplicates,
+}
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe_duplicates(site: Site) -> Facts:
+    groups = [[site.base + v for v in dup_variants(i)] for i in range(DUP_DOCS)]
+    pages = ["/"] + [v for i in range(DUP_DOCS) for v in dup_variants(i)]
+    return Facts(pages, notes={"groups": groups})
+
+
+def _describe_near_duplicates(site: Site) -> Facts:
+    stories = [f"/news/{i}.html" for i in range(NEAR_DUP_PAGES)]
+    return Facts(["/", *stories], notes={"group": [site.base + p for p in stories]})
+
+
+DESCRIBERS: dict[str, Describer] = {
+    "duplicates": _describe_duplicates,
+    "near-duplicates": _describe_near_duplicates,
 }

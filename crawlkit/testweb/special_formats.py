@@ -10,9 +10,29 @@ import gzip
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, not_found, stable_hash
-from crawlkit.testweb.special_site import ALLOW_ALL, PDF, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    PDF,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_entry,
+    robots_file,
+)
 
-__all__ = ["HANDLERS", "SITEMAP_A", "SITEMAP_B", "SITEMAP_LINKED", "SITEMAP_T", "TYPES", "lastmod"]
+__all__ = [
+    "DESCRIBERS",
+    "HANDLERS",
+    "SITEMAP_A",
+    "SITEMAP_B",
+    "SITEMAP_LINKED",
+    "SITEMAP_T",
+    "TYPES",
+    "lastmod",
+]
 
 _PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -101,3 +121,26 @@ HANDLERS: dict[str, Handler] = {
     "types": _types,
     "sitemaps": _sitemaps,
 }
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe_types(site: Site) -> Facts:
+    content_types = {site.base + p: t for p, (t, _) in TYPES.items()}
+    return Facts(["/", *TYPES], notes={"content_types": content_types})
+
+
+def _describe_sitemaps(site: Site) -> Facts:
+    base = site.base
+    listed = SITEMAP_A + SITEMAP_B + SITEMAP_T
+    text = (f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
+            f"\nSitemap: {base}/sitemap.txt\n")  # fmt: skip
+    notes = {
+        "sitemaps": [base + p for p in ("/sitemap_index.xml", "/sitemap-a.xml",
+                                        "/sitemap-b.xml.gz", "/sitemap.txt")],
+        "sitemap_only": [base + p for p in listed if p not in SITEMAP_LINKED],
+        "lastmod": {base + p: lastmod(p) for p in listed},
+    }  # fmt: skip
+    return Facts(["/", *listed], notes=notes, robots=robots_entry(site.robots_url, 200, text))
+
+
+DESCRIBERS: dict[str, Describer] = {"types": _describe_types, "sitemaps": _describe_sitemaps}

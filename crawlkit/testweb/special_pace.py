@@ -11,9 +11,17 @@ import math
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, http_date
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, robots_file, simple_site
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    robots_file,
+    simple_site,
+)
 
-__all__ = ["HANDLERS", "SLOW_PAGES", "THROTTLE_EVERY"]
+__all__ = ["DESCRIBERS", "HANDLERS", "SLOW_PAGES", "THROTTLE_EVERY"]
 
 SLOW_PAGES = ["/", "/p1.html", "/p2.html", "/p3.html", "/p4.html", "/p5.html"]
 
@@ -61,3 +69,19 @@ HANDLERS: dict[str, Handler] = {
     "status-429": _throttled,
     "status-503": _throttled,
 }
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe(site: Site) -> Facts:
+    config = site.web.config
+    if site.host.kind == "slow":
+        return Facts(list(SLOW_PAGES), notes={"delay": config.slow_delay})
+    notes = {
+        "throttle_every": THROTTLE_EVERY,
+        "retry_after": config.retry_after,
+        "retry_after_format": "seconds" if site.host.kind == "status-429" else "http-date",
+    }
+    return Facts(list(SLOW_PAGES), notes=notes)
+
+
+DESCRIBERS: dict[str, Describer] = dict.fromkeys(HANDLERS, _describe)

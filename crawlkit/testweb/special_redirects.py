@@ -6,9 +6,18 @@ from __future__ import annotations
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, not_found, redirect
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_file,
+)
 
-__all__ = ["CHAIN_STATUSES", "HANDLERS", "LONG_HOPS"]
+__all__ = ["CHAIN_STATUSES", "DESCRIBERS", "HANDLERS", "LONG_HOPS"]
 
 CHAIN_STATUSES = (301, 302, 303, 307, 308)
 LONG_HOPS = 9
@@ -48,3 +57,22 @@ def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
 HANDLERS: dict[str, Handler] = {
     "redirects": _redirects,
 }
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe(site: Site) -> Facts:
+    base = site.base
+    redirects = {
+        "chain": [base + f"/chain/{i}" for i in range(len(CHAIN_STATUSES))]
+        + [base + "/final.html"],
+        "long": [base + f"/long/{i}" for i in range(LONG_HOPS)] + [base + "/final-long.html"],
+        "loop": [base + "/loop/a", base + "/loop/b"],
+        "self": base + "/self",
+        "relative": [base + "/rel", base + "/final.html"],
+        "cross_host": [base + "/to-h0", f"{site.scheme}://h0.test:{site.link_port}/"],
+    }
+    notes = {"redirects": redirects, "beyond_hop_cap": [base + "/final-long.html"]}
+    return Facts(["/", "/final.html"], notes=notes)
+
+
+DESCRIBERS: dict[str, Describer] = {"redirects": _describe}

@@ -11,9 +11,21 @@ from functools import lru_cache
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, not_found, redirect
-from crawlkit.testweb.special_site import PDF, Handler, html_page, page, robots_file, simple_site
+from crawlkit.testweb.special_site import (
+    PDF,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_entry,
+    robots_file,
+    simple_site,
+)
 
 __all__ = [
+    "DESCRIBERS",
     "HANDLERS",
     "ROBOTS_BIG_SIZE",
     "ROBOTS_REDIRECT_FINAL",
@@ -139,4 +151,69 @@ HANDLERS: dict[str, Handler] = {
     "robots-503": _robots_503,
     "robots-redirect": _robots_redirect,
     "robots-big": _robots_big,
+}
+
+
+# -- manifest facts ---------------------------------------------------------------------
+def _describe_rules(site: Site) -> Facts:
+    cd = site.web.config.crawl_delay
+    return Facts(
+        pages=[p for p, _, _ in ROBOTS_RULES_PAGES],
+        disallowed=[p for p, ok, _ in ROBOTS_RULES_PAGES if not ok],
+        notes={
+            "allowed_for_star": [site.base + p for p, _, ok in ROBOTS_RULES_PAGES if ok],
+            "pdf": [site.base + "/docs/report.pdf", site.base + "/docs/report.pdf?download=1"],
+        },
+        robots=robots_entry(site.robots_url, 200, robots_rules_text(cd).decode(), cd),
+    )
+
+
+def _describe_404(site: Site) -> Facts:
+    return Facts(["/", "/a.html", "/b.html"], robots=robots_entry(site.robots_url, 404, None))
+
+
+def _describe_503(site: Site) -> Facts:
+    pages = ["/", "/a.html", "/b.html"]
+    why = "robots.txt answers 503 forever: disallow everything (RFC 9309 2.3.1.4)"
+    return Facts(pages, disallowed=list(pages), notes={"why": why},
+                 robots=robots_entry(site.robots_url, 503, None))  # fmt: skip
+
+
+def _describe_redirect(site: Site) -> Facts:
+    base = site.base
+    chain = [site.robots_url, base + "/robots-moved.txt", base + "/r/robots-2.txt",
+             base + "/final-robots.txt"]  # fmt: skip
+    return Facts(
+        ["/", "/blocked/x.html", "/open.html"],
+        disallowed=["/blocked/x.html"],
+        notes={"robots_chain": chain},
+        robots=robots_entry(site.robots_url, 301, ROBOTS_REDIRECT_FINAL.decode()),
+    )
+
+
+def _describe_big(site: Site) -> Facts:
+    """Writes the 600 KiB robots.txt to DIR/robots/NAME.txt (the entry points at it)."""
+    path = site.directory / "robots" / f"{site.host.name}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(robots_big_text())
+    notes = {
+        "size": ROBOTS_BIG_SIZE,
+        "past_500k": [site.base + "/beyond-limit/x.html"],
+        "why": "/beyond-limit/ is disallowed by a rule past 500 KiB: a crawler may fetch it "
+        "or not, so it is in neither allowed nor disallowed",
+    }
+    return Facts(
+        ["/", "/deep-rule/x.html", "/fine.html", "/beyond-limit/x.html"],
+        disallowed=["/deep-rule/x.html"],
+        notes=notes,
+        robots=robots_entry(site.robots_url, 200, file=str(path)),
+    )
+
+
+DESCRIBERS: dict[str, Describer] = {
+    "robots-rules": _describe_rules,
+    "robots-404": _describe_404,
+    "robots-503": _describe_503,
+    "robots-redirect": _describe_redirect,
+    "robots-big": _describe_big,
 }

@@ -1,15 +1,21 @@
-"""What every special kind builds on: small pages, robots files, shared bytes.
+"""What every special kind builds on: small pages, robots files, manifest facts.
 
 A special host is a small site of its own; these helpers give its pages (a title,
 deterministic text, a list of links), its robots.txt response, and the common case
-of a few pages that all link to each other. ``Handler`` is the type of every
-kind's handler (:mod:`crawlkit.testweb.specials` dispatches to them).
+of a few pages that all link to each other.
+
+Each kind has two functions, gathered by :mod:`crawlkit.testweb.specials`: a
+``Handler`` (the host's response to a request) and a ``Describer`` (the host's
+:class:`Facts` for ``manifest.json``: its pages, which robots.txt forbids, what the
+tests need to know), which sees where the host is served as a :class:`Site`.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crawlkit.testweb import textgen
@@ -20,9 +26,13 @@ __all__ = [
     "AGENT",
     "ALLOW_ALL",
     "PDF",
+    "Describer",
+    "Facts",
     "Handler",
+    "Site",
     "html_page",
     "page",
+    "robots_entry",
     "robots_file",
     "simple_site",
 ]
@@ -72,3 +82,61 @@ def simple_site(
         return not_found()
     links = [(p, f"page {p}") for p in paths if p != req.path]
     return html_page(page(f"{host.name} {req.path}", links, (host.name, req.path)))
+
+
+# -- manifest facts ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One host as the manifest names it: links use ``scheme`` and ``link_port``
+    (https and the TLS port when the web is served with --tls)."""
+
+    web: Web
+    host: Host
+    scheme: str
+    port: int  # the plain HTTP port
+    link_port: int
+    directory: Path  # the web's directory, for files an entry points at
+
+    @property
+    def base(self) -> str:
+        """``scheme://name:port``, the prefix of every URL of the host."""
+        return f"{self.scheme}://{self.host.name}:{self.link_port}"
+
+    @property
+    def robots_url(self) -> str:
+        return self.base + "/robots.txt"
+
+
+@dataclass(slots=True)
+class Facts:
+    """A special host's manifest entry beyond its name and address (see
+    :mod:`crawlkit.testweb.manifest`). Paths are relative to the host's root;
+    ``notes`` hold whole URLs."""
+
+    pages: list[str]
+    disallowed: list[str] = field(default_factory=list)
+    hostile: list[str] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    robots: dict[str, Any] | None = None  # None: robots.txt is ALLOW_ALL, answering 200
+    infinite: bool = False  # a trap: ``pages`` lists only its entry pages
+
+
+Describer = Callable[[Site], Facts]
+"""A special kind's manifest facts for one of its hosts."""
+
+
+def robots_entry(
+    url: str,
+    status: int | None,
+    text: str | None = None,
+    crawl_delay: float | None = None,
+    file: str | None = None,
+) -> dict[str, Any]:
+    """The manifest's ``robots`` of a host: the URL, the status it answers, its
+    Crawl-delay, and its text (or the ``file`` holding it, when it is big)."""
+    out: dict[str, Any] = {"url": url, "status": status, "crawl_delay": crawl_delay}
+    if file:
+        out["file"] = file
+    else:
+        out["text"] = text
+    return out

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from crawlkit.testweb.graph import Host, Web
 from crawlkit.testweb.model import HostContext, Request, Response, not_found, stable_hash
-from crawlkit.testweb.special_site import ALLOW_ALL, Handler, html_page, page, robots_file
+from crawlkit.testweb.special_site import (
+    ALLOW_ALL,
+    Describer,
+    Facts,
+    Handler,
+    Site,
+    html_page,
+    page,
+    robots_file,
+)
 
-__all__ = ["CAL_START", "FARM_FANOUT", "HANDLERS", "SESSION_ITEMS"]
+__all__ = ["CAL_START", "DESCRIBERS", "FARM_FANOUT", "HANDLERS", "SESSION_ITEMS"]
 
 CAL_START = (2026, 11)
 
@@ -126,4 +135,31 @@ HANDLERS: dict[str, Handler] = {
     "calendar": _calendar,
     "session-trap": _session_trap,
     "link-farm": _link_farm,
+}
+
+
+# -- manifest facts: pages lists only the entry pages of a trap ----------------------------
+def _describe_calendar(site: Site) -> Facts:
+    trap = "/calendar/YYYY/MM/[DD/] links to the next and previous month forever"
+    return Facts(["/"], notes={"trap": trap}, infinite=True)
+
+
+def _describe_session_trap(site: Site) -> Facts:
+    trap = ("every link carries a new session id: ?sid=TOKEN (dropped by default "
+            "canonicalization) or /s/TOKEN/... in the path (not dropped)")  # fmt: skip
+    pages = ["/"] + [f"/catalog/item-{i}.html" for i in range(SESSION_ITEMS)]
+    return Facts(pages, notes={"trap": trap, "session_param": "sid"}, infinite=True)
+
+
+def _describe_link_farm(site: Site) -> Facts:
+    trap = (f"each page links to {FARM_FANOUT} new pages on the other farm hosts, "
+            "forever; all farm hosts share one address")  # fmt: skip
+    farm = [h.name for h in site.web.specials_of.get("link-farm", [])]
+    return Facts(["/"], notes={"trap": trap, "farm": farm}, infinite=True)
+
+
+DESCRIBERS: dict[str, Describer] = {
+    "calendar": _describe_calendar,
+    "session-trap": _describe_session_trap,
+    "link-farm": _describe_link_farm,
 }
