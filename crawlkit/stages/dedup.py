@@ -43,6 +43,7 @@ from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.nearindex import table_keys
+from crawlkit.records import dedup_record
 from crawlkit.state import open_substate
 from crawlkit.url import fingerprint, fingerprint_int, site_of_host
 
@@ -230,18 +231,17 @@ def _decide_batch(
             stats.unique += 1
         rec = it.record
         fp = rec.get("fp")
-        out.append(
-            {
-                "url": it.url,
-                "kind": kind,
-                "dup_of": store.url_of(dup_id) if dup_id >= 0 else None,
-                "distance": distance,
-                "site": it.site,
-                "fp": fp if isinstance(fp, str) else fingerprint(it.url),
-                "digest": rec.get("digest"),
-                "simhash": rec.get("simhash"),
-            }
+        verdict = dedup_record(
+            url=it.url,
+            kind=kind,
+            dup_of=store.url_of(dup_id) if dup_id >= 0 else None,
+            distance=distance,
+            site=it.site,
+            fp=fp if isinstance(fp, str) else fingerprint(it.url),
+            digest=rec.get("digest"),
+            simhash=rec.get("simhash"),
         )
+        out.append(dict(verdict))
     store.seal_batch(first_id)
     return out
 
