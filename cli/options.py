@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
+
+from crawlkit.errors import UsageError
+
+T = TypeVar("T")
+
+
+def renamed(value: T, old_value: T | None, name: str, old_name: str, default: T) -> T:
+    """The value of an option that also answers to a hidden old name.
+
+    ``value`` comes from ``name`` (``default`` when not given), ``old_value`` from
+    ``old_name`` (None when not given); giving both with different values is a usage
+    error, so a script that still says ``old_name`` keeps working and is never
+    silently overridden.
+    """
+    if old_value is None:
+        return value
+    if value != default and value != old_value:
+        raise UsageError(f"{old_name} is the old name of {name}: give one of them")
+    return old_value
+
 
 InputFiles = Annotated[
     list[str] | None,
@@ -69,6 +89,8 @@ SlotMapFile = Annotated[
     Path | None,
     typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
 ]
+# `crawlkit shard` called the slot map --map; that name still works there, unlisted.
+OldSlotMapName = Annotated[Path | None, typer.Option("--map", hidden=True)]
 CaFile = Annotated[
     Path | None,
     typer.Option(
