@@ -120,6 +120,32 @@ DnsServer = Annotated[
 ]
 
 # -- fetching and archiving: shared by fetch and crawl -----------------------------------
+# Politeness and limits are declared once, with their validation (click checks the
+# ranges before the command runs), so fetch and crawl accept the same values.
+Concurrency = Annotated[
+    int,
+    typer.Option("--concurrency", min=1, help="Requests in flight at once, over all hosts."),
+]
+MinDelay = Annotated[
+    str,
+    typer.Option(
+        "--min-delay",
+        help="Smallest gap between two requests to one host; the gap is "
+        "max(this, --delay-factor × the last fetch time, Crawl-delay).",
+    ),
+]
+DelayFactor = Annotated[
+    float,
+    typer.Option("--delay-factor", min=0.0, help="Gap multiple of the host's last fetch time."),
+]
+PerIp = Annotated[
+    int,
+    typer.Option("--per-ip", min=1, help="Requests at once to one IP address (shared hosting)."),
+]
+Timeout = Annotated[
+    str,
+    typer.Option("--timeout", help="Total time per request, silence mid-body included."),
+]
 MaxBody = Annotated[
     str, typer.Option("--max-body", help="Body bytes read per response (then truncated).")
 ]
