@@ -269,21 +269,19 @@ class WhereRecord(TypedDict):
 def url_record(
     parsed: ParsedURL,
     *,
-    depth: int,
+    depth: int | None,
     reason: str,
     priority: float | None = None,
 ) -> URLRecord:
-    """A URL record: url, host, site, fp, depth[, priority], reason (in that order).
+    """A URL record: url, host, site, fp[, depth][, priority], reason (in that order).
 
-    Callers add optional fields (``via``, ``lastmod``, ``kind``, ...) after these.
+    ``depth`` and ``priority`` are left out when None (a redirect target keeps only
+    what its source had). Callers add optional fields (``via``, ``lastmod``, ``kind``,
+    ``hops``, ...) after these.
     """
-    rec: URLRecord = {
-        "url": parsed.url,
-        "host": parsed.host,
-        "site": parsed.site,
-        "fp": parsed.fp,
-        "depth": depth,
-    }
+    rec: URLRecord = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp}
+    if depth is not None:
+        rec["depth"] = depth
     if priority is not None:
         rec["priority"] = priority
     rec["reason"] = reason

@@ -162,6 +162,8 @@ def test_url_record_keys_come_in_the_order_stages_write_them() -> None:
     assert rec["url"] == "http://example.com/b?x=1" and len(rec["fp"]) == 16
     no_hint = records.url_record(PARSED, depth=0, reason="sitemap")
     assert list(no_hint) == ["url", "host", "site", "fp", "depth", "reason"]
+    bare = records.url_record(PARSED, depth=None, reason="redirect")
+    assert list(bare) == ["url", "host", "site", "fp", "reason"]
 
 
 def test_fetch_record_sets_every_fetch_field_and_classifies_the_error() -> None:
