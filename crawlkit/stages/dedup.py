@@ -19,8 +19,8 @@ its own stored digest and is not counted as a copy (``dup_of`` always differs fr
 ``url``). What is stored: the first URL of every digest, and the simhash of every
 unique page (near copies are not indexed, so ``dup_of`` always names an original).
 
-Work goes in batches: the batch is looked up in the vectorised indexes at once, then
-decided record by record in order, with pages of the same batch found through small
+Work goes in chunks: the chunk is looked up in the vectorised indexes at once, then
+decided record by record in order, with pages of the same chunk found through small
 dictionaries; state is committed every ``commit_every`` pages and at the end.
 
 Site records ``{"site", "pages", "exact", "near", "yield"}`` give, per site, the
@@ -161,7 +161,7 @@ def _colliding_keys(items: list[_Item]) -> dict[int, list[int]]:
     return dict(zip(idx[rows].tolist(), keys[:, rows].T.tolist(), strict=True))
 
 
-def _decide_batch(
+def _decide_chunk(
     store: DedupStore,
     items: list[_Item],
     k: int,
@@ -170,7 +170,7 @@ def _decide_batch(
     first_id = store.n
     exact_main = store.exact_lookup(np.fromiter((it.d64 for it in items), np.uint64, len(items)))
     best_main, self_main = _main_near(store, items, k)
-    # Pages of this batch can match each other only if they share a table key; find
+    # Pages of this chunk can match each other only if they share a table key; find
     # those few (vectorised) and give only them the per-record dictionary work.
     keys = _colliding_keys(items)
     delta: list[dict[int, list[int]]] = [{} for _ in range(20)]
@@ -251,7 +251,7 @@ def dedup_records(
     store: DedupStore,
     *,
     k: int = MAX_DISTANCE,
-    batch_size: int = 16384,
+    chunk_size: int = 16384,
     commit_every: int = 200_000,
     reporter: Reporter | None = None,
     stats: DedupStats | None = None,
@@ -266,13 +266,13 @@ def dedup_records(
     reporter = reporter or NullReporter()
     stats = stats if stats is not None else DedupStats()
     since_commit = 0
-    batch: list[_Item] = []
+    chunk: list[_Item] = []
 
     def flush() -> list[Record]:
-        nonlocal since_commit, batch
-        done = _decide_batch(store, batch, k, stats)
-        since_commit += len(batch)
-        batch = []
+        nonlocal since_commit, chunk
+        done = _decide_chunk(store, chunk, k, stats)
+        since_commit += len(chunk)
+        chunk = []
         if since_commit >= commit_every:
             store.commit()
             since_commit = 0
@@ -286,10 +286,10 @@ def dedup_records(
         stats.skipped = reporter.bad_records - bad_before
         if item is None:
             continue
-        batch.append(item)
-        if len(batch) >= batch_size:
+        chunk.append(item)
+        if len(chunk) >= chunk_size:
             yield from flush()
-    if batch:
+    if chunk:
         yield from flush()
     store.commit()
     stats.skipped = reporter.bad_records - bad_before
