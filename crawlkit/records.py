@@ -69,6 +69,7 @@ __all__ = [
     "dedup_record",
     "error_code",
     "fetch_record",
+    "fetch_refusal",
     "importance_of",
     "importance_priority",
     "link_fields",
@@ -388,6 +389,13 @@ def fetch_record(rec: Mapping[str, Any], url: str, outcome: str, **fields: Any) 
     if code is not None:
         out["error_code"] = code
     return cast(FetchRecord, out)
+
+
+def fetch_refusal(rec: Mapping[str, Any], url: str, refused: str, detail: str) -> FetchRecord:
+    """The fetch record of a URL the fetcher will not ask for: ``outcome: "refused"``,
+    ``refused`` and ``detail`` as every refusal has them, and ``error`` (the same
+    sentence) as every fetch record that did not fetch has it."""
+    return fetch_record(rec, url, "refused", refused=refused, detail=detail, error=detail)
 
 
 def refusal(rec: Mapping[str, Any], refused: str, detail: str) -> Refusal:

@@ -178,6 +178,15 @@ def test_fetch_record_sets_every_fetch_field_and_classifies_the_error() -> None:
     assert "error_code" not in fine and fine["status"] == 200
 
 
+def test_fetch_refusal_has_the_refusal_fields_and_the_fetch_records_error() -> None:
+    rec = records.fetch_refusal({"url": "http://a.com/", "depth": 1}, "http://a.com/",
+                                "duplicate", "the same URL is already queued")  # fmt: skip
+    assert (rec["outcome"], rec["refused"]) == ("refused", "duplicate")
+    assert rec["detail"] == rec["error"] == "the same URL is already queued"
+    assert set(rec) >= DESIGN_FETCH and rec["depth"] == 1
+    assert _conforms(dict(rec), FetchRecord)
+
+
 def test_refusal_writes_code_and_detail_and_readers_accept_error() -> None:
     rec = records.refusal({"url": "http://a.com/"}, "blocked", "operator block")
     assert (rec["outcome"], rec["refused"], rec["detail"]) == ("refused", "blocked",
