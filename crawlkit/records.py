@@ -28,8 +28,9 @@ A refusal's reason
     ``refused`` (a short code: ``blocked``, ``shard``, ``duplicate``, a trap limit
     such as ``path-depth``) and ``detail`` (one sentence for a person). A fetch
     record also keeps DESIGN.md's ``error`` (the same sentence), as every failed
-    fetch does. :func:`refusal_reason` and :func:`refusal_detail` read records that
-    carry only ``error`` (older fetchers).
+    fetch does (:func:`fetch_refusal`). :func:`refusal_reason` and
+    :func:`refusal_detail` also read records that carry only ``error`` (the fetch
+    engine of this release writes its own refusals that way).
 Cycle
     One pass of the DESIGN.md pipeline (frontier next → fetch → extract → seen-merge
     → frontier add), e.g. ``STATE/crawl/cycles/NNNNNN``. The time after which the
@@ -39,7 +40,8 @@ Cycle
 Batch
     The URL records ``frontier next`` hands to one fetch (DESIGN.md's fetch batch).
     The records a stage checks and commits together (seen-merge, dedup) are a
-    **chunk** (``seen-merge --chunk-size``; ``--batch-size`` is its hidden old name).
+    **chunk** (``seen-merge --chunk-size``; ``--batch-size`` is its hidden old name,
+    and its ``--stats`` keep the ``batches`` key).
 Slot map
     The fleet's JSON map of slots to owners and epochs; the option is ``--slot-map``
     in every command (``shard --map`` still works, hidden).
