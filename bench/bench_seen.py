@@ -212,7 +212,7 @@ def child_e2e(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
             SeenStore.open(tmp, capacity=10_000_000) as store,
             open(os.devnull, "wb") as sink,
         ):
-            merger = SeenMerge(store, canonicalizer=Canonicalizer())  # the default batch
+            merger = SeenMerge(store, canonicalizer=Canonicalizer())  # the default chunk
             t, c = time.perf_counter(), time.process_time()
             merger.run(read_lines([path]), sink.write, sink.flush)
             elapsed, cpu = time.perf_counter() - t, time.process_time() - c

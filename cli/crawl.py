@@ -33,16 +33,21 @@ from crawlkit_cli.options import (
     Backoff,
     CaFile,
     Collection,
+    Concurrency,
+    DelayFactor,
     Description,
     DnsServer,
     HostsFile,
     Insecure,
     MaxBackoff,
     MaxBody,
+    MinDelay,
     Operator,
+    PerIp,
     Shards,
     SlotMapFile,
     StateDir,
+    Timeout,
     WarcPrefix,
     WarcSize,
 )
@@ -134,25 +139,11 @@ def crawl_command(
         Path | None,
         typer.Option("--warc-dir", help="Where WARC files go (default STATE/warc)."),
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight at once, over all hosts.")
-    ] = 100,
-    min_delay: Annotated[
-        str,
-        typer.Option(
-            "--min-delay",
-            help="Smallest gap between two requests to one host; the gap is max(this, 10 × "
-            "the last fetch time, Crawl-delay).",
-        ),
-    ] = "1s",
-    delay_factor: Annotated[
-        float,
-        typer.Option("--delay-factor", help="Gap multiple of the host's last fetch time."),
-    ] = 10.0,
-    per_ip: Annotated[int, typer.Option("--per-ip", help="Requests at once to one IP.")] = 2,
-    timeout: Annotated[
-        str, typer.Option("--timeout", help="Total time per request, silence mid-body included.")
-    ] = "30s",
+    concurrency: Concurrency = 100,
+    min_delay: MinDelay = "1s",
+    delay_factor: DelayFactor = 10.0,
+    per_ip: PerIp = 2,
+    timeout: Timeout = "30s",
     max_body: MaxBody = "10MB",
     backoff: Backoff = "60s",
     max_backoff: MaxBackoff = "1h",

@@ -60,7 +60,7 @@ def dedup(
     URL) and a snapshot of the sorted tables (160 bytes a page, memory-mapped on start),
     committed atomically every 200,000 pages and at the end. Memory: at most about 210
     bytes a stored page (the mapped snapshot is read only where lookups land). Streams
-    its input in batches of 16,384 records. Rerunning the same input gives the same
+    its input in chunks of 16,384 records. Rerunning the same input gives the same
     records.
 
     Example:

@@ -15,16 +15,21 @@ from crawlkit_cli.options import (
     AllowNet,
     Backoff,
     CaFile,
+    Concurrency,
+    DelayFactor,
     DnsServer,
     HostsFile,
     InputFiles,
     Insecure,
     MaxBackoff,
     MaxBody,
+    MinDelay,
+    PerIp,
     Quiet,
     Shards,
     SlotMapFile,
     StateDir,
+    Timeout,
     WarcPrefix,
     WarcSize,
 )
@@ -96,23 +101,10 @@ def fetch(
         ),
     ] = None,
     agent: Agent = DEFAULT_AGENT,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight at once (over all hosts).")
-    ] = 100,
-    min_delay: Annotated[
-        str,
-        typer.Option(
-            "--min-delay",
-            help="Smallest gap between two requests to one host; the gap is "
-            "max(this, --delay-factor × last fetch time, Crawl-delay).",
-        ),
-    ] = "1s",
-    delay_factor: Annotated[
-        float, typer.Option("--delay-factor", help="Gap multiple of the host's last fetch time.")
-    ] = 10.0,
-    per_ip: Annotated[
-        int, typer.Option("--per-ip", help="Requests at once to one IP address (shared hosting).")
-    ] = 2,
+    concurrency: Concurrency = 100,
+    min_delay: MinDelay = "1s",
+    delay_factor: DelayFactor = 10.0,
+    per_ip: PerIp = 2,
     per_ip_delay: Annotated[
         str | None,
         typer.Option(
@@ -135,10 +127,7 @@ def fetch(
     ca_file: CaFile = None,
     insecure: Insecure = False,
     dns_server: DnsServer = None,
-    timeout: Annotated[
-        str,
-        typer.Option("--timeout", help="Total time per request, silence mid-body included."),
-    ] = "30s",
+    timeout: Timeout = "30s",
     max_body: MaxBody = "10MB",
     max_decoded: Annotated[
         str,
@@ -214,8 +203,6 @@ def fetch(
     io.check_output_dir(warc_dir, "--warc-dir")
     if warc_version not in ("1.0", "1.1"):
         raise UsageError("--warc-version must be 1.1 or 1.0")
-    if concurrency < 1 or per_ip < 1:
-        raise UsageError("--concurrency and --per-ip must be at least 1")
     config = FetchConfig(
         agent=agent,
         concurrency=concurrency,

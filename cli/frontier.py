@@ -20,6 +20,7 @@ from crawlkit_cli.options import (
     Shards,
     SlotMapFile,
     StateDir,
+    renamed,
 )
 
 from crawlkit import io
@@ -177,18 +178,17 @@ def add(
     """Queue URL records; print a refused record for each URL the trap limits stop.
 
     Reads URL records (reason seed, link, sitemap, redirect or recrawl; --reason for
-    records without one), or with --urls plain URLs one a line ('#' comments
-    skipped). Records without fp, site or host are canonicalized first. Each URL is
-    either queued or written out as a refused record: the input record plus
-    "outcome": "refused", "refused" (url-length, path-depth, repeated-segment,
-    query-params, param-denylist, session-id, calendar, max-depth, blocked,
-    invalid-url) and "detail". Nothing else is written. Dedup site records
-    ({"site","pages","exact","near","yield"}, no "url") cut that site's budget.
-    Link records' "from" (or "via") feed the count of distinct sites linking to each
-    site, which raises its priority and its budget (feed all of extract's link
-    records to 'frontier links' for the full count). The frontier does not check
-    history (that is seen-merge's job), but a recrawl of a URL whose recrawl is
-    already queued is not queued twice.
+    records without one), or with --urls plain URLs one a line ('#' comments skipped).
+    Records without fp, site or host are canonicalized first. Each URL is either queued
+    or written out as a refused record: the input record plus "outcome": "refused",
+    "refused" (url-length, path-depth, repeated-segment, query-params, param-denylist,
+    session-id, calendar, max-depth, blocked, invalid-url) and "detail". Nothing else is
+    written. Dedup site records ({"site","pages","exact","near","yield"}, no "url") cut
+    that site's budget. Link records' "from" (or "via") feed the count of distinct sites
+    linking to each site, which makes its queue level more urgent and raises its budget
+    (feed all of extract's link records to 'frontier links' for the full count). The
+    frontier does not check history (that is seen-merge's job), but a recrawl of a URL
+    whose recrawl is already queued is not queued twice.
 
     Streams: memory holds per-site and per-host counters and up to 65,536 records
     per queue before they go to a segment file. The whole input is committed at
@@ -278,13 +278,13 @@ def links(
 ) -> None:
     """Learn which sites link to which from link records; queue nothing.
 
-    Reads link records (extract's --links output: url or site, and from). For each
-    link between two different sites (nofollow links excepted) the linking site is
-    remembered for the linked site (at most 256 per site). These distinct linking
-    sites raise a site's priority level and its budget (see 'frontier next').
-    seen-merge passes on only links to URLs never seen before, so 'frontier add'
-    alone learns one linker per URL; feed the full link records here to count every
-    site that links. Writes nothing on standard output.
+    Reads link records (extract's --links output: url or site, and from). For each link
+    between two different sites (nofollow links excepted) the linking site is remembered
+    for the linked site (at most 256 per site). These distinct linking sites make a
+    site's queue level more urgent and raise its budget (see 'frontier next').
+    seen-merge passes on only links to URLs never seen before, so 'frontier add' alone
+    learns one linker per URL; feed the full link records here to count every site that
+    links. Writes nothing on standard output.
 
     Streams: memory holds the per-site linker sets. State: DIR/frontier (site
     signals), committed at the end; input from a pipe is read to its end before
@@ -333,22 +333,28 @@ def next_batch(
         typer.Option("--no-budgets", help="Ignore site budgets (a fixed list of sites)."),
     ] = False,
     budget_base: Annotated[
-        int, typer.Option("--budget-base", help="Pages per cycle of a site nobody vouches for.")
+        int,
+        typer.Option("--budget-base", help="Pages per budget period of a site nobody vouches for."),
     ] = 10,
     budget_per_linker: Annotated[
         int,
-        typer.Option("--budget-per-linker", help="Pages per cycle added per trusted linking site."),
+        typer.Option(
+            "--budget-per-linker",
+            help="Pages per budget period added per trusted linking site.",
+        ),
     ] = 100,
     budget_seed: Annotated[
         int,
         typer.Option(
             "--budget-seed",
-            help="Pages per cycle added for a seed's site (the operator vouching for it once).",
+            help="Pages per budget period added for a seed's site (the operator vouching "
+            "for it once).",
         ),
     ] = 100,
-    cycle: Annotated[
-        str, typer.Option("--cycle", help="Budget cycle: budgets refill after this long.")
+    budget_period: Annotated[
+        str, typer.Option("--budget-period", help="Site budgets refill after this long.")
     ] = "1d",
+    old_budget_period: Annotated[str | None, typer.Option("--cycle", hidden=True)] = None,
     refused: RefusedFile = None,
     now: Now = None,
     lock_wait: LockWait = "1h",
@@ -369,20 +375,20 @@ def next_batch(
     Writes up to --max URL records. About --recrawl-share of them are recrawls when both
     kinds wait (all of one kind when the other is empty); --discovery-share of the new
     ones go to sites never fetched yet, so discovery never stops; the rest is split
-    across priority levels 0..3 by 8:4:2:1, so low levels still trickle. Hosts take
-    turns, at most --per-host URLs each, so the batch spreads over as many hosts as
-    possible. A site (registered domain) gets at most its budget per --cycle:
-    --budget-base, plus --budget-per-linker for each distinct trusted site linking to it
-    that it does not link back to (trusted: a seed's site, or a site with two such
-    linkers; so a link farm whose sites only link to each other earns nothing), plus
-    --budget-seed for a seed's site, cut by the share of copies dedup reported. URLs
-    over budget wait for the next cycle (stderr names the sites; seed a site with
-    'frontier add --reason seed'). Budgets count per registered domain: all subdomains
-    of a site share one. For a fixed list of sites (an archivist's collection) use
-    --no-budgets. URLs of blocked sites or hosts come out as refused records ("outcome":
-    "refused", "refused": "blocked") on standard output among the batch, or in --refused
-    FILE; give --refused when the batch goes straight to a fetcher that does not skip
-    them.
+    across queue levels 0..3 (0 most urgent; each record's "priority" says its level) by
+    8:4:2:1, so low levels still trickle. Hosts take turns, at most --per-host URLs
+    each, so the batch spreads over as many hosts as possible. A site (registered
+    domain) gets at most its budget per --budget-period: --budget-base, plus
+    --budget-per-linker for each distinct trusted site linking to it that it does not
+    link back to (trusted: a seed's site, or a site with two such linkers; so a link
+    farm whose sites only link to each other earns nothing), plus --budget-seed for a
+    seed's site, cut by the share of copies dedup reported. URLs over budget wait for
+    the next budget period (stderr names the sites; seed a site with 'frontier add
+    --reason seed'). Budgets count per registered domain: all subdomains of a site share
+    one. For a fixed list of sites (an archivist's collection) use --no-budgets. URLs of
+    blocked sites or hosts come out as refused records ("outcome": "refused", "refused":
+    "blocked") on standard output among the batch, or in --refused FILE; give --refused
+    when the batch goes straight to a fetcher that does not skip them.
 
     At least once: the batch is written (and a --out file renamed into place)
     before the removal is committed; a crash in between hands the same URLs out
@@ -416,7 +422,9 @@ def next_batch(
         recrawl_share=recrawl_share,
         discovery_share=discovery_share,
         budgets=not no_budgets,
-        cycle=parse_duration(cycle),
+        cycle=parse_duration(
+            renamed(budget_period, old_budget_period, "--budget-period", "--cycle", "1d")
+        ),
         now=_now(now),
     )
     policy = BudgetPolicy(base=budget_base, per_linker=budget_per_linker, seed_bonus=budget_seed)
@@ -443,7 +451,7 @@ def next_batch(
 
 def _waiting_notes(batch: Batch, opts: NextOptions, policy: BudgetPolicy) -> list[str]:
     """Why URLs still queued did not come out: held back by --per-host for the next
-    batch, or over their site's budget until the next cycle (with the sites and how to
+    batch, or over their site's budget until the next budget period (with the sites and how to
     raise a budget)."""
     notes = []
     if batch.held_per_host:
@@ -462,9 +470,9 @@ def _waiting_notes(batch: Batch, opts: NextOptions, policy: BudgetPolicy) -> lis
         more = f" and {over['sites'] - len(sites)} more" if over["sites"] > len(sites) else ""
         notes.append(
             f"{over['urls']} URLs of {over['sites']} sites are over their budget and wait "
-            f"for the next --cycle{refill} ({'; '.join(sites)}{more}); "
+            f"for the next --budget-period{refill} ({'; '.join(sites)}{more}); "
             f"'frontier add --reason seed' makes a site a seed's (+{policy.seed_bonus} "
-            "pages a cycle), --no-budgets ignores budgets"
+            "pages a period), --no-budgets ignores budgets"
         )
     return notes
 
@@ -474,12 +482,12 @@ def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
     """Print the frontier's counters as one JSON object.
 
     Fields: queued (total), levels (new and recrawl per level 0..3, discovery), parked
-    (over budget, waiting for the next cycle), reasons (queued per reason), sites and
-    hosts with URLs waiting, refused (per reason, since the start), added and handed_out
-    (since the start), budgets (cycle number and start, URLs handed out this cycle,
-    sites over budget, and parked_sites: the 10 sites with the most parked URLs, each
-    with its budget under the default --budget-* values, used, seed and
-    trusted_linkers), blocked (including blocks not yet applied).
+    (over budget, waiting for the next budget period), reasons (queued per reason),
+    sites and hosts with URLs waiting, refused (per reason, since the start), added and
+    handed_out (since the start), budgets (the budget period's number and start under
+    "cycle", URLs handed out in it, sites over budget, and parked_sites: the 10 sites
+    with the most parked URLs, each with its budget under the default --budget-* values,
+    used, seed and trusted_linkers), blocked (including blocks not yet applied).
 
     Reads the committed state without taking the lock, so it works while a crawl
     runs; touches nothing.

@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
+
+from crawlkit.errors import UsageError
+
+T = TypeVar("T")
+
+
+def renamed(value: T, old_value: T | None, name: str, old_name: str, default: T) -> T:
+    """The value of an option that also answers to a hidden old name.
+
+    ``value`` comes from ``name`` (``default`` when not given), ``old_value`` from
+    ``old_name`` (None when not given); giving both with different values is a usage
+    error, so a script that still says ``old_name`` keeps working and is never
+    silently overridden.
+    """
+    if old_value is None:
+        return value
+    if value != default and value != old_value:
+        raise UsageError(f"{old_name} is the old name of {name}: give one of them")
+    return old_value
+
 
 InputFiles = Annotated[
     list[str] | None,
@@ -69,6 +89,8 @@ SlotMapFile = Annotated[
     Path | None,
     typer.Option("--slot-map", help="The fleet's slot map file (instead of --shards)."),
 ]
+# `crawlkit shard` called the slot map --map; that name still works there, unlisted.
+OldSlotMapName = Annotated[Path | None, typer.Option("--map", hidden=True)]
 CaFile = Annotated[
     Path | None,
     typer.Option(
@@ -98,6 +120,32 @@ DnsServer = Annotated[
 ]
 
 # -- fetching and archiving: shared by fetch and crawl -----------------------------------
+# Politeness and limits are declared once, with their validation (click checks the
+# ranges before the command runs), so fetch and crawl accept the same values.
+Concurrency = Annotated[
+    int,
+    typer.Option("--concurrency", min=1, help="Requests in flight at once, over all hosts."),
+]
+MinDelay = Annotated[
+    str,
+    typer.Option(
+        "--min-delay",
+        help="Smallest gap between two requests to one host; the gap is "
+        "max(this, --delay-factor × the last fetch time, Crawl-delay).",
+    ),
+]
+DelayFactor = Annotated[
+    float,
+    typer.Option("--delay-factor", min=0.0, help="Gap multiple of the host's last fetch time."),
+]
+PerIp = Annotated[
+    int,
+    typer.Option("--per-ip", min=1, help="Requests at once to one IP address (shared hosting)."),
+]
+Timeout = Annotated[
+    str,
+    typer.Option("--timeout", help="Total time per request, silence mid-body included."),
+]
 MaxBody = Annotated[
     str, typer.Option("--max-body", help="Body bytes read per response (then truncated).")
 ]

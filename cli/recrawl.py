@@ -62,13 +62,14 @@ def recrawl_command(
     changes and a revisit interval: a change halves the interval, no change (304,
     the same digest, or a simhash within 3 bits) grows it by half, between --min
     and --max; a first fetch starts at --initial. The next visit is due interval x
-    0.5, 0.75, 1 or 1.5 after the fetch for priority 0..3 (importance). A sitemap
+    0.5, 0.75, 1 or 1.5 after the fetch for importance 0..3 (0 most important: a
+    fetch record's importance, else the frontier level it was queued at). A sitemap
     lastmod newer than the last fetch counts as a change and makes the URL due now.
     deferred fetches are due at their retry_at; errors back off from 1 h.
 
     Writes one URL record per due URL, soonest first: url, host, site, fp,
-    "reason": "recrawl", depth, priority and importance (the page's importance 0..3;
-    the frontier replaces priority by its queue level, importance stays), due,
+    "reason": "recrawl", depth, importance (0..3, 0 most important), priority (the
+    same as a 0.0-1.0 hint, higher sooner: 1.0, 0.75, 0.5, 0.25), due,
     interval, etag and last_modified (for a conditional GET), last_fetch, changes,
     checks. A URL emitted and not fetched since is not emitted again for
     max(interval, 1 day). With no input (< /dev/null) it only emits what is due.

@@ -10,12 +10,12 @@ import numpy as np
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile, StateDir
+from crawlkit_cli.options import InputFiles, OutFile, StateDir, renamed
 
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.seen import SeenStore
-from crawlkit.stages.seen_merge import DEFAULT_BATCH, SeenMerge, read_lines, store_stats
+from crawlkit.stages.seen_merge import DEFAULT_CHUNK, SeenMerge, read_lines, store_stats
 from crawlkit.url import Canonicalizer, fingerprint_int
 
 
@@ -41,10 +41,11 @@ def seen_merge(
             show_default=False,
         ),
     ] = None,
-    batch_size: Annotated[
+    chunk_size: Annotated[
         int,
-        typer.Option("--batch-size", help="Records per batch (checked and committed together)."),
-    ] = DEFAULT_BATCH,
+        typer.Option("--chunk-size", help="Records per chunk (checked and committed together)."),
+    ] = DEFAULT_CHUNK,
+    old_chunk_size: Annotated[int | None, typer.Option("--batch-size", hidden=True)] = None,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Check and write as usual, but change no state."),
@@ -91,10 +92,10 @@ def seen_merge(
     that had "fp" byte for byte); repeats within the input keep the first. A URL that
     cannot be used is reported with its line number and skipped.
 
-    Buffers one batch (--batch-size records: their bytes plus about 70 bytes each
-    while a batch is checked) and streams batch after batch. Each batch's new URLs
+    Buffers one chunk (--chunk-size records: their bytes plus about 70 bytes each
+    while a chunk is checked) and streams chunk after chunk. Each chunk's new URLs
     are committed to the seen set only after they were written: on stdout, after the
-    batch is flushed; with --out FILE, all at the end, after FILE was renamed into
+    chunk is flushed; with --out FILE, all at the end, after FILE was renamed into
     place (until then their fingerprints are held pending, 8 bytes each). A URL is
     never marked seen without being written out; a crash or a closed pipe can make a
     rerun repeat URLs, never drop them. Running the same input twice emits nothing
@@ -114,7 +115,7 @@ def seen_merge(
     measured_fp_rate (false_positives / (checked - confirmed_seen)), new, committed,
     stored, filter_fill, expected_fp_rate, bytes_per_url_disk (all files),
     bytes_per_url_ram (the filter, which probing keeps resident; the runs are read
-    through the page cache, and batch buffers come on top).
+    through the page cache, and chunk buffers come on top).
 
     Example:
 
@@ -144,13 +145,14 @@ def seen_merge(
     with SeenStore.open(
         state, writable=not dry_run, capacity=capacity, fp_rate=fp_rate, reporter=rep
     ) as store:
-        merger = SeenMerge(store, canonicalizer=canon, batch_size=batch_size, reporter=rep,
+        size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
+        merger = SeenMerge(store, canonicalizer=canon, chunk_size=size, reporter=rep,
                            dry_run=dry_run)  # fmt: skip
         with io.open_output(out) as sink:
-            # For stdout, Output.commit is a flush: a batch counts as written once the
+            # For stdout, Output.commit is a flush: a chunk counts as written once the
             # pipe has it. A file counts as written only once it is renamed (below).
             merger.run(lines, sink.write, sink.commit if to_stdout else lambda: None,
-                       commit_each_batch=to_stdout)  # fmt: skip
+                       commit_each_chunk=to_stdout)  # fmt: skip
         merger.commit_pending()
         if want_stats:
             _emit_stats(stats_file, {**merger.stats.to_json(), **store_stats(store)})

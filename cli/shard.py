@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, Quiet
+from crawlkit_cli.options import InputFiles, OldSlotMapName, Quiet, SlotMapFile, renamed
 
 from crawlkit import io
 from crawlkit.distrib import deliver, grow
@@ -20,15 +20,13 @@ from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_lines, which
 def shard(
     files: InputFiles = None,
     shards: Annotated[
-        int | None, typer.Option("--shards", help="Number of shards (without --map).")
+        int | None, typer.Option("--shards", help="Number of shards (without --slot-map).")
     ] = None,
     slots: Annotated[
-        int, typer.Option("--slots", help="Number of hash slots (without --map).")
+        int, typer.Option("--slots", help="Number of hash slots (without --slot-map).")
     ] = DEFAULT_SLOTS,
-    map_file: Annotated[
-        Path | None,
-        typer.Option("--map", help="A JSON slot map (owner and epoch per slot)."),
-    ] = None,
+    map_file: SlotMapFile = None,
+    old_map_file: OldSlotMapName = None,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out-dir", help="Write DIR/shard-K.ndjson.zst for every shard K."),
@@ -41,14 +39,14 @@ def shard(
         Path | None,
         typer.Option(
             "--save-map",
-            help="Write the slot map (of --shards, or --map grown by --grow) to this file.",
+            help="Write the slot map (of --shards, or --slot-map grown by --grow) to this file.",
         ),
     ] = None,
     grow_to: Annotated[
         int | None,
         typer.Option(
             "--grow",
-            help="With --map and --save-map: a map for this many shards that moves the "
+            help="With --slot-map and --save-map: a map for this many shards that moves the "
             "fewest slots; moved slots get epoch + 1.",
         ),
     ] = None,
@@ -62,14 +60,14 @@ def shard(
     ] = None,
     handoff_from: Annotated[
         Path | None,
-        typer.Option("--handoff-from", help="With --map and --handoff-to: the old owner."),
+        typer.Option("--handoff-from", help="With --slot-map and --handoff-to: the old owner."),
     ] = None,
     handoff_to: Annotated[
         Path | None,
         typer.Option(
             "--handoff-to",
             help="The new owner: gets the host clocks, link and budget history, queued and "
-            "waiting URLs of the sites --map moved to it. Both owners must be stopped.",
+            "waiting URLs of the sites --slot-map moved to it. Both owners must be stopped.",
         ),
     ] = None,
     quiet: Quiet = False,
@@ -78,7 +76,7 @@ def shard(
 
     Reads any NDJSON records with "site" or "url" and writes each to
     DIR/shard-K.ndjson.zst, where K owns slot xxh3_64(site) mod SLOTS: by the slot map
-    given with --map, or by even contiguous ranges of slots. Every shard file is
+    given with --slot-map, or by even contiguous ranges of slots. Every shard file is
     written (empty ones too), so a runner can tell "nothing for you" from "missing".
     Records without a usable site are reported and skipped. Same input, same bytes out.
 
@@ -98,6 +96,7 @@ def shard(
         crawlkit shard --shards 4 --which https://news.example.co.uk/a
         crawlkit shard --deliver s0 --deliver s1 --deliver s2 --deliver s3
     """
+    map_file = renamed(map_file, old_map_file, "--slot-map", "--map", None)
     if deliver_dirs:
         counts = deliver(deliver_dirs, reporter())
         if not quiet:
@@ -108,7 +107,7 @@ def shard(
         return
     if handoff_from is not None or handoff_to is not None:
         if handoff_from is None or handoff_to is None or map_file is None:
-            raise UsageError("--handoff-from and --handoff-to go together, with --map")
+            raise UsageError("--handoff-from and --handoff-to go together, with --slot-map")
         from crawlkit.handoff import handoff  # loads the frontier and numpy: only here
 
         counts = handoff(map_file, handoff_from, handoff_to)
@@ -125,10 +124,10 @@ def shard(
     elif shards is not None:
         slot_map = SlotMap.even(shards, slots)
     else:
-        raise UsageError("give --shards N or --map FILE")
+        raise UsageError("give --shards N or --slot-map FILE")
     if grow_to is not None:
         if map_file is None:
-            raise UsageError("--grow needs --map (the current slot map)")
+            raise UsageError("--grow needs --slot-map (the current slot map)")
         slot_map = grow(slot_map, grow_to)
     if save_map is not None:
         slot_map.save(save_map)

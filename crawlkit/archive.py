@@ -53,6 +53,7 @@ from crawlkit import io
 from crawlkit.cdxj import index_lines
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, UsageError
+from crawlkit.records import refusal
 
 __all__ = [
     "MAX_REQUISITE_HOPS",
@@ -159,7 +160,7 @@ class Excludes:
 
 
 def _refuse(rec: Record, reason: str, detail: str) -> Record:
-    return {**rec, "outcome": "refused", "refused": reason, "detail": detail}
+    return dict(refusal(rec, reason, detail))
 
 
 @dataclass

@@ -39,6 +39,7 @@ from crawlkit import io
 from crawlkit.audit import AuditConfig, run_audit
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html import media_type
+from crawlkit.records import refusal_reason
 
 __all__ = ["collection_section", "record_settings", "settings_of"]
 
@@ -156,7 +157,7 @@ def collection_section(
             why = rec.get("error") or (f"HTTP {status}" if status else rec.get("outcome"))
             missing.append({"url": url, "why": str(why), "from": rec.get("via")})
     for rec in refusals:
-        reason = str(rec.get("refused") or rec.get("error") or "refused")
+        reason = refusal_reason(rec)
         _examples(problems, f"refused: {reason}", rec.get("url"), examples)
         if _is_requisite(rec):
             detail = rec.get("detail")

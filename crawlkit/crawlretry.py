@@ -34,6 +34,7 @@ import numpy as np
 from crawlkit import io
 from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
+from crawlkit.records import refusal_detail, url_record
 from crawlkit.recrawl import History
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.seen.store import SeenStore
@@ -70,9 +71,7 @@ def retry_records(
         except InvalidURL:
             continue  # add_seeds reports it
         if owns is None or owns(parsed.site):
-            records[parsed.url] = {"url": parsed.url, "host": parsed.host, "site": parsed.site,
-                                   "fp": parsed.fp, "depth": 0, "priority": 1.0,
-                                   "reason": "seed"}  # fmt: skip
+            records[parsed.url] = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
     out = _never_fetched(state, _seen(state, list(records.values())))
     due: list[Record] = []
     recrawl(state_path, [], write=due.extend, now=now)
@@ -131,7 +130,7 @@ class ErrorTally:
         outcome = record.get("outcome")
         if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
             return
-        text = str(record.get("error") or "unknown error")
+        text = refusal_detail(record) or "unknown error"
         code = record.get("error_code")
         reason = str(code) if code else text.split(":", 1)[0].strip()[:60] or "unknown error"
         if outcome == "refused":

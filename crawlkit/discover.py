@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
+from crawlkit.records import url_record
 from crawlkit.robots import RobotsTxt
 from crawlkit.sitemap import SitemapError, parse_sitemap
 from crawlkit.url import Canonicalizer
@@ -85,10 +86,10 @@ def robots_records(
         except InvalidURL as exc:
             warn(f"{robots_url}: Sitemap {raw[:200]!r} skipped: {exc}")
             continue
-        out.append({"url": parsed.url, "host": parsed.host, "site": parsed.site,
-                    "fp": parsed.fp, "depth": 0, "reason": "sitemap", "kind": "sitemap",
-                    "via": robots_url, "from": robots_url, "nofollow": False,
-                    "tag": "robots"})  # fmt: skip
+        rec: dict[str, Any] = {**url_record(parsed, depth=0, reason="sitemap"),
+                               "kind": "sitemap", "via": robots_url, "from": robots_url,
+                               "nofollow": False, "tag": "robots"}  # fmt: skip
+        out.append(rec)
     return out
 
 

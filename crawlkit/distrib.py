@@ -45,6 +45,7 @@ from crawlkit import io
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, StateError, UsageError
 from crawlkit.io import Record
+from crawlkit.records import refusal
 from crawlkit.shard import SlotMap, slot_of
 from crawlkit.url import Canonicalizer
 
@@ -179,7 +180,7 @@ def record_site(record: Record, canon: Canonicalizer) -> str | None:
 
 def stale_refusal(record: Record, why: str) -> Record:
     """The record a stage writes for a URL its shard must not fetch (one per URL)."""
-    return {**record, "outcome": "refused", "refused": "shard", "detail": why}
+    return dict(refusal(record, "shard", why))
 
 
 def outbox_dir(state: str | os.PathLike[str], shard: int) -> Path:

@@ -9,8 +9,10 @@ due. :func:`apply_event` is the whole policy, a pure function (DESIGN.md "Number
   old one) halves the interval; no change (304 Not Modified, the same digest, or a
   simhash within 3 bits) grows it by half; the interval stays between ``min`` (1 h)
   and ``max`` (90 days). A first fetch starts at ``initial`` (1 day).
-* importance scales the wait: the next visit is due ``interval × scale[priority]``
-  after the fetch (priority 0 ×0.5 … priority 3 ×1.5), clamped to the same bounds.
+* importance scales the wait: the next visit is due ``interval × scale[importance]``
+  after the fetch (importance 0 ×0.5 … importance 3 ×1.5), clamped to the same
+  bounds. Importance runs 0..3, 0 most important (crawlkit.records says how it
+  differs from a record's ``priority`` hint and the frontier's level).
 * a sitemap ``lastmod`` newer than the last fetch is evidence of a change: it counts
   as one (interval halved) and makes the URL due now; the fetch that follows does
   not count the same change twice.
@@ -81,9 +83,9 @@ class RecrawlPolicy:
     def clamp(self, seconds: float) -> float:
         return min(self.max, max(self.min, seconds))
 
-    def wait(self, interval: float, priority: int) -> float:
+    def wait(self, interval: float, importance: int) -> float:
         """The delay from a fetch to the next visit: interval scaled by importance."""
-        index = min(max(priority, 0), len(self.scale) - 1)
+        index = min(max(importance, 0), len(self.scale) - 1)
         return self.clamp(interval * self.scale[index])
 
 
@@ -96,7 +98,7 @@ class Entry:
     host: str | None = None
     site: str | None = None
     depth: int | None = None
-    priority: int = 2
+    importance: int = 2  # 0..3, 0 most important (the table's "priority" column)
     last_fetch: float | None = None  # time of the last successful fetch (or 304)
     last_event: float = 0.0  # time of the newest event applied (idempotence)
     status: int | None = None
@@ -131,7 +133,7 @@ class Event:
     simhash: int | None = None
     retry_at: float | None = None
     lastmod: float | None = None
-    priority: int | None = None
+    importance: int | None = None
     depth: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -169,8 +171,8 @@ def apply_event(entry: Entry | None, event: Event, fp: int, policy: RecrawlPolic
         if entry is not None
         else Entry(fp=fp, url=event.url, interval=policy.initial, last_event=event.at)
     )
-    if event.priority is not None:
-        new.priority = event.priority
+    if event.importance is not None:
+        new.importance = event.importance
     if event.depth is not None:
         new.depth = event.depth
     new.outcome = outcome or None
@@ -237,11 +239,14 @@ def _apply_fetch(
         new.digest = digest
     if event.simhash is not None:
         new.simhash = event.simhash
-    new.due = event.at + policy.wait(new.interval, new.priority)
+    new.due = event.at + policy.wait(new.interval, new.importance)
     new.emitted = None
 
 
-_COLUMNS = [f for f in Entry.__dataclass_fields__]
+_FIELDS = list(Entry.__dataclass_fields__)
+# The table's column of each field: importance has always been stored as "priority",
+# and history tables written before keep opening.
+_COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
 
 
 class History:
@@ -291,7 +296,7 @@ class History:
 
     @staticmethod
     def _entry(row: tuple[Any, ...]) -> Entry:
-        values = dict(zip(_COLUMNS, row, strict=True))
+        values = dict(zip(_FIELDS, row, strict=True))
         values["fp"] = _unsigned(values["fp"])
         if values["simhash"] is not None:
             values["simhash"] = _unsigned(values["simhash"])
@@ -306,7 +311,7 @@ class History:
             if entry.simhash is not None:
                 values["simhash"] = _signed(entry.simhash)
             values["pending_change"] = int(entry.pending_change)
-            rows.append(tuple(values[c] for c in _COLUMNS))
+            rows.append(tuple(values[f] for f in _FIELDS))
         marks = ", ".join("?" for _ in _COLUMNS)
         self.db.executemany(
             f"INSERT OR REPLACE INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", rows

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from crawlkit.io import Record
+from crawlkit.records import refusal_reason
 from crawlkit.timefmt import parse_time
 
 __all__ = ["build_report", "format_number", "parse_time", "render_html"]
@@ -92,9 +93,7 @@ def build_report(
         ]
 
     kinds: Counter[str] = Counter(str(r.get("kind") or "unknown") for r in dedups)
-    reasons: Counter[str] = Counter(
-        str(r.get("refused") or r.get("reason") or r.get("error") or "unknown") for r in refusals
-    )
+    reasons: Counter[str] = Counter(refusal_reason(r) for r in refusals)
     duration = (max(times) - min(times)) if len(times) > 1 else 0.0
     copies = kinds["exact"] + kinds["near"]
     pages = sum(kinds.values())

@@ -17,6 +17,7 @@ import xxhash
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
 from crawlkit.io import Record, atomic_write_json, read_json
+from crawlkit.records import where_record
 from crawlkit.url import Canonicalizer, site_of_host
 
 DEFAULT_SLOTS = 4096
@@ -154,13 +155,9 @@ def which(url: str, slot_map: SlotMap, canon: Canonicalizer | None = None) -> Re
     canon = canon or Canonicalizer()
     parsed = canon.parse(url)
     slot = slot_of(parsed.site, slot_map.slots)
-    return {
-        "url": parsed.url,
-        "site": parsed.site,
-        "slot": slot,
-        "shard": slot_map.owner[slot],
-        "epoch": slot_map.epoch[slot],
-    }
+    return dict(
+        where_record(parsed.url, parsed.site, slot, slot_map.owner[slot], slot_map.epoch[slot])
+    )
 
 
 __all__ += ["site_of_host", "which"]

@@ -53,6 +53,7 @@ from xml.parsers import expat
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
+from crawlkit.records import url_record
 from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer
 
@@ -501,15 +502,9 @@ class SitemapReader:
                 self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
             )
             return
-        record: dict[str, Any] = {
-            "url": parsed.url,
-            "host": parsed.host,
-            "site": parsed.site,
-            "fp": parsed.fp,
-            "depth": 0,
-            "priority": self._priority(priority, line),
-            "reason": "sitemap",
-        }
+        record = url_record(
+            parsed, depth=0, priority=self._priority(priority, line), reason="sitemap"
+        )
         if kind is not None:
             record["kind"] = kind
         if lastmod is not None:
@@ -536,7 +531,7 @@ class SitemapReader:
             stats.sitemaps += 1
         else:
             stats.urls += 1
-        self._pending.append(record)
+        self._pending.append(dict(record))
 
     def _priority(self, text: str | None, line: int) -> float:
         if text is None:

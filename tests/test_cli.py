@@ -173,3 +173,36 @@ def test_command_table_matches_the_commands() -> None:
         root.format_commands(ctx, lazy)
         click.Group.format_commands(root, ctx, eager)  # asks every command itself
         assert lazy.getvalue() == eager.getvalue(), width
+
+
+SHARED_FETCH_OPTIONS = ("--concurrency", "--min-delay", "--delay-factor", "--per-ip",
+                        "--timeout", "--agent", "--max-body", "--backoff", "--max-backoff",
+                        "--warc-size", "--warc-prefix", "--allow-net", "--hosts-file",
+                        "--ca-file", "--insecure", "--dns-server", "--shards",
+                        "--slot-map")  # fmt: skip
+
+
+def _options(name: str) -> dict[str, click.Option]:
+    root = typer.main.get_command(app)
+    assert isinstance(root, click.Group)
+    command = root.get_command(click.Context(root), name)
+    assert command is not None
+    return {o: p for p in command.params if isinstance(p, click.Option) for o in p.opts}
+
+
+def test_fetch_and_crawl_declare_their_shared_options_alike() -> None:
+    """One declaration each: the same help, default, type and range in both commands."""
+    fetch, crawl = _options("fetch"), _options("crawl")
+    for flag in SHARED_FETCH_OPTIONS:
+        a, b = fetch[flag], crawl[flag]
+        assert a.to_info_dict() == b.to_info_dict(), flag
+
+
+def test_fetch_and_crawl_refuse_the_same_out_of_range_politeness(cli, tmp_path) -> None:
+    for flag, value in (("--concurrency", "0"), ("--per-ip", "0"), ("--delay-factor", "-1")):
+        for command in (["fetch"], ["crawl", "http://127.0.0.1/"]):
+            state = tmp_path / f"{command[0]}{flag}"
+            res = cli(*command, "--state", str(state), flag, value, input=b"")
+            assert res.code == 2, (command, flag, res.stderr)
+            assert res.stderr.startswith(f"crawlkit {command[0]}: Invalid value for '{flag}'")
+            assert not state.exists()  # refused before anything was touched

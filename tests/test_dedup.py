@@ -153,10 +153,10 @@ def test_index_finds_exactly_the_brute_force_pairs():
 def test_dedup_equals_brute_force_over_10000_pages(tmp_path):
     pages = synthetic_pages(10_000)
     expected = reference(pages)
-    # Small batches and commits, and a restart half way, exercise every path.
+    # Small chunks and commits, and a restart half way, exercise every path.
     half = len(pages) // 2
-    out = run(tmp_path, pages[:half], batch_size=500, commit_every=1500)
-    out += run(tmp_path, pages[half:], batch_size=733, commit_every=2000)
+    out = run(tmp_path, pages[:half], chunk_size=500, commit_every=1500)
+    out += run(tmp_path, pages[half:], chunk_size=733, commit_every=2000)
     assert len(out) == len(pages)  # invariant 1: one record per page
     got = [(r["kind"], r["dup_of"], r["distance"]) for r in out]
     assert got == expected
@@ -340,7 +340,7 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
             pages.append({"url": url, "site": near_host.name, "digest": str(hash(body)),
                           "simhash": visible_simhash(body)})  # fmt: skip
     assert len(pages) >= 10_000
-    out = run(tmp_path, pages, batch_size=2048)
+    out = run(tmp_path, pages, chunk_size=2048)
     assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)
     kinds = {r["url"]: r["kind"] for r in out}
     assert sum(kinds[u] == "near" for u in near_urls) == len(near_urls) - 1  # all but the first
@@ -374,7 +374,7 @@ _URLS = [f"http://s{i % 3}.example/{i}" for i in range(8)]
     ),
     st.integers(1, 7),
 )
-def test_dedup_properties(tmp_path_factory, rows, batch_size):
+def test_dedup_properties(tmp_path_factory, rows, chunk_size):
     """One record per page, in order; a copy always names another, earlier URL."""
     pages = []
     for url, digest, sh, text_bytes in rows:
@@ -384,7 +384,7 @@ def test_dedup_properties(tmp_path_factory, rows, batch_size):
         if sh is not None:
             page["simhash"] = f"{sh:016x}"
         pages.append(page)
-    out = run(tmp_path_factory.mktemp("d"), pages, batch_size=batch_size)
+    out = run(tmp_path_factory.mktemp("d"), pages, chunk_size=chunk_size)
     assert [r["url"] for r in out] == [p["url"] for p in pages]
     seen_digests: dict[str, str] = {}
     seen_urls: list[str] = []
@@ -411,7 +411,7 @@ def test_table_snapshots_across_restarts(tmp_path, monkeypatch):
     pages = synthetic_pages(4000, seed=11)
     out = []
     for start in range(0, len(pages), 900):
-        out += run(tmp_path, pages[start : start + 900], batch_size=256, commit_every=400)
+        out += run(tmp_path, pages[start : start + 900], chunk_size=256, commit_every=400)
         snapshots = sorted(p.name for p in tmp_path.glob("tables.*.bin"))
         assert len(snapshots) == 1, snapshots
     assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)

@@ -542,8 +542,8 @@ def test_cli_next_says_why_urls_wait_and_stats_names_the_sites(tmp_path: Path) -
     second = crawlkit("frontier", "next", "--state", state, "--now", str(NOW + 60))
     assert second.lines == []
     for res in (first, second):
-        assert "90 URLs of 1 sites are over their budget and wait for the next --cycle at " \
-            "2026-05-29T" in res.stderr  # fmt: skip
+        assert "90 URLs of 1 sites are over their budget and wait for the next " \
+            "--budget-period at 2026-05-29T" in res.stderr  # fmt: skip
         assert "a.test used 10 of 10, not a seed and no trusted linkers" in res.stderr
         assert "'frontier add --reason seed'" in res.stderr
     stats = json.loads(crawlkit("frontier", "stats", "--state", state).stdout)
@@ -601,3 +601,21 @@ def test_cli_links_feed_the_site_graph(tmp_path: Path) -> None:
         table.note_seed(f"s{i}.test")
         table.note_link("pop.test", f"s{i}.test")
     assert table.budget("pop.test") == 10 + 100 * 10
+
+
+def test_cli_next_budget_period_and_its_hidden_old_name_cycle(tmp_path: Path) -> None:
+    state = str(tmp_path / "s")
+    urls = "".join(f"http://a.test/p{i}\n" for i in range(100)).encode()
+    assert crawlkit("frontier", "add", "--state", state, "--urls", input=urls).code == 0
+    nxt = ["frontier", "next", "--state", state]
+    first = crawlkit(*nxt, "--now", str(NOW), "--budget-period", "1h")
+    assert len(first.lines) == 10, first.stderr
+    day = crawlkit(*nxt, "--now", str(NOW + 7200))  # the default period, a day, goes on
+    assert day.lines == []
+    hour = crawlkit(*nxt, "--now", str(NOW + 7200), "--cycle", "1h")  # refilled after 1 h
+    assert len(hour.lines) == 10, hour.stderr
+    both = crawlkit(*nxt, "--now", str(NOW + 9000), "--budget-period", "2h", "--cycle", "1h")
+    assert both.code == 2
+    assert "--cycle is the old name of --budget-period" in both.stderr
+    helptext = crawlkit("frontier", "next", "--help").stdout.decode()
+    assert "--budget-period" in helptext and "--cycle" not in helptext

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import statistics
 from pathlib import Path
 
 import pytest
 from conftest import crawlkit
 
-from crawlkit.recrawl import Entry, Event, RecrawlPolicy, apply_event
+from crawlkit.recrawl import Entry, Event, History, RecrawlPolicy, apply_event
 from crawlkit.stages.recrawl import recrawl
 
 H = 3600.0
@@ -71,7 +72,7 @@ def test_interval_is_clamped_between_one_hour_and_ninety_days() -> None:
 def test_importance_scales_the_wait() -> None:
     waits = []
     for prio in range(4):
-        e = apply_event(None, fetch(T0, priority=prio), 1, P)
+        e = apply_event(None, fetch(T0, importance=prio), 1, P)
         waits.append(e.due - T0)
     assert waits == [DAY * 0.5, DAY * 0.75, DAY, DAY * 1.5]
 
@@ -292,3 +293,20 @@ def test_the_shared_time_parser_takes_only_1970_to_9999(value, seconds) -> None:
     assert parse_time(value) == seconds
     assert (time_problem({"t": value}, "t") is None) == (seconds is not None)
     assert normalize_lastmod("1969-12-31") is None  # a sitemap gives no unusable lastmod
+
+
+def test_importance_is_stored_in_the_history_tables_priority_column(tmp_path: Path) -> None:
+    """A history table written before importance had its own name keeps opening."""
+    history = History(tmp_path)
+    history.put([Entry(fp=7, url="https://a.test/", importance=0)])
+    history.commit()
+    history.close()
+    db = sqlite3.connect(tmp_path / "history.sqlite")
+    columns = [row[1] for row in db.execute("PRAGMA table_info(history)")]
+    assert "priority" in columns and "importance" not in columns
+    assert db.execute("SELECT priority FROM history WHERE fp = 7").fetchone() == (0,)
+    db.close()
+    again = History(tmp_path)
+    entry = again.get(7)
+    again.close()
+    assert entry is not None and entry.importance == 0

@@ -70,7 +70,7 @@ def finish_in_process(state: Path, data: bytes) -> set[str]:
     """A clean rerun (the library, like the command with stdout)."""
     out: list[bytes] = []
     with SeenStore.open(state) as store:
-        merger = SeenMerge(store, canonicalizer=CANON, batch_size=9)
+        merger = SeenMerge(store, canonicalizer=CANON, chunk_size=9)
         merger.run([("in", i, line) for i, line in enumerate(data.splitlines())], out.append)
     return emitted_urls(b"".join(out))
 

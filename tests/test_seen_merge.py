@@ -41,9 +41,9 @@ class Sink:
         return [orjson.loads(line) for line in self.data.splitlines()]
 
 
-def merge(store: SeenStore, items, *, batch_size: int = 1000, **kw) -> tuple[Sink, SeenMerge]:
+def merge(store: SeenStore, items, *, chunk_size: int = 1000, **kw) -> tuple[Sink, SeenMerge]:
     sink = Sink()
-    merger = SeenMerge(store, canonicalizer=CANON, batch_size=batch_size, **kw)
+    merger = SeenMerge(store, canonicalizer=CANON, chunk_size=chunk_size, **kw)
     merger.run([("t", i + 1, item) for i, item in enumerate(items)], sink.write, sink.flush)
     return sink, merger
 
@@ -57,10 +57,10 @@ def lines(*records: dict) -> bytes:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 30), max_size=80), st.integers(1, 20))
-def test_first_occurrence_wins_and_order_is_kept(values, batch_size):
+def test_first_occurrence_wins_and_order_is_kept(values, chunk_size):
     with tempfile.TemporaryDirectory() as tmp, SeenStore.open(tmp, capacity=16) as store:
         sink, _ = merge(store, [fp_record(v, i=i) for i, v in enumerate(values)],
-                        batch_size=batch_size)  # fmt: skip
+                        chunk_size=chunk_size)  # fmt: skip
     expected, seen = [], set()
     for i, v in enumerate(values):
         if v not in seen:
@@ -76,13 +76,13 @@ def test_first_occurrence_wins_and_order_is_kept(values, batch_size):
     st.sampled_from([4, 50, 10_000]),
     st.lists(st.booleans(), min_size=6, max_size=6),
 )
-def test_never_marks_seen_what_it_did_not_emit(runs, batch_size, capacity, failures):
+def test_never_marks_seen_what_it_did_not_emit(runs, chunk_size, capacity, failures):
     """Invariant 4 over several runs, some of whose writes fail part way."""
     emitted: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
         for run, fail in zip(runs, failures, strict=False):
             with SeenStore.open(tmp, capacity=capacity) as store:
-                merger = SeenMerge(store, canonicalizer=CANON, batch_size=batch_size)
+                merger = SeenMerge(store, canonicalizer=CANON, chunk_size=chunk_size)
                 calls = 0
 
                 def write(data: bytes, fail: bool = fail) -> None:
@@ -112,7 +112,7 @@ def test_a_filter_that_always_says_maybe_still_lets_every_new_url_out(tmp_path: 
         store.commit(np.arange(0, 2000, 2, dtype=np.uint64))  # the even numbers
         store.filter._bits[:] = np.uint64(2**64 - 1)  # every probe now says "maybe"
         items = [fp_record(x) for x in range(2000)]
-        sink, merger = merge(store, items, batch_size=300)
+        sink, merger = merge(store, items, chunk_size=300)
     assert [int(r["fp"], 16) for r in sink.records] == list(range(1, 2000, 2))
     stats = merger.stats
     assert (stats.checked, stats.bloom_maybes, stats.confirmed_seen) == (2000, 2000, 1000)
@@ -152,7 +152,7 @@ def test_bad_records_are_reported_and_skipped(tmp_path: Path):
 
 def test_a_failed_write_commits_nothing(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
-        merger = SeenMerge(store, canonicalizer=CANON, batch_size=10)
+        merger = SeenMerge(store, canonicalizer=CANON, chunk_size=10)
 
         def write(data: bytes) -> None:
             raise OSError("disk full")
@@ -165,9 +165,9 @@ def test_a_failed_write_commits_nothing(tmp_path: Path):
 def test_pending_mode_commits_only_when_told(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
         sink = Sink()
-        merger = SeenMerge(store, canonicalizer=CANON, batch_size=3)
+        merger = SeenMerge(store, canonicalizer=CANON, chunk_size=3)
         items = [("t", i, fp_record(x % 7)) for i, x in enumerate(range(20))]
-        merger.run(items, sink.write, commit_each_batch=False)
+        merger.run(items, sink.write, commit_each_chunk=False)
         assert len(sink.records) == 7  # later batches still saw the earlier ones
         assert store.stored == 0
         merger.commit_pending()
@@ -178,7 +178,7 @@ def test_dry_run_changes_nothing(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
         store.commit(np.array([1], dtype=np.uint64))
     with SeenStore.open(tmp_path, writable=False) as store:
-        sink, merger = merge(store, [fp_record(x) for x in (1, 2, 2, 3)], batch_size=2,
+        sink, merger = merge(store, [fp_record(x) for x in (1, 2, 2, 3)], chunk_size=2,
                              dry_run=True)  # fmt: skip
         merger.commit_pending()
         assert [int(r["fp"], 16) for r in sink.records] == [2, 3]
@@ -194,7 +194,7 @@ URLS = [f"https://site{i % 7}.example.com/page/{i}" for i in range(300)]
 def test_cli_emits_new_urls_once_and_is_idempotent(tmp_path: Path):
     state = tmp_path / "S"
     data = lines(*({"url": u, "i": i} for i, u in enumerate(URLS + URLS[:50])))
-    first = crawlkit("seen-merge", "--state", str(state), "--batch-size", "64", input=data)
+    first = crawlkit("seen-merge", "--state", str(state), "--chunk-size", "64", input=data)
     assert first.code == 0, first.stderr
     assert [orjson.loads(x)["i"] for x in first.lines] == list(range(300))
     again = crawlkit("seen-merge", "--state", str(state), input=data)
@@ -233,7 +233,9 @@ def test_cli_out_file_contains_dry_run_and_rebuild(tmp_path: Path):
                       input=data)  # fmt: skip
     assert result.code == 0, result.stderr
     assert len(list(read_records([out]))) == 40
-    assert orjson.loads((tmp_path / "s.json").read_bytes())["new"] == 40
+    stats = orjson.loads((tmp_path / "s.json").read_bytes())
+    assert stats["new"] == 40
+    assert stats["batches"] == 6  # --batch-size, chunk's old name, still sets it: 40 / 7
     shouted = URLS[0].replace("https://site", "HTTPS://SITE")
     check = crawlkit("seen-merge", "--state", str(state), "--contains", shouted, URLS[100],
                      "not a url")  # fmt: skip

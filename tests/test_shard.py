@@ -84,4 +84,22 @@ def test_cli_which(cli) -> None:
 def test_cli_usage_errors(cli) -> None:
     res = cli("shard", "--out-dir", "x")
     assert res.code == 2
-    assert res.stderr.startswith("crawlkit shard: give --shards N or --map FILE")
+    assert res.stderr.startswith("crawlkit shard: give --shards N or --slot-map FILE")
+
+
+def test_cli_slot_map_and_its_hidden_old_name_map(cli, tmp_path) -> None:
+    the_map = tmp_path / "map.json"
+    assert cli("shard", "--shards", "3", "--save-map", str(the_map)).code == 0
+    url = "https://news.bbc.co.uk/x"
+    new = cli("shard", "--slot-map", str(the_map), "--which", url)
+    old = cli("shard", "--map", str(the_map), "--which", url)
+    assert new.code == old.code == 0
+    assert orjson.loads(new.stdout) == orjson.loads(old.stdout)
+    assert orjson.loads(new.stdout)["shard"] == slot_of("bbc.co.uk") * 3 // 4096
+    other = tmp_path / "other.json"
+    assert cli("shard", "--shards", "2", "--save-map", str(other)).code == 0
+    both = cli("shard", "--slot-map", str(the_map), "--map", str(other), "--which", url)
+    assert both.code == 2
+    assert both.stderr.startswith("crawlkit shard: --map is the old name of --slot-map")
+    helptext = cli("shard", "--help").stdout.decode()
+    assert "--slot-map" in helptext and "--map " not in helptext

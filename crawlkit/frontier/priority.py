@@ -1,20 +1,21 @@
-"""Priority levels and the weighted split of a batch between queues.
+"""Queue levels and the weighted split of a batch between queues.
 
-Levels run from 0 (most urgent) to 3. A URL's level is decided once, when it is
-queued, from what the frontier knows then:
+Levels run from 0 (most urgent) to 3. A level is not a record's ``priority`` (a
+finder's 0.0-1.0 hint, higher sooner) nor a recrawl's ``importance`` (0..3, which a
+recrawl's level starts from); see :mod:`crawlkit.records`. A URL's level is decided
+once, when it is queued, from what the frontier knows then:
 
 * new URLs start at level 2; seeds are level 0. A site linked from 3 or more other
   sites is one level more urgent, from 30 or more two levels (the importance
   signal: distinct linking sites, not links, so one chatty site cannot promote
   another). A URL 5 or more hops from its seed is one level less urgent. A sitemap
   entry whose ``lastmod`` is less than 30 days old is one level more urgent.
-* recrawls start at the ``priority`` the recrawl stage gave them (the page's
-  importance, default 2) and are one level more urgent when overdue by more than one
-  interval.
+* recrawls start at the ``importance`` the recrawl stage gave them (default 2) and
+  are one level more urgent when overdue by more than one interval.
 
 :func:`split` divides a batch between non-empty queues by weight (8:4:2:1 across
-levels), so level 3 still gets about one URL in fifteen: low priority trickles, it
-never starves.
+levels), so level 3 still gets about one URL in fifteen: the lowest level trickles,
+it never starves.
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ def new_url_level(
     return _clamp(level)
 
 
-def recrawl_level(priority: int, overdue: float, interval: float | None) -> int:
-    """The level of a recrawl: its page's priority, one better when overdue > interval."""
-    level = priority
+def recrawl_level(importance: int, overdue: float, interval: float | None) -> int:
+    """The level of a recrawl: its page's importance, one better when overdue > interval."""
+    level = importance
     if interval and interval > 0 and overdue > interval:
         level -= 1
     return _clamp(level)

@@ -15,6 +15,7 @@ import orjson
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.io import LineError, Record
+from crawlkit.records import canon_record
 from crawlkit.url import Canonicalizer
 
 
@@ -39,8 +40,7 @@ def canon_records(
     for source, lineno, text in lines:
         if not isinstance(text, str):
             error = text.reason if isinstance(text, LineError) else "invalid UTF-8"
-            yield {"input": None, "url": None, "host": None, "site": None, "fp": None,
-                   "error": error}  # fmt: skip
+            yield dict(canon_record(None, None, error))
             continue
         raw = text.strip()
         try:
@@ -51,11 +51,9 @@ def canon_records(
             parsed = canon.parse(raw, base)
         except InvalidURL as exc:
             reporter.bad_record(source, lineno, str(exc))
-            yield {"input": text, "url": None, "host": None, "site": None, "fp": None,
-                   "error": str(exc)}  # fmt: skip
+            yield dict(canon_record(text, None, str(exc)))
             continue
-        yield {"input": text, "url": parsed.url, "host": parsed.host, "site": parsed.site,
-               "fp": parsed.fp, "error": None}  # fmt: skip
+        yield dict(canon_record(text, parsed))
 
 
 def _url_of_record(line: str) -> str:

@@ -19,8 +19,8 @@ its own stored digest and is not counted as a copy (``dup_of`` always differs fr
 ``url``). What is stored: the first URL of every digest, and the simhash of every
 unique page (near copies are not indexed, so ``dup_of`` always names an original).
 
-Work goes in batches: the batch is looked up in the vectorised indexes at once, then
-decided record by record in order, with pages of the same batch found through small
+Work goes in chunks: the chunk is looked up in the vectorised indexes at once, then
+decided record by record in order, with pages of the same chunk found through small
 dictionaries; state is committed every ``commit_every`` pages and at the end.
 
 Site records ``{"site", "pages", "exact", "near", "yield"}`` give, per site, the
@@ -43,6 +43,7 @@ from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.nearindex import table_keys
+from crawlkit.records import dedup_record
 from crawlkit.state import open_substate
 from crawlkit.url import fingerprint, fingerprint_int, site_of_host
 
@@ -160,7 +161,7 @@ def _colliding_keys(items: list[_Item]) -> dict[int, list[int]]:
     return dict(zip(idx[rows].tolist(), keys[:, rows].T.tolist(), strict=True))
 
 
-def _decide_batch(
+def _decide_chunk(
     store: DedupStore,
     items: list[_Item],
     k: int,
@@ -169,7 +170,7 @@ def _decide_batch(
     first_id = store.n
     exact_main = store.exact_lookup(np.fromiter((it.d64 for it in items), np.uint64, len(items)))
     best_main, self_main = _main_near(store, items, k)
-    # Pages of this batch can match each other only if they share a table key; find
+    # Pages of this chunk can match each other only if they share a table key; find
     # those few (vectorised) and give only them the per-record dictionary work.
     keys = _colliding_keys(items)
     delta: list[dict[int, list[int]]] = [{} for _ in range(20)]
@@ -230,18 +231,17 @@ def _decide_batch(
             stats.unique += 1
         rec = it.record
         fp = rec.get("fp")
-        out.append(
-            {
-                "url": it.url,
-                "kind": kind,
-                "dup_of": store.url_of(dup_id) if dup_id >= 0 else None,
-                "distance": distance,
-                "site": it.site,
-                "fp": fp if isinstance(fp, str) else fingerprint(it.url),
-                "digest": rec.get("digest"),
-                "simhash": rec.get("simhash"),
-            }
+        verdict = dedup_record(
+            url=it.url,
+            kind=kind,
+            dup_of=store.url_of(dup_id) if dup_id >= 0 else None,
+            distance=distance,
+            site=it.site,
+            fp=fp if isinstance(fp, str) else fingerprint(it.url),
+            digest=rec.get("digest"),
+            simhash=rec.get("simhash"),
         )
+        out.append(dict(verdict))
     store.seal_batch(first_id)
     return out
 
@@ -251,7 +251,7 @@ def dedup_records(
     store: DedupStore,
     *,
     k: int = MAX_DISTANCE,
-    batch_size: int = 16384,
+    chunk_size: int = 16384,
     commit_every: int = 200_000,
     reporter: Reporter | None = None,
     stats: DedupStats | None = None,
@@ -266,13 +266,13 @@ def dedup_records(
     reporter = reporter or NullReporter()
     stats = stats if stats is not None else DedupStats()
     since_commit = 0
-    batch: list[_Item] = []
+    chunk: list[_Item] = []
 
     def flush() -> list[Record]:
-        nonlocal since_commit, batch
-        done = _decide_batch(store, batch, k, stats)
-        since_commit += len(batch)
-        batch = []
+        nonlocal since_commit, chunk
+        done = _decide_chunk(store, chunk, k, stats)
+        since_commit += len(chunk)
+        chunk = []
         if since_commit >= commit_every:
             store.commit()
             since_commit = 0
@@ -286,10 +286,10 @@ def dedup_records(
         stats.skipped = reporter.bad_records - bad_before
         if item is None:
             continue
-        batch.append(item)
-        if len(batch) >= batch_size:
+        chunk.append(item)
+        if len(chunk) >= chunk_size:
             yield from flush()
-    if batch:
+    if chunk:
         yield from flush()
     store.commit()
     stats.skipped = reporter.bad_records - bad_before

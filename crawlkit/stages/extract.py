@@ -53,6 +53,7 @@ from crawlkit.html import (
     looks_like_html,
     media_type,
 )
+from crawlkit.records import link_fields, page_record
 from crawlkit.url import Canonicalizer, Rules
 from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses, iter_responses_at
 
@@ -177,14 +178,13 @@ def _link_lines(
     link_depth = depth + 1
     tails = [
         orjson.dumps(
-            {
-                "depth": link_depth,
-                "priority": link_priority(link_depth, nf),
-                "reason": reason,
-                "via": source,
-                "from": source,
-                "nofollow": nf,
-            }
+            link_fields(
+                depth=link_depth,
+                priority=link_priority(link_depth, nf),
+                reason=reason,
+                source=source,
+                nofollow=nf,
+            )
         )[1:-1]
         for nf in (False, True)
     ]
@@ -280,26 +280,23 @@ def process_chunk(
             warnings.append((f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})",
                              "page error"))  # fmt: skip
             continue
-        record: dict[str, Any] = {
-            "url": page_url.url,
-            "host": page_url.host,
-            "site": page_url.site,
-            "fp": page_url.fp,
-            "depth": depth,
-            "status": status,
-            "fetched_at": fetched_at,
-            "content_type": ctype,
-            "charset": page.charset,
-            "digest": digest,
-            "simhash": f"{page.simhash:016x}",
-            "title": page.title,
-            "canonical": page.canonical,
-            "noindex": page.noindex,
-            "nofollow": page.nofollow,
-            "links": len(page.links),
-            "requisites": len(page.requisites),
-            "text_bytes": page.text_bytes,
-        }
+        record = page_record(
+            page_url,
+            depth=depth,
+            status=status,
+            fetched_at=fetched_at,
+            content_type=ctype,
+            charset=page.charset,
+            digest=digest,
+            simhash=page.simhash,
+            title=page.title,
+            canonical=page.canonical,
+            noindex=page.noindex,
+            nofollow=page.nofollow,
+            links=len(page.links),
+            requisites=len(page.requisites),
+            text_bytes=page.text_bytes,
+        )
         if truncated:
             record["truncated"] = truncated
         if page.capped:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
+from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
 from crawlkit.stages.frontier import lock_state
 from crawlkit.timefmt import iso, parse_time, time_problem
@@ -112,9 +113,9 @@ def collect_events(
                 digest=_str(rec.get("digest")),
                 simhash=_simhash(rec.get("simhash")),
                 retry_at=parse_time(rec.get("retry_at")),
-                # "importance" is what this stage said the page was worth; "priority"
-                # is the frontier's level, which an overdue bonus may have raised.
-                priority=_int(rec.get("importance", rec.get("priority"))),
+                # "importance" is what this stage said the page was worth; else the
+                # frontier's queue level (records.importance_of).
+                importance=importance_of(rec),
                 depth=_int(rec.get("depth")),
                 extra={"location": rec.get("location")} if rec.get("location") else {},
             )
@@ -183,26 +184,23 @@ def recrawl(
             summary.updated = len(changed)
             out: list[Record] = []
             for entry in history.due(now, policy.reemit, max_urls):
-                wait = policy.wait(entry.interval, entry.priority)
-                out.append(
-                    {
-                        "url": entry.url,
-                        "host": entry.host,
-                        "site": entry.site,
-                        "fp": f"{entry.fp:016x}",
-                        "reason": "recrawl",
-                        "depth": entry.depth if entry.depth is not None else 0,
-                        "priority": entry.priority,
-                        "importance": entry.priority,
-                        "due": iso(entry.due),
-                        "interval": round(wait, 3),
-                        "etag": entry.etag,
-                        "last_modified": entry.last_modified,
-                        "last_fetch": iso(entry.last_fetch) if entry.last_fetch else None,
-                        "changes": entry.changes,
-                        "checks": entry.checks,
-                    }
+                wait = policy.wait(entry.interval, entry.importance)
+                due = recrawl_record(
+                    url=entry.url,
+                    host=entry.host,
+                    site=entry.site,
+                    fp=f"{entry.fp:016x}",
+                    depth=entry.depth if entry.depth is not None else 0,
+                    importance=entry.importance,
+                    due=iso(entry.due),
+                    interval=round(wait, 3),
+                    etag=entry.etag,
+                    last_modified=entry.last_modified,
+                    last_fetch=iso(entry.last_fetch) if entry.last_fetch else None,
+                    changes=entry.changes,
+                    checks=entry.checks,
                 )
+                out.append(dict(due))
             write(out)
             history.mark_emitted([int(r["fp"], 16) for r in out], now)
             history.commit()

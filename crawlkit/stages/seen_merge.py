@@ -1,28 +1,28 @@
 """``crawlkit seen-merge``: pass on only the URLs the crawl has never seen.
 
 Reads link or URL records (NDJSON; a line that is not a JSON object is taken as a bare
-URL) in batches of ``batch_size``. For each batch:
+URL) in chunks of ``chunk_size``. For each chunk:
 
 1. records without ``fp`` are canonicalized (``url``, ``host``, ``site`` and ``fp`` are
    set; a URL that cannot be used is reported as a bad record and skipped);
 2. repeats within the input are dropped, the first occurrence wins and input order
    is kept;
-3. the store is asked about the whole batch at once: Bloom filter, then an exact
+3. the store is asked about the whole chunk at once: Bloom filter, then an exact
    check of every "maybe" against the sorted runs (DESIGN.md invariant 4);
 4. the never-seen records are written, all their fields kept (a record that already
    had ``fp`` is written byte for byte as it came);
 5. only after the write has succeeded are their fingerprints committed to the store.
 
 So a URL is never marked seen unless it was also written out. When writing fails
-(a closed pipe, a full disk) nothing of that batch is committed, and a rerun emits
+(a closed pipe, a full disk) nothing of that chunk is committed, and a rerun emits
 those URLs again: a crash can repeat URLs, never lose them.
 
 When the output is a file that is renamed into place only at the end, "written" means
-"renamed": the caller keeps the batches' fingerprints pending (``commit_each_batch=
+"renamed": the caller keeps the chunks' fingerprints pending (``commit_each_chunk=
 False``) and calls :meth:`SeenMerge.commit_pending` after the rename. Pending
-fingerprints are still checked, so later batches do not repeat earlier ones.
+fingerprints are still checked, so later chunks do not repeat earlier ones.
 
-Memory: one batch of output lines and a few arrays of 8-byte keys per batch, plus
+Memory: one chunk of output lines and a few arrays of 8-byte keys per chunk, plus
 8 bytes per pending fingerprint; the store itself is memory-mapped.
 """
 
@@ -50,7 +50,7 @@ from crawlkit.seen.runs import lookup_sorted, merge_sorted
 from crawlkit.url import Canonicalizer, ParsedURL
 
 __all__ = [
-    "DEFAULT_BATCH",
+    "DEFAULT_CHUNK",
     "FreshRecords",
     "SeenMerge",
     "SeenMergeStats",
@@ -59,12 +59,12 @@ __all__ = [
     "store_stats",
 ]
 
-DEFAULT_BATCH = 1_000_000
+DEFAULT_CHUNK = 1_000_000
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
 _MAX_PENDING_ARRAYS = 8
 _BLOCK = 1 << 20
 # Canonical forms of recent URLs: link streams repeat navigation links a lot. Bounded
-# so a batch of a million distinct URLs does not keep a million parses alive.
+# so a chunk of a million distinct URLs does not keep a million parses alive.
 _CACHE_MAX = 65536
 
 Line = tuple[str, int, "bytes | Record"]
@@ -85,7 +85,7 @@ class SeenMergeStats:
     false_positives: int = 0
     new: int = 0
     committed: int = 0
-    batches: int = 0
+    chunks: int = 0  # chunks processed; --stats names it "batches", as it always did
 
     @property
     def measured_fp_rate(self) -> float | None:
@@ -95,6 +95,7 @@ class SeenMergeStats:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = asdict(self)
+        out["batches"] = out.pop("chunks")
         out["measured_fp_rate"] = self.measured_fp_rate
         return out
 
@@ -167,7 +168,7 @@ def _block_lines(
 
 
 class SeenMerge:
-    """Runs the batch algorithm over lines (or records) against one store.
+    """Runs the chunk algorithm over lines (or records) against one store.
 
     ``dry_run`` checks and writes exactly what a real run would, but never commits.
     """
@@ -177,17 +178,17 @@ class SeenMerge:
         store: SeenStore,
         *,
         canonicalizer: Canonicalizer,
-        batch_size: int = DEFAULT_BATCH,
+        chunk_size: int = DEFAULT_CHUNK,
         reporter: Reporter | None = None,
         dry_run: bool = False,
     ):
-        if batch_size < 1:
-            raise UsageError(f"batch size must be at least 1, not {batch_size}")
+        if chunk_size < 1:
+            raise UsageError(f"chunk size must be at least 1, not {chunk_size}")
         if not dry_run and not store.writable:
             raise UsageError("seen-merge needs a writable store unless it is a dry run")
         self.store = store
         self.canon = canonicalizer
-        self.batch_size = batch_size
+        self.chunk_size = chunk_size
         self.reporter = reporter if reporter is not None else NullReporter()
         self.dry_run = dry_run
         self.stats = SeenMergeStats()
@@ -244,7 +245,7 @@ class SeenMerge:
         self.stats.bad_records += 1
         self.reporter.bad_record(source, lineno, message)
 
-    # -- per batch -----------------------------------------------------------------------
+    # -- per chunk -----------------------------------------------------------------------
 
     def run(
         self,
@@ -252,16 +253,16 @@ class SeenMerge:
         write: Callable[[bytes], object],
         flush: Callable[[], object] = lambda: None,
         *,
-        commit_each_batch: bool = True,
+        commit_each_chunk: bool = True,
     ) -> SeenMergeStats:
-        """Process every line; ``write`` gets each batch's new records, then ``flush``.
+        """Process every line; ``write`` gets each chunk's new records, then ``flush``.
 
         ``lines`` yields ``(source, line_number, item)``; an item is an NDJSON line
         (bytes) or a record (a dict, updated in place when it lacks ``fp``). ``write``
-        must raise when the data does not get out; it is called once per batch with
-        the batch's new records as NDJSON.
+        must raise when the data does not get out; it is called once per chunk with
+        the chunk's new records as NDJSON.
 
-        With ``commit_each_batch`` a batch's fingerprints are committed right after its
+        With ``commit_each_chunk`` a chunk's fingerprints are committed right after its
         ``flush`` returns; otherwise they stay pending until :meth:`commit_pending`.
         """
         # Machine arrays, not lists: 8 bytes a record instead of about 40.
@@ -270,7 +271,7 @@ class SeenMerge:
         # orjson.dumps cost more to keep than to make.
         buf = bytearray()
         ends = array("q")
-        prepare, batch_size = self._prepare, self.batch_size
+        prepare, chunk_size = self._prepare, self.chunk_size
         for source, lineno, item in lines:
             prepared = prepare(source, lineno, item)
             if prepared is None:
@@ -280,24 +281,24 @@ class SeenMerge:
             buf += data
             buf += b"\n"
             ends.append(len(buf))
-            if len(fps) >= batch_size:
-                self._batch(fps, buf, ends, write, flush, commit_each_batch)
+            if len(fps) >= chunk_size:
+                self._chunk(fps, buf, ends, write, flush, commit_each_chunk)
                 fps, buf, ends = array("Q"), bytearray(), array("q")
         if fps:
-            self._batch(fps, buf, ends, write, flush, commit_each_batch)
+            self._chunk(fps, buf, ends, write, flush, commit_each_chunk)
         return self.stats
 
-    def _batch(
+    def _chunk(
         self,
         fp_list: array[int],
         buf: bytearray,
         ends: array[int],
         write: Callable[[bytes], object],
         flush: Callable[[], object],
-        commit_each_batch: bool,
+        commit_each_chunk: bool,
     ) -> None:
         stats = self.stats
-        stats.batches += 1
+        stats.chunks += 1
         stats.records += len(fp_list)
         fps = np.frombuffer(fp_list, dtype=np.uint64)
         # First occurrences: after a stable sort the first of each group of equal keys
@@ -326,7 +327,7 @@ class SeenMerge:
         write(_gather_lines(buf, np.frombuffer(ends, dtype=np.int64), emit))
         flush()
         stats.new += len(emit)
-        if self.dry_run or not commit_each_batch:
+        if self.dry_run or not commit_each_chunk:
             self._add_pending(new_keys)
         else:
             self.store.commit(new_keys)
@@ -375,7 +376,7 @@ def fresh_records(
         merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter)
         buf = bytearray()
         lines = (("records", n, rec) for n, rec in enumerate(records, 1))
-        stats = merger.run(lines, buf.extend, commit_each_batch=False)
+        stats = merger.run(lines, buf.extend, commit_each_chunk=False)
         fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
         yield FreshRecords(fresh, stats, merger.commit_pending)
 
@@ -383,7 +384,7 @@ def fresh_records(
 def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:
     """The lines ``rows`` (ascending) of ``buf``, whose line ``i`` ends at ``ends[i]``.
 
-    Consecutive rows are copied as one slice, so a batch of mostly new URLs costs a
+    Consecutive rows are copied as one slice, so a chunk of mostly new URLs costs a
     few large copies rather than a Python step per line.
     """
     if len(rows) == 0:
@@ -403,8 +404,8 @@ def store_stats(store: SeenStore, *, count_bits: bool = True) -> dict[str, Any]:
     """The store's figures for ``--stats``: size, filter fill, bytes per stored URL.
 
     ``bytes_per_url_ram`` counts the filter, which probing keeps resident; the runs
-    are memory-mapped and only the pages a batch touches are read. Batch buffers
-    depend on the batch size, not on the number of stored URLs.
+    are memory-mapped and only the pages a chunk touches are read. Chunk buffers
+    depend on the chunk size, not on the number of stored URLs.
     """
     stored = store.stored
     bloom = store.filter
