@@ -217,8 +217,9 @@ class DurableDir:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
-        fsync_dir(self.path)
+        # Committed: from here on a failure must not make abort() delete what it names.
         self._uncommitted.clear()
+        fsync_dir(self.path)
         if collect:
             self.collect()
 
