@@ -427,11 +427,14 @@ class Frontier:
             self._refuse(rec, "blocked", "operator block", refused.append)
 
         picker = Picker(
-            self.queues, self.parked, self.sites, opts,
+            self.queues,
+            self.parked,
+            self.sites,
+            opts,
             is_blocked=self.is_blocked if self.blocks else None,
             on_handed=lambda rec: self._forget(rec, parked=False, handed=True),
             on_blocked=blocked,
-        )  # fmt: skip
+        )
         pick(picker, opts)
         self.totals["handed-out"] += len(picker.batch)
         return Batch(picker.batch, refused, held_per_host=picker.held_per_host)
@@ -458,6 +461,7 @@ class Frontier:
         self._budgets_checked = self.sites.version
 
     def _unpark_all(self) -> None:
+        """Move every parked URL back to the tail of its queue (without rewriting)."""
         for name in QUEUES:
             parked = self.parked[name]
             if len(parked):
