@@ -16,14 +16,17 @@ Files under ``DIR/dedup/`` (the directory is locked while open, DESIGN.md invari
     entries: ``tables_rows`` uint32 keys per table, then as many ids (160 bytes a
     page). Opened as a memory map, so a large state opens in a fraction of a second
     instead of re-sorting every table. Rewritten when the log has grown by a quarter.
-``MANIFEST.json``
+``manifest.json``
     ``{"version", "pages", "url_bytes", "sites_generation", "tables_generation",
-    "tables_pages", "tables_rows"}``: what is committed.
+    "tables_pages", "tables_rows"}``: what is committed. Older crawlkits named it
+    ``MANIFEST.json``; such a directory is migrated by one rename when opened.
 
-Commit protocol (invariant 5): new entries and URLs are appended and fsynced, the site
-counts are written under a new generation name, and only then is the manifest
-replaced atomically. On open, bytes past the manifest's lengths (a crash between the
-appends and the manifest) are cut off, so the state is always that of the last
+Commit protocol (invariant 5): the directory is a :class:`~crawlkit.durable.DurableDir`
+whose generation files are the site counts and table snapshots. New entries and URLs
+are appended and fsynced, the site counts are written under a new generation name,
+and only then is the manifest replaced atomically. On open, bytes past the manifest's
+lengths (a crash between the appends and the manifest) are cut off, and files of other
+generations and temporary files are deleted, so the state is always that of the last
 commit, and rerunning the same input after a crash gives the same dedup records.
 
 The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
@@ -32,22 +35,16 @@ The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
 
 from __future__ import annotations
 
-import contextlib
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import orjson
 
+from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
-from crawlkit.io import (
-    atomic_file,
-    atomic_write_bytes,
-    atomic_write_json,
-    fsync_dir,
-    read_json,
-    write_array,
-)
+from crawlkit.io import write_array
 from crawlkit.nearindex import NearIndex
 
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
@@ -66,6 +63,10 @@ ENTRY = np.dtype(
     ]
 )
 FLAG_INDEXED = 1
+#: The generation files of ``DIR/dedup``: site counts and table snapshots.
+FILES = re.compile(r"^(sites\.\d+\.json|tables\.\d+\.bin)$")
+#: The manifest's name before crawlkit settled on ``manifest.json`` for every state.
+OLD_MANIFEST = "MANIFEST.json"
 
 
 class DedupStore:
@@ -81,10 +82,11 @@ class DedupStore:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.window = window
-        manifest_path = self.dir / "MANIFEST.json"
-        if manifest_path.exists():
+        self.durable = DurableDir(self.dir, owns=FILES, what="dedup", legacy=(OLD_MANIFEST,))
+        manifest = self.durable.load()
+        if manifest is not None:
+            manifest_path = self.durable.manifest_path
             try:
-                manifest = read_json(manifest_path)
                 if manifest.get("version") != VERSION:
                     raise StateError(
                         f"{self.dir}: dedup state version {manifest.get('version')}, "
@@ -96,7 +98,7 @@ class DedupStore:
                 tables_gen = int(manifest.get("tables_generation", 0))
                 tables_pages = int(manifest.get("tables_pages", 0))
                 tables_rows = int(manifest.get("tables_rows", 0))
-            except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
+            except (AttributeError, ValueError, KeyError, TypeError) as exc:
                 raise StateError(f"{manifest_path}: damaged manifest ({exc})") from exc
         else:
             n_pages, url_bytes, generation = 0, 0, 0
@@ -136,7 +138,7 @@ class DedupStore:
         indexed = np.flatnonzero(self.flags[self._tables_pages : n_pages] & FLAG_INDEXED)
         indexed += self._tables_pages
         self.near.add(indexed, self.simhash[indexed])
-        self._remove_stale(("tables", self._tables_gen), ("sites", generation))
+        self.durable.remove_leftovers(self._live_files())
 
         sites_path = self.dir / f"sites.{generation}.json"
         self.sites: dict[str, list[int]] = {}
@@ -169,14 +171,12 @@ class DedupStore:
         except (OSError, ValueError) as exc:
             raise StateError(f"{path}: missing or damaged table snapshot ({exc})") from exc
 
-    def _remove_stale(self, *current: tuple[str, int]) -> None:
-        """Delete snapshots and site files of other generations (left by a crash)."""
-        keep = {f"{kind}.{gen}.{'bin' if kind == 'tables' else 'json'}" for kind, gen in current}
-        for pattern in ("tables.*.bin", "sites.*.json"):
-            for path in self.dir.glob(pattern):
-                if path.name not in keep:
-                    with contextlib.suppress(OSError):
-                        path.unlink()
+    def _live_files(self) -> list[str]:
+        """The generation files the committed manifest names."""
+        live = [f"sites.{self._generation}.json"] if self._generation else []
+        if self._tables_gen:
+            live.append(f"tables.{self._tables_gen}.bin")
+        return live
 
     def _load_entries(self, n_pages: int) -> np.ndarray:
         path = self._pages_path
@@ -311,42 +311,47 @@ class DedupStore:
             self._url_file.write(self._pending_urls)
             self._url_file.flush()
             os.fsync(self._url_file.fileno())
+        try:
+            manifest = self._write_generation()
+            self.durable.commit(manifest)
+        except BaseException:
+            self.durable.abort()
+            raise
+        self._generation = manifest["sites_generation"]
+        self._tables_gen = manifest["tables_generation"]
+        self._tables_pages = manifest["tables_pages"]
+        self._tables_rows = manifest["tables_rows"]
+        self._committed_pages = self.n
+        self._committed_url_bytes += len(self._pending_urls)
+        self._pending_urls = bytearray()
+
+    def _write_generation(self) -> dict[str, int]:
+        """Write the next generation's site counts (and a table snapshot when the log has
+        grown enough), retire the files they replace; returns the manifest naming them."""
         generation = self._generation + 1
-        atomic_write_bytes(self.dir / f"sites.{generation}.json", orjson.dumps(self.sites))
+        self.durable.write(f"sites.{generation}.json", orjson.dumps(self.sites))
+        if self._generation:
+            self.durable.retire(f"sites.{self._generation}.json")
         tables_gen, tables_pages = self._tables_gen, self._tables_pages
         tables_rows = self._tables_rows
         if self.n - tables_pages > max(SNAPSHOT_MIN, tables_pages // 4):
             tables_gen, tables_pages = self._tables_gen + 1, self.n
             keys, ids = self.near.compacted()
             tables_rows = int(keys.shape[1])
-            self._write_tables(self.dir / f"tables.{tables_gen}.bin", keys, ids)
-        atomic_write_json(
-            self.dir / "MANIFEST.json",
-            {
-                "version": VERSION,
-                "pages": self.n,
-                "url_bytes": self._committed_url_bytes + len(self._pending_urls),
-                "sites_generation": generation,
-                "tables_generation": tables_gen,
-                "tables_pages": tables_pages,
-                "tables_rows": tables_rows,
-            },
-        )
-        self._remove_stale(("tables", tables_gen), ("sites", generation))
-        fsync_dir(self.dir)
-        self._generation = generation
-        self._tables_gen, self._tables_pages = tables_gen, tables_pages
-        self._tables_rows = tables_rows
-        self._committed_pages = self.n
-        self._committed_url_bytes += len(self._pending_urls)
-        self._pending_urls = bytearray()
-
-    @staticmethod
-    def _write_tables(path: Path, keys: np.ndarray, ids: np.ndarray) -> None:
-        """Write a snapshot under a temporary name, fsync, rename (no copy in memory)."""
-        with atomic_file(path, tmp=path.with_name(f".{path.name}.tmp")) as f:
-            write_array(f, np.ascontiguousarray(keys, dtype="<u4"))
-            write_array(f, np.ascontiguousarray(ids, dtype="<u4"))
+            with self.durable.create(f"tables.{tables_gen}.bin") as f:
+                write_array(f, np.ascontiguousarray(keys, dtype="<u4"))
+                write_array(f, np.ascontiguousarray(ids, dtype="<u4"))
+            if self._tables_gen:
+                self.durable.retire(f"tables.{self._tables_gen}.bin")
+        return {
+            "version": VERSION,
+            "pages": self.n,
+            "url_bytes": self._committed_url_bytes + len(self._pending_urls),
+            "sites_generation": generation,
+            "tables_generation": tables_gen,
+            "tables_pages": tables_pages,
+            "tables_rows": tables_rows,
+        }
 
     def close(self) -> None:
         self._url_file.close()

@@ -262,7 +262,7 @@ def test_cli(tmp_path):
         {"site": "a.example", "pages": 2, "exact": 0, "near": 1, "yield": 0.5},
         {"site": "b.example", "pages": 1, "exact": 1, "near": 0, "yield": 1.0},
     ]
-    assert (state / "dedup" / "MANIFEST.json").exists()
+    assert (state / "dedup" / "manifest.json").exists()
     # Pipe in from stdin; the state remembers the first run.
     res = crawlkit("dedup", "--state", str(state), input=inp.read_bytes()[:200])
     assert json.loads(res.lines[0])["kind"] == "unique"  # the same URL: not a copy of itself
@@ -281,7 +281,7 @@ def test_locked_state(tmp_path):
 
 def test_damaged_manifest(tmp_path):
     (tmp_path / "S" / "dedup").mkdir(parents=True)
-    (tmp_path / "S" / "dedup" / "MANIFEST.json").write_text("{broken")
+    (tmp_path / "S" / "dedup" / "manifest.json").write_text("{broken")
     res = crawlkit("dedup", "--state", str(tmp_path / "S"), input=b"")
     assert res.code == 1
     assert "damaged" in res.stderr and len(res.stderr.splitlines()) == 1
@@ -415,9 +415,74 @@ def test_table_snapshots_across_restarts(tmp_path, monkeypatch):
         snapshots = sorted(p.name for p in tmp_path.glob("tables.*.bin"))
         assert len(snapshots) == 1, snapshots
     assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)
-    manifest = json.loads((tmp_path / "MANIFEST.json").read_text())
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert 0 < manifest["tables_pages"] <= manifest["pages"]
     # A damaged snapshot is a clear state error, not a silent rebuild.
     (tmp_path / snapshots[0]).write_bytes(b"short")
     with pytest.raises(ds.StateError, match="table snapshot"):
         DedupStore(tmp_path)
+
+
+def test_an_old_layout_state_opens_and_is_migrated(tmp_path):
+    """A dedup directory as an older crawlkit wrote it (``MANIFEST.json``), byte by byte,
+    with the debris a crash of that version could leave: it opens, its pages are still
+    known, the manifest is renamed to ``manifest.json`` and the debris is gone."""
+    import struct
+
+    import xxhash
+
+    from crawlkit.url import fingerprint_int
+
+    body = " ".join(text(random.Random(5), 300))
+    sh = simhash(body)
+    old_pages = [("http://a.example/1", "sha1:AAA", sh), ("http://b.example/2", "sha1:BBB", ~sh)]
+    entries, urls = b"", b""
+    for url, digest, value in old_pages:
+        d64 = xxhash.xxh3_64_intdigest(digest.encode())
+        data = url.encode()
+        # simhash, digest hash, URL fingerprint, URL offset, URL length, flags (1: indexed)
+        entries += struct.pack("<QQQQII", value & (2**64 - 1), d64, fingerprint_int(url),
+                               len(urls), len(data), 1)  # fmt: skip
+        urls += data
+    d = tmp_path / "S" / "dedup"
+    d.mkdir(parents=True)
+    (d / "pages.bin").write_bytes(entries + b"\x07" * 11)  # a torn append after the commit
+    (d / "urls.bin").write_bytes(urls)
+    (d / "sites.1.json").write_bytes(b'{"a.example":[1,0,0],"b.example":[1,0,0]}')
+    old_manifest = (
+        b'{\n  "version": 1,\n  "pages": 2,\n  "url_bytes": %d,\n  "sites_generation": 1,\n'
+        b'  "tables_generation": 0,\n  "tables_pages": 0,\n  "tables_rows": 0\n}\n' % len(urls)
+    )
+    (d / "MANIFEST.json").write_bytes(old_manifest)
+    debris = ["tables.3.bin", "sites.9.json", ".MANIFEST.json.x1y2.tmp", ".tables.4.bin.tmp"]
+    for name in debris:
+        (d / name).write_bytes(b"left by a crash")
+
+    pages = [
+        {"url": "http://c.example/copy", "digest": "sha1:AAA", "simhash": f"{sh:016x}",
+         "text_bytes": 10},
+        {"url": "http://d.example/near", "digest": "sha1:DDD", "simhash": f"{sh ^ 0b11:016x}",
+         "text_bytes": 10},
+        {"url": "http://a.example/1", "digest": "sha1:AAA", "simhash": f"{sh:016x}",
+         "text_bytes": 10},
+    ]  # fmt: skip
+    res = crawlkit("dedup", "--state", str(tmp_path / "S"),
+                   input="".join(json.dumps(p) + "\n" for p in pages).encode())  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert [(r["kind"], r["dup_of"]) for r in map(json.loads, res.lines)] == [
+        ("exact", "http://a.example/1"),
+        ("near", "http://a.example/1"),
+        ("unique", None),  # the same URL again
+    ]
+    names = {p.name for p in d.iterdir()}
+    assert "MANIFEST.json" not in names and "manifest.json" in names
+    assert not names & set(debris)
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["pages"] > 2 and manifest["sites_generation"] == 2
+    assert (d / "pages.bin").stat().st_size == manifest["pages"] * ENTRY.itemsize
+    store = DedupStore(d)  # and the migrated state opens again, with the old site counts
+    try:
+        assert store.sites["b.example"] == [1, 0, 0] and store.sites["c.example"] == [1, 1, 0]
+        assert store.url_of(0) == "http://a.example/1" and store.url_of(1) == "http://b.example/2"
+    finally:
+        store.close()

@@ -400,6 +400,27 @@ def test_state_survives_reopen_and_orphans_are_removed(tmp_path: Path) -> None:
     assert stats["queued"] == 70 and stats["handed_out"] == 30 and stats["hosts"] == 70
 
 
+def test_leftovers_of_every_writer_are_removed_and_the_rest_kept(tmp_path: Path) -> None:
+    """What a crash leaves in ``DIR/frontier`` (this version's ``.tmp-`` names, an older
+    one's ``*.tmp`` names, side files and segments of a commit that never happened) is
+    removed on the next open; the committed state and files the frontier does not own
+    are untouched."""
+    state = tmp_path / "s"
+    add(state, [link(f"https://h{i}.test/") for i in range(40)])
+    d = state / "frontier"
+    debris = [".tmp-seg-000000000077.ndjson.zst", "seg-000000000078.ndjson.zst.tmp",
+              ".manifest.json.a1b2c3.tmp", ".tmp-manifest.json", "sites-99.json.zst",
+              "hosts-99.json.zst", "recrawl-99.fps", "seg-000000000079.ndjson.zst"]  # fmt: skip
+    for name in debris:
+        (d / name).write_bytes(b"half")
+    (d / "README.operator").write_text("not the frontier's")
+    batch, _ = take(state, 100)
+    assert len(batch) == 40  # every committed URL, none lost to the clean-up
+    after = {p.name for p in d.iterdir()}
+    assert not after & set(debris)
+    assert "README.operator" in after and "manifest.json" in after
+
+
 def test_failed_write_hands_the_batch_out_again(tmp_path: Path) -> None:
     state = tmp_path / "s"
     add(state, [link(f"https://h{i}.test/") for i in range(10)])

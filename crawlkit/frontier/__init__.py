@@ -1,9 +1,12 @@
 """The frontier: what to fetch next.
 
 * :mod:`~crawlkit.frontier.traps` — trap limits (refusals with reasons).
-* :mod:`~crawlkit.frontier.priority` — levels 0..3 and the weighted split of a batch.
+* :mod:`~crawlkit.frontier.priority` — levels 0..3, queue names, the weighted split.
 * :mod:`~crawlkit.frontier.budgets` — per-site budgets (STAR-like) and site signals.
 * :mod:`~crawlkit.frontier.queues` — on-disk FIFO queues of zstd NDJSON segments.
+* :mod:`~crawlkit.frontier.add` — the add path, one named step at a time.
+* :mod:`~crawlkit.frontier.batch` — the next path: the plan and the picker.
+* :mod:`~crawlkit.frontier.commands` — operator blocks posted to the inbox.
 * :mod:`~crawlkit.frontier.store` — :class:`Frontier`, the durable whole.
 
 How a batch is chosen (``Frontier.next``): the batch is split between recrawls and

@@ -16,6 +16,10 @@ once, when it is queued, from what the frontier knows then:
 :func:`split` divides a batch between non-empty queues by weight (8:4:2:1 across
 levels), so level 3 still gets about one URL in fifteen: the lowest level trickles,
 it never starves.
+
+Each level has a queue of new URLs (``new-0`` .. ``new-3``) and one of recrawls
+(``recrawl-0`` .. ``recrawl-3``); ``new-d`` (discovery) holds the first URL of a site
+never handed out yet.
 """
 
 from __future__ import annotations
@@ -23,10 +27,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["LEVELS", "LEVEL_WEIGHTS", "new_url_level", "recrawl_level", "split"]
+__all__ = [
+    "DISCOVERY",
+    "LEVELS",
+    "LEVEL_WEIGHTS",
+    "NEW_QUEUES",
+    "QUEUES",
+    "RECRAWL_QUEUES",
+    "new_url_level",
+    "recrawl_level",
+    "split",
+]
 
 LEVELS = 4
 LEVEL_WEIGHTS = (8, 4, 2, 1)
+NEW_QUEUES = tuple(f"new-{level}" for level in range(LEVELS))
+RECRAWL_QUEUES = tuple(f"recrawl-{level}" for level in range(LEVELS))
+DISCOVERY = "new-d"
+QUEUES = (*RECRAWL_QUEUES, *NEW_QUEUES, DISCOVERY)
 _FRESH_LASTMOD = 30 * 86400.0
 
 

@@ -7,23 +7,21 @@ queue itself never holds its records in memory: only the head segment that a
 Contract:
 
 * A segment is written once (temporary name, fsync, rename) and never modified;
-  it is named ``seg-<id>.ndjson.zst`` and holds one JSON object a line.
+  it is named ``seg-<id>.ndjson.zst`` and holds one JSON object a line. Segments are
+  generation files of the frontier's :class:`~crawlkit.durable.DurableDir`.
 * Every change to a queue (records taken from the head, segments pushed at either
   end) changes only the in-memory :class:`SegmentQueue`; it becomes durable when the
-  owner writes the queue's :meth:`SegmentQueue.to_json` into its manifest. Until
+  owner commits a manifest holding the queue's :meth:`SegmentQueue.to_json`. Until
   then the old manifest still names the old segments and offset, so a crash loses
   nothing (DESIGN.md invariant 5): new segment files not named by any manifest are
-  orphans that :meth:`SegmentStore.remove_orphans` deletes on the next open, and
-  segments emptied by a take are deleted only after the commit
-  (:meth:`SegmentStore.collect`). A commit that fails without a crash (a full disk)
-  deletes the segments written since the last commit at once
+  leftovers that the owner deletes on the next open, and segments emptied by a take
+  are retired, deleted only after the commit. A commit that fails without a crash (a
+  full disk) deletes the segments written since the last commit at once
   (:meth:`SegmentStore.discard_uncommitted`), so the space they hold is given back.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -31,10 +29,10 @@ from typing import Any
 
 import zstandard
 
+from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
-from crawlkit.io import fsync_dir
 
-__all__ = ["SEGMENT_LINES", "SegmentQueue", "SegmentStore"]
+__all__ = ["SEGMENT_LINES", "SEGMENT_NAME", "SegmentQueue", "SegmentStore"]
 
 #: Records per segment: 65,536 URL records are ~15 MB uncompressed, ~2 MB on disk.
 SEGMENT_LINES = 65536
@@ -42,29 +40,38 @@ SEGMENT_LINES = 65536
 #: as one more small file (every ``add`` of a few links would otherwise make one).
 SMALL_SEGMENT = 4096
 
-_SEGMENT_NAME = re.compile(r"^seg-(\d+)\.ndjson\.zst$")
+SEGMENT_NAME = re.compile(r"^seg-(\d+)\.ndjson\.zst$")
 
 
 class SegmentStore:
-    """The directory of segment files of one frontier; allocates ids, reads, writes."""
+    """The segment files of one frontier: allocates ids, reads and writes segments.
 
-    def __init__(self, directory: Path, next_id: int = 1, *, level: int = 1):
-        self.directory = directory
+    ``directory`` is the frontier's :class:`DurableDir` (or a plain path, which gets
+    one of its own): the commit that names new segments, the deletion of retired ones
+    and the clean-up after a crash are the durable directory's.
+    """
+
+    def __init__(self, directory: DurableDir | Path, next_id: int = 1, *, level: int = 1):
+        if not isinstance(directory, DurableDir):
+            directory = DurableDir(directory, owns=SEGMENT_NAME, what="frontier")
+        self.durable = directory
+        self.directory = directory.path
         self.next_id = next_id
         self._cctx = zstandard.ZstdCompressor(level=level)
         self._dctx = zstandard.ZstdDecompressor()
-        self._garbage: list[int] = []
-        self._written: list[int] = []  # renamed since the last sync
-        self._uncommitted: list[int] = []  # written since the last commit
+
+    @staticmethod
+    def name(seg_id: int) -> str:
+        return f"seg-{seg_id:012d}.ndjson.zst"
 
     def path(self, seg_id: int) -> Path:
-        return self.directory / f"seg-{seg_id:012d}.ndjson.zst"
+        return self.directory / self.name(seg_id)
 
     def write(self, lines: list[bytes]) -> int:
         """Write ``lines`` (each ending in a newline) as a new segment; return its id.
 
-        The file is fsynced before this returns, so a manifest naming it may be
-        committed right after.
+        The file is fsynced and renamed before this returns; the commit that names it
+        makes the rename durable first.
         """
         return self.write_raw(b"".join(lines))
 
@@ -72,27 +79,7 @@ class SegmentStore:
         """Like :meth:`write`, for lines already joined into one buffer."""
         seg_id = self.next_id
         self.next_id += 1
-        data = self._cctx.compress(raw)
-        final = self.path(seg_id)
-        tmp = final.with_name(final.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(tmp, final)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise
-        self._written.append(seg_id)
-        self._uncommitted.append(seg_id)
+        self.durable.write(self.name(seg_id), self._cctx.compress(raw))
         return seg_id
 
     def read(self, seg_id: int) -> list[bytes]:
@@ -113,48 +100,13 @@ class SegmentStore:
 
     def discard_later(self, seg_id: int) -> None:
         """Delete this segment after the next commit (it is still named by the old one)."""
-        self._garbage.append(seg_id)
-
-    def sync(self) -> None:
-        """Make the renames of the segments written since the last commit durable."""
-        if self._written:
-            fsync_dir(self.directory)
-            self._written.clear()
-
-    def collect(self) -> None:
-        """After a commit: delete the segments the committed manifest no longer names."""
-        for seg_id in self._garbage:
-            with contextlib.suppress(FileNotFoundError):
-                self.path(seg_id).unlink()
-        self._garbage.clear()
-        self._uncommitted.clear()
+        self.durable.retire(self.name(seg_id))
 
     def discard_uncommitted(self) -> None:
-        """After a failed commit: delete the segments written since the last commit.
-
-        No manifest names them, so they are orphans; deleting them now, not on the next
-        open, gives back the space a full disk needs. The in-memory queues that name
-        them must not be committed afterwards (reopen the frontier instead).
-        """
-        for seg_id in self._uncommitted:
-            with contextlib.suppress(OSError):
-                self.path(seg_id).unlink()
-        self._uncommitted.clear()
-        self._garbage.clear()
-        self._written.clear()
-
-    def remove_orphans(self, live: set[int]) -> int:
-        """Delete segment files (and temporary files) that no manifest names."""
-        removed = 0
-        for entry in os.scandir(self.directory):
-            match = _SEGMENT_NAME.match(entry.name)
-            if (match and int(match.group(1)) not in live) or entry.name.endswith(".tmp"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
-                removed += 1
-            elif match:
-                self.next_id = max(self.next_id, int(match.group(1)) + 1)
-        return removed
+        """After a failed commit: delete the segments (and other files) written since the
+        last commit (see :meth:`DurableDir.abort`). The in-memory queues that name them
+        must not be committed afterwards (reopen the frontier instead)."""
+        self.durable.abort()
 
 
 class SegmentQueue:

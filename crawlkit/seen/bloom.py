@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from crawlkit.durable import temp_path
 from crawlkit.errors import StateError, UsageError
 from crawlkit.io import atomic_file, write_array
 
@@ -147,7 +148,7 @@ class BloomFilter:
     def create(cls, path: Path, capacity: int, fp_rate: float) -> BloomFilter:
         """Write an empty filter to ``path`` atomically (temp name, fsync, rename)."""
         m, k = bloom_size(capacity, fp_rate)
-        with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
+        with atomic_file(path, tmp=temp_path(path)) as f:
             f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
             f.truncate(DATA_OFFSET + m // 8)
             f.flush()
@@ -178,7 +179,7 @@ class BloomFilter:
         # Bit j of the filter is bit j % 8 of byte j // 8 (little-endian words).
         bits = np.packbits(flags, bitorder="little")
         del flags
-        with atomic_file(path, tmp=path.with_name(f".tmp-{path.name}")) as f:
+        with atomic_file(path, tmp=temp_path(path)) as f:
             f.write(HEADER.pack(MAGIC, VERSION, k, m, capacity, fp_rate, 0))
             f.seek(DATA_OFFSET)
             write_array(f, bits)

@@ -23,7 +23,8 @@ The *manifest* (``manifest.json``) is the commit point. It names the live runs a
 the filter file; it is replaced by an atomic rename, so a crash leaves either the old
 set of runs or the new one. Files the manifest does not name are leftovers of a crash
 (or of a finished compaction) and are removed when the store is next opened for
-writing.
+writing. The directory is a :class:`~crawlkit.durable.DurableDir` (:func:`seen_dir`):
+runs and filters are its generation files.
 
 Compaction is tiered (like an LSM tree): each new run enters level 0; when a level
 holds ``fan_in`` runs they are merged into one run of the next level. With batches of
@@ -33,6 +34,7 @@ runs, and each key is rewritten ``log_fan_in(N / b)`` times.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,8 +43,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from crawlkit.durable import MANIFEST, DurableDir, temp_path
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_file, atomic_write_json, read_json, write_array
+from crawlkit.io import atomic_file, write_array
 
 __all__ = [
     "FORMAT",
@@ -57,14 +60,14 @@ __all__ = [
     "read_manifest",
     "run_format",
     "run_keys",
-    "write_manifest",
+    "seen_dir",
     "write_run",
 ]
 
 FORMAT = "crawlkit-seen"
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-TMP_PREFIX = ".tmp-"
+#: The generation files of a seen set's directory: runs and Bloom filters.
+FILES = re.compile(r"^(run-\d+\.(u64|p48)|filter-\d+\.bloom)$")
 
 Fingerprints = npt.NDArray[np.uint64]
 
@@ -144,23 +147,17 @@ def _format(run: dict[str, Any]) -> str:
     return fmt
 
 
+def seen_dir(directory: Path) -> DurableDir:
+    """The seen set's directory as a durable directory (see :mod:`crawlkit.durable`)."""
+    return DurableDir(directory, owns=FILES, what="seen-set")
+
+
 def read_manifest(directory: Path) -> Manifest | None:
     """The committed manifest, or None when the store was never created."""
-    path = directory / MANIFEST
-    try:
-        value = read_json(path)
-    except FileNotFoundError:
+    value = seen_dir(directory).load(migrate=False)
+    if value is None:
         return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise StateError(f"{path} is not valid JSON ({exc})") from exc
-    return Manifest.from_json(value, path)
-
-
-def write_manifest(directory: Path, manifest: Manifest) -> None:
-    """The commit point: replace the manifest atomically (temp, fsync, rename, dir fsync)."""
-    atomic_write_json(directory / MANIFEST, manifest.to_json())
+    return Manifest.from_json(value, directory / MANIFEST)
 
 
 def dir_bits(count: int) -> int:
@@ -185,7 +182,7 @@ def run_format(count: int) -> str:
 def write_run(path: Path, keys: Fingerprints, fmt: str = "u64") -> None:
     """Write sorted distinct ``keys`` to ``path`` atomically (temp, fsync, rename)."""
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    with atomic_file(path, tmp=path.with_name(TMP_PREFIX + path.name)) as f:
+    with atomic_file(path, tmp=temp_path(path)) as f:
         if fmt == "u64":
             write_array(f, keys.astype("<u8", copy=False))
         else:

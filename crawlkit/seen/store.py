@@ -14,7 +14,8 @@ the filter costs a binary search, never a lost URL.
 
 Commits (DESIGN.md invariant 5): :meth:`SeenStore.commit` writes a new run under a
 fresh name (temp, fsync, rename), sets the keys' bits in the memory-mapped filter and
-msyncs it, and then replaces the manifest atomically. Until that rename the old
+msyncs it, and then replaces the manifest atomically (the directory is a
+:class:`~crawlkit.durable.DurableDir`). Until that rename the old
 manifest stands and names neither the new run nor anything else new; the filter may
 have extra bits, which only makes it answer "maybe" more often. After the rename the
 new state is complete. Compaction and filter rebuilds follow the same pattern: write
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +41,10 @@ import numpy as np
 import numpy.typing as npt
 
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.durable import MANIFEST
 from crawlkit.errors import StateError, UsageError
 from crawlkit.seen.bloom import BloomFilter, bloom_size
 from crawlkit.seen.runs import (
-    MANIFEST,
     Manifest,
     Run,
     RunInfo,
@@ -55,7 +55,7 @@ from crawlkit.seen.runs import (
     read_manifest,
     run_format,
     run_keys,
-    write_manifest,
+    seen_dir,
     write_run,
 )
 from crawlkit.state import StateDir, open_state
@@ -71,7 +71,6 @@ DEFAULT_CAPACITY = 10_000_000
 DEFAULT_FP_RATE = 0.001
 DEFAULT_FAN_IN = 4
 SUBDIR = "seen"
-_OWN_FILE = re.compile(r"^(\.tmp-.*|run-\d+\.(u64|p48)|filter-\d+\.bloom)$")
 _CHUNK = 1 << 22
 
 Fingerprints = npt.NDArray[np.uint64]
@@ -121,6 +120,7 @@ class SeenStore:
         fan_in: int,
     ):
         self.directory = directory
+        self.durable = seen_dir(directory)
         self.writable = writable
         self.reporter = reporter
         self.fan_in = fan_in
@@ -170,7 +170,7 @@ class SeenStore:
                 manifest = cls._create(directory, capacity, fp_rate)
             else:
                 _note_ignored(manifest, capacity, fp_rate, reporter)
-            _remove_leftovers(directory, manifest)
+            seen_dir(directory).remove_leftovers(_live_files(manifest))
             return cls(directory, state, manifest, writable=True, reporter=reporter,
                        fan_in=fan_in)  # fmt: skip
         except BaseException:
@@ -206,7 +206,7 @@ class SeenStore:
         )
         manifest.filter = manifest.new_name("filter", ".bloom")
         BloomFilter.create(directory / manifest.filter, manifest.capacity, manifest.fp_rate).close()
-        write_manifest(directory, manifest)
+        seen_dir(directory).commit(manifest.to_json())
         return manifest
 
     # -- reading -----------------------------------------------------------------------
@@ -249,7 +249,7 @@ class SeenStore:
         """Bytes the committed files take (runs, filter, manifest) as file sizes."""
         if self.manifest is None:
             return 0
-        names = [MANIFEST, self.manifest.filter, *(r.file for r in self.manifest.runs)]
+        names = [MANIFEST, *_live_files(self.manifest)]
         return sum((self.directory / n).stat().st_size for n in names)
 
     # -- writing -----------------------------------------------------------------------
@@ -306,7 +306,7 @@ class SeenStore:
             self._step("bits-set")
             self.filter.flush()
             self._step("filter-flushed")
-            write_manifest(self.directory, new)
+            self.durable.commit(new.to_json())
             self._step("manifest-written")
             self.manifest = new
             self._runs.append(open_run(self.directory / run.file, run.count, run.format))
@@ -329,14 +329,14 @@ class SeenStore:
         self._step("filter-built")
         new.filter, new.capacity, new.fp_rate = name, capacity, fp_rate
         try:
-            write_manifest(self.directory, new)
+            self.durable.commit(new.to_json())
         except BaseException:
             bloom.close()
             raise
         self._step("manifest-written")
         self.manifest, self.filter = new, bloom
         old_filter.close()
-        (self.directory / old_filter.path.name).unlink(missing_ok=True)
+        self.durable.remove([old_filter.path.name])
         self._step("old-filter-removed")
 
     def compact(self) -> None:
@@ -354,14 +354,14 @@ class SeenStore:
             del merged
             self._step("compaction-run-written")
             new.runs = [r for r in new.runs if r.file not in names] + [run]
-            write_manifest(self.directory, new)
+            self.durable.commit(new.to_json())
             self._step("compaction-manifest-written")
             self.manifest = manifest = new
             self._runs = [live[r.file] for r in new.runs[:-1]]
             self._runs.append(open_run(self.directory / run.file, run.count, run.format))
             for name in names:
                 live.pop(name)
-                (self.directory / name).unlink(missing_ok=True)
+            self.durable.remove(names)
             self._step("compaction-old-removed")
 
     # -- closing -----------------------------------------------------------------------
@@ -401,12 +401,6 @@ def _note_ignored(
         )
 
 
-def _remove_leftovers(directory: Path, manifest: Manifest) -> None:
-    """Delete our files that the committed manifest does not name (crash leftovers)."""
-    live = {MANIFEST, manifest.filter, *(r.file for r in manifest.runs)}
-    for path in directory.iterdir():
-        if path.name not in live and _OWN_FILE.match(path.name):
-            path.unlink(missing_ok=True)
-    # io.atomic_write_json leaves ".manifest.json.*.tmp" on a crash.
-    for path in directory.glob(f".{MANIFEST}.*.tmp"):
-        path.unlink(missing_ok=True)
+def _live_files(manifest: Manifest) -> list[str]:
+    """The generation files a manifest names: its filter and its runs."""
+    return [manifest.filter, *(r.file for r in manifest.runs)]

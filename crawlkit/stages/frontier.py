@@ -23,6 +23,7 @@ import orjson
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
+from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
@@ -274,7 +275,7 @@ def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:
 def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
     """The frontier's counters, read without taking the lock (a running crawl keeps it)."""
     directory = Path(state_path) / "frontier"
-    if not (directory / "manifest.json").exists():
+    if not (directory / MANIFEST).exists():
         return Frontier(directory).stats()
     for attempt in range(5):
         try:
