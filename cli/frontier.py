@@ -375,7 +375,7 @@ def next_batch(
     Writes up to --max URL records. About --recrawl-share of them are recrawls when both
     kinds wait (all of one kind when the other is empty); --discovery-share of the new
     ones go to sites never fetched yet, so discovery never stops; the rest is split
-    across queue levels 0..3 (0 most urgent; each record's "priority" says its level) by
+    across queue levels 0..3 (0 most urgent; each record's "level" says its level) by
     8:4:2:1, so low levels still trickle. Hosts take turns, at most --per-host URLs
     each, so the batch spreads over as many hosts as possible. A site (registered
     domain) gets at most its budget per --budget-period: --budget-base, plus

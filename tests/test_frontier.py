@@ -125,7 +125,7 @@ def test_add_canonicalizes_and_keeps_unknown_fields(tmp_path: Path) -> None:
     (rec,) = batch
     assert rec["url"] == "http://www.example.com/b"
     assert rec["host"] == "www.example.com" and rec["site"] == "example.com"
-    assert len(rec["fp"]) == 16 and rec["mine"] == [1, 2] and rec["priority"] == 0
+    assert len(rec["fp"]) == 16 and rec["mine"] == [1, 2] and rec["level"] == 0
 
 
 def test_invalid_and_urlless_records_come_out_refused(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_priority_levels_weighted_and_low_levels_trickle(tmp_path: Path) -> None
     add(state, seeds + deep)
     add(state, [link(f"https://d{i}.test/y", depth=7) for i in range(600)])  # level 3, not new
     batch, _ = take(state, 90, per_host=1, discovery_share=0.0)
-    levels = Counter(r["priority"] for r in batch)
+    levels = Counter(r["level"] for r in batch)
     assert levels[0] > levels[3] > 0  # order honoured, low level still let through
     assert levels[0] == 80 and levels[3] == 10  # 8 : 1 between the two non-empty levels
 
@@ -590,7 +590,7 @@ def test_cli_plain_urls_as_seeds(tmp_path: Path) -> None:
     r = crawlkit("frontier", "next", "--state", state)
     batch = [json.loads(x) for x in r.lines]
     assert [b["url"] for b in batch] == ["https://example.com/a", "http://x.test/"]
-    assert {b["reason"] for b in batch} == {"seed"} and {b["priority"] for b in batch} == {0}
+    assert {b["reason"] for b in batch} == {"seed"} and {b["level"] for b in batch} == {0}
     r = crawlkit("frontier", "add", "--state", state, "--reason", "bogus", input=b"")
     assert r.code == 2
 
@@ -616,7 +616,7 @@ def test_cli_links_feed_the_site_graph(tmp_path: Path) -> None:
     assert r.code == 0, r.stderr
     batch = [json.loads(x) for x in crawlkit("frontier", "next", "--state", state).lines]
     (pop,) = [b for b in batch if b["site"] == "pop.test"]
-    assert pop["priority"] == 1  # 3+ linking sites: one level more urgent than a plain link
+    assert pop["level"] == 1  # 3+ linking sites: one level more urgent than a plain link
     table = SiteTable()
     for i in range(10):
         table.note_seed(f"s{i}.test")

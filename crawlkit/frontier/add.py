@@ -40,6 +40,7 @@ from crawlkit.frontier.priority import (
 from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
 from crawlkit.io import Record
+from crawlkit.records import importance_of
 from crawlkit.timefmt import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
@@ -204,15 +205,15 @@ class AddRun:
             return None
         queued.add(fpi)
         self.recrawls_changed = True
-        prio = rec.get("importance", rec.get("priority"))
-        base = prio if isinstance(prio, int) and 0 <= prio < LEVELS else 2
+        importance = importance_of(rec)
+        base = importance if importance is not None and 0 <= importance < LEVELS else 2
         due = parse_time(rec.get("due"))
         interval = rec.get("interval")
         overdue = self.now - due if due is not None else 0.0
         if not isinstance(interval, int | float):
             interval = None
         level = recrawl_level(base, overdue, interval)
-        rec["priority"] = level
+        rec["level"] = level
         return RECRAWL_QUEUES[level]
 
     def _new_queue(self, rec: Record, info: SiteInfo) -> str:
@@ -234,7 +235,7 @@ class AddRun:
         age = self.now - t if lastmod and (t := parse_time(lastmod)) is not None else None
         linking = len(info.linkers) if info.linkers else 0
         level = new_url_level(reason, rec["depth"], linking, age)
-        rec["priority"] = level
+        rec["level"] = level
         if level > 0 and not info.fetched and not info.queued and not info.parked:
             return DISCOVERY
         return NEW_QUEUES[level]
