@@ -64,7 +64,15 @@ from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import DEFAULT_AGENT, FetchConfig
-from crawlkit.fetch.hosts import Host, HostTable, Item, RobotsTask, StateCommits, split_url
+from crawlkit.fetch.hosts import (
+    Host,
+    HostTable,
+    Item,
+    RobotsTask,
+    StateCommits,
+    Task,
+    split_url,
+)
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.outcome import (
@@ -85,8 +93,8 @@ from crawlkit.fetch.warc import WarcWriter
 from crawlkit.robots import RobotsPolicy
 from crawlkit.url import Canonicalizer
 
-# split_url, iso_time and parse_retry_after live with the job they serve (hosts,
-# outcome); they are named here too, where callers have always found them.
+# The engine's public names: split_url, iso_time and parse_retry_after are defined with
+# the job they serve (hosts, outcome) and exported here too, for the engine's callers.
 __all__ = [
     "DEFAULT_AGENT",
     "OUTCOMES",
@@ -469,10 +477,10 @@ class Fetcher:
         self.hosts.stop_reason = "fetch stopped before the host was due (interrupted)"
         self._wake.set()
 
-    def _launches(self, now: float) -> list[tuple[Host, Item | RobotsTask]]:
+    def _launches(self, now: float) -> list[tuple[Host, Task]]:
         """The requests to start now: due hosts, as many as the free request slots
         and the WARC queue allow, each with its next task."""
-        out: list[tuple[Host, Item | RobotsTask]] = []
+        out: list[tuple[Host, Task]] = []
         sched = self.scheduler
         if now >= self._deadline:
             return out
@@ -508,7 +516,7 @@ class Fetcher:
         self.commits.shutdown()
 
     # ------------------------------------------------------------------ one request
-    async def _run_task(self, host: Host, task: Item | RobotsTask) -> None:
+    async def _run_task(self, host: Host, task: Task) -> None:
         if isinstance(task, RobotsTask):
             await self.robots.fetch(host, task)
         else:

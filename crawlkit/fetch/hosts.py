@@ -56,6 +56,7 @@ __all__ = [
     "RobotsTask",
     "Split",
     "StateCommits",
+    "Task",
     "split_url",
 ]
 
@@ -82,7 +83,7 @@ class RobotsTask:
     owner: str  # the politeness key of the origin's host
 
 
-Task = Item | RobotsTask
+Task = Item | RobotsTask  # what a host's queue holds
 
 
 @dataclass(eq=False)

@@ -37,7 +37,16 @@ from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import FetchConfig
-from crawlkit.fetch.hosts import Host, HostTable, Item, RobotsTask, Split, StateCommits, split_url
+from crawlkit.fetch.hosts import (
+    Host,
+    HostTable,
+    Item,
+    RobotsTask,
+    Split,
+    StateCommits,
+    Task,
+    split_url,
+)
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time
 from crawlkit.robots import RobotsEntry, RobotsPolicy
@@ -159,7 +168,7 @@ class RobotsFlow:
             self._entries = {o: e for o, e in self._entries.items() if o in self._inflight}
 
     # ------------------------------------------------------------------ verdicts
-    def next_task(self, host: Host, now: float) -> Item | RobotsTask | None:
+    def next_task(self, host: Host, now: float) -> Task | None:
         """The next request for ``host``; robots verdicts are settled on the way.
 
         A URL whose origin has no fresh entry yields a robots task (or, when that
