@@ -12,6 +12,12 @@
 * :mod:`~crawlkit.fetch.netoptions` — :class:`NetOptions`, those choices as one record.
 * :mod:`~crawlkit.fetch.warc` — the WARC writer (gzip per record, rotation, revisits).
 * :mod:`~crawlkit.fetch.hoststate` — durable host clocks, backoffs, robots, DNS, digests.
+* :mod:`~crawlkit.fetch.config` — :class:`FetchConfig`, the knobs of a run.
+* :mod:`~crawlkit.fetch.outcome` — what each fetch record says.
+* :mod:`~crawlkit.fetch.hosts` — host lifecycle: resolving, durable clocks, back-off,
+  whole queues deferred or failed, idle hosts forgotten.
+* :mod:`~crawlkit.fetch.robotsflow` — robots.txt fetched, cached and applied.
+* :mod:`~crawlkit.fetch.archiver` — captures written on the WARC thread.
 * :mod:`~crawlkit.fetch.engine` — :class:`Fetcher`, which ties them together.
 
 ``crawlkit.stages.fetch.fetch_records`` builds all of it from plain arguments.

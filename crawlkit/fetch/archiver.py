@@ -1,0 +1,168 @@
+"""The WARC archiver: hands each exchange to the WARC thread and returns where it went.
+
+:class:`WarcArchiver` is the one place a fetch run writes to the WARC. For each
+response (a page or a robots.txt) it hashes the payload, asks the host state whether an
+identical 2xx payload was archived before (then the capture is a ``revisit``), builds the
+:class:`~crawlkit.fetch.warc.Capture` with its metadata (fetch time, address, and what
+the caller adds: ``robots``, ``tlsUnverified``) and has the
+:class:`~crawlkit.fetch.warc.WarcWriter` write it. File format, naming and rotation by
+size are the writer's; this module decides on which thread it runs and when.
+
+Why a thread of its own: hashing, the revisit lookup and compression cost more than the
+request did, and zlib and hashlib release the GIL. Captures are queued and written in
+batches, one event-loop wake-up per batch, because a hand-over per capture costs the
+loop more than the capture. ``pending`` counts captures not yet written; the engine
+starts no request while it is at ``max_pending``, so a slow disk holds memory to about
+that many bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from crawlkit.fetch.client import FetchResult
+from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest, warc_date
+
+__all__ = ["WarcArchiver"]
+
+_Job = tuple[asyncio.Future[tuple[str, Any]], tuple[Any, ...]]
+
+
+class WarcArchiver:
+    """Writes exchanges to ``warc`` (None: nothing is archived, digests are still
+    computed) on one worker thread; ``state`` (optional) remembers payload digests
+    across runs for revisit records."""
+
+    def __init__(
+        self, warc: WarcWriter | None, state: HostState | None, *, max_pending: int
+    ) -> None:
+        self.warc = warc
+        self.state = state
+        self.pending = 0
+        self.max_pending = max_pending
+        self._lock = threading.Lock()
+        self._queue: list[_Job] = []
+        self._draining = False
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="warc")
+
+    @property
+    def full(self) -> bool:
+        """Whether as many captures wait as may: start no request until one is written."""
+        return self.pending >= self.max_pending
+
+    async def archive(
+        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+    ) -> tuple[str, Any]:
+        """Write the exchange to the WARC; returns (payload digest, location dict or None).
+
+        Hashing, the revisit lookup and compression run on the WARC thread, in order,
+        so the event loop only hands the response over. Without a writer, or without a
+        response, nothing is written and the location is None.
+        """
+        if self.warc is None or res.status is None:
+            return sha1_digest(res.body), None
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[str, Any]] = loop.create_future()
+        with self._lock:
+            self._queue.append((future, (res, url, depth, extra)))
+            start, self._draining = not self._draining, True
+        if start:
+            loop.run_in_executor(self._pool, self._drain, loop)
+        self.pending += 1
+        try:
+            return await future
+        finally:
+            self.pending -= 1
+
+    def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """WARC thread: write queued captures in batches, one loop wake-up per batch
+        (a hand-over per capture costs the event loop more than the capture)."""
+        while True:
+            with self._lock:
+                batch, self._queue = self._queue, []
+                if not batch:
+                    self._draining = False
+                    return
+            results: list[tuple[bool, Any]] = []
+            for _, args in batch:
+                try:
+                    results.append((True, self._write(*args)))
+                except Exception as exc:  # handed to the awaiting task
+                    results.append((False, exc))
+            loop.call_soon_threadsafe(_deliver, [f for f, _ in batch], results)
+
+    def _write(
+        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+    ) -> tuple[str, Any]:
+        """WARC thread: one capture, a revisit when a 2xx payload was seen before."""
+        assert self.warc is not None and res.status is not None
+        digest = sha1_digest(res.body)
+        date = warc_date(res.started, self.warc.version)
+        revisit = None
+        if self.state is not None and res.body and not res.truncated and 200 <= res.status < 300:
+            revisit = self.state.digest(digest)
+            if revisit is None:
+                self.state.put_digest(digest, url, date)
+        meta = {
+            "fetchTimeMs": str(int(res.elapsed * 1000)),
+            "ipAddress": res.address or "",
+            **extra,
+        }
+        if res.truncated:
+            meta["truncated"] = res.truncated
+        encoded = (res.header("Content-Encoding") or "identity").strip().lower() != "identity"
+        cap = Capture(
+            url=url,
+            ip=res.address,
+            date=res.started,
+            request_head=res.request_head,
+            response_head=res.response_head,
+            body=res.body,
+            payload_digest=digest,
+            truncated=res.truncated,
+            depth=depth if isinstance(depth, int) else None,
+            revisit_of=revisit,
+            metadata=meta,
+            precompressed=encoded,
+        )
+        return digest, self.warc.write_capture(cap).to_dict()
+
+    async def rotate(self) -> list[str]:
+        """Close the current WARC file (a new one opens on the next write); returns
+        the names of every file closed so far."""
+        if self.warc is None:
+            return []
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self.warc.close)
+        return [str(p) for p in self.warc.closed_files]
+
+    async def flush(self) -> None:
+        """Hand every record written so far to the OS; the file stays open."""
+        if self.warc is not None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._pool, self.warc.flush)
+
+    async def close(self) -> None:
+        """Close the WARC file (renamed to its final name) after what was queued."""
+        if self.warc is not None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._pool, self.warc.close)
+
+    def shutdown(self) -> None:
+        """Stop the WARC thread (after :meth:`close`)."""
+        self._pool.shutdown()
+
+
+def _deliver(futures: list[asyncio.Future[Any]], results: list[tuple[bool, Any]]) -> None:
+    """Event loop: settle the futures of one written batch (a cancelled one is skipped)."""
+    for future, (ok, value) in zip(futures, results, strict=True):
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)

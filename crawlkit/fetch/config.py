@@ -1,0 +1,45 @@
+"""The knobs of a fetch run (:class:`FetchConfig`) and the default User-Agent.
+
+Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine composes
+(the robots flow, the host table) read the same record without importing the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_AGENT", "FetchConfig"]
+
+# The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
+# are matched by its product token, "crawlkit".
+DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+
+
+@dataclass
+class FetchConfig:
+    """Every knob of a fetch run, with DESIGN.md's defaults."""
+
+    agent: str = DEFAULT_AGENT
+    concurrency: int = 100
+    min_delay: float = 1.0
+    delay_factor: float = 10.0
+    per_ip: int = 2
+    per_ip_delay: float | None = None  # default: min_delay / 4
+    duration: float | None = None
+    timeout: float = 30.0
+    max_body: int = 10_000_000
+    max_decoded: int = 10_000_000
+    backoff: float = 60.0
+    max_backoff: float = 3600.0
+    max_hops: int = 5
+    archive_robots: bool = True
+    # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
+    # rules are not applied: an operator archiving a site they run.
+    ignore_robots_for: tuple[str, ...] = ()
+    # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
+    # --cookies, --netrc); page requests only, robots.txt is asked for without them.
+    request: Any = None
+    host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
+    proxy: str | None = None  # every request through this HTTP proxy (--proxy)
+    trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)

@@ -1,0 +1,222 @@
+"""Shaping outcomes: the fetch record of a URL, from its input record and what happened.
+
+Every input URL record gets exactly one fetch record (DESIGN.md invariant 1); the
+outcomes are listed in :mod:`crawlkit.fetch.engine`. This module knows what each
+record says and nothing about when it is made:
+
+* :func:`fetch_record` — the input record with the fetch fields set, every field
+  present (None when it does not apply), a classified failure's ``error_code`` added;
+* :func:`shape_response` — the outcome and fields of a response to a page request;
+* :func:`redirect_target` — the URL record of a redirect's target (hop limit, target
+  canonicalized), or why there is none;
+* :class:`Outbox` — fetch records waiting to be handed out, counted by outcome, and
+  the URLs accepted and not answered yet.
+"""
+
+from __future__ import annotations
+
+import calendar
+import email.utils
+import re
+import time
+from collections import deque
+from typing import Any
+from urllib.parse import urljoin
+
+from crawlkit.errors import InvalidURL
+from crawlkit.fetch.client import FetchResult
+from crawlkit.url import Canonicalizer
+
+__all__ = [
+    "OUTCOMES",
+    "Outbox",
+    "Record",
+    "error_code",
+    "fetch_record",
+    "iso_time",
+    "parse_retry_after",
+    "redirect_target",
+    "shape_response",
+    "timing_fields",
+]
+
+Record = dict[str, Any]
+
+OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
+
+_ERROR_CODE = re.compile(r"\b((?:tls|dns)-[a-z]+(?:-[a-z]+)*):")
+
+
+def error_code(error: str | None) -> str | None:
+    """The code of a classified failure named in ``error`` (``tls-expired: ...``)."""
+    match = _ERROR_CODE.search(error) if error else None
+    return match.group(1) if match else None
+
+
+def iso_time(t: float) -> str:
+    """UTC ISO 8601 with milliseconds: ``2026-11-30T07:31:36.123Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        parsed = email.utils.parsedate_tz(value)
+    except (TypeError, ValueError):
+        return None
+    if parsed is None:
+        return None
+    return max(0.0, calendar.timegm(parsed[:9]) - (parsed[9] or 0) - now)
+
+
+def fetch_record(rec: Record, url: str, outcome: str, **fields: Any) -> Record:
+    """The fetch record of ``url``: the input record ``rec`` (its other fields kept),
+    every fetch field present and None unless ``fields`` sets it, ``etag`` and
+    ``last_modified`` carried over from the input, and ``error_code`` when ``error``
+    names a classified failure. Field order is fixed: the record's lines are compared
+    byte for byte by tests and by tools downstream."""
+    out = dict(rec)
+    out.update(
+        url=url,
+        status=None,
+        outcome=outcome,
+        fetched_at=None,
+        elapsed_ms=None,
+        ip=None,
+        bytes=None,
+        content_type=None,
+        etag=rec.get("etag"),
+        last_modified=rec.get("last_modified"),
+        digest=None,
+        location=None,
+        warc=None,
+        error=None,
+    )
+    out.pop("error_code", None)  # from an earlier fetch of a passed-through record
+    out.pop("tls_unverified", None)
+    out.update(fields)
+    code = error_code(out["error"])
+    if code is not None:
+        out["error_code"] = code
+    return out
+
+
+def timing_fields(res: FetchResult) -> dict[str, Any]:
+    """When the request started, how long it took and the address asked."""
+    return {
+        "fetched_at": iso_time(res.started),
+        "elapsed_ms": round(res.elapsed * 1000, 1),
+        "ip": res.address,
+    }
+
+
+def shape_response(
+    rec: Record, res: FetchResult, *, digest: str, warc: Any, backoff_until: float
+) -> tuple[str, dict[str, Any]]:
+    """The outcome and fields of a response (``res.status`` set) to a page request.
+
+    ``digest`` and ``warc`` are what the archiver wrote; ``backoff_until`` is the
+    host's clock after a 429/503 (the record's ``retry_at``). A 304 keeps the input's
+    validators when the server sent none. A redirect's ``location`` is set by
+    :func:`redirect_target`.
+    """
+    status = res.status
+    assert status is not None
+    fields = timing_fields(res)
+    fields.update(
+        status=status,
+        bytes=len(res.body),
+        content_type=res.header("Content-Type"),
+        etag=res.header("ETag") or (rec.get("etag") if status == 304 else None),
+        last_modified=res.header("Last-Modified")
+        or (rec.get("last_modified") if status == 304 else None),
+        digest=digest,
+        warc=warc,
+        error=res.error,
+    )
+    if res.truncated:
+        fields["truncated"] = res.truncated
+    if res.tls_unverified:
+        fields["tls_unverified"] = res.tls_unverified
+    if status == 304:
+        outcome = "not-modified"
+    elif status in (429, 503):
+        outcome = "deferred"
+        fields["retry_at"] = iso_time(backoff_until)
+        fields["error"] = f"HTTP {status}: backing off"
+    elif 300 <= status < 400 and res.header("Location"):
+        outcome = "redirect"
+    else:
+        outcome = "fetched"
+    return outcome, fields
+
+
+def redirect_target(
+    rec: Record,
+    url: str,
+    location: str,
+    fields: dict[str, Any],
+    *,
+    max_hops: int,
+    canon: Canonicalizer,
+) -> Record | None:
+    """The URL record of the target of ``url``'s redirect to ``location``, or None.
+
+    Sets the fetch record's ``location`` in ``fields`` (canonical when the target
+    parses) and, when there is no target record, its ``error``: past ``max_hops``
+    (counted from the input's ``hops`` when its ``reason`` is ``redirect``), or a
+    target that is not a URL crawlkit fetches. The target record carries the source's
+    ``depth`` and ``priority``, ``reason: "redirect"``, ``hops`` and ``via``.
+    """
+    target = urljoin(url, location.strip())
+    fields["location"] = target
+    hops = rec.get("hops") if rec.get("reason") == "redirect" else 0
+    hops = (hops if isinstance(hops, int) else 0) + 1
+    if hops > max_hops:
+        fields["error"] = f"redirect limit reached ({max_hops} hops)"
+        return None
+    try:
+        parsed = canon.parse(target)
+    except InvalidURL as exc:
+        fields["error"] = f"redirect target refused: {exc}"
+        return None
+    fields["location"] = parsed.url
+    out: Record = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp}
+    for key in ("depth", "priority"):
+        if key in rec:
+            out[key] = rec[key]
+    out.update(reason="redirect", hops=hops, via=url)
+    return out
+
+
+class Outbox:
+    """Fetch records ready to be handed out, in the order they were made.
+
+    ``counts`` tallies them by outcome. ``accepted`` holds the URLs queued or in
+    flight: a URL is asked for once at a time, and may come again once answered.
+    """
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+        self.accepted: set[str] = set()
+        self._records: deque[Record] = deque()
+
+    def emit(self, record: Record, *, settles: bool = True) -> None:
+        """Queue ``record``; ``settles`` its URL's acceptance (a refusal at intake,
+        made before the URL was accepted, settles nothing)."""
+        self.counts[record["outcome"]] += 1
+        self._records.append(record)
+        if settles:
+            self.accepted.discard(record["url"])
+
+    def __bool__(self) -> bool:
+        return bool(self._records)
+
+    def pop(self) -> Record:
+        """The oldest record not handed out yet."""
+        return self._records.popleft()

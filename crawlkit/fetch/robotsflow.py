@@ -1,0 +1,321 @@
+"""The robots flow: robots.txt is had before any other URL of its origin, and decides.
+
+For each origin (``scheme://host:port``) :class:`RobotsFlow` keeps the
+:class:`~crawlkit.robots.RobotsEntry` that a :class:`~crawlkit.robots.RobotsPolicy`
+made of the last answer, in memory and in the host state (DESIGN.md invariant 3):
+
+* **Fetching.** When a host's next URL has no fresh entry, a :class:`RobotsTask` goes
+  first, through the same politeness clock as any request. A 3xx is followed by the
+  flow itself, up to the policy's ``max_redirects`` hops, each hop a request through
+  its own host's clock (a hop to another host goes through that host's queue). A body
+  cut off by a reset or by silence is a network error, not a file (RFC 9309 2.3.1.4:
+  its missing rules would allow what they forbid).
+* **Verdicts.** A URL its origin's rules disallow comes out ``robots-denied`` without
+  a request, unless its host is in ``ignore_robots_for``; an allowed one takes the
+  file's Crawl-delay into its host's clock.
+* **Deferral.** When robots.txt cannot be had (network error, 5xx, 429: RFC 9309 says
+  disallow all and retry later), the origin's URLs come out ``deferred`` until the
+  entry expires, at once rather than at the host's next turn.
+* **Capture reporting.** Each robots.txt response is archived (``--archive-robots``,
+  metadata ``robots: yes``); since it has no fetch record, its WARC location is told
+  to ``on_capture`` as ``{"url", "warc"}`` (crawl's extract reads the Sitemap lines of
+  robots.txt by those ranges).
+
+Hosts waiting on a robots.txt being fetched through another host (a redirect) are
+rescheduled when it is settled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import zlib
+from collections.abc import Callable
+from urllib.parse import urljoin, urlsplit
+
+from crawlkit.errors import InvalidURL
+from crawlkit.fetch.archiver import WarcArchiver
+from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
+from crawlkit.fetch.config import FetchConfig
+from crawlkit.fetch.hosts import (
+    Host,
+    HostTable,
+    Item,
+    RobotsTask,
+    Split,
+    StateCommits,
+    Task,
+    split_url,
+)
+from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time
+from crawlkit.robots import RobotsEntry, RobotsPolicy
+
+__all__ = ["MAX_CRAWL_DELAY", "ROBOTS_MAX_BYTES", "RobotsFlow", "unavailable"]
+
+MAX_CRAWL_DELAY = 86_400.0
+ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
+
+
+def robots_ignored(origin: str, config: FetchConfig) -> bool:
+    """Whether ``origin``'s host is one of ``config.ignore_robots_for`` (exact name)."""
+    if not config.ignore_robots_for:
+        return False
+    host = (urlsplit(origin).hostname or "").lower()
+    return host in config.ignore_robots_for
+
+
+def unavailable(entry: RobotsEntry) -> bool:
+    """robots.txt could not be had (network error, 5xx, 429): everything is disallowed
+    until it can be fetched, and the URLs waiting on it are deferred, not denied."""
+    return entry.body is None and (
+        entry.status is None or entry.status >= 500 or entry.status == 429
+    )
+
+
+def robots_deferral(item: Item, entry: RobotsEntry) -> Record:
+    """The record of a URL whose robots.txt could not be had: deferred until the
+    entry expires and robots.txt is asked again (RFC 9309: disallow all meanwhile)."""
+    return fetch_record(
+        item.record,
+        item.url,
+        "deferred",
+        retry_at=iso_time(entry.expires_at),
+        error=f"robots.txt unavailable: {entry.error}",
+    )
+
+
+class RobotsFlow:
+    """robots.txt for every origin of a run: fetched first, cached, applied.
+
+    ``hosts`` is the run's host table (robots tasks queue on hosts, waiters are
+    rescheduled through it); records go to ``outbox``; ``state`` (optional) keeps
+    entries across runs, and a new entry asks ``commits`` for a prompt commit (its
+    Crawl-delay is part of the host's clock). ``headers`` are the run's base request
+    headers: robots.txt is asked for without per-URL extras.
+    """
+
+    def __init__(
+        self,
+        config: FetchConfig,
+        *,
+        policy: RobotsPolicy,
+        client: HttpClient,
+        headers: dict[str, str],
+        hosts: HostTable,
+        outbox: Outbox,
+        state: HostState | None,
+        commits: StateCommits,
+        archiver: WarcArchiver,
+        on_capture: Callable[[Record], None] | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.policy = policy
+        self.client = client
+        self.headers = headers
+        self.hosts = hosts
+        self.outbox = outbox
+        self.state = state
+        self.commits = commits
+        self.archiver = archiver
+        self.on_capture = on_capture
+        self.clock = clock
+        self._entries: dict[str, RobotsEntry] = {}
+        self._inflight: dict[str, list[Host]] = {}  # origin -> hosts waiting on it
+
+    # ------------------------------------------------------------------ the cache
+    def entry(self, origin: str) -> RobotsEntry | None:
+        """The entry of ``origin`` from memory, else from the state, else None."""
+        entry = self._entries.get(origin)
+        if entry is None and self.state is not None:
+            saved = self.state.robots(origin)
+            if saved is not None:
+                with contextlib.suppress(KeyError, TypeError, ValueError):
+                    entry = self._entries[origin] = RobotsEntry.from_dict(saved)
+        return entry
+
+    def settle(self, origin: str, entry: RobotsEntry) -> None:
+        """``origin``'s robots.txt is now ``entry``: kept, and the hosts waiting on it
+        go back to the scheduler."""
+        self._entries[origin] = entry
+        if self.state is not None:
+            self.state.put_robots(origin, entry.to_dict())
+            self.commits.mark_urgent()  # its Crawl-delay is part of the host's clock
+        for waiter in self._inflight.pop(origin, []):
+            if not waiter.busy and not waiter.queued:
+                self.hosts.schedule(waiter, self.clock())
+
+    def give_up(self, task: RobotsTask, why: str) -> None:
+        """``task`` will not be fetched (its host failed or was deferred): the origin's
+        robots.txt is settled as unreachable for ``why``."""
+        self.settle(task.origin, self.policy.on_error(why, self.clock(), task.previous))
+
+    def release_all(self) -> None:
+        """Settle every robots.txt still awaited as lost. Called when nothing runs:
+        cannot happen by construction, but a host must never hang on it."""
+        for origin in list(self._inflight):
+            self.settle(origin, self.policy.on_error("robots fetch lost", self.clock()))
+
+    def waiting_hosts(self) -> set[int]:
+        """Ids of the hosts waiting on a robots.txt fetched through another host."""
+        return {id(h) for hosts in self._inflight.values() for h in hosts}
+
+    def trim(self, limit: int) -> None:
+        """Past ``limit`` entries in memory, keep only those being fetched (the rest
+        are on disk)."""
+        if len(self._entries) > limit:
+            self._entries = {o: e for o, e in self._entries.items() if o in self._inflight}
+
+    # ------------------------------------------------------------------ verdicts
+    def next_task(self, host: Host, now: float) -> Task | None:
+        """The next request for ``host``; robots verdicts are settled on the way.
+
+        A URL whose origin has no fresh entry yields a robots task (or, when that
+        robots.txt is being fetched through another host, None: ``host`` waits on it).
+        Disallowed URLs come out ``robots-denied`` (or ``deferred`` when robots.txt is
+        unavailable) and the next one is looked at.
+        """
+        agent = self.config.agent
+        items = host.items
+        while items:
+            item = items[0]
+            if isinstance(item, RobotsTask):
+                return items.popleft()
+            entry = self.entry(item.origin)
+            if entry is None or not self.policy.is_fresh(entry, now):
+                waiters = self._inflight.get(item.origin)
+                if waiters is not None:  # being fetched through another host (a redirect)
+                    waiters.append(host)
+                    return None
+                self._inflight[item.origin] = []
+                return RobotsTask(item.origin, item.origin + "/robots.txt", 0, entry, host.key)
+            rules = entry.rules()
+            verdict = rules.check(agent, item.url)
+            if not verdict.allowed and not robots_ignored(item.origin, self.config):
+                items.popleft()
+                if unavailable(entry):
+                    self.outbox.emit(robots_deferral(item, entry))
+                else:
+                    rule = verdict.rule or "disallow all"
+                    self.outbox.emit(
+                        fetch_record(
+                            item.record, item.url, "robots-denied", error=f"robots.txt: {rule}"
+                        )
+                    )
+                continue
+            delay = rules.crawl_delay(agent)
+            host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
+            return items.popleft()
+        return None
+
+    # ------------------------------------------------------------------ fetching
+    async def fetch(self, host: Host, task: RobotsTask) -> None:
+        """Fetch one robots.txt hop through ``host``'s clock, settle or follow it, move
+        the host's clock on, then archive the response and report the capture."""
+        cfg = self.config
+        res = await self.client.fetch(
+            FetchRequest(
+                task.url,
+                host.address or "",
+                self.headers,
+                cfg.timeout,
+                ROBOTS_MAX_BYTES,
+                cfg.max_decoded,
+            )
+        )
+        entry = await self._judge(host, task, res)
+        if entry is not None:
+            self.settle(task.origin, entry)
+            if task.owner == host.key and unavailable(entry):
+                self._defer_unreachable(host, task.origin, entry)
+            if task.owner == host.key:
+                delay = entry.rules().crawl_delay(cfg.agent)
+                host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
+        now = self.hosts.finish(host, res)
+        self.hosts.schedule(host, now)
+        if cfg.archive_robots and res.status is not None:
+            extra = {"robots": "yes"}
+            if res.tls_unverified:
+                extra["tlsUnverified"] = res.tls_unverified
+            _, location = await self.archiver.archive(res, task.url, None, extra)
+            if location is not None and self.on_capture is not None:
+                self.on_capture({"url": task.url, "warc": location})
+
+    async def _judge(self, host: Host, task: RobotsTask, res: FetchResult) -> RobotsEntry | None:
+        """The entry ``res`` makes, or None when it is a redirect being followed."""
+        now = self.clock()
+        status = res.status
+        if status is None or res.truncated in ("time", "disconnect"):
+            # A body cut by a reset or by silence is not the file the server meant:
+            # parsed, its missing rules would allow what they forbid (RFC 9309 2.3.1.4).
+            why = res.error or "fetch failed"
+            return self.policy.on_error(
+                why if status is None else f"robots.txt cut off mid-body ({why})",
+                now,
+                task.previous,
+            )
+        if 300 <= status < 400 and res.header("Location") and task.hops < self.policy.max_redirects:
+            target = urljoin(task.url, (res.header("Location") or "").strip())
+            try:
+                sp = split_url(target)
+            except InvalidURL as exc:
+                return self.policy.on_error(f"robots.txt redirect: {exc}", now, task.previous)
+            self._hop(
+                host,
+                sp,
+                RobotsTask(task.origin, target, task.hops + 1, task.previous, task.owner),
+            )
+            return None
+        body = _decode_body(res, ROBOTS_MAX_BYTES) if 200 <= status < 300 else b""
+        entry = self.policy.on_response(status, body, now, task.previous)
+        if len(body) > 64 * 1024:
+            # Parsing and compiling a big file takes ~0.5 s: keep the loop serving.
+            await asyncio.get_running_loop().run_in_executor(
+                None, _warm_rules, entry, self.config.agent, task.origin
+            )
+        return entry
+
+    def _defer_unreachable(self, host: Host, origin: str, entry: RobotsEntry) -> None:
+        """robots.txt of ``origin`` could not be had (disallow all until it can): the
+        host's URLs of that origin are deferred now: left in the queue, they would wait
+        for the host's next turn, ten times the failed fetch (5 min after a 30 s
+        timeout), only to be deferred then."""
+        keep = [i for i in host.items if not (isinstance(i, Item) and i.origin == origin)]
+        for item in host.items:
+            if isinstance(item, Item) and item.origin == origin:
+                self.outbox.emit(robots_deferral(item, entry))
+        host.items.clear()
+        host.items.extend(keep)
+
+    def _hop(self, host: Host, sp: Split, task: RobotsTask) -> None:
+        """Queue a redirect hop first on its target's host, and get that host going."""
+        hosts = self.hosts
+        target = hosts.get(sp)
+        target.items.appendleft(task)
+        if target is host:
+            return  # rescheduled with its gap after this request
+        if target.state == "new":
+            hosts.prepare(target)
+        elif target.state == "failed":
+            hosts.fail(target, "error", "host failed")
+        elif not target.busy and not target.queued:
+            hosts.schedule(target, self.clock())
+
+
+def _warm_rules(entry: RobotsEntry, agent: str, origin: str) -> None:
+    """Worker thread: parse and compile the rules once, off the event loop."""
+    entry.rules().check(agent, origin + "/")
+
+
+def _decode_body(res: FetchResult, cap: int) -> bytes:
+    """The body with gzip/deflate Content-Encoding undone, at most ``cap`` bytes."""
+    enc = (res.header("Content-Encoding") or "").strip().lower()
+    if enc not in ("gzip", "x-gzip", "deflate"):
+        return res.body[:cap]
+    for wbits in (47, -15):
+        try:
+            return zlib.decompressobj(wbits).decompress(res.body, cap)
+        except zlib.error:
+            continue
+    return b""

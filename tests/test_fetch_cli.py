@@ -1,0 +1,34 @@
+"""``crawlkit fetch`` (cli/fetch.py, crawlkit.stages.fetch): bare URLs and records in,
+bad lines reported, addresses refused without --allow-net."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def test_cli_takes_bare_urls_reports_bad_lines_and_refuses_without_allow_net(
+    tmp_path: Path,
+) -> None:
+    from conftest import crawlkit
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.7 local.test\n")
+    res = crawlkit(
+        "fetch",
+        "--state",
+        str(tmp_path / "s"),
+        "--hosts-file",
+        str(hosts),
+        input=b'http://local.test/\n{"url": "gopher://x/", "depth": 4}\n{broken\n',
+    )
+    assert res.code == 0, res.stderr
+    out = [__import__("json").loads(line) for line in res.lines]
+    assert [(r["url"], r["outcome"]) for r in out] == [
+        ("gopher://x/", "refused"),
+        ("http://local.test/", "refused"),
+    ]
+    assert out[0]["depth"] == 4
+    assert "loopback address 127.0.0.7 refused" in out[1]["error"]
+    assert ":3:" in res.stderr and "1 bad input records skipped" in res.stderr
+    bad = crawlkit("fetch", "--state", str(tmp_path / "s"), "--allow-net", "nope", input=b"")
+    assert bad.code == 2 and "not a CIDR" in bad.stderr

@@ -1,0 +1,99 @@
+"""crawlkit.fetch.scheduler: one request per host at a time, the gap, per-IP limits,
+backoff (invariant 2), driven with a fake clock."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.fetch.scheduler import HostQueue, Scheduler
+
+
+def run_schedule(sched: Scheduler, hosts: list[HostQueue], elapsed: float, status=200):
+    """Drive the scheduler with a fake clock; returns (host, start, end) per request."""
+    for h in hosts:
+        sched.push(h)
+    now, log, running = 0.0, [], []
+    for _ in range(10_000):
+        while True:
+            h = sched.pop_ready(now)
+            if h is None:
+                break
+            h.items.popleft()
+            sched.start(h, now)
+            running.append((now + elapsed, h, now))
+        if not running:
+            nt = sched.next_time()
+            if nt is None:
+                break
+            now = max(now, nt)
+            continue
+        running.sort(key=lambda r: r[0])
+        nt = sched.next_time()
+        if nt is not None and nt < running[0][0]:
+            now = max(now, nt)
+            continue
+        end, h, start = running.pop(0)
+        now = end
+        sched.finish(h, now, elapsed=elapsed, status=status(h) if callable(status) else status)
+        log.append((h.key, start, end))
+        if h.items:
+            sched.push(h)
+    return log
+
+
+@settings(deadline=None)  # timing varies on a shared machine; examples are bounded
+@given(
+    n_hosts=st.integers(1, 6),
+    per_host=st.integers(1, 5),
+    elapsed=st.floats(0.001, 0.3),
+    min_delay=st.floats(0.0, 2.0),
+    per_ip=st.integers(1, 3),
+)
+def test_scheduler_never_overlaps_a_host_and_keeps_the_gap(
+    n_hosts, per_host, elapsed, min_delay, per_ip
+):
+    sched = Scheduler(min_delay=min_delay, delay_factor=10, per_ip=per_ip, per_ip_delay=0.1)
+    hosts = [HostQueue(f"h{i}", address=f"10.0.0.{i % 2}") for i in range(n_hosts)]
+    for h in hosts:
+        h.items.extend(range(per_host))
+    log = run_schedule(sched, hosts, elapsed)
+    assert len(log) == n_hosts * per_host  # nothing dropped
+    gap = max(min_delay, 10 * elapsed)
+    for key in {k for k, _, _ in log}:
+        mine = sorted((s, e) for k, s, e in log if k == key)
+        for (_s1, e1), (s2, _) in itertools.pairwise(mine):
+            assert s2 >= e1 + gap - 1e-9
+    for ip in ("10.0.0.0", "10.0.0.1"):
+        spans = [(s, e) for k, s, e in log if f"10.0.0.{int(k[1:]) % 2}" == ip]
+        for s, _ in spans:
+            assert sum(1 for s2, e2 in spans if s2 <= s < e2) <= per_ip
+        starts = sorted(s for s, _ in spans)
+        assert all(b - a >= 0.1 - 1e-9 for a, b in itertools.pairwise(starts))
+
+
+def test_backoff_doubles_to_the_cap_honours_retry_after_and_clears() -> None:
+    sched = Scheduler(min_delay=1, backoff=60, max_backoff=3600)
+    h = HostQueue("a", address="1.1.1.1")
+    waits = []
+    for _ in range(8):
+        sched.start(h, 0)
+        sched.finish(h, 100.0, elapsed=0.1, status=503)
+        waits.append(h.backoff_until - 100.0)
+    assert waits == [60, 120, 240, 480, 960, 1920, 3600, 3600]
+    sched.start(h, 0)
+    sched.finish(h, 100.0, elapsed=0.1, status=429, retry_after=7200)
+    assert h.backoff_until == 100.0 + 7200  # Retry-After longer than the step wins
+    sched.start(h, 0)
+    sched.finish(h, 200.0, elapsed=0.1, status=200)
+    assert h.backoff == 0 and not h.backing_off(200.0) and h.next_allowed == 201.0
+
+
+def test_crawl_delay_sets_the_gap() -> None:
+    sched = Scheduler(min_delay=1)
+    h = HostQueue("a", crawl_delay=5)
+    sched.start(h, 0)
+    sched.finish(h, 10.0, elapsed=0.01, status=200)
+    assert h.next_allowed == 15.0
