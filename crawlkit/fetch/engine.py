@@ -80,6 +80,7 @@ from crawlkit.fetch.outcome import (
     Outbox,
     Record,
     fetch_record,
+    fetch_refusal,
     iso_time,
     parse_retry_after,
     redirect_target,
@@ -244,7 +245,7 @@ class Fetcher:
         emit = self.outbox.emit
         url = rec.get("url")
         if not isinstance(url, str) or not url:
-            emit(fetch_record(rec, str(url), "refused", error="record has no url"), settles=False)
+            emit(fetch_refusal(rec, str(url), "invalid-url", "record has no url"), settles=False)
             return None
         if rec.get("outcome") == "refused":
             # Refused upstream (a frontier block, a trap limit): passed through, never
@@ -255,15 +256,14 @@ class Fetcher:
         try:
             sp = split_url(url)
         except InvalidURL as exc:
-            emit(fetch_record(rec, url, "refused", error=str(exc)), settles=False)
+            emit(fetch_refusal(rec, url, "invalid-url", str(exc)), settles=False)
             return None
         accepted = self.outbox.accepted
         if url in accepted:
             # The same URL twice in a batch (or handed out again while the first is
             # still queued): the server is asked once; the repeat comes out refused.
-            emit(fetch_record(rec, url, "refused", refused="duplicate",
-                              error="the same URL is already queued or in flight"),
-                 settles=False)  # fmt: skip
+            why = "the same URL is already queued or in flight"
+            emit(fetch_refusal(rec, url, "duplicate", why), settles=False)
             return None
         accepted.add(url)
         host = self.hosts.get(sp)

@@ -43,7 +43,14 @@ from crawlkit.errors import InvalidURL
 from crawlkit.fetch.client import FetchResult
 from crawlkit.fetch.hoststate import HostRecord, HostState
 from crawlkit.fetch.netpolicy import NetPolicy
-from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time, parse_retry_after
+from crawlkit.fetch.outcome import (
+    Outbox,
+    Record,
+    fetch_record,
+    fetch_refusal,
+    iso_time,
+    parse_retry_after,
+)
 from crawlkit.fetch.resolver import Resolution, Resolver
 from crawlkit.fetch.scheduler import HostQueue, Scheduler
 from crawlkit.robots import RobotsEntry
@@ -295,7 +302,9 @@ class HostTable:
         host.failure = (outcome, error)
         while host.items:
             item = host.items.popleft()
-            if isinstance(item, Item):
+            if isinstance(item, Item) and outcome == "refused":  # the address check
+                self.outbox.emit(fetch_refusal(item.record, item.url, "address", error))
+            elif isinstance(item, Item):
                 self.outbox.emit(fetch_record(item.record, item.url, outcome, error=error))
             else:
                 self.on_robots_task(item, error)

@@ -4,8 +4,9 @@ Every input URL record gets exactly one fetch record (DESIGN.md invariant 1); th
 outcomes are listed in :mod:`crawlkit.fetch.engine`. This module knows what each
 record says and nothing about when it is made:
 
-* :func:`fetch_record` — the input record with the fetch fields set, every field
-  present (None when it does not apply), a classified failure's ``error_code`` added;
+* :func:`fetch_record`, :func:`fetch_refusal` — the records of
+  :mod:`crawlkit.records` (the input record with every fetch field set, a classified
+  failure's ``error_code`` added), as the plain dicts the fetcher edits;
 * :func:`shape_response` — the outcome and fields of a response to a page request;
 * :func:`redirect_target` — the URL record of a redirect's target (hop limit, target
   canonicalized), or why there is none;
@@ -17,14 +18,15 @@ from __future__ import annotations
 
 import calendar
 import email.utils
-import re
 import time
 from collections import deque
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin
 
+from crawlkit import records
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.client import FetchResult
+from crawlkit.records import error_code
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "Record",
     "error_code",
     "fetch_record",
+    "fetch_refusal",
     "iso_time",
     "parse_retry_after",
     "redirect_target",
@@ -43,14 +46,6 @@ __all__ = [
 Record = dict[str, Any]
 
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
-
-_ERROR_CODE = re.compile(r"\b((?:tls|dns)-[a-z]+(?:-[a-z]+)*):")
-
-
-def error_code(error: str | None) -> str | None:
-    """The code of a classified failure named in ``error`` (``tls-expired: ...``)."""
-    match = _ERROR_CODE.search(error) if error else None
-    return match.group(1) if match else None
 
 
 def iso_time(t: float) -> str:
@@ -75,35 +70,15 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
 
 
 def fetch_record(rec: Record, url: str, outcome: str, **fields: Any) -> Record:
-    """The fetch record of ``url``: the input record ``rec`` (its other fields kept),
-    every fetch field present and None unless ``fields`` sets it, ``etag`` and
-    ``last_modified`` carried over from the input, and ``error_code`` when ``error``
-    names a classified failure. Field order is fixed: the record's lines are compared
-    byte for byte by tests and by tools downstream."""
-    out = dict(rec)
-    out.update(
-        url=url,
-        status=None,
-        outcome=outcome,
-        fetched_at=None,
-        elapsed_ms=None,
-        ip=None,
-        bytes=None,
-        content_type=None,
-        etag=rec.get("etag"),
-        last_modified=rec.get("last_modified"),
-        digest=None,
-        location=None,
-        warc=None,
-        error=None,
-    )
-    out.pop("error_code", None)  # from an earlier fetch of a passed-through record
-    out.pop("tls_unverified", None)
-    out.update(fields)
-    code = error_code(out["error"])
-    if code is not None:
-        out["error_code"] = code
-    return out
+    """:func:`crawlkit.records.fetch_record` as the plain dict the fetcher goes on
+    editing. Field order is fixed: the record's lines are compared byte for byte by
+    tests and by tools downstream."""
+    return cast(Record, records.fetch_record(rec, url, outcome, **fields))
+
+
+def fetch_refusal(rec: Record, url: str, refused: str, detail: str) -> Record:
+    """:func:`crawlkit.records.fetch_refusal` as a plain dict (see :func:`fetch_record`)."""
+    return cast(Record, records.fetch_refusal(rec, url, refused, detail))
 
 
 def timing_fields(res: FetchResult) -> dict[str, Any]:
@@ -171,7 +146,7 @@ def redirect_target(
     parses) and, when there is no target record, its ``error``: past ``max_hops``
     (counted from the input's ``hops`` when its ``reason`` is ``redirect``), or a
     target that is not a URL crawlkit fetches. The target record carries the source's
-    ``depth`` and ``priority``, ``reason: "redirect"``, ``hops`` and ``via``.
+    ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``.
     """
     target = urljoin(url, location.strip())
     fields["location"] = target
@@ -186,11 +161,11 @@ def redirect_target(
         fields["error"] = f"redirect target refused: {exc}"
         return None
     fields["location"] = parsed.url
-    out: Record = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp}
-    for key in ("depth", "priority"):
-        if key in rec:
-            out[key] = rec[key]
-    out.update(reason="redirect", hops=hops, via=url)
+    depth, priority = rec.get("depth"), rec.get("priority")
+    # An integer priority is a queue level from an older frontier, not a finder's hint.
+    hint = priority if isinstance(priority, float) else None
+    out = cast(Record, records.url_record(parsed, depth=depth, reason="redirect", priority=hint))
+    out.update(hops=hops, via=url)
     return out
 
 
