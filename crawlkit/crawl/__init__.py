@@ -4,6 +4,7 @@
 where deferred URLs wait for their retry time.
 """
 
-from crawlkit.crawl.loop import Crawl, CrawlOptions, CrawlSummary, Scope, crawl, explain
+from crawlkit.crawl.loop import Crawl, CrawlOptions, CrawlSummary, crawl, explain
+from crawlkit.frontier.scope import Scope
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]

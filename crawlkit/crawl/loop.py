@@ -10,8 +10,9 @@ library functions, on the same state directory:
 and leaves its files in ``STATE/crawl/cycles/NNNNNN/`` (the batch, the fetch log,
 page, link, dedup and refusal records), so every cycle can be inspected, replayed or
 re-run by hand with the stage commands (``crawlkit crawl --explain`` prints them,
-from the same list). The frontier is opened once per run and committed after every
-change; the other stores are still opened by the stage functions they belong to.
+from the same list). The stores (frontier, seen set, dedup index, recrawl history,
+host state) are opened once per run and handed to the stage functions, which commit
+them after every change, as the stage commands (which open them by path) do.
 
 Resumable (DESIGN.md invariants 1 and 5): a cycle's steps run in order and each
 marks itself done with a file; a restarted crawl finishes the open cycle first. The
@@ -23,7 +24,8 @@ restart never hits a host inside its gap (invariant 2).
 Deferred URLs (a host backing off, robots.txt unavailable, the run's end) wait in
 one place, the waiting room (:mod:`crawlkit.crawl.waiting`), until their ``retry_at``
 and then go back to the frontier once; nothing is dropped, nothing queued twice.
-URLs outside ``--scope`` are refused with a reason.
+URLs outside ``--scope`` are refused with a reason by the frontier stage
+(``frontier add --scope``), as in the pipeline ``--explain`` prints.
 
 Bounded (DESIGN.md invariant 8): the fetcher holds at most ``--per-host`` URLs of a
 host it has not answered (and :attr:`Crawl.hold` in all, a memory bound), and while
@@ -41,7 +43,7 @@ import contextlib
 import itertools
 import os
 import queue
-import re
+import shlex
 import shutil
 import signal
 import threading
@@ -60,7 +62,6 @@ from crawlkit.collection import record_settings
 from crawlkit.crawl.steps import POST_STEPS, ExplainContext, render
 from crawlkit.crawl.waiting import WaitingRoom
 from crawlkit.crawlretry import ErrorTally, retry_records
-from crawlkit.dedupstore import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.distrib import (
     ShardRole,
@@ -69,24 +70,29 @@ from crawlkit.distrib import (
     split_by_owner,
     write_outbox,
 )
-from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.errors import InvalidURL
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.hoststate import HostState
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
-from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
+from crawlkit.recrawl import History
+from crawlkit.seen import SeenStore
+from crawlkit.stages.dedup import DedupStats, dedup_records, open_dedup_store, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
-from crawlkit.stages.recrawl import recrawl
-from crawlkit.stages.seen_merge import fresh_records
+from crawlkit.stages.frontier import add_to, links_to, take_batch
+from crawlkit.stages.recrawl import recrawl_in
+from crawlkit.stages.seen_merge import fresh_in
 from crawlkit.state import StateDir, open_state
 from crawlkit.timefmt import iso
 from crawlkit.url import Canonicalizer, site_of_url
 from crawlkit.warcsalvage import cut_to_whole_records
 
-__all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
+__all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 
 CYCLE_FORMAT = "{:06d}"
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
@@ -101,49 +107,6 @@ POST_BACKLOG = 2
 # Seconds post-processing may go on past the deadline (or a signal) before it stops
 # between two steps and leaves the rest to the next run.
 STOP_GRACE = 5.0
-
-
-class Scope:
-    """Which discovered URLs a crawl follows: ``host``, ``site``, ``any`` or a regex.
-
-    ``host`` and ``site`` are relative to the seeds (their hosts, or their registered
-    domains). A regex is searched in the canonical URL.
-    """
-
-    def __init__(self, spec: str):
-        self.spec = spec
-        self.hosts: set[str] = set()
-        self.sites: set[str] = set()
-        self.regex: re.Pattern[str] | None = None
-        if spec not in ("host", "site", "any"):
-            try:
-                self.regex = re.compile(spec)
-            except re.error as exc:
-                raise UsageError(f"--scope: not host, site, any or a valid regex: {exc}") from exc
-
-    def add_seed(self, record: Record) -> None:
-        self.hosts.add(str(record.get("host")))
-        self.sites.add(str(record.get("site")))
-
-    def allows(self, record: Record) -> bool:
-        if self.spec == "any":
-            return True
-        if self.spec == "host":
-            return record.get("host") in self.hosts
-        if self.spec == "site":
-            return record.get("site") in self.sites
-        assert self.regex is not None
-        return bool(self.regex.search(str(record.get("url"))))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"spec": self.spec, "hosts": sorted(self.hosts), "sites": sorted(self.sites)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Scope:
-        scope = cls(data["spec"])
-        scope.hosts = set(data.get("hosts", []))
-        scope.sites = set(data.get("sites", []))
-        return scope
 
 
 @dataclass
@@ -268,10 +231,6 @@ class CrawlDir:
     def totals(self) -> Path:
         return self.root / "totals.json"
 
-    @property
-    def scope(self) -> Path:
-        return self.root / "scope.json"
-
 
 def _done(cycle: Path, step: str) -> bool:
     return (cycle / f"{step}.done").exists()
@@ -318,12 +277,9 @@ class Crawl:
         self.start = clock()
         self.deadline = self.start + options.duration if options.duration else None
         self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
-        self.frontier_lock = threading.RLock()  # frontier and waiting room, across threads
-        # The frontier is opened once for the run (the state directory is locked by
-        # it) and committed after every change; stage commands open it by path.
-        self.frontier = Frontier.open(
-            state.sub("frontier"), policy=options.budget_policy, limits=options.limits
-        )
+        # The frontier, the waiting room and the seen set are used from both sides of
+        # the loop: the fetch side's batches (and a shard's inbox) and the post thread.
+        self.lock = threading.RLock()
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
@@ -346,15 +302,32 @@ class Crawl:
         # Post-processing stops between two steps after this (the next run goes on).
         self.hard_stop = self.deadline + STOP_GRACE if self.deadline else float("inf")
         self.role = self._shard_role(state.path, options)
-        self.scope = Scope(options.scope)
         self.link_policy = LinkPolicy(options.archive, reporter)
-        if self.dir.scope.exists():
-            saved = Scope.from_json(io.read_json(self.dir.scope))
-            if saved.spec != options.scope:
-                self.rep.info(
-                    f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})"
-                )
-            self.scope = saved
+        saved = Scope.saved(state.path)
+        if saved is not None and saved.spec != options.scope:
+            self.rep.info(f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})")
+        self.scope = Scope.load(state.path, saved.spec if saved is not None else options.scope)
+        # The stores are opened once for the run (the state directory is locked by it)
+        # and committed by the stage functions after every change, as the stage
+        # commands, which open them by path, commit before they exit.
+        self._stores = contextlib.ExitStack()
+        try:
+            self._open_stores(state, options, reporter)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_stores(self, state: StateDir, options: CrawlOptions, reporter: Reporter) -> None:
+        """Open the frontier, seen set, dedup index, recrawl history and host state."""
+        self.frontier = Frontier.open(
+            state.sub("frontier"), policy=options.budget_policy, limits=options.limits
+        )
+        self.seen = self._stores.enter_context(SeenStore.open(state.path, reporter=reporter))
+        self.dedup = self._stores.enter_context(open_dedup_store(state.path))
+        self.history = History(state.sub("recrawl"))
+        self._stores.callback(self.history.close)
+        self.hosts = HostState(state.sub("fetch"))
+        self._stores.callback(self.hosts.close)
 
     @staticmethod
     def _shard_role(path: Path, options: CrawlOptions) -> ShardRole | None:
@@ -424,11 +397,11 @@ class Crawl:
             rec = {"url": parsed.url, "host": parsed.host, "site": parsed.site, "fp": parsed.fp,
                    "depth": 0, "priority": 1.0, "reason": "seed"}  # fmt: skip
             records.append(rec)
-            self.scope.add_seed(rec)
-        io.atomic_write_json(self.dir.scope, self.scope.to_json())
+            self.scope.add_seed(rec)  # every shard's scope has every seed
+        self.scope.save()
         if self.role is not None:  # every shard gets every seed and keeps its own
             # ... but trusts every seed's site, as one shard would (site budgets)
-            with self.frontier_lock:
+            with self.lock:
                 self.frontier.note_seeds({str(r["site"]) for r in records})
                 self.frontier.commit()
             records = [r for r in records if self.role.owns(str(r["site"]))]
@@ -546,14 +519,13 @@ class Crawl:
         return "frontier empty"
 
     def _frontier_stats(self) -> dict[str, Any]:
-        with self.frontier_lock:
+        with self.lock:
             return self.frontier.stats()
 
     def _note_links(self, records: list[Record]) -> None:
         """Feed link records to the frontier's site graph (``frontier links``)."""
-        with self.frontier_lock:
-            self.frontier.note_links(records)
-            self.frontier.commit()
+        with self.lock:
+            links_to(self.frontier, records)
 
     # -- recovery --------------------------------------------------------------------
 
@@ -783,7 +755,7 @@ class Crawl:
                 reporter=self.rep, warc_prefix=self.opts.warc_prefix,
                 warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
                 on_interrupt=self._on_signal, net=self.opts.net,
-                on_robots_capture=lambda rec: live.robots_capture(rec),
+                on_robots_capture=lambda rec: live.robots_capture(rec), host_state=self.hosts,
             )  # fmt: skip
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.
@@ -844,13 +816,10 @@ class Crawl:
             if out:
                 _write(path, out)
 
-        with self.frontier_lock:
+        with self.lock:
             if self.role is not None:
                 self._ingest_inbox()
-            self.frontier.apply_commands()  # operator blocks posted since
-            batch = self.frontier.next(opts)
-            write(batch)  # the batch is on disk before its removal commits
-            self.frontier.commit()
+            take_batch(self.frontier, opts, write=write)  # on disk before its removal commits
         if refused:
             _write(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self._count_refused(refused)
@@ -945,15 +914,10 @@ class Crawl:
 
     def _step_dedup(self, cycle: Path) -> None:
         stats = DedupStats()
-        with open_state(self.state.path / "dedup") as sdir:
-            store = DedupStore(sdir.path)
-            try:
-                records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
-                _write(cycle / "dedup.ndjson.zst", dedup_records(records, store, stats=stats,
-                                                                 reporter=self.rep))  # fmt: skip
-                sites = list(site_records(store, stats.sites))
-            finally:
-                store.close()
+        records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+        _write(cycle / "dedup.ndjson.zst", dedup_records(records, self.dedup, stats=stats,
+                                                         reporter=self.rep))  # fmt: skip
+        sites = list(site_records(self.dedup, stats.sites))
         _write(cycle / "sites.ndjson.zst", sites)
         self._queue(sites, cycle / "sites-refused.ndjson.zst")
         self.summary.dedup.update(
@@ -975,8 +939,8 @@ class Crawl:
             self._share_site_links(links, f"c{cycle.name}-sites")
             fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
             candidates, refused = self.link_policy.sort(
-                [*links, *_read(cycle / "redirects.ndjson")], self.scope.allows, fetched,
-                self.scope.spec)  # fmt: skip
+                [*links, *_read(cycle / "redirects.ndjson")], lambda _rec: True, fetched
+            )
             _write(refused_path, refused)
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")
@@ -1008,7 +972,7 @@ class Crawl:
             for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
             if item[2].get("outcome") != "deferred"
         )
-        recrawl(self.state.path, records, write=due.extend, now=self.clock(), reporter=self.rep)
+        recrawl_in(self.history, records, write=due.extend, now=self.clock(), reporter=self.rep)
         self._queue(due, cycle / "recrawl-refused.ndjson.zst")
         _mark(cycle, "recrawl", {"due": len(due)})
 
@@ -1016,8 +980,8 @@ class Crawl:
 
     def _seen_merge(self, records: list[Record], out: Path | None = None) -> list[Record]:
         """The records never seen before (marked seen only once written out)."""
-        with fresh_records(self.state.path, records, canonicalizer=self.canon,
-                           reporter=self.rep) as fresh:  # fmt: skip
+        with self.lock:
+            fresh = fresh_in(self.seen, records, canonicalizer=self.canon, reporter=self.rep)
             if out is not None:
                 _write(out, fresh.records)
             fresh.commit()
@@ -1028,9 +992,9 @@ class Crawl:
     def _queue(self, records: Iterable[Record], refused_path: Path) -> None:
         refused: list[Record] = []
         self.frontier_version += 1
-        with self.frontier_lock:
-            self.frontier.add_records(records, on_refused=refused.append)
-            self.frontier.commit()
+        with self.lock:
+            add_to(self.frontier, records, on_refused=refused.append, scope=self.scope,
+                   canonicalizer=self.canon)  # fmt: skip
         if refused:
             _write(refused_path, refused)
             self._count_refused(refused)
@@ -1044,13 +1008,13 @@ class Crawl:
         deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
         if not deferred:
             return
-        with self.frontier_lock:
+        with self.lock:
             self.waiting.add(deferred)
             self.waiting.save()
 
     def _release_waiting(self) -> bool:
         """Queue the waiting URLs whose retry time has come; True if there were any."""
-        with self.frontier_lock:
+        with self.lock:
             due = self.waiting.due(self.clock())
             if not due:
                 return False
@@ -1059,7 +1023,7 @@ class Crawl:
             return True
 
     def _next_waiting_time(self) -> float | None:
-        with self.frontier_lock:
+        with self.lock:
             return self.waiting.next_time()
 
     def _nothing_due_in_time(self, wake: float | None) -> bool:
@@ -1086,12 +1050,13 @@ class Crawl:
         }
 
     def close(self) -> None:
-        """Stop the extract processes (a run that ends or fails)."""
+        """Stop the extract processes and close the stores (a run that ends or fails)."""
         for _files, future in self._extracting.values():
             future.cancel()
         self._extracting.clear()
         if self.extract_workers is not None:
             self.extract_workers.close()
+        self._stores.close()
 
     def _save_totals(self) -> None:
         totals: dict[str, Any] = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
@@ -1162,8 +1127,9 @@ def crawl(
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
             # seeds seen before but never fetched, and due retries:
             owns = run.role.owns if run.role is not None else None
-            run._queue(retry_records(state.path, seeds, run.canon, owns=owns),
-                       run.dir.root / "retry-refused.ndjson.zst")  # fmt: skip
+            retry = retry_records(state.path, seeds, run.canon, owns=owns, seen=run.seen,
+                                  history=run.history)  # fmt: skip
+            run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
             return run.run()
         finally:
@@ -1188,7 +1154,7 @@ def explain(state: str, options: CrawlOptions) -> str:
             concurrency=options.fetch.concurrency,
             jobs=options.jobs,
             net=net,
-            scope=options.scope,
+            scope=shlex.quote(options.scope),
         )
     )
 

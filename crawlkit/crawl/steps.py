@@ -76,17 +76,18 @@ STEPS: tuple[Step, ...] = (
         "dedup: exact and near duplicates; site yields feed the budgets",
         (
             "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state} $C/sites.ndjson.zst",
+            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state} --scope {scope} "
+            "$C/sites.ndjson.zst",
         ),
     ),
     Step(
         "links",
-        "seen-merge and frontier add: new links and redirects in --scope are queued; "
-        "deferred URLs wait in the waiting room until their retry time",
+        "seen-merge and frontier add: new links and redirects are queued, those outside "
+        "--scope refused; deferred URLs wait in the waiting room until their retry time",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
             "crawlkit seen-merge --state {state} $C/links.ndjson.zst $C/redirects.ndjson "
-            "| crawlkit frontier add --state {state}   # crawl also applies --scope {scope} here",
+            "| crawlkit frontier add --state {state} --scope {scope}",
         ),
     ),
     Step(
@@ -95,7 +96,7 @@ STEPS: tuple[Step, ...] = (
         "they wait in the waiting room only)",
         (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
-            "| crawlkit frontier add --state {state}",
+            "| crawlkit frontier add --state {state} --scope {scope}",
         ),
     ),
 )

@@ -54,6 +54,7 @@ __all__ = [
     "FreshRecords",
     "SeenMerge",
     "SeenMergeStats",
+    "fresh_in",
     "fresh_records",
     "read_lines",
     "store_stats",
@@ -357,6 +358,27 @@ class FreshRecords:
     commit: Callable[[], None]  # marks them seen; call once they are written or queued
 
 
+def fresh_in(
+    store: SeenStore,
+    records: Sequence[Record],
+    *,
+    canonicalizer: Canonicalizer,
+    reporter: Reporter | None = None,
+) -> FreshRecords:
+    """The records the opened seen ``store`` has not seen (the stage on an opened store).
+
+    Nothing is marked seen until the result's ``commit()`` is called, which the caller
+    does only once the records are safe elsewhere (written out, or queued): a URL is
+    never seen without being queued (invariant 4). Not calling it marks nothing.
+    """
+    merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter)
+    buf = bytearray()
+    lines = (("records", n, rec) for n, rec in enumerate(records, 1))
+    stats = merger.run(lines, buf.extend, commit_each_batch=False)
+    fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+    return FreshRecords(fresh, stats, merger.commit_pending)
+
+
 @contextlib.contextmanager
 def fresh_records(
     state_path: str | os.PathLike[str],
@@ -365,19 +387,10 @@ def fresh_records(
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
 ) -> Iterator[FreshRecords]:
-    """The records the seen set of ``state_path`` has not seen, held under its lock.
-
-    Nothing is marked seen until ``commit()`` is called, which the caller does only
-    once the records are safe elsewhere (written out, or queued): a URL is never seen
-    without being queued (invariant 4). Leaving the block without it marks nothing.
-    """
+    """:func:`fresh_in` on the seen set of ``state_path``, held open (and locked) for
+    the block: call ``commit()`` inside it."""
     with SeenStore.open(state_path, reporter=reporter) as store:
-        merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter)
-        buf = bytearray()
-        lines = (("records", n, rec) for n, rec in enumerate(records, 1))
-        stats = merger.run(lines, buf.extend, commit_each_batch=False)
-        fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
-        yield FreshRecords(fresh, stats, merger.commit_pending)
+        yield fresh_in(store, records, canonicalizer=canonicalizer, reporter=reporter)
 
 
 def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:
