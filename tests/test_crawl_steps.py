@@ -149,3 +149,13 @@ def test_a_run_opens_each_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert summary.outcomes["fetched"] >= 30
     assert summary.cycles >= 2  # several cycles went through every store
     assert opened == {"frontier": 1, "seen": 1, "dedup": 1, "recrawl": 1, "hosts": 1}
+
+
+def test_explain_of_a_shard_names_the_shard_on_the_stages_that_route() -> None:
+    res = crawlkit("crawl", "--state", "S", "--explain", "--shard", "1", "--shards", "4")
+    assert res.code == 0, res.stderr
+    routed = [line for line in res.lines
+              if line.startswith(("crawlkit frontier next", "crawlkit fetch"))
+              or "| crawlkit frontier add" in line]  # fmt: skip
+    assert len(routed) == 4
+    assert all("--state S --shard 1 --shards 4 " in line for line in routed)

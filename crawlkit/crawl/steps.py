@@ -29,6 +29,7 @@ class ExplainContext:
     jobs: int
     net: str  # --allow-net and --hosts-file options, as given
     scope: str
+    shard: str = ""  # " --shard K --shards N" (or --slot-map FILE) of a fleet's shard
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ STEPS: tuple[Step, ...] = (
         "next",
         "frontier next: the next URLs, at most --per-host of a host in the fetcher",
         (
-            "crawlkit frontier next --state {state} --max {batch} --per-host {per_host}"
+            "crawlkit frontier next --state {state}{shard} --max {batch} --per-host {per_host}"
             "{no_budgets} > $C/batch.ndjson.zst",
         ),
         post=False,
@@ -57,7 +58,7 @@ STEPS: tuple[Step, ...] = (
         "fetch",
         "fetch: polite, into WARC files; a cycle is cut every 500 records or 2 s",
         (
-            "crawlkit fetch --state {state} $C/batch.ndjson.zst --warc-dir {warc} "
+            "crawlkit fetch --state {state}{shard} $C/batch.ndjson.zst --warc-dir {warc} "
             "--min-delay {min_delay:g}s --concurrency {concurrency}{net} --log $C/fetch.ndjson "
             "--redirects $C/redirects.ndjson",
         ),
@@ -76,7 +77,7 @@ STEPS: tuple[Step, ...] = (
         "dedup: exact and near duplicates; site yields feed the budgets",
         (
             "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state} --scope {scope} "
+            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope} "
             "$C/sites.ndjson.zst",
         ),
     ),
@@ -87,7 +88,7 @@ STEPS: tuple[Step, ...] = (
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
             "crawlkit seen-merge --state {state} $C/links.ndjson.zst $C/redirects.ndjson "
-            "| crawlkit frontier add --state {state} --scope {scope}",
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
         ),
     ),
     Step(
@@ -96,7 +97,7 @@ STEPS: tuple[Step, ...] = (
         "they wait in the waiting room only)",
         (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
-            "| crawlkit frontier add --state {state} --scope {scope}",
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
         ),
     ),
 )
