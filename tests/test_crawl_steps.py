@@ -159,3 +159,28 @@ def test_explain_of_a_shard_names_the_shard_on_the_stages_that_route() -> None:
               or "| crawlkit frontier add" in line]  # fmt: skip
     assert len(routed) == 4
     assert all("--state S --shard 1 --shards 4 " in line for line in routed)
+
+
+def test_seen_merge_scope_refuses_before_marking_seen(tmp_path: Path) -> None:
+    """Out of scope, a URL is refused and not marked seen: once a new seed widens the
+    scope, the same link is new (a crawl given more seeds later follows it)."""
+    state = str(tmp_path / "state")
+    refused = tmp_path / "refused.ndjson"
+    link = orjson.dumps({"url": "http://b.test/page", "reason": "link"}) + b"\n"
+    seed_a = orjson.dumps({"url": "http://a.test/", "reason": "seed"}) + b"\n"
+    res = crawlkit("seen-merge", "--state", state, "--scope", "site", "--refused",
+                   str(refused), input=seed_a + link)  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert [r["url"] for r in _records(res.text)] == ["http://a.test/"]
+    (why,) = _records(refused.read_text())
+    assert why["url"] == "http://b.test/page" and why["refused"] == "out-of-scope"
+    assert "b.test" in why["detail"] and "--scope site" in why["detail"]
+    seed_b = orjson.dumps({"url": "http://b.test/", "reason": "seed"}) + b"\n"
+    res = crawlkit("seen-merge", "--state", state, "--scope", "site", input=seed_b + link)
+    assert res.code == 0, res.stderr
+    assert [r["url"] for r in _records(res.text)] == ["http://b.test/", "http://b.test/page"]
+    # --refused without --scope, and a bad --scope, are usage errors
+    res = crawlkit("seen-merge", "--state", state, "--refused", str(refused), input=link)
+    assert res.code == 2 and res.stderr.startswith("crawlkit seen-merge: --refused")
+    res = crawlkit("seen-merge", "--state", state, "--scope", "(", input=link)
+    assert res.code == 2 and res.stderr.startswith("crawlkit seen-merge: --scope")

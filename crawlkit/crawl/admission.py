@@ -56,7 +56,7 @@ class Admission(CrawlCore):
         (invariant 4): a crash repeats it, never loses it.
         """
         path = self.dir.admitted / f"{time.time_ns():020d}-{tag}.ndjson.zst"
-        fresh = self._seen_merge(records, out=path)
+        fresh = self._seen_merge(records, path, self.dir.root / f"{tag}-scope-refused.ndjson.zst")
         self._queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
         path.unlink(missing_ok=True)
         return len(fresh)

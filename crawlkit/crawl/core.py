@@ -186,13 +186,18 @@ class CrawlCore:
             self.summary.routed += write_outbox(self.state.path, others, tag)
         return mine
 
-    def _seen_merge(self, records: list[Record], out: Path | None = None) -> list[Record]:
-        """The records never seen before (marked seen only once written out)."""
+    def _seen_merge(self, records: list[Record], out: Path, refused_path: Path) -> list[Record]:
+        """The records in scope never seen before, written to ``out`` before they are
+        marked seen; those outside ``--scope`` are written to ``refused_path``."""
+        refused: list[Record] = []
         with self.lock:
-            fresh = fresh_in(self.seen, records, canonicalizer=self.canon, reporter=self.rep)
-            if out is not None:
-                write_file(out, fresh.records)
+            fresh = fresh_in(self.seen, records, canonicalizer=self.canon, reporter=self.rep,
+                             scope=self.scope, on_refused=refused.append)  # fmt: skip
+            write_file(out, fresh.records)
             fresh.commit()
+        if refused:
+            write_file(refused_path, refused)
+            self._count_refused(refused)
         for key in ("checked", "confirmed_seen", "false_positives", "new"):
             self.summary.seen[key] += getattr(fresh.stats, key)
         return fresh.records

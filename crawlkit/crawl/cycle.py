@@ -76,7 +76,7 @@ class CycleSteps(Admission):
         mark_done(cycle, "dedup", {"exact": stats.exact, "near": stats.near})
 
     def _step_links(self, cycle: Path) -> None:
-        """Links and redirects → scope → seen set → frontier; deferred → waiting room.
+        """Links and redirects → seen-merge --scope → frontier add; deferred → waiting room.
 
         Each attempt writes its new URLs to its own file before the seen set commits
         them, and every attempt's file is queued: a crash between the commit and the
@@ -95,7 +95,8 @@ class CycleSteps(Admission):
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")
             attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
-            fresh = self._seen_merge(candidates, out=cycle / f"new-{attempt}.ndjson.zst")
+            fresh = self._seen_merge(candidates, cycle / f"new-{attempt}.ndjson.zst",
+                                     cycle / "scope-refused.ndjson.zst")  # fmt: skip
             self.summary.new_urls += len(fresh)
             mark_done(cycle, "seen", {"new": len(fresh)})
         for path in sorted(cycle.glob("new-*.ndjson.zst")):

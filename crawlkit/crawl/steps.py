@@ -84,10 +84,12 @@ STEPS: tuple[Step, ...] = (
     Step(
         "links",
         "seen-merge and frontier add: new links and redirects are queued, those outside "
-        "--scope refused; deferred URLs wait in the waiting room until their retry time",
+        "--scope refused before they are marked seen; deferred URLs wait in the waiting "
+        "room until their retry time",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
-            "crawlkit seen-merge --state {state} $C/links.ndjson.zst $C/redirects.ndjson "
+            "crawlkit seen-merge --state {state} --scope {scope} --refused "
+            "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}",
         ),
     ),

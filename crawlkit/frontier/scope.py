@@ -1,4 +1,9 @@
-"""Which URLs a crawl follows: ``--scope host|site|any|REGEX`` of ``frontier add``.
+"""Which URLs a crawl follows: ``--scope host|site|any|REGEX`` of ``seen-merge`` and
+``frontier add``.
+
+``seen-merge --scope`` refuses out-of-scope URLs before they are marked seen, so a
+URL found while outside the scope is still new once a later seed widens it;
+``frontier add --scope`` refuses them before they are queued.
 
 ``host`` and ``site`` are relative to the seeds: a URL record with ``reason: "seed"``
 widens the scope (its host, its registered domain) and is always let in; any other
@@ -89,36 +94,38 @@ class Scope:
     def sort(
         self, records: Iterable[Record], refused: list[Record], canon: Canonicalizer
     ) -> Iterator[Record]:
-        """The records to queue; the others are appended to ``refused`` as refused records
-        (``"refused": "out-of-scope"`` and a ``detail`` saying why). Seeds widen the
-        scope as they pass. A URL that does not parse is let through, for the frontier
-        to refuse as an invalid URL."""
+        """The records to queue; the others are appended to ``refused`` (see
+        :meth:`refusal`)."""
         for rec in records:
-            url = rec.get("url")
-            if url is None or _is_requisite(rec):
-                yield rec
-                continue
-            if self.spec == "any" and rec.get("reason") != "seed":
-                yield rec  # (seeds are kept under any too: a later add may narrow it)
-                continue
-            fields = rec
-            if not rec.get("host") or not rec.get("site"):
-                try:
-                    parsed = canon.parse(str(url))
-                except InvalidURL:
-                    yield rec
-                    continue
-                fields = {**rec, "url": parsed.url, "host": parsed.host, "site": parsed.site}
-            if rec.get("reason") == "seed":
-                self.add_seed(fields)
-                yield rec
-                continue
-            why = self.why_not(fields)
-            if why is None:
+            refusal = self.refusal(rec, canon)
+            if refusal is None:
                 yield rec
             else:
-                refused.append({**rec, "outcome": "refused", "refused": "out-of-scope",
-                                "detail": why})  # fmt: skip
+                refused.append(refusal)
+
+    def refusal(self, rec: Record, canon: Canonicalizer) -> Record | None:
+        """None if ``rec`` may pass, else its refused record (``"refused":
+        "out-of-scope"`` and a ``detail`` saying why). A seed widens the scope as it
+        passes. A URL that does not parse passes, for the next stage to refuse it."""
+        url = rec.get("url")
+        if url is None or _is_requisite(rec):
+            return None
+        if self.spec == "any" and rec.get("reason") != "seed":
+            return None  # (seeds are kept under any too: a later add may narrow it)
+        fields = rec
+        if not rec.get("host") or not rec.get("site"):
+            try:
+                parsed = canon.parse(str(url))
+            except InvalidURL:
+                return None
+            fields = {**rec, "url": parsed.url, "host": parsed.host, "site": parsed.site}
+        if rec.get("reason") == "seed":
+            self.add_seed(fields)
+            return None
+        why = self.why_not(fields)
+        if why is None:
+            return None
+        return {**rec, "outcome": "refused", "refused": "out-of-scope", "detail": why}
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec, "hosts": sorted(self.hosts), "sites": sorted(self.sites)}
