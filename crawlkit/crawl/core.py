@@ -2,8 +2,9 @@
 
 :class:`CrawlCore` opens the stores once for the run (frontier, seen set, dedup index,
 recrawl history, host state) and closes them in :meth:`CrawlCore.close`; the stage
-functions it calls on them commit after every change. ``lock`` guards the stores
-used from both sides of the loop (the fetch side's batches, the post thread).
+functions it calls on them commit after every change. ``lock`` and ``seen_lock``
+guard the stores used from both sides of the loop (the fetch side's batches, the
+post thread): one opened object each, shared by two threads.
 """
 
 from __future__ import annotations
@@ -73,9 +74,12 @@ class CrawlCore:
         self.start = clock()
         self.deadline = self.start + options.duration if options.duration else None
         self.warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
-        # The frontier, the waiting room and the seen set are used from both sides of
-        # the loop: the fetch side's batches (and a shard's inbox) and the post thread.
+        # The frontier and the waiting room are used from both sides of the loop: the
+        # fetch side's batches and the post thread. The seen set has a lock of its own
+        # (a shard's inbox is admitted on the fetch side), so a seen-merge does not hold
+        # up the next batch; it is taken inside ``lock``, never the other way round.
         self.lock = threading.RLock()
+        self.seen_lock = threading.Lock()
         self.post_error: BaseException | None = None
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
@@ -190,7 +194,7 @@ class CrawlCore:
         """The records in scope never seen before, written to ``out`` before they are
         marked seen; those outside ``--scope`` are written to ``refused_path``."""
         refused: list[Record] = []
-        with self.lock:
+        with self.seen_lock:
             fresh = fresh_in(self.seen, records, canonicalizer=self.canon, reporter=self.rep,
                              scope=self.scope, on_refused=refused.append)  # fmt: skip
             write_file(out, fresh.records)
