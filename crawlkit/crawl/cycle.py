@@ -44,20 +44,26 @@ class CycleSteps(Admission):
         return True
 
     def _step_extract(self, cycle: Path) -> None:
-        sources = self._cycle_sources(cycle)
-        with (
-            io.open_output(cycle / "pages.ndjson.zst") as pages,
-            io.open_output(cycle / "links.ndjson.zst") as links,
-        ):
-            if self.extract_workers is not None:
-                started_with, started = self._extracting.pop(cycle, (None, None))
-                stats = self.extract_workers.extract(
-                    sources, pages.write, links.write, reporter=self.rep,
-                    started=started if started_with == sources else None,
-                )  # fmt: skip
-            else:
-                stats = extract_warcs(sources, pages.write, links.write,
-                                      options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+        started_with, started = self._extracting.pop(cycle, (None, None))
+        while True:
+            sources = self._cycle_sources(cycle)
+            with (
+                io.open_output(cycle / "pages.ndjson.zst") as pages,
+                io.open_output(cycle / "links.ndjson.zst") as links,
+            ):
+                if self.extract_workers is not None:
+                    stats = self.extract_workers.extract(
+                        sources, pages.write, links.write, reporter=self.rep,
+                        started=started if started_with == sources else None,
+                    )  # fmt: skip
+                else:
+                    stats = extract_warcs(sources, pages.write, links.write,
+                                          options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+            # The WARC file being written is renamed when it rotates; if that came
+            # between finding it and opening it, its records were not read: again.
+            if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
+                break
+            started_with = None
         self.summary.pages += stats.pages
         self.summary.links += stats.links
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
@@ -137,9 +143,13 @@ class CycleSteps(Admission):
             self.waiting.save()
 
     def _warc_path(self, name: str) -> Path | None:
-        """Where the WARC file ``name`` is now: being written, closed, or archived."""
+        """Where the WARC file ``name`` is now: being written, closed, or archived.
+
+        Looked up in the order a file moves (``.open`` → ``new/`` → the archive), so a
+        rename between two lookups cannot hide it.
+        """
         new_dir = warc_new_dir(self.warc_root)
-        for path in (new_dir / name, new_dir / f"{name}.open", self.warc_root / name):
+        for path in (new_dir / f"{name}.open", new_dir / name, self.warc_root / name):
             if path.exists():
                 return path
         return None
