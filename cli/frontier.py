@@ -29,6 +29,7 @@ from crawlkit.distrib import role_from_options
 from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
@@ -161,6 +162,15 @@ def add(
         bool,
         typer.Option("--urls", help="Inputs are plain URLs, one a line (a seeds file)."),
     ] = False,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="Refuse URLs off the seeds' hosts (host) or registered domains (site), or "
+            "not matching a regular expression; any: refuse none (as crawl --scope).",
+            show_default=False,
+        ),
+    ] = None,
     now: Now = None,
     lock_wait: LockWait = "1h",
     shard: Annotated[
@@ -182,13 +192,19 @@ def add(
     Records without fp, site or host are canonicalized first. Each URL is either queued
     or written out as a refused record: the input record plus "outcome": "refused",
     "refused" (url-length, path-depth, repeated-segment, query-params, param-denylist,
-    session-id, calendar, max-depth, blocked, invalid-url) and "detail". Nothing else is
-    written. Dedup site records ({"site","pages","exact","near","yield"}, no "url") cut
-    that site's budget. Link records' "from" (or "via") feed the count of distinct sites
-    linking to each site, which makes its queue level more urgent and raises its budget
-    (feed all of extract's link records to 'frontier links' for the full count). The
-    frontier does not check history (that is seen-merge's job), but a recrawl of a URL
-    whose recrawl is already queued is not queued twice.
+    session-id, calendar, max-depth, blocked, invalid-url, out-of-scope) and "detail".
+    Nothing else is written. Dedup site records ({"site","pages","exact","near","yield"},
+    no "url") cut that site's budget. Link records' "from" (or "via") feed the count of
+    distinct sites linking to each site, which makes its queue level more urgent and
+    raises its budget (feed all of extract's link records to 'frontier links' for the
+    full count). The frontier does not check history (that is seen-merge's job), but a
+    recrawl of a URL whose recrawl is already queued is not queued twice.
+
+    Scope (--scope, what crawl --scope does): seed records (reason seed) widen it
+    and are kept in DIR/scope.json, so later adds judge by every seed so far; a URL
+    off the seeds' hosts (host) or sites (site), or not matching the regular
+    expression, is refused "out-of-scope" with a detail naming the scope. Page
+    requisites (reason requisite) and site records pass whatever the scope.
 
     Streams: memory holds per-site and per-host counters and up to 65,536 records
     per queue before they go to a segment file. The whole input is committed at
@@ -222,6 +238,10 @@ def add(
         limits = limits.with_denylist_files(param_denylist)
     if reason not in REASONS:
         raise UsageError(f"--reason must be one of {', '.join(REASONS)}")
+    if scope is not None:
+        if not scope:
+            raise UsageError("--scope must not be empty")
+        Scope(scope)  # a bad regex is a usage error before any input is read
     if plain_urls:
         records = _plain_urls(io.read_text_lines(files, rep), reason)
     else:
@@ -243,6 +263,7 @@ def add(
             read_first=from_pipe,
             reporter=rep,
             role=role,
+            scope=scope,
         )
     if not quiet:
         sharded = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,6 +15,7 @@ from crawlkit_cli.options import InputFiles, OutFile, StateDir, renamed
 
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.frontier.scope import Scope
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import DEFAULT_CHUNK, SeenMerge, read_lines, store_stats
 from crawlkit.url import Canonicalizer, fingerprint_int
@@ -74,6 +76,25 @@ def seen_merge(
             show_default=False,
         ),
     ] = None,
+    scope: Annotated[
+        str | None,
+        typer.Option(
+            "--scope",
+            help="Refuse URLs off the seeds' hosts (host) or registered domains (site), or "
+            "not matching a regular expression, before they are marked seen (as crawl "
+            "--scope); they go to --refused.",
+            show_default=False,
+        ),
+    ] = None,
+    refused: Annotated[
+        str | None,
+        typer.Option(
+            "--refused",
+            help="Write the records --scope refuses here (NDJSON; default: none written, "
+            "only counted).",
+            show_default=False,
+        ),
+    ] = None,
     rebuild: Annotated[
         bool,
         typer.Option(
@@ -100,6 +121,14 @@ def seen_merge(
     never marked seen without being written out; a crash or a closed pipe can make a
     rerun repeat URLs, never drop them. Running the same input twice emits nothing
     the second time.
+
+    Scope (--scope host|site|any|REGEX, what crawl --scope does): seed records
+    (reason seed) widen it and are kept in DIR/scope.json; a URL off the seeds' hosts
+    (host) or sites (site), or not matching the regular expression, is not checked nor
+    marked seen (so a seed added later that widens the scope finds it new): it is
+    written to --refused FILE as the record plus "outcome": "refused", "refused":
+    "out-of-scope" and a "detail" naming the scope. Page requisites (reason
+    requisite) pass whatever the scope.
 
     State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64;
     runs of a million or more packed to 6 bytes a key), merged LSM-style; a Bloom
@@ -139,27 +168,50 @@ def seen_merge(
             if want_stats:
                 _emit_stats(stats_file, store_stats(store))
         return
+    if refused is not None:
+        io.check_output(refused, "--refused")
+        if scope is None:
+            raise UsageError("--refused holds what --scope refuses: give --scope too")
+    _check_scope(scope)
+    scoped = Scope.load(state, scope) if scope is not None else None
     canon = Canonicalizer()
     lines = read_lines(files, rep)
     to_stdout = io.is_stdio(out)
-    with SeenStore.open(
-        state, writable=not dry_run, capacity=capacity, fp_rate=fp_rate, reporter=rep
-    ) as store:
+    with (
+        SeenStore.open(
+            state, writable=not dry_run, capacity=capacity, fp_rate=fp_rate, reporter=rep
+        ) as store,
+        io.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
+    ):
         size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
         merger = SeenMerge(store, canonicalizer=canon, chunk_size=size, reporter=rep,
-                           dry_run=dry_run)  # fmt: skip
+                           dry_run=dry_run, scope=scoped,
+                           on_refused=side.write_record if side is not None else None)  # fmt: skip
         with io.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
             # pipe has it. A file counts as written only once it is renamed (below).
             merger.run(lines, sink.write, sink.commit if to_stdout else lambda: None,
                        commit_each_chunk=to_stdout)  # fmt: skip
+        if scoped is not None and scoped.changed and not dry_run:
+            scoped.save()  # the seeds that passed, for every later --scope
         merger.commit_pending()
         if want_stats:
             _emit_stats(stats_file, {**merger.stats.to_json(), **store_stats(store)})
     if merger.stats.bad_records:
         rep.info(f"{merger.stats.bad_records} bad records skipped")
+    if merger.stats.out_of_scope:
+        rep.info(f"{merger.stats.out_of_scope} URLs outside --scope {scope} refused")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
+
+
+def _check_scope(spec: str | None) -> None:
+    """A bad --scope (empty, a regex that does not compile) is a usage error before any
+    input is read."""
+    if spec is not None:
+        if not spec:
+            raise UsageError("--scope must not be empty")
+        Scope(spec)
 
 
 def _contains(state: Path, urls: list[str]) -> None:

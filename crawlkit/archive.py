@@ -16,7 +16,10 @@
     its hop count and is followed whatever the scope.
   - The ordinary links of something fetched as a requisite are not followed
     (``from-requisite``): requisites are never crawled as pages.
-  - Other links go through the scope, as before.
+  - Other links go through ``in_scope`` when one is given; ``crawlkit crawl`` leaves
+    the scope to the stages (``seen-merge --scope``, ``frontier add --scope``, which
+    let requisites pass too), so the crawl and the pipeline ``--explain`` prints
+    refuse alike.
   - With requisites off (``--no-requisites``) requisite records are passed over,
     as nofollow links are.
   - Any URL that an exclude pattern matches is refused (``excluded``, with

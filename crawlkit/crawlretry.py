@@ -38,7 +38,7 @@ from crawlkit.records import refusal_detail, url_record
 from crawlkit.recrawl import History
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.seen.store import SeenStore
-from crawlkit.stages.recrawl import recrawl
+from crawlkit.stages.recrawl import recrawl, recrawl_in
 from crawlkit.url import Canonicalizer
 
 __all__ = ["ErrorTally", "fetched_nothing", "retry_records"]
@@ -54,13 +54,16 @@ def retry_records(
     *,
     owns: Callable[[str], bool] | None = None,
     now: float | None = None,
+    seen: SeenStore | None = None,
+    history: History | None = None,
 ) -> list[Record]:
     """The URL records a run should queue again at its start (see the module doc), each
     once: the ``seeds`` already seen but never fetched, then the URLs the recrawl
     history says are due, less those in the waiting room (it queues them itself).
     Seeds never seen are left to the seen set (``Crawl.add_seeds``): call this first.
-    ``owns(site)`` keeps a shard to its own sites. Takes the state directory's lock
-    (shared within this process: call it from the crawl that owns it).
+    ``owns(site)`` keeps a shard to its own sites. ``seen`` and ``history`` are the
+    opened seen set and recrawl history of the state (``crawlkit crawl`` passes its
+    own); without them they are opened by path for the call, under the state lock.
     """
     state = Path(state_path)
     now = time.time() if now is None else now
@@ -72,9 +75,12 @@ def retry_records(
             continue  # add_seeds reports it
         if owns is None or owns(parsed.site):
             records[parsed.url] = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
-    out = _never_fetched(state, _seen(state, list(records.values())))
+    out = _never_fetched(state, _seen(state, list(records.values()), seen), history)
     due: list[Record] = []
-    recrawl(state_path, [], write=due.extend, now=now)
+    if history is not None:
+        recrawl_in(history, [], write=due.extend, now=now)
+    else:
+        recrawl(state_path, [], write=due.extend, now=now)
     waiting_path = state / "crawl" / "waiting.ndjson.zst"
     skip = {str(r["url"]) for r in out}
     if waiting_path.exists():
@@ -87,24 +93,27 @@ def retry_records(
     return out
 
 
-def _seen(state: Path, records: list[Record]) -> list[Record]:
-    """The records the seen set of ``state`` holds."""
-    if not records or not (state / SEEN_SUBDIR).exists():
+def _seen(state: Path, records: list[Record], store: SeenStore | None) -> list[Record]:
+    """The records the seen set of ``state`` (opened as ``store``, if given) holds."""
+    if not records:
         return []
-    store = SeenStore.open(state, writable=False)
-    try:
-        known = store.contains(np.array([int(str(r["fp"]), 16) for r in records], np.uint64))
-    finally:
-        store.close()
+    fps = np.array([int(str(r["fp"]), 16) for r in records], np.uint64)
+    if store is not None:
+        known = store.contains(fps)
+    elif not (state / SEEN_SUBDIR).exists():
+        return []
+    else:
+        with SeenStore.open(state, writable=False) as opened:
+            known = opened.contains(fps)
     return [r for r, seen in zip(records, known, strict=True) if seen]
 
 
-def _never_fetched(state: Path, seeds: list[Record]) -> list[Record]:
-    """The seeds with no answer over HTTP in the recrawl history."""
+def _never_fetched(state: Path, seeds: list[Record], opened: History | None) -> list[Record]:
+    """The seeds with no answer over HTTP in the recrawl history (``opened``, if given)."""
     directory = state / "recrawl"
-    if not seeds or not directory.exists():
+    if not seeds or (opened is None and not directory.exists()):
         return list(seeds)
-    history = History(directory)
+    history = opened or History(directory)
     try:
         return [
             seed
@@ -112,7 +121,8 @@ def _never_fetched(state: Path, seeds: list[Record]) -> list[Record]:
             if (entry := history.get(int(str(seed["fp"]), 16))) is None or entry.last_fetch is None
         ]
     finally:
-        history.close()
+        if opened is None:
+            history.close()
 
 
 @dataclass

@@ -250,13 +250,17 @@ _COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
 
 
 class History:
-    """The history table in ``DIR/recrawl/history.sqlite``; one transaction per run."""
+    """The history table in ``DIR/recrawl/history.sqlite``; one transaction per commit.
+
+    It may be used from a thread other than the one that opened it (``crawlkit crawl``
+    opens it once and updates it from its post-processing thread), one at a time.
+    """
 
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "history.sqlite"
         try:
-            self.db = sqlite3.connect(path, isolation_level="DEFERRED")
+            self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]

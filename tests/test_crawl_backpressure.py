@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import start_testweb
 
-from crawlkit.crawl import loop
+from crawlkit.crawl import core
 from crawlkit.crawl.loop import Crawl, CrawlOptions, crawl
 from crawlkit.fetch.engine import FetchConfig
 
@@ -40,7 +40,7 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
         # Every page is a seed: the frontier holds the whole web from the start, so
         # only back-pressure keeps the fetcher from running through it.
         state = tmp_path / "state"
-        monkeypatch.setattr(loop, "STOP_GRACE", 0.0)
+        monkeypatch.setattr(core, "STOP_GRACE", 0.0)
         monkeypatch.setattr(Crawl, "_step_dedup", dedup_stuck_until_the_deadline)
         first = crawl(state, pages, _options(web, duration=10.0))
         monkeypatch.setattr(Crawl, "_step_dedup", real_dedup)

@@ -96,7 +96,8 @@ def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
     while the first is in flight. A kill -9 then cut the first: recovery took the
     duplicate's refusal for the URL's answer and never fetched it (seen in
     test_kill9_ten_times_then_finish_equals_uninterrupted under load)."""
-    from crawlkit.crawl.loop import Crawl, CrawlOptions, _mark, _write
+    from crawlkit.crawl import Crawl, CrawlOptions
+    from crawlkit.crawl.files import mark_done, write_file
     from crawlkit.diag import NullReporter
     from crawlkit.state import open_state
 
@@ -110,8 +111,8 @@ def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
                        "error": "the same URL is already queued or in flight"}  # fmt: skip
             (cycle / "fetch.ndjson").write_bytes(orjson.dumps(refusal) + b"\n")
             for step in ("fetch", "extract", "dedup", "links", "recrawl", "cycle"):
-                _mark(cycle, step)
-            _write(run.dir.batches / f"{cycle.name}-0001.ndjson.zst", [rec])  # ... its batch
+                mark_done(cycle, step)
+            write_file(run.dir.batches / f"{cycle.name}-0001.ndjson.zst", [rec])  # ... its batch
             pending = run._recover()
         finally:
             run.close()

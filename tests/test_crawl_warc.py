@@ -6,12 +6,19 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 from conftest import crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import io
+from crawlkit.crawl import Crawl, CrawlOptions, crawl
+from crawlkit.crawl import cycle as cycle_module
+from crawlkit.diag import NullReporter
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.state import open_state
 
 NAME = re.compile(r"^arch-\d{14}-\d{5}-[\w.-]+-\d+\.warc\.gz$")
 
@@ -51,3 +58,47 @@ def test_crawl_writes_warc_files_by_size_with_warcinfo(tmp_path: Path) -> None:
     pages = [r["url"] for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
              for r in io.read_records([p])]  # fmt: skip
     assert len(pages) == len(set(pages)) >= manifest_pages
+
+
+def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file being written is renamed (``.open`` -> closed) when it rotates. If that
+    comes between the cycle finding its file and extract opening it, the cycle's
+    records must still be read (they were lost: pages missing under load)."""
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "6", "--special", "none") as web:
+        state = tmp_path / "state"
+        options = CrawlOptions(
+            scope="any",
+            budgets=False,
+            fetch=FetchConfig(min_delay=0.05),
+            allow_net=(web.info["allow_net"],),
+            hosts_file=web.hosts_file,
+        )
+        crawl(state, web.seeds.read_text().split(), options)
+    cycle = next(c for c in sorted((state / "crawl" / "cycles").iterdir())
+                 if any(io.read_records([c / "pages.ndjson.zst"])))  # fmt: skip
+    before = [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])]
+    # Put the cycle's WARC file back where it was while being written.
+    (name,) = {Path(r["warc"]["file"]).name for r in io.read_records([cycle / "fetch.ndjson"])
+               if r.get("warc")}  # fmt: skip
+    live = state / "warc" / "new" / f"{name}.open"
+    live.parent.mkdir(exist_ok=True)
+    (state / "warc" / name).rename(live)
+    real = cycle_module.extract_warcs
+    calls: list[int] = []
+
+    def rotate_first(*args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            live.rename(live.with_name(name))  # the writer rotates just now
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cycle_module, "extract_warcs", rotate_first)
+    with open_state(state) as sdir:
+        run = Crawl(sdir, options, reporter=NullReporter())
+        try:
+            run._step_extract(cycle)
+        finally:
+            run.close()
+    assert [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])] == before

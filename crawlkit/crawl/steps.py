@@ -29,6 +29,7 @@ class ExplainContext:
     jobs: int
     net: str  # --allow-net and --hosts-file options, as given
     scope: str
+    shard: str = ""  # " --shard K --shards N" (or --slot-map FILE) of a fleet's shard
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ STEPS: tuple[Step, ...] = (
         "next",
         "frontier next: the next URLs, at most --per-host of a host in the fetcher",
         (
-            "crawlkit frontier next --state {state} --max {batch} --per-host {per_host}"
+            "crawlkit frontier next --state {state}{shard} --max {batch} --per-host {per_host}"
             "{no_budgets} > $C/batch.ndjson.zst",
         ),
         post=False,
@@ -57,7 +58,7 @@ STEPS: tuple[Step, ...] = (
         "fetch",
         "fetch: polite, into WARC files; a cycle is cut every 500 records or 2 s",
         (
-            "crawlkit fetch --state {state} $C/batch.ndjson.zst --warc-dir {warc} "
+            "crawlkit fetch --state {state}{shard} $C/batch.ndjson.zst --warc-dir {warc} "
             "--min-delay {min_delay:g}s --concurrency {concurrency}{net} --log $C/fetch.ndjson "
             "--redirects $C/redirects.ndjson",
         ),
@@ -76,17 +77,20 @@ STEPS: tuple[Step, ...] = (
         "dedup: exact and near duplicates; site yields feed the budgets",
         (
             "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state} $C/sites.ndjson.zst",
+            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope} "
+            "$C/sites.ndjson.zst",
         ),
     ),
     Step(
         "links",
-        "seen-merge and frontier add: new links and redirects in --scope are queued; "
-        "deferred URLs wait in the waiting room until their retry time",
+        "seen-merge and frontier add: new links and redirects are queued, those outside "
+        "--scope refused before they are marked seen; deferred URLs wait in the waiting "
+        "room until their retry time",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
-            "crawlkit seen-merge --state {state} $C/links.ndjson.zst $C/redirects.ndjson "
-            "| crawlkit frontier add --state {state}   # crawl also applies --scope {scope} here",
+            "crawlkit seen-merge --state {state} --scope {scope} --refused "
+            "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
         ),
     ),
     Step(
@@ -95,7 +99,7 @@ STEPS: tuple[Step, ...] = (
         "they wait in the waiting room only)",
         (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
-            "| crawlkit frontier add --state {state}",
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
         ),
     ),
 )

@@ -198,10 +198,17 @@ class HostState:
                 db.execute("ROLLBACK")
                 raise
 
+    def end_run(self) -> None:
+        """Commit what is queued and clear the running mark: a fetch run ended normally
+        (the state stays open for the next run of the same process)."""
+        self.commit()
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('running', '0')")
+
     def close(self, *, clean: bool = True) -> None:
         """Commit what is queued; ``clean`` clears the running mark (a normal end)."""
-        self.commit()
         if clean:
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('running', '0')")
+            self.end_run()
+        else:
+            self.commit()
         self._reader.close()
         self._db.close()

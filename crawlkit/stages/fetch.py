@@ -69,8 +69,14 @@ def fetch_records(
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
     on_robots_capture: Callable[[Record], None] | None = None,
+    host_state: HostState | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
+
+    ``host_state`` is the opened host state of ``state_dir`` (``crawlkit crawl`` opens
+    it once for all its fetch runs, holding the state lock itself): it is committed
+    and marked cleanly ended when the run ends, but not closed. Without it, the state
+    directory is locked and ``STATE/fetch`` opened for this run alone.
 
     ``net`` says whom to trust over TLS and which DNS server to ask (see
     :class:`~crawlkit.fetch.netoptions.NetOptions`); ``client`` replaces the HTTP
@@ -102,10 +108,15 @@ def fetch_records(
     reporter = reporter or NullReporter()
     policy = NetPolicy(allow_net)
     hosts = read_hosts_file(hosts_file) if hosts_file else {}
-    with open_state(state_dir) as state:
-        directory = state.sub("fetch")
-        host_state = HostState(directory)
-        target = warc_new_dir(warc_dir if warc_dir is not None else state.path / "warc")
+    with contextlib.ExitStack() as stack:
+        if host_state is None:
+            state = stack.enter_context(open_state(state_dir))
+            host_state = HostState(state.sub("fetch"))
+            stack.callback(host_state.close)
+        else:
+            stack.callback(host_state.end_run)
+        state_path = Path(state_dir)
+        target = warc_new_dir(warc_dir if warc_dir is not None else state_path / "warc")
         writer = WarcWriter(
             target,
             prefix=warc_prefix,
@@ -122,14 +133,11 @@ def fetch_records(
         )
         stale: Counter[str] = Counter()
         if role is not None:
-            records = _owned_by(role, records, sink, stale, state.path)
-        try:
-            counts = _run(
-                records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
-                on_redirect, client, flush, refill, on_interrupt, net, on_robots_capture,
-            )  # fmt: skip
-        finally:
-            host_state.close()
+            records = _owned_by(role, records, sink, stale, state_path)
+        counts = _run(
+            records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
+            on_redirect, client, flush, refill, on_interrupt, net, on_robots_capture,
+        )  # fmt: skip
     if stale:
         counts["refused"] = counts.get("refused", 0) + stale["refused"]
     return counts

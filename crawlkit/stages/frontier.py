@@ -1,7 +1,11 @@
 """``crawlkit frontier``: add URL records, hand out batches, stats, operator blocks.
 
-Each function opens the frontier of one state directory (``DIR/frontier``) under the
-state directory's lock, does one job and commits. ``add`` reads all of its input
+The stage works on an opened :class:`~crawlkit.frontier.store.Frontier`:
+:func:`add_to`, :func:`links_to` and :func:`take_batch` do one job each and commit;
+``crawlkit crawl`` opens the frontier once per run and calls them. The ``frontier_*``
+functions are what the CLI's commands call: each opens the frontier of one state
+directory (``DIR/frontier``) under the state directory's lock, calls the stage on it
+and lets go. ``add`` reads all of its input
 before it waits for a lock someone else holds, so a pipe from another stage on the
 same state directory (``seen-merge --state S | frontier add --state S``) cannot
 deadlock: the writer finishes and lets go of the lock, then ``add`` takes it.
@@ -26,6 +30,7 @@ from crawlkit.distrib import ShardRole, inbox_files, record_site, split_by_owner
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record, read_records
@@ -35,13 +40,16 @@ from crawlkit.state import StateDir, open_state
 from crawlkit.url import Canonicalizer
 
 __all__ = [
+    "add_to",
     "frontier_add",
     "frontier_block",
     "frontier_links",
     "frontier_next",
     "frontier_seed_sites",
     "frontier_stats",
+    "links_to",
     "lock_state",
+    "take_batch",
 ]
 
 
@@ -112,6 +120,54 @@ def _locked_with_input(
         yield state, records
 
 
+def add_to(
+    frontier: Frontier,
+    records: Iterable[Record],
+    *,
+    on_refused: Callable[[Record], None],
+    scope: Scope | None = None,
+    canonicalizer: Canonicalizer | None = None,
+    now: float | None = None,
+) -> AddResult:
+    """``frontier add`` on an opened frontier: queue ``records`` and commit.
+
+    With a ``scope``, URLs outside it go to ``on_refused`` (``"refused":
+    "out-of-scope"``, and a ``detail`` naming the scope); seed records widen it, and a
+    widened scope is saved (:meth:`Scope.save`) before the commit, so no queued seed is
+    missing from it. All or nothing: the records are committed together at the end.
+    """
+    out_of_scope: list[Record] = []
+    if scope is not None:
+        records = scope.sort(records, out_of_scope, canonicalizer or Canonicalizer())
+    result = frontier.add_records(records, now=now, on_refused=on_refused)
+    for rec in out_of_scope:
+        on_refused(rec)
+    result.refused += len(out_of_scope)
+    if scope is not None and scope.changed:
+        scope.save()
+    frontier.commit()
+    return result
+
+
+def links_to(frontier: Frontier, records: Iterable[Record]) -> tuple[int, int]:
+    """``frontier links`` on an opened frontier: feed the site graph and commit."""
+    counts = frontier.note_links(records)
+    frontier.commit()
+    return counts
+
+
+def take_batch(frontier: Frontier, opts: NextOptions, *, write: Callable[[Batch], None]) -> Batch:
+    """``frontier next`` on an opened frontier: apply operator commands posted since it
+    was opened, take a batch, ``write(batch)`` (which must make it safe), then commit
+    the removal. At least once: if ``write`` raises or the process dies before the
+    commit, the same URLs are still queued."""
+    frontier.apply_commands()
+    batch = frontier.next(opts)
+    write(batch)
+    frontier.commit()
+    return batch
+
+
 def frontier_add(
     state_path: str | os.PathLike[str],
     records: Iterable[Record],
@@ -124,8 +180,13 @@ def frontier_add(
     read_first: bool = False,
     reporter: Reporter | None = None,
     role: ShardRole | None = None,
+    scope: str | None = None,
 ) -> AddResult:
     """Queue ``records`` in the frontier under ``state_path``; refusals go to ``on_refused``.
+
+    ``scope`` (``host``, ``site``, ``any`` or a regex; see
+    :mod:`crawlkit.frontier.scope`) refuses URLs outside it, relative to the seeds
+    kept in the state directory and those among ``records``.
 
     ``read_first`` reads all of ``records`` (into a temporary file) before taking the
     lock; use it when they come from a pipe, whose writer may be another stage
@@ -147,12 +208,12 @@ def frontier_add(
         records,
     ):
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
+        canon = Canonicalizer()
+        scoped = Scope.load(state.path, scope) if scope is not None else None
         with frontier.discard_on_error():
             if role is None:
-                result = frontier.add_records(records, now=now, on_refused=on_refused)
-                frontier.commit()
-                return result
-            canon = Canonicalizer()
+                return add_to(frontier, records, on_refused=on_refused, scope=scoped,
+                              canonicalizer=canon, now=now)  # fmt: skip
             others: dict[int, list[Record]] = defaultdict(list)
             inbox = inbox_files(state.path, reporter)
             delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
@@ -169,9 +230,18 @@ def frontier_add(
                         fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
                     )
                     fresh, mark_seen = new.records, new.commit
-                mine = _keep_own(role, canon, itertools.chain(records, fresh), others)
+                out_of_scope: list[Record] = []
+                candidates: Iterable[Record] = itertools.chain(records, fresh)
+                if scoped is not None:
+                    candidates = scoped.sort(candidates, out_of_scope, canon)
+                mine = _keep_own(role, canon, candidates, others)
                 result = frontier.add_records(mine, now=now, on_refused=on_refused)
+                for rec in out_of_scope:
+                    on_refused(rec)
+                result.refused += len(out_of_scope)
                 result.routed = write_outbox(state.path, others, "add")
+                if scoped is not None and scoped.changed:
+                    scoped.save()
                 frontier.commit()
                 mark_seen()  # only now that they are queued (invariant 4)
             result.delivered = len(fresh)
@@ -215,9 +285,7 @@ def frontier_links(
     ):
         frontier = Frontier.open(state.sub("frontier"))
         with frontier.discard_on_error():
-            counts = frontier.note_links(records)
-            frontier.commit()
-    return counts
+            return links_to(frontier, records)
 
 
 def frontier_seed_sites(state_path: str | os.PathLike[str], sites: Iterable[str]) -> None:

@@ -28,7 +28,7 @@ from crawlkit.stages.frontier import lock_state
 from crawlkit.timefmt import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
 
-__all__ = ["RecrawlSummary", "collect_events", "recrawl"]
+__all__ = ["RecrawlSummary", "collect_events", "recrawl", "recrawl_in"]
 
 
 @dataclass
@@ -156,12 +156,8 @@ def recrawl(
     lock_wait: float = 3600.0,
     reporter: Reporter | None = None,
 ) -> RecrawlSummary:
-    """Update the history under ``state_path`` and ``write`` the URLs due at ``now``.
-
-    ``write`` gets the due URL records; the history (updates and "emitted" marks)
-    is committed only after it returns, so a crash re-emits rather than loses.
-    """
-    policy = policy or RecrawlPolicy()
+    """:func:`recrawl_in` on the history under ``state_path``: the input is read to its
+    end first, then the state directory is locked and the history opened for the call."""
     reporter = reporter or NullReporter()
     now = time.time() if now is None else now
     summary = RecrawlSummary()
@@ -169,43 +165,82 @@ def recrawl(
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         history = History(state.sub("recrawl"))
         try:
-            changed = []
-            for fp, evs in events.items():
-                entry = history.get(fp)
-                before = entry
-                for event in sorted(evs, key=lambda e: e.at):
-                    entry = apply_event(entry, event, fp, policy)
-                if entry is not None and entry is not before:
-                    host, site = where.get(fp, (None, None))
-                    entry.host = host or entry.host
-                    entry.site = site or entry.site
-                    changed.append(entry)
-            history.put(changed)
-            summary.updated = len(changed)
-            out: list[Record] = []
-            for entry in history.due(now, policy.reemit, max_urls):
-                wait = policy.wait(entry.interval, entry.importance)
-                due = recrawl_record(
-                    url=entry.url,
-                    host=entry.host,
-                    site=entry.site,
-                    fp=f"{entry.fp:016x}",
-                    depth=entry.depth if entry.depth is not None else 0,
-                    importance=entry.importance,
-                    due=iso(entry.due),
-                    interval=round(wait, 3),
-                    etag=entry.etag,
-                    last_modified=entry.last_modified,
-                    last_fetch=iso(entry.last_fetch) if entry.last_fetch else None,
-                    changes=entry.changes,
-                    checks=entry.checks,
-                )
-                out.append(dict(due))
-            write(out)
-            history.mark_emitted([int(r["fp"], 16) for r in out], now)
-            history.commit()
-            summary.emitted = len(out)
-            summary.tracked = history.count()
+            _update(history, events, where, summary, write=write, policy=policy or RecrawlPolicy(),
+                    now=now, max_urls=max_urls)  # fmt: skip
         finally:
             history.close()
     return summary
+
+
+def recrawl_in(
+    history: History,
+    records: Iterable[tuple[str, int, Record]],
+    *,
+    write: Callable[[list[Record]], None],
+    policy: RecrawlPolicy | None = None,
+    now: float | None = None,
+    max_urls: int | None = None,
+    reporter: Reporter | None = None,
+) -> RecrawlSummary:
+    """Update the opened ``history`` and ``write`` the URLs due at ``now``.
+
+    ``write`` gets the due URL records; the history (updates and "emitted" marks)
+    is committed only after it returns, so a crash re-emits rather than loses.
+    """
+    now = time.time() if now is None else now
+    summary = RecrawlSummary()
+    events, where = collect_events(records, now=now, reporter=reporter or NullReporter(),
+                                   summary=summary)  # fmt: skip
+    _update(history, events, where, summary, write=write, policy=policy or RecrawlPolicy(),
+            now=now, max_urls=max_urls)  # fmt: skip
+    return summary
+
+
+def _update(
+    history: History,
+    events: dict[int, list[Event]],
+    where: dict[int, tuple[str | None, str | None]],
+    summary: RecrawlSummary,
+    *,
+    write: Callable[[list[Record]], None],
+    policy: RecrawlPolicy,
+    now: float,
+    max_urls: int | None,
+) -> None:
+    changed = []
+    for fp, evs in events.items():
+        entry = history.get(fp)
+        before = entry
+        for event in sorted(evs, key=lambda e: e.at):
+            entry = apply_event(entry, event, fp, policy)
+        if entry is not None and entry is not before:
+            host, site = where.get(fp, (None, None))
+            entry.host = host or entry.host
+            entry.site = site or entry.site
+            changed.append(entry)
+    history.put(changed)
+    summary.updated = len(changed)
+    out: list[Record] = []
+    for entry in history.due(now, policy.reemit, max_urls):
+        wait = policy.wait(entry.interval, entry.importance)
+        due = recrawl_record(
+            url=entry.url,
+            host=entry.host,
+            site=entry.site,
+            fp=f"{entry.fp:016x}",
+            depth=entry.depth if entry.depth is not None else 0,
+            importance=entry.importance,
+            due=iso(entry.due),
+            interval=round(wait, 3),
+            etag=entry.etag,
+            last_modified=entry.last_modified,
+            last_fetch=iso(entry.last_fetch) if entry.last_fetch else None,
+            changes=entry.changes,
+            checks=entry.checks,
+        )
+        out.append(dict(due))
+    write(out)
+    history.mark_emitted([int(r["fp"], 16) for r in out], now)
+    history.commit()
+    summary.emitted = len(out)
+    summary.tracked = history.count()

@@ -5,6 +5,8 @@ URL) in chunks of ``chunk_size``. For each chunk:
 
 1. records without ``fp`` are canonicalized (``url``, ``host``, ``site`` and ``fp`` are
    set; a URL that cannot be used is reported as a bad record and skipped);
+   with a scope (``--scope``), a record outside it is passed to the caller as a refused
+   record instead, never checked nor marked seen;
 2. repeats within the input are dropped, the first occurrence wins and input order
    is kept;
 3. the store is asked about the whole chunk at once: Bloom filter, then an exact
@@ -44,6 +46,7 @@ import orjson
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
+from crawlkit.frontier.scope import Scope
 from crawlkit.io import Record
 from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
@@ -54,6 +57,7 @@ __all__ = [
     "FreshRecords",
     "SeenMerge",
     "SeenMergeStats",
+    "fresh_in",
     "fresh_records",
     "read_lines",
     "store_stats",
@@ -86,6 +90,7 @@ class SeenMergeStats:
     new: int = 0
     committed: int = 0
     chunks: int = 0  # chunks processed; --stats names it "batches", as it always did
+    out_of_scope: int = 0  # refused by --scope, not checked, never marked seen
 
     @property
     def measured_fp_rate(self) -> float | None:
@@ -181,6 +186,8 @@ class SeenMerge:
         chunk_size: int = DEFAULT_CHUNK,
         reporter: Reporter | None = None,
         dry_run: bool = False,
+        scope: Scope | None = None,
+        on_refused: Callable[[Record], None] | None = None,
     ):
         if chunk_size < 1:
             raise UsageError(f"chunk size must be at least 1, not {chunk_size}")
@@ -192,6 +199,11 @@ class SeenMerge:
         self.reporter = reporter if reporter is not None else NullReporter()
         self.dry_run = dry_run
         self.stats = SeenMergeStats()
+        # URLs outside the scope go to on_refused before they are checked: never seen,
+        # so a seed that widens the scope later finds them new (frontier add --scope
+        # would refuse them too, but only after they were marked seen).
+        self.scope = scope
+        self.on_refused = on_refused or (lambda rec: None)
         self._pending: list[npt.NDArray[np.uint64]] = []
         self._cache: dict[str, ParsedURL] = {}
 
@@ -235,11 +247,24 @@ class SeenMerge:
                     self._cache.clear()
                 self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
+            if self.scope is not None and self._refused(record):
+                return None
             return int(parsed.fp, 16), orjson.dumps(record)
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
             self._bad(source, lineno, '"fp" is not 16 hex digits')
             return None
+        if self.scope is not None and self._refused(record):
+            return None
         return int(fp, 16), (raw if raw is not None else orjson.dumps(record))
+
+    def _refused(self, record: Record) -> bool:
+        assert self.scope is not None
+        refusal = self.scope.refusal(record, self.canon)
+        if refusal is None:
+            return False
+        self.stats.out_of_scope += 1
+        self.on_refused(refusal)
+        return True
 
     def _bad(self, source: str, lineno: int, message: str) -> None:
         self.stats.bad_records += 1
@@ -358,6 +383,33 @@ class FreshRecords:
     commit: Callable[[], None]  # marks them seen; call once they are written or queued
 
 
+def fresh_in(
+    store: SeenStore,
+    records: Sequence[Record],
+    *,
+    canonicalizer: Canonicalizer,
+    reporter: Reporter | None = None,
+    scope: Scope | None = None,
+    on_refused: Callable[[Record], None] | None = None,
+) -> FreshRecords:
+    """The records the opened seen ``store`` has not seen (the stage on an opened store).
+
+    With a ``scope``, records outside it go to ``on_refused`` instead, unchecked and
+    never marked seen (see :mod:`crawlkit.frontier.scope`).
+
+    Nothing is marked seen until the result's ``commit()`` is called, which the caller
+    does only once the records are safe elsewhere (written out, or queued): a URL is
+    never seen without being queued (invariant 4). Not calling it marks nothing.
+    """
+    merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter, scope=scope,
+                       on_refused=on_refused)  # fmt: skip
+    buf = bytearray()
+    lines = (("records", n, rec) for n, rec in enumerate(records, 1))
+    stats = merger.run(lines, buf.extend, commit_each_chunk=False)
+    fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
+    return FreshRecords(fresh, stats, merger.commit_pending)
+
+
 @contextlib.contextmanager
 def fresh_records(
     state_path: str | os.PathLike[str],
@@ -366,19 +418,10 @@ def fresh_records(
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
 ) -> Iterator[FreshRecords]:
-    """The records the seen set of ``state_path`` has not seen, held under its lock.
-
-    Nothing is marked seen until ``commit()`` is called, which the caller does only
-    once the records are safe elsewhere (written out, or queued): a URL is never seen
-    without being queued (invariant 4). Leaving the block without it marks nothing.
-    """
+    """:func:`fresh_in` on the seen set of ``state_path``, held open (and locked) for
+    the block: call ``commit()`` inside it."""
     with SeenStore.open(state_path, reporter=reporter) as store:
-        merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter)
-        buf = bytearray()
-        lines = (("records", n, rec) for n, rec in enumerate(records, 1))
-        stats = merger.run(lines, buf.extend, commit_each_chunk=False)
-        fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
-        yield FreshRecords(fresh, stats, merger.commit_pending)
+        yield fresh_in(store, records, canonicalizer=canonicalizer, reporter=reporter)
 
 
 def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:

@@ -1,0 +1,109 @@
+"""How URLs enter a crawl besides its own links: seeds, a shard's inbox, and a crash's leftovers.
+
+A URL marked seen is always queued (invariant 4): new URLs are written to
+``STATE/crawl/admitted/`` before the seen set commits them and removed once queued;
+:meth:`Admission.requeue_admitted` queues what a crash left there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from crawlkit.crawl.core import CrawlCore
+from crawlkit.crawl.files import read_file
+from crawlkit.distrib import inbox_files, write_outbox
+from crawlkit.errors import InvalidURL
+from crawlkit.io import Record
+from crawlkit.records import url_record
+from crawlkit.url import site_of_url
+
+__all__ = ["Admission"]
+
+
+class Admission(CrawlCore):
+    """Seeds, a shard's inbox and the routing of other shards' URLs to their outboxes."""
+
+    def add_seeds(self, urls: Iterable[str]) -> int:
+        """Canonicalize seeds, widen the scope, and queue those never seen before."""
+        records: list[Record] = []
+        for raw in urls:
+            try:
+                parsed = self.canon.parse(raw.strip())
+            except InvalidURL as exc:
+                self.rep.warn(f"seed skipped: {exc}", "bad seed")
+                continue
+            rec: Record = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
+            records.append(rec)
+            self.scope.add_seed(rec)  # every shard's scope has every seed
+        self.scope.save()
+        if self.role is not None:  # every shard gets every seed and keeps its own
+            # ... but trusts every seed's site, as one shard would (site budgets)
+            with self.lock:
+                self.frontier.note_seeds({str(r["site"]) for r in records})
+                self.frontier.commit()
+            records = [r for r in records if self.role.owns(str(r["site"]))]
+        if not records:
+            return 0
+        return self._admit(records, "seeds")
+
+    def _admit(self, records: list[Record], tag: str) -> int:
+        """Queue the records never seen before; returns how many.
+
+        The new URLs are written to ``STATE/crawl/admitted/`` before the seen set
+        commits them and removed once they are queued; :meth:`requeue_admitted`
+        queues what a crash left there. So a URL is never seen without being queued
+        (invariant 4): a crash repeats it, never loses it.
+        """
+        path = self.dir.admitted / f"{time.time_ns():020d}-{tag}.ndjson.zst"
+        fresh = self._seen_merge(records, path, self.dir.root / f"{tag}-scope-refused.ndjson.zst")
+        self._queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
+        path.unlink(missing_ok=True)
+        return len(fresh)
+
+    def requeue_admitted(self) -> None:
+        for path in sorted(self.dir.admitted.glob("*.ndjson.zst")):
+            tag = path.name.split("-", 1)[1].split(".", 1)[0]
+            self._queue(read_file(path), self.dir.root / f"{tag}-refused.ndjson.zst")
+            path.unlink()
+
+    def _ingest_inbox(self) -> bool:
+        """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
+        files = inbox_files(self.state.path, self.rep)
+        for path in files:
+            records = list(read_file(path))
+            # Delivered links (and other shards' site links) complete this shard's site
+            # graph, on which site budgets rest; then the URLs among them are admitted.
+            self._note_links(records)
+            urls = [r for r in records if r.get("url")]
+            mine = self._route(urls, "reroute")
+            self.summary.new_urls += self._admit(mine, "inbox")
+            path.unlink()
+        return bool(files)
+
+    def _share_site_links(self, links: list[Record], tag: str) -> None:
+        """Send the cycle's cross-site links, as site pairs, to every other shard.
+
+        Site budgets trust a site by who links to it, transitively from the seeds, so
+        each shard needs the whole site graph, not only the links to its own sites
+        (which reach it as URLs): one record per distinct pair ``from`` -> ``site``.
+        """
+        if self.role is None or self.role.slot_map.shards < 2:
+            return
+        pairs: set[tuple[str, str]] = set()
+        for rec in links:
+            if rec.get("nofollow") is True:
+                continue
+            site = rec.get("site")
+            source = rec.get("from") or rec.get("via")
+            if not isinstance(site, str) or not isinstance(source, str):
+                continue
+            from_site = site_of_url(source)
+            if from_site and from_site != site:
+                pairs.add((from_site, site))
+        if not pairs:
+            return
+        edges = [{"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
+                 for from_site, site in sorted(pairs)]  # fmt: skip
+        others = {k: edges for k in range(self.role.slot_map.shards) if k != self.role.shard}
+        write_outbox(self.state.path, others, tag)

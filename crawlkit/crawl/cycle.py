@@ -1,0 +1,243 @@
+"""The post-processing of a cut cycle: extract → dedup → seen-merge and frontier add → recrawl.
+
+:meth:`CycleSteps._finish_cycle` runs the steps of :data:`~crawlkit.crawl.steps.POST_STEPS`
+not yet done, in order, each by its ``_step_<marker>`` method, each marking itself
+done; :class:`PostWorker` runs it on its own thread for the cycles the fetch side
+cuts, so parsing overlaps fetching.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+from pathlib import Path
+
+from crawlkit import io
+from crawlkit.crawl.admission import Admission
+from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
+from crawlkit.crawl.steps import POST_STEPS
+from crawlkit.crawl.summary import progress_info
+from crawlkit.io import Record
+from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
+from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.fetch import warc_new_dir
+from crawlkit.stages.recrawl import recrawl_in
+
+__all__ = ["CycleSteps", "PostWorker"]
+
+
+class CycleSteps(Admission):
+    """The post-fetch steps of a cut cycle, one method per step of :data:`POST_STEPS`."""
+
+    def _finish_cycle(self, cycle: Path) -> bool:
+        """Run the cycle's steps not yet done; False if the hard stop came first."""
+        for step in POST_STEPS:
+            if not is_done(cycle, step.marker):
+                if self.clock() >= self.hard_stop:
+                    return False
+                getattr(self, f"_step_{step.marker}")(cycle)
+        mark_done(cycle, "cycle")
+        self.summary.cycles += 1
+        self.progress(progress_info(self.summary, cycle.name, self.clock() - self.start))
+        return True
+
+    def _step_extract(self, cycle: Path) -> None:
+        started_with, started = self._extracting.pop(cycle, (None, None))
+        while True:
+            sources = self._cycle_sources(cycle)
+            with (
+                io.open_output(cycle / "pages.ndjson.zst") as pages,
+                io.open_output(cycle / "links.ndjson.zst") as links,
+            ):
+                if self.extract_workers is not None:
+                    stats = self.extract_workers.extract(
+                        sources, pages.write, links.write, reporter=self.rep,
+                        started=started if started_with == sources else None,
+                    )  # fmt: skip
+                else:
+                    stats = extract_warcs(sources, pages.write, links.write,
+                                          options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+            # The WARC file being written is renamed when it rotates; if that came
+            # between finding it and opening it, its records were not read: again.
+            if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
+                break
+            started_with = None
+        self.summary.pages += stats.pages
+        self.summary.links += stats.links
+        mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
+
+    def _step_dedup(self, cycle: Path) -> None:
+        stats = DedupStats()
+        records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+        write_file(cycle / "dedup.ndjson.zst", dedup_records(records, self.dedup, stats=stats,
+                                                         reporter=self.rep))  # fmt: skip
+        sites = list(site_records(self.dedup, stats.sites))
+        write_file(cycle / "sites.ndjson.zst", sites)
+        self._queue(sites, cycle / "sites-refused.ndjson.zst")
+        self.summary.dedup.update(
+            {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
+        )
+        mark_done(cycle, "dedup", {"exact": stats.exact, "near": stats.near})
+
+    def _step_links(self, cycle: Path) -> None:
+        """Links and redirects → seen-merge --scope → frontier add; deferred → waiting room.
+
+        Each attempt writes its new URLs to its own file before the seen set commits
+        them, and every attempt's file is queued: a crash between the commit and the
+        queueing repeats URLs (at least once), never loses them (invariant 4).
+        """
+        refused_path = cycle / "links-refused.ndjson.zst"
+        if not is_done(cycle, "seen"):
+            links = list(read_file(cycle / "links.ndjson.zst"))
+            self._note_links(links)  # every link, not only new URLs, feeds site importance
+            self._share_site_links(links, f"c{cycle.name}-sites")
+            fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
+            candidates, refused = self.link_policy.sort(
+                [*links, *read_file(cycle / "redirects.ndjson")], lambda _rec: True, fetched
+            )
+            write_file(refused_path, refused)
+            self._count_refused(refused)
+            candidates = self._route(candidates, f"c{cycle.name}")
+            attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
+            fresh = self._seen_merge(candidates, cycle / f"new-{attempt}.ndjson.zst",
+                                     cycle / "scope-refused.ndjson.zst")  # fmt: skip
+            self.summary.new_urls += len(fresh)
+            mark_done(cycle, "seen", {"new": len(fresh)})
+        for path in sorted(cycle.glob("new-*.ndjson.zst")):
+            # Each file is marked queued once the frontier has committed it: a crash
+            # after that queues it again only if it falls between the two (a URL
+            # queued twice is handed out twice, and counted twice against its budget).
+            queued = cycle / (path.name.split(".", 1)[0] + ".queued")
+            if not queued.exists():
+                self._queue(read_file(path), cycle / "new-refused.ndjson.zst")
+                queued.touch()
+        self._wait_deferred(cycle)
+        mark_done(cycle, "links")
+
+    def _step_recrawl(self, cycle: Path) -> None:
+        if not self.opts.recrawl:
+            mark_done(cycle, "recrawl", {"due": 0})
+            return
+        due: list[Record] = []
+        inputs = [cycle / "fetch.ndjson", cycle / "pages.ndjson.zst"]
+        # Deferred URLs wait in the waiting room alone: fed to the history too, they
+        # would become due a second time, as recrawls.
+        records = (
+            item
+            for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+            if item[2].get("outcome") != "deferred"
+        )
+        recrawl_in(self.history, records, write=due.extend, now=self.clock(), reporter=self.rep)
+        self._queue(due, cycle / "recrawl-refused.ndjson.zst")
+        mark_done(cycle, "recrawl", {"due": len(due)})
+
+    def _wait_deferred(self, cycle: Path) -> None:
+        """The cycle's deferred URLs into the waiting room (again after a crash: once)."""
+        deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
+        if not deferred:
+            return
+        with self.lock:
+            self.waiting.add(deferred)
+            self.waiting.save()
+
+    def _warc_path(self, name: str) -> Path | None:
+        """Where the WARC file ``name`` is now: being written, closed, or archived.
+
+        Looked up in the order a file moves (``.open`` → ``new/`` → the archive), so a
+        rename between two lookups cannot hide it.
+        """
+        new_dir = warc_new_dir(self.warc_root)
+        for path in (new_dir / f"{name}.open", new_dir / name, self.warc_root / name):
+            if path.exists():
+                return path
+        return None
+
+    def _cycle_sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.
+
+        WARC files rotate by size (``--warc-size``), not by cycle: one file holds many
+        cycles, and may still be written to while a cycle is extracted; the fetcher
+        flushes it when it cuts the cycle, so every record named here is whole.
+        """
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        # robots.txt captures too: extract takes their Sitemap lines
+        for rec in itertools.chain(self._fetch_log(cycle), read_file(cycle / "robots.ndjson")):
+            warc = rec.get("warc")
+            if isinstance(warc, dict) and warc.get("file"):
+                name = Path(str(warc["file"])).name
+                ranges.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
+        out = []
+        for name, spans in ranges.items():
+            path = self._warc_path(name)
+            if path is not None:
+                out.append((str(path), spans))
+        return out
+
+    def _start_extract(self, cycle: Path) -> None:
+        """Hand a cut cycle's WARC records to an extract process now (``-j`` >= 2), so
+        it parses while the post thread still works on the cycles before it."""
+        if self.extract_workers is None:
+            return
+        sources = self._cycle_sources(cycle)
+        if sources:
+            self._extracting[cycle] = (sources, self.extract_workers.submit(sources))
+
+    def _archive_closed_warcs(self) -> None:
+        """Move closed WARC files from ``new/`` to the archive directory itself.
+
+        Called only while no cycle is being extracted (a cycle finds its files in
+        either place, see :meth:`_warc_path`).
+        """
+        new_dir = warc_new_dir(self.warc_root)
+        for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
+            target = self.warc_root / path.name
+            if not target.exists():
+                os.replace(path, target)
+                self.summary.warc_files += 1
+
+
+class PostWorker:
+    """One thread that runs the post-fetch steps of cut cycles, in order."""
+
+    def __init__(self, crawl: CycleSteps):
+        self.crawl = crawl
+        self.error: BaseException | None = None
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="crawl-post", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            cycle = self._queue.get()
+            if cycle is None:
+                self._queue.task_done()
+                return
+            try:
+                if self.error is None:
+                    self.crawl._finish_cycle(cycle)
+            except BaseException as exc:  # handed to the fetch loop, which stops
+                self.error = exc
+            finally:
+                self._queue.task_done()
+
+    def submit(self, cycle: Path) -> None:
+        self._queue.put(cycle)
+
+    def backlog(self) -> int:
+        """Cut cycles submitted and not yet post-processed."""
+        return self._queue.unfinished_tasks
+
+    def busy(self) -> bool:
+        # unfinished_tasks counts a cycle from put() to task_done(), so there is no
+        # moment between get() and the work starting when it reads as idle.
+        return self._queue.unfinished_tasks > 0
+
+    def raise_if_failed(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()

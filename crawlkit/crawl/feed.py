@@ -1,0 +1,300 @@
+"""The fetch side of the loop: frontier next → fetch, kept fed, cutting cycles as it goes.
+
+The fetcher runs on an event loop and asks for more URLs (``refill``) whenever few
+hosts wait; each batch is written to ``STATE/crawl/batches`` before the frontier
+commits its removal. Back-pressure (invariant 8): the fetcher holds at most
+``--per-host`` unanswered URLs of a host and ``hold`` in all, and gets nothing while
+``POST_BACKLOG`` cut cycles wait for post-processing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from crawlkit import io
+from crawlkit.crawl.core import CrawlCore
+from crawlkit.crawl.cycle import CycleSteps, PostWorker
+from crawlkit.crawl.files import mark_done, write_file
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.frontier.store import NextOptions
+from crawlkit.io import Record
+from crawlkit.stages.fetch import fetch_records
+from crawlkit.stages.frontier import take_batch
+
+__all__ = ["CHUNK_RECORDS", "CHUNK_SECONDS", "POST_BACKLOG", "Feed", "LiveCycle"]
+
+# A cycle is cut (WARC closed, handed to post-processing) after this many fetch
+# records or this many seconds, whichever comes first.
+CHUNK_RECORDS = 500
+CHUNK_SECONDS = 2.0
+# Cut cycles waiting for post-processing before the fetcher gets no more URLs.
+POST_BACKLOG = 2
+
+
+class LiveCycle:
+    """The cycle being fetched into: its fetch log, redirect file and the WARC places of
+    its robots.txt captures (``robots.ndjson``), flushed per record."""
+
+    def __init__(self, crawl: CrawlCore, path: Path):
+        self.crawl = crawl
+        self.path = path
+        self.started = crawl.clock()
+        self.records = 0
+        # Plain NDJSON, appended and flushed per record: survives kill -9 line by line.
+        self._log = open(path / "fetch.ndjson", "ab")  # noqa: SIM115
+        self._redirects = open(path / "redirects.ndjson", "ab")  # noqa: SIM115
+        self._robots = open(path / "robots.ndjson", "ab")  # noqa: SIM115
+
+    @property
+    def batches(self) -> bool:
+        return any(self.crawl.dir.batches.glob(f"{self.path.name}-*.ndjson.zst"))
+
+    def log(self, rec: Record) -> None:
+        self._log.write(io.dumps(rec))
+        self._log.flush()
+        self.records += 1
+
+    def redirect(self, rec: Record) -> None:
+        self._redirects.write(io.dumps(rec))
+        self._redirects.flush()
+
+    def robots_capture(self, rec: Record) -> None:
+        self._robots.write(io.dumps(rec))
+        self._robots.flush()
+
+    def close(self) -> None:
+        if self._log.closed:
+            return
+        for f in (self._log, self._redirects, self._robots):
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        mark_done(self.path, "fetch", {"records": self.records})
+
+
+class Feed(CycleSteps):
+    """The fetch side: one fetch run kept fed from the frontier, cutting cycles."""
+
+    def _fetch_run(self, pending: list[Record]) -> None:
+        """Fetch until the frontier has nothing more to give, cutting cycles as it goes.
+
+        The fetcher runs on this thread's event loop; whenever few hosts wait it asks
+        its ``refill`` for more. Every ``CHUNK_RECORDS`` fetch records or
+        ``CHUNK_SECONDS`` the current cycle is cut (its WARC closed) and handed to the
+        post-processing thread (extract, dedup, seen-merge, frontier add, recrawl),
+        so parsing overlaps fetching and there is no idle tail between cycles.
+        """
+        post = PostWorker(self)
+        live = LiveCycle(self, self.dir.new_cycle())
+        # url -> the batch files it is in, oldest first (the frontier may hand a URL out
+        # twice; each fetch record settles one of them)
+        outstanding: dict[str, list[Path]] = {}
+        batch_left: dict[Path, int] = {}
+
+        def track(path: Path, records: list[Record]) -> None:
+            for rec in records:
+                outstanding.setdefault(str(rec.get("url")), []).append(path)
+                batch_left[path] = batch_left.get(path, 0) + 1
+            self.held += len(records)
+            self.held_by_host.update(str(rec.get("host")) for rec in records)
+
+        running: list[Any] = []  # the fetcher, once the first refill has met it
+        last_empty: list[tuple[int, int] | None] = [None]  # see refill
+        cutting = False
+        cut_asked: list[asyncio.Task[None]] = []  # the cut a fetch record asked for
+        cut_failed: list[BaseException] = []
+
+        def cut_due(now: float) -> bool:
+            return live.records >= CHUNK_RECORDS or (
+                live.records > 0 and now - live.started >= CHUNK_SECONDS
+            )
+
+        def cut_done(task: asyncio.Task[None]) -> None:
+            cut_asked.clear()
+            if not task.cancelled() and task.exception() is not None:
+                cut_failed.append(task.exception())  # type: ignore[arg-type]
+
+        def sink(rec: Record) -> None:
+            live.log(rec)
+            if running and not cut_asked and cut_due(self.clock()):
+                # A busy fetcher asks for no refill, so a cycle is also cut here: else
+                # it grows while the fetcher is busy, and its links wait for all of it.
+                asked = asyncio.get_running_loop().create_task(cut(running[0]))
+                asked.add_done_callback(cut_done)
+                cut_asked.append(asked)
+            self.summary.outcomes[str(rec.get("outcome"))] += 1
+            self.summary.errors.note(rec)
+            if rec.get("status") is not None:
+                self.summary.requests += 1
+            stopped = bool(rec.get("stopped"))
+            self.summary.unstarted += stopped
+            paths = outstanding.get(str(rec.get("url")))
+            if paths:
+                # The fetcher answers a URL it already holds "refused: duplicate" at once:
+                # that settles the copy handed out last. The first copy is settled by
+                # its real answer; its batch file must stay until then.
+                path = paths.pop() if rec.get("refused") == "duplicate" else paths.pop(0)
+                # A URL given back because the run ends still counts against the hold:
+                # else each refill near the end would be given back too, and the run
+                # would end with the frontier moved into the waiting room.
+                if not stopped:
+                    self.held -= 1
+                    host = str(rec.get("host"))
+                    self.held_by_host[host] -= 1
+                    if self.held_by_host[host] <= 0:
+                        del self.held_by_host[host]
+                if not paths:
+                    del outstanding[str(rec.get("url"))]
+                batch_left[path] -= 1
+                if batch_left[path] <= 0:  # every URL of the batch is in a fetch log
+                    del batch_left[path]
+                    path.unlink(missing_ok=True)
+
+        async def cut(fetcher: Any) -> None:
+            nonlocal live, cutting
+            if cutting:
+                return  # one cut at a time; the other caller's records go in the next
+            cutting = True
+            try:
+                await fetcher.flush_warc()  # its records are whole on disk: extract reads them
+                done = live
+                live = LiveCycle(self, self.dir.new_cycle())
+                done.close()
+                self._start_extract(done.path)
+                post.submit(done.path)
+            finally:
+                cutting = False
+
+        async def refill(fetcher: Any) -> list[Record] | None:
+            if not running:
+                running.append(fetcher)
+            post.raise_if_failed()
+            if cut_failed:
+                raise cut_failed[0]
+            if cut_due(self.clock()):
+                await cut(fetcher)
+            if self._should_stop():
+                return None
+            loop = asyncio.get_running_loop()
+            due = self._next_waiting_time()
+            if due is not None and due <= self.clock():
+                await loop.run_in_executor(None, self._release_waiting)
+            if self._pages_left() <= 0:
+                return [] if self.held else None  # --max-pages: wait for the answers
+            if self.held >= self.hold or post.backlog() >= POST_BACKLOG:
+                return []  # back-pressure: the fetcher works off what it holds
+            # Ask the frontier again only when something changed since it last had
+            # nothing to give: URLs queued, or answers that free a host's share.
+            changed = (self.frontier_version, sum(self.summary.outcomes.values()))
+            if changed != last_empty[0] or self.role is not None:
+                held = dict(self.held_by_host)  # read on this thread; the loop changes it
+                batch = await loop.run_in_executor(None, self._next_batch, live.path, track, held)
+                if batch:
+                    return batch
+                last_empty[0] = changed
+            if live.records:
+                await cut(fetcher)
+            if post.busy() or fetcher.has_work():
+                # Pages still to come, or links still to process, may queue more URLs:
+                # "no more" now would leave them to the next fetch run.
+                return []
+            return None
+
+        initial: list[Record] = []
+        if pending:
+            path = self.dir.batches / f"{live.path.name}-0000.ndjson.zst"
+            write_file(path, pending)
+            for old in self._pending_batches:
+                old.unlink(missing_ok=True)
+            track(path, pending)
+            initial = pending
+        config = self.opts.fetch
+        if self.deadline is not None:
+            left = max(0.0, self.deadline - self.clock())
+            config = FetchConfig(**{**config.__dict__, "duration": left})
+        try:
+            fetch_records(
+                initial, sink, state_dir=self.state.path, config=config,
+                warc_dir=self.warc_root, allow_net=self.opts.allow_net,
+                hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
+                reporter=self.rep, warc_prefix=self.opts.warc_prefix,
+                warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
+                on_interrupt=self._on_signal, net=self.opts.net,
+                on_robots_capture=lambda rec: live.robots_capture(rec), host_state=self.hosts,
+            )  # fmt: skip
+            # The fetcher answered every URL it was given (one record each), so a batch
+            # file still here can only differ in spelling from its records: done too.
+            for path in list(batch_left):
+                self.rep.warn(
+                    f"{path.name}: {batch_left[path]} URLs answered under another spelling"
+                )
+                path.unlink(missing_ok=True)
+        finally:
+            live.close()
+            if live.records or live.batches:
+                post.submit(live.path)
+            else:
+                shutil.rmtree(live.path, ignore_errors=True)
+            post.close()
+            self._archive_closed_warcs()
+            self.held = 0  # every URL handed out has its record (or never will)
+            self.held_by_host.clear()
+        self.post_error = post.error
+
+    def _next_batch(
+        self,
+        cycle: Path,
+        track: Callable[[Path, list[Record]], None],
+        held: dict[str, int] | None = None,
+    ) -> list[Record]:
+        """The frontier's next batch, made durable in ``crawl/batches`` first.
+
+        ``held`` counts, per host, URLs the fetcher holds unanswered: with them a host
+        gets at most ``per_host`` in the fetcher at once, so the URLs held are spread
+        over the hosts that can be served, not piled on slow ones.
+        """
+        size = int(min(self.opts.batch_size, self.hold - self.held, self._pages_left()))
+        if size <= 0:
+            return []
+        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets,
+                           outstanding=held or {})  # fmt: skip
+        out: list[Record] = []
+        refused: list[Record] = []
+        # Numbered by the run, never by counting files: a finished batch is deleted, and
+        # a count would then name the next batch after one still in flight.
+        n = next(self._batch_numbers)
+        path = self.dir.batches / f"{cycle.name}-{n:04d}.ndjson.zst"
+
+        def write(batch: Any) -> None:
+            out.extend(orjson.loads(line) for line in batch.lines)
+            refused.extend(batch.refused)
+            out[:], excluded = self.link_policy.exclude_batch(out)
+            refused.extend(excluded)
+            if self.role is not None:
+                # A URL of a slot this shard no longer owns (the map changed) goes to
+                # its owner instead of being fetched here; the rest carry the epoch of
+                # now. (A stamp a record brought from an earlier batch, e.g. deferred
+                # and handed over, says nothing about this one: it is replaced.)
+                out[:] = self._route(out, "stale")
+                for r in out:
+                    r["shard_epoch"] = self.role.epoch(str(r.get("site") or ""))
+            if out:
+                write_file(path, out)
+
+        with self.lock:
+            if self.role is not None:
+                self._ingest_inbox()
+            take_batch(self.frontier, opts, write=write)  # on disk before its removal commits
+        if refused:
+            write_file(cycle / f"batch-refused-{n}.ndjson.zst", refused)
+            self._count_refused(refused)
+        if out:
+            track(path, out)
+        return out

@@ -1,0 +1,81 @@
+"""The files of a crawl under ``STATE/crawl``: cycle directories and their step markers.
+
+A cycle directory ``cycles/NNNNNN/`` holds the cycle's batch, fetch log, page, link,
+dedup and refusal records; each step marks itself done with a ``<step>.done`` file
+(written atomically), so a restarted crawl resumes at the first step not done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from crawlkit import io
+from crawlkit.io import Record
+from crawlkit.state import StateDir
+
+__all__ = ["CYCLE_FORMAT", "CrawlDir", "is_done", "mark_done", "read_file", "write_file"]
+
+CYCLE_FORMAT = "{:06d}"
+
+
+class CrawlDir:
+    """The ``STATE/crawl`` directory: cycles, the waiting room, totals, the scope."""
+
+    def __init__(self, state: StateDir):
+        self.root = state.sub("crawl")
+        self.cycles = self.root / "cycles"
+        self.cycles.mkdir(exist_ok=True)
+        self.batches = self.root / "batches"  # handed to the fetcher, not all fetched yet
+        self.batches.mkdir(exist_ok=True)
+        self.admitted = self.root / "admitted"  # marked seen, not yet queued
+        self.admitted.mkdir(exist_ok=True)
+
+    def batch_files(self) -> list[Path]:
+        return sorted(self.batches.glob("*.ndjson.zst"))
+
+    def cycle_dirs(self) -> list[Path]:
+        return sorted(p for p in self.cycles.iterdir() if p.is_dir() and p.name.isdigit())
+
+    def open_cycle(self) -> Path | None:
+        """The last cycle if it is unfinished, else None."""
+        dirs = self.cycle_dirs()
+        if dirs and not (dirs[-1] / "cycle.done").exists():
+            return dirs[-1]
+        return None
+
+    def new_cycle(self) -> Path:
+        dirs = self.cycle_dirs()
+        number = int(dirs[-1].name) + 1 if dirs else 1
+        path = self.cycles / CYCLE_FORMAT.format(number)
+        path.mkdir()
+        return path
+
+    @property
+    def waiting(self) -> Path:
+        return self.root / "waiting.ndjson.zst"
+
+    @property
+    def totals(self) -> Path:
+        return self.root / "totals.json"
+
+
+def is_done(cycle: Path, step: str) -> bool:
+    return (cycle / f"{step}.done").exists()
+
+
+def mark_done(cycle: Path, step: str, info: dict[str, Any] | None = None) -> None:
+    io.atomic_write_bytes(cycle / f"{step}.done", orjson.dumps(info or {}) + b"\n")
+
+
+def read_file(path: Path) -> Iterator[Record]:
+    if path.exists():
+        yield from io.read_records([path])
+
+
+def write_file(path: Path, records: Iterable[Record]) -> int:
+    with io.open_output(path) as out:
+        return out.write_records(records)

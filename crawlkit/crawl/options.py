@@ -1,0 +1,43 @@
+"""What ``crawlkit crawl`` is given: :class:`CrawlOptions`, every knob with its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crawlkit.archive import ArchiveOptions
+from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.netoptions import NetOptions
+from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.traps import TrapLimits
+
+__all__ = ["CrawlOptions"]
+
+
+@dataclass
+class CrawlOptions:
+    """Every knob of ``crawlkit crawl``, with explicit defaults (see the CLI's help)."""
+
+    scope: str = "site"
+    max_pages: int | None = None
+    duration: float | None = None
+    batch_size: int = 1000
+    per_host: int = 4  # URLs of one host per batch handed to the fetcher
+    jobs: int = 1
+    budgets: bool = True
+    warc_dir: Path | None = None
+    warc_size: int = 1_000_000_000  # a new WARC file past this size
+    warc_prefix: str = "crawlkit"
+    warc_info: dict[str, str] = field(default_factory=dict)  # operator, isPartOf, ...
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    allow_net: tuple[str, ...] = ()
+    hosts_file: Path | None = None
+    net: NetOptions = field(default_factory=NetOptions)  # --ca-file, --insecure, --dns-server
+    limits: TrapLimits = field(default_factory=TrapLimits)
+    budget_policy: BudgetPolicy = field(default_factory=BudgetPolicy)
+    idle_wait: float = 5.0  # longest sleep while only deferred URLs wait
+    recrawl: bool = True
+    shard: int | None = None  # crawl only this shard's sites (with shards or slot_map)
+    shards: int | None = None
+    slot_map: Path | None = None
+    archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes

@@ -1,0 +1,105 @@
+"""Recovery: finish what a stopped or killed run left, losing nothing.
+
+The fetch log of a cycle is appended and flushed per record and the batches handed to
+the fetcher are on disk before the frontier lets go of their URLs, so after a crash
+the open WARC files are cut back to their last whole record, the fetch records that
+point past the cut are dropped, unfinished cycles are post-processed, and only the
+URLs without a fetch record (in flight at the crash) are fetched again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from crawlkit import io
+from crawlkit.crawl.cycle import CycleSteps
+from crawlkit.crawl.files import is_done, mark_done, read_file
+from crawlkit.io import Record
+from crawlkit.stages.fetch import warc_new_dir
+from crawlkit.warcsalvage import cut_to_whole_records
+
+__all__ = ["Recovery"]
+
+
+class Recovery(CycleSteps):
+    """What a run does first: finish what a stopped or killed run left."""
+
+    def _recover(self) -> list[Record]:
+        """Finish what a stopped or killed run left: returns the URLs to fetch again."""
+        unfinished = [c for c in self.dir.cycle_dirs() if not is_done(c, "cycle")]
+        if not unfinished and not self.dir.batch_files():
+            return []
+        self._close_open_warcs()
+        for cycle in unfinished:
+            if not is_done(cycle, "fetch"):
+                self._salvage(cycle)
+                mark_done(cycle, "fetch", {"salvaged": True})
+            self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
+            if not self._finish_cycle(cycle):
+                return []  # out of time: the next run goes on from here
+        self._archive_closed_warcs()
+        pending: list[Record] = []
+        batches = self.dir.batch_files()
+        if batches:
+            oldest = min(int(b.name.split("-", 1)[0]) for b in batches)
+            fetched: set[str] = set()
+            for cycle in self.dir.cycle_dirs():
+                if int(cycle.name) >= oldest:
+                    fetched.update(
+                        str(r.get("url"))
+                        for r in read_file(cycle / "fetch.ndjson")
+                        if r.get("refused") != "duplicate"  # not the URL's answer
+                    )
+            for batch in list(batches):
+                rest = [r for r in read_file(batch) if r.get("url") not in fetched]
+                if rest:
+                    pending += rest
+                else:  # every URL of it was fetched before the stop
+                    batch.unlink()
+                    batches.remove(batch)
+        if pending:
+            self.rep.info(f"{len(pending)} URLs handed to the fetcher before the stop go again")
+        self.summary.refetched += len(pending)
+        self._pending_batches = batches
+        return pending
+
+    def _close_open_warcs(self) -> None:
+        """Cut every ``.open`` WARC file after its last whole record and close it."""
+        self.valid_warc_end: dict[str, int] = {}
+        new_dir = warc_new_dir(self.warc_root)
+        for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
+            end = cut_to_whole_records(partial)
+            final = partial.with_name(partial.name[: -len(".open")])
+            if end:
+                os.replace(partial, final)
+            else:
+                partial.unlink()
+            self.valid_warc_end[final.name] = end
+
+    def _salvage(self, cycle: Path) -> None:
+        """Keep the fetch records of ``cycle`` whose WARC records are whole on disk.
+
+        Records pointing past the end of a WARC file cut by :meth:`_close_open_warcs`
+        are dropped (and a torn last line); their URLs are fetched again.
+        """
+        log = cycle / "fetch.ndjson"
+        if not log.exists():
+            return
+        kept: list[Record] = []
+        with open(log, "rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    continue  # torn last line
+                try:
+                    rec = io.parse_record(line)
+                except ValueError:
+                    continue
+                warc = rec.get("warc")
+                if isinstance(warc, dict):
+                    name = Path(str(warc.get("file"))).name
+                    end = int(warc.get("offset", 0)) + int(warc.get("length", 0))
+                    if name in self.valid_warc_end and end > self.valid_warc_end[name]:
+                        continue
+                kept.append(rec)
+        io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))

@@ -1,0 +1,46 @@
+"""SIGINT and SIGTERM during a crawl: the first one asks the run to stop cleanly."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+
+__all__ = ["graceful_signals"]
+
+
+@contextlib.contextmanager
+def graceful_signals(
+    on_signal: Callable[[str], None], caught: Callable[[], bool]
+) -> Iterator[Callable[[], None]]:
+    """SIGINT and SIGTERM call ``on_signal`` once; a second one acts as it always does.
+
+    Yields a function that installs the handlers again unless ``caught()`` (a fetch
+    run installs its own and leaves the defaults behind). Outside the main thread
+    signals cannot be handled, so nothing is installed there. The previous handlers
+    come back at exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in kinds}
+
+    def handler(signum: int, _frame: object) -> None:
+        for sig in kinds:  # the next one is not caught: stop now
+            signal.signal(sig, before[sig])
+        on_signal(signal.Signals(signum).name)
+
+    def install() -> None:
+        if caught():
+            return  # the first signal came: the next one is not caught
+        for sig in kinds:
+            signal.signal(sig, handler)
+
+    install()
+    try:
+        yield install
+    finally:
+        for sig in kinds:
+            signal.signal(sig, before[sig])

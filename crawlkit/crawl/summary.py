@@ -1,0 +1,89 @@
+"""What a crawl run reports: its summary (``--json``), progress, and the totals of all runs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.crawlretry import ErrorTally
+
+__all__ = ["CrawlSummary", "progress_info", "save_totals"]
+
+
+@dataclass
+class CrawlSummary:
+    """What a run did (``--json`` prints it); ``outcomes`` counts fetch records."""
+
+    cycles: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    pages: int = 0
+    links: int = 0
+    new_urls: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    dedup: Counter[str] = field(default_factory=Counter)
+    refetched: int = 0
+    requests: int = 0  # fetch records with an HTTP status: what the server saw
+    unstarted: int = 0  # deferred because the run ended before their host was due
+    waiting: int = 0
+    next_retry_at: str | None = None  # when the first waiting URL is due (UTC ISO)
+    queued: int = 0
+    stopped: str = ""
+    routed: int = 0  # URLs written to other shards' outboxes
+    elapsed_s: float = 0.0
+    warc_files: int = 0
+    seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
+    errors: ErrorTally = field(default_factory=ErrorTally)  # failed fetches by reason
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cycles": self.cycles,
+            "outcomes": dict(self.outcomes),
+            "fetched": self.outcomes["fetched"],
+            "pages": self.pages,
+            "links": self.links,
+            "new_urls": self.new_urls,
+            "refused": dict(self.refused),
+            "dedup": dict(self.dedup),
+            "refetched": self.refetched,
+            "requests": self.requests,
+            "unstarted": self.unstarted,
+            "routed_to_other_shards": self.routed,
+            "waiting": self.waiting,
+            "next_retry_at": self.next_retry_at,
+            "queued": self.queued,
+            "stopped": self.stopped,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "warc_files": self.warc_files,
+            "seen": dict(self.seen),
+            "errors": self.errors.to_json(),
+        }
+
+
+def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str, Any]:
+    """What the progress callback is told after each finished cycle."""
+    elapsed = max(elapsed, 1e-9)
+    return {
+        "cycle": cycle,
+        "fetched": summary.outcomes["fetched"],
+        "pages_per_s": summary.outcomes["fetched"] / elapsed,
+        "errors": summary.outcomes["error"],
+        "deferred": summary.outcomes["deferred"],
+        "new_urls": summary.new_urls,
+        "elapsed_s": elapsed,
+    }
+
+
+def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
+    """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``)."""
+    totals: dict[str, Any] = io.read_json(path) if path.exists() else {}
+    totals["fetched"] = fetched_before + summary.outcomes["fetched"]
+    totals["runs"] = int(totals.get("runs", 0)) + 1
+    totals["refetched"] = int(totals.get("refetched", 0)) + summary.refetched
+    seen = Counter(totals.get("seen", {}))
+    seen.update(summary.seen)
+    totals["seen"] = dict(seen)
+    totals["last_run"] = summary.to_json()
+    io.atomic_write_json(path, totals)
