@@ -14,12 +14,12 @@ from crawlkit_cli.options import ExistingStateDir
 from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
-from crawlkit.audit import format_report
-from crawlkit.crawlreport import crawl_report
 from crawlkit.demo import run_demo
-from crawlkit.durations import parse_duration
 from crawlkit.report import render_html
+from crawlkit.stages.audit import format_report
+from crawlkit.stages.report import crawl_report
 from crawlkit.state import require_existing_state
+from crawlkit.times import parse_duration
 
 
 @app.command("demo")

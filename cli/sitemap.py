@@ -10,14 +10,14 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile, Quiet
 
 from crawlkit import io
-from crawlkit.durations import parse_size
 from crawlkit.errors import InputError, InvalidURL, UsageError
-from crawlkit.sitemap import (
+from crawlkit.sitemap.parse import (
     DEFAULT_PRIORITY,
     MAX_SITEMAP_URLS,
     SitemapReader,
     SitemapStats,
 )
+from crawlkit.times import parse_size
 from crawlkit.url import Canonicalizer
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from crawlkit.io import Record
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 
 __all__ = ["build_report", "format_number", "parse_time", "render_html"]
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import crawlkit, start_testweb
 
 from crawlkit import io
-from crawlkit.archive import ArchiveOptions, Excludes, LinkPolicy
+from crawlkit.crawl.archive import ArchiveOptions, Excludes, LinkPolicy
 from crawlkit.errors import UsageError
 
 GAP = "0.05s"

@@ -10,8 +10,8 @@ import time
 import pytest
 from conftest import start_testweb
 
-from crawlkit.audit import AuditConfig, Event, HostRules, audit, rules_from_manifest
 from crawlkit.robots import RobotsTxt
+from crawlkit.stages.audit import AuditConfig, Event, HostRules, audit, rules_from_manifest
 from crawlkit.testweb.specials import ROBOTS_RULES_PAGES
 
 MIN_GAP = 0.05

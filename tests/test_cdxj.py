@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlkit.fetch.warc import Capture, WarcWriter
-from crawlkit.surt import surt_key
+from crawlkit.warc.surt import surt_key
+from crawlkit.warc.write import Capture, WarcWriter
 
 # warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.
 pytestmark = pytest.mark.filterwarnings(

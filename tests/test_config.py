@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import crawlkit, start_testweb
 
-from crawlkit.config import OptionKind, load_config
+from crawlkit.crawl.config import OptionKind, load_config
 from crawlkit.errors import UsageError
 
 GOOD = """\

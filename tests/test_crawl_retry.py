@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from conftest import crawlkit, start_testweb
 
-from crawlkit.crawlretry import retry_records
+from crawlkit.crawl.retry import retry_records
 from crawlkit.url import Canonicalizer
 
 GAP = "0.05s"

@@ -15,9 +15,9 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest
-from crawlkit.warcread import iter_responses
-from crawlkit.warcsalvage import cut_to_whole_records, whole_records_length
+from crawlkit.warc.read import iter_responses
+from crawlkit.warc.salvage import cut_to_whole_records, whole_records_length
+from crawlkit.warc.write import Capture, WarcWriter, sha1_digest
 
 
 def _capture(i: int, body: bytes) -> Capture:

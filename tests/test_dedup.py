@@ -12,9 +12,9 @@ from conftest import crawlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit.dedupstore import ENTRY, DedupStore
-from crawlkit.nearindex import TABLES, NearIndex, table_keys
-from crawlkit.simhash import simhash
+from crawlkit.dedup.nearindex import TABLES, NearIndex, table_keys
+from crawlkit.dedup.simhash import simhash
+from crawlkit.dedup.store import ENTRY, DedupStore
 from crawlkit.stages.dedup import dedup_records, site_records
 
 VOCAB = [f"{a}{b}{c}{d}" for a in "bdfgklmnprst" for b in "aeiou" for c in "lnrst" for d in "aeo"]
@@ -297,7 +297,7 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
     """10,000 testweb pages plus its near-duplicate host: index and brute force agree."""
     from selectolax.lexbor import LexborHTMLParser
 
-    from crawlkit.html import BOILERPLATE_TAGS
+    from crawlkit.html.page import BOILERPLATE_TAGS
     from crawlkit.testweb import specials
     from crawlkit.testweb.graph import WebConfig, build_web
     from crawlkit.testweb.model import Request
@@ -405,7 +405,7 @@ def test_dedup_properties(tmp_path_factory, rows, batch_size):
 
 def test_table_snapshots_across_restarts(tmp_path, monkeypatch):
     """With snapshots written often, runs that reopen the state still equal brute force."""
-    import crawlkit.dedupstore as ds
+    import crawlkit.dedup.store as ds
 
     monkeypatch.setattr(ds, "SNAPSHOT_MIN", 300)
     pages = synthetic_pages(4000, seed=11)

@@ -12,7 +12,7 @@ from conftest import crawlkit, start_testweb
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlkit.discover import is_robots_txt, looks_like_sitemap
+from crawlkit.sitemap.discover import is_robots_txt, looks_like_sitemap
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"

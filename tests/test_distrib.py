@@ -15,9 +15,9 @@ from conftest import ROOT, crawlkit, start_testweb
 from fleet_helpers import GAP, WEB, audit_web, fetched_pages, fleet_env, net_flags
 
 from crawlkit import io
-from crawlkit.distrib import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
 from crawlkit.errors import StateError
-from crawlkit.shard import SlotMap, slot_of
+from crawlkit.shard.routing import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
+from crawlkit.shard.slots import SlotMap, slot_of
 
 EXAMPLES = ROOT / "examples"
 

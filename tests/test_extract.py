@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.errors import InvalidURL
-from crawlkit.html import (
+from crawlkit.html.page import (
     HtmlExtractor,
     LinkResolver,
     collapsed_length,
@@ -324,7 +324,7 @@ def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
 
 
 # Hostile shapes the tree builder spends quadratic time on (issue 15): each is cut by
-# crawlkit.htmlguard before parsing; what comes before the cut survives.
+# crawlkit.html.guard before parsing; what comes before the cut survives.
 DEEP = 100_000
 HOSTILE = [
     ("div", b"<div>" * DEEP, "depth"),
@@ -350,7 +350,7 @@ def test_hostile_nesting_is_capped_and_what_came_before_survives(ex, shape, bomb
 
 
 def test_depth_cap_keeps_deep_text_one_level_up(ex):
-    from crawlkit.htmlguard import MAX_DEPTH
+    from crawlkit.html.guard import MAX_DEPTH
 
     deep = (
         b"<div>" * (MAX_DEPTH + 50)
@@ -378,7 +378,7 @@ def test_depth_cap_keeps_deep_text_one_level_up(ex):
     ids=["deep-100", "svg-icons", "script-and-comment", "lists-tables", "long-alt"],
 )
 def test_ordinary_pages_are_not_capped(ex, markup):
-    from crawlkit.htmlguard import SCAN_FROM
+    from crawlkit.html.guard import SCAN_FROM
 
     page = b"<html><body>" + markup * (1 + SCAN_FROM // len(markup))  # big enough to scan
     assert ex.extract(page, PAGE, content_type="text/html").capped == []
@@ -394,7 +394,7 @@ _TOKENS = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_TOKENS, max_size=400), st.integers(0, 400))
 def test_guard_never_raises_and_leaves_pages_under_the_caps_alone(tokens, repeat):
-    from crawlkit.htmlguard import SCAN_FROM, guard_markup
+    from crawlkit.html.guard import SCAN_FROM, guard_markup
 
     markup = b"".join(tokens) * (1 + repeat // 100)
     markup += b" " * max(0, SCAN_FROM - len(markup))  # big enough to be scanned

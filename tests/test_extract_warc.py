@@ -16,9 +16,9 @@ from conftest import crawlkit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlkit.html import HtmlExtractor
+from crawlkit.html.page import HtmlExtractor
 from crawlkit.url import Canonicalizer
-from crawlkit.warcread import iter_responses
+from crawlkit.warc.read import iter_responses
 
 # warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.
 pytestmark = pytest.mark.filterwarnings(
@@ -364,7 +364,7 @@ def test_pages_to_stdout_links_need_a_file(tmp_path):
 
 def test_crawlkit_fetch_warc(tmp_path):
     """The fetcher's own WARC writer: depth header, revisit, de-chunked body."""
-    from crawlkit.fetch.warc import Capture, WarcWriter
+    from crawlkit.warc.write import Capture, WarcWriter
 
     with WarcWriter(tmp_path / "warc") as writer:
         for url_path, body in HTML.items():
@@ -532,7 +532,7 @@ def test_content_coding_bombs_stop_at_the_cap(coding):
         # then reports br bodies as undecodable, as without brotli.
         pytest.skip("the brotli module is brotlipy, not Google's brotli")
 
-    from crawlkit.warcread import decode_body
+    from crawlkit.warc.read import decode_body
 
     big = b"<p>" + b"a" * 20_000_000
     packed = {

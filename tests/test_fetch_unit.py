@@ -26,7 +26,7 @@ from crawlkit.fetch.hoststate import HostRecord, HostState
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.scheduler import HostQueue, Scheduler
-from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest
+from crawlkit.warc.write import Capture, WarcWriter, sha1_digest
 
 # -- network policy (invariant 7) ---------------------------------------------------------
 

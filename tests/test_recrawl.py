@@ -286,8 +286,8 @@ def test_bad_times_are_bad_records_and_the_rest_commits(tmp_path: Path) -> None:
      ("0001-01-01T00:00:00+01:00", None), ("10000-01-01", None)],
 )  # fmt: skip
 def test_the_shared_time_parser_takes_only_1970_to_9999(value, seconds) -> None:
-    from crawlkit.sitemap import normalize_lastmod
-    from crawlkit.timefmt import parse_time, time_problem
+    from crawlkit.sitemap.parse import normalize_lastmod
+    from crawlkit.times import parse_time, time_problem
 
     assert parse_time(value) == seconds
     assert (time_problem({"t": value}, "t") is None) == (seconds is not None)

@@ -10,7 +10,7 @@ from conftest import crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit.errors import UsageError
-from crawlkit.request_settings import (
+from crawlkit.fetch.request_settings import (
     RequestSettings,
     parse_header,
     read_cookies,
@@ -202,7 +202,7 @@ def test_proxy_from_the_environment_only_with_trust_env(tmp_path, trust):
 
 
 def test_set_cookie_parsing():
-    from crawlkit.request_settings import parse_set_cookie
+    from crawlkit.fetch.request_settings import parse_set_cookie
 
     now = 1_800_000_000
     c = parse_set_cookie(

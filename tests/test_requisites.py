@@ -11,8 +11,8 @@ from conftest import crawlkit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlkit.css import css_refs, decode_css
-from crawlkit.html import HtmlExtractor, parse_srcset
+from crawlkit.html.css import css_refs, decode_css
+from crawlkit.html.page import HtmlExtractor, parse_srcset
 from crawlkit.url import Canonicalizer
 
 # warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.

@@ -11,7 +11,7 @@ from conftest import crawlkit
 
 from crawlkit import io
 from crawlkit.diag import Reporter
-from crawlkit.distrib import inbox_files
+from crawlkit.shard.routing import inbox_files
 
 
 def _shard_one(tmp_path: Path) -> tuple[Path, list[str]]:

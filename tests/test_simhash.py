@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit.simhash import hamming, simhash, simhash_hex, word_hashes
+from crawlkit.dedup.simhash import hamming, simhash, simhash_hex, word_hashes
 
 VOCAB = [f"{a}{b}{c}" for a in "bcdfgklmnprstvz" for b in "aeiou" for c in "lmnrst"]
 
@@ -62,7 +62,10 @@ def test_vectorised_votes_equal_the_naive_loop():
 
 def test_same_in_another_process():
     text = article(7)
-    code = "import sys; from crawlkit.simhash import simhash_hex; print(simhash_hex(sys.argv[1]))"
+    code = (
+        "import sys; from crawlkit.dedup.simhash import simhash_hex; "
+        "print(simhash_hex(sys.argv[1]))"
+    )
     out = subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True)
     assert out.stdout.strip() == simhash_hex(text)
 

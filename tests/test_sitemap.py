@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
-from crawlkit.sitemap import (
+from crawlkit.sitemap.parse import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_URLS,
     SitemapError,

@@ -11,7 +11,7 @@ import pytest
 from conftest import crawlkit
 
 from crawlkit.errors import UsageError
-from crawlkit.fetch.warc import MAX_PREFIX, WarcWriter, check_warc_prefix
+from crawlkit.warc.write import MAX_PREFIX, WarcWriter, check_warc_prefix
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):

@@ -55,20 +55,12 @@ from typing import Any
 import orjson
 
 from crawlkit import io
-from crawlkit.archive import ArchiveOptions, LinkPolicy, update_collection_index
-from crawlkit.collection import record_settings
+from crawlkit.crawl.archive import ArchiveOptions, LinkPolicy, update_collection_index
+from crawlkit.crawl.retry import ErrorTally, retry_records
 from crawlkit.crawl.steps import POST_STEPS, ExplainContext, render
 from crawlkit.crawl.waiting import WaitingRoom
-from crawlkit.crawlretry import ErrorTally, retry_records
-from crawlkit.dedupstore import DedupStore
+from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import (
-    ShardRole,
-    inbox_files,
-    role_from_options,
-    split_by_owner,
-    write_outbox,
-)
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
@@ -76,15 +68,23 @@ from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.store import Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
+from crawlkit.shard.routing import (
+    ShardRole,
+    inbox_files,
+    role_from_options,
+    split_by_owner,
+    write_outbox,
+)
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, ExtractWorkers, FilesResult, extract_warcs
 from crawlkit.stages.fetch import fetch_records, warc_new_dir
 from crawlkit.stages.recrawl import recrawl
+from crawlkit.stages.report_collection import record_settings
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
-from crawlkit.timefmt import iso
+from crawlkit.times import iso
 from crawlkit.url import Canonicalizer, site_of_url
-from crawlkit.warcsalvage import cut_to_whole_records
+from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = ["CrawlOptions", "CrawlSummary", "Scope", "crawl", "explain"]
 

@@ -62,9 +62,9 @@ from crawlkit.fetch.hoststate import HostRecord, HostState
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolution, Resolver
 from crawlkit.fetch.scheduler import HostQueue, Scheduler
-from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest, warc_date
 from crawlkit.robots import RobotsEntry, RobotsPolicy
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.write import Capture, WarcWriter, sha1_digest, warc_date
 
 __all__ = ["DEFAULT_AGENT", "FetchConfig", "Fetcher", "iso_time", "parse_retry_after"]
 
@@ -112,7 +112,7 @@ class FetchConfig:
     # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
     # rules are not applied: an operator archiving a site they run.
     ignore_robots_for: tuple[str, ...] = ()
-    # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
+    # Headers to add per URL (crawlkit.fetch.request_settings.RequestSettings: --header,
     # --cookies, --netrc); page requests only, robots.txt is asked for without them.
     request: Any = None
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides

@@ -55,7 +55,7 @@ from crawlkit.frontier.priority import LEVEL_WEIGHTS, LEVELS, new_url_level, rec
 from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
 from crawlkit.io import Record, atomic_write_bytes, atomic_write_json
-from crawlkit.timefmt import iso, parse_time
+from crawlkit.times import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = [

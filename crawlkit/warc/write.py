@@ -37,7 +37,7 @@ from typing import BinaryIO
 
 from crawlkit.errors import UsageError
 from crawlkit.io import fsync_dir
-from crawlkit.warcsalvage import cut_to_whole_records
+from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = [
     "Capture",
@@ -121,7 +121,7 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
 
     A file whose writer (by the host and pid in its name) is still alive is left
     alone. Otherwise it is cut after its last complete record and renamed to its final
-    name (:mod:`crawlkit.warcsalvage`), so ``crawlkit extract`` reads what was archived
+    name (:mod:`crawlkit.warc.salvage`), so ``crawlkit extract`` reads what was archived
     before the crash; a file with no complete record is removed. Returns the files finished.
     """
     done: list[Path] = []

@@ -1,11 +1,11 @@
 """Salvage a WARC file cut off by a crash: keep its leading run of whole records.
 
 The one salvage of the project: the fetch stage's writer finishes ``.open`` files
-left by a dead writer with it (:func:`crawlkit.fetch.warc.salvage_open_files`), and so
+left by a dead writer with it (:func:`crawlkit.warc.write.salvage_open_files`), and so
 does ``crawlkit crawl`` when it recovers a killed run.
 
 :func:`whole_records_length` reads the file with the project's own WARC reading rules
-(:mod:`crawlkit.warcread`: a record is a ``WARC/`` version line, headers, a blank line,
+(:mod:`crawlkit.warc.read`: a record is a ``WARC/`` version line, headers, a blank line,
 ``Content-Length`` bytes and the two CRLFs that end it) and returns how many leading
 bytes hold only whole records. For a ``.warc.gz`` file the cut must also fall between
 gzip members; a record may span several members (other writers), and a member that
@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from crawlkit.warcread import _parse_warc_headers
+from crawlkit.warc.read import _parse_warc_headers
 
 __all__ = ["cut_to_whole_records", "whole_records_length"]
 

@@ -29,7 +29,7 @@ Contracts:
   ``imagesrcset``), ``script`` ``src``, ``video``/``audio``/``track`` ``src``, ``video``
   ``poster``, ``object`` ``data``, ``embed`` ``src``, ``input type=image`` ``src``, SVG
   ``image`` ``href`` / ``xlink:href``, the ``background`` attribute, and ``url()`` and
-  ``@import`` in ``style`` attributes and ``<style>`` blocks (:mod:`crawlkit.css`).
+  ``@import`` in ``style`` attributes and ``<style>`` blocks (:mod:`crawlkit.html.css`).
   Requisites are never nofollow: a browser loads them whatever the robots meta says.
 * Caps bound the work per page: at most ``max_html_bytes`` of HTML are parsed, at
   most ``max_links`` links and as many requisites kept. A page over a cap is still
@@ -46,11 +46,11 @@ import ada_url
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlkit.css import css_refs
-from crawlkit.encoding import codec_for_label
+from crawlkit.dedup.simhash import simhash
 from crawlkit.errors import InvalidURL
-from crawlkit.htmlguard import guard_markup
-from crawlkit.simhash import simhash
+from crawlkit.html.css import css_refs
+from crawlkit.html.encoding import codec_for_label
+from crawlkit.html.guard import guard_markup
 from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
 
 __all__ = [

@@ -4,7 +4,7 @@ Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, de
 records, refusals) and the counters of the frontier and the seen set, and folds them
 with :func:`crawlkit.report.build_report`; the ``collection`` section (seeds,
 settings, MIME types, problems with examples, requisites, WARC files with SHA-256, the
-politeness audit of the fetch log) comes from :mod:`crawlkit.collection`. Reads only;
+politeness audit of the fetch log) comes from :mod:`crawlkit.stages.report_collection`. Reads only;
 takes no lock, so it can run beside a crawl in progress.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.collection import collection_section
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
 from crawlkit.stages.frontier import frontier_stats
+from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
 
 __all__ = ["crawl_report"]

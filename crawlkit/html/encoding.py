@@ -2,8 +2,8 @@
 
 Labels follow the WHATWG Encoding Standard, which maps several labels to a superset
 of what their name says (``iso-8859-1`` and ``ascii`` decode as windows-1252, ``gbk``
-as gb18030, ...), as browsers do. Used by :mod:`crawlkit.html` (headers, ``<meta>``)
-and :mod:`crawlkit.css` (``@charset``).
+as gb18030, ...), as browsers do. Used by :mod:`crawlkit.html.page` (headers, ``<meta>``)
+and :mod:`crawlkit.html.css` (``@charset``).
 """
 
 from __future__ import annotations

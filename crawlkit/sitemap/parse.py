@@ -53,7 +53,7 @@ from xml.parsers import expat
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
 
 __all__ = [

@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.cdxj import index_lines
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, UsageError
+from crawlkit.warc.cdxj import index_lines
 
 __all__ = [
     "MAX_REQUISITE_HOPS",

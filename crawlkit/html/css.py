@@ -2,7 +2,7 @@
 
 One job: find the references in one stylesheet, a ``<style>`` block or a ``style``
 attribute, in source order. Resolving them against a base URL is the caller's job
-(``crawlkit.html`` for inline CSS, ``crawlkit.stages.extract`` for CSS files).
+(``crawlkit.html.page`` for inline CSS, ``crawlkit.stages.extract`` for CSS files).
 
 Contracts:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from crawlkit.encoding import codec_for_label
+from crawlkit.html.encoding import codec_for_label
 
 __all__ = ["MAX_CSS_BYTES", "MAX_CSS_URLS", "CssRef", "css_refs", "decode_css"]
 

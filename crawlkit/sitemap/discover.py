@@ -10,7 +10,7 @@ fetcher as pages, and is archived.
 * A robots.txt is an HTTP 200 response for the path ``/robots.txt``; each ``Sitemap:``
   line (RFC 9309 2.2.4, parsed by :mod:`crawlkit.robots`) becomes a record with
   ``reason: "sitemap"`` and ``kind: "sitemap"``.
-* A sitemap is told by its content, as :mod:`crawlkit.sitemap` tells formats apart
+* A sitemap is told by its content, as :mod:`crawlkit.sitemap.parse` tells formats apart
   (gzip is opened first): XML whose root element is ``urlset``, ``sitemapindex``,
   ``rss``, ``rdf:RDF`` or ``feed``, or a plain text body whose first lines are all
   absolute http(s) URLs. Its records are the sitemap stage's (``lastmod`` and
@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.robots import RobotsTxt
-from crawlkit.sitemap import SitemapError, parse_sitemap
+from crawlkit.sitemap.parse import SitemapError, parse_sitemap
 from crawlkit.url import Canonicalizer
 
 __all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_records"]

@@ -7,7 +7,7 @@ WACZ reader) find a URL's records by binary search::
     "text/html", "status": "200", "digest": "sha1:...", "length": "1523", "offset":
     "2210", "filename": "crawl.warc.gz"}
 
-(one line). The key is :func:`crawlkit.surt.surt_key` of ``WARC-Target-URI``; the
+(one line). The key is :func:`crawlkit.warc.surt.surt_key` of ``WARC-Target-URI``; the
 timestamp is ``WARC-Date`` as 14 digits; the JSON block has the fields, order and
 spacing of cdxj-indexer's default output (``url``, ``mime``, ``status``, ``digest``,
 ``length``, ``offset``, ``filename``; a field without a value is left out), so the two
@@ -42,7 +42,7 @@ from warcio.timeutils import iso_date_to_timestamp
 
 from crawlkit import io
 from crawlkit.errors import InputError
-from crawlkit.surt import surt_key
+from crawlkit.warc.surt import surt_key
 
 __all__ = ["INDEXED_TYPES", "index_lines", "index_warc", "write_index"]
 

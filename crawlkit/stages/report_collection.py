@@ -17,7 +17,7 @@ WARC directory, and returns the ``collection`` section of ``crawlkit report``:
 * ``warc_files``: name, bytes and SHA-256 of each WARC file (hashes are kept in
   ``WARC_DIR/indexes/NAME.sha256`` once computed: WARC files do not change once
   closed), and the CDXJ index beside them;
-* ``audit``: the politeness audit (:mod:`crawlkit.audit`) of the crawl's own fetch
+* ``audit``: the politeness audit (:mod:`crawlkit.stages.audit`) of the crawl's own fetch
   log, with the run's minimum gap: the proof, carried with the collection, that it
   was gathered politely.
 
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.audit import AuditConfig, run_audit
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.html import media_type
+from crawlkit.html.page import media_type
+from crawlkit.stages.audit import AuditConfig, run_audit
 
 __all__ = ["collection_section", "record_settings", "settings_of"]
 

@@ -1,24 +1,41 @@
-"""Times as records carry them: unix seconds, ISO 8601, or HTTP-dates.
+"""Times and durations: as records carry them, and as users write them.
 
-One parser for every stage, so ``fetched_at``, ``retry_at``, ``due`` and ``lastmod``
-mean the same thing wherever they are read.
+Records carry times as unix seconds, ISO 8601, or HTTP-dates. One parser for every
+stage, so ``fetched_at``, ``retry_at``, ``due`` and ``lastmod`` mean the same thing
+wherever they are read.
 
 A usable time lies between the epoch and the end of year 9999 (what ISO 8601 and
 :func:`time.gmtime` can write back). Anything else, ``-1e18``, ``1e308``, ``nan`` or
 ``"notatime"``, is no time at all: :func:`parse_time` answers None and
 :func:`time_problem` says why, so a stage reports the record as bad (``FILE:LINE``)
 and skips it instead of taking it as "now", as "never", or crashing on it.
+
+Users write durations and sizes on a command line: ``1s``, ``50m``, ``10MB``
+(:func:`parse_duration`, :func:`parse_size`; sizes live here because they are written
+and checked the same way).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["MAX_TIME", "MIN_TIME", "iso", "parse_time", "time_problem"]
+from crawlkit.errors import UsageError
+
+__all__ = [
+    "MAX_TIME",
+    "MIN_TIME",
+    "format_duration",
+    "iso",
+    "parse_duration",
+    "parse_size",
+    "parse_time",
+    "time_problem",
+]
 
 MIN_TIME = 0.0
 """1970-01-01T00:00:00Z, the earliest usable time."""
@@ -80,3 +97,40 @@ def _parse(value: Any) -> float | None:
 def iso(ts: float) -> str:
     """UTC ISO 8601 to the second: ``2026-11-30T07:31:36Z``."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+# Durations and sizes as users write them on a command line.
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``text``: a number with an optional unit (ms, s, m, h, d; default s)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise UsageError(f"not a duration: {text!r} (examples: 0.05s, 1s, 50m, 2h, 7d)")
+    return float(match.group(1)) * _UNITS[(match.group(2) or "s").lower()]
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: ``10MB`` and ``10M`` are 10**7, ``10MiB`` is 10 * 2**20."""
+    match = _SIZE.match(text)
+    if not match:
+        raise UsageError(f"not a size: {text!r} (examples: 500KiB, 10MB, 1GB)")
+    unit = (match.group(2) or "b").lower()
+    base = 1024 if "i" in unit else 1000
+    power = {"b": 0, "k": 1, "m": 2, "g": 3, "t": 4}[unit[0]]
+    return int(float(match.group(1)) * base**power)
+
+
+def format_duration(seconds: float) -> str:
+    """A duration for people to read: ``50ms``, ``12.5s``, ``3.2m``, ``1.5h``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"

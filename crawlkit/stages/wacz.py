@@ -5,7 +5,7 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
 
     archive/<name>.warc.gz         each WARC, stored (not compressed again), so a
                                    reader can seek to a record by its offset
-    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.cdxj)
+    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.warc.cdxj)
     pages/pages.jsonl              a header line, then one line per page:
                                    {"id", "url", "ts", "title"}
     reports/<name>                 extra files given by the caller (the crawl report,
@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import __version__, io
-from crawlkit.cdxj import index_lines
 from crawlkit.errors import InputError, UsageError
-from crawlkit.html import HtmlExtractor, looks_like_html, media_type
+from crawlkit.html.page import HtmlExtractor, looks_like_html, media_type
 from crawlkit.url import Canonicalizer
-from crawlkit.warcread import iter_responses
+from crawlkit.warc.cdxj import index_lines
+from crawlkit.warc.read import iter_responses
 
 __all__ = ["WACZ_VERSION", "Page", "pages_of_warcs", "report_name", "write_wacz"]
 

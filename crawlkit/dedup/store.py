@@ -27,7 +27,7 @@ appends and the manifest) are cut off, so the state is always that of the last
 commit, and rerunning the same input after a crash gives the same dedup records.
 
 The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
-:class:`~crawlkit.nearindex.NearIndex`) are rebuilt from ``pages.bin`` on open.
+:class:`~crawlkit.dedup.nearindex.NearIndex`) are rebuilt from ``pages.bin`` on open.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from crawlkit.dedup.nearindex import NearIndex
 from crawlkit.errors import StateError
 from crawlkit.io import (
     atomic_file,
@@ -48,7 +49,6 @@ from crawlkit.io import (
     read_json,
     write_array,
 )
-from crawlkit.nearindex import NearIndex
 
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
 

@@ -1,9 +1,9 @@
 """Rebalancing handoff: the state of the sites a new slot map moves, carried over.
 
-After :func:`crawlkit.distrib.grow` has moved slots to a new shard, :func:`handoff`
+After :func:`crawlkit.shard.routing.grow` has moved slots to a new shard, :func:`handoff`
 moves the host clocks, site knowledge, queued and waiting URLs of the moved sites
 from the old owner's state directory to the new owner's. It edits a frontier and a
-fetch host-state store, so it sits above them and above :mod:`crawlkit.distrib`
+fetch host-state store, so it sits above them and above :mod:`crawlkit.shard.routing`
 (the shard identity and file exchange that those stores' stages use).
 """
 
@@ -14,12 +14,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from crawlkit import io
-from crawlkit.distrib import SHARD_FILE, file_stamp, inbox_dir, read_role, write_outbox
 from crawlkit.errors import UsageError
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.store import Frontier
 from crawlkit.io import Record
-from crawlkit.shard import SlotMap
+from crawlkit.shard.routing import SHARD_FILE, file_stamp, inbox_dir, read_role, write_outbox
+from crawlkit.shard.slots import SlotMap
 from crawlkit.state import open_state
 from crawlkit.url import site_of_host
 

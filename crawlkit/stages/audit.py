@@ -52,7 +52,7 @@ from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.robots import RobotsTxt, agent_token
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 
 HOSTILE_KINDS = frozenset({"gzip-bomb", "huge", "slow-drip", "malformed"})
 TRAP_KINDS = frozenset({"calendar", "session-trap", "link-farm"})

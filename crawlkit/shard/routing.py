@@ -22,7 +22,7 @@ the directory that owns the target shard.
 
 Rebalancing (adding a node) changes the slot map: :func:`grow` moves the fewest
 slots to the new shard and raises the epoch of each moved slot.
-:func:`crawlkit.handoff.handoff` then moves the queued URLs, waiting URLs and host
+:func:`crawlkit.fleet.handoff.handoff` then moves the queued URLs, waiting URLs and host
 clocks of the moved sites from the old owner to the new one while holding both locks,
 so the new owner starts only after the clocks are installed and no host is asked
 inside its gap. A process that still has an older map refuses URLs of slots it no
@@ -45,7 +45,7 @@ from crawlkit import io
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, StateError, UsageError
 from crawlkit.io import Record
-from crawlkit.shard import SlotMap, slot_of
+from crawlkit.shard.slots import SlotMap, slot_of
 from crawlkit.url import Canonicalizer
 
 __all__ = [
