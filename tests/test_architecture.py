@@ -10,6 +10,8 @@ Every module's imports are read with ``ast`` (imports inside functions and under
 * A function-local import of another package is allowed only for the packages in
   ``LAZY``, each with its reason (start-up time of commands that do not need it, or
   an optional package).
+* The library reads bottom-up in layers (``LAYERS``): core, domain packages, stages,
+  compositions. A module imports only from its own layer or the layers below.
 * Every exception class the package exports is raised somewhere (or is the base of one
   that is).
 """
@@ -41,6 +43,29 @@ LAZY: dict[str, str] = {
     "cryptography": "optional (the testweb extra): only testweb --tls needs it",
     "publicsuffixlist": "only its data file's path is needed, at the first PSL lookup",
 }
+
+
+# The library's layers, bottom-up: each top-level module or package of crawlkit is in
+# exactly one, and imports only from its own layer or those below (crawlkit/README.md).
+CORE = {"", "errors", "io", "diag", "times", "records", "durable", "state"}
+DOMAIN = {"url", "robots", "sitemap", "html", "warc", "fetch", "frontier", "seen", "dedup"}
+DOMAIN |= {"recrawl", "shard", "report", "testweb"}
+LAYERS: list[tuple[str, frozenset[str]]] = [
+    ("core", frozenset(CORE)),
+    ("domain", frozenset(DOMAIN)),
+    ("stages", frozenset({"stages"})),
+    ("compositions", frozenset({"crawl", "fleet", "demo", "__main__"})),
+]
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of a crawlkit module (``crawlkit.warc.read`` is in warc's)."""
+    parts = module.split(".")
+    part = parts[1] if len(parts) > 1 else ""
+    for number, (_, members) in enumerate(LAYERS):
+        if part in members:
+            return number
+    raise AssertionError(f"{module} is in no layer: add crawlkit.{part} to LAYERS")
 
 
 @dataclass(frozen=True)
@@ -197,6 +222,24 @@ def test_the_library_has_no_import_cycle() -> None:
     assert not found, f"module-level import cycles: {found}"
 
 
+def test_every_module_is_in_a_layer() -> None:
+    for module in library_modules():
+        layer_of(module)  # raises, naming the module, when it is in none
+
+
+def test_no_layer_imports_a_layer_above_it() -> None:
+    modules = library_modules()
+    bad = sorted(
+        f"{i.module}:{i.line} ({LAYERS[layer_of(i.module)][0]}) imports {i.target} "
+        f"({LAYERS[layer_of(i.target)][0]})"
+        for i in library_imports()
+        if i.target in modules
+        and i.module not in CLI_ENTRY_POINTS
+        and layer_of(i.target) > layer_of(i.module)
+    )
+    assert not bad, f"an import reaches up a layer: {bad}"
+
+
 def test_the_checks_see_what_they_look_for() -> None:
     """The scanner finds local, TYPE_CHECKING and relative imports, and cycles."""
     source = (
@@ -219,6 +262,9 @@ def test_the_checks_see_what_they_look_for() -> None:
     assert ("crawlkit", False) not in found  # `from crawlkit import c` names crawlkit.c
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+    assert layer_of("crawlkit.warc.read") < layer_of("crawlkit.stages.fetch")
+    assert layer_of("crawlkit.errors") < layer_of("crawlkit.url")
+    assert layer_of("crawlkit.stages.audit") < layer_of("crawlkit.crawl.loop")
 
 
 def raised_names(roots: list[Path]) -> set[str]:
