@@ -13,7 +13,8 @@ from crawlkit_cli.options import InputFiles, Quiet
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.shard.routing import deliver, grow
-from crawlkit.shard.slots import DEFAULT_SLOTS, SlotMap, route_lines, which
+from crawlkit.shard.slots import DEFAULT_SLOTS, SlotMap
+from crawlkit.stages.shard import route_lines, which
 
 
 @app.command("shard")

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from crawlkit import io
 from crawlkit.errors import UsageError
-from crawlkit.shard.slots import SlotMap, route_records, slot_of
+from crawlkit.shard.slots import SlotMap, slot_of
+from crawlkit.stages.shard import route_records
 
 
 def test_slot_is_xxh3_of_site_mod_slots() -> None:

@@ -9,24 +9,19 @@ politeness local to one process.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import xxhash
 
-from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InputError, InvalidURL, UsageError
-from crawlkit.io import Record, atomic_write_json, read_json
-from crawlkit.url import Canonicalizer, site_of_host
+from crawlkit.errors import InputError, UsageError
+from crawlkit.io import atomic_write_json, read_json
+from crawlkit.url import site_of_host
 
 DEFAULT_SLOTS = 4096
 
 __all__ = [
     "DEFAULT_SLOTS",
     "SlotMap",
-    "route_lines",
-    "route_records",
-    "site_of_record",
     "slot_of",
 ]
 
@@ -101,66 +96,4 @@ class SlotMap:
         return [slot for slot, owner in enumerate(self.owner) if owner == shard]
 
 
-def site_of_record(record: Record, canon: Canonicalizer) -> str:
-    """The record's ``site``, or the registered domain of its ``url``."""
-    site = record.get("site")
-    if isinstance(site, str) and site:
-        return site
-    url = record.get("url")
-    if not isinstance(url, str):
-        raise InvalidURL("record has neither 'site' nor 'url'")
-    return canon.parse(url).site
-
-
-def route_records(
-    records: Iterable[Record],
-    slot_map: SlotMap,
-    *,
-    canon: Canonicalizer | None = None,
-    reporter: Reporter | None = None,
-) -> Iterator[tuple[int, Record]]:
-    """Yield ``(shard, record)`` for every record that has a usable site.
-
-    A record without one is reported (as ``record N``) and skipped (it has no owner
-    to go to); :func:`route_lines` reports ``FILE:LINE`` instead.
-    """
-    numbered = (("record", n, record) for n, record in enumerate(records, 1))
-    return route_lines(numbered, slot_map, canon=canon, reporter=reporter)
-
-
-def route_lines(
-    lines: Iterable[tuple[str, int, Record]],
-    slot_map: SlotMap,
-    *,
-    canon: Canonicalizer | None = None,
-    reporter: Reporter | None = None,
-) -> Iterator[tuple[int, Record]]:
-    """Like :func:`route_records`, for ``(source, line_number, record)`` as
-    :func:`crawlkit.io.read_records_with_lines` yields them; a record without a usable
-    site is reported as ``FILE:LINE: reason``."""
-    canon = canon or Canonicalizer()
-    reporter = reporter or NullReporter()
-    for source, lineno, record in lines:
-        try:
-            site = site_of_record(record, canon)
-        except InvalidURL as exc:
-            reporter.bad_record(source, lineno, str(exc))
-            continue
-        yield slot_map.shard_of_site(site), record
-
-
-def which(url: str, slot_map: SlotMap, canon: Canonicalizer | None = None) -> Record:
-    """Where a URL lives: its site, slot and shard (for operators)."""
-    canon = canon or Canonicalizer()
-    parsed = canon.parse(url)
-    slot = slot_of(parsed.site, slot_map.slots)
-    return {
-        "url": parsed.url,
-        "site": parsed.site,
-        "slot": slot,
-        "shard": slot_map.owner[slot],
-        "epoch": slot_map.epoch[slot],
-    }
-
-
-__all__ += ["site_of_host", "which"]
+__all__ += ["site_of_host"]

@@ -40,11 +40,10 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_timestamp
 
-from crawlkit import io
 from crawlkit.errors import InputError
 from crawlkit.warc.surt import surt_key
 
-__all__ = ["INDEXED_TYPES", "index_lines", "index_warc", "write_index"]
+__all__ = ["INDEXED_TYPES", "index_lines", "index_warc"]
 
 INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
 _MIME_END = re.compile(r"[;\s]")
@@ -151,12 +150,3 @@ def index_lines(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         lines.extend(index_warc(path))
     lines.sort()
     return lines
-
-
-def write_index(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
-    """Write the sorted index of ``paths`` to ``out`` (``-`` is stdout; written to a
-    temporary name and renamed). Returns the number of lines."""
-    lines = index_lines(paths)
-    with io.open_output(out) as sink:
-        sink.write("".join(line + "\n" for line in lines).encode("utf-8"))
-    return len(lines)
