@@ -23,7 +23,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "crawlkit"
 
 # Function-local imports of crawlkit modules inside crawlkit/ that are allowed, as

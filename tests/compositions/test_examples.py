@@ -138,7 +138,7 @@ def test_archive_site_keeps_every_requisite_and_replays_in_pywb(tmp_path: Path) 
     import shutil
     import zipfile
 
-    from test_wacz import pywb_replay, wacz_validate
+    from archive_tools import pywb_replay, wacz_validate
 
     web_args = ("--hosts", "1", "--pages", "3", "--special", "requisites", "--tls")  # as most sites
     with start_testweb(tmp_path, *web_args) as web:

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Distribution names whose import name is not the name with "-" turned into "_".
 IMPORT_NAMES = {"ada-url": "ada_url", "pyyaml": "yaml"}

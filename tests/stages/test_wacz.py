@@ -5,35 +5,17 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, crawlkit
-from test_cdxj import crawlkit_warc, warcio_warc
-from test_requisites import SITE, write_site_warc
+from archive_tools import pywb_replay, wacz_validate
+from conftest import crawlkit
+from warc_samples import SITE, crawlkit_warc, warcio_warc, write_site_warc
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
-BIN = Path(sys.executable).parent
-
-
-def wacz_validate(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "wacz"), "validate", "-f", str(path)],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-
-
-def pywb_replay(root: Path, coll: str, *urls: str) -> dict[str, dict]:
-    """{url: {"status", "sha256"}} as pywb replays them (identity mode) from ``root``."""
-    tool = ROOT / "tests" / "tools" / "pywb_replay.py"
-    out = subprocess.run([sys.executable, str(tool), str(root), coll, "2030", *urls],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert out.returncode == 0, out.stderr[-2000:]
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]  # pywb chats
-    return {r["url"]: r for r in map(json.loads, lines)}
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 from pathlib import Path
@@ -12,96 +11,14 @@ import surt
 from conftest import crawlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from warc_samples import crawlkit_warc, warcio_warc
 
 from crawlkit.warc.surt import surt_key
-from crawlkit.warc.write import Capture, WarcWriter
 
 # warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
-
-# Hosts as a crawl meets them, IP literals (v4 and v6, with ports) included.
-URLS = [
-    "http://127.0.0.1:8080/",
-    "http://127.0.0.1:8080/img/Logo.PNG",
-    "http://[::1]:8443/a?b=2&a=1",
-    "https://[2001:db8::1]/x/",
-    "https://10.1.2.3/",
-    "http://www.example.com/About/",
-    "https://www2.example.com:443/q?jsessionid=0123456789abcdef0123456789abcdef&z=1",
-    "http://example.com:8000/path%20with%20space/file.css",
-    "http://xn--bcher-kva.example/%C3%A4",
-    "http://h0.test:41234/page-1.html",
-]
-
-
-def _capture(url: str, i: int, status: bytes = b"200 OK", ctype: bytes = b"text/html") -> Capture:
-    return Capture(
-        url=url,
-        ip="127.0.0.1",
-        date=1_780_000_000.0 + i * 1.5,
-        request_head=b"GET / HTTP/1.1\r\n\r\n",
-        response_head=b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype + b"\r\n\r\n",
-        body=b"<html>%d</html>" % i,
-        payload_digest=f"sha1:DIGEST{i:04d}",
-        depth=0,
-    )
-
-
-def crawlkit_warc(directory: Path) -> Path:
-    with WarcWriter(directory) as writer:
-        for i, url in enumerate(URLS):
-            writer.write_capture(_capture(url, i))
-        writer.write_capture(_capture("http://127.0.0.1:8080/missing", 50, b"404 Not Found",
-                                      b"text/html; charset=utf-8"))  # fmt: skip
-        # the same URL twice: two captures, sorted by time
-        writer.write_capture(_capture("http://127.0.0.1:8080/", 60))
-        writer.write_capture(
-            Capture(url="http://www.example.com/About/", ip=None, date=1_780_000_100.0,
-                    request_head=b"GET / HTTP/1.1\r\n\r\n",
-                    response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n", body=b"",
-                    payload_digest="sha1:DIGEST0005",
-                    revisit_of=("http://www.example.com/About/", "2026-05-28T20:26:40Z"))
-        )  # fmt: skip
-    (path,) = directory.glob("*.warc.gz")
-    return path
-
-
-def warcio_warc(path: Path, *, gzip: bool) -> Path:
-    """Resource, metadata and warcinfo records and a response without a payload digest."""
-    with open(path, "wb") as f:
-        w = WARCWriter(f, gzip=gzip, warc_version="WARC/1.0")
-        w.write_record(w.create_warcinfo_record(path.name, {"software": "warcio test"}))
-        w.write_record(
-            w.create_warc_record("http://[::1]:9000/r.txt", "resource",
-                                 payload=io.BytesIO(b"a resource"),
-                                 warc_content_type="text/plain; charset=utf-8")
-        )  # fmt: skip
-        w.write_record(
-            w.create_warc_record("http://[::1]:9000/r.txt", "metadata",
-                                 payload=io.BytesIO(b"outlink: http://x/"),
-                                 warc_content_type="application/warc-fields")
-        )  # fmt: skip
-        rec = w.create_warc_record(
-            "http://192.168.0.1/Page?B=1&a=2",
-            "response",
-            payload=io.BytesIO(b"<p>hi</p>"),
-            http_headers=StatusAndHeaders(
-                "200 OK", [("Content-Type", "text/html ; charset=x")], protocol="HTTP/1.1"
-            ),
-        )
-        rec.rec_headers.remove_header("WARC-Payload-Digest")
-        w.write_record(rec)
-        # last, a record that is not indexed (crawlkit's WARCs end so too)
-        w.write_record(
-            w.create_warc_record("http://192.168.0.1/Page?B=1&a=2", "metadata",
-                                 payload=io.BytesIO(b"fetchTimeMs: 3\r\n"),
-                                 warc_content_type="application/warc-fields")
-        )  # fmt: skip
-    return path
 
 
 def cdxj_indexer(*paths: Path) -> str:

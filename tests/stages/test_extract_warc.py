@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import crawlkit
-from warcio.statusandheaders import StatusAndHeaders
+from warc_samples import HTML, _http_headers, write_warcio
 from warcio.warcwriter import WARCWriter
 
 from crawlkit.html.page import HtmlExtractor
@@ -24,86 +24,6 @@ from crawlkit.warc.read import iter_responses
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
-
-HTML = {
-    "/": b"""<!doctype html><html><head><title>Home</title>
-        <link rel="canonical" href="http://site.example/"></head><body>
-        <nav><a href="/about">About</a></nav>
-        <p>Welcome to the home page with some words to read.</p>
-        <a href="/a?b=2&amp;a=1">A</a> <a href="//cdn.example.org/x.js">cdn</a>
-        <a href="mailto:x@y">mail</a> <a href="/private" rel="nofollow">p</a>
-        </body></html>""",
-    "/about": b"""<html><head><base href="/docs/"><title>About</title></head><body>
-        <p>About us.</p><a href="team.html">Team</a><A HREF="../UP">up</A>
-        <iframe src="/frame"></iframe></body></html>""",
-    "/plain": b"<html><body><p>served as text/plain</p><a href='/from-plain'>x</a></body></html>",
-}
-
-
-def _http_headers(ctype: str, extra: list[tuple[str, str]] | None = None) -> StatusAndHeaders:
-    return StatusAndHeaders("200 OK", [("Content-Type", ctype), *(extra or [])],
-                            protocol="HTTP/1.1")  # fmt: skip
-
-
-def write_warcio(path: Path, *, gzip_records: bool, version: str = "WARC/1.1") -> None:
-    """A WARC as warcio writes it, with the record kinds a real crawl has."""
-    with open(path, "wb") as f:
-        w = WARCWriter(f, gzip=gzip_records, warc_version=version)
-        w.write_record(w.create_warcinfo_record(path.name, {"software": "warcio test"}))
-        for url_path, body in HTML.items():
-            url = "http://site.example" + url_path
-            req = w.create_warc_record(
-                url,
-                "request",
-                payload=io.BytesIO(b""),
-                http_headers=StatusAndHeaders(
-                    f"GET {url_path} HTTP/1.1", [("Host", "site.example")], is_http_request=True
-                ),
-            )
-            w.write_record(req)
-            ctype = "text/plain" if url_path == "/plain" else "text/html; charset=utf-8"
-            rec = w.create_warc_record(
-                url,
-                "response",
-                payload=io.BytesIO(body),
-                http_headers=_http_headers(ctype),
-                warc_headers_dict={"WARC-Crawlkit-Depth": "2"},
-            )
-            w.write_record(rec)
-        redirect = w.create_warc_record(
-            "http://site.example/old",
-            "response",
-            payload=io.BytesIO(b"<a href='/should-not-appear'>moved</a>"),
-            http_headers=StatusAndHeaders(
-                "301 Moved Permanently",
-                [("Location", "/new"), ("Content-Type", "text/html")],
-                protocol="HTTP/1.1",
-            ),
-        )
-        w.write_record(redirect)
-        image = w.create_warc_record(
-            "http://site.example/logo.png",
-            "response",
-            payload=io.BytesIO(b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
-            http_headers=_http_headers("image/png"),
-        )
-        w.write_record(image)
-        revisit = w.create_revisit_record(
-            "http://site.example/",
-            digest="sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-            refers_to_uri="http://site.example/",
-            refers_to_date="2026-01-01T00:00:00Z",
-            http_headers=_http_headers("text/html"),
-        )
-        w.write_record(revisit)
-        w.write_record(
-            w.create_warc_record(
-                "metadata://crawl/x",
-                "metadata",
-                payload=io.BytesIO(b"a: b\r\n"),
-                warc_content_type="application/warc-fields",
-            )
-        )
 
 
 def raw_record(url: str, http: bytes, *, headers: str = "", version: str = "WARC/1.0") -> bytes:

@@ -27,7 +27,7 @@ from crawlkit.robots import (
     rules_for_status,
 )
 
-DATA = Path(__file__).parent / "data" / "robots"
+DATA = Path(__file__).parents[1] / "data" / "robots"
 
 
 @dataclass(frozen=True)
@@ -237,8 +237,8 @@ def _cases_markdown() -> str:
     rows = [
         "# RFC 9309 cases",
         "",
-        "Generated from `CASES` in tests/test_robots.py (each row is a test). Update with",
-        "`CRAWLKIT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_robots.py -k markdown`.",
+        "Generated from `CASES` in tests/robots/test_robots.py (each row is a test). Update with",
+        "`CRAWLKIT_UPDATE_GOLDEN=1 .venv/bin/pytest tests/robots/test_robots.py -k markdown`.",
         "⏎ is a line feed, ␍ a carriage return in the robots.txt column.",
         "",
         "| case | robots.txt | agent | URL | allowed | deciding rule | why |",

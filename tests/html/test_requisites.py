@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import json
-from pathlib import Path
 
 import pytest
 from conftest import crawlkit
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+from warc_samples import write_site_warc
 
 from crawlkit.html.css import css_refs, decode_css
 from crawlkit.html.page import HtmlExtractor, parse_srcset
@@ -203,41 +200,6 @@ def test_decode_css():
 
 
 # -- through the command, on a real WARC --------------------------------------------------
-
-SITE = {
-    "/": (
-        "text/html",
-        b"""<!doctype html><html><head><title>Home</title>
-        <link rel="stylesheet" href="/css/site.css"><link rel="icon" href="/favicon.ico">
-        <script src="https://cdn.other.test/lib.js"></script>
-        <style>body { background: url(/img/bg.png) }</style></head>
-        <body><img src="/img/logo.png" srcset="/img/logo-2x.png 2x"><a href="/about">About</a>
-        </body></html>""",
-    ),
-    "/css/site.css": (
-        "text/css; charset=utf-8",
-        b"""@import url("/css/theme.css"); @import "site.css";
-        .hero { background: url(../img/hero.jpg) }
-        @font-face { src: url(https://fonts.other.test/f.woff2) }""",
-    ),
-    "/css/theme.css": ("text/css", b"/* url(not-this.png) */ h1 { background: url(h1.png) }"),
-}
-
-
-def write_site_warc(path: Path) -> None:
-    with open(path, "wb") as f:
-        w = WARCWriter(f, gzip=True, warc_version="WARC/1.1")
-        for url_path, (ctype, body) in SITE.items():
-            rec = w.create_warc_record(
-                "http://site.test" + url_path,
-                "response",
-                payload=io.BytesIO(body),
-                http_headers=StatusAndHeaders(
-                    "200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1"
-                ),
-                warc_headers_dict={"WARC-Crawlkit-Depth": "1"},
-            )
-            w.write_record(rec)
 
 
 def test_extract_command_writes_requisites_of_pages_and_stylesheets(tmp_path):

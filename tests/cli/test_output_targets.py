@@ -47,7 +47,7 @@ def test_a_device_output_stays_a_device(tmp_path: Path) -> None:
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
 def test_extract_pages_and_links_to_the_same_device(tmp_path: Path) -> None:
-    from test_extract_warc import write_warcio
+    from warc_samples import write_warcio
 
     dev = _null_device(tmp_path)
     warc = tmp_path / "in.warc.gz"

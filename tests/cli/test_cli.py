@@ -18,7 +18,7 @@ from crawlkit_cli.commands import COMMANDS
 from crawlkit_cli.main import app
 from crawlkit_cli.manpages import pages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _commands() -> list[str]:

@@ -27,7 +27,7 @@ from crawlkit.sitemap.parse import (
 )
 from crawlkit.url import fingerprint
 
-DATA = Path(__file__).parent / "data" / "sitemap"
+DATA = Path(__file__).parents[1] / "data" / "sitemap"
 
 
 def read(name: str, base: str | None = None) -> tuple[list[dict], str]:
