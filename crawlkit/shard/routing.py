@@ -1,4 +1,4 @@
-"""Distributed crawling: shard identity, outboxes and inboxes, rebalancing, handoff.
+"""Shard identity and the mail between shards: outboxes, inboxes, delivery, growing a map.
 
 A crawl of N shards is N state directories. Each one is owned by one process at a
 time (the state lock, invariant 6) and crawls only the sites whose slot the slot map

@@ -1,4 +1,4 @@
-"""Build the report of a crawl from its state directory (``crawlkit report``).
+"""``crawlkit report``: the report of a crawl, built from its state directory.
 
 Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, dedup
 records, refusals) and the counters of the frontier and the seen set, and folds them

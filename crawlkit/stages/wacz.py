@@ -1,4 +1,4 @@
-"""WACZ 1.1.1 packages: WARC files, their index and page list in one ZIP file.
+"""``crawlkit wacz``: WARC files, their index and page list in one WACZ 1.1.1 package.
 
 One job: :func:`write_wacz` packs WARC files into a WACZ (https://specs.webrecorder.net/
 wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
