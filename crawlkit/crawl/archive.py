@@ -42,7 +42,6 @@ stops a crawl. At start the same problems are usage errors.
 from __future__ import annotations
 
 import heapq
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -281,7 +280,3 @@ def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) ->
         for f in files:
             f.close()
     return count
-
-
-def collection_index_path(warc_dir: str | os.PathLike[str]) -> Path:
-    return Path(warc_dir) / INDEX_NAME

@@ -92,8 +92,5 @@ class SlotMap:
     def shard_of_site(self, site: str) -> int:
         return self.owner[slot_of(site, self.slots)]
 
-    def slots_of(self, shard: int) -> list[int]:
-        return [slot for slot, owner in enumerate(self.owner) if owner == shard]
-
 
 __all__ += ["site_of_host"]
