@@ -34,7 +34,7 @@ import numpy as np
 import orjson
 import xxhash
 
-from crawlkit.dedupstore import DedupStore
+from crawlkit.dedup.store import DedupStore
 from crawlkit.stages.dedup import dedup_records
 from crawlkit.url import fingerprint_int
 

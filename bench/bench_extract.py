@@ -13,7 +13,7 @@ core, in the same run:
   and canonicalized, meta robots, visible text, simhash, NDJSON page and link
   records (a fresh resolver cache per repeat);
 * simhash alone on the pages' visible text, and the naive 64-step Python vote loop;
-* WARC reading: crawlkit.warcread against warcio's ArchiveIterator (and FastWARC's
+* WARC reading: crawlkit.warc.read against warcio's ArchiveIterator (and FastWARC's
   when it is installed) over the same .warc.gz;
 * the command: ``crawlkit extract -j 1`` and ``-j 2`` wall clock over that WARC.
 
@@ -42,11 +42,11 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawlkit.html import MAX_HTML_BYTES, HtmlExtractor
-from crawlkit.simhash import simhash, word_hashes
+from crawlkit.dedup.simhash import simhash, word_hashes
+from crawlkit.html.page import MAX_HTML_BYTES, HtmlExtractor
 from crawlkit.stages.extract import process_chunk
 from crawlkit.url import Canonicalizer
-from crawlkit.warcread import iter_responses
+from crawlkit.warc.read import iter_responses
 
 SYL = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ve", "da", "ri", "on", "el", "an"]
 
@@ -247,7 +247,7 @@ def bench_size(size: int, n: int, repeat: int) -> None:
                     if rec.rec_type == "response":
                         rec.content_stream().read()
 
-        print(f"  WARC read, crawlkit.warcread {median_rate(ours, n, repeat):9,.0f} records/s "
+        print(f"  WARC read, crawlkit.warc.read {median_rate(ours, n, repeat):9,.0f} records/s "
               f"({mb:.1f} MB gzip)")  # fmt: skip
         print(
             f"  WARC read, warcio            {median_rate(warcio_read, n, repeat):9,.0f} records/s"

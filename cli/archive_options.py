@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 import click
 import typer
 
-from crawlkit.archive import ArchiveOptions, Excludes
-from crawlkit.durations import parse_duration
+from crawlkit.crawl.archive import ArchiveOptions, Excludes
 from crawlkit.errors import UsageError
-from crawlkit.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
+from crawlkit.fetch.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
+from crawlkit.times import parse_duration
 
 Requisites = Annotated[
     bool,
@@ -123,7 +123,7 @@ def request_settings(
     STATE/crawl/cookies.txt are sent again."""
     host_headers: dict[str, list[tuple[str, str]]] = {}
     ctx = click.get_current_context(silent=True)
-    hosts = ctx.meta.get("crawlkit.config.hosts", {}) if ctx is not None else {}
+    hosts = ctx.meta.get("crawlkit.crawl.config.hosts", {}) if ctx is not None else {}
     for host, settings in hosts.items():
         for name, value in (settings.get("headers") or {}).items():
             where = f'[hosts."{host}"] headers'
@@ -177,7 +177,7 @@ def proxy_url(value: str | None) -> str | None:
 def host_min_delays() -> tuple[tuple[str, float], ...]:
     """(host, seconds) of the config file's ``[hosts."NAME"] min-delay`` settings."""
     ctx = click.get_current_context(silent=True)
-    hosts = ctx.meta.get("crawlkit.config.hosts", {}) if ctx is not None else {}
+    hosts = ctx.meta.get("crawlkit.crawl.config.hosts", {}) if ctx is not None else {}
     out: list[tuple[str, float]] = []
     for host, settings in hosts.items():
         if "min-delay" in settings:

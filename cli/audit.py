@@ -10,9 +10,9 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 
-from crawlkit.audit import AuditConfig, format_report, run_audit
-from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
+from crawlkit.stages.audit import AuditConfig, format_report, run_audit
+from crawlkit.times import parse_duration
 
 
 @app.command("audit")

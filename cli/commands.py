@@ -11,7 +11,7 @@ then the whole-crawl commands and the tools, then the two command groups, last, 
 typer itself lists groups.
 
 To add a command: create ``cli/<module>.py`` that registers it, and add one line
-here. ``tests/test_cli.py`` fails if a registered command is missing from the table
+here. ``tests/cli/test_cli.py`` fails if a registered command is missing from the table
 or a summary differs from the command's help.
 """
 

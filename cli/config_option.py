@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import click
 import typer
 
-from crawlkit.config import HOST_KEYS, OptionKind, load_config
+from crawlkit.crawl.config import HOST_KEYS, OptionKind, load_config
 
 __all__ = ["ConfigOption"]
 
@@ -58,7 +58,7 @@ def _load(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Pa
         name = kinds["ignore-robots-for"][0]
         defaults[name] = [*defaults.get(name, []), *ignored]
     ctx.default_map = defaults
-    ctx.meta["crawlkit.config.hosts"] = config.hosts
+    ctx.meta["crawlkit.crawl.config.hosts"] = config.hosts
     return value
 
 

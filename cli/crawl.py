@@ -55,12 +55,12 @@ from crawlkit_cli.progress import progress_printer
 
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
-from crawlkit.crawlretry import fetched_nothing
-from crawlkit.durations import parse_duration, parse_size
+from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.times import parse_duration, parse_size
 
 
 def read_seeds(items: list[str]) -> list[str]:

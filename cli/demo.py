@@ -11,12 +11,12 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.crawl import summary_text
 from crawlkit_cli.progress import progress_printer
 
-from crawlkit.audit import format_report
 from crawlkit.demo import run_demo
-from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
+from crawlkit.stages.audit import format_report
 from crawlkit.testweb import parse_specials
 from crawlkit.testweb.tls import TLS_KINDS
+from crawlkit.times import parse_duration
 
 
 @app.command("demo")

@@ -10,9 +10,9 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit import io
-from crawlkit.durations import parse_size
 from crawlkit.errors import UsageError
 from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.times import parse_size
 from crawlkit.url import Rules
 
 

@@ -36,13 +36,13 @@ from crawlkit_cli.options import (
 
 from crawlkit import io
 from crawlkit.diag import Reporter
-from crawlkit.distrib import role_from_options
-from crawlkit.durations import parse_duration, parse_size
 from crawlkit.errors import UsageError
 from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
-from crawlkit.fetch.warc import check_warc_prefix
+from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
+from crawlkit.times import parse_duration, parse_size
+from crawlkit.warc.write import check_warc_prefix
 
 
 def _duration(text: str, flag: str) -> float:

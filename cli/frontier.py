@@ -25,14 +25,13 @@ from crawlkit_cli.options import (
 
 from crawlkit import io
 from crawlkit.diag import Reporter
-from crawlkit.distrib import role_from_options
-from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
+from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.frontier import (
     frontier_add,
     frontier_block,
@@ -41,7 +40,7 @@ from crawlkit.stages.frontier import (
     frontier_stats,
 )
 from crawlkit.state import require_existing_state
-from crawlkit.timefmt import iso, parse_time, time_problem
+from crawlkit.times import iso, parse_duration, parse_time, time_problem
 
 frontier_app = typer.Typer(
     help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"

@@ -8,7 +8,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
-from crawlkit.cdxj import write_index
+from crawlkit.stages.index import write_index
 
 
 @app.command("index")

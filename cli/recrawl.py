@@ -9,12 +9,11 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
 from crawlkit import io
-from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.io import Record
 from crawlkit.recrawl import RecrawlPolicy
 from crawlkit.stages.recrawl import recrawl
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_duration, parse_time
 
 
 @app.command("recrawl")

@@ -12,8 +12,8 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import ExistingStateDir
 
 from crawlkit import io
-from crawlkit.crawlreport import crawl_report
 from crawlkit.report import render_html
+from crawlkit.stages.report import crawl_report
 from crawlkit.state import require_existing_state
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -13,7 +12,8 @@ from crawlkit_cli.options import OutFile
 
 from crawlkit import io
 from crawlkit.errors import UsageError
-from crawlkit.robots import MAX_ROBOTS_BYTES, RobotsTxt, check_lines, rules_for_status
+from crawlkit.robots import RobotsTxt, rules_for_status
+from crawlkit.stages.robots import check_lines, read_robots
 
 robots_app = typer.Typer(
     help="robots.txt by RFC 9309: check URLs against a file, or show how it parses.\n\n"
@@ -23,12 +23,6 @@ robots_app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 app.add_typer(robots_app, name="robots")
-
-
-def _read_robots(path: str) -> bytes:
-    """The first 512 KiB (plus one byte, so a cut line is noticed) of a robots.txt."""
-    with contextlib.closing(io.open_input(path)) as stream:
-        return stream.read(MAX_ROBOTS_BYTES + 1)
 
 
 @robots_app.command("check")
@@ -90,7 +84,7 @@ def check(
         raise UsageError("--robots FILE and --agent TOKEN are required")
     if robots == "-" and not urls:
         raise UsageError("--robots - reads stdin, so give the URLs as arguments")
-    rules: RobotsTxt = rules_for_status(status, _read_robots(robots))
+    rules: RobotsTxt = rules_for_status(status, read_robots(robots))
     lines: Iterator[tuple[str, int, str | None]]
     if urls:
         lines = (("<args>", n, u) for n, u in enumerate(urls, 1))
@@ -130,7 +124,7 @@ def parse(
 
         curl -s https://example.com/robots.txt | crawlkit robots parse - --agent FooBot
     """
-    data = _read_robots(file)
+    data = read_robots(file)
     parsed = RobotsTxt.parse(data)
     doc = parsed.to_dict()
     if agent is not None:

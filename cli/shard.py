@@ -11,9 +11,10 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OldSlotMapName, Quiet, SlotMapFile, renamed
 
 from crawlkit import io
-from crawlkit.distrib import deliver, grow
 from crawlkit.errors import InvalidURL, UsageError
-from crawlkit.shard import DEFAULT_SLOTS, SlotMap, route_lines, which
+from crawlkit.shard.routing import deliver, grow
+from crawlkit.shard.slots import DEFAULT_SLOTS, SlotMap
+from crawlkit.stages.shard import route_lines, which
 
 
 @app.command("shard")
@@ -108,7 +109,7 @@ def shard(
     if handoff_from is not None or handoff_to is not None:
         if handoff_from is None or handoff_to is None or map_file is None:
             raise UsageError("--handoff-from and --handoff-to go together, with --slot-map")
-        from crawlkit.handoff import handoff  # loads the frontier and numpy: only here
+        from crawlkit.fleet.handoff import handoff  # loads the frontier and numpy: only here
 
         counts = handoff(map_file, handoff_from, handoff_to)
         if not quiet:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated
 
 import typer
@@ -10,14 +9,10 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile, Quiet
 
 from crawlkit import io
-from crawlkit.durations import parse_size
-from crawlkit.errors import InputError, InvalidURL, UsageError
-from crawlkit.sitemap import (
-    DEFAULT_PRIORITY,
-    MAX_SITEMAP_URLS,
-    SitemapReader,
-    SitemapStats,
-)
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.sitemap.parse import DEFAULT_PRIORITY, MAX_SITEMAP_URLS
+from crawlkit.stages.sitemap import SitemapRun, read_sitemaps
+from crawlkit.times import parse_size
 from crawlkit.url import Canonicalizer
 
 
@@ -102,33 +97,22 @@ def sitemap(
         raise UsageError("--same-host needs --base (the sitemap's own URL)")
     inputs = list(files) if files else ["-"]
     io.check_single_stdin(inputs)
-    total = SitemapStats()
-    failed = 0
+    run = SitemapRun()
     with io.open_output(out) as sink:
-        for path in inputs:
-            reader = SitemapReader(
-                base=via,
-                source=io.display_name(path),
-                reporter=rep,
-                canonicalizer=canon,
-                max_urls=max_urls,
-                max_bytes=int(limit),
-                default_priority=default_priority,
-                same_host=same_host,
-            )
-            try:
-                with contextlib.closing(io.open_input(path)) as stream:
-                    for record in reader.read(stream):
-                        sink.write_record(record)
-            except InputError as exc:
-                failed += 1
-                rep.warn(str(exc), kind="error")
-            s = reader.stats
-            total.urls += s.urls
-            total.sitemaps += s.sitemaps
-            total.invalid += s.invalid
-            total.over_limit += s.over_limit
-            total.foreign += s.foreign
+        records = read_sitemaps(
+            inputs,
+            run,
+            rep,
+            base=via,
+            canonicalizer=canon,
+            max_urls=max_urls,
+            max_bytes=int(limit),
+            default_priority=default_priority,
+            same_host=same_host,
+        )
+        for record in records:
+            sink.write_record(record)
+    total, failed = run.total, run.failed
     if not quiet:
         rep.info(
             f"{len(inputs)} file(s): {total.urls} URLs, {total.sitemaps} sitemaps, "

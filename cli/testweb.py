@@ -11,10 +11,10 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 
-from crawlkit.durations import parse_duration
 from crawlkit.errors import UsageError
 from crawlkit.testweb import KINDS, WebConfig, parse_specials, run_testweb
 from crawlkit.testweb.tls import TLS_KINDS
+from crawlkit.times import parse_duration
 
 _KIND_HELP = "; ".join(f"{k.name}: {k.help}" for k in KINDS.values())
 

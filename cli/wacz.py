@@ -10,7 +10,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit.errors import UsageError
-from crawlkit.wacz import write_wacz
+from crawlkit.stages.wacz import write_wacz
 
 
 @app.command("wacz")

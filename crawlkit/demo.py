@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.audit import AuditConfig, run_audit
 from crawlkit.crawl import CrawlOptions, CrawlSummary, crawl
-from crawlkit.crawlreport import crawl_report
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.report import render_html
+from crawlkit.stages.audit import AuditConfig, run_audit
+from crawlkit.stages.report import crawl_report
 from crawlkit.testweb import WebConfig, parse_specials
 from crawlkit.testweb.run import new_event_loop
 from crawlkit.testweb.server import TestWebServer

@@ -51,9 +51,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, Required, TypedDict, cast
-
-from crawlkit.url import ParsedURL
+from typing import Any, Literal, Protocol, Required, TypedDict, cast
 
 __all__ = [
     "CanonRecord",
@@ -87,6 +85,21 @@ __all__ = [
 
 #: Why a URL record exists (``reason``).
 Reason = Literal["seed", "link", "requisite", "sitemap", "redirect", "recrawl"]
+
+
+class URLParts(Protocol):
+    """A canonical URL with the fields every URL record carries: what
+    :meth:`crawlkit.url.Canonicalizer.parse` returns (declared here by shape, so the
+    records, a core module, do not import the URL layer above them)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def site(self) -> str: ...
+    @property
+    def fp(self) -> str: ...
 
 
 class URLRecord(TypedDict, total=False):
@@ -270,7 +283,7 @@ class WhereRecord(TypedDict):
 
 
 def url_record(
-    parsed: ParsedURL,
+    parsed: URLParts,
     *,
     depth: int | None,
     reason: str,
@@ -442,7 +455,7 @@ def queue_level(rec: Mapping[str, Any]) -> int | None:
 
 
 def page_record(
-    parsed: ParsedURL,
+    parsed: URLParts,
     *,
     depth: int,
     status: int | None,
@@ -507,7 +520,7 @@ def dedup_record(
 
 
 def canon_record(
-    text: str | None, parsed: ParsedURL | None, error: str | None = None
+    text: str | None, parsed: URLParts | None, error: str | None = None
 ) -> CanonRecord:
     """``crawlkit canon``'s answer for one line: the URL's fields, or nulls and ``error``."""
     if parsed is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from crawlkit.io import Record
 from crawlkit.records import refusal_reason
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 
 __all__ = ["build_report", "format_number", "parse_time", "render_html"]
 

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 
 from crawlkit.crawl.core import CrawlCore
 from crawlkit.crawl.files import read_file
-from crawlkit.distrib import inbox_files, write_outbox
 from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
 from crawlkit.records import url_record
+from crawlkit.shard.routing import inbox_files, write_outbox
 from crawlkit.url import site_of_url
 
 __all__ = ["Admission"]

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.archive import LinkPolicy
+from crawlkit.crawl.archive import LinkPolicy
 from crawlkit.crawl.files import CrawlDir, read_file, write_file
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.waiting import WaitingRoom
 from crawlkit.diag import Reporter
-from crawlkit.distrib import ShardRole, role_from_options, split_by_owner, write_outbox
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import Frontier
@@ -34,6 +33,7 @@ from crawlkit.io import Record
 from crawlkit.records import refusal_reason
 from crawlkit.recrawl import History
 from crawlkit.seen import SeenStore
+from crawlkit.shard.routing import ShardRole, role_from_options, split_by_owner, write_outbox
 from crawlkit.stages.dedup import open_dedup_store
 from crawlkit.stages.extract import ExtractWorkers, FilesResult
 from crawlkit.stages.frontier import add_to, links_to

@@ -28,19 +28,19 @@ import shlex
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from crawlkit.archive import update_collection_index
-from crawlkit.collection import record_settings
+from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.feed import Feed
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Recovery
+from crawlkit.crawl.retry import retry_records
 from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.summary import CrawlSummary, save_totals
-from crawlkit.crawlretry import retry_records
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import inbox_files
+from crawlkit.shard.routing import inbox_files
+from crawlkit.stages.report_collection import record_settings
 from crawlkit.state import open_state
-from crawlkit.timefmt import iso
+from crawlkit.times import iso
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawlkit.archive import ArchiveOptions
+from crawlkit.crawl.archive import ArchiveOptions
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy

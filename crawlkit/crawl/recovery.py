@@ -17,7 +17,7 @@ from crawlkit.crawl.cycle import CycleSteps
 from crawlkit.crawl.files import is_done, mark_done, read_file
 from crawlkit.io import Record
 from crawlkit.stages.fetch import warc_new_dir
-from crawlkit.warcsalvage import cut_to_whole_records
+from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = ["Recovery"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import io
-from crawlkit.crawlretry import ErrorTally
+from crawlkit.crawl.retry import ErrorTally
 
 __all__ = ["CrawlSummary", "progress_info", "save_totals"]
 

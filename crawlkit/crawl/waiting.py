@@ -23,7 +23,7 @@ from sortedcontainers import SortedKeyList
 
 from crawlkit import io
 from crawlkit.io import Record
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 
 __all__ = ["WaitingRoom"]
 

@@ -10,7 +10,7 @@
 * :mod:`~crawlkit.fetch.tls` — trust (system store, ``--ca-file``, ``--insecure``)
   and the ``tls-*`` failure codes.
 * :mod:`~crawlkit.fetch.netoptions` — :class:`NetOptions`, those choices as one record.
-* :mod:`~crawlkit.fetch.warc` — the WARC writer (gzip per record, rotation, revisits).
+* :mod:`~crawlkit.warc.write` — the WARC writer (gzip per record, rotation, revisits).
 * :mod:`~crawlkit.fetch.hoststate` — durable host clocks, backoffs, robots, DNS, digests.
 * :mod:`~crawlkit.fetch.config` — :class:`FetchConfig`, the knobs of a run.
 * :mod:`~crawlkit.fetch.outcome` — what each fetch record says.
@@ -30,7 +30,7 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.scheduler import HostQueue, Scheduler
-from crawlkit.fetch.warc import Capture, WarcWriter
+from crawlkit.warc.write import Capture, WarcWriter
 
 __all__ = [
     "AiohttpClient",

@@ -3,9 +3,9 @@
 :class:`WarcArchiver` is the one place a fetch run writes to the WARC. For each
 response (a page or a robots.txt) it hashes the payload, asks the host state whether an
 identical 2xx payload was archived before (then the capture is a ``revisit``), builds the
-:class:`~crawlkit.fetch.warc.Capture` with its metadata (fetch time, address, and what
+:class:`~crawlkit.warc.write.Capture` with its metadata (fetch time, address, and what
 the caller adds: ``robots``, ``tlsUnverified``) and has the
-:class:`~crawlkit.fetch.warc.WarcWriter` write it. File format, naming and rotation by
+:class:`~crawlkit.warc.write.WarcWriter` write it. File format, naming and rotation by
 size are the writer's; this module decides on which thread it runs and when.
 
 Why a thread of its own: hashing, the revisit lookup and compression cost more than the
@@ -25,7 +25,7 @@ from typing import Any
 
 from crawlkit.fetch.client import FetchResult
 from crawlkit.fetch.hoststate import HostState
-from crawlkit.fetch.warc import Capture, WarcWriter, sha1_digest, warc_date
+from crawlkit.warc.write import Capture, WarcWriter, sha1_digest, warc_date
 
 __all__ = ["WarcArchiver"]
 

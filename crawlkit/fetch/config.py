@@ -37,7 +37,7 @@ class FetchConfig:
     # Exact host names whose robots.txt is fetched (and its Crawl-delay kept) but whose
     # rules are not applied: an operator archiving a site they run.
     ignore_robots_for: tuple[str, ...] = ()
-    # Headers to add per URL (crawlkit.request_settings.RequestSettings: --header,
+    # Headers to add per URL (crawlkit.fetch.request_settings.RequestSettings: --header,
     # --cookies, --netrc); page requests only, robots.txt is asked for without them.
     request: Any = None
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides

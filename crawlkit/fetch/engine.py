@@ -90,9 +90,9 @@ from crawlkit.fetch.outcome import (
 from crawlkit.fetch.resolver import Resolver
 from crawlkit.fetch.robotsflow import RobotsFlow
 from crawlkit.fetch.scheduler import Scheduler
-from crawlkit.fetch.warc import WarcWriter
 from crawlkit.robots import RobotsPolicy
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.write import WarcWriter
 
 # The engine's public names: split_url, iso_time and parse_retry_after are defined with
 # the job they serve (hosts, outcome) and exported here too, for the engine's callers.

@@ -41,7 +41,7 @@ from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
 from crawlkit.io import Record
 from crawlkit.records import importance_of
-from crawlkit.timefmt import parse_time
+from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = ["AddResult", "AddRun", "PendingQueues"]

@@ -13,7 +13,7 @@ searched in the URL. ``any`` lets everything in.
 Two kinds of record pass whatever the scope: records without a URL (dedup's site
 records, which only tune budgets) and page requisites (``reason: "requisite"``, or
 ``requisite_hops`` > 0 on a redirect), which an archive fetches wherever they live
-(their depth is bounded by the link step of ``crawl``; see :mod:`crawlkit.archive`).
+(their depth is bounded by the link step of ``crawl``; see :mod:`crawlkit.crawl.archive`).
 
 The seeds' hosts and sites are kept in ``STATE/scope.json`` so that every later
 ``frontier add --scope`` (and every run of ``crawl``) judges by the same seeds. A

@@ -61,7 +61,7 @@ from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QU
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record
-from crawlkit.timefmt import iso, parse_time
+from crawlkit.times import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
 __all__ = [

@@ -68,7 +68,7 @@ Real-world quirks, decided here (as Google's reference parser does):
 from __future__ import annotations
 
 from crawlkit.robots._normalize import agent_token, normalize_path, normalize_pattern
-from crawlkit.robots._parse import MAX_ROBOTS_BYTES, RobotsTxt, check_lines
+from crawlkit.robots._parse import MAX_ROBOTS_BYTES, RobotsTxt
 from crawlkit.robots._rules import Group, Rule, Verdict
 from crawlkit.robots.policy import MAX_CACHE_AGE, RobotsEntry, RobotsPolicy, rules_for_status
 
@@ -82,7 +82,6 @@ __all__ = [
     "Rule",
     "Verdict",
     "agent_token",
-    "check_lines",
     "normalize_path",
     "normalize_pattern",
     "rules_for_status",

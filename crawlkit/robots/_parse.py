@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
-from crawlkit.diag import NullReporter, Reporter
 from crawlkit.robots._match import GroupView
 from crawlkit.robots._normalize import agent_token, normalize_pattern, target_of
 from crawlkit.robots._rules import ALLOWED, DENIED, Group, Rule, Verdict
@@ -248,51 +244,3 @@ def _parse_delay(value: str) -> float | None:
     if not math.isfinite(delay) or delay < 0:
         return None
     return delay
-
-
-def check_lines(
-    robots: RobotsTxt,
-    agent: str,
-    lines: Iterable[tuple[str, int, Any]],
-    reporter: Reporter | None = None,
-) -> Iterator[dict[str, Any]]:
-    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
-
-    ``lines`` are ``(source, line_number, text)`` as from
-    :func:`crawlkit.io.read_text_lines` (``aligned=True``). A line is a URL, or a JSON object with a
-    ``"url"`` (a URL record from another stage): then the output is that record with
-    ``"allowed"`` and ``"rule"`` added, every other field passed through. A line that
-    is neither (not UTF-8, over the line cap, a broken object, an object without a
-    string ``url``) gives
-    ``{"url": null, "allowed": false, "rule": null, "error": ...}`` and is reported, so
-    every input line is answered (DESIGN.md invariant 1). Streams; constant memory.
-    """
-    reporter = reporter if reporter is not None else NullReporter()
-    for source, lineno, text in lines:
-        record: dict[str, Any] | None = None
-        error = None
-        if not isinstance(text, str):  # None or an io.LineError: reported by the reader
-            error = getattr(text, "reason", "invalid UTF-8")
-        url = text.strip() if isinstance(text, str) else ""
-        if url.startswith("{"):
-            try:
-                record = orjson.loads(url)
-            except orjson.JSONDecodeError:
-                record = None
-            if isinstance(record, dict) and isinstance(record.get("url"), str):
-                url = record["url"]
-            else:
-                record, error = None, 'not a JSON object with a "url"'
-                reporter.bad_record(source, lineno, error)
-        if error is not None:
-            yield {"url": None, "allowed": False, "rule": None, "error": error}
-            continue
-        if not url:
-            continue
-        verdict = robots.check(agent, url)
-        if record is None:
-            yield {"url": url, "allowed": verdict.allowed, "rule": verdict.rule}
-        else:
-            record["allowed"] = verdict.allowed
-            record["rule"] = verdict.rule
-            yield record

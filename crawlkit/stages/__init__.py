@@ -1,0 +1,1 @@
+"""The stages: one module per command, named like the command (see README.md)."""

@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from crawlkit.dedupstore import DedupStore
+from crawlkit.dedup.nearindex import table_keys
+from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.io import Record
-from crawlkit.nearindex import table_keys
 from crawlkit.records import dedup_record
 from crawlkit.state import open_substate
 from crawlkit.url import fingerprint, fingerprint_int, site_of_host

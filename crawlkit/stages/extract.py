@@ -11,18 +11,18 @@ Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
 ``requisites``) and one link record per distinct outgoing http(s) link (a URL record
 with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,
 ``nofollow`` and ``tag``). Page requisites (images, stylesheets, scripts, media, ...,
-see :mod:`crawlkit.html`) are link records too, with ``reason: "requisite"`` and
+see :mod:`crawlkit.html.page`) are link records too, with ``reason: "requisite"`` and
 ``nofollow: false``. A stylesheet (``text/css``, HTTP 200) gives no page record, only
 requisite records for its ``url()`` (``tag: "css"``) and ``@import`` (``tag:
 "import"``) references. Sitemaps found in the WARC (with ``sitemaps``, the default):
 a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or feed
 (told by its content) the sitemap stage's URL records, both with ``reason:
-"sitemap"`` (see :mod:`crawlkit.discover`).
+"sitemap"`` (see :mod:`crawlkit.sitemap.discover`).
 
 Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
 bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
 parse (reported on stderr with the URL). A page over a parse-time cap (HTML bytes,
-links, nesting depth, attributes a tag: see :mod:`crawlkit.htmlguard`) is parsed up to
+links, nesting depth, attributes a tag: see :mod:`crawlkit.html.guard`) is parsed up to
 the cap, written with ``"capped": [...]`` and counted as an error. A truncated or
 damaged WARC ends that file with one line on stderr after the records before the damage
 were processed; the next file is read.
@@ -41,11 +41,10 @@ from typing import Any
 
 import orjson
 
-from crawlkit.css import css_refs, decode_css
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.discover import is_robots_txt, looks_like_sitemap, robots_records, sitemap_records
 from crawlkit.errors import InputError, InvalidURL
-from crawlkit.html import (
+from crawlkit.html.css import css_refs, decode_css
+from crawlkit.html.page import (
     MAX_HTML_BYTES,
     MAX_LINKS,
     HtmlExtractor,
@@ -54,8 +53,14 @@ from crawlkit.html import (
     media_type,
 )
 from crawlkit.records import link_fields, page_record
+from crawlkit.sitemap.discover import (
+    is_robots_txt,
+    looks_like_sitemap,
+    robots_records,
+    sitemap_records,
+)
 from crawlkit.url import Canonicalizer, Rules
-from crawlkit.warcread import MAX_BODY, WarcStats, iter_responses, iter_responses_at
+from crawlkit.warc.read import MAX_BODY, WarcStats, iter_responses, iter_responses_at
 
 __all__ = ["ExtractOptions", "ExtractStats", "ExtractWorkers", "extract_warcs", "link_priority"]
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
@@ -31,10 +30,11 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.tls import verifying_context
-from crawlkit.fetch.warc import WarcWriter
 from crawlkit.robots import RobotsPolicy
+from crawlkit.shard.routing import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.state import open_state
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.write import WarcWriter
 
 __all__ = ["fetch_records", "warc_new_dir"]
 

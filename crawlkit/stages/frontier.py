@@ -26,7 +26,6 @@ from typing import IO
 import orjson
 
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.distrib import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
@@ -35,6 +34,7 @@ from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.io import Record, read_records
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
+from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, open_state
 from crawlkit.url import Canonicalizer

@@ -25,7 +25,7 @@ from crawlkit.io import Record
 from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
 from crawlkit.stages.frontier import lock_state
-from crawlkit.timefmt import iso, parse_time, time_problem
+from crawlkit.times import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
 
 __all__ = ["RecrawlSummary", "collect_events", "recrawl", "recrawl_in"]

@@ -1,0 +1,286 @@
+"""What an archive crawl adds to the link step: requisites, exclude patterns, an index.
+
+``crawlkit crawl`` calls into this module at three points and nowhere else:
+
+* :meth:`LinkPolicy.sort` decides, for the link and redirect records of a cycle,
+  which go on to the seen set and which are refused (with a reason and the rule
+  that refused them):
+
+  - A requisite of a page (``reason: "requisite"``) is followed whatever
+    ``--scope`` says: it is one hop, and it carries ``requisite_hops`` (1 for a
+    page's requisite). A requisite found in something that was itself fetched as a
+    requisite (a stylesheet's ``url()`` and ``@import``) gets one hop more, up to
+    :data:`MAX_REQUISITE_HOPS`; past that it is refused (``requisite-depth``), so a
+    stylesheet that imports itself or nests imports endlessly ends bounded (one that
+    imports itself is also stopped by the seen set). A redirect of a requisite keeps
+    its hop count and is followed whatever the scope.
+  - The ordinary links of something fetched as a requisite are not followed
+    (``from-requisite``): requisites are never crawled as pages.
+  - Other links go through ``in_scope`` when one is given; ``crawlkit crawl`` leaves
+    the scope to the stages (``seen-merge --scope``, ``frontier add --scope``, which
+    let requisites pass too), so the crawl and the pipeline ``--explain`` prints
+    refuse alike.
+  - With requisites off (``--no-requisites``) requisite records are passed over,
+    as nofollow links are.
+  - Any URL that an exclude pattern matches is refused (``excluded``, with
+    ``detail`` naming the pattern and where it came from), requisites included.
+
+  robots.txt, politeness, trap limits and the network policy apply to requisites as
+  to every URL: they go through the same seen set, frontier and fetcher.
+
+* :meth:`LinkPolicy.exclude_batch` refuses queued URLs that an exclude pattern
+  matches when the frontier hands them out, so a pattern added to the ignore file
+  while the crawl runs stops URLs already queued (grab-site's live ignores).
+
+* :func:`update_collection_index` keeps ``index.cdxj`` beside the WARC files.
+
+:class:`Excludes` reads ``--exclude`` patterns and an ignore file (one regular
+expression a line, ``#`` comments and blank lines skipped), searched in the
+canonical URL. The file is read again whenever its modification time or size
+changes; a file that has become unreadable or holds a bad pattern keeps the
+patterns read before (one warning per change), so a typo in a live edit never
+stops a crawl. At start the same problems are usage errors.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InputError, UsageError
+from crawlkit.records import refusal
+from crawlkit.warc.cdxj import index_lines
+
+__all__ = [
+    "MAX_REQUISITE_HOPS",
+    "ArchiveOptions",
+    "Excludes",
+    "LinkPolicy",
+    "update_collection_index",
+]
+
+Record = dict[str, Any]
+MAX_REQUISITE_HOPS = 5
+INDEX_NAME = "index.cdxj"
+INDEX_DIR = "indexes"
+
+
+@dataclass(frozen=True)
+class ArchiveOptions:
+    """The archive knobs of ``crawlkit crawl`` (see its help)."""
+
+    requisites: bool = True
+    excludes: tuple[str, ...] = ()
+    ignore_file: Path | None = None
+    max_requisite_hops: int = MAX_REQUISITE_HOPS
+    index: bool = True  # keep index.cdxj beside the WARC files
+
+
+def compile_pattern(pattern: str, where: str) -> re.Pattern[str]:
+    """``pattern`` compiled, or :class:`UsageError` naming ``where`` it came from."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"{where}: bad regular expression {pattern!r}: {exc}") from exc
+
+
+def read_ignore_file(path: Path) -> list[tuple[str, re.Pattern[str]]]:
+    """The patterns of an ignore file; :class:`UsageError` names the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--ignore-file {path}: cannot read it ({exc})") from exc
+    out: list[tuple[str, re.Pattern[str]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        out.append((pattern, compile_pattern(pattern, f"{path}:{number}")))
+    return out
+
+
+class Excludes:
+    """``--exclude`` patterns and the live ignore file (see the module docstring)."""
+
+    def __init__(
+        self,
+        patterns: Iterable[str] = (),
+        ignore_file: Path | None = None,
+        *,
+        reporter: Reporter | None = None,
+    ):
+        self.fixed = [(p, compile_pattern(p, "--exclude")) for p in patterns]
+        self.ignore_file = ignore_file
+        self.rep = reporter or NullReporter()
+        self._from_file: list[tuple[str, re.Pattern[str]]] = []
+        self._stamp: tuple[int, int] | None = None
+        if ignore_file is not None:
+            self._from_file = read_ignore_file(ignore_file)
+            self._stamp = self._file_stamp()
+
+    def _file_stamp(self) -> tuple[int, int] | None:
+        assert self.ignore_file is not None
+        try:
+            st = self.ignore_file.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def refresh(self) -> None:
+        """Read the ignore file again if it changed since the last read."""
+        if self.ignore_file is None:
+            return
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            self._from_file = read_ignore_file(self.ignore_file)
+        except UsageError as exc:
+            self.rep.warn(f"{exc}; the patterns read before stay in force", "ignore file")
+            return
+        self.rep.info(f"{self.ignore_file}: {len(self._from_file)} patterns in force")
+
+    def match(self, url: str) -> str | None:
+        """The detail of the first pattern that matches ``url``, or None."""
+        for pattern, regex in self.fixed:
+            if regex.search(url):
+                return f"--exclude {pattern}"
+        for pattern, regex in self._from_file:
+            if regex.search(url):
+                return f"{self.ignore_file}: {pattern}"
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self.fixed) or self.ignore_file is not None
+
+
+def _refuse(rec: Record, reason: str, detail: str) -> Record:
+    return dict(refusal(rec, reason, detail))
+
+
+@dataclass
+class LinkPolicy:
+    """Requisites and exclude patterns in the link step (see the module docstring)."""
+
+    options: ArchiveOptions = field(default_factory=ArchiveOptions)
+    reporter: Reporter = field(default_factory=NullReporter)
+
+    def __post_init__(self) -> None:
+        self.excludes = Excludes(
+            self.options.excludes, self.options.ignore_file, reporter=self.reporter
+        )
+
+    def sort(
+        self,
+        records: Iterable[Record],
+        in_scope: Callable[[Record], bool],
+        fetched: Mapping[str, Record],
+        scope_name: str = "",
+    ) -> tuple[list[Record], list[Record]]:
+        """``(candidates, refused)`` of a cycle's link and redirect records.
+
+        ``fetched`` maps the URLs of the cycle's fetch records to them: what each
+        link's source was fetched as. Nofollow links and, with requisites off,
+        requisite records are in neither list.
+        """
+        self.excludes.refresh()
+        max_hops = self.options.max_requisite_hops
+        candidates: list[Record] = []
+        refused: list[Record] = []
+        for rec in records:
+            if rec.get("nofollow"):
+                continue  # kept in the link file; not followed
+            reason = rec.get("reason")
+            source = fetched.get(str(rec.get("from") or rec.get("via") or ""))
+            source_hops = _hops(source)
+            if reason == "requisite" or (reason == "redirect" and _hops(rec)):
+                if not self.options.requisites:
+                    continue
+                if reason == "requisite":
+                    hops = source_hops + 1
+                    if hops > max_hops:
+                        refused.append(_refuse(rec, "requisite-depth",
+                                               f"{hops} requisite hops from a page "
+                                               f"(at most {max_hops})"))  # fmt: skip
+                        continue
+                    rec = {**rec, "requisite_hops": hops}
+            elif source_hops:
+                refused.append(_refuse(rec, "from-requisite",
+                                       "links of a page requisite are not followed"))  # fmt: skip
+                continue
+            elif not in_scope(rec):
+                refused.append(_refuse(rec, "out-of-scope", f"scope {scope_name}".strip()))
+                continue
+            detail = self.excludes.match(str(rec.get("url"))) if self.excludes else None
+            if detail is not None:
+                refused.append(_refuse(rec, "excluded", detail))
+                continue
+            candidates.append(rec)
+        return candidates, refused
+
+    def exclude_batch(self, records: list[Record]) -> tuple[list[Record], list[Record]]:
+        """``(kept, refused)``: a batch from the frontier without excluded URLs."""
+        if not self.excludes:
+            return records, []
+        self.excludes.refresh()
+        kept: list[Record] = []
+        refused: list[Record] = []
+        for rec in records:
+            detail = self.excludes.match(str(rec.get("url")))
+            if detail is None:
+                kept.append(rec)
+            else:
+                refused.append(_refuse(rec, "excluded", detail))
+        return kept, refused
+
+
+def _hops(rec: Record | None) -> int:
+    value = rec.get("requisite_hops") if rec is not None else None
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) -> int:
+    """Keep ``WARC_DIR/index.cdxj`` (pywb's CDXJ, SURT-sorted) up to date.
+
+    Each WARC file directly in ``warc_dir`` gets its own sorted index in
+    ``WARC_DIR/indexes/NAME.cdxj`` once (a file being written is never there: the
+    crawl moves WARC files in when they are closed and extracted), then the
+    per-file indexes are merged into ``index.cdxj`` (streaming; written to a
+    temporary name and renamed). Returns the number of lines. A WARC that cannot be
+    indexed is reported and left out, never fatal to the crawl.
+    """
+    reporter = reporter or NullReporter()
+    index_dir = warc_dir / INDEX_DIR
+    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
+    if not warcs:
+        return 0
+    index_dir.mkdir(exist_ok=True)
+    parts: list[Path] = []
+    for warc in warcs:
+        part = index_dir / f"{warc.name}.cdxj"
+        if not part.exists():
+            try:
+                lines = index_lines([warc])
+            except InputError as exc:
+                reporter.warn(f"not indexed: {exc}", "index")
+                continue
+            io.atomic_write_bytes(part, "".join(line + "\n" for line in lines).encode())
+        parts.append(part)
+    count = 0
+    files = [open(p, encoding="utf-8") for p in parts]  # noqa: SIM115
+    try:
+        with io.open_output(warc_dir / INDEX_NAME) as out:
+            for line in heapq.merge(*files):
+                out.write(line.encode("utf-8"))
+                count += 1
+    finally:
+        for f in files:
+            f.close()
+    return count

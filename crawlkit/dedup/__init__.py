@@ -1,0 +1,1 @@
+"""Duplicate detection: exact digests and 64-bit simhashes, and their store."""

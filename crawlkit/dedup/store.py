@@ -1,0 +1,368 @@
+"""The durable state of ``crawlkit dedup``: pages seen, their digests and simhashes.
+
+Files under ``DIR/dedup/`` (the directory is locked while open, DESIGN.md invariant 6):
+
+``pages.bin``
+    Append-only, one 40-byte little-endian entry per stored page: simhash, 64-bit
+    xxh3 of the digest string (0: none), xxh3 of the URL, offset of the URL in
+    ``urls.bin``, URL length, flags (bit 0: the simhash is in the near index). A page's
+    id is its entry number.
+``urls.bin``
+    The URLs, UTF-8, back to back (read only to name ``dup_of``).
+``sites.<generation>.json``
+    Per-site recent counts ``{site: [pages, exact, near]}``.
+``tables.<generation>.bin``
+    A snapshot of the 20 sorted tables covering the first ``tables_pages`` log
+    entries: ``tables_rows`` uint32 keys per table, then as many ids (160 bytes a
+    page). Opened as a memory map, so a large state opens in a fraction of a second
+    instead of re-sorting every table. Rewritten when the log has grown by a quarter.
+``manifest.json``
+    ``{"version", "pages", "url_bytes", "sites_generation", "tables_generation",
+    "tables_pages", "tables_rows"}``: what is committed. Older crawlkits named it
+    ``MANIFEST.json``; such a directory is migrated by one rename when opened.
+
+Commit protocol (invariant 5): the directory is a :class:`~crawlkit.durable.DurableDir`
+whose generation files are the site counts and table snapshots. New entries and URLs
+are appended and fsynced, the site counts are written under a new generation name,
+and only then is the manifest replaced atomically. On open, bytes past the manifest's
+lengths (a crash between the appends and the manifest) are cut off, and files of other
+generations and temporary files are deleted, so the state is always that of the last
+commit, and rerunning the same input after a crash gives the same dedup records.
+
+The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
+:class:`~crawlkit.dedup.nearindex.NearIndex`) are rebuilt from ``pages.bin`` on open.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from crawlkit.dedup.nearindex import NearIndex
+from crawlkit.durable import DurableDir
+from crawlkit.errors import StateError
+from crawlkit.io import write_array
+
+__all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
+
+VERSION = 1
+# Below this many new pages a snapshot is not worth writing: rebuilding is instant.
+SNAPSHOT_MIN = 50_000
+ENTRY = np.dtype(
+    [
+        ("sh", "<u8"),
+        ("d64", "<u8"),
+        ("ufp", "<u8"),
+        ("uoff", "<u8"),
+        ("ulen", "<u4"),
+        ("flags", "<u4"),
+    ]
+)
+FLAG_INDEXED = 1
+#: The generation files of ``DIR/dedup``: site counts and table snapshots.
+FILES = re.compile(r"^(sites\.\d+\.json|tables\.\d+\.bin)$")
+#: The manifest's name before crawlkit settled on ``manifest.json`` for every state.
+OLD_MANIFEST = "MANIFEST.json"
+
+
+class DedupStore:
+    """Pages seen so far, with exact-digest and near-simhash lookups.
+
+    Entries added with :meth:`add` are visible to lookups at once but are durable only
+    after :meth:`commit`. ``window`` is the per-site count at which a site's recent
+    counts are halved, so they describe roughly its last ``window`` to ``2 * window``
+    pages.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, window: int = 1000):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.window = window
+        self.durable = DurableDir(self.dir, owns=FILES, what="dedup", legacy=(OLD_MANIFEST,))
+        manifest = self.durable.load()
+        if manifest is not None:
+            manifest_path = self.durable.manifest_path
+            try:
+                if manifest.get("version") != VERSION:
+                    raise StateError(
+                        f"{self.dir}: dedup state version {manifest.get('version')}, "
+                        f"this crawlkit reads {VERSION}"
+                    )
+                n_pages = int(manifest["pages"])
+                url_bytes = int(manifest["url_bytes"])
+                generation = int(manifest["sites_generation"])
+                tables_gen = int(manifest.get("tables_generation", 0))
+                tables_pages = int(manifest.get("tables_pages", 0))
+                tables_rows = int(manifest.get("tables_rows", 0))
+            except (AttributeError, ValueError, KeyError, TypeError) as exc:
+                raise StateError(f"{manifest_path}: damaged manifest ({exc})") from exc
+        else:
+            n_pages, url_bytes, generation = 0, 0, 0
+            tables_gen, tables_pages, tables_rows = 0, 0, 0
+        self._generation = generation
+        self._tables_gen = tables_gen
+        self._tables_pages = tables_pages
+        self._tables_rows = tables_rows
+        self._pages_path = self.dir / "pages.bin"
+        self._urls_path = self.dir / "urls.bin"
+        entries = self._load_entries(n_pages)
+        self._trim(self._urls_path, url_bytes)
+        self._committed_pages = n_pages
+        self._committed_url_bytes = url_bytes
+
+        capacity = max(1024, n_pages * 2)
+        self.simhash = np.zeros(capacity, np.uint64)
+        self.d64 = np.zeros(capacity, np.uint64)
+        self.ufp = np.zeros(capacity, np.uint64)
+        self.uoff = np.zeros(capacity, np.uint64)
+        self.ulen = np.zeros(capacity, np.uint32)
+        self.flags = np.zeros(capacity, np.uint32)
+        for name in ("sh", "d64", "ufp", "uoff", "ulen", "flags"):
+            getattr(self, "simhash" if name == "sh" else name)[:n_pages] = entries[name]
+        self.n = n_pages
+        self._pending_urls = bytearray()
+
+        # Exact index: sorted digest hashes with their ids (each digest stored once).
+        has = self.d64[:n_pages] != 0
+        ids = np.flatnonzero(has).astype(np.uint32)
+        order = np.argsort(self.d64[:n_pages][has], kind="stable")
+        self._dkeys = self.d64[:n_pages][has][order]
+        self._dids = ids[order]
+        self._pending_digests: dict[int, int] = {}
+
+        self.near = self._load_tables(n_pages)
+        indexed = np.flatnonzero(self.flags[self._tables_pages : n_pages] & FLAG_INDEXED)
+        indexed += self._tables_pages
+        self.near.add(indexed, self.simhash[indexed])
+        self.durable.remove_leftovers(self._live_files())
+
+        sites_path = self.dir / f"sites.{generation}.json"
+        self.sites: dict[str, list[int]] = {}
+        if generation:
+            try:
+                self.sites = orjson.loads(sites_path.read_bytes())
+            except FileNotFoundError:
+                raise StateError(f"{sites_path} is missing; state damaged") from None
+            except orjson.JSONDecodeError as exc:
+                raise StateError(f"{sites_path}: damaged site counts ({exc})") from exc
+        # Opened last, so a damaged state raises before any file is left open.
+        self._url_file = open(self._urls_path, "a+b")  # noqa: SIM115 - closed in close()
+
+    # ------------------------------------------------------------ loading
+
+    def _load_tables(self, n_pages: int) -> NearIndex:
+        """The committed table snapshot as a memory map (or an empty index)."""
+        if not self._tables_gen:
+            self._tables_pages = 0
+            return NearIndex()
+        path = self.dir / f"tables.{self._tables_gen}.bin"
+        rows = self._tables_rows
+        try:
+            if self._tables_pages > n_pages or path.stat().st_size != 2 * 20 * rows * 4:
+                raise ValueError(f"not {rows} rows for {self._tables_pages} pages")
+            if rows == 0:
+                return NearIndex()
+            arr = np.memmap(path, dtype="<u4", mode="r", shape=(2, 20, rows))
+            return NearIndex.from_tables(arr[0], arr[1])
+        except (OSError, ValueError) as exc:
+            raise StateError(f"{path}: missing or damaged table snapshot ({exc})") from exc
+
+    def _live_files(self) -> list[str]:
+        """The generation files the committed manifest names."""
+        live = [f"sites.{self._generation}.json"] if self._generation else []
+        if self._tables_gen:
+            live.append(f"tables.{self._tables_gen}.bin")
+        return live
+
+    def _load_entries(self, n_pages: int) -> np.ndarray:
+        path = self._pages_path
+        want = n_pages * ENTRY.itemsize
+        have = path.stat().st_size if path.exists() else 0
+        if have < want:
+            raise StateError(f"{path}: {have} bytes, the manifest says {want}; state damaged")
+        self._trim(path, want)
+        if n_pages == 0:
+            return np.zeros(0, ENTRY)
+        return np.fromfile(path, dtype=ENTRY, count=n_pages)
+
+    @staticmethod
+    def _trim(path: Path, size: int) -> None:
+        """Cut uncommitted bytes (left by a crash) off an append-only file."""
+        if not path.exists():
+            if size:
+                raise StateError(f"{path} is missing; state damaged")
+            return
+        actual = path.stat().st_size
+        if actual < size:
+            raise StateError(f"{path}: {actual} bytes, the manifest says {size}; state damaged")
+        if actual > size:
+            with open(path, "r+b") as f:
+                f.truncate(size)
+                f.flush()
+                os.fsync(f.fileno())
+
+    # ------------------------------------------------------------ lookups
+
+    def url_of(self, page_id: int) -> str:
+        """The URL of a stored page."""
+        off = int(self.uoff[page_id])
+        length = int(self.ulen[page_id])
+        if off >= self._committed_url_bytes:
+            start = off - self._committed_url_bytes
+            data = bytes(self._pending_urls[start : start + length])
+        else:
+            data = os.pread(self._url_file.fileno(), length, off)
+        return data.decode("utf-8", "replace")
+
+    def exact_lookup(self, d64s: np.ndarray) -> np.ndarray:
+        """For each digest hash, the id of the committed-index page with it, or -1."""
+        out = np.full(len(d64s), -1, dtype=np.int64)
+        if len(self._dkeys) == 0 or len(d64s) == 0:
+            return out
+        pos = np.searchsorted(self._dkeys, d64s)
+        pos_c = np.minimum(pos, len(self._dkeys) - 1)
+        hit = (self._dkeys[pos_c] == d64s) & (d64s != 0)
+        out[hit] = self._dids[pos_c[hit]]
+        return out
+
+    def pending_digest(self, d64: int) -> int | None:
+        return self._pending_digests.get(d64)
+
+    # ------------------------------------------------------------ changes
+
+    def _grow(self) -> None:
+        size = len(self.simhash) * 2
+        for name in ("simhash", "d64", "ufp", "uoff", "ulen", "flags"):
+            old = getattr(self, name)
+            new = np.zeros(size, old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+
+    def add(self, simhash: int, d64: int, ufp: int, url: str, indexed: bool) -> int:
+        """Store a page (visible at once, durable after :meth:`commit`); its id."""
+        if self.n == len(self.simhash):
+            self._grow()
+        page_id = self.n
+        data = url.encode("utf-8", "surrogatepass")
+        self.simhash[page_id] = simhash
+        self.d64[page_id] = d64
+        self.ufp[page_id] = ufp
+        self.uoff[page_id] = self._committed_url_bytes + len(self._pending_urls)
+        self.ulen[page_id] = len(data)
+        self.flags[page_id] = FLAG_INDEXED if indexed else 0
+        self._pending_urls += data
+        if d64:
+            self._pending_digests.setdefault(d64, page_id)
+        self.n += 1
+        return page_id
+
+    def seal_batch(self, first_id: int) -> None:
+        """Move the entries from ``first_id`` on into the vectorised indexes."""
+        ids = np.arange(first_id, self.n)
+        if len(ids) == 0:
+            return
+        indexed = ids[(self.flags[first_id : self.n] & FLAG_INDEXED) != 0]
+        self.near.add(indexed, self.simhash[indexed])
+        if self._pending_digests:
+            keys = np.fromiter(self._pending_digests.keys(), np.uint64, len(self._pending_digests))
+            vals = np.fromiter(self._pending_digests.values(), np.uint32, len(keys))
+            allk = np.concatenate((self._dkeys, keys))
+            allv = np.concatenate((self._dids, vals))
+            order = np.argsort(allk, kind="stable")
+            self._dkeys, self._dids = allk[order], allv[order]
+            self._pending_digests = {}
+
+    def count_site(self, site: str, kind: str) -> None:
+        """Count one page of ``site`` as unique, exact or near."""
+        counts = self.sites.get(site)
+        if counts is None:
+            counts = self.sites[site] = [0, 0, 0]
+        counts[0] += 1
+        if kind == "exact":
+            counts[1] += 1
+        elif kind == "near":
+            counts[2] += 1
+        if counts[0] >= 2 * self.window:
+            counts[0] //= 2
+            counts[1] //= 2
+            counts[2] //= 2
+
+    def commit(self) -> None:
+        """Make every added page and the site counts durable (atomic, see module doc)."""
+        new_entries = self.n - self._committed_pages
+        if new_entries:
+            entries = np.zeros(new_entries, ENTRY)
+            sl = slice(self._committed_pages, self.n)
+            entries["sh"] = self.simhash[sl]
+            entries["d64"] = self.d64[sl]
+            entries["ufp"] = self.ufp[sl]
+            entries["uoff"] = self.uoff[sl]
+            entries["ulen"] = self.ulen[sl]
+            entries["flags"] = self.flags[sl]
+            with open(self._pages_path, "ab") as f:
+                f.write(entries.tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            self._url_file.seek(0, os.SEEK_END)
+            self._url_file.write(self._pending_urls)
+            self._url_file.flush()
+            os.fsync(self._url_file.fileno())
+        try:
+            manifest = self._write_generation()
+            self.durable.commit(manifest)
+        except BaseException:
+            self.durable.abort()
+            raise
+        self._generation = manifest["sites_generation"]
+        self._tables_gen = manifest["tables_generation"]
+        self._tables_pages = manifest["tables_pages"]
+        self._tables_rows = manifest["tables_rows"]
+        self._committed_pages = self.n
+        self._committed_url_bytes += len(self._pending_urls)
+        self._pending_urls = bytearray()
+
+    def _write_generation(self) -> dict[str, int]:
+        """Write the next generation's site counts (and a table snapshot when the log has
+        grown enough), retire the files they replace; returns the manifest naming them."""
+        generation = self._generation + 1
+        self.durable.write(f"sites.{generation}.json", orjson.dumps(self.sites))
+        if self._generation:
+            self.durable.retire(f"sites.{self._generation}.json")
+        tables_gen, tables_pages = self._tables_gen, self._tables_pages
+        tables_rows = self._tables_rows
+        if self.n - tables_pages > max(SNAPSHOT_MIN, tables_pages // 4):
+            tables_gen, tables_pages = self._tables_gen + 1, self.n
+            keys, ids = self.near.compacted()
+            tables_rows = int(keys.shape[1])
+            with self.durable.create(f"tables.{tables_gen}.bin") as f:
+                write_array(f, np.ascontiguousarray(keys, dtype="<u4"))
+                write_array(f, np.ascontiguousarray(ids, dtype="<u4"))
+            if self._tables_gen:
+                self.durable.retire(f"tables.{self._tables_gen}.bin")
+        return {
+            "version": VERSION,
+            "pages": self.n,
+            "url_bytes": self._committed_url_bytes + len(self._pending_urls),
+            "sites_generation": generation,
+            "tables_generation": tables_gen,
+            "tables_pages": tables_pages,
+            "tables_rows": tables_rows,
+        }
+
+    def close(self) -> None:
+        self._url_file.close()
+
+    def index_bytes(self) -> dict[str, int]:
+        """Bytes on disk and in memory, for the benchmark's bytes-per-page figure."""
+        disk = sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file() and p.name != "LOCK")
+        memory = (
+            self.near.memory_bytes()
+            + self._dkeys.nbytes
+            + self._dids.nbytes
+            + self.n * (8 * 4 + 4 * 2)
+        )
+        return {"disk": disk, "memory": memory, "pages": self.n}

@@ -1,0 +1,1 @@
+"""The fleet: what a crawl over many shards needs beyond one shard."""

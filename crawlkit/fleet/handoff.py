@@ -1,0 +1,109 @@
+"""Rebalancing handoff: the state of the sites a new slot map moves, carried over.
+
+After :func:`crawlkit.shard.routing.grow` has moved slots to a new shard, :func:`handoff`
+moves the host clocks, site knowledge, queued and waiting URLs of the moved sites
+from the old owner's state directory to the new owner's. It edits a frontier and a
+fetch host-state store, so it sits above them and above :mod:`crawlkit.shard.routing`
+(the shard identity and file exchange that those stores' stages use).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from crawlkit import io
+from crawlkit.errors import UsageError
+from crawlkit.fetch.hoststate import HostState
+from crawlkit.frontier.store import Frontier
+from crawlkit.io import Record
+from crawlkit.shard.routing import SHARD_FILE, file_stamp, inbox_dir, read_role, write_outbox
+from crawlkit.shard.slots import SlotMap
+from crawlkit.state import open_state
+from crawlkit.url import site_of_host
+
+__all__ = ["handoff"]
+
+
+def handoff(
+    map_path: str | os.PathLike[str],
+    from_state: str | os.PathLike[str],
+    to_state: str | os.PathLike[str],
+) -> dict[str, int]:
+    """Hand the sites the map no longer gives ``from_state`` to ``to_state``.
+
+    Both state directories are locked for the whole handoff, so neither owner may be
+    running. In order: the host clocks of the moved hosts are installed in the new
+    owner (the later of the two clocks wins), then what the old owner knew of each
+    moved site (linkers, budget used this period, dedup yield), then the queued and
+    waiting URLs are written to the new owner's inbox (or the outbox of whichever
+    shard now owns them), then they leave the old frontier. A crash repeats URLs,
+    never loses them.
+    """
+    new_map = SlotMap.load(map_path)
+    old_role, new_role = read_role(from_state), read_role(to_state)
+    if old_role is None or new_role is None:
+        raise UsageError("both directories must be shard state directories (shard.json)")
+    with open_state(from_state) as src, open_state(to_state) as dst:
+
+        def moved(site: str) -> bool:
+            return new_map.shard_of_site(site) != old_role.shard
+
+        counts = {"urls": 0, "waiting": 0, "hosts": 0, "sites": 0}
+        # 1. host clocks, so the new owner waits each host's full gap
+        src_hosts = HostState(src.sub("fetch"))
+        dst_hosts = HostState(dst.sub("fetch"))
+        try:
+            for key, rec in src_hosts.hosts():
+                site = site_of_host(key.rsplit(":", 1)[0] if not key.endswith("]") else key)
+                if not moved(site) or new_map.shard_of_site(site) != new_role.shard:
+                    continue
+                mine = dst_hosts.host(key)
+                if mine is None or mine.next_allowed < rec.next_allowed:
+                    dst_hosts.put_host(key, rec)
+                counts["hosts"] += 1
+            dst_hosts.commit()
+        finally:
+            src_hosts.close()
+            dst_hosts.close()
+        # 2. what the old owner knew of each moved site (linkers, budget used this
+        # period, dedup yield), so its budget stays what it was
+        frontier = Frontier.open(src.sub("frontier"))
+        receiver = Frontier.open(dst.sub("frontier"))
+        for site, info in frontier.sites.sites.items():
+            if moved(site) and new_map.shard_of_site(site) == new_role.shard:
+                receiver.sites.adopt(site, info)
+                counts["sites"] += 1
+        receiver.commit()
+        # 3. queued and waiting URLs to their new owners
+        taken = frontier.take_where(lambda r: moved(str(r.get("site") or "")))
+        waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
+        waiting = list(io.read_records([waiting_path])) if waiting_path.exists() else []
+        keep = [r for r in waiting if not moved(str(r.get("site") or ""))]
+        leaving = [  # the new owner stamps its own epoch when it hands them out
+            {k: v for k, v in r.items() if k not in ("retry_at", "shard_epoch")}
+            for r in waiting
+            if moved(str(r.get("site") or ""))
+        ]
+        by_owner: dict[int, list[Record]] = defaultdict(list)
+        for queued in [*taken, *leaving]:
+            by_owner[new_map.shard_of_site(str(queued["site"]))].append(queued)
+        for shard, records in by_owner.items():
+            if shard == new_role.shard:
+                name = f"{file_stamp()}-handoff.ndjson.zst"
+                with io.open_output(inbox_dir(dst.path) / name) as out:
+                    out.write_records(records)
+            else:
+                write_outbox(src.path, {shard: records}, "handoff")
+        frontier.commit()
+        if waiting_path.exists():
+            with io.open_output(waiting_path) as out:
+                out.write_records(keep)
+        counts["urls"] = len(taken)
+        counts["waiting"] = len(leaving)
+        # 4. both follow the new map from now on
+        for state, role in ((src.path, old_role), (dst.path, new_role)):
+            role.slot_map, role.map_path = new_map, Path(map_path)
+            io.atomic_write_json(state / SHARD_FILE, role.to_json())
+    return counts

@@ -1,0 +1,1 @@
+"""HTML pages and what they load: links, text, charsets, stylesheets."""

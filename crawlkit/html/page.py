@@ -1,0 +1,682 @@
+"""HTML pages: is it HTML, which charset, and what does it say (links, robots, text).
+
+One job: turn the bytes of one HTTP response body into a :class:`Page`. The caller
+(``crawlkit.stages.extract``) decides which records to feed in and what to write.
+
+Contracts:
+
+* :func:`looks_like_html` answers from the Content-Type, and sniffs the first bytes
+  when the type is missing or generic (``text/plain``, ``application/octet-stream``) or
+  when an HTML type is declared over bytes that are plainly something else (PNG, PDF,
+  gzip, ...), as browsers do (WHATWG MIME Sniffing).
+* :func:`detect_charset` follows the WHATWG encoding sniffing order: a byte order mark,
+  then the Content-Type ``charset``, then a ``<meta charset>`` or ``<meta http-equiv>``
+  in the first 4 KiB, then UTF-8 if the bytes are valid UTF-8, else windows-1252.
+  Labels map to codecs by the WHATWG Encoding Standard (``iso-8859-1`` means
+  windows-1252, ``gb2312`` means gb18030, ...).
+* :class:`HtmlExtractor` parses with selectolax's Lexbor parser (the HTML5 tree
+  builder, so broken markup parses as a browser would). Links come from ``a[href]``,
+  ``area[href]``, ``link[rel=canonical|alternate|next]``, ``frame[src]``,
+  ``iframe[src]`` and ``<meta http-equiv=refresh>``, are resolved against
+  ``<base href>`` and the page URL by the WHATWG URL rules, canonicalized, and kept
+  only when they are http(s); each canonical URL appears once per page (its first
+  occurrence; nofollow only if every occurrence is nofollow).
+* Page requisites (what a browser loads to show the page) are their own kind,
+  :attr:`Page.requisites`, resolved the same way, each URL once per page: ``img``
+  ``src`` and ``srcset``, ``source`` ``src`` and ``srcset`` (in ``picture``, ``video``
+  and ``audio``), ``link`` with rel ``stylesheet``, ``icon`` (and ``apple-touch-icon``,
+  ``mask-icon``), ``preload``, ``modulepreload`` or ``manifest`` (and a preload's
+  ``imagesrcset``), ``script`` ``src``, ``video``/``audio``/``track`` ``src``, ``video``
+  ``poster``, ``object`` ``data``, ``embed`` ``src``, ``input type=image`` ``src``, SVG
+  ``image`` ``href`` / ``xlink:href``, the ``background`` attribute, and ``url()`` and
+  ``@import`` in ``style`` attributes and ``<style>`` blocks (:mod:`crawlkit.html.css`).
+  Requisites are never nofollow: a browser loads them whatever the robots meta says.
+* Caps bound the work per page: at most ``max_html_bytes`` of HTML are parsed, at
+  most ``max_links`` links and as many requisites kept. A page over a cap is still
+  returned, parsed up to the cap, with :attr:`Page.capped` saying which cap it hit,
+  so the caller can count it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import ada_url
+import numpy as np
+from selectolax.lexbor import LexborHTMLParser
+
+from crawlkit.dedup.simhash import simhash
+from crawlkit.errors import InvalidURL
+from crawlkit.html.css import css_refs
+from crawlkit.html.encoding import codec_for_label
+from crawlkit.html.guard import guard_markup
+from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
+
+__all__ = [
+    "BOILERPLATE_TAGS",
+    "HtmlExtractor",
+    "Link",
+    "Page",
+    "detect_charset",
+    "looks_like_html",
+    "parse_robots_directives",
+]
+
+MAX_HTML_BYTES = 5 * 1024 * 1024
+MAX_LINKS = 10_000
+
+#: Elements whose text is not the page's content: code, navigation and page chrome.
+BOILERPLATE_TAGS = [
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "iframe",
+    "svg",
+]
+
+_SELECTOR = (
+    "a[href], area[href], link[href], frame[src], iframe[src], meta, base[href], title, "
+    "img, source, script[src], video, audio, track[src], object[data], embed[src], "
+    "input[src], image, style"
+)
+# Attribute selectors cost on every element, so style and background attributes are
+# looked for in a second pass, only on pages whose bytes can hold such a requisite.
+# (Searched in the lowercased bytes, about 20 us for 20 KB: a case-insensitive
+# pattern loses re's fast scan for a literal prefix and cost ten times that.)
+_BACKGROUND_ATTR = re.compile(rb"background\s*=")
+_LINK_RELS = frozenset({"canonical", "alternate", "next"})
+_REQUISITE_RELS = frozenset(
+    {"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon",
+     "preload", "modulepreload", "manifest"}
+)  # fmt: skip
+# Requisite attributes by element (besides style and background, read on any element).
+_SRC_ATTRS: dict[str, tuple[str, ...]] = {
+    "img": ("src",),
+    "source": ("src",),
+    "script": ("src",),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "track": ("src",),
+    "object": ("data",),
+    "embed": ("src",),
+    "image": ("href", "xlink:href"),
+}
+_ASCII_SPACE = " \t\n\r\f"
+
+# ---------------------------------------------------------------- content type
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Types a server sends when it does not know better: sniff those.
+_GENERIC_TYPES = frozenset(
+    {"", "text/plain", "application/octet-stream", "unknown/unknown", "application/unknown", "*/*"}
+)
+_BINARY_MAGIC = (
+    b"\x89PNG",
+    b"GIF8",
+    b"\xff\xd8\xff",
+    b"%PDF-",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"RIFF",
+    b"\x00\x00\x01\x00",
+    b"OggS",
+    b"\x28\xb5\x2f\xfd",
+)
+# The HTML signatures of the WHATWG MIME Sniffing standard (each followed by a space
+# or ">"), and "<?xml" / "<svg" are not HTML.
+_HTML_SIGNATURES = (
+    b"<!doctype html",
+    b"<html",
+    b"<head",
+    b"<script",
+    b"<iframe",
+    b"<h1",
+    b"<div",
+    b"<font",
+    b"<table",
+    b"<a",
+    b"<style",
+    b"<title",
+    b"<b",
+    b"<body",
+    b"<br",
+    b"<p",
+    b"<!--",
+    b"<meta",
+    b"<link",
+)
+
+
+def media_type(content_type: str | None) -> str:
+    """The lowercased ``type/subtype`` of a Content-Type value ('' when absent)."""
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _sniff_html(body: bytes) -> bool:
+    head = body[:512].lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n\x0c").lower()
+    for sig in _HTML_SIGNATURES:
+        if head.startswith(sig):
+            rest = head[len(sig) : len(sig) + 1]
+            if sig == b"<!--" or rest in (b" ", b">", b"\t", b"\n", b"\r", b"\x0c", b"/", b""):
+                return True
+    # XHTML served without a type: an XML prolog followed by an html root element.
+    return head.startswith(b"<?xml") and (b"<html" in head or b"<!doctype html" in head)
+
+
+def looks_like_html(content_type: str | None, body: bytes) -> bool:
+    """Whether a response body is an HTML page (see the module docstring)."""
+    mtype = media_type(content_type)
+    if mtype in _HTML_TYPES:
+        return not body.startswith(_BINARY_MAGIC)
+    if mtype in _GENERIC_TYPES:
+        return _sniff_html(body)
+    return False
+
+
+# ---------------------------------------------------------------- charset
+
+_CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
+_META_CHARSET = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+\-]+)""", re.IGNORECASE
+)
+
+
+def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, str, int]:
+    """``(codec, source, bom_length)``: which codec decodes ``body`` and why.
+
+    ``source`` is one of ``bom``, ``header``, ``meta``, ``utf-8`` (valid UTF-8 without
+    a declaration) or ``default`` (windows-1252, the web's historical default).
+    """
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "utf-8", "bom", 3
+    if body.startswith(b"\xff\xfe"):
+        return "utf-16-le", "bom", 2
+    if body.startswith(b"\xfe\xff"):
+        return "utf-16-be", "bom", 2
+    if content_type:
+        match = _CT_CHARSET.search(content_type)
+        codec = codec_for_label(match.group(1)) if match else None
+        if codec:
+            return codec, "header", 0
+    meta = _META_CHARSET.search(body, 0, 4096)
+    if meta:
+        codec = codec_for_label(meta.group(1).decode("ascii", "replace"))
+        if codec:
+            # A page that says utf-16 in ASCII-compatible bytes is not UTF-16 (WHATWG).
+            if codec.startswith("utf-16"):
+                codec = "utf-8"
+            return codec, "meta", 0
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252", "default", 0
+    return "utf-8", "utf-8", 0
+
+
+# ---------------------------------------------------------------- robots
+
+
+def parse_robots_directives(value: str | None) -> tuple[bool, bool]:
+    """``(noindex, nofollow)`` from a meta robots content or an X-Robots-Tag value.
+
+    ``none`` means both. An X-Robots-Tag line aimed at one named bot
+    (``otherbot: noindex``) is ignored; tokens are case-insensitive.
+    """
+    if not value:
+        return False, False
+    noindex = nofollow = False
+    for part in value.split(","):
+        token = part.strip().lower()
+        if ":" in token:
+            agent, _, token = token.partition(":")
+            if agent.strip() not in ("", "robots", "all", "crawlkit"):
+                continue
+            token = token.strip()
+        if token == "noindex":
+            noindex = True
+        elif token == "nofollow":
+            nofollow = True
+        elif token == "none":
+            noindex = nofollow = True
+    return noindex, nofollow
+
+
+_REFRESH = re.compile(r"""^\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$""", re.IGNORECASE | re.DOTALL)
+
+
+def refresh_target(content: str) -> str | None:
+    """The URL of a ``<meta http-equiv=refresh content="5; url=...">``, or None."""
+    match = _REFRESH.match(content)
+    if not match:
+        return None
+    target = match.group(1).strip()
+    if target[:1] in ("'", '"'):
+        quote = target[0]
+        target = target[1:].split(quote, 1)[0]
+    return target.strip() or None
+
+
+# ---------------------------------------------------------------- links
+
+
+def parse_srcset(value: str) -> list[str]:
+    """The URLs of a ``srcset`` value, in order (HTML's "parse a srcset attribute").
+
+    A candidate is a URL then optional descriptors up to a comma; a URL that ends in
+    commas loses them (``a.png,b.png`` is two candidates), and a comma inside the
+    descriptors' parentheses does not end the candidate.
+    """
+    urls: list[str] = []
+    pos, end = 0, len(value)
+    while pos < end:
+        while pos < end and (value[pos] in _ASCII_SPACE or value[pos] == ","):
+            pos += 1
+        start = pos
+        while pos < end and value[pos] not in _ASCII_SPACE:
+            pos += 1
+        url = value[start:pos]
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            depth = 0  # skip the descriptors up to the next comma outside parentheses
+            while pos < end and not (value[pos] == "," and depth == 0):
+                depth += (value[pos] == "(") - (value[pos] == ")")
+                pos += 1
+        if url:
+            urls.append(url)
+    return urls
+
+
+# A path that every rule level leaves as it is: unreserved characters and "/" only
+# (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
+_CLEAN = re.compile(r"[A-Za-z0-9\-._~/]*")
+_CLEAN_HOST = re.compile(r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*(?::[0-9]{1,5})?")
+
+
+def _clean_path(path: str) -> bool:
+    return _CLEAN.fullmatch(path) is not None and "/." not in "/" + path
+
+
+class LinkResolver:
+    """Resolves and canonicalizes hrefs, with a bounded cache of results.
+
+    Navigation links repeat on every page of a site, so results are cached under a
+    key that holds exactly what the result depends on: the href alone for an
+    absolute http(s) URL, the base's scheme and authority for ``/path`` and
+    ``//host`` references, the whole base otherwise.
+
+    Most of the rest are plain paths (``/a/b.html``, ``b.html``,
+    ``https://host/a``) made only of unreserved characters: for those the canonical
+    URL is the base's authority (or directory) plus the path, at every rule level, so
+    they are joined here without a full parse. Everything else goes through
+    :meth:`Canonicalizer.parse`; a test checks that both ways agree.
+    """
+
+    def __init__(self, canon: Canonicalizer, max_entries: int = 200_000):
+        self._canon = canon
+        self._cache: dict[tuple[str, str], ParsedURL | None] = {}
+        self._authorities: dict[str, tuple[str, str] | None] = {}
+        self._dirs: dict[str, str | None] = {}
+        self._max = max_entries
+
+    def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
+
+        ``base`` is a WHATWG serialization and ``authority`` its
+        ``scheme://userinfo@host:port`` part.
+        """
+        if href.startswith(("http://", "https://")) and "\t" not in href and "\n" not in href:
+            key = ("", href)
+        elif href.startswith("//"):
+            key = (authority.partition(":")[0], href)
+        elif href.startswith("/"):
+            key = (authority, href)
+        else:
+            key = (base, href)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        parsed = self._fast(href, base, authority)
+        if parsed is None:
+            try:
+                parsed = self._canon.parse(href, base)
+            except InvalidURL:
+                parsed = None
+        if len(self._cache) >= self._max:
+            self._cache.clear()
+            self._authorities.clear()
+            self._dirs.clear()
+        self._cache[key] = parsed
+        return parsed
+
+    def _host_site(self, authority: str) -> tuple[str, str] | None:
+        """(host, site) when ``authority`` is already in canonical form, else None."""
+        try:
+            return self._authorities[authority]
+        except KeyError:
+            pass
+        info: tuple[str, str] | None = None
+        try:
+            parsed = self._canon.parse(authority + "/")
+            if parsed.url == authority + "/":
+                info = (parsed.host, parsed.site)
+        except InvalidURL:
+            pass
+        self._authorities[authority] = info
+        return info
+
+    def _directory(self, base: str, authority: str) -> str | None:
+        """The base URL up to the last "/" of its path, if that path is clean."""
+        try:
+            return self._dirs[base]
+        except KeyError:
+            pass
+        path = base[len(authority) :].split("?", 1)[0].split("#", 1)[0]
+        found = authority + path[: path.rfind("/") + 1] if _clean_path(path) else None
+        self._dirs[base] = found
+        return found
+
+    def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
+        """The plain-path cases (see the class docstring); None means "parse it"."""
+        path = href.split("#", 1)[0] if "#" in href else href
+        # _CLEAN has no ":", so absolute URLs fail it here and are checked below.
+        if (not path or not _clean_path(path)) and not path.startswith(("http://", "https://")):
+            return None
+        if path.startswith("/"):
+            if path.startswith("//") or not base.startswith(authority + "/"):
+                return None
+            info = self._host_site(authority)
+            url = authority + path
+        elif path.startswith(("http://", "https://")):
+            slash = path.find("/", path.index("//") + 2)
+            if slash < 0:
+                return None
+            auth = path[:slash]
+            if not _CLEAN_HOST.fullmatch(auth[auth.index("//") + 2 :]) or not _clean_path(
+                path[slash:]
+            ):
+                return None
+            info = self._host_site(auth)
+            url = path
+        else:
+            directory = self._directory(base, authority)
+            if directory is None:
+                return None
+            info = self._host_site(authority)
+            url = directory + path
+        if info is None:
+            return None
+        return ParsedURL(url, info[0], info[1], fingerprint(url))
+
+
+@dataclass(slots=True)
+class Link:
+    """One outgoing link: its canonical URL, whether it is nofollow, and its element."""
+
+    url: ParsedURL
+    nofollow: bool
+    tag: str  # the element (a, img, ...), or "style" for inline CSS
+
+
+@dataclass(slots=True)
+class Page:
+    """What an HTML page says. ``capped`` names the caps the page hit (empty if none)."""
+
+    title: str | None
+    canonical: str | None
+    noindex: bool
+    nofollow: bool
+    links: list[Link]
+    raw_text: str  # the visible text as Lexbor gives it, whitespace not collapsed
+    text_bytes: int
+    simhash: int
+    charset: str
+    capped: list[str] = field(default_factory=list)
+    requisites: list[Link] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The visible text with runs of ASCII whitespace collapsed to one space."""
+        return " ".join(_ASCII_WS.split(self.raw_text)).strip(" ")
+
+
+_ASCII_WS = re.compile(r"[ \t\n\r\f\v]+")
+_WS_TABLE = bytes(1 if c in b" \t\n\r\f\v" else 0 for c in range(256))
+
+
+def collapsed_length(text: str) -> int:
+    """UTF-8 bytes of ``text`` once runs of ASCII whitespace are one space, ends trimmed.
+
+    Counted with numpy instead of building the collapsed string: on a 100 KB page
+    ``" ".join(text.split())`` alone costs more than the parse.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    if not data:
+        return 0
+    ws = np.frombuffer(data.translate(_WS_TABLE), dtype=np.bool_)
+    word = ~ws
+    letters = int(np.count_nonzero(word))
+    if letters == 0:
+        return 0
+    runs = int(word[0]) + int(np.count_nonzero(word[1:] & ws[:-1]))
+    return letters + runs - 1
+
+
+def _serialize(url: str, base: str | None) -> str | None:
+    """The WHATWG serialization of ``url`` resolved against ``base``; None if unparsable."""
+    try:
+        return ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+    except Exception:  # ada raises ValueError; odd text (lone surrogates) others
+        return None
+
+
+def _authority(href: str) -> str:
+    slash = href.find("/", href.find("://") + 3) if "://" in href else -1
+    return href[:slash] if slash > 0 else href
+
+
+class HtmlExtractor:
+    """Parses HTML bodies into :class:`Page` objects (see the module docstring).
+
+    One instance keeps a :class:`LinkResolver` cache, so reuse it across pages.
+    """
+
+    def __init__(
+        self,
+        canon: Canonicalizer,
+        *,
+        max_html_bytes: int = MAX_HTML_BYTES,
+        max_links: int = MAX_LINKS,
+    ):
+        self.canon = canon
+        self.max_html_bytes = max_html_bytes
+        self.max_links = max_links
+        self.resolver = LinkResolver(canon)
+
+    def resolve(self, href: str, base_url: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` in a document at ``base_url``, or None
+        (a stylesheet's references resolve against the stylesheet's own URL)."""
+        base = _serialize(base_url, None) or base_url
+        return self.resolver.resolve(href, base, _authority(base))
+
+    def decode(self, body: bytes, content_type: str | None) -> tuple[str | bytes, str]:
+        """The markup to hand to Lexbor and the codec used.
+
+        UTF-8 is passed as bytes (Lexbor reads UTF-8 natively and replaces invalid
+        sequences); other charsets are decoded here, with replacement characters.
+        """
+        codec, _, bom = detect_charset(body, content_type)
+        if codec == "utf-8":
+            return (body[bom:] if bom else body), codec
+        return body[bom:].decode(codec, "replace"), codec
+
+    def extract(
+        self,
+        body: bytes,
+        url: str,
+        *,
+        content_type: str | None = None,
+        x_robots_tag: str | None = None,
+    ) -> Page:
+        """Parse one page fetched from ``url`` (its final URL, after redirects)."""
+        capped: list[str] = []
+        if len(body) > self.max_html_bytes:
+            body = body[: self.max_html_bytes]
+            capped.append("html")
+        markup, codec = self.decode(body, content_type)
+        markup, guarded = guard_markup(markup)  # depth and attribute caps (htmlguard)
+        capped += guarded
+        tree = LexborHTMLParser(markup)
+        noindex, nofollow = parse_robots_directives(x_robots_tag)
+
+        # One pass over the tree for everything but the text.
+        title: str | None = None
+        base_href: str | None = None
+        raw_links: list[tuple[str, bool, str]] = []
+        reqs: list[tuple[str, str]] = []  # (href, tag) of the page's requisites
+        canonical_href: str | None = None
+        for node in tree.css(_SELECTOR):  # (no element matches two of its selectors)
+            tag = node.tag
+            attrs = node.attrs
+            if tag == "a" or tag == "area":
+                rel = attrs.get("rel")
+                nf = rel is not None and "nofollow" in rel.lower().split()
+                raw_links.append((attrs.get("href") or "", nf, tag))
+            elif tag in _SRC_ATTRS:
+                for name in _SRC_ATTRS[tag]:
+                    value = attrs.get(name)
+                    if value:
+                        reqs.append((value, tag))
+                if tag == "img" or tag == "source":
+                    srcset = attrs.get("srcset")
+                    if srcset:
+                        reqs.extend((u, tag) for u in parse_srcset(srcset))
+            elif tag == "link":
+                rels = (attrs.get("rel") or "").lower().split()
+                href = attrs.get("href") or ""
+                if _REQUISITE_RELS.intersection(rels):
+                    if href:
+                        reqs.append((href, "link"))
+                    srcset = attrs.get("imagesrcset")
+                    if srcset:
+                        reqs.extend((u, "link") for u in parse_srcset(srcset))
+                if not _LINK_RELS.intersection(rels):
+                    continue
+                if "canonical" in rels and canonical_href is None:
+                    canonical_href = href
+                raw_links.append((href, "nofollow" in rels, "link"))
+            elif tag == "style":
+                reqs.extend((ref.url, "style") for ref in css_refs(node.text(deep=True)))
+            elif tag == "input":
+                if (attrs.get("type") or "").strip().lower() == "image":
+                    reqs.append((attrs.get("src") or "", "input"))
+            elif tag == "frame" or tag == "iframe":
+                raw_links.append((attrs.get("src") or "", False, tag))
+            elif tag == "meta":
+                equiv = attrs.get("http-equiv")
+                if equiv is not None and equiv.strip().lower() == "refresh":
+                    target = refresh_target(attrs.get("content") or "")
+                    if target:
+                        raw_links.append((target, False, "meta"))
+                meta_name = attrs.get("name")
+                if meta_name is not None and meta_name.strip().lower() in ("robots", "crawlkit"):
+                    ni, nf = parse_robots_directives(attrs.get("content"))
+                    noindex = noindex or ni
+                    nofollow = nofollow or nf
+            elif tag == "base":
+                if base_href is None:
+                    base_href = (attrs.get("href") or "").strip()
+            elif tag == "title" and title is None:
+                title = " ".join(node.text().split())
+
+        raw = (body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")).lower()
+        if b"url(" in raw:
+            for node in tree.css("[style]"):
+                style = node.attrs.get("style")
+                if style:
+                    reqs.extend((ref.url, "style") for ref in css_refs(style))
+        if _BACKGROUND_ATTR.search(raw):
+            for node in tree.css("[background]"):
+                background = node.attrs.get("background")
+                if background:
+                    reqs.append((background, "background"))
+
+        base = _serialize(url, None) or url
+        if base_href:
+            base = _serialize(base_href, base) or base
+        authority = _authority(base)
+
+        canonical: str | None = None
+        if canonical_href is not None and canonical_href.strip():
+            parsed = self.resolver.resolve(canonical_href, base, authority)
+            canonical = parsed.url if parsed is not None else None
+
+        links: list[Link] = []
+        index: dict[str, int] = {}
+        resolve = self.resolver.resolve
+        for href, link_nofollow, tag in raw_links:
+            if not href or not href.strip():
+                continue
+            parsed = resolve(href, base, authority)
+            if parsed is None:
+                continue
+            seen = index.get(parsed.fp)
+            flag = nofollow or link_nofollow
+            if seen is not None:
+                if not flag:
+                    links[seen].nofollow = False
+                continue
+            if len(links) >= self.max_links:
+                capped.append("links")
+                break
+            index[parsed.fp] = len(links)
+            links.append(Link(parsed, flag, tag))
+        requisites = self._resolve_requisites(reqs, base, authority, capped)
+
+        tree.strip_tags(BOILERPLATE_TAGS)
+        body_node = tree.body
+        raw_text = body_node.text(separator=" ") if body_node is not None else ""
+        return Page(
+            title=title,
+            canonical=canonical,
+            noindex=noindex,
+            nofollow=nofollow,
+            links=links,
+            raw_text=raw_text,
+            text_bytes=collapsed_length(raw_text),
+            simhash=simhash(raw_text),
+            charset=codec,
+            capped=capped,
+            requisites=requisites,
+        )
+
+    def _resolve_requisites(
+        self, reqs: list[tuple[str, str]], base: str, authority: str, capped: list[str]
+    ) -> list[Link]:
+        """Resolved, canonical, once per URL, at most ``max_links`` (then "requisites"
+        joins ``capped``)."""
+        out: list[Link] = []
+        seen: set[str] = set()
+        resolve = self.resolver.resolve
+        for href, tag in reqs:
+            if not href or not href.strip():
+                continue
+            parsed = resolve(href, base, authority)
+            if parsed is None or parsed.fp in seen:
+                continue
+            if len(out) >= self.max_links:
+                capped.append("requisites")
+                break
+            seen.add(parsed.fp)
+            out.append(Link(parsed, False, tag))
+        return out

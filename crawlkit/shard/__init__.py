@@ -1,0 +1,1 @@
+"""Sharding: sites to slots to shards, and the mail between shards."""

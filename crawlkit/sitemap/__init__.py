@@ -1,0 +1,1 @@
+"""Sitemaps: parsing them, and finding them in a crawl's robots.txt."""

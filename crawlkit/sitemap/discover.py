@@ -1,0 +1,121 @@
+"""Sitemaps found in a crawl's own WARC files: robots.txt ``Sitemap:`` lines and
+sitemap documents, turned into URL records by the sitemap stage.
+
+One job: tell, from a response alone, whether it is a robots.txt or a sitemap, and
+give its records. ``crawlkit extract`` calls it, so ``crawlkit crawl`` (which fetches
+robots.txt into its WARC files) feeds the frontier from sitemaps without fetching
+anything on the side: every sitemap goes through the same polite, robots-checked
+fetcher as pages, and is archived.
+
+* A robots.txt is an HTTP 200 response for the path ``/robots.txt``; each ``Sitemap:``
+  line (RFC 9309 2.2.4, parsed by :mod:`crawlkit.robots`) becomes a record with
+  ``reason: "sitemap"`` and ``kind: "sitemap"``.
+* A sitemap is told by its content, as :mod:`crawlkit.sitemap.parse` tells formats apart
+  (gzip is opened first): XML whose root element is ``urlset``, ``sitemapindex``,
+  ``rss``, ``rdf:RDF`` or ``feed``, or a plain text body whose first lines are all
+  absolute http(s) URLs. Its records are the sitemap stage's (``lastmod`` and
+  ``priority`` kept, children of an index with ``kind: "sitemap"``); a sitemap lists
+  URLs of its own host only (the protocol's rule).
+
+Work is bounded by the sitemap stage's limits (50,000 URLs, 50 MiB a file); a broken
+or hostile document keeps the records before the damage and is reported.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from crawlkit.diag import Reporter
+from crawlkit.errors import InvalidURL
+from crawlkit.records import url_record
+from crawlkit.robots import RobotsTxt
+from crawlkit.sitemap.parse import SitemapError, parse_sitemap
+from crawlkit.url import Canonicalizer
+
+__all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_records"]
+
+_ROOTS = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?(urlset|sitemapindex|rss|RDF|feed)[\s>/]")
+_TEXT_URL = re.compile(rb"\s*https?://\S+\s*$")
+_SNIFF = 4096
+
+
+def is_robots_txt(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.path == "/robots.txt" and not parts.query
+
+
+def _head(body: bytes) -> bytes:
+    """The first bytes of the document, gzip opened (a little of it)."""
+    if body.startswith(b"\x1f\x8b"):
+        try:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body[:65536], _SNIFF)
+        except zlib.error:
+            return b""
+    return body[:_SNIFF]
+
+
+def looks_like_sitemap(body: bytes) -> bool:
+    """Whether ``body`` is a sitemap or feed document (see the module docstring)."""
+    head = _head(body).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"<"):
+        # the root element: the first tag that is not a declaration, comment or PI
+        for match in re.finditer(rb"<([^?!][^\s>/]*)", head):
+            return _ROOTS.match(head, match.start()) is not None
+        return False
+    lines = [line for line in head.split(b"\n")[:20] if line.strip()]
+    if len(lines) > 1 and len(head) == _SNIFF:
+        lines = lines[:-1]  # the last line may be cut
+    return bool(lines) and all(_TEXT_URL.match(line) for line in lines)
+
+
+def robots_records(
+    body: bytes, robots_url: str, canon: Canonicalizer, warn: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """URL records of the ``Sitemap:`` lines of one robots.txt."""
+    out: list[dict[str, Any]] = []
+    for raw in RobotsTxt.parse(body).sitemaps:
+        try:
+            parsed = canon.parse(raw, robots_url)
+        except InvalidURL as exc:
+            warn(f"{robots_url}: Sitemap {raw[:200]!r} skipped: {exc}")
+            continue
+        rec: dict[str, Any] = {**url_record(parsed, depth=0, reason="sitemap"),
+                               "kind": "sitemap", "via": robots_url, "from": robots_url,
+                               "nofollow": False, "tag": "robots"}  # fmt: skip
+        out.append(rec)
+    return out
+
+
+class _Warn(Reporter):
+    """A reporter that hands warnings to a function (workers pass them back)."""
+
+    def __init__(self, warn: Callable[[str], None]):
+        super().__init__()
+        self._warn = warn
+
+    def warn(self, message: str, kind: str = "warning") -> None:
+        self._warn(message)
+
+
+def sitemap_records(
+    body: bytes, sitemap_url: str, warn: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """URL records of one sitemap document (the records before any damage)."""
+    out: list[dict[str, Any]] = []
+    try:
+        for rec in parse_sitemap(body, sitemap_url, reporter=_Warn(warn), same_host=True):
+            rec.setdefault("via", sitemap_url)
+            rec["from"] = sitemap_url
+            rec["nofollow"] = False
+            rec["tag"] = "sitemap"
+            out.append(rec)
+    except SitemapError as exc:
+        warn(f"{sitemap_url}: {exc}")
+    return out

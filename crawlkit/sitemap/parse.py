@@ -1,0 +1,651 @@
+"""Sitemaps to URL records: XML urlset, sitemap index, plain text, RSS and Atom feeds.
+
+One reader handles every format; the format is decided by the content, never by the
+name: gzip (magic bytes) is decompressed first, then a document whose first
+character is ``<`` is XML and is told apart by its root element (``urlset``,
+``sitemapindex``, ``rss``, ``rdf:RDF``, ``feed``), and anything else is a plain text
+sitemap (one URL a line).
+
+Records (DESIGN.md "Records"): every URL becomes a URL record ``{"url", "host",
+"site", "fp", "depth": 0, "priority", "reason": "sitemap"}`` with ``lastmod`` (ISO
+8601 in UTC, ``2024-05-01T12:00:00Z``) and ``changefreq`` when the document gives
+them, and ``via`` (the sitemap's own URL) when it is known. ``priority`` is the
+sitemap's ``<priority>`` (0.0-1.0) or the default (0.5, the protocol's default).
+A child of a sitemap index is the same record with ``"kind": "sitemap"``, so a
+pipeline can fetch it and skip children whose ``lastmod`` has not changed.
+``lastmod`` comes from ``<lastmod>``, else Google News ``<news:publication_date>``;
+in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
+``<published>``. Feed entries take RSS ``<link>`` (else a permalink ``<guid>``) or
+Atom ``<link rel="alternate">``; relative feed links resolve against ``base``.
+Sitemaps must list absolute URLs; with ``same_host`` URLs of other hosts are
+skipped and reported (the protocol's rule, unless robots.txt vouches for them).
+
+Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MiB uncompressed per
+file. Records up to the limit are emitted; what lies beyond is counted and reported
+once, never silently dropped. Invalid URLs (not http(s), unparsable) are reported
+with their line number and skipped. Bad ``lastmod``, ``changefreq`` or ``priority``
+values are reported and left out (priority falls back to the default).
+
+Streaming: the input is read in 64 KiB chunks through expat, a push parser, and
+records are handed on after each chunk; memory does not grow with the file.
+
+Hostile XML is refused with :class:`SitemapError` before it can do harm: any entity
+declaration (entity expansion such as "billion laughs", external entities reaching
+for files or URLs), and nesting deeper than 64 elements. External DTDs are never
+loaded. Records emitted before the refusal or a syntax error are kept (they were
+well-formed), and the error says where the document broke.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gzip
+import io
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, BinaryIO
+from xml.parsers import expat
+
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InputError, InvalidURL, UsageError
+from crawlkit.records import url_record
+from crawlkit.times import parse_time
+from crawlkit.url import Canonicalizer
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "MAX_SITEMAP_BYTES",
+    "MAX_SITEMAP_URLS",
+    "SitemapError",
+    "SitemapReader",
+    "SitemapStats",
+    "normalize_lastmod",
+    "parse_sitemap",
+]
+
+MAX_SITEMAP_URLS = 50_000
+MAX_SITEMAP_BYTES = 50 * 1024 * 1024
+DEFAULT_PRIORITY = 0.5
+MAX_DEPTH = 64  # real sitemaps and feeds nest fewer than 10 levels
+MAX_TEXT = 64 * 1024  # longest field text or text line kept (URLs are capped far lower)
+_CHUNK = 64 * 1024
+
+_CHANGEFREQ = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
+_RSS1_NS = "http://purl.org/rss/1.0/"
+_DC_NS = "http://purl.org/dc/elements/1.1/"
+_NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
+_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
+_EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
+_ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
+_SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
+
+
+class SitemapError(InputError):
+    """A sitemap that cannot be read on: malformed or hostile XML, corrupt gzip."""
+
+
+@dataclass
+class SitemapStats:
+    """What one document gave: counts for the summary line."""
+
+    format: str = "unknown"  # urlset, sitemapindex, rss, rdf, atom, text, empty
+    urls: int = 0  # URL records emitted
+    sitemaps: int = 0  # sitemap-index children emitted
+    invalid: int = 0  # entries skipped for a bad or missing URL
+    over_limit: int = 0  # entries beyond max_urls (counted, not emitted)
+    foreign: int = 0  # skipped for naming another host (same_host only)
+    bytes: int = 0  # uncompressed bytes read
+    truncated: bool = False  # stopped at max_bytes
+
+
+# --------------------------------------------------------------------------------------
+# Dates
+
+_W3C = re.compile(
+    r"(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+    r"\s*(Z|z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?)?)?)?"
+)
+
+
+def normalize_lastmod(text: str) -> str | None:
+    """A W3C datetime (any precision, with or without zone) or an RFC 822 date
+    (RSS ``pubDate``) as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC; None if it is neither.
+
+    A date without a time is midnight UTC; a time without a zone is taken as UTC.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    m = _W3C.fullmatch(text)
+    try:
+        if m is not None:
+            year, month, day, hh, mm, ss, _frac, zone = m.groups()
+            tz: timezone = UTC
+            if zone and zone[0] in "+-":
+                digits = zone[1:].replace(":", "")
+                minutes = int(digits[:2]) * 60 + int(digits[2:4] or 0)
+                if minutes >= 24 * 60:
+                    return None
+                tz = timezone(timedelta(minutes=minutes if zone[0] == "+" else -minutes))
+            when = datetime(
+                int(year), int(month or 1), int(day or 1),
+                int(hh or 0), int(mm or 0), int(ss or 0), tzinfo=tz,
+            )  # fmt: skip
+        else:
+            when = parsedate_to_datetime(text)
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+        if parse_time(when.timestamp()) is None:  # before 1970: no stage could use it
+            return None
+        return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# XML formats: which element is a record and which children are its fields
+
+_FORMATS = {
+    # root local name -> (format, record local name)
+    "urlset": ("urlset", "url"),
+    "sitemapindex": ("sitemapindex", "sitemap"),
+    "rss": ("rss", "item"),
+    "RDF": ("rdf", "item"),
+    "feed": ("atom", "entry"),
+}
+# format -> {field local name: record key}
+_FIELDS = {
+    "urlset": {"loc": "loc", "lastmod": "lastmod", "changefreq": "changefreq",
+               "priority": "priority"},
+    "sitemapindex": {"loc": "loc", "lastmod": "lastmod"},
+    "rss": {"link": "loc", "guid": "guid", "pubDate": "lastmod"},
+    "rdf": {"link": "loc"},
+    "atom": {"updated": "lastmod", "published": "published"},
+}  # fmt: skip
+
+
+def _split(name: str) -> tuple[str, str]:
+    ns, _, local = name.rpartition(_SEP)
+    return ns, local
+
+
+class _Hostile(Exception):
+    """Raised inside expat callbacks; turned into a SitemapError with a position."""
+
+
+class _XMLHandler:
+    """expat callbacks that turn one XML document into pending entries."""
+
+    def __init__(
+        self,
+        parser: Any,
+        on_entry: Callable[[dict[str, str], int], None],
+        stats: SitemapStats,
+    ):
+        self.parser = parser
+        self.stats = stats
+        self.on_entry = on_entry
+        self.depth = 0
+        self.format: str | None = None
+        self.root_ns = ""
+        self.record_name = ""
+        self.fields: dict[str, str] = {}
+        self.record_depth = 0  # depth of the open record element, 0 if none
+        self.line = 0  # line of the record's URL (or of the record) for reports
+        self.entry: dict[str, str] = {}
+        self.field: str | None = None  # key of the field whose text is being collected
+        self.field_depth = 0  # depth of that field's element
+        self.text: list[str] = []
+        self.text_len = 0
+
+    # ---- refusals
+
+    def refuse_entity(self, *args: Any) -> None:
+        raise _Hostile("entity declarations are refused (entity expansion or external entities)")
+
+    def refuse_external(self, *args: Any) -> int:
+        raise _Hostile("external entities are refused")
+
+    # ---- structure
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Hostile(f"elements nested deeper than {MAX_DEPTH} levels are refused")
+        ns, local = _split(name)
+        if self.format is None:
+            known = _FORMATS.get(local)
+            if known is None:
+                raise SitemapError(f"not a sitemap or feed: the root element is <{local}>")
+            self.format, self.record_name = known
+            self.stats.format = self.format
+            self.fields = _FIELDS[self.format]
+            self.root_ns = ns
+            return
+        if self.record_depth == 0:
+            if local == self.record_name and self._record_ns_ok(ns):
+                self.record_depth = self.depth
+                self.entry = {}
+                self.line = self.parser.CurrentLineNumber
+            return
+        if local == "publication_date" and ns == _NEWS_NS and self.field is None:
+            # Google News sitemaps date their URLs inside <news:news>, not <lastmod>.
+            self._collect("published")
+            return
+        if self.depth != self.record_depth + 1 or not self._field_ns_ok(ns, local):
+            return
+        if self.format == "atom" and local == "link":
+            rel = attrs.get("rel", "alternate")
+            href = attrs.get("href", "").strip()
+            if rel == "alternate" and href and "loc" not in self.entry:
+                self.entry["loc"] = href
+                self.line = self.parser.CurrentLineNumber
+            return
+        permalink = attrs.get("isPermaLink", "true").strip().lower() != "false"
+        if self.format == "rss" and local == "guid" and not permalink:
+            return
+        key = self.fields.get(local)
+        if key is None and local == "date" and ns == _DC_NS:
+            key = "lastmod"
+        if key == "loc" and "loc" not in self.entry:
+            self.line = self.parser.CurrentLineNumber
+        if key is not None:
+            self._collect(key)
+
+    def _collect(self, key: str) -> None:
+        """Gather the text of the element just opened as the entry's ``key``."""
+        self.field = key
+        self.field_depth = self.depth
+        self.text = []
+        self.text_len = 0
+
+    def _record_ns_ok(self, ns: str) -> bool:
+        if self.format in ("rss", "rdf"):
+            return ns in ("", _RSS1_NS)
+        return ns == self.root_ns
+
+    def _field_ns_ok(self, ns: str, local: str) -> bool:
+        if ns == _DC_NS:
+            return local == "date"
+        if self.format == "rdf":
+            return ns in ("", _RSS1_NS)
+        if self.format == "rss":
+            return ns == ""
+        return ns == self.root_ns
+
+    def chars(self, data: str) -> None:
+        if self.field is not None and self.text_len <= MAX_TEXT:
+            self.text.append(data)
+            self.text_len += len(data)
+
+    def end(self, name: str) -> None:
+        if self.field is not None and self.depth == self.field_depth:
+            # Text past MAX_TEXT was not kept; what was is still longer than MAX_TEXT, so
+            # an overlong URL is reported as such.
+            self.entry.setdefault(self.field, "".join(self.text).strip())
+            self.field = None
+        elif self.record_depth and self.depth == self.record_depth:
+            self.record_depth = 0
+            self.on_entry(self.entry, self.line)
+            self.entry = {}
+        self.depth -= 1
+
+
+# --------------------------------------------------------------------------------------
+# The reader
+
+
+class SitemapReader:
+    """Reads one sitemap document (any format) into records; see the module docstring.
+
+    ``read`` is a generator; after it finishes, ``stats`` holds the counts. It raises
+    :class:`SitemapError` for malformed or hostile XML or corrupt gzip, after yielding
+    every record that came before the damage. Limits and invalid entries are reported
+    through ``reporter`` and do not raise.
+    """
+
+    def __init__(
+        self,
+        *,
+        base: str | None = None,
+        source: str = "<sitemap>",
+        reporter: Reporter | None = None,
+        canonicalizer: Canonicalizer | None = None,
+        max_urls: int = MAX_SITEMAP_URLS,
+        max_bytes: int = MAX_SITEMAP_BYTES,
+        default_priority: float = DEFAULT_PRIORITY,
+        same_host: bool = False,
+    ):
+        self.base = base
+        self.source = source
+        self.reporter = reporter if reporter is not None else NullReporter()
+        self.canon = canonicalizer if canonicalizer is not None else Canonicalizer()
+        # The protocol: a sitemap lists URLs of its own host only (a robots.txt may
+        # vouch for others; a caller that knows so leaves this off).
+        self.same_host: str | None = None
+        if same_host:
+            if base is None:
+                raise UsageError("checking hosts needs the sitemap's own URL (base)")
+            self.same_host = self.canon.parse(base).host
+        self.max_urls = max_urls
+        self.max_bytes = max_bytes
+        self.default_priority = default_priority
+        self.stats = SitemapStats()
+        self._pending: list[dict[str, Any]] = []
+
+    # ---- input
+
+    def _chunks(self, stream: BinaryIO) -> Iterator[bytes]:
+        """Uncompressed chunks, gzip undone, stopped at ``max_bytes``."""
+        head = stream.read(_CHUNK)
+        if head.startswith(b"\x1f\x8b"):
+            stream = gzip.GzipFile(fileobj=_Prefixed(head, stream), mode="rb")  # type: ignore[assignment]
+            head = b""
+        try:
+            chunk = head or stream.read(_CHUNK)
+            while chunk:
+                room = self.max_bytes - self.stats.bytes
+                if len(chunk) > room:
+                    if room > 0:
+                        self.stats.bytes += room
+                        yield chunk[:room]
+                    self.stats.truncated = True
+                    return
+                self.stats.bytes += len(chunk)
+                yield chunk
+                chunk = stream.read(_CHUNK)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise SitemapError(
+                f"corrupt or truncated gzip data ({exc})", source=self.source
+            ) from exc
+
+    def read(self, stream: BinaryIO) -> Iterator[dict[str, Any]]:
+        """Yield the records of the document in ``stream`` (see the class docstring)."""
+        chunks = self._chunks(stream)
+        first = b""
+        for chunk in chunks:
+            first += chunk
+            if first.lstrip(b"\xef\xbb\xbf \t\r\n"):
+                break
+        body = first.lstrip(b"\xef\xbb\xbf \t\r\n")
+        if not body:
+            self.stats.format = "empty"
+            self.reporter.warn(f"{self.source}: empty sitemap", kind="empty sitemap")
+        elif body.startswith((b"<", b"\xff\xfe", b"\xfe\xff")):
+            yield from self._read_xml(first, chunks)
+        else:
+            self.stats.format = "text"
+            yield from self._read_text(first, chunks)
+        self._report_limits()
+
+    def _report_limits(self) -> None:
+        s = self.stats
+        if s.truncated:
+            self.reporter.warn(
+                f"{self.source}: larger than {self.max_bytes:,} bytes uncompressed (the "
+                f"sitemap protocol limit); stopped there after {s.urls + s.sitemaps:,} "
+                "records",
+                kind="limit",
+            )
+        if s.over_limit:
+            self.reporter.warn(
+                f"{self.source}: {s.over_limit:,} URLs beyond the first {self.max_urls:,} "
+                "(the sitemap protocol limit) were ignored",
+                kind="limit",
+            )
+
+    # ---- XML
+
+    def _read_xml(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+        declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
+        encoding = declared.group(1).decode("ascii").lower() if declared else None
+        if encoding is not None and encoding not in _EXPAT_ENCODINGS:
+            # expat knows four encodings; Python decodes the rest (windows-1252, shift_jis,
+            # ...) to UTF-8 on the way in, chunk by chunk.
+            try:
+                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            except LookupError as exc:
+                raise SitemapError(f"unknown encoding {encoding!r}", source=self.source) from exc
+            first = decoder.decode(first).encode("utf-8")
+            chunks = _transcode(chunks, decoder)
+            parser = expat.ParserCreate("UTF-8", namespace_separator=_SEP)
+        else:
+            parser = expat.ParserCreate(namespace_separator=_SEP)
+        handler = _XMLHandler(parser, self._entry, self.stats)
+        parser.buffer_text = True
+        parser.buffer_size = _CHUNK
+        # Refuse what hostile documents need; an external DTD is never fetched.
+        parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+        parser.EntityDeclHandler = handler.refuse_entity
+        parser.UnparsedEntityDeclHandler = handler.refuse_entity
+        parser.ExternalEntityRefHandler = handler.refuse_external
+        parser.StartElementHandler = handler.start
+        parser.EndElementHandler = handler.end
+        parser.CharacterDataHandler = handler.chars
+        data: bytes | None = first
+        try:
+            while data is not None:
+                parser.Parse(data, False)
+                yield from self._drain()
+                data = next(chunks, None)
+            if not self.stats.truncated:
+                parser.Parse(b"", True)
+        except expat.ExpatError as exc:
+            yield from self._drain()
+            raise SitemapError(
+                f"malformed XML at line {exc.lineno}, column {exc.offset}: "
+                f"{expat.ErrorString(exc.code)}",
+                source=self.source,
+            ) from exc
+        except _Hostile as exc:
+            yield from self._drain()
+            raise SitemapError(
+                f"hostile XML refused at line {parser.CurrentLineNumber}: {exc}",
+                source=self.source,
+            ) from exc
+        except SitemapError as exc:
+            if exc.source is None:
+                raise SitemapError(str(exc), source=self.source) from exc
+            raise
+        yield from self._drain()
+
+    def _drain(self) -> Iterator[dict[str, Any]]:
+        pending, self._pending = self._pending, []
+        yield from pending
+
+    def _entry(self, entry: dict[str, str], line: int) -> None:
+        """Turn one <url>/<sitemap>/<item>/<entry> into a pending record, or report it."""
+        loc = entry.get("loc") or ""
+        guid = entry.get("guid") or ""
+        if not loc and guid.startswith(("http://", "https://")):
+            loc = guid  # an RSS item without <link> but with a permalink <guid>
+        if not loc:
+            self.stats.invalid += 1
+            self.reporter.bad_record(self.source, line, "entry without a URL skipped")
+            return
+        kind = "sitemap" if self.stats.format == "sitemapindex" else None
+        lastmod = entry.get("lastmod") or entry.get("published")
+        self._add(loc, line, kind, lastmod, entry.get("changefreq"), entry.get("priority"))
+
+    def _add(
+        self,
+        loc: str,
+        line: int,
+        kind: str | None = None,
+        lastmod: str | None = None,
+        changefreq: str | None = None,
+        priority: str | None = None,
+    ) -> None:
+        stats = self.stats
+        if stats.urls + stats.sitemaps >= self.max_urls:
+            stats.over_limit += 1
+            return
+        try:
+            if len(loc) > MAX_TEXT:
+                raise InvalidURL("URL longer than 64 KiB")
+            # The protocol wants absolute URLs in sitemaps; feeds may be relative.
+            if stats.format not in ("rss", "rdf", "atom") and not _ABSOLUTE.match(loc):
+                raise InvalidURL(f"relative URL {loc[:200]!r} (a sitemap needs absolute URLs)")
+            parsed = self.canon.parse(loc, self.base)
+        except InvalidURL as exc:
+            stats.invalid += 1
+            self.reporter.bad_record(self.source, line, f"invalid URL skipped: {exc}")
+            return
+        if self.same_host is not None and parsed.host != self.same_host:
+            stats.foreign += 1
+            self.reporter.bad_record(
+                self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
+            )
+            return
+        record = url_record(
+            parsed, depth=0, priority=self._priority(priority, line), reason="sitemap"
+        )
+        if kind is not None:
+            record["kind"] = kind
+        if lastmod is not None:
+            when = normalize_lastmod(lastmod)
+            if when is None:
+                self.reporter.warn(
+                    f"{self.source}:{line}: unreadable lastmod {lastmod[:80]!r} left out",
+                    kind="bad field",
+                )
+            else:
+                record["lastmod"] = when
+        if changefreq is not None:
+            freq = changefreq.strip().lower()
+            if freq in _CHANGEFREQ:
+                record["changefreq"] = freq
+            else:
+                self.reporter.warn(
+                    f"{self.source}:{line}: unknown changefreq {changefreq[:80]!r} left out",
+                    kind="bad field",
+                )
+        if self.base is not None:
+            record["via"] = self.base
+        if kind == "sitemap":
+            stats.sitemaps += 1
+        else:
+            stats.urls += 1
+        self._pending.append(dict(record))
+
+    def _priority(self, text: str | None, line: int) -> float:
+        if text is None:
+            return self.default_priority
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= 1.0:  # also NaN
+            self.reporter.warn(
+                f"{self.source}:{line}: priority {text[:80]!r} is not 0.0-1.0; default used",
+                kind="bad field",
+            )
+            return self.default_priority
+        return value
+
+    # ---- plain text
+
+    def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+        """One URL a line (UTF-8); blank lines skipped; overlong lines reported."""
+        buf = first.removeprefix(b"\xef\xbb\xbf")
+        lineno = 0  # lines completed so far
+        skipping = False  # inside an overlong line
+        while True:
+            lines = buf.split(b"\n")
+            buf = lines.pop()  # the unfinished last line
+            for i, line in enumerate(lines):
+                if skipping:
+                    skipping = False  # this piece ends the overlong line
+                elif line and not line.isspace():
+                    self._text_line(line, lineno + i + 1)
+            lineno += len(lines)
+            if len(buf) > MAX_TEXT:
+                if not skipping:
+                    self.stats.invalid += 1
+                    self.reporter.bad_record(
+                        self.source, lineno + 1, "line longer than 64 KiB skipped"
+                    )
+                skipping = True
+                buf = b""
+            yield from self._drain()
+            chunk = next(chunks, None)
+            if chunk is None:
+                break
+            buf += chunk
+        if buf and not skipping and not self.stats.truncated and not buf.isspace():
+            self._text_line(buf, lineno + 1)
+        yield from self._drain()
+
+    def _text_line(self, raw: bytes, lineno: int) -> None:
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            self.stats.invalid += 1
+            self.reporter.bad_record(self.source, lineno, "invalid UTF-8 skipped")
+            return
+        if text:
+            self._add(text, lineno)
+
+
+def _transcode(chunks: Iterator[bytes], decoder: codecs.IncrementalDecoder) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield decoder.decode(chunk).encode("utf-8")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with some already-read bytes put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+
+def parse_sitemap(
+    data: bytes,
+    base: str | None = None,
+    *,
+    reporter: Reporter | None = None,
+    max_urls: int = MAX_SITEMAP_URLS,
+    max_bytes: int = MAX_SITEMAP_BYTES,
+    default_priority: float = DEFAULT_PRIORITY,
+    same_host: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """The records of one sitemap document given as bytes (gzip or not).
+
+    ``base`` is the sitemap's own URL: it becomes ``via``, and relative links in feeds
+    resolve against it (a sitemap's ``<loc>`` and text lines must be absolute).
+    Raises :class:`SitemapError` as :meth:`SitemapReader.read` does.
+    """
+    reader = SitemapReader(
+        base=base,
+        source=base or "<sitemap>",
+        reporter=reporter,
+        max_urls=max_urls,
+        max_bytes=max_bytes,
+        default_priority=default_priority,
+        same_host=same_host,
+    )
+    with contextlib.closing(io.BytesIO(data)) as stream:
+        yield from reader.read(stream)

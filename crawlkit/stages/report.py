@@ -1,0 +1,96 @@
+"""``crawlkit report``: the report of a crawl, built from its state directory.
+
+Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, dedup
+records, refusals) and the counters of the frontier and the seen set, and folds them
+with :func:`crawlkit.report.build_report`; the ``collection`` section (seeds,
+settings, MIME types, problems with examples, requisites, WARC files with SHA-256, the
+politeness audit of the fetch log) comes from :mod:`crawlkit.stages.report_collection`. Reads only;
+takes no lock, so it can run beside a crawl in progress.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.io import Record
+from crawlkit.report import build_report
+from crawlkit.seen import SeenStore
+from crawlkit.stages.frontier import frontier_stats
+from crawlkit.stages.report_collection import collection_section
+from crawlkit.stages.seen_merge import store_stats
+
+__all__ = ["crawl_report"]
+
+
+def _records(paths: list[Path], reporter: Reporter) -> Iterator[Record]:
+    for path in paths:
+        yield from io.read_records([path], reporter)
+
+
+def crawl_report(
+    state_path: str | os.PathLike[str],
+    *,
+    extra: dict[str, Any] | None = None,
+    reporter: Reporter | None = None,
+) -> dict[str, Any]:
+    """The report dict of the crawl in ``state_path`` (see :func:`build_report`)."""
+    reporter = reporter or NullReporter()
+    state = Path(state_path)
+    cycles = sorted((state / "crawl" / "cycles").glob("[0-9]*"))
+    fetch_logs = [c / "fetch.ndjson" for c in cycles if (c / "fetch.ndjson").exists()]
+    dedups = [c / "dedup.ndjson.zst" for c in cycles if (c / "dedup.ndjson.zst").exists()]
+    refused = sorted(p for c in cycles for p in c.glob("*refused.ndjson.zst"))
+    refused += sorted((state / "crawl").glob("*refused.ndjson.zst"))
+    counters: dict[str, Any] = {"cycles": len(cycles)}
+    totals = state / "crawl" / "totals.json"
+    if totals.exists():
+        data = io.read_json(totals)
+        counters["runs"] = data.get("runs")
+        counters["refetched_after_crashes"] = data.get("refetched")
+        seen = data.get("seen") or {}
+        negatives = int(seen.get("checked", 0)) - int(seen.get("confirmed_seen", 0))
+        if negatives > 0:
+            counters["bloom_fp_rate"] = int(seen.get("false_positives", 0)) / negatives
+    seen = _seen_counters(state)
+    counters.update(seen)
+    frontier = _frontier_counters(state)
+    counters.update(frontier)
+    counters.update(extra or {})
+    report = build_report(
+        _records(fetch_logs, reporter),
+        dedups=_records(dedups, reporter),
+        refusals=_records(refused, reporter),
+        counters=counters,
+    )
+    report["collection"] = collection_section(
+        state,
+        _records(fetch_logs, reporter),
+        _records(refused, reporter),
+        fetch_logs=[str(p) for p in fetch_logs],
+        reporter=reporter,
+    )
+    return report
+
+
+def _seen_counters(state: Path) -> dict[str, Any]:
+    if not (state / "seen").exists():
+        return {}
+    with SeenStore.open(state, writable=False) as store:
+        stats = store_stats(store)
+    out = {"seen_urls": stats.get("stored")}
+    for key in ("fp_rate", "filter_fill", "expected_fp_rate"):
+        if key in stats:
+            out[key] = stats[key]
+    return out
+
+
+def _frontier_counters(state: Path) -> dict[str, Any]:
+    if not (state / "frontier").exists():
+        return {}
+    stats = frontier_stats(state)
+    return {"frontier_queued": stats.get("queued"), "frontier_parked": stats.get("parked")}

@@ -1,0 +1,204 @@
+"""The archivist's part of a crawl report: what the collection holds and how it was made.
+
+:func:`record_settings` is called by ``crawlkit crawl`` at the start of every run: it
+keeps the seeds and the effective settings in ``STATE/crawl/settings.json``.
+:func:`collection_section` reads them back with the fetch logs, the refusals and the
+WARC directory, and returns the ``collection`` section of ``crawlkit report``:
+
+* ``seeds`` (every run's, in order, once each) and ``settings`` (the last run's
+  effective options, every default spelled out) and ``runs``; ``robots_ignored_for``,
+  the hosts whose robots.txt rules the operator set aside (``--ignore-robots-for``);
+* ``mime_types``: fetched responses by media type, with counts and bytes;
+* ``statuses`` and ``problems`` (fetch outcomes other than fetched, not-modified and
+  redirect, by outcome and error; refusals by reason), each with up to
+  ``examples`` URLs;
+* ``requisites``: how many page requisites were fetched, and those missing (an
+  error status, a failed fetch, robots.txt, a refusal), with why;
+* ``warc_files``: name, bytes and SHA-256 of each WARC file (hashes are kept in
+  ``WARC_DIR/indexes/NAME.sha256`` once computed: WARC files do not change once
+  closed), and the CDXJ index beside them;
+* ``audit``: the politeness audit (:mod:`crawlkit.stages.audit`) of the crawl's own fetch
+  log, with the run's minimum gap: the proof, carried with the collection, that it
+  was gathered politely.
+
+Reads only; takes no lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.html.page import media_type
+from crawlkit.records import refusal_reason
+from crawlkit.stages.audit import AuditConfig, run_audit
+
+__all__ = ["collection_section", "record_settings", "settings_of"]
+
+Record = dict[str, Any]
+_OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-safe data (dataclasses, paths, tuples and sets unfolded)."""
+    if hasattr(value, "to_json") and not isinstance(value, type):
+        return _plain(value.to_json())  # objects that know what may be shown (no secrets)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_plain(v) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def record_settings(state_path: str | os.PathLike[str], seeds: list[str], options: Any) -> None:
+    """Add this run's seeds and effective options to ``STATE/crawl/settings.json``."""
+    path = Path(state_path) / "crawl" / "settings.json"
+    data: dict[str, Any] = io.read_json(path) if path.exists() else {}
+    known = list(data.get("seeds", []))
+    known += [s for s in (x.strip() for x in seeds) if s and s not in known]
+    data["seeds"] = known
+    data["runs"] = int(data.get("runs", 0)) + 1
+    data["settings"] = _plain(options)
+    warc_dir = getattr(options, "warc_dir", None) or Path(state_path) / "warc"
+    data["warc_dir"] = str(Path(warc_dir).resolve())
+    data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    io.atomic_write_json(path, data)
+
+
+def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(state_path) / "crawl" / "settings.json"
+    return io.read_json(path) if path.exists() else {}
+
+
+def _sha256(warc: Path, cache_dir: Path) -> str:
+    cache = cache_dir / f"{warc.name}.sha256"
+    stat = warc.stat()
+    if cache.exists():
+        size, _, digest = cache.read_text().strip().partition(" ")
+        if size == str(stat.st_size):
+            return digest
+    h = hashlib.sha256()
+    with open(warc, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    digest = h.hexdigest()
+    if cache_dir.is_dir():
+        io.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
+    return digest
+
+
+def _examples(store: dict[str, dict[str, Any]], key: str, url: Any, limit: int) -> None:
+    entry = store.setdefault(key, {"count": 0, "examples": []})
+    entry["count"] += 1
+    if len(entry["examples"]) < limit and isinstance(url, str):
+        entry["examples"].append(url)
+
+
+def _is_requisite(rec: Record) -> bool:
+    hops = rec.get("requisite_hops")
+    return rec.get("reason") == "requisite" or (isinstance(hops, int) and hops > 0)
+
+
+def collection_section(
+    state_path: str | os.PathLike[str],
+    fetches: Iterable[Record],
+    refusals: Iterable[Record],
+    *,
+    fetch_logs: list[str] | None = None,
+    examples: int = 3,
+    reporter: Reporter | None = None,
+) -> dict[str, Any]:
+    """The ``collection`` section (see the module docstring)."""
+    reporter = reporter or NullReporter()
+    state = Path(state_path)
+    saved = settings_of(state)
+    settings = saved.get("settings", {})
+    mimes: Counter[str] = Counter()
+    mime_bytes: Counter[str] = Counter()
+    statuses: dict[str, dict[str, Any]] = {}
+    problems: dict[str, dict[str, Any]] = {}
+    last_requisite: dict[str, Record] = {}
+    for rec in fetches:
+        url = rec.get("url")
+        outcome = str(rec.get("outcome") or "unknown")
+        if rec.get("status") is not None:
+            _examples(statuses, str(rec["status"]), url, examples)
+        if outcome == "fetched":
+            kind = media_type(rec.get("content_type")) or "(none)"
+            mimes[kind] += 1
+            mime_bytes[kind] += int(rec.get("bytes") or 0)
+        elif outcome not in _OK_OUTCOMES:
+            error = str(rec.get("error") or rec.get("reason_detail") or "").split("\n")[0][:120]
+            _examples(problems, f"{outcome}: {error}" if error else outcome, url, examples)
+        if _is_requisite(rec) and isinstance(url, str):
+            last_requisite[url] = rec
+    missing: list[dict[str, Any]] = []
+    fetched_requisites = 0
+    for url, rec in last_requisite.items():
+        status = rec.get("status")
+        if rec.get("outcome") in _OK_OUTCOMES and not (isinstance(status, int) and status >= 400):
+            fetched_requisites += rec.get("outcome") != "redirect"
+        elif rec.get("outcome") != "deferred":
+            why = rec.get("error") or (f"HTTP {status}" if status else rec.get("outcome"))
+            missing.append({"url": url, "why": str(why), "from": rec.get("via")})
+    for rec in refusals:
+        reason = refusal_reason(rec)
+        _examples(problems, f"refused: {reason}", rec.get("url"), examples)
+        if _is_requisite(rec):
+            detail = rec.get("detail")
+            why = f"refused: {reason}" + (f" ({detail})" if detail else "")
+            missing.append({"url": rec.get("url"), "why": why, "from": rec.get("from")})
+    warc_dir = Path(saved.get("warc_dir") or state / "warc")
+    index_dir = warc_dir / "indexes"
+    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
+    warc_files = [{"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)}
+                  for p in warcs]  # fmt: skip
+    min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)
+    audit: dict[str, Any] | None = None
+    if fetch_logs:
+        full = run_audit(fetch_logs=fetch_logs, config=AuditConfig(min_gap=float(min_gap)),
+                         reporter=reporter)  # fmt: skip
+        audit = {
+            "ok": full["ok"],
+            "requests": full["requests"],
+            "min_gap_s": min_gap,
+            "violations": full["violations"],
+            "warnings": [{k: w[k] for k in ("check", "host", "count")} for w in full["warnings"]],
+        }
+    index = warc_dir / "index.cdxj"
+    return {
+        "seeds": saved.get("seeds", []),
+        "runs": saved.get("runs", 0),
+        "settings": settings,
+        "robots_ignored_for": list((settings.get("fetch") or {}).get("ignore_robots_for") or []),
+        "mime_types": [
+            {"type": k, "count": n, "bytes": mime_bytes[k]} for k, n in mimes.most_common()
+        ],
+        "statuses": dict(sorted(statuses.items())),
+        "problems": dict(sorted(problems.items(), key=lambda kv: -kv[1]["count"])),
+        "requisites": {
+            "fetched": fetched_requisites,
+            "missing": len(missing),
+            "missing_examples": missing[: max(examples, 20)],
+        },
+        "warc_dir": str(warc_dir),
+        "warc_files": warc_files,
+        "warc_bytes": sum(w["bytes"] for w in warc_files),
+        "index": str(index) if index.exists() else None,
+        "audit": audit,
+    }

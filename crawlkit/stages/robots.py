@@ -1,0 +1,73 @@
+"""``crawlkit robots check``: URLs against a robots.txt, one verdict a line.
+
+The parser and matcher are :mod:`crawlkit.robots`; this stage is the record-level
+loop around them (``robots parse`` only shows a parse, so it has no stage function).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from crawlkit import io
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.robots import MAX_ROBOTS_BYTES, RobotsTxt
+
+__all__ = ["check_lines", "read_robots"]
+
+
+def read_robots(path: str) -> bytes:
+    """The first 512 KiB (plus one byte, so a cut line is noticed) of a robots.txt."""
+    with contextlib.closing(io.open_input(path)) as stream:
+        return stream.read(MAX_ROBOTS_BYTES + 1)
+
+
+def check_lines(
+    robots: RobotsTxt,
+    agent: str,
+    lines: Iterable[tuple[str, int, Any]],
+    reporter: Reporter | None = None,
+) -> Iterator[dict[str, Any]]:
+    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
+
+    ``lines`` are ``(source, line_number, text)`` as from
+    :func:`crawlkit.io.read_text_lines` (``aligned=True``). A line is a URL, or a JSON object with a
+    ``"url"`` (a URL record from another stage): then the output is that record with
+    ``"allowed"`` and ``"rule"`` added, every other field passed through. A line that
+    is neither (not UTF-8, over the line cap, a broken object, an object without a
+    string ``url``) gives
+    ``{"url": null, "allowed": false, "rule": null, "error": ...}`` and is reported, so
+    every input line is answered (DESIGN.md invariant 1). Streams; constant memory.
+    """
+    reporter = reporter if reporter is not None else NullReporter()
+    for source, lineno, text in lines:
+        record: dict[str, Any] | None = None
+        error = None
+        if not isinstance(text, str):  # None or an io.LineError: reported by the reader
+            error = getattr(text, "reason", "invalid UTF-8")
+        url = text.strip() if isinstance(text, str) else ""
+        if url.startswith("{"):
+            try:
+                record = orjson.loads(url)
+            except orjson.JSONDecodeError:
+                record = None
+            if isinstance(record, dict) and isinstance(record.get("url"), str):
+                url = record["url"]
+            else:
+                record, error = None, 'not a JSON object with a "url"'
+                reporter.bad_record(source, lineno, error)
+        if error is not None:
+            yield {"url": None, "allowed": False, "rule": None, "error": error}
+            continue
+        if not url:
+            continue
+        verdict = robots.check(agent, url)
+        if record is None:
+            yield {"url": url, "allowed": verdict.allowed, "rule": verdict.rule}
+        else:
+            record["allowed"] = verdict.allowed
+            record["rule"] = verdict.rule
+            yield record

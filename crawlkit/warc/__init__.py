@@ -1,0 +1,1 @@
+"""WARC files: reading, writing, salvage after a crash, CDXJ indexes."""

@@ -1,0 +1,152 @@
+"""CDXJ indexes of WARC files, in the format pywb and cdxj-indexer write.
+
+One job: one index line per capture, sorted, so replay tools (pywb, ReplayWeb.page, a
+WACZ reader) find a URL's records by binary search::
+
+    com,example)/about 20261130120000 {"url": "http://example.com/about", "mime":
+    "text/html", "status": "200", "digest": "sha1:...", "length": "1523", "offset":
+    "2210", "filename": "crawl.warc.gz"}
+
+(one line). The key is :func:`crawlkit.warc.surt.surt_key` of ``WARC-Target-URI``; the
+timestamp is ``WARC-Date`` as 14 digits; the JSON block has the fields, order and
+spacing of cdxj-indexer's default output (``url``, ``mime``, ``status``, ``digest``,
+``length``, ``offset``, ``filename``; a field without a value is left out), so the two
+indexes of one WARC are the same bytes, which a test checks.
+
+Indexed: ``response``, ``revisit`` (mime ``warc/revisit``), ``resource`` and
+``metadata`` records, except ``application/warc-fields`` resources and metadata.
+``offset`` and ``length`` are the record's place in the file as stored (the gzip
+member, for ``.warc.gz``); ``filename`` is the file's base name. ``digest`` is
+``WARC-Payload-Digest``, or a sha1 of the payload computed when the record has none.
+
+Buffers: the lines of all inputs are held and sorted in memory (about 250 bytes a
+capture). A WARC that is cut or damaged raises :class:`~crawlkit.errors.InputError`
+naming the file; the lines of the files before it are not lost (the caller decides).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+from warcio.timeutils import iso_date_to_timestamp
+
+from crawlkit.errors import InputError
+from crawlkit.warc.surt import surt_key
+
+__all__ = ["INDEXED_TYPES", "index_lines", "index_warc"]
+
+INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
+_MIME_END = re.compile(r"[;\s]")
+
+
+def _mime(record: ArcWarcRecord) -> str | None:
+    rec_type = record.rec_type
+    if rec_type == "revisit":
+        return "warc/revisit"
+    if rec_type == "response":
+        headers = record.http_headers
+        value = headers.get_header("content-type") if headers else None
+    else:
+        value = record.rec_headers.get_header("content-type")
+    return _MIME_END.split(value, 1)[0].strip() if value else None
+
+
+def _digest(record: ArcWarcRecord) -> str:
+    value = record.rec_headers.get_header("WARC-Payload-Digest")
+    if value:
+        return str(value)
+    sha1 = hashlib.sha1()
+    stream = record.raw_stream
+    while chunk := stream.read(1 << 16):
+        sha1.update(chunk)
+    return "sha1:" + base64.b32encode(sha1.digest()).decode("ascii")
+
+
+def _check_start(path: str | os.PathLike[str]) -> None:
+    """Raise InputError unless the file starts like a WARC (or ARC) record; warcio
+    would read other bytes as records with warnings."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(0)
+        if head == b"\x1f\x8b":
+            try:
+                head = gzip.GzipFile(fileobj=f).read(16)
+            except (OSError, EOFError) as exc:
+                raise InputError(f"{path}: not a readable WARC file ({exc})") from exc
+        else:
+            head = f.read(16)
+    if not head.startswith((b"WARC/", b"filedesc://")):
+        raise InputError(f"{path}: not a WARC file (it does not start with a WARC record)")
+
+
+def _line(record: ArcWarcRecord, it: ArchiveIterator, name: str) -> str | None:
+    """The index line of one record, or None for a record that is not indexed."""
+    rec_type = record.rec_type
+    if rec_type not in INDEXED_TYPES:
+        return None
+    if (
+        rec_type in ("resource", "metadata")
+        and record.rec_headers.get_header("Content-Type") == "application/warc-fields"
+    ):
+        return None
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    date = record.rec_headers.get_header("WARC-Date") or ""
+    fields: dict[str, str] = {"url": url}
+    mime = _mime(record)
+    if mime:
+        fields["mime"] = mime
+    if rec_type in ("response", "revisit") and record.http_headers:
+        fields["status"] = record.http_headers.get_statuscode()
+    fields["digest"] = _digest(record)
+    fields["length"] = str(it.get_record_length())
+    fields["offset"] = str(it.get_record_offset())
+    fields["filename"] = name
+    return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
+
+
+def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> Iterator[str]:
+    """The index lines of one WARC file, in file order (unsorted), without newlines.
+
+    ``filename`` is what the lines name the file (its base name by default).
+    Raises :class:`InputError` for a file that is not a WARC or ends mid-record.
+    """
+    name = filename if filename is not None else Path(path).name
+    try:
+        _check_start(path)
+        with open(path, "rb") as f:
+            it = ArchiveIterator(f, arc2warc=True)
+            end = 0
+            for record in it:
+                line = _line(record, it, name)
+                end = it.get_record_offset() + it.get_record_length()
+                if line is not None:
+                    yield line
+            # warcio ends a cut file quietly; a record that ends past the file, or bytes
+            # after the last record, mean the file is not whole. (An uncompressed
+            # record's length leaves out the blank lines that end it: 4 bytes.)
+            if not 0 <= os.path.getsize(path) - end <= 4:
+                raise InputError(f"{path}: ends in the middle of a record (at byte {end})")
+    except (ArchiveLoadFailed, EOFError, OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise InputError(f"{path}: no such file") from exc
+        raise InputError(f"{path}: not a readable WARC file ({exc})".strip()) from exc
+
+
+def index_lines(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The sorted index lines of every file in ``paths`` (pywb's order: plain string
+    order of whole lines, so a key's captures are in time order)."""
+    lines: list[str] = []
+    for path in paths:
+        lines.extend(index_warc(path))
+    lines.sort()
+    return lines

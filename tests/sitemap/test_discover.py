@@ -1,0 +1,127 @@
+"""Sitemaps in the crawl: robots.txt Sitemap lines and sitemap documents in the WARC."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import crawlkit, start_testweb
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawlkit.sitemap.discover import is_robots_txt, looks_like_sitemap
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+URLSET = (b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- generated -->\n'
+          b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+          b"<url><loc>http://s.test/a</loc><lastmod>2026-10-01</lastmod></url>"
+          b"<url><loc>http://other.test/x</loc></url></urlset>")  # fmt: skip
+INDEX = (b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+         b'sitemap/0.9"><sitemap><loc>http://s.test/sm-2.xml.gz</loc></sitemap>'
+         b"</sitemapindex>")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (URLSET, True),
+        (gzip.compress(INDEX), True),
+        (b'<rss version="2.0"><channel></channel></rss>', True),
+        (b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"/>', True),
+        (b"http://s.test/a\nhttps://s.test/b\n", True),
+        (b"http://s.test/a\nnot a url\n", False),
+        (b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>', False),
+        (b"<html><body>http://s.test/</body></html>", False),
+        (b"", False),
+        (b"\x1f\x8b broken gzip", False),
+    ],
+)
+def test_looks_like_sitemap(body, expected):
+    assert looks_like_sitemap(body) is expected
+
+
+def test_is_robots_txt():
+    assert is_robots_txt("http://s.test/robots.txt")
+    assert not is_robots_txt("http://s.test/a/robots.txt")
+    assert not is_robots_txt("http://s.test/robots.txt?x=1")
+
+
+def _write(path: Path, responses: list[tuple[str, str, bytes]]) -> None:
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for url, ctype, body in responses:
+            w.write_record(w.create_warc_record(
+                url, "response", payload=io.BytesIO(body),
+                http_headers=StatusAndHeaders("200 OK", [("Content-Type", ctype)],
+                                              protocol="HTTP/1.1")))  # fmt: skip
+
+
+def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
+    warc = tmp_path / "s.warc.gz"
+    _write(warc, [
+        ("http://s.test/robots.txt", "text/plain",
+         b"User-agent: *\nDisallow: /private/\nSitemap: /sitemap.xml\n"
+         b"Sitemap: http://s.test/sm-index.xml\n"),
+        ("http://s.test/sitemap.xml", "application/xml", URLSET),
+        ("http://s.test/sm-index.xml", "text/xml", INDEX),
+        ("http://s.test/sm-2.xml.gz", "application/x-gzip",
+         gzip.compress(b"http://s.test/t1\nhttp://s.test/t2\n")),
+        ("http://s.test/list.txt", "text/plain", b"http://s.test/t3\n"),
+        ("http://s.test/page", "text/plain", b"<html><a href='/p2'>x</a></html>"),
+    ])  # fmt: skip
+    links = tmp_path / "links.ndjson"
+    res = crawlkit("extract", str(warc), "--links", str(links))
+    assert res.code == 0, res.stderr
+    records = [json.loads(line) for line in links.read_text().splitlines()]
+    got = [(r["from"], r["url"], r.get("kind"), r["reason"]) for r in records]
+    assert got == [
+        ("http://s.test/robots.txt", "http://s.test/sitemap.xml", "sitemap", "sitemap"),
+        ("http://s.test/robots.txt", "http://s.test/sm-index.xml", "sitemap", "sitemap"),
+        ("http://s.test/sitemap.xml", "http://s.test/a", None, "sitemap"),
+        ("http://s.test/sm-index.xml", "http://s.test/sm-2.xml.gz", "sitemap", "sitemap"),
+        ("http://s.test/sm-2.xml.gz", "http://s.test/t1", None, "sitemap"),
+        ("http://s.test/sm-2.xml.gz", "http://s.test/t2", None, "sitemap"),
+        ("http://s.test/list.txt", "http://s.test/t3", None, "sitemap"),
+        ("http://s.test/page", "http://s.test/p2", None, "link"),  # HTML sniffed first
+    ]
+    assert records[2]["lastmod"] == "2026-10-01T00:00:00Z"
+    assert "other.test" in res.stderr  # another host's URL in a sitemap: reported, skipped
+    assert "5 sitemaps and robots.txt read" in res.stderr
+    res = crawlkit("extract", str(warc), "--links", str(links), "--no-sitemaps")
+    assert [json.loads(x)["url"] for x in links.read_text().splitlines()] == ["http://s.test/p2"]
+
+
+def test_crawl_reaches_sitemap_only_pages(tmp_path):
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "sitemaps") as web:
+        host = web.hosts_of_kind("sitemaps")[0]
+        state = tmp_path / "state"
+        res = crawlkit("crawl", host["root"], "--state", str(state), "--scope", "site",
+                       "--min-delay", "0.05s", "--allow-net", web.info["allow_net"],
+                       "--hosts-file", str(web.hosts_file), "--timeout", "5s",
+                       timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+        asked = {f"http://{q['host']}:{q['port']}{q['path']}" for q in web.requests()}
+        second = tmp_path / "second"
+        res = crawlkit("crawl", "--sitemap", host["notes"]["sitemaps"][1], "--state",
+                       str(second), "--scope", "site", "--min-delay", "0.05s",
+                       "--allow-net", web.info["allow_net"], "--hosts-file",
+                       str(web.hosts_file), "--timeout", "5s", "--json", timeout=180)  # fmt: skip
+        assert res.code == 0, res.stderr
+    assert set(host["pages"]) <= asked  # all 14, most of them listed only in sitemaps
+    assert set(host["notes"]["sitemaps"]) <= asked
+    fetched = [json.loads(line) for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+               for line in p.read_text().splitlines()]  # fmt: skip
+    only = {r["url"]: r for r in fetched if r["url"] in host["notes"]["sitemap_only"]}
+    assert set(only) == set(host["notes"]["sitemap_only"])
+    assert {r["reason"] for r in only.values()} == {"sitemap"}
+    xml_listed = [r for r in only.values() if "/sm/t-" not in r["url"]]  # not the .txt's
+    assert xml_listed and all(
+        r["lastmod"].startswith(host["notes"]["lastmod"][r["url"]]) for r in xml_listed
+    )
+    assert json.loads(res.stdout)["fetched"] >= 6  # --sitemap alone: the sitemap and its pages

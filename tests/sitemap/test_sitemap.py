@@ -1,0 +1,428 @@
+"""Sitemaps: every format, gzip, the protocol limits, flat memory, hostile and broken XML."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import tracemalloc
+import zlib
+from pathlib import Path
+from urllib.parse import quote
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.diag import Reporter
+from crawlkit.errors import UsageError
+from crawlkit.sitemap.parse import (
+    MAX_SITEMAP_BYTES,
+    MAX_SITEMAP_URLS,
+    SitemapError,
+    SitemapReader,
+    normalize_lastmod,
+    parse_sitemap,
+)
+from crawlkit.url import fingerprint
+
+DATA = Path(__file__).parents[1] / "data" / "sitemap"
+
+
+def read(name: str, base: str | None = None) -> tuple[list[dict], str]:
+    """Records of a fixture and what was reported on stderr."""
+    out = io.StringIO()
+    records = list(parse_sitemap((DATA / name).read_bytes(), base, reporter=Reporter("t", out)))
+    return records, out.getvalue()
+
+
+def test_urlset() -> None:
+    recs, err = read("urlset.xml", "https://www.example.com/sitemap.xml")
+    assert [r["url"] for r in recs] == [
+        "https://www.example.com/",
+        "https://www.example.com/catalog?desc=vacation_hawaii&item=12",
+        "https://www.example.com/caf%C3%A9/menu",
+        "https://www.example.com/odd-fields",
+    ]
+    first = recs[0]
+    assert first == {
+        "url": "https://www.example.com/", "host": "www.example.com", "site": "example.com",
+        "fp": fingerprint("https://www.example.com/"), "depth": 0, "priority": 1.0,
+        "reason": "sitemap", "lastmod": "2024-05-01T00:00:00Z", "changefreq": "daily",
+        "via": "https://www.example.com/sitemap.xml",
+    }  # fmt: skip
+    assert recs[1]["lastmod"] == "2024-05-01T08:30:00Z"  # +02:00 to UTC
+    assert recs[1]["changefreq"] == "weekly" and recs[1]["priority"] == 0.8
+    assert recs[2]["lastmod"] == "2024-05-01T23:59:59Z" and recs[2]["priority"] == 0.5
+    odd = recs[3]
+    assert "lastmod" not in odd and "changefreq" not in odd and odd["priority"] == 0.5
+    # the image:loc and xhtml:link inside <url> are not taken for pages
+    assert not any("cdn.example.com" in r["url"] or "/de/" in r["url"] for r in recs)
+    # each problem is reported with its line
+    assert "t: https://www.example.com/sitemap.xml:28: invalid URL skipped: scheme 'ftp'" in err
+    assert ":31: invalid URL skipped: relative URL '/relative/page'" in err
+    assert "unreadable lastmod 'yesterday'" in err and "'sometimes'" in err
+    assert "priority 'high'" in err and "entry without a URL" in err
+
+
+def test_sitemap_index_children_are_sitemap_records() -> None:
+    recs, err = read("index.xml")
+    assert err == ""
+    assert [(r["kind"], r["url"], r.get("lastmod")) for r in recs] == [
+        ("sitemap", "https://www.example.com/sitemap1.xml.gz", "2004-10-01T18:23:17Z"),
+        ("sitemap", "https://www.example.com/sitemap2.xml.gz", "2005-01-01T00:00:00Z"),
+        ("sitemap", "https://www.example.com/sitemap3.xml", None),
+    ]
+    assert all(r["reason"] == "sitemap" and r["depth"] == 0 and "via" not in r for r in recs)
+
+
+def test_rss() -> None:
+    recs, err = read("feed.rss")
+    assert [(r["url"], r.get("lastmod")) for r in recs] == [
+        ("https://news.example.com/2024/first", "2003-06-10T04:00:00Z"),
+        ("https://news.example.com/2024/second", "2003-06-11T07:39:21Z"),
+        ("https://news.example.com/2024/fourth", "2024-02-29T17:00:00Z"),
+    ]
+    assert "entry without a URL" in err  # the item whose guid is not a permalink
+
+
+def test_atom_resolves_relative_links_against_base() -> None:
+    recs, _ = read("feed.atom", "https://blog.example.com/feed.atom")
+    assert [(r["url"], r.get("lastmod")) for r in recs] == [
+        ("https://blog.example.com/2003/12/13/atom03", "2003-12-13T18:30:02Z"),
+        ("https://blog.example.com/posts/2", "2003-12-14T07:00:00Z"),
+    ]
+
+
+def test_google_news_publication_date_stands_in_for_lastmod() -> None:
+    doc = b"""<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">
+      <url><loc>https://news.example.com/a</loc>
+        <news:news><news:publication>
+          <news:name>Example</news:name><news:language>en</news:language>
+        </news:publication>
+        <news:publication_date>2024-03-01T10:00:00+01:00</news:publication_date>
+        <news:title>A</news:title></news:news></url>
+      <url><loc>https://news.example.com/b</loc><lastmod>2024-03-02</lastmod>
+        <news:news><news:publication_date>2024-03-01</news:publication_date></news:news></url>
+    </urlset>"""
+    assert [(r["url"], r["lastmod"]) for r in parse_sitemap(doc)] == [
+        ("https://news.example.com/a", "2024-03-01T09:00:00Z"),
+        ("https://news.example.com/b", "2024-03-02T00:00:00Z"),  # <lastmod> wins
+    ]
+
+
+def test_rss1_rdf() -> None:
+    recs, _ = read("feed.rdf")
+    assert [(r["url"], r.get("lastmod")) for r in recs] == [
+        ("https://old.example.com/a", "2002-09-01T00:00:00Z")
+    ]
+
+
+def test_plain_text() -> None:
+    recs, err = read("urls.txt")
+    assert [r["url"] for r in recs] == [
+        "https://www.example.com/one",
+        "https://www.example.com/two",
+        "https://www.example.com/three",
+    ]
+    assert ":4: invalid URL skipped" in err
+
+
+@pytest.mark.parametrize("name", ["urlset.xml", "index.xml", "feed.rss", "feed.atom", "urls.txt"])
+def test_gzip_gives_the_same_records(name: str) -> None:
+    data = (DATA / name).read_bytes()
+    base = "https://blog.example.com/feed.atom"
+    assert list(parse_sitemap(gzip.compress(data), base)) == list(parse_sitemap(data, base))
+
+
+@pytest.mark.parametrize(
+    ("encoding", "path"),
+    [("windows-1252", "/café–menu"), ("shift_jis", "/メニュー"), ("ISO-8859-1", "/café"),
+     ("utf-16", "/ツ"), ("UTF8", "/ツ")],
+)  # fmt: skip
+def test_declared_encodings(encoding: str, path: str) -> None:
+    doc = (f'<?xml version="1.0" encoding="{encoding}"?>\n'
+           f"<urlset><url><loc>https://e.com{path}</loc></url></urlset>\n")  # fmt: skip
+    data = doc.encode("utf-16" if encoding == "utf-16" else encoding)
+    (record,) = parse_sitemap(data)
+    assert record["url"] == "https://e.com" + quote(path.encode("utf-8"), safe="/")
+
+
+def test_unknown_encoding_is_an_error() -> None:
+    with pytest.raises(SitemapError, match="unknown encoding 'klingon'"):
+        list(parse_sitemap(b'<?xml version="1.0" encoding="klingon"?><urlset/>'))
+
+
+def test_corrupt_gzip_is_an_error() -> None:
+    data = gzip.compress((DATA / "urls.txt").read_bytes())
+    with pytest.raises(SitemapError, match="gzip"):
+        list(parse_sitemap(data[:-12]))
+
+
+def _urlset(n: int) -> bytes:
+    head = b'<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+    body = b"".join(b"<url><loc>https://e.com/p/%d</loc></url>\n" % i for i in range(n))
+    return head + body + b"</urlset>\n"
+
+
+def test_50000_urls_are_all_read() -> None:
+    out = io.StringIO()
+    recs = list(parse_sitemap(_urlset(MAX_SITEMAP_URLS), reporter=Reporter("t", out)))
+    assert len(recs) == MAX_SITEMAP_URLS == 50_000
+    assert recs[-1]["url"] == "https://e.com/p/49999"
+    assert len({r["fp"] for r in recs}) == 50_000
+    assert out.getvalue() == ""
+
+
+def test_beyond_50000_urls_is_reported_and_counted() -> None:
+    out = io.StringIO()
+    reader = SitemapReader(reporter=Reporter("t", out))
+    recs = list(reader.read(io.BytesIO(gzip.compress(_urlset(MAX_SITEMAP_URLS + 7)))))
+    assert len(recs) == 50_000 and recs[-1]["url"] == "https://e.com/p/49999"
+    assert reader.stats.over_limit == 7
+    assert "7 URLs beyond the first 50,000 (the sitemap protocol limit) were ignored" in (
+        out.getvalue()
+    )
+
+
+def test_byte_limit_stops_reading_and_says_so() -> None:
+    out = io.StringIO()
+    reader = SitemapReader(reporter=Reporter("t", out), max_bytes=10_000)
+    recs = list(reader.read(io.BytesIO(_urlset(1000))))
+    assert 0 < len(recs) < 1000 and reader.stats.truncated and reader.stats.bytes == 10_000
+    assert "larger than 10,000 bytes uncompressed" in out.getvalue()
+
+
+def test_gzip_bomb_stops_at_50_mb_uncompressed() -> None:
+    # 200 MiB of spaces compress to ~200 KB; only 50 MiB may be inflated.
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip framing
+    parts = [packer.compress(b"<urlset><url><loc>https://e.com/x</loc></url>")]
+    spaces = b" " * (1 << 20)
+    parts += [packer.compress(spaces) for _ in range(200)]
+    parts.append(packer.compress(b"</urlset>") + packer.flush())
+    bomb = b"".join(parts)
+    assert len(bomb) < 1_000_000
+    reader = SitemapReader()
+    recs = list(reader.read(io.BytesIO(bomb)))
+    assert len(recs) == 1 and reader.stats.truncated
+    assert reader.stats.bytes == MAX_SITEMAP_BYTES
+
+
+def test_memory_stays_flat_on_a_50_mb_file(tmp_path: Path) -> None:
+    # 45,000 URLs, each with 1.2 KB of extension data: ~55 MB, over the 50 MiB limit.
+    path = tmp_path / "big.xml"
+    pad = b"<image:image><image:caption>" + b"x" * 1150 + b"</image:caption></image:image>"
+    with path.open("wb") as f:
+        f.write(b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+                b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n')  # fmt: skip
+        for i in range(45_000):
+            f.write(b"<url><loc>https://e.com/%d</loc>%s</url>\n" % (i, pad))
+        f.write(b"</urlset>\n")
+    assert path.stat().st_size > MAX_SITEMAP_BYTES
+    reader = SitemapReader()
+    tracemalloc.start()
+    try:
+        count = 0
+        with path.open("rb") as stream:
+            for _ in reader.read(stream):
+                count += 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reader.stats.truncated and 40_000 < count < 45_000
+    assert peak < 8 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB while reading a 55 MB file"
+
+
+# ---- hostile and malformed XML
+
+
+def test_billion_laughs_is_refused() -> None:
+    with pytest.raises(SitemapError, match="entity declarations are refused"):
+        list(parse_sitemap((DATA / "billion-laughs.xml").read_bytes()))
+
+
+def test_external_entity_is_refused_and_nothing_is_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET")
+    doc = (
+        f'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY xxe SYSTEM "file://{secret}">]>'
+        "<urlset><url><loc>https://e.com/&xxe;</loc></url></urlset>"
+    ).encode()
+    with pytest.raises(SitemapError, match="hostile XML refused") as info:
+        list(parse_sitemap(doc))
+    assert "TOP-SECRET" not in str(info.value)
+
+
+def test_parameter_entity_is_refused() -> None:
+    doc = (b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY % p SYSTEM "http://127.0.0.1:9/x.dtd">'
+           b"%p;]><urlset/>")  # fmt: skip
+    with pytest.raises(SitemapError, match="refused"):
+        list(parse_sitemap(doc))
+
+
+def test_external_dtd_is_never_fetched() -> None:
+    # Port 9 (discard) on loopback: a fetch would fail or hang; expat must not try.
+    doc = (b'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/s.dtd">'
+           b"<urlset><url><loc>https://e.com/ok</loc></url></urlset>")  # fmt: skip
+    assert [r["url"] for r in parse_sitemap(doc)] == ["https://e.com/ok"]
+
+
+def test_10000_deep_nesting_is_refused() -> None:
+    doc = b"<urlset>" + b"<a>" * 10_000 + b"</a>" * 10_000 + b"</urlset>"
+    with pytest.raises(SitemapError, match="nested deeper than 64"):
+        list(parse_sitemap(doc))
+
+
+def test_malformed_xml_keeps_records_before_the_damage() -> None:
+    got: list[dict] = []
+    with pytest.raises(SitemapError, match=r"malformed XML at line 4.*mismatched tag"):
+        got.extend(parse_sitemap((DATA / "malformed.xml").read_bytes()))
+    assert [r["url"] for r in got] == ["https://www.example.com/before-the-damage"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (DATA / "not-a-sitemap.html", "root element is <html>"),
+        (b"<urlset><url><loc>https://e.com/</loc></url>", "no element found"),
+        (b"<urlset>\xff\xfe</urlset>", "malformed XML"),
+        (b"<urlset>&nbsp;</urlset>", "undefined entity"),
+    ],
+)
+def test_broken_documents(doc: Path | bytes, message: str) -> None:
+    data = doc.read_bytes() if isinstance(doc, Path) else doc
+    with pytest.raises(SitemapError, match=message):
+        list(parse_sitemap(data))
+
+
+def test_overlong_loc_is_reported_not_kept() -> None:
+    out = io.StringIO()
+    doc = b"<urlset><url><loc>https://e.com/" + b"a" * 200_000 + b"</loc></url>"
+    doc += b"<url><loc>https://e.com/ok</loc></url></urlset>"
+    recs = list(parse_sitemap(doc, reporter=Reporter("t", out)))
+    assert [r["url"] for r in recs] == ["https://e.com/ok"]
+    assert "URL longer than 64 KiB" in out.getvalue()
+
+
+def test_empty_input_gives_nothing() -> None:
+    out = io.StringIO()
+    assert list(parse_sitemap(b" \n", reporter=Reporter("t", out))) == []
+    assert "empty sitemap" in out.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=3000))
+def test_any_bytes_give_records_or_a_sitemap_error(data: bytes) -> None:
+    try:
+        for record in parse_sitemap(data):
+            assert record["reason"] == "sitemap"
+    except SitemapError:
+        pass
+
+
+_xmlish = st.lists(
+    st.sampled_from(["<urlset>", "</urlset>", "<url>", "</url>", "<loc>", "</loc>",
+                     "https://e.com/a", "<lastmod>", "</lastmod>", "2024-01-01", "&amp;",
+                     "<sitemapindex>", "<sitemap>", "</sitemap>", "<rss>", "<item>", "<link>",
+                     "</link>", "</item>", "<![CDATA[x]]>", "<!-- c -->", " ", "\n", "&x;"]),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(_xmlish)
+def test_xml_like_input_gives_records_or_a_sitemap_error(doc: str) -> None:
+    with contextlib.suppress(SitemapError):
+        list(parse_sitemap(doc.encode()))
+
+
+# ---- lastmod
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024", "2024-01-01T00:00:00Z"),
+        ("2024-05", "2024-05-01T00:00:00Z"),
+        ("2024-05-06", "2024-05-06T00:00:00Z"),
+        ("2024-05-06T07:08Z", "2024-05-06T07:08:00Z"),
+        ("2024-05-06T07:08:09+01:30", "2024-05-06T05:38:09Z"),
+        ("2024-05-06T07:08:09.999-05:00", "2024-05-06T12:08:09Z"),
+        ("2024-05-06 07:08:09", "2024-05-06T07:08:09Z"),
+        ("2024-05-06T07:08:09+0000", "2024-05-06T07:08:09Z"),
+        ("Tue, 10 Jun 2003 04:00:00 GMT", "2003-06-10T04:00:00Z"),
+        ("Tue, 10 Jun 2003 04:00:00 +0200", "2003-06-10T02:00:00Z"),
+        ("2024-13-01", None),
+        ("2024-02-30", None),
+        ("2024-05-06T25:00:00Z", None),
+        ("soon", None),
+        ("", None),
+    ],
+)
+def test_lastmod_normalised_to_utc(text: str, expected: str | None) -> None:
+    assert normalize_lastmod(text) == expected
+
+
+# ---- the command line
+
+
+def test_cli_reads_files_of_every_format(cli, tmp_path: Path) -> None:
+    gz = tmp_path / "index.xml.gz"
+    gz.write_bytes(gzip.compress((DATA / "index.xml").read_bytes()))
+    res = cli("sitemap", str(DATA / "urls.txt"), str(gz), str(DATA / "feed.rss"))
+    assert res.code == 0, res.stderr
+    recs = [orjson.loads(line) for line in res.lines]
+    assert len(recs) == 3 + 3 + 3
+    assert sum(r.get("kind") == "sitemap" for r in recs) == 3
+    assert "6 URLs, 3 sitemaps, 2 invalid and 0 foreign skipped" in res.stderr
+
+
+def test_cli_stdin_base_and_via(cli) -> None:
+    res = cli("sitemap", "--base", "https://blog.example.com/feed.atom", "-q",
+              input=(DATA / "feed.atom").read_bytes())  # fmt: skip
+    assert res.code == 0 and res.stderr == ""
+    recs = [orjson.loads(line) for line in res.lines]
+    assert {r["via"] for r in recs} == {"https://blog.example.com/feed.atom"}
+
+
+def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
+    res = cli("sitemap", str(DATA / "billion-laughs.xml"), str(DATA / "malformed.xml"),
+              str(DATA / "index.xml"))  # fmt: skip
+    assert res.code == 1
+    assert "billion-laughs.xml: hostile XML refused" in res.stderr
+    assert "malformed.xml: malformed XML at line 4" in res.stderr
+    assert len(res.lines) == 1 + 3  # before-the-damage, and the index
+    assert "2 failed" in res.stderr
+
+
+def test_same_host_skips_and_reports_foreign_urls() -> None:
+    doc = b"https://www.example.com/a\nhttps://evil.example.net/b\nhttps://WWW.example.com/c\n"
+    out = io.StringIO()
+    reader = SitemapReader(base="https://www.example.com/s.txt", same_host=True,
+                           reporter=Reporter("t", out))  # fmt: skip
+    recs = list(reader.read(io.BytesIO(doc)))
+    assert [r["url"] for r in recs] == ["https://www.example.com/a", "https://www.example.com/c"]
+    assert reader.stats.foreign == 1 and ":2: URL on another host" in out.getvalue()
+    with pytest.raises(UsageError):
+        SitemapReader(same_host=True)
+
+
+def test_cli_same_host(cli) -> None:
+    res = cli("sitemap", "--same-host", "--base", "https://news.example.com/feed.rss",
+              str(DATA / "feed.rss"))  # fmt: skip
+    assert res.code == 0 and len(res.lines) == 3
+    res = cli("sitemap", "--same-host", "--base", "https://other.example.com/feed.rss",
+              str(DATA / "feed.rss"))  # fmt: skip
+    assert res.code == 0 and res.lines == [] and "3 foreign skipped" in res.stderr
+    res = cli("sitemap", "--same-host", str(DATA / "feed.rss"))
+    assert res.code == 2 and "--same-host needs --base" in res.stderr
+
+
+def test_cli_limit_options(cli) -> None:
+    res = cli("sitemap", "--max-urls", "2", str(DATA / "index.xml"))
+    assert res.code == 0 and len(res.lines) == 2
+    assert "1 URLs beyond the first 2" in res.stderr
+    res = cli("sitemap", "--default-priority", "2", str(DATA / "index.xml"))
+    assert res.code == 2

@@ -1,0 +1,120 @@
+"""crawlkit wacz: checked by `wacz validate` (py-wacz) and replayed by pywb."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from archive_tools import pywb_replay, wacz_validate
+from conftest import crawlkit
+from warc_samples import SITE, crawlkit_warc, warcio_warc, write_site_warc
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+
+@pytest.fixture
+def warcs(tmp_path: Path) -> list[Path]:
+    site = tmp_path / "site.warc.gz"
+    write_site_warc(site)
+    return [site, crawlkit_warc(tmp_path / "ck"), warcio_warc(tmp_path / "w.warc", gzip=False)]
+
+
+def test_wacz_is_valid_and_complete(tmp_path, warcs):
+    audit = tmp_path / "audit.json"
+    audit.write_text('{"ok": true}\n')
+    out = tmp_path / "coll.wacz"
+    res = crawlkit("wacz", *map(str, warcs), "-o", str(out), "--title", "Site, Dec 2026",
+                   "--report", str(audit))  # fmt: skip
+    assert res.code == 0, res.stderr
+    check = wacz_validate(out)
+    assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
+
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert sorted(names) == sorted(
+            [f"archive/{w.name}" for w in warcs]
+            + ["indexes/index.cdx", "pages/pages.jsonl", "reports/audit.json",
+               "datapackage.json", "datapackage-digest.json"]
+        )  # fmt: skip
+        for w in warcs:  # stored as they are, so a reader can seek by offset
+            info = zf.getinfo(f"archive/{w.name}")
+            assert info.compress_type == zipfile.ZIP_STORED
+            assert zf.read(info) == w.read_bytes()
+        index = zf.read("indexes/index.cdx").decode()
+        assert index == crawlkit("index", *map(str, warcs)).text
+        package = json.loads(zf.read("datapackage.json"))
+        digest = json.loads(zf.read("datapackage-digest.json"))
+        pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()]
+        for entry in package["resources"]:
+            data = zf.read(entry["path"])
+            assert entry["hash"] == "sha256:" + hashlib.sha256(data).hexdigest()
+            assert entry["bytes"] == len(data)
+        assert digest["hash"] == "sha256:" + hashlib.sha256(zf.read("datapackage.json")).hexdigest()
+    assert package["wacz_version"] == "1.1.1" and package["title"] == "Site, Dec 2026"
+    assert package["created"].endswith("Z") and package["software"].startswith("crawlkit")
+    assert pages[0] == {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
+    home = next(p for p in pages[1:] if p["url"] == "http://site.test/")
+    assert home["title"] == "Home" and home["ts"].startswith("20") and len(home["id"]) == 16
+    assert {"id", "url", "ts", "title"} == set(home)
+    # the stylesheets (text/css) of the site WARC are no pages
+    assert not any(p["url"].startswith("http://site.test/css/") for p in pages[1:])
+    assert len({p["id"] for p in pages[1:]}) == len(pages) - 1
+    assert package["mainPageURL"] == pages[1]["url"]
+
+
+def test_wacz_validate_catches_a_damaged_package(tmp_path, warcs):
+    """The check above can fail: a WARC altered after packing is caught."""
+    out = tmp_path / "coll.wacz"
+    assert crawlkit("wacz", *map(str, warcs), "-o", str(out)).code == 0
+    bad = tmp_path / "bad.wacz"
+    with zipfile.ZipFile(out) as src, zipfile.ZipFile(bad, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == f"archive/{warcs[0].name}":
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            dst.writestr(info, data)
+    assert wacz_validate(bad).returncode != 0
+
+
+def test_wacz_usage_errors(tmp_path, warcs):
+    res = crawlkit("wacz", str(warcs[0]), "-o", str(tmp_path / "x.zip"))
+    assert res.code == 2 and "must end in .wacz" in res.stderr
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    shutil.copy(warcs[0], twin / warcs[0].name)
+    res = crawlkit("wacz", str(warcs[0]), str(twin / warcs[0].name), "-o", str(tmp_path / "x.wacz"))
+    assert res.code == 2 and "same name" in res.stderr
+    res = crawlkit("wacz", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "x.wacz"))
+    assert res.code == 1 and "missing.warc.gz" in res.stderr
+    assert not (tmp_path / "x.wacz").exists()
+
+
+def test_pywb_replays_from_crawlkits_index(tmp_path, warcs):
+    """pywb finds every capture through crawlkit's CDXJ (its own SURT keys, IP literals
+    included) and replays the payload that was archived."""
+    coll = tmp_path / "pywb" / "collections" / "c"
+    (coll / "archive").mkdir(parents=True)
+    (coll / "indexes").mkdir()
+    for w in warcs:
+        shutil.copy(w, coll / "archive" / w.name)
+    res = crawlkit("index", *map(str, warcs), "-o", str(coll / "indexes" / "index.cdxj"))
+    assert res.code == 0, res.stderr
+    urls = {
+        "http://site.test/": SITE["/"][1],
+        "http://site.test/css/site.css": SITE["/css/site.css"][1],
+        "http://127.0.0.1:8080/img/Logo.PNG": b"<html>1</html>",
+        "http://[::1]:8443/a?b=2&a=1": b"<html>2</html>",
+        "https://[2001:db8::1]/x/": b"<html>3</html>",
+        "http://192.168.0.1/Page?B=1&a=2": b"<p>hi</p>",
+    }
+    got = pywb_replay(tmp_path / "pywb", "c", *urls, "http://never.archived.test/")
+    for url, body in urls.items():
+        assert got[url]["status"] == 200, url
+        assert got[url]["sha256"] == hashlib.sha256(body).hexdigest(), url
+    assert got["http://never.archived.test/"]["status"] == 404

@@ -1,0 +1,118 @@
+"""crawlkit.warc.write: the WARC writer's files pass warcio's check (and FastWARC's and
+cdxj-indexer's when installed), rotate, and a dead writer's open file is salvaged."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import warcio.archiveiterator
+
+from crawlkit.warc.write import Capture, WarcWriter, sha1_digest
+
+
+def capture(i: int, body: bytes, revisit=None) -> Capture:
+    return Capture(
+        url=f"http://a.test/{i}",
+        ip="127.0.0.2",
+        date=time.time(),
+        request_head=f"GET /{i} HTTP/1.1\r\nHost: a.test\r\n\r\n".encode(),
+        response_head=b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n",
+        body=body,
+        payload_digest=sha1_digest(body),
+        depth=3,
+        revisit_of=revisit,
+        metadata={"fetchTimeMs": "5"},
+    )
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.0"])
+def test_warc_files_pass_warcio_check_and_rotate(tmp_path: Path, version: str) -> None:
+    w = WarcWriter(tmp_path, version=version, max_size=3000)
+    locs = [w.write_capture(capture(i, b"<p>%d</p>" % i * 100)) for i in range(6)]
+    w.write_capture(
+        capture(9, b"<p>0</p>" * 100, revisit=("http://a.test/0", "2020-01-01T00:00:00Z"))
+    )
+    w.close()
+    files = sorted(tmp_path.glob("*.warc.gz"))
+    assert len(files) > 1 and not list(tmp_path.glob("*.open"))
+    assert all(f.name.startswith("crawlkit-") and f.name.endswith(".warc.gz") for f in files)
+    warcio_bin = Path(sys.executable).parent / "warcio"
+    check = subprocess.run(
+        [str(warcio_bin), "check", *map(str, files)], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    loc = locs[2]
+    with open(tmp_path / loc.file, "rb") as fh:
+        fh.seek(loc.offset)
+        rec = next(iter(warcio.archiveiterator.ArchiveIterator(fh)))
+        assert rec.rec_type == "response"
+        assert rec.rec_headers.protocol == f"WARC/{version}"
+        assert rec.rec_headers.get_header("WARC-Crawlkit-Depth") == "3"
+        assert rec.content_stream().read() == b"<p>2</p>" * 100
+        assert rec.http_headers.get_header("Transfer-Encoding") is None
+
+
+def test_warc_reads_with_fastwarc_when_installed(tmp_path: Path) -> None:
+    fastwarc = pytest.importorskip("fastwarc.warc")
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"x" * (i + 1)))
+    w.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    with open(path, "rb") as fh:
+        blocks = [
+            r.verify_block_digest()
+            for r in fastwarc.ArchiveIterator(fh, parse_http=False)
+            if r.record_type == fastwarc.WarcRecordType.response
+        ]
+    with open(path, "rb") as fh:
+        # (FastWARC checks the block digest only before it parses the HTTP head)
+        payloads = [
+            r.verify_payload_digest()
+            for r in fastwarc.ArchiveIterator(fh, parse_http=True)
+            if r.record_type == fastwarc.WarcRecordType.response
+        ]
+    assert blocks == payloads == [True, True, True]
+
+
+def test_warc_indexes_with_cdxj_indexer_when_installed(tmp_path: Path) -> None:
+    pytest.importorskip("cdxj_indexer")
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"y" * (i + 1)))
+    w.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    exe = Path(sys.executable).parent / "cdxj-indexer"
+    out = subprocess.run([str(exe), str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.strip()]
+    assert sum('"status": "200"' in line for line in lines) == 3
+
+
+def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
+    w = WarcWriter(tmp_path)
+    for i in range(3):
+        w.write_capture(capture(i, b"z" * 500))
+    w.flush()
+    (open_file,) = tmp_path.glob("*.open")
+    data = open_file.read_bytes()
+    w._file.close()  # the writer "dies" without renaming
+    w._file = None
+    name = open_file.name.rsplit("-", 1)[0] + "-999999999.warc.gz.open"  # a pid that is gone
+    open_file.unlink()
+    (tmp_path / name).write_bytes(data[:-7])  # and the last record is cut short
+    w2 = WarcWriter(tmp_path)
+    w2.write_capture(capture(9, b"new"))
+    w2.close()
+    assert not list(tmp_path.glob("*.open"))
+    salvaged = tmp_path / name[: -len(".open")]
+    assert w2.salvaged == [salvaged]
+    with open(salvaged, "rb") as fh:
+        kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
+    # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
+    assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1
