@@ -107,6 +107,11 @@ __all__ = [
 ]
 
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
+# A page request in flight when the run's time is up (--for, a signal) gets at most
+# this long past the deadline; one cut short by it comes out deferred ("stopped"), to
+# be asked again by the next run, so a slow server cannot hold a cron slot open for
+# the whole --timeout.
+DEADLINE_GRACE = 3.0
 
 
 class Fetcher:
@@ -542,12 +547,15 @@ class Fetcher:
         a redirect target's URL record before it)."""
         rec = item.record
         cfg = self.config
+        # The deadline can move earlier while the request runs (stop()), so the cap is
+        # the time left at the start, and the cut is judged against the cap given.
+        timeout = min(cfg.timeout, max(0.0, self._deadline + DEADLINE_GRACE - self.clock()))
         res: FetchResult = await self.client.fetch(
             FetchRequest(
                 item.url,
                 host.address or "",
                 self._request_headers(item),
-                cfg.timeout,
+                timeout,
                 cfg.max_body,
                 cfg.max_decoded,
             )
@@ -557,6 +565,15 @@ class Fetcher:
         now = self.hosts.finish(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self.hosts.schedule(host, now)
+        if timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res)):
+            # Cut by the run's end, not by the server: nothing is archived, and the next
+            # run asks again.
+            self.outbox.emit(
+                fetch_record(rec, item.url, "deferred", retry_at=iso_time(now),
+                             error="the run ended (--for or a stop) during the request",
+                             stopped=True, **timing_fields(res))
+            )  # fmt: skip
+            return
         if res.status is None:
             self.outbox.emit(
                 fetch_record(rec, item.url, "error", error=res.error, **timing_fields(res))
@@ -581,3 +598,9 @@ class Fetcher:
                 if self.on_redirect is not None:
                     self.on_redirect(target)
         self.outbox.emit(fetch_record(rec, item.url, outcome, **fields))
+
+
+def _timed_out(res: FetchResult) -> bool:
+    """Whether the request ended for want of time, before any response came."""
+    error = res.error or ""
+    return res.status is None and (error.startswith("timeout") or "handshake-timeout" in error)

@@ -271,7 +271,6 @@ def test_hostile_bodies_are_bounded_and_the_batch_goes_on(web: TestWeb, tmp_path
     for url in hostile:
         rec = got[CANON.parse(url).url]
         assert (rec["bytes"] or 0) <= 1_000_000
-        assert rec["elapsed_ms"] is None or rec["elapsed_ms"] < 1000 + 1500
         if "bomb" in url or "huge" in url or "endless" in url:
             assert rec["truncated"] == "length", rec
         else:
@@ -464,3 +463,37 @@ def _epoch(stamp: str) -> float:
     import calendar
 
     return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+
+
+def test_requests_in_flight_at_the_deadline_are_cut_and_deferred(
+    web: TestWeb, tmp_path: Path
+) -> None:
+    """--for bounds the run, not only its starts: a page still arriving when the time is
+    up (a stalled body, a server slow to answer) comes out deferred and "stopped", is not
+    archived, and the next run asks for it again. Without the cut these requests would
+    run to the 600 s --timeout (and the stall host holds its body for 600 s)."""
+    slow = [
+        u
+        for h in web.manifest["hosts"]
+        if h["kind"] == "slow-drip"
+        for u in h["hostile"]
+        if u.endswith(("/stall.html", "/slow-headers.html"))
+    ]
+    assert slow
+    warcs = tmp_path / "w"
+    records = fetch(web, tmp_path / "s", url_records(slow), "--for", "1s", "--timeout", "600s",
+                    "--warc-dir", str(warcs))  # fmt: skip
+    got = by_url(records)
+    for url in slow:
+        rec = got[CANON.parse(url).url]
+        assert rec["outcome"] == "deferred" and rec["stopped"] is True, rec
+        assert rec["warc"] is None and rec["retry_at"], rec
+    # at least the first was in flight (the host's next one may not have started)
+    assert any("the run ended" in got[CANON.parse(u).url]["error"] for u in slow)
+    archived = set()
+    for f in warcs.rglob("*.warc.gz"):
+        with open(f, "rb") as fh:
+            for r in warcio.archiveiterator.ArchiveIterator(fh):
+                if r.rec_type == "response":
+                    archived.add(r.rec_headers.get_header("WARC-Target-URI"))
+    assert not archived & {CANON.parse(u).url for u in slow}
