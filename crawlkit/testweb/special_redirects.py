@@ -23,6 +23,13 @@ CHAIN_STATUSES = (301, 302, 303, 307, 308)
 LONG_HOPS = 9
 
 
+def _cross_host_target(web: Web) -> str:
+    """The host ``/to-h0`` sends to: the first ordinary host, ``h0.test``, or its IP
+    literal under ``--ip-hosts`` (a name no hosts file holds would send a crawler to
+    the system's DNS, off loopback)."""
+    return web.ordinary[0].name if web.ordinary else "h0.test"
+
+
 def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
@@ -50,7 +57,7 @@ def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
     if r == "/rel":
         return redirect(301, "final.html")
     if r == "/to-h0":
-        return redirect(302, ctx.url("h0.test", "/"))
+        return redirect(302, ctx.url(_cross_host_target(web), "/"))
     return not_found()
 
 
@@ -69,7 +76,10 @@ def _describe(site: Site) -> Facts:
         "loop": [base + "/loop/a", base + "/loop/b"],
         "self": base + "/self",
         "relative": [base + "/rel", base + "/final.html"],
-        "cross_host": [base + "/to-h0", f"{site.scheme}://h0.test:{site.link_port}/"],
+        "cross_host": [
+            base + "/to-h0",
+            f"{site.scheme}://{_cross_host_target(site.web)}:{site.link_port}/",
+        ],
     }
     notes = {"redirects": redirects, "beyond_hop_cap": [base + "/final-long.html"]}
     return Facts(["/", "/final.html"], notes=notes)

@@ -262,3 +262,17 @@ def test_sigusr1_flushes_the_request_log_for_a_waiting_client(tmp_path):
             lines = web.log_path.read_text().splitlines()
             assert len(lines) == i + 1 and json.loads(lines[-1])["path"] == f"/?n={i}"
         assert (web.dir / "log-flushed").read_text().strip() == "20"
+
+
+def test_ip_hosts_redirect_across_hosts_stays_on_the_web(tmp_path: Path) -> None:
+    """Under --ip-hosts there is no h0.test: the cross-host redirect names the first
+    host by its IP literal, which the web serves (no name left for a system DNS)."""
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "2", "--ip-hosts",
+                       "--special", "redirects") as web:  # fmt: skip
+        (site,) = [h for h in web.manifest["hosts"] if h["kind"] == "redirects"]
+        source, target = site["notes"]["redirects"]["cross_host"]
+        status, headers, _ = web.get(source)
+        assert status == 302 and headers["location"] == target
+        host = target.split("//", 1)[1].rsplit(":", 1)[0]
+        assert host in web.hosts and host.replace(".", "").isdigit()
+        assert web.get(target)[0] == 200
