@@ -60,7 +60,8 @@ the machine's load falls on all of them alike):
   subreaper (``PR_SET_CHILD_SUBREAPER``), so processes the tool orphans (a fork
   server, extract workers) are reaped by it and counted through ``wait4``.
 * peak RSS: the largest sum of the tree's resident sets, sampled every
-  ``--sample`` seconds (and the largest single process, from ``wait4``).
+  ``--sample`` seconds, or the largest single process's peak (``wait4``'s
+  ``ru_maxrss``, which a sample can miss), whichever is larger.
 * longest stall: the longest run of 5-s windows whose server-side request count
   (testweb's request log) was under 10% of the run's mean, from the first request to
   the end of the run or ``--for``, whichever came first.
@@ -235,7 +236,7 @@ class Usage:
 
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    peak_rss_mib: float = 0.0  # largest sampled sum over the tree
+    peak_rss_mib: float = 0.0  # largest sampled sum over the tree, or largest process
     max_single_rss_mib: float = 0.0  # largest one process (wait4's ru_maxrss)
     killed: bool = False
     rss: list[tuple[float, float]] = field(default_factory=list)  # (s, MiB) samples
@@ -287,6 +288,8 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
                     os.kill(pid, signal.SIGKILL)
         time.sleep(sample if not root_done else 0.05)
     proc.returncode = 0  # reaped above; keeps Popen from waiting again
+    # A sample each --sample seconds can miss a short peak that wait4 saw.
+    usage.peak_rss_mib = max(usage.peak_rss_mib, usage.max_single_rss_mib)
     return usage
 
 
