@@ -1,236 +1,184 @@
-"""End-to-end crawl throughput: `crawlkit crawl` against Scrapy and wget2, same web, same run.
+"""End-to-end crawl: `crawlkit crawl` against Scrapy and wget2, same webs, same run.
 
-Run on demand (never in CI):
+Run on demand (never in CI), as root (see "Isolation"); Scrapy comes with the
+``bench`` extra (``.venv/bin/pip install -e '.[bench]'``), wget2 from Debian
+(``apt-get install -y wget2``):
 
-    .venv/bin/python bench/bench_crawl.py --hosts 2000 --pages 10
-    .venv/bin/python bench/bench_crawl.py --scrapy-python /tmp/scrapy-venv/bin/python --wget2
+    .venv/bin/python bench/bench_crawl.py                  # quick: small webs, 20 s each
+    .venv/bin/python bench/bench_crawl.py --full --repeat 3     # issue 13's sizes, 60 s
     .venv/bin/python bench/bench_crawl.py --scenario few-seed --hosts 2000 --pages 15 --for 60
-    .venv/bin/python bench/bench_crawl.py --scenario seeded --hosts 4000 --pages 10 --for 60
+    .venv/bin/python bench/bench_crawl.py --tools crawlkit --scenario seeded --for 300 \\
+        --rss-log rss.json                              # RSS over a long run
+    .venv/bin/python bench/bench_crawl.py --scenario classic --tls --tools crawlkit
 
-Starts `crawlkit testweb` (ordinary hosts only, 20 KB pages; with --tls over HTTPS,
-crawlkit trusting the run's CA with --ca-file) in its own process, then
-crawls it unthrottled (gap 0: --min-delay 0 --delay-factor 0, budgets off, one request
-at a time per host still) with each crawler in turn, against a fresh copy of the web
-each time. Reports, per crawler: new pages per second (only pages of the web's
-manifest count, each once), CPU seconds per 1,000 pages (the machine's busy time minus
-the web's, so keep the machine otherwise quiet), peak RSS, and the ratios to crawlkit.
+Webs (``crawlkit testweb --seed 11``, loopback only, a fresh web for every run):
 
-Scenarios with a deadline (``--scenario few-seed|seeded --for 60``), crawlkit only:
+* ``few-seed`` (issue 13): ``--hosts`` hosts addressed by IP literal, ~``--pages``
+  pages each, reached from 5 seeds, ``hosts // 20`` of them with a Crawl-delay of 1 s,
+  half answering robots.txt with 404, plus the usual hostile hosts (traps, slow,
+  429/503, ...): ``testweb --ip-hosts --seed-hosts 5 --robots-404 0.5
+  --crawl-delay-hosts N``. Quick: 200 hosts x 15 pages; ``--full``: 2,000 x 15.
+* ``seeded``: ``--hosts`` ordinary named hosts (hN.test), every one a seed,
+  ``--special none``. Quick: 400 x 10; ``--full``: 4,000 x 10.
+* ``classic``: the old drain benchmark (named hosts, ``--special none``), crawlkit with
+  gap 0 (``--delay-factor 0 --no-budgets``); for the README's HTTPS figure (``--tls``,
+  crawlkit only).
 
-* ``few-seed``: ``--hosts`` hosts addressed by IP literal, reached from 5 seeds, 1 in 20
-  with a Crawl-delay, half answering robots.txt with 404, plus the usual hostile hosts;
-  ``crawl --min-delay 0 --concurrency 256 --scope any``, defaults otherwise.
-* ``seeded``: ``--hosts`` ordinary hosts, every one a seed, same crawl options.
+Tools, each bounded to ``--for`` seconds and stopping itself, ``--concurrency`` (256)
+requests at once, one at a time per host, robots.txt obeyed, no per-host delay:
 
-Each reports (median of ``--repeat`` runs, each on a fresh web): new pages per second
-over the whole run (pages *processed*: in the page records, not merely fetched), CPU
-seconds per 1,000 of them (the crawl process and its extract workers, from wait4),
-peak RSS, the longest stretch of 5-s windows whose server-side request count was
-under 10% of the run's mean (a stall), and how far past ``--for`` the run ended.
+* crawlkit: ``python -m crawlkit crawl SEEDS --state S --scope any --min-delay 0
+  --concurrency 256 --for 60s --allow-net 127.0.0.0/9 --hosts-file WEB/hosts -j 1``
+  (defaults otherwise, as in issue 13: the gap is still 10 x the last fetch time and
+  a Crawl-delay is honoured).
+* Scrapy: a plain spider following every link (``LinkExtractor``), Scrapy's
+  broad-crawl settings: ``CONCURRENT_REQUESTS=256, CONCURRENT_REQUESTS_PER_DOMAIN=1,
+  DOWNLOAD_DELAY=0, ROBOTSTXT_OBEY=True, SCHEDULER_PRIORITY_QUEUE=
+  scrapy.pqueues.DownloaderAwarePriorityQueue, COOKIES_ENABLED=False,
+  HTTPCACHE_ENABLED=False, LOG_LEVEL=ERROR, TELNETCONSOLE_ENABLED=False,
+  CLOSESPIDER_TIMEOUT=60, DOWNLOAD_TIMEOUT=30, DOWNLOAD_MAXSIZE=10_000_000`` (crawlkit's
+  --timeout and --max-body); each parsed page's URL is written to a file. Scrapy ignores
+  Crawl-delay (crawlkit does not).
+* wget2: ``timeout -s TERM 60 wget2 --recursive --level=inf --span-hosts
+  --domains=test --robots=on --max-threads=256 --timeout=30 --quiet
+  --directory-prefix=OUT --input-file=SEEDS`` (wget2 1.99 has no time limit of its
+  own, so ``timeout`` stops it; it has no per-host limit either, and ignores
+  Crawl-delay). ``--domains`` keeps it on the web's names (*.test); it does not filter
+  IP-literal hosts at all, and a list of the 2,000 addresses makes wget2 1.99 exit 2
+  at once (past ~6 KB), so there the loopback-only namespace is the fence.
 
-Scrapy and wget2 resolve names through the system, so with --scrapy-python or --wget2
-the test web's hosts are appended to /etc/hosts for the run and removed after (needs
-root; loopback addresses only). Scrapy is kept out of the project: make a venv for it
-(`python -m venv /tmp/scrapy-venv && /tmp/scrapy-venv/bin/pip install scrapy`).
+Figures per tool (median of ``--repeat`` runs; the tools take turns within a repeat so
+the machine's load falls on all of them alike):
+
+* new pages/s over the whole run: pages of the web's manifest (those robots.txt allows
+  the ``crawlkit`` token) that the tool *processed*, each once, divided by the wall time
+  from start to exit. Counted from each tool's output, never its own counters:
+  crawlkit's page records (written after parsing), the URLs the spider's parse callback
+  wrote, the files wget2 saved. URLs are compared after crawlkit's canonicalisation,
+  so a tracking-parameter variant of a page counts as that page, once.
+* CPU s per 1,000 pages: user+sys of the whole process tree. The bench is a child
+  subreaper (``PR_SET_CHILD_SUBREAPER``), so processes the tool orphans (a fork
+  server, extract workers) are reaped by it and counted through ``wait4``.
+* peak RSS: the largest sum of the tree's resident sets, sampled every
+  ``--sample`` seconds, or the largest single process's peak (``wait4``'s
+  ``ru_maxrss``, which a sample can miss), whichever is larger.
+* longest stall: the longest run of 5-s windows whose server-side request count
+  (testweb's request log) was under 10% of the run's mean, from the first request to
+  the end of the run or ``--for``, whichever came first.
+* how far past ``--for`` the run ended (negative: it ran out of work); for Scrapy
+  and wget2 past their own bound (CLOSESPIDER_TIMEOUT, ``timeout``).
+
+Ratios crawlkit / Scrapy and crawlkit / wget2 come from the same run. ``--json FILE``
+writes every run's figures; ``--rss-log FILE`` the RSS samples (for flatness).
+
+Isolation: as root with ``unshare`` available, the bench re-executes itself in a new
+network and mount namespace whose only interface is loopback, so no tool can reach
+anything but the test web (a name outside the hosts file fails at once instead of
+asking the system's DNS). Scrapy and wget2 resolve names through the system, so each
+runs with the web's hosts file bind-mounted over /etc/hosts in a mount namespace of its
+own; the machine's /etc/hosts is never written. Without root only crawlkit runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
-import resource
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-HOSTS_MARK = "# crawlkit bench_crawl"
+from crawlkit import io
+from crawlkit.errors import InvalidURL
+from crawlkit.url import Canonicalizer
+
+NETNS_MARK = "CRAWLKIT_BENCH_NETNS"
+PR_SET_CHILD_SUBREAPER = 36
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
+TOOLS = ("crawlkit", "scrapy", "wget2")
+PY_SPY_RATE = 50  # samples a second: each sample of a busy thread is 1/50 CPU s
+
+# (hosts, pages) per scenario: quick defaults, and issue 13's sizes with --full.
+SIZES = {
+    "few-seed": ((200, 15), (2000, 15)),
+    "seeded": ((400, 10), (4000, 10)),
+    "classic": ((200, 10), (1000, 10)),
+}
 
 
-SCENARIO_WEB = {
-    "classic": lambda hosts: ["--special", "none"],
-    "few-seed": lambda hosts: ["--ip-hosts", "--seed-hosts", "5", "--robots-404", "0.5",
-                               "--crawl-delay-hosts", str(max(1, hosts // 20))],
-    "seeded": lambda hosts: ["--special", "none"],
-}  # fmt: skip
+def web_args(scenario: str, hosts: int) -> list[str]:
+    """testweb options of a scenario (besides --hosts, --pages, --seed)."""
+    if scenario == "few-seed":
+        return ["--ip-hosts", "--seed-hosts", "5", "--robots-404", "0.5",
+                "--crawl-delay-hosts", str(max(1, hosts // 20))]  # fmt: skip
+    return ["--special", "none"]
+
+
+# ---------------------------------------------------------------------------- the web
 
 
 @contextlib.contextmanager
-def testweb(
-    tmp: Path, hosts: int, pages: int, scenario: str = "classic", tls: bool = False
-) -> Iterator[dict]:
+def testweb(tmp: Path, scenario: str, hosts: int, pages: int, tls: bool) -> Iterator[dict]:
+    """A fresh ``crawlkit testweb`` for one run; yields its ready line plus the pages
+    that count (``allowed``: manifest pages robots.txt lets the crawlkit token fetch)."""
     directory = tmp / f"web-{time.time_ns()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts",
-         str(hosts), "--pages", str(pages), "--seed", "11", *SCENARIO_WEB[scenario](hosts),
+         str(hosts), "--pages", str(pages), "--seed", "11", *web_args(scenario, hosts),
          *(["--tls"] if tls else [])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdout is not None
-    info = json.loads(proc.stdout.readline())
-    info["web_pid"] = proc.pid
-    info["pages_set"] = {
-        p for h in json.loads(Path(info["manifest"]).read_text())["hosts"] for p in h["pages"]
-    }
     try:
+        info = json.loads(proc.stdout.readline())
+        manifest = json.loads(Path(info["manifest"]).read_text())
+        info["web_pid"] = proc.pid
+        info["wanted"] = {u for h in manifest["hosts"] for u in h["allowed"]}
         yield info
     finally:
         proc.terminate()
-        proc.wait(30)
+        proc.wait(60)
         proc.stdout.close()
 
 
-def machine_busy() -> float:
-    """CPU seconds this machine spent not idle, over all processes (/proc/stat)."""
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def run(cmd: list[str], web_pid: int) -> tuple[float, float]:
-    """Wall time and the crawler's CPU seconds.
-
-    The CPU is the machine's busy time minus the test web's: getrusage(CHILDREN) misses
-    processes a crawler starts through a fork server (crawlkit's extract workers), and
-    this counts them. Anything else running on the machine counts too: run it quiet.
-    """
-    busy0, web0 = machine_busy(), process_cpu(web_pid)
-    start = time.perf_counter()
-    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    busy1, web1 = machine_busy(), process_cpu(web_pid)
-    return wall, (busy1 - busy0) - (web1 - web0)
-
-
-def crawlkit_pages(state: Path, pages: set[str]) -> int:
-    from crawlkit import io
-
+def canonical_set(urls: Iterable[str], wanted: set[str]) -> set[str]:
+    """The wanted pages among ``urls``, after crawlkit's canonicalisation."""
+    canon = Canonicalizer()
     got = set()
-    for log in state.glob("crawl/cycles/*/fetch.ndjson"):
-        for r in io.read_records([log]):
-            if r.get("outcome") == "fetched" and r.get("status") == 200:
-                got.add(r["url"])
-    return len(got & pages)
+    for url in urls:
+        with contextlib.suppress(InvalidURL, ValueError):
+            url = canon.canonicalize(url)
+        if url in wanted:
+            got.add(url)
+    return got
 
 
-def bench_crawlkit(web: dict, tmp: Path, jobs: int) -> tuple[int, float, float]:
-    state = tmp / f"ck-{time.time_ns()}"
-    wall, cpu = run(
-        [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
-         "--scope", "any", "--min-delay", "0", "--delay-factor", "0", "--no-budgets",
-         "--concurrency", "100", "--per-ip", "100", "--batch", "5000", "--per-host", "50",
-         "--allow-net", web["allow_net"], "--hosts-file", web["hosts_file"], "-j", str(jobs),
-         *(["--ca-file", web["ca_file"]] if "ca_file" in web else [])],
-        web["web_pid"],
-    )  # fmt: skip
-    return crawlkit_pages(state, web["pages_set"]), wall, cpu
-
-
-SPIDER = textwrap.dedent(
-    """
-    import json, sys
-    import scrapy
-    from scrapy.crawler import CrawlerProcess
-    from scrapy.linkextractors import LinkExtractor
-
-    seeds = open(sys.argv[1]).read().split()
-    out = sys.argv[2]
-    seen = set()
-
-    class Bench(scrapy.Spider):
-        name = "bench"
-        start_urls = seeds
-        # (allow_domains would compare "h1.test:PORT" and refuse every link)
-        links = LinkExtractor()
-
-        def parse(self, response):
-            seen.add(response.url)
-            for link in self.links.extract_links(response):
-                yield scrapy.Request(link.url, callback=self.parse)
-
-    process = CrawlerProcess({
-        "CONCURRENT_REQUESTS": 100, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "DOWNLOAD_DELAY": 0, "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "ERROR",
-        "TELNETCONSOLE_ENABLED": False, "COOKIES_ENABLED": False,
-    })
-    process.crawl(Bench)
-    process.start()
-    json.dump(sorted(seen), open(out, "w"))
-    """
-)
-
-
-@contextlib.contextmanager
-def system_hosts(hosts_file: str) -> Iterator[None]:
-    lines = [ln for ln in Path(hosts_file).read_text().splitlines() if ln.startswith("127.")]
-    original = Path("/etc/hosts").read_text()
-    Path("/etc/hosts").write_text(original + f"\n{HOSTS_MARK}\n" + "\n".join(lines) + "\n")
-    try:
-        yield
-    finally:
-        Path("/etc/hosts").write_text(original)
-
-
-def bench_scrapy(web: dict, tmp: Path, python: str) -> tuple[int, float, float]:
-    spider = tmp / "spider.py"
-    spider.write_text(SPIDER)
-    out = tmp / f"scrapy-{time.time_ns()}.json"
-    with system_hosts(web["hosts_file"]):
-        wall, cpu = run([python, str(spider), web["seeds"], str(out)], web["web_pid"])
-    got = set(json.loads(out.read_text())) if out.exists() else set()
-    return len(got & web["pages_set"]), wall, cpu
-
-
-def bench_wget2(web: dict, tmp: Path) -> tuple[int, float, float]:
-    target = tmp / f"wget2-{time.time_ns()}"
-    with system_hosts(web["hosts_file"]):
-        wall, cpu = run(
-            ["wget2", "--recursive", "--level=inf", "--span-hosts", "--domains=test",
-             "--max-threads=100", "--robots=on", "--no-verbose", "--quiet",
-             f"--directory-prefix={target}", f"--input-file={web['seeds']}"],
-            web["web_pid"],
-        )  # fmt: skip
-    # wget2 saves HOST/PATH[?QUERY] (no port; "index.html" for "/"; it also keeps
-    # "&amp;" from hrefs literally). Count manifest pages it saved, each once.
-    prefix = str(target) + "/"
-    got = set()
-    for path in target.rglob("*"):
-        if path.is_file():
-            host, _, rest = str(path)[len(prefix) :].partition("/")
-            rest = rest.replace("&amp;", "&")
-            got.add(f"{host}/{rest}")
-            if rest == "index.html":
-                got.add(f"{host}/")
-    wanted = set()
-    for url in web["pages_set"]:
-        host, _, rest = url.split("://", 1)[1].partition("/")
-        wanted.add(f"{host.split(':')[0]}/{rest}")
-    return len(got & wanted), wall, cpu
-
-
-def longest_stall(log: Path, end: float) -> float:
-    """Seconds of the longest run of 5-s windows with under 10% of the mean request rate,
-    from the first request to ``end`` (the deadline: start-up is not a stall)."""
+def server_times(log: Path) -> list[float]:
+    """Start times of every request in testweb's log."""
     with open(log, "rb") as f:
-        times = [json.loads(line)["t_start"] for line in f]
+        return [json.loads(line)["t_start"] for line in f if line.strip()]
+
+
+def longest_stall(times: list[float], end: float) -> float:
+    """Seconds of the longest run of 5-s windows with under 10% of the mean request
+    rate, from the first request to ``end`` (start-up and shutdown are not stalls)."""
     start = min(times, default=end)
     counts: dict[int, int] = {}
     for t in times:
         if t <= end:
-            counts[int((t - start) // 5)] = counts.get(int((t - start) // 5), 0) + 1
+            slot = int((t - start) // 5)
+            counts[slot] = counts.get(slot, 0) + 1
     windows = [counts.get(i, 0) for i in range(int((end - start) // 5))]
     if not windows:
         return 0.0
@@ -242,107 +190,408 @@ def longest_stall(log: Path, end: float) -> float:
     return 5.0 * longest
 
 
-def bench_deadline(web: dict, tmp: Path, seconds: float, jobs: int) -> dict[str, float]:
-    """One ``crawl --for`` run: the figures listed in the module docstring."""
-    from crawlkit import io
+# ------------------------------------------------------------- the process tree
 
-    state = tmp / f"ck-{time.time_ns()}"
-    cmd = [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
-           "--scope", "any", "--min-delay", "0", "--concurrency", "256", "--for",
-           f"{seconds:g}s", "--allow-net", web["allow_net"], "--hosts-file",
-           web["hosts_file"], "-j", str(jobs)]  # fmt: skip
+
+def become_subreaper() -> None:
+    """Orphans of a tool's tree become this process's children, so their CPU is had
+    through wait4 (a fork server's workers are otherwise reparented to init)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def proc_table() -> dict[int, tuple[int, str, int]]:
+    """pid -> (parent pid, state, resident KiB) of every process."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(entry.name)] = (int(fields[1]), fields[0], int(int(fields[21]) * PAGE_KB))
+    return table
+
+
+def tree_of(table: dict[int, tuple[int, str, int]], roots: set[int]) -> set[int]:
+    """``roots`` and all their descendants that are in ``table``."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = set(), [r for r in roots if r in table]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo.extend(children.get(pid, ()))
+    return out
+
+
+@dataclass
+class Usage:
+    """What one tool run cost, from wait4 and /proc samples."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_mib: float = 0.0  # largest sampled sum over the tree, or largest process
+    max_single_rss_mib: float = 0.0  # largest one process (wait4's ru_maxrss)
+    killed: bool = False
+    rss: list[tuple[float, float]] = field(default_factory=list)  # (s, MiB) samples
+
+
+def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Path) -> Usage:
+    """Run ``cmd`` to its end (SIGKILL to its tree after ``limit`` seconds) and measure
+    its process tree; ``keep`` are our own children that are not the tool's (the web)."""
+    usage = Usage()
+    me = os.getpid()
     start = time.time()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(proc.pid, 0)
-    end = time.time()
-    pages = {r["url"] for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
-             for r in io.read_records([p])}  # fmt: skip
-    new = len(pages & web["pages_set"])
-    cpu = usage.ru_utime + usage.ru_stime
-    return {
-        "new_pages": new,
-        "pages_per_s": new / (end - start),
-        "cpu_per_1000": 1000 * cpu / new if new else float("inf"),
-        "rss_mib": usage.ru_maxrss / 1024,
-        "stall_s": longest_stall(Path(web["log"]), start + seconds),
-        "overshoot_s": (end - start) - seconds,
+    with open(out, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    root_done = False
+    reaped: set[int] = set()
+
+    def reap(pid: int, flags: int) -> bool:
+        try:
+            got, _, ru = os.wait4(pid, flags)
+        except ChildProcessError:
+            return True
+        if got == 0:
+            return False
+        usage.cpu_s += ru.ru_utime + ru.ru_stime
+        usage.max_single_rss_mib = max(usage.max_single_rss_mib, ru.ru_maxrss / 1024)
+        reaped.add(pid)
+        return True
+
+    while True:
+        table = proc_table()
+        orphans = {p for p, (pp, _, _) in table.items() if pp == me and p not in keep}
+        tree = tree_of(table, orphans | ({proc.pid} if not root_done else set()))
+        tree -= {p for p in tree if p in keep}
+        rss = sum(table[p][2] for p in tree if table[p][1] != "Z") / 1024
+        usage.rss.append((round(time.time() - start, 2), round(rss, 1)))
+        usage.peak_rss_mib = max(usage.peak_rss_mib, rss)
+        if not root_done and reap(proc.pid, os.WNOHANG):
+            root_done = True
+            usage.wall_s = time.time() - start
+        for pid in orphans - {proc.pid}:
+            if table[pid][1] == "Z":
+                reap(pid, 0)
+        if root_done and not (orphans - reaped - {proc.pid}):
+            break
+        if time.time() - start > limit and not usage.killed:
+            usage.killed = True
+            for pid in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(sample if not root_done else 0.05)
+    proc.returncode = 0  # reaped above; keeps Popen from waiting again
+    # A sample each --sample seconds can miss a short peak that wait4 saw.
+    usage.peak_rss_mib = max(usage.peak_rss_mib, usage.max_single_rss_mib)
+    return usage
+
+
+# ------------------------------------------------------------------------ tools
+
+
+def with_hosts(hosts_file: str, cmd: list[str]) -> list[str]:
+    """``cmd`` with the web's hosts file over /etc/hosts, in a mount namespace of its
+    own (the machine's /etc/hosts stays as it is)."""
+    return ["unshare", "--mount", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', hosts_file, *cmd]  # fmt: skip
+
+
+def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
+           "--scope", "any", "--min-delay", "0", "--concurrency", str(args.concurrency),
+           "--for", f"{args.duration:g}s", "--allow-net", web["allow_net"],
+           "--hosts-file", web["hosts_file"], "-j", str(args.jobs)]  # fmt: skip
+    if args.scenario == "classic":
+        cmd += ["--delay-factor", "0", "--no-budgets", "--per-ip", "100", "--per-host", "50",
+                "--batch", "5000"]  # fmt: skip
+    if "ca_file" in web:
+        cmd += ["--ca-file", web["ca_file"]]
+    return cmd
+
+
+def crawlkit_pages(state: Path, wanted: set[str]) -> set[str]:
+    """Pages in crawlkit's page records (written once a page is parsed)."""
+    files = sorted(state.glob("crawl/**/pages*.ndjson*"))
+    return canonical_set((str(r["url"]) for r in io.read_records(files)), wanted)
+
+
+SPIDER = textwrap.dedent(
+    """
+    import sys
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
+
+    seeds, out, concurrency, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    sink = open(out, "w", buffering=1)
+
+    class Bench(scrapy.Spider):
+        name = "bench"
+        start_urls = open(seeds).read().split()
+        # (allow_domains would compare "h1.test:PORT" and refuse every link)
+        links = LinkExtractor()
+
+        def parse(self, response):
+            sink.write(response.url + "\\n")
+            for link in self.links.extract_links(response):
+                yield scrapy.Request(link.url, callback=self.parse)
+
+    process = CrawlerProcess({
+        "CONCURRENT_REQUESTS": concurrency, "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOAD_DELAY": 0, "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "ERROR",
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.DownloaderAwarePriorityQueue",
+        "TELNETCONSOLE_ENABLED": False, "COOKIES_ENABLED": False,
+        "HTTPCACHE_ENABLED": False, "CLOSESPIDER_TIMEOUT": float(seconds),
+        "DOWNLOAD_TIMEOUT": 30, "DOWNLOAD_MAXSIZE": 10_000_000,
+    })
+    process.crawl(Bench)
+    process.start()
+    sink.close()
+    """
+)
+
+
+def wget2_pages(target: Path, wanted: set[str], scheme: str, port: int) -> set[str]:
+    """Pages wget2 saved. It saves HOST/PATH[?QUERY] (no port, "index.html" for a
+    directory, "&amp;" of an href kept literally)."""
+    urls = []
+    prefix = str(target) + "/"
+    for path in target.rglob("*"):
+        if path.is_file():
+            host, _, rest = str(path)[len(prefix) :].partition("/")
+            rest = rest.replace("&amp;", "&")
+            if rest == "index.html" or rest.endswith("/index.html"):
+                rest = rest[: -len("index.html")]
+            urls.append(f"{scheme}://{host}:{port}/{rest}")
+    return canonical_set(urls, wanted)
+
+
+def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
+    """One bounded run of ``tool`` on ``web``: the figures of the module docstring."""
+    work = tmp / f"{tool}-{time.time_ns()}"
+    work.mkdir()
+    limit = args.duration + args.hard_grace
+    if tool == "crawlkit":
+        cmd = crawlkit_cmd(web, work / "state", args)
+        if args.py_spy:
+            spy = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
+            cmd = [spy, "record", "--subprocesses", "--nonblocking", "--function", "--format",
+                   "raw", "--rate", str(PY_SPY_RATE),
+                   "--output", str(args.py_spy), "--", *cmd]  # fmt: skip
+    elif tool == "scrapy":
+        (work / "spider.py").write_text(SPIDER)
+        cmd = with_hosts(web["hosts_file"], [args.scrapy_python, str(work / "spider.py"),
+                         web["seeds"], str(work / "urls.txt"), str(args.concurrency),
+                         f"{args.duration:g}"])  # fmt: skip
+    else:
+        cmd = with_hosts(web["hosts_file"], [
+            "timeout", "-s", "TERM", f"{args.duration:g}", "wget2", "--recursive",
+            "--level=inf", "--span-hosts", "--domains=test",
+            "--robots=on", f"--max-threads={args.concurrency}", "--timeout=30", "--quiet",
+            f"--directory-prefix={work / 'out'}", f"--input-file={web['seeds']}"])  # fmt: skip
+    load = os.getloadavg()[0]
+    start = time.time()
+    usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
+    if tool == "crawlkit":
+        pages = crawlkit_pages(work / "state", web["wanted"])
+    elif tool == "scrapy":
+        urls = (work / "urls.txt").read_text().split() if (work / "urls.txt").exists() else []
+        pages = canonical_set(urls, web["wanted"])
+    else:
+        pages = wget2_pages(work / "out", web["wanted"], "http", web["port"])
+    os.kill(web["web_pid"], signal.SIGUSR1)  # flush the request log
+    time.sleep(1.0)
+    times = [t for t in server_times(Path(web["log"])) if t >= start]
+    n = len(pages)
+    if tool == "crawlkit" and args.py_spy:
+        print_profile(args.py_spy, n)
+    result = {
+        "tool": tool,
+        "new_pages": n,
+        "pages_per_s": n / usage.wall_s if usage.wall_s else 0.0,
+        "cpu_per_1000": 1000 * usage.cpu_s / n if n else float("inf"),
+        "cpu_s": usage.cpu_s,
+        "wall_s": usage.wall_s,
+        "peak_rss_mib": usage.peak_rss_mib,
+        "max_single_rss_mib": usage.max_single_rss_mib,
+        "stall_s": longest_stall(times, min(start + usage.wall_s, start + args.duration)),
+        "requests": len(times),
+        "overshoot_s": usage.wall_s - args.duration,
+        "killed": usage.killed,
+        "load_before": load,
+        "rss": usage.rss,
     }
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
 
 
-def main_deadline(args: argparse.Namespace) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
-    runs = []
-    try:
-        for _ in range(args.repeat):
-            with testweb(tmp, args.hosts, args.pages, args.scenario, args.tls) as web:
-                runs.append(bench_deadline(web, tmp, args.duration, args.jobs))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{args.scenario} web: {args.hosts} hosts, ~{args.pages} pages each; crawl --for "
-          f"{args.duration:g}s, {args.repeat} run(s), medians; {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f} at the end (a shared machine slows it)")  # fmt: skip
-    for key, label in (("new_pages", "new pages processed"), ("pages_per_s", "new pages/s"),
-                       ("cpu_per_1000", "CPU s per 1,000 pages"), ("rss_mib", "peak RSS MiB"),
-                       ("stall_s", "longest stall (5-s windows < 10% of mean), s"),
-                       ("overshoot_s", "ended past --for, s")):  # fmt: skip
-        values = sorted(r[key] for r in runs)
-        print(
-            f"  {label:48s} {values[len(values) // 2]:9.1f}   (all: "
-            + ", ".join(f"{v:.1f}" for v in values)
-            + ")"
-        )
+# ----------------------------------------------------------------------- report
+
+
+def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
+    """The functions that cost most CPU per 1,000 pages, from py-spy's collapsed stacks
+    (``frame;frame;... count`` a line, idle threads left out): self time (the function's
+    own frame on top, C calls it makes included) and inclusive time."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in collapsed.read_text("utf-8", "replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + n
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + n
+    if not pages or not total:
+        return
+    per_k = 1000 / pages / PY_SPY_RATE
+    print(f"  py-spy: {total / PY_SPY_RATE:.1f} busy thread-seconds sampled = "
+          f"{total * per_k:.2f} s per 1,000 pages ({pages} pages)")  # fmt: skip
+    for title, table in (("self", own), ("inclusive", inclusive)):
+        print(f"  -- {title} (s per 1,000 pages, share of samples)")
+        for frame, n in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"    {n * per_k:6.3f}  {100 * n / total:5.1f}%  {frame[:110]}")
+
+
+FIGURES = (
+    ("new_pages", "new pages processed", "{:.0f}"),
+    ("pages_per_s", "new pages/s (whole run)", "{:.1f}"),
+    ("cpu_per_1000", "CPU s per 1,000 pages", "{:.2f}"),
+    ("peak_rss_mib", "peak RSS MiB (tree)", "{:.0f}"),
+    ("stall_s", "longest stall s (5-s windows < 10% mean)", "{:.0f}"),
+    ("requests", "server-side requests", "{:.0f}"),
+    ("overshoot_s", "ended past --for, s", "{:+.1f}"),  # Scrapy, wget2: their bound
+)
+
+
+def median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def report(scenario: str, hosts: int, pages: int, runs: dict[str, list[dict]],
+           args: argparse.Namespace) -> None:  # fmt: skip
+    names = [t for t in TOOLS if runs.get(t)]
+    loads = [r["load_before"] for rs in runs.values() for r in rs]
+    print(f"\n{scenario} web: {hosts} hosts x ~{pages} pages; --for {args.duration:g}s, "
+          f"--concurrency {args.concurrency}; {args.repeat} run(s) per tool, medians; "
+          f"{os.cpu_count()} cores, load average {min(loads):.1f}-{max(loads):.1f} "
+          f"before the runs")  # fmt: skip
+    print(f"  {'':42s}" + "".join(f"{n:>12s}" for n in names))
+    for key, label, fmt in FIGURES:
+        cells = [fmt.format(median(runs[n], key)) for n in names]
+        print(f"  {label:42s}" + "".join(f"{c:>12s}" for c in cells))
+    if "crawlkit" in names:
+        ck_rate = median(runs["crawlkit"], "pages_per_s")
+        ck_cpu = median(runs["crawlkit"], "cpu_per_1000")
+        for other in names[1:]:
+            rate = median(runs[other], "pages_per_s")
+            cpu = median(runs[other], "cpu_per_1000")
+            print(f"  crawlkit / {other}: {ck_rate / rate if rate else float('inf'):.2f}x the "
+                  f"new pages/s, {ck_cpu / cpu if cpu else float('inf'):.2f}x the CPU per "
+                  f"page")  # fmt: skip
+    for name in names:
+        all_runs = ", ".join(f"{r['pages_per_s']:.0f}/s {r['cpu_per_1000']:.2f}cpu"
+                             f"{' KILLED' if r['killed'] else ''}" for r in runs[name])  # fmt: skip
+        print(f"  {name} runs: {all_runs}")
+
+
+def isolate() -> None:
+    """Re-execute in a network namespace of loopback only (see the module docstring)."""
+    if os.environ.get(NETNS_MARK) or os.geteuid() != 0 or not shutil.which("unshare"):
+        return
+    env = dict(os.environ, **{NETNS_MARK: "1"})
+    cmd = ["unshare", "--net", "--mount", "--", "sh", "-c",
+           'ip link set lo up && exec "$@"', "sh", sys.executable, *sys.argv]  # fmt: skip
+    sys.stdout.flush()
+    os.execvpe("unshare", cmd, env)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hosts", type=int, default=2000)
-    ap.add_argument("--pages", type=int, default=10, help="mean pages per host")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--scenario", choices=["both", "few-seed", "seeded", "classic"],
+                    default="both", help="both: few-seed, then seeded")  # fmt: skip
+    ap.add_argument("--full", action="store_true", help="issue 13's sizes (and --for 60)")
+    ap.add_argument("--hosts", type=int, default=None)
+    ap.add_argument("--pages", type=int, default=None, help="mean pages per host")
+    ap.add_argument("--for", dest="duration", type=float, default=None,
+                    help="seconds each tool may crawl (default 20, 60 with --full)")  # fmt: skip
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of " + ", ".join(TOOLS))
+    ap.add_argument("--repeat", type=int, default=1, help="runs per tool (median reported)")
+    ap.add_argument("--concurrency", type=int, default=256)
     ap.add_argument("--jobs", type=int, default=1, help="crawlkit extract workers (-j)")
-    ap.add_argument("--scrapy-python", default=None)
-    ap.add_argument("--wget2", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1, help="crawlkit runs (median reported)")
-    ap.add_argument("--tls", action="store_true", help="crawlkit over HTTPS (testweb --tls)")
-    ap.add_argument("--scenario", choices=["classic", "few-seed", "seeded"], default="classic")
-    ap.add_argument("--for", dest="duration", type=float, default=60.0,
-                    help="seconds of crawl (few-seed and seeded)")  # fmt: skip
+    ap.add_argument("--tls", action="store_true", help="over HTTPS (crawlkit only)")
+    ap.add_argument("--scrapy-python", default=sys.executable, help="a Python with Scrapy")
+    ap.add_argument("--sample", type=float, default=1.0, help="seconds between RSS samples")
+    ap.add_argument("--hard-grace", type=float, default=120.0,
+                    help="SIGKILL a tool this long after --for")  # fmt: skip
+    ap.add_argument("--json", type=Path, default=None, help="write every run's figures here")
+    ap.add_argument("--rss-log", type=Path, default=None, help="write the RSS samples here")
+    ap.add_argument("--keep", action="store_true", help="keep the tools' output in /tmp")
+    ap.add_argument("--py-spy", dest="py_spy", type=Path, default=None,
+                    help="profile crawlkit's runs with py-spy into FILE (collapsed stacks) "
+                    "and print the top CPU costs per 1,000 pages")  # fmt: skip
+    ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
     args = ap.parse_args()
-    if args.scenario != "classic":
-        main_deadline(args)
-        return
+    if not args.no_isolate:
+        isolate()
+    isolated = bool(os.environ.get(NETNS_MARK))
+    become_subreaper()
+    tools = [t for t in args.tools.split(",") if t]
+    if args.tls or not isolated:
+        dropped = [t for t in tools if t != "crawlkit"]
+        if dropped:
+            why = "--tls" if args.tls else "no loopback-only namespace (run as root)"
+            print(f"skipping {', '.join(dropped)}: {why}")
+        tools = ["crawlkit"]
+    if "wget2" in tools and not shutil.which("wget2"):
+        print("skipping wget2: not installed (apt-get install -y wget2)")
+        tools.remove("wget2")
+    if args.duration is None:
+        args.duration = 60.0 if args.full else 20.0
+    scenarios = ["few-seed", "seeded"] if args.scenario == "both" else [args.scenario]
     tmp = Path(tempfile.mkdtemp(prefix="bench-crawl-"))
-    results: dict[str, tuple[int, float, float]] = {}
+    everything: list[dict] = []
     try:
-        runs = []
-        for _ in range(args.repeat):  # a fresh web each time; the median run is kept
-            with testweb(tmp, args.hosts, args.pages, tls=args.tls) as web:
-                total = len(web["pages_set"])
-                runs.append(bench_crawlkit(web, tmp, args.jobs))
-        runs.sort(key=lambda r: r[0] / r[1] if r[1] else 0.0)
-        results["crawlkit"] = runs[len(runs) // 2]
-        if args.repeat > 1:
-            rates = ", ".join(f"{p / w:.0f}" for p, w, _ in runs)
-            print(f"crawlkit runs (new pages/s): {rates}; the median is reported")
-        if args.scrapy_python:
-            with testweb(tmp, args.hosts, args.pages) as web:
-                results["scrapy"] = bench_scrapy(web, tmp, args.scrapy_python)
-        if args.wget2 and shutil.which("wget2"):
-            with testweb(tmp, args.hosts, args.pages) as web:
-                results["wget2"] = bench_wget2(web, tmp)
+        for scenario in scenarios:
+            hosts, pages = SIZES[scenario][1 if args.full else 0]
+            hosts, pages = args.hosts or hosts, args.pages or pages
+            args.scenario = scenario
+            runs: dict[str, list[dict]] = {t: [] for t in tools}
+            for i in range(args.repeat):
+                for tool in tools:
+                    with testweb(tmp, scenario, hosts, pages, args.tls) as web:
+                        result = run_tool(tool, web, tmp, args)
+                    result.update(scenario=scenario, hosts=hosts, pages=pages, repeat=i)
+                    runs[tool].append(result)
+                    everything.append(result)
+                    print(f"  [{scenario} #{i + 1}] {tool}: {result['new_pages']} pages in "
+                          f"{result['wall_s']:.1f} s, {result['cpu_per_1000']:.2f} CPU s/1000, "
+                          f"RSS {result['peak_rss_mib']:.0f} MiB, load "
+                          f"{result['load_before']:.1f}", flush=True)  # fmt: skip
+            report(scenario, hosts, pages, runs, args)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"test web: {args.hosts} hosts, {total} pages of ~20 KB; gap 0; this machine: "
-          f"{os.cpu_count()} cores")  # fmt: skip
-    base = results["crawlkit"]
-    for name, (pages, wall, cpu) in results.items():
-        rate = pages / wall if wall else 0.0
-        per_k = 1000 * cpu / pages if pages else float("inf")
-        line = (f"  {name:9s} {pages:6d} pages in {wall:6.1f} s = {rate:7.1f} new pages/s, "
-                f"{per_k:5.2f} CPU s per 1,000 pages")  # fmt: skip
-        if name != "crawlkit" and pages:
-            line += f"; crawlkit is {(base[0] / base[1]) / rate:.1f}x faster"
-        print(line)
-    print(f"  peak RSS of the largest child: {peak_kb / 1024:.0f} MiB")
+        if args.keep:
+            print(f"kept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"load average at the end: {os.getloadavg()}")
+    if args.json:
+        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "rss"}
+                                         for r in everything], indent=1))  # fmt: skip
+    if args.rss_log:
+        args.rss_log.write_text(json.dumps([{"tool": r["tool"], "scenario": r["scenario"],
+                                             "rss": r["rss"]} for r in everything]))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -271,7 +271,8 @@ def read_records(
     max_line: int = DEFAULT_MAX_LINE,
 ) -> Iterator[Record]:
     """Yield the records of every input in order; bad lines are reported and skipped."""
-    yield from (rec for _, _, rec in read_records_with_lines(paths, reporter, max_line=max_line))
+    for _, _, record in read_records_with_lines(paths, reporter, max_line=max_line):
+        yield record
 
 
 def read_records_with_lines(
@@ -288,7 +289,17 @@ def read_records_with_lines(
         source = display_name(path)
         with contextlib.closing(open_input(path)) as stream:
             for lineno, line in iter_lines(stream, source, reporter, max_line):
-                if line is None or not line.strip():
+                # (isspace, unlike strip, copies nothing: the same ASCII whitespace)
+                if line is None or not line or line.isspace():
+                    continue
+                # Every stage reads its records here: the common case (an object)
+                # goes without parse_record's call, which only words the errors.
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    value = None
+                if type(value) is dict:
+                    yield source, lineno, value
                     continue
                 try:
                     yield source, lineno, parse_record(line)

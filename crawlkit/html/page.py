@@ -42,7 +42,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import ada_url
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
@@ -51,7 +50,7 @@ from crawlkit.errors import InvalidURL
 from crawlkit.html.css import css_refs
 from crawlkit.html.encoding import codec_for_label
 from crawlkit.html.guard import guard_markup
-from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
+from crawlkit.url import Canonicalizer, ParsedURL, fingerprint, whatwg_href
 
 __all__ = [
     "BOILERPLATE_TAGS",
@@ -475,7 +474,7 @@ def collapsed_length(text: str) -> int:
 def _serialize(url: str, base: str | None) -> str | None:
     """The WHATWG serialization of ``url`` resolved against ``base``; None if unparsable."""
     try:
-        return ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+        return whatwg_href(url, base)
     except Exception:  # ada raises ValueError; odd text (lone surrogates) others
         return None
 

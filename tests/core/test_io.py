@@ -78,6 +78,18 @@ def test_bad_lines_are_reported_counted_and_skipped(tmp_path: Path) -> None:
     assert any(f"{path}:5: invalid UTF-8" in line for line in lines)
 
 
+def test_blank_lines_are_skipped_silently_and_null_is_no_object(tmp_path) -> None:
+    path = tmp_path / "blank.ndjson"
+    path.write_bytes(b' \t\x0b\x0c \n{"n": 1}\nnull\n  {"n": 2}  \n\r\n\x85\n')
+    rep, buf = _reporter()
+    got = list(io.read_records_with_lines([path], rep))
+    assert [(line, r["n"]) for _, line, r in got] == [(2, 1), (4, 2)]
+    lines = buf.getvalue().splitlines()
+    assert rep.bad_records == 2  # "null", and a byte that is no ASCII whitespace
+    assert any(f"{path}:3: not a JSON object (a NoneType)" in line for line in lines)
+    assert any(f"{path}:6: invalid UTF-8" in line for line in lines)
+
+
 def test_empty_file_gives_no_records_and_no_errors(tmp_path: Path) -> None:
     for name, data in [("e", b""), ("e.zst", zstandard.ZstdCompressor().compress(b"")),
                        ("e.gz", gzip.compress(b""))]:  # fmt: skip

@@ -298,6 +298,9 @@ _BASES = st.sampled_from(
         "http://127.0.0.1:8080/p/q",
         "https://xn--bcher-kva.example/ü/",
         "http://example.com/./a/../b/c",
+        "http://example.com/a//b/c/d.html",
+        "https://h.test:8080/x/y/z/",
+        "http://127.1.0.7:8080/docs/page-2.html",
     ]
 )
 _PREFIXES = st.sampled_from(

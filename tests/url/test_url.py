@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import contextlib
 
+import ada_url
 import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.errors import InvalidURL
-from crawlkit.url import Canonicalizer, Rules, fingerprint, load_param_denylist, site_of_host
+from crawlkit.url import (
+    Canonicalizer,
+    Rules,
+    fingerprint,
+    load_param_denylist,
+    site_of_host,
+    whatwg_href,
+)
 
 NONE = Canonicalizer(Rules.NONE)
 SAFE = Canonicalizer(Rules.SAFE)
@@ -194,6 +202,38 @@ def test_stricter_levels_collapse_at_least_as_much(a: str, b: str) -> None:
         assert forms(SAFE, a) == forms(SAFE, b)
     if forms(SAFE, a) is not None and forms(SAFE, a) == forms(SAFE, b):
         assert forms(DEFAULT, a) == forms(DEFAULT, b)
+
+
+def _ada_answer(url: str, base: str | None) -> str | None:
+    try:
+        return ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+    except Exception:
+        return None
+
+
+def _our_answer(url: str, base: str | None) -> str | None:
+    try:
+        return whatwg_href(url, base)
+    except ValueError:  # UnicodeEncodeError (lone surrogates) is one
+        return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(anything, st.one_of(st.none(), st.just("http://base.com/a/b?q#f"), urlish))
+def test_whatwg_href_is_the_packages_join_and_normalize(url: str, base: str | None) -> None:
+    """The direct C calls give what ada_url's own wrappers give, failures included."""
+    assert _our_answer(url, base) == _ada_answer(url, base)
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "expected"),
+    [("../g?x#y", "http://a/b/c/d;p?q", "http://a/b/g?x#y"),
+     ("HTTP://Ex.COM:80/%7e", None, "http://ex.com/%7e"),
+     ("//h.test:8080/x", "https://base.com/", "https://h.test:8080/x"),
+     ("no scheme", None, None), ("http://[::1", None, None), ("\ud800", "http://a/", None)],
+)  # fmt: skip
+def test_whatwg_href_examples(url: str, base: str | None, expected: str | None) -> None:
+    assert _our_answer(url, base) == expected
 
 
 def test_suffix_list_agrees_with_the_publicsuffixlist_package() -> None:
