@@ -81,8 +81,16 @@ def main() -> None:
         dumps = orjson.dumps
         for u in urls:
             p = canon.parse(u)
-            dumps({"input": u, "url": p.url, "host": p.host, "site": p.site, "fp": p.fp,
-                   "error": None})  # fmt: skip
+            dumps(
+                {
+                    "input": u,
+                    "url": p.url,
+                    "host": p.host,
+                    "site": p.site,
+                    "fp": p.fp,
+                    "error": None,
+                }
+            )
 
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "urls.txt"
@@ -90,14 +98,25 @@ def main() -> None:
 
         def command() -> None:
             subprocess.run(
-                [sys.executable, "-m", "crawlkit", "canon", "--json", str(src), "-o",
-                 str(Path(tmp) / "out.ndjson")],
+                [
+                    sys.executable,
+                    "-m",
+                    "crawlkit",
+                    "canon",
+                    "--json",
+                    str(src),
+                    "-o",
+                    str(Path(tmp) / "out.ndjson"),
+                ],
                 check=True,
-            )  # fmt: skip
+            )
 
         results = {}
-        for name, fn in [("baseline ada normalize_url", baseline), ("library parse+json", library),
-                         ("crawlkit canon --json (process)", command)]:  # fmt: skip
+        for name, fn in [
+            ("baseline ada normalize_url", baseline),
+            ("library parse+json", library),
+            ("crawlkit canon --json (process)", command),
+        ]:
             times = [timed(fn) for _ in range(args.repeat)]
             results[name] = args.urls / statistics.median(times)
     base = results["baseline ada normalize_url"]

@@ -120,8 +120,15 @@ SIZES = {
 def web_args(scenario: str, hosts: int) -> list[str]:
     """testweb options of a scenario (besides --hosts, --pages, --seed)."""
     if scenario == "few-seed":
-        return ["--ip-hosts", "--seed-hosts", "5", "--robots-404", "0.5",
-                "--crawl-delay-hosts", str(max(1, hosts // 20))]  # fmt: skip
+        return [
+            "--ip-hosts",
+            "--seed-hosts",
+            "5",
+            "--robots-404",
+            "0.5",
+            "--crawl-delay-hosts",
+            str(max(1, hosts // 20)),
+        ]
     return ["--special", "none"]
 
 
@@ -134,11 +141,25 @@ def testweb(tmp: Path, scenario: str, hosts: int, pages: int, tls: bool) -> Iter
     that count (``allowed``: manifest pages robots.txt lets the crawlkit token fetch)."""
     directory = tmp / f"web-{time.time_ns()}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), "--hosts",
-         str(hosts), "--pages", str(pages), "--seed", "11", *web_args(scenario, hosts),
-         *(["--tls"] if tls else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            "testweb",
+            "--dir",
+            str(directory),
+            "--hosts",
+            str(hosts),
+            "--pages",
+            str(pages),
+            "--seed",
+            "11",
+            *web_args(scenario, hosts),
+            *(["--tls"] if tls else []),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdout is not None
     try:
         info = json.loads(proc.stdout.readline())
@@ -299,18 +320,54 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
 def with_hosts(hosts_file: str, cmd: list[str]) -> list[str]:
     """``cmd`` with the web's hosts file over /etc/hosts, in a mount namespace of its
     own (the machine's /etc/hosts stays as it is)."""
-    return ["unshare", "--mount", "--", "sh", "-c",
-            'mount --bind "$0" /etc/hosts && exec "$@"', hosts_file, *cmd]  # fmt: skip
+    return [
+        "unshare",
+        "--mount",
+        "--",
+        "sh",
+        "-c",
+        'mount --bind "$0" /etc/hosts && exec "$@"',
+        hosts_file,
+        *cmd,
+    ]
 
 
 def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
-    cmd = [sys.executable, "-m", "crawlkit", "crawl", web["seeds"], "--state", str(state),
-           "--scope", "any", "--min-delay", "0", "--concurrency", str(args.concurrency),
-           "--for", f"{args.duration:g}s", "--allow-net", web["allow_net"],
-           "--hosts-file", web["hosts_file"], "-j", str(args.jobs)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "crawlkit",
+        "crawl",
+        web["seeds"],
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--min-delay",
+        "0",
+        "--concurrency",
+        str(args.concurrency),
+        "--for",
+        f"{args.duration:g}s",
+        "--allow-net",
+        web["allow_net"],
+        "--hosts-file",
+        web["hosts_file"],
+        "-j",
+        str(args.jobs),
+    ]
     if args.scenario == "classic":
-        cmd += ["--delay-factor", "0", "--no-budgets", "--per-ip", "100", "--per-host", "50",
-                "--batch", "5000"]  # fmt: skip
+        cmd += [
+            "--delay-factor",
+            "0",
+            "--no-budgets",
+            "--per-ip",
+            "100",
+            "--per-host",
+            "50",
+            "--batch",
+            "5000",
+        ]
     if "ca_file" in web:
         cmd += ["--ca-file", web["ca_file"]]
     return cmd
@@ -382,20 +439,55 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         cmd = crawlkit_cmd(web, work / "state", args)
         if args.py_spy:
             spy = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
-            cmd = [spy, "record", "--subprocesses", "--nonblocking", "--function", "--format",
-                   "raw", "--rate", str(PY_SPY_RATE),
-                   "--output", str(args.py_spy), "--", *cmd]  # fmt: skip
+            cmd = [
+                spy,
+                "record",
+                "--subprocesses",
+                "--nonblocking",
+                "--function",
+                "--format",
+                "raw",
+                "--rate",
+                str(PY_SPY_RATE),
+                "--output",
+                str(args.py_spy),
+                "--",
+                *cmd,
+            ]
     elif tool == "scrapy":
         (work / "spider.py").write_text(SPIDER)
-        cmd = with_hosts(web["hosts_file"], [args.scrapy_python, str(work / "spider.py"),
-                         web["seeds"], str(work / "urls.txt"), str(args.concurrency),
-                         f"{args.duration:g}"])  # fmt: skip
+        cmd = with_hosts(
+            web["hosts_file"],
+            [
+                args.scrapy_python,
+                str(work / "spider.py"),
+                web["seeds"],
+                str(work / "urls.txt"),
+                str(args.concurrency),
+                f"{args.duration:g}",
+            ],
+        )
     else:
-        cmd = with_hosts(web["hosts_file"], [
-            "timeout", "-s", "TERM", f"{args.duration:g}", "wget2", "--recursive",
-            "--level=inf", "--span-hosts", "--domains=test",
-            "--robots=on", f"--max-threads={args.concurrency}", "--timeout=30", "--quiet",
-            f"--directory-prefix={work / 'out'}", f"--input-file={web['seeds']}"])  # fmt: skip
+        cmd = with_hosts(
+            web["hosts_file"],
+            [
+                "timeout",
+                "-s",
+                "TERM",
+                f"{args.duration:g}",
+                "wget2",
+                "--recursive",
+                "--level=inf",
+                "--span-hosts",
+                "--domains=test",
+                "--robots=on",
+                f"--max-threads={args.concurrency}",
+                "--timeout=30",
+                "--quiet",
+                f"--directory-prefix={work / 'out'}",
+                f"--input-file={web['seeds']}",
+            ],
+        )
     load = os.getloadavg()[0]
     start = time.time()
     usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
@@ -456,8 +548,10 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
     if not pages or not total:
         return
     per_k = 1000 / pages / PY_SPY_RATE
-    print(f"  py-spy: {total / PY_SPY_RATE:.1f} busy thread-seconds sampled = "
-          f"{total * per_k:.2f} s per 1,000 pages ({pages} pages)")  # fmt: skip
+    print(
+        f"  py-spy: {total / PY_SPY_RATE:.1f} busy thread-seconds sampled = "
+        f"{total * per_k:.2f} s per 1,000 pages ({pages} pages)"
+    )
     for title, table in (("self", own), ("inclusive", inclusive)):
         print(f"  -- {title} (s per 1,000 pages, share of samples)")
         for frame, n in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
@@ -479,14 +573,17 @@ def median(runs: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
 
-def report(scenario: str, hosts: int, pages: int, runs: dict[str, list[dict]],
-           args: argparse.Namespace) -> None:  # fmt: skip
+def report(
+    scenario: str, hosts: int, pages: int, runs: dict[str, list[dict]], args: argparse.Namespace
+) -> None:
     names = [t for t in TOOLS if runs.get(t)]
     loads = [r["load_before"] for rs in runs.values() for r in rs]
-    print(f"\n{scenario} web: {hosts} hosts x ~{pages} pages; --for {args.duration:g}s, "
-          f"--concurrency {args.concurrency}; {args.repeat} run(s) per tool, medians; "
-          f"{os.cpu_count()} cores, load average {min(loads):.1f}-{max(loads):.1f} "
-          f"before the runs")  # fmt: skip
+    print(
+        f"\n{scenario} web: {hosts} hosts x ~{pages} pages; --for {args.duration:g}s, "
+        f"--concurrency {args.concurrency}; {args.repeat} run(s) per tool, medians; "
+        f"{os.cpu_count()} cores, load average {min(loads):.1f}-{max(loads):.1f} "
+        f"before the runs"
+    )
     print(f"  {'':42s}" + "".join(f"{n:>12s}" for n in names))
     for key, label, fmt in FIGURES:
         cells = [fmt.format(median(runs[n], key)) for n in names]
@@ -497,12 +594,16 @@ def report(scenario: str, hosts: int, pages: int, runs: dict[str, list[dict]],
         for other in names[1:]:
             rate = median(runs[other], "pages_per_s")
             cpu = median(runs[other], "cpu_per_1000")
-            print(f"  crawlkit / {other}: {ck_rate / rate if rate else float('inf'):.2f}x the "
-                  f"new pages/s, {ck_cpu / cpu if cpu else float('inf'):.2f}x the CPU per "
-                  f"page")  # fmt: skip
+            print(
+                f"  crawlkit / {other}: {ck_rate / rate if rate else float('inf'):.2f}x the "
+                f"new pages/s, {ck_cpu / cpu if cpu else float('inf'):.2f}x the CPU per "
+                f"page"
+            )
     for name in names:
-        all_runs = ", ".join(f"{r['pages_per_s']:.0f}/s {r['cpu_per_1000']:.2f}cpu"
-                             f"{' KILLED' if r['killed'] else ''}" for r in runs[name])  # fmt: skip
+        all_runs = ", ".join(
+            f"{r['pages_per_s']:.0f}/s {r['cpu_per_1000']:.2f}cpu{' KILLED' if r['killed'] else ''}"
+            for r in runs[name]
+        )
         print(f"  {name} runs: {all_runs}")
 
 
@@ -511,21 +612,40 @@ def isolate() -> None:
     if os.environ.get(NETNS_MARK) or os.geteuid() != 0 or not shutil.which("unshare"):
         return
     env = dict(os.environ, **{NETNS_MARK: "1"})
-    cmd = ["unshare", "--net", "--mount", "--", "sh", "-c",
-           'ip link set lo up && exec "$@"', "sh", sys.executable, *sys.argv]  # fmt: skip
+    cmd = [
+        "unshare",
+        "--net",
+        "--mount",
+        "--",
+        "sh",
+        "-c",
+        'ip link set lo up && exec "$@"',
+        "sh",
+        sys.executable,
+        *sys.argv,
+    ]
     sys.stdout.flush()
     os.execvpe("unshare", cmd, env)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--scenario", choices=["both", "few-seed", "seeded", "classic"],
-                    default="both", help="both: few-seed, then seeded")  # fmt: skip
+    ap.add_argument(
+        "--scenario",
+        choices=["both", "few-seed", "seeded", "classic"],
+        default="both",
+        help="both: few-seed, then seeded",
+    )
     ap.add_argument("--full", action="store_true", help="issue 13's sizes (and --for 60)")
     ap.add_argument("--hosts", type=int, default=None)
     ap.add_argument("--pages", type=int, default=None, help="mean pages per host")
-    ap.add_argument("--for", dest="duration", type=float, default=None,
-                    help="seconds each tool may crawl (default 20, 60 with --full)")  # fmt: skip
+    ap.add_argument(
+        "--for",
+        dest="duration",
+        type=float,
+        default=None,
+        help="seconds each tool may crawl (default 20, 60 with --full)",
+    )
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of " + ", ".join(TOOLS))
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool (median reported)")
     ap.add_argument("--concurrency", type=int, default=256)
@@ -533,14 +653,20 @@ def main() -> None:
     ap.add_argument("--tls", action="store_true", help="over HTTPS (crawlkit only)")
     ap.add_argument("--scrapy-python", default=sys.executable, help="a Python with Scrapy")
     ap.add_argument("--sample", type=float, default=1.0, help="seconds between RSS samples")
-    ap.add_argument("--hard-grace", type=float, default=120.0,
-                    help="SIGKILL a tool this long after --for")  # fmt: skip
+    ap.add_argument(
+        "--hard-grace", type=float, default=120.0, help="SIGKILL a tool this long after --for"
+    )
     ap.add_argument("--json", type=Path, default=None, help="write every run's figures here")
     ap.add_argument("--rss-log", type=Path, default=None, help="write the RSS samples here")
     ap.add_argument("--keep", action="store_true", help="keep the tools' output in /tmp")
-    ap.add_argument("--py-spy", dest="py_spy", type=Path, default=None,
-                    help="profile crawlkit's runs with py-spy into FILE (collapsed stacks) "
-                    "and print the top CPU costs per 1,000 pages")  # fmt: skip
+    ap.add_argument(
+        "--py-spy",
+        dest="py_spy",
+        type=Path,
+        default=None,
+        help="profile crawlkit's runs with py-spy into FILE (collapsed stacks) "
+        "and print the top CPU costs per 1,000 pages",
+    )
     ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
     args = ap.parse_args()
     if not args.no_isolate:
@@ -575,10 +701,13 @@ def main() -> None:
                     result.update(scenario=scenario, hosts=hosts, pages=pages, repeat=i)
                     runs[tool].append(result)
                     everything.append(result)
-                    print(f"  [{scenario} #{i + 1}] {tool}: {result['new_pages']} pages in "
-                          f"{result['wall_s']:.1f} s, {result['cpu_per_1000']:.2f} CPU s/1000, "
-                          f"RSS {result['peak_rss_mib']:.0f} MiB, load "
-                          f"{result['load_before']:.1f}", flush=True)  # fmt: skip
+                    print(
+                        f"  [{scenario} #{i + 1}] {tool}: {result['new_pages']} pages in "
+                        f"{result['wall_s']:.1f} s, {result['cpu_per_1000']:.2f} CPU s/1000, "
+                        f"RSS {result['peak_rss_mib']:.0f} MiB, load "
+                        f"{result['load_before']:.1f}",
+                        flush=True,
+                    )
             report(scenario, hosts, pages, runs, args)
     finally:
         if args.keep:
@@ -587,11 +716,18 @@ def main() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average at the end: {os.getloadavg()}")
     if args.json:
-        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "rss"}
-                                         for r in everything], indent=1))  # fmt: skip
+        args.json.write_text(
+            json.dumps([{k: v for k, v in r.items() if k != "rss"} for r in everything], indent=1)
+        )
     if args.rss_log:
-        args.rss_log.write_text(json.dumps([{"tool": r["tool"], "scenario": r["scenario"],
-                                             "rss": r["rss"]} for r in everything]))  # fmt: skip
+        args.rss_log.write_text(
+            json.dumps(
+                [
+                    {"tool": r["tool"], "scenario": r["scenario"], "rss": r["rss"]}
+                    for r in everything
+                ]
+            )
+        )
 
 
 if __name__ == "__main__":

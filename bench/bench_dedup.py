@@ -64,21 +64,39 @@ def queries(sims: np.ndarray, count: int, seed: int = 2) -> list[dict]:
         roll = rng.random()
         if roll < 0.1:
             i = rng.randrange(len(sims))
-            out.append({"url": f"https://copy{q}.example.org/x", "site": "example.org",
-                        "digest": f"sha1:D{i}",
-                        "simhash": f"{int(sims[i]):016x}", "text_bytes": 900})  # fmt: skip
+            out.append(
+                {
+                    "url": f"https://copy{q}.example.org/x",
+                    "site": "example.org",
+                    "digest": f"sha1:D{i}",
+                    "simhash": f"{int(sims[i]):016x}",
+                    "text_bytes": 900,
+                }
+            )
         elif roll < 0.2:
             i = rng.randrange(len(sims))
             value = int(sims[i])
             for bit in rng.sample(range(64), rng.randint(1, 3)):
                 value ^= 1 << bit
-            out.append({"url": f"https://near{q}.example.org/x", "site": "example.org",
-                        "digest": f"sha1:N{q}",
-                        "simhash": f"{value:016x}", "text_bytes": 900})  # fmt: skip
+            out.append(
+                {
+                    "url": f"https://near{q}.example.org/x",
+                    "site": "example.org",
+                    "digest": f"sha1:N{q}",
+                    "simhash": f"{value:016x}",
+                    "text_bytes": 900,
+                }
+            )
         else:
-            out.append({"url": f"https://new{q}.example.net/p", "site": "example.net",
-                        "digest": f"sha1:Q{q}",
-                        "simhash": f"{rng.getrandbits(64):016x}", "text_bytes": 900})  # fmt: skip
+            out.append(
+                {
+                    "url": f"https://new{q}.example.net/p",
+                    "site": "example.net",
+                    "digest": f"sha1:Q{q}",
+                    "simhash": f"{rng.getrandbits(64):016x}",
+                    "text_bytes": 900,
+                }
+            )
     return out
 
 
@@ -108,8 +126,10 @@ def main() -> None:
         t0 = time.process_time()
         qi, _, _ = store.near.within(q, store.simhash, 3)
         rate = len(q) / (time.process_time() - t0)
-        print(f"index probe (20 keys + candidates)  {rate:10,.0f} queries/s, "
-              f"{len(np.unique(qi)):,} queries with a match")  # fmt: skip
+        print(
+            f"index probe (20 keys + candidates)  {rate:10,.0f} queries/s, "
+            f"{len(np.unique(qi)):,} queries with a match"
+        )
 
         t0 = time.process_time()
         for r in recs:
@@ -126,23 +146,39 @@ def main() -> None:
         print(f"dedup_records (decide, insert, commit) {lib_rate:7,.0f} pages/s  {kinds}")
         sizes = store.index_bytes()
         store.close()
-        print(f"bytes per stored page: disk {sizes['disk'] / sizes['pages']:.0f} "
-              f"(log 40 + URL + table snapshot 160), tables and columns mapped or held "
-              f"{sizes['memory'] / sizes['pages']:.0f} "
-              f"(20 tables x 8 + columns 40 + digests 12)")  # fmt: skip
+        print(
+            f"bytes per stored page: disk {sizes['disk'] / sizes['pages']:.0f} "
+            f"(log 40 + URL + table snapshot 160), tables and columns mapped or held "
+            f"{sizes['memory'] / sizes['pages']:.0f} "
+            f"(20 tables x 8 + columns 40 + digests 12)"
+        )
 
         inp = tmp / "q.ndjson"
         fresh = queries(sims, args.queries, seed=3)
         inp.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in fresh))
         t0 = time.perf_counter()
         c0 = child_cpu()
-        subprocess.run([sys.executable, "-m", "crawlkit", "dedup", "-q", "--state",
-                        str(tmp / "S"), str(inp), "--out", str(tmp / "out.ndjson")],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "crawlkit",
+                "dedup",
+                "-q",
+                "--state",
+                str(tmp / "S"),
+                str(inp),
+                "--out",
+                str(tmp / "out.ndjson"),
+            ],
+            check=True,
+        )
         wall = time.perf_counter() - t0
         cpu = child_cpu() - c0
-        print(f"command over {len(fresh):,} records: {wall:.1f} s wall, {cpu:.1f} CPU s "
-              f"({len(fresh) / cpu:,.0f} pages per CPU s, start-up and load included)")  # fmt: skip
+        print(
+            f"command over {len(fresh):,} records: {wall:.1f} s wall, {cpu:.1f} CPU s "
+            f"({len(fresh) / cpu:,.0f} pages per CPU s, start-up and load included)"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -223,8 +223,10 @@ def bench_size(size: int, n: int, repeat: int) -> None:
     sim_rate = median_rate(sim, len(texts), repeat)
     naive_n = 20
     naive_rate = median_rate(lambda: [naive_simhash(t) for t in texts[:naive_n]], naive_n, 1)
-    print(f"\n{avg / 1024:.0f} KB pages ({n} pages, {links_per_page:.0f} links/page, "
-          f"{sum(len(t) for t in texts) / len(texts) / 1024:.1f} KB visible text):")  # fmt: skip
+    print(
+        f"\n{avg / 1024:.0f} KB pages ({n} pages, {links_per_page:.0f} links/page, "
+        f"{sum(len(t) for t in texts) / len(texts) / 1024:.1f} KB visible text):"
+    )
     print(f"  baseline parse + link walk   {base:9,.0f} pages/s")
     print(f"  extract (text, simhash, URLs){full:9,.0f} pages/s   {base / full:.2f}x the baseline")
     print(f"  simhash alone                {sim_rate:9,.0f} pages/s")
@@ -247,8 +249,10 @@ def bench_size(size: int, n: int, repeat: int) -> None:
                     if rec.rec_type == "response":
                         rec.content_stream().read()
 
-        print(f"  WARC read, crawlkit.warc.read {median_rate(ours, n, repeat):9,.0f} records/s "
-              f"({mb:.1f} MB gzip)")  # fmt: skip
+        print(
+            f"  WARC read, crawlkit.warc.read {median_rate(ours, n, repeat):9,.0f} records/s "
+            f"({mb:.1f} MB gzip)"
+        )
         print(
             f"  WARC read, warcio            {median_rate(warcio_read, n, repeat):9,.0f} records/s"
         )
@@ -271,14 +275,17 @@ def bench_size(size: int, n: int, repeat: int) -> None:
                 c0 = child_cpu()
                 pages_out, links_out = str(Path(tmp) / "p.ndjson"), str(Path(tmp) / "l.ndjson")
                 cmd = [sys.executable, "-m", "crawlkit", "extract", "-q", "-j", jobs_n]
-                subprocess.run([*cmd, str(warc), "--pages", pages_out, "--links", links_out],
-                               check=True)  # fmt: skip
+                subprocess.run(
+                    [*cmd, str(warc), "--pages", pages_out, "--links", links_out], check=True
+                )
                 times.append(time.perf_counter() - t0)
                 cpus.append(child_cpu() - c0)
             rate = n / statistics.median(times)
             cpu_rate = n / statistics.median(cpus)
-            print(f"  command -j {jobs_n}: {rate:7,.0f} pages/s wall, {cpu_rate:7,.0f} pages per "
-                  "CPU s (all processes, with start-up)")  # fmt: skip
+            print(
+                f"  command -j {jobs_n}: {rate:7,.0f} pages/s wall, {cpu_rate:7,.0f} pages per "
+                "CPU s (all processes, with start-up)"
+            )
 
 
 def child_cpu() -> float:
@@ -309,22 +316,28 @@ def hostile_pages(cap: int = MAX_HTML_BYTES) -> dict[str, bytes]:
         "svg paths": fill(b'<path d="M0 0"/>', b"<svg>"),
         "svg breakout, paths": fill(b"<path/>", b"<svg><div/>"),
         "one tag, 500k attributes": head
-        + b"<div " + b" ".join(b"a%d=1" % i for i in range(500_000))[: cap - 40] + b">hello",
-        "tags of 1,000 attributes": fill(b"<i " + b" ".join(b"a%d" % i for i in range(1000))
-                                         + b">x</i>"),
+        + b"<div "
+        + b" ".join(b"a%d=1" % i for i in range(500_000))[: cap - 40]
+        + b">hello",
+        "tags of 1,000 attributes": fill(
+            b"<i " + b" ".join(b"a%d" % i for i in range(1000)) + b">x</i>"
+        ),
         "body repeated with new attributes": head
-        + b"".join(b"<body a%d>" % i for i in range(600_000))[: cap - 40] + b"hello",
+        + b"".join(b"<body a%d>" % i for i in range(600_000))[: cap - 40]
+        + b"hello",
         "huge text": fill(b"hello world "),
         "unclosed comments": fill(b"<!--"),
-    }  # fmt: skip
+    }
 
 
 def bench_hostile(repeat: int) -> None:
     """CPU seconds of HtmlExtractor.extract per hostile page (the slowest of ``repeat``
     runs): the goal is under 1 s for every shape up to the HTML cap."""
     ex = HtmlExtractor(Canonicalizer())
-    print(f"hostile pages of {MAX_HTML_BYTES / 1e6:.1f} MB, CPU seconds of one extract "
-          f"(worst of {repeat}):")  # fmt: skip
+    print(
+        f"hostile pages of {MAX_HTML_BYTES / 1e6:.1f} MB, CPU seconds of one extract "
+        f"(worst of {repeat}):"
+    )
     worst = 0.0
     for name, body in hostile_pages().items():
         times = []

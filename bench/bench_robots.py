@@ -23,8 +23,26 @@ from crawlkit.robots import RobotsTxt
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "data" / "robots" / "typical.txt"
-SECTIONS = ["shop", "cart", "blog", "news", "api", "search", "tag", "user", "media", "private",
-            "help", "jobs", "forum", "archive", "static", "wp-admin", "category", "x"]  # fmt: skip
+SECTIONS = [
+    "shop",
+    "cart",
+    "blog",
+    "news",
+    "api",
+    "search",
+    "tag",
+    "user",
+    "media",
+    "private",
+    "help",
+    "jobs",
+    "forum",
+    "archive",
+    "static",
+    "wp-admin",
+    "category",
+    "x",
+]
 
 
 def make_urls(n: int, seed: int = 4) -> list[str]:
@@ -37,8 +55,20 @@ def make_urls(n: int, seed: int = 4) -> list[str]:
             + str(rnd.randint(0, 99))
             for _ in range(depth - 1)
         ]
-        tail = rnd.choice(["", "/", ".html", ".pdf", ".php", "?page=2", "?sessionid=ab12",
-                           "?q=red%20shoes&sort=price", "/print/", "#top"])  # fmt: skip
+        tail = rnd.choice(
+            [
+                "",
+                "/",
+                ".html",
+                ".pdf",
+                ".php",
+                "?page=2",
+                "?sessionid=ab12",
+                "?q=red%20shoes&sort=price",
+                "/print/",
+                "#top",
+            ]
+        )
         urls.append("https://www.example.com/" + "/".join(parts) + tail)
     return urls
 
@@ -72,9 +102,9 @@ def main() -> None:
     base_rate = rate(lambda u: base.can_fetch(agent, u), urls, args.repeat)
     denied = sum(not ours.check(agent, u).allowed for u in urls)
 
-    big = ("User-agent: *\n" + "".join(
-        f"Disallow: /section{i}/page{i * 7}/\n" for i in range(16000)
-    )).encode()[: 500 * 1024]  # fmt: skip
+    big = (
+        "User-agent: *\n" + "".join(f"Disallow: /section{i}/page{i * 7}/\n" for i in range(16000))
+    ).encode()[: 500 * 1024]
     parse_times = []
     for _ in range(3):
         start = time.perf_counter()
@@ -83,8 +113,10 @@ def main() -> None:
         parse_times.append(time.perf_counter() - start)
 
     rules = sum(len(g.rules) for g in ours.groups)
-    print(f"fixture: {FIXTURE.name}, {rules} rules in {len(ours.groups)} groups; "
-          f"{len(urls)} URLs, {denied} denied")  # fmt: skip
+    print(
+        f"fixture: {FIXTURE.name}, {rules} rules in {len(ours.groups)} groups; "
+        f"{len(urls)} URLs, {denied} denied"
+    )
     print(f"crawlkit.robots      : {ours_rate:12,.0f} checks/s (median of {args.repeat})")
     print(f"urllib.robotparser   : {base_rate:12,.0f} checks/s (median of {args.repeat})")
     print(f"ratio                : {ours_rate / base_rate:12.2f}x")

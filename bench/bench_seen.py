@@ -182,12 +182,19 @@ def make_links(n: int, seed: int, with_fp: bool, path: Path) -> int:
             urls.append(urls[rng.randrange(len(urls))])
             continue
         host = rng.randrange(5000)
-        urls.append(f"https://www.site{host}.example.com/section/{rng.randrange(10**6)}/"
-                    f"item-{i}.html?utm_source=feed&id={i}&page={rng.randrange(9)}")  # fmt: skip
+        urls.append(
+            f"https://www.site{host}.example.com/section/{rng.randrange(10**6)}/"
+            f"item-{i}.html?utm_source=feed&id={i}&page={rng.randrange(9)}"
+        )
     with open(path, "wb") as f:
         for i, url in enumerate(urls):
-            record = {"url": url, "from": f"https://www.site{i % 5000}.example.com/",
-                      "nofollow": False, "depth": 3, "reason": "link"}  # fmt: skip
+            record = {
+                "url": url,
+                "from": f"https://www.site{i % 5000}.example.com/",
+                "nofollow": False,
+                "depth": 3,
+                "reason": "link",
+            }
             if with_fp:
                 parsed = canon.parse(url)
                 record.update(url=parsed.url, host=parsed.host, site=parsed.site, fp=parsed.fp)
@@ -269,8 +276,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-seen-") as tmp:
         base = ["--workdir", tmp] + (["--quick"] if args.quick else [])
         e2e = run_child(["--child", f"e2e:{100_000 if args.quick else 300_000}", *base])
-        growth = [run_child(["--child", f"{'size+set' if i == 0 else 'size'}:{n}", *base])
-                  for i, n in enumerate(sizes)]  # fmt: skip
+        growth = [
+            run_child(["--child", f"{'size+set' if i == 0 else 'size'}:{n}", *base])
+            for i, n in enumerate(sizes)
+        ]
     if args.json:
         print(json.dumps({"e2e": e2e, "growth": growth}, indent=2))
     first = growth[0]
@@ -287,26 +296,34 @@ def main() -> None:
         f"records that carry fp {e2e['e2e_with_fp_urls_per_s']:,.0f} "
         f"({e2e['e2e_with_fp_urls_per_cpu_s']:,.0f})"
     )
-    print(f"  Python set of {first['stored']:,} fingerprints: {first['set_checks_per_s']:,.0f} "
-          f"checks/s ({first['set_checks_per_cpu_s']:,.0f}), "
-          f"{first['set_bytes_per_url_without_list']:.1f} bytes/URL")  # fmt: skip
-    print("  stored  checks/s mixed (cpu)   checks/s new (cpu)  vs-set(cpu)  1M batch+commit  "
-          "RAM B/URL (filter+buffers)  disk B/URL  fp-rate  build")  # fmt: skip
+    print(
+        f"  Python set of {first['stored']:,} fingerprints: {first['set_checks_per_s']:,.0f} "
+        f"checks/s ({first['set_checks_per_cpu_s']:,.0f}), "
+        f"{first['set_bytes_per_url_without_list']:.1f} bytes/URL"
+    )
+    print(
+        "  stored  checks/s mixed (cpu)   checks/s new (cpu)  vs-set(cpu)  1M batch+commit  "
+        "RAM B/URL (filter+buffers)  disk B/URL  fp-rate  build"
+    )
     for g in growth:
-        print(f"  {g['stored'] / 1e6:5.0f}M  {g['checks_per_s_mixed'] / 1e6:5.2f}M "
-              f"({g['checks_per_cpu_s_mixed'] / 1e6:5.2f}M)   "
-              f"{g['checks_per_s_new'] / 1e6:5.2f}M ({g['checks_per_cpu_s_new'] / 1e6:5.2f}M)  "
-              f"{g['checks_per_cpu_s_mixed'] / first['set_checks_per_cpu_s']:7.1f}x    "
-              f"{g['batch_check_and_commit_s']:14.2f}s  {g['ram_bytes_per_url']:5.2f} "
-              f"({g['filter_bytes_per_url']:.2f}+{g['buffer_bytes_per_url']:.2f})    "
-              f"{g['disk_bytes_per_url']:10.2f}  "
-              f"{g['measured_fp_rate']:.5f}  {g['build_s']:5.1f}s")  # fmt: skip
+        print(
+            f"  {g['stored'] / 1e6:5.0f}M  {g['checks_per_s_mixed'] / 1e6:5.2f}M "
+            f"({g['checks_per_cpu_s_mixed'] / 1e6:5.2f}M)   "
+            f"{g['checks_per_s_new'] / 1e6:5.2f}M ({g['checks_per_cpu_s_new'] / 1e6:5.2f}M)  "
+            f"{g['checks_per_cpu_s_mixed'] / first['set_checks_per_cpu_s']:7.1f}x    "
+            f"{g['batch_check_and_commit_s']:14.2f}s  {g['ram_bytes_per_url']:5.2f} "
+            f"({g['filter_bytes_per_url']:.2f}+{g['buffer_bytes_per_url']:.2f})    "
+            f"{g['disk_bytes_per_url']:10.2f}  "
+            f"{g['measured_fp_rate']:.5f}  {g['build_s']:5.1f}s"
+        )
     set_bytes = first["set_bytes_per_url_without_list"]
-    print(f"  memory vs the Python set at {first['stored'] / 1e6:.0f}M stored: the set takes "
-          f"{set_bytes / first['ram_bytes_per_url']:.1f}x the RAM of filter+buffers, "
-          f"{set_bytes / first['filter_bytes_per_url']:.0f}x that of the filter alone; "
-          f"at {growth[-1]['stored'] / 1e6:.0f}M "
-          f"{set_bytes / growth[-1]['ram_bytes_per_url']:.0f}x")  # fmt: skip
+    print(
+        f"  memory vs the Python set at {first['stored'] / 1e6:.0f}M stored: the set takes "
+        f"{set_bytes / first['ram_bytes_per_url']:.1f}x the RAM of filter+buffers, "
+        f"{set_bytes / first['filter_bytes_per_url']:.0f}x that of the filter alone; "
+        f"at {growth[-1]['stored'] / 1e6:.0f}M "
+        f"{set_bytes / growth[-1]['ram_bytes_per_url']:.0f}x"
+    )
     print(f"  wall time {time.perf_counter() - started:.0f}s")
 
 

@@ -113,8 +113,23 @@ def main() -> None:
         stop(proc)
 
     web_rates = []
-    cmd = [*pin(0), sys.executable, "-m", "crawlkit", "testweb", "--hosts", "1", "--pages",
-           "50", "--page-kb", "20", "--special", "none", "--dir", str(tmp / "web")]  # fmt: skip
+    cmd = [
+        *pin(0),
+        sys.executable,
+        "-m",
+        "crawlkit",
+        "testweb",
+        "--hosts",
+        "1",
+        "--pages",
+        "50",
+        "--page-kb",
+        "20",
+        "--special",
+        "none",
+        "--dir",
+        str(tmp / "web"),
+    ]
     proc, line = start(cmd)
     try:
         info = json.loads(line)
@@ -137,16 +152,30 @@ def main() -> None:
     startups = []
     for i in range(args.repeat):
         t0 = time.perf_counter()
-        proc, line = start([sys.executable, "-m", "crawlkit", "testweb", "--hosts", "3",
-                            "--pages", "20", "--dir", str(tmp / f"small{i}")])  # fmt: skip
+        proc, line = start(
+            [
+                sys.executable,
+                "-m",
+                "crawlkit",
+                "testweb",
+                "--hosts",
+                "3",
+                "--pages",
+                "20",
+                "--dir",
+                str(tmp / f"small{i}"),
+            ]
+        )
         startups.append(time.perf_counter() - t0)
         stop(proc)
         json.loads(line)
 
     base, web = statistics.median(base_rates), statistics.median(web_rates)
     pinned = "yes (server CPU 0, wrk CPU 1)" if pin(0) else "no"
-    print(f"pinned: {pinned}; wrk -t1 -c{args.conns} -d{args.seconds:g}s x{args.repeat}; "
-          f"{len(sizes)} pages")  # fmt: skip
+    print(
+        f"pinned: {pinned}; wrk -t1 -c{args.conns} -d{args.seconds:g}s x{args.repeat}; "
+        f"{len(sizes)} pages"
+    )
     print(f"baseline bare uvloop 20 KB : {base:10.0f} req/s (runs: {base_rates})")
     print(f"crawlkit testweb 20 KB     : {web:10.0f} req/s (runs: {web_rates})")
     print(f"ratio testweb / baseline   : {web / base:10.2f}")

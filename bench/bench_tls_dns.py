@@ -40,9 +40,23 @@ from bench_fetch import ROOT, proc_cpu, timed
 
 
 def start_web(directory: Path, hosts: int, pages: int) -> tuple[subprocess.Popen[bytes], dict]:
-    cmd = [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory),
-           "--hosts", str(hosts), "--pages", str(pages), "--special", "none",
-           "--tls", "--dns", "0"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "crawlkit",
+        "testweb",
+        "--dir",
+        str(directory),
+        "--hosts",
+        str(hosts),
+        "--pages",
+        str(pages),
+        "--special",
+        "none",
+        "--tls",
+        "--dns",
+        "0",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT)
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())
@@ -67,12 +81,34 @@ def fetch_run(tmp: Path, info: dict, batch: Path) -> tuple[int, float, float]:
     shutil.rmtree(state, ignore_errors=True)
     log = tmp / "log.ndjson"
     wall, cpu, res = timed(
-        [sys.executable, "-m", "crawlkit", "fetch", "--state", str(state),
-         "--hosts-file", info["hosts_file"], "--allow-net", info["allow_net"],
-         "--ca-file", info["ca_file"], "--min-delay", "0", "--delay-factor", "0",
-         "--per-ip-delay", "0", "--concurrency", "100", "--log", str(log), "-q", str(batch)],
+        [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            "fetch",
+            "--state",
+            str(state),
+            "--hosts-file",
+            info["hosts_file"],
+            "--allow-net",
+            info["allow_net"],
+            "--ca-file",
+            info["ca_file"],
+            "--min-delay",
+            "0",
+            "--delay-factor",
+            "0",
+            "--per-ip-delay",
+            "0",
+            "--concurrency",
+            "100",
+            "--log",
+            str(log),
+            "-q",
+            str(batch),
+        ],
         cwd=ROOT,
-    )  # fmt: skip
+    )
     if res.returncode != 0:
         raise SystemExit(res.stderr.decode())
     recs = [json.loads(line) for line in log.read_text().splitlines()]
@@ -129,8 +165,10 @@ def main() -> None:
                 pages, wall, cpu = fetch_run(tmp, info, batch)
                 server = proc_cpu(proc.pid) - server0
                 warm = " [warm-up]" if run == 0 else ""
-                print(f"  {label}: {pages} pages ({n} asked) in {wall:.2f}s, {cpu:.2f} CPU s "
-                      f"(test web {server:.2f} CPU s){warm}")  # fmt: skip
+                print(
+                    f"  {label}: {pages} pages ({n} asked) in {wall:.2f}s, {cpu:.2f} CPU s "
+                    f"(test web {server:.2f} CPU s){warm}"
+                )
                 if run:
                     runs.append((pages, wall, cpu))
             rate = statistics.median(p / w for p, w, _ in runs)
@@ -138,18 +176,24 @@ def main() -> None:
             summary[label] = (rate, cpu_k)
         print()
         for label, (rate, cpu_k) in summary.items():
-            print(f"{label:32s} {rate:7.0f} pages/s  {cpu_k:5.2f} CPU s per 1,000 pages "
-                  f"(median of {args.repeat})")  # fmt: skip
+            print(
+                f"{label:32s} {rate:7.0f} pages/s  {cpu_k:5.2f} CPU s per 1,000 pages "
+                f"(median of {args.repeat})"
+            )
         base = summary["http, kept alive"][0]
         for label in ("https, kept alive", "https, new connection per page"):
             print(f"{label}: {summary[label][0] / base:.0%} of the HTTP throughput")
         names = [h["name"] for h in manifest["hosts"]][: args.lookups]
         costs = resolver_costs(info, names)
         print(f"\nresolver over --dns-server, {len(names)} names (A and AAAA each):")
-        print(f"  uncached: {costs['uncached_wall_us']:.0f} us wall, "
-              f"{costs['uncached_cpu_us']:.0f} us CPU per lookup")  # fmt: skip
-        print(f"  cached:   {costs['cached_wall_us']:.1f} us wall, "
-              f"{costs['cached_cpu_us']:.1f} us CPU per lookup")  # fmt: skip
+        print(
+            f"  uncached: {costs['uncached_wall_us']:.0f} us wall, "
+            f"{costs['uncached_cpu_us']:.0f} us CPU per lookup"
+        )
+        print(
+            f"  cached:   {costs['cached_wall_us']:.1f} us wall, "
+            f"{costs['cached_cpu_us']:.1f} us CPU per lookup"
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -110,12 +110,17 @@ def audit(
     if not server_log and not fetch_log:
         raise UsageError("give --server-log FILE or --fetch-log FILE")
     config = AuditConfig(
-        min_gap=parse_duration(min_gap), per_host=per_host, per_ip=per_ip,
-        min_backoff=parse_duration(min_backoff), max_trap_depth=max_trap_depth, agent=agent,
+        min_gap=parse_duration(min_gap),
+        per_host=per_host,
+        per_ip=per_ip,
+        min_backoff=parse_duration(min_backoff),
+        max_trap_depth=max_trap_depth,
+        agent=agent,
         tolerance=parse_duration(tolerance),
-    )  # fmt: skip
-    report = run_audit(server_logs=server_log, fetch_logs=fetch_log, manifest=manifest,
-                       config=config, reporter=rep)  # fmt: skip
+    )
+    report = run_audit(
+        server_logs=server_log, fetch_logs=fetch_log, manifest=manifest, config=config, reporter=rep
+    )
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:

@@ -312,8 +312,13 @@ def crawl_command(
     if do_explain:
         print(explain(str(state), options))
         return
-    summary = crawl(state, read_seeds(seeds or []) + list(sitemap or []), options, reporter=rep,
-                    progress=progress_printer()).to_json()  # fmt: skip
+    summary = crawl(
+        state,
+        read_seeds(seeds or []) + list(sitemap or []),
+        options,
+        reporter=rep,
+        progress=progress_printer(),
+    ).to_json()
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     if as_json:

@@ -77,15 +77,25 @@ def demo(
         f"demo: test web of {hosts} hosts (+ special hosts) on loopback; gap between "
         f"requests to one host shortened to {delay:g} s for the demo (default 1 s)"
     )
-    result = run_demo(directory, hosts=hosts, pages=pages, duration=parse_duration(duration),
-                      min_delay=delay, specials=special, reporter=rep,
-                      progress=progress_printer(), tls=tls)  # fmt: skip
+    result = run_demo(
+        directory,
+        hosts=hosts,
+        pages=pages,
+        duration=parse_duration(duration),
+        min_delay=delay,
+        specials=special,
+        reporter=rep,
+        progress=progress_printer(),
+        tls=tls,
+    )
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     print(summary_text(result.summary.to_json()))
-    print(f"test web: {result.web.get('reachable_pages')} reachable pages on "
-          f"{result.web.get('hosts')} hosts; {result.reachable_fetched} of them fetched or "
-          "refused with a reason")  # fmt: skip
+    print(
+        f"test web: {result.web.get('reachable_pages')} reachable pages on "
+        f"{result.web.get('hosts')} hosts; {result.reachable_fetched} of them fetched or "
+        "refused with a reason"
+    )
     print(format_report(result.audit).rstrip().splitlines()[-1])
     print(f"report: {result.html}")
     if not result.audit.get("ok", False):

@@ -460,8 +460,15 @@ def next_batch(
                 side.write_records(batch.refused)
 
     role = role_from_options(state, shard, shards, slot_map)
-    batch = frontier_next(state, opts, write=write, policy=policy,
-                          lock_wait=parse_duration(lock_wait), reporter=rep, role=role)  # fmt: skip
+    batch = frontier_next(
+        state,
+        opts,
+        write=write,
+        policy=policy,
+        lock_wait=parse_duration(lock_wait),
+        reporter=rep,
+        role=role,
+    )
     if not quiet:
         hosts = len({orjson.loads(line)["host"] for line in batch.lines}) if batch.lines else 0
         rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} blocked")

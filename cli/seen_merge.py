@@ -184,14 +184,24 @@ def seen_merge(
         io.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
     ):
         size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
-        merger = SeenMerge(store, canonicalizer=canon, chunk_size=size, reporter=rep,
-                           dry_run=dry_run, scope=scoped,
-                           on_refused=side.write_record if side is not None else None)  # fmt: skip
+        merger = SeenMerge(
+            store,
+            canonicalizer=canon,
+            chunk_size=size,
+            reporter=rep,
+            dry_run=dry_run,
+            scope=scoped,
+            on_refused=side.write_record if side is not None else None,
+        )
         with io.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
             # pipe has it. A file counts as written only once it is renamed (below).
-            merger.run(lines, sink.write, sink.commit if to_stdout else lambda: None,
-                       commit_each_chunk=to_stdout)  # fmt: skip
+            merger.run(
+                lines,
+                sink.write,
+                sink.commit if to_stdout else lambda: None,
+                commit_each_chunk=to_stdout,
+            )
         if scoped is not None and scoped.changed and not dry_run:
             scoped.save()  # the seeds that passed, for every later --scope
         merger.commit_pending()

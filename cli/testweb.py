@@ -188,12 +188,20 @@ def testweb(
     """
     rep = reporter()
     config = WebConfig(
-        hosts=hosts, pages=pages, page_kb=page_kb, seed=seed, specials=parse_specials(special),
-        slow_delay=parse_duration(slow_delay), retry_after=parse_duration(retry_after),
-        crawl_delay=parse_duration(crawl_delay), change_every=parse_duration(change_every),
-        ip_hosts=ip_hosts, seed_hosts=seed_hosts, robots_404=robots_404,
+        hosts=hosts,
+        pages=pages,
+        page_kb=page_kb,
+        seed=seed,
+        specials=parse_specials(special),
+        slow_delay=parse_duration(slow_delay),
+        retry_after=parse_duration(retry_after),
+        crawl_delay=parse_duration(crawl_delay),
+        change_every=parse_duration(change_every),
+        ip_hosts=ip_hosts,
+        seed_hosts=seed_hosts,
+        robots_404=robots_404,
         crawl_delay_hosts=crawl_delay_hosts,
-    )  # fmt: skip
+    )
     _tls_specials(config.specials, special, tls)
     if config.change_every <= 0:
         config.change_every = 1.0
@@ -205,7 +213,16 @@ def testweb(
         sys.stdout.flush()
 
     served = run_testweb(
-        config, out, duration=seconds, on_ready=ready, port=port, hosts_file=hosts_file,
-        seeds_file=seeds, log_file=log, tls=tls, tls_port=tls_port, dns_port=dns,
-    )  # fmt: skip
+        config,
+        out,
+        duration=seconds,
+        on_ready=ready,
+        port=port,
+        hosts_file=hosts_file,
+        seeds_file=seeds,
+        log_file=log,
+        tls=tls,
+        tls_port=tls_port,
+        dns_port=dns,
+    )
     rep.info(f"served {served} requests")

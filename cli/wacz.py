@@ -75,8 +75,9 @@ def wacz(
     """
     if out.suffix != ".wacz":
         raise UsageError("--out must end in .wacz")
-    package = write_wacz(warcs, out, title=title, description=description,
-                         main_url=main_url, reports=report or [])  # fmt: skip
+    package = write_wacz(
+        warcs, out, title=title, description=description, main_url=main_url, reports=report or []
+    )
     if not quiet:
         size = out.stat().st_size
         reporter().info(

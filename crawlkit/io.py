@@ -403,8 +403,9 @@ def check_output(path: str | os.PathLike[str] | None, option: str = "output") ->
     if not ancestor.is_dir():
         raise UsageError(f"{option} {target}: {ancestor} is not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise OutputError(f"{option} {target}: cannot write in {ancestor}: "
-                          f"{_why_not_writable(ancestor)}")  # fmt: skip
+        raise OutputError(
+            f"{option} {target}: cannot write in {ancestor}: {_why_not_writable(ancestor)}"
+        )
 
 
 def check_output_dir(path: str | os.PathLike[str] | None, option: str) -> None:

@@ -524,10 +524,15 @@ def canon_record(
 ) -> CanonRecord:
     """``crawlkit canon``'s answer for one line: the URL's fields, or nulls and ``error``."""
     if parsed is None:
-        return {"input": text, "url": None, "host": None, "site": None, "fp": None,
-                "error": error}  # fmt: skip
-    return {"input": text, "url": parsed.url, "host": parsed.host, "site": parsed.site,
-            "fp": parsed.fp, "error": None}  # fmt: skip
+        return {"input": text, "url": None, "host": None, "site": None, "fp": None, "error": error}
+    return {
+        "input": text,
+        "url": parsed.url,
+        "host": parsed.host,
+        "site": parsed.site,
+        "fp": parsed.fp,
+        "error": None,
+    }
 
 
 def where_record(url: str, site: str, slot: int, shard: int, epoch: int) -> WhereRecord:

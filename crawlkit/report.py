@@ -242,27 +242,44 @@ def _collection_html(c: dict[str, Any]) -> str:
         "<h2>Settings (the last run's, defaults included)</h2>"
         + _table(["setting", "value"], flat),
         "<h2>Content types</h2>"
-        + _table(["type", "responses", "bytes"],
-                 [[m["type"], m["count"], m["bytes"]] for m in c.get("mime_types", [])]),
+        + _table(
+            ["type", "responses", "bytes"],
+            [[m["type"], m["count"], m["bytes"]] for m in c.get("mime_types", [])],
+        ),
         "<h2>Status codes</h2>"
         + _table(["status", "count", "examples"], _with_examples(c.get("statuses", {}))),
         "<h2>Errors and refusals</h2>"
         + _table(["reason", "count", "examples"], _with_examples(c.get("problems", {}))),
         f"<h2>Page requisites: {format_number(req.get('fetched', 0))} fetched, "
         f"{format_number(req.get('missing', 0))} missing</h2>"
-        + _table(["missing", "why", "needed by"],
-                 [[m["url"], m["why"], m.get("from") or ""]
-                  for m in req.get("missing_examples", [])]),
+        + _table(
+            ["missing", "why", "needed by"],
+            [[m["url"], m["why"], m.get("from") or ""] for m in req.get("missing_examples", [])],
+        ),
         f"<h2>WARC files ({format_number(c.get('warc_bytes', 0))} bytes)</h2>"
-        + _table(["file", "bytes", "SHA-256"],
-                 [[w["name"], w["bytes"], w["sha256"]] for w in c.get("warc_files", [])])
+        + _table(
+            ["file", "bytes", "SHA-256"],
+            [[w["name"], w["bytes"], w["sha256"]] for w in c.get("warc_files", [])],
+        )
         + (f"<p>CDXJ index: {html.escape(str(c['index']))}</p>" if c.get("index") else ""),
         f"<h2>Politeness audit of the crawl's own fetch log: {html.escape(verdict)}</h2>"
-        + (_table(["check", "where", "count", "examples"],
-                  [[v["check"], v.get("host") or v.get("addr"), v["count"],
-                    "; ".join(v["examples"][:3])] for v in audit.get("violations", [])])
-           if audit else ""),
-    ]  # fmt: skip
+        + (
+            _table(
+                ["check", "where", "count", "examples"],
+                [
+                    [
+                        v["check"],
+                        v.get("host") or v.get("addr"),
+                        v["count"],
+                        "; ".join(v["examples"][:3]),
+                    ]
+                    for v in audit.get("violations", [])
+                ],
+            )
+            if audit
+            else ""
+        ),
+    ]
     return "\n".join(parts)
 
 

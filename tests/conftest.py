@@ -30,8 +30,9 @@ class Result:
         return self.text.splitlines()
 
 
-def crawlkit(*args: str, input: bytes | None = None, cwd: Path | None = None,
-             timeout: float = 120) -> Result:  # fmt: skip
+def crawlkit(
+    *args: str, input: bytes | None = None, cwd: Path | None = None, timeout: float = 120
+) -> Result:
     """Run ``python -m crawlkit ARGS`` and capture everything."""
     proc = subprocess.run(
         [sys.executable, "-m", "crawlkit", *args],
@@ -153,8 +154,9 @@ class TestWeb:
                 raise RuntimeError("testweb did not flush its request log")
             time.sleep(0.005)
 
-    def get(self, url: str, *, method: str = "GET", headers: dict | None = None,
-            timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+    def get(
+        self, url: str, *, method: str = "GET", headers: dict | None = None, timeout: float = 10.0
+    ) -> tuple[int, dict[str, str], bytes]:
         """(status, headers with lower-case names, raw body) over a new connection."""
         import http.client
         from urllib.parse import urlsplit
@@ -167,8 +169,9 @@ class TestWeb:
             import ssl
 
             ctx = ssl.create_default_context(cafile=self.info["ca_file"])
-            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout,
-                                               context=ctx)  # fmt: skip
+            conn = http.client.HTTPSConnection(
+                parts.hostname, parts.port, timeout=timeout, context=ctx
+            )
             raw = socket.create_connection((addr, parts.port), timeout=timeout)
             conn.sock = ctx.wrap_socket(raw, server_hostname=parts.hostname)
         else:
@@ -215,9 +218,11 @@ def start_testweb(tmp_path: Path, *args: str, timeout: float = 20.0) -> Iterator
     stderr = open(directory / "stderr.txt", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "crawlkit", "testweb", "--dir", str(directory), *args],
-        stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    )
     web: TestWeb | None = None
     try:
         assert proc.stdout is not None

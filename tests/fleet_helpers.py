@@ -26,9 +26,19 @@ def fleet_env(**extra: str) -> dict[str, str]:
 
 def net_flags(web) -> list[str]:
     """crawl flags for the test web: any scope, the test's gap, its addresses, its CA."""
-    return ["--scope", "any", "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--per-ip", "1",
-            *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else [])]  # fmt: skip
+    return [
+        "--scope",
+        "any",
+        "--min-delay",
+        GAP,
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--per-ip",
+        "1",
+        *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else []),
+    ]
 
 
 def fetched_pages(dirs: list[Path]) -> Counter[str]:
@@ -46,6 +56,7 @@ def fetched_pages(dirs: list[Path]) -> Counter[str]:
 def audit_web(web) -> dict:
     """The politeness audit of everything the web answered so far (its own log)."""
     web.flush()  # every request answered so far is in the log
-    res = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP,
-                   "--json", "--per-ip", "4")  # fmt: skip
+    res = crawlkit(
+        "audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json", "--per-ip", "4"
+    )
     return orjson.loads(res.stdout)

@@ -43,17 +43,25 @@ def crawlkit_warc(directory: Path) -> Path:
     with WarcWriter(directory) as writer:
         for i, url in enumerate(URLS):
             writer.write_capture(_capture(url, i))
-        writer.write_capture(_capture("http://127.0.0.1:8080/missing", 50, b"404 Not Found",
-                                      b"text/html; charset=utf-8"))  # fmt: skip
+        writer.write_capture(
+            _capture(
+                "http://127.0.0.1:8080/missing", 50, b"404 Not Found", b"text/html; charset=utf-8"
+            )
+        )
         # the same URL twice: two captures, sorted by time
         writer.write_capture(_capture("http://127.0.0.1:8080/", 60))
         writer.write_capture(
-            Capture(url="http://www.example.com/About/", ip=None, date=1_780_000_100.0,
-                    request_head=b"GET / HTTP/1.1\r\n\r\n",
-                    response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n", body=b"",
-                    payload_digest="sha1:DIGEST0005",
-                    revisit_of=("http://www.example.com/About/", "2026-05-28T20:26:40Z"))
-        )  # fmt: skip
+            Capture(
+                url="http://www.example.com/About/",
+                ip=None,
+                date=1_780_000_100.0,
+                request_head=b"GET / HTTP/1.1\r\n\r\n",
+                response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n",
+                body=b"",
+                payload_digest="sha1:DIGEST0005",
+                revisit_of=("http://www.example.com/About/", "2026-05-28T20:26:40Z"),
+            )
+        )
     (path,) = directory.glob("*.warc.gz")
     return path
 
@@ -64,15 +72,21 @@ def warcio_warc(path: Path, *, gzip: bool) -> Path:
         w = WARCWriter(f, gzip=gzip, warc_version="WARC/1.0")
         w.write_record(w.create_warcinfo_record(path.name, {"software": "warcio test"}))
         w.write_record(
-            w.create_warc_record("http://[::1]:9000/r.txt", "resource",
-                                 payload=io.BytesIO(b"a resource"),
-                                 warc_content_type="text/plain; charset=utf-8")
-        )  # fmt: skip
+            w.create_warc_record(
+                "http://[::1]:9000/r.txt",
+                "resource",
+                payload=io.BytesIO(b"a resource"),
+                warc_content_type="text/plain; charset=utf-8",
+            )
+        )
         w.write_record(
-            w.create_warc_record("http://[::1]:9000/r.txt", "metadata",
-                                 payload=io.BytesIO(b"outlink: http://x/"),
-                                 warc_content_type="application/warc-fields")
-        )  # fmt: skip
+            w.create_warc_record(
+                "http://[::1]:9000/r.txt",
+                "metadata",
+                payload=io.BytesIO(b"outlink: http://x/"),
+                warc_content_type="application/warc-fields",
+            )
+        )
         rec = w.create_warc_record(
             "http://192.168.0.1/Page?B=1&a=2",
             "response",
@@ -85,10 +99,13 @@ def warcio_warc(path: Path, *, gzip: bool) -> Path:
         w.write_record(rec)
         # last, a record that is not indexed (crawlkit's WARCs end so too)
         w.write_record(
-            w.create_warc_record("http://192.168.0.1/Page?B=1&a=2", "metadata",
-                                 payload=io.BytesIO(b"fetchTimeMs: 3\r\n"),
-                                 warc_content_type="application/warc-fields")
-        )  # fmt: skip
+            w.create_warc_record(
+                "http://192.168.0.1/Page?B=1&a=2",
+                "metadata",
+                payload=io.BytesIO(b"fetchTimeMs: 3\r\n"),
+                warc_content_type="application/warc-fields",
+            )
+        )
     return path
 
 
@@ -144,8 +161,9 @@ HTML = {
 
 
 def _http_headers(ctype: str, extra: list[tuple[str, str]] | None = None) -> StatusAndHeaders:
-    return StatusAndHeaders("200 OK", [("Content-Type", ctype), *(extra or [])],
-                            protocol="HTTP/1.1")  # fmt: skip
+    return StatusAndHeaders(
+        "200 OK", [("Content-Type", ctype), *(extra or [])], protocol="HTTP/1.1"
+    )
 
 
 def write_warcio(path: Path, *, gzip_records: bool, version: str = "WARC/1.1") -> None:

@@ -103,7 +103,9 @@ class Admission(CrawlCore):
                 pairs.add((from_site, site))
         if not pairs:
             return
-        edges = [{"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
-                 for from_site, site in sorted(pairs)]  # fmt: skip
+        edges = [
+            {"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
+            for from_site, site in sorted(pairs)
+        ]
         others = {k: edges for k in range(self.role.slot_map.shards) if k != self.role.shard}
         write_outbox(self.state.path, others, tag)

@@ -206,14 +206,19 @@ class LinkPolicy:
                 if reason == "requisite":
                     hops = source_hops + 1
                     if hops > max_hops:
-                        refused.append(_refuse(rec, "requisite-depth",
-                                               f"{hops} requisite hops from a page "
-                                               f"(at most {max_hops})"))  # fmt: skip
+                        refused.append(
+                            _refuse(
+                                rec,
+                                "requisite-depth",
+                                f"{hops} requisite hops from a page (at most {max_hops})",
+                            )
+                        )
                         continue
                     rec = {**rec, "requisite_hops": hops}
             elif source_hops:
-                refused.append(_refuse(rec, "from-requisite",
-                                       "links of a page requisite are not followed"))  # fmt: skip
+                refused.append(
+                    _refuse(rec, "from-requisite", "links of a page requisite are not followed")
+                )
                 continue
             elif not in_scope(rec):
                 refused.append(_refuse(rec, "out-of-scope", f"scope {scope_name}".strip()))

@@ -137,16 +137,19 @@ def load_config(path: str | Path, options: dict[str, str]) -> ConfigFile:
                 for hkey, hvalue in settings.items():
                     kind = HOST_KEYS.get(hkey)
                     if kind is None:
-                        raise UsageError(f"{at(key, host, hkey)}: unknown host setting {hkey!r} "
-                                         f"(known: {', '.join(HOST_KEYS)})")  # fmt: skip
+                        raise UsageError(
+                            f"{at(key, host, hkey)}: unknown host setting {hkey!r} "
+                            f"(known: {', '.join(HOST_KEYS)})"
+                        )
                     if not _kind_ok(hvalue, kind):
                         raise UsageError(f"{at(key, host, hkey)}: {hkey} must be {kind}")
                 out.hosts[host.lower()] = dict(settings)
             continue
         kind = options.get(key)
         if kind is None:
-            close = [k for k in options if k.replace("-", "") == key.replace("-", "").replace(
-                "_", "")]  # fmt: skip
+            close = [
+                k for k in options if k.replace("-", "") == key.replace("-", "").replace("_", "")
+            ]
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise UsageError(f"{at(key)}: unknown option {key!r}{hint}")
         if not _kind_ok(value, kind):

@@ -196,8 +196,14 @@ class CrawlCore:
         marked seen; those outside ``--scope`` are written to ``refused_path``."""
         refused: list[Record] = []
         with self.seen_lock:
-            fresh = fresh_in(self.seen, records, canonicalizer=self.canon, reporter=self.rep,
-                             scope=self.scope, on_refused=refused.append)  # fmt: skip
+            fresh = fresh_in(
+                self.seen,
+                records,
+                canonicalizer=self.canon,
+                reporter=self.rep,
+                scope=self.scope,
+                on_refused=refused.append,
+            )
             write_file(out, fresh.records)
             fresh.commit()
         if refused:
@@ -211,8 +217,13 @@ class CrawlCore:
         refused: list[Record] = []
         self.frontier_version += 1
         with self.lock:
-            add_to(self.frontier, records, on_refused=refused.append, scope=self.scope,
-                   canonicalizer=self.canon)  # fmt: skip
+            add_to(
+                self.frontier,
+                records,
+                on_refused=refused.append,
+                scope=self.scope,
+                canonicalizer=self.canon,
+            )
         if refused:
             write_file(refused_path, refused)
             self._count_refused(refused)

@@ -53,12 +53,20 @@ class CycleSteps(Admission):
             ):
                 if self.extract_workers is not None:
                     stats = self.extract_workers.extract(
-                        sources, pages.write, links.write, reporter=self.rep,
+                        sources,
+                        pages.write,
+                        links.write,
+                        reporter=self.rep,
                         started=started if started_with == sources else None,
-                    )  # fmt: skip
+                    )
                 else:
-                    stats = extract_warcs(sources, pages.write, links.write,
-                                          options=ExtractOptions(), reporter=self.rep)  # fmt: skip
+                    stats = extract_warcs(
+                        sources,
+                        pages.write,
+                        links.write,
+                        options=ExtractOptions(),
+                        reporter=self.rep,
+                    )
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read: again.
             if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
@@ -71,8 +79,10 @@ class CycleSteps(Admission):
     def _step_dedup(self, cycle: Path) -> None:
         stats = DedupStats()
         records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
-        write_file(cycle / "dedup.ndjson.zst", dedup_records(records, self.dedup, stats=stats,
-                                                         reporter=self.rep))  # fmt: skip
+        write_file(
+            cycle / "dedup.ndjson.zst",
+            dedup_records(records, self.dedup, stats=stats, reporter=self.rep),
+        )
         sites = list(site_records(self.dedup, stats.sites))
         write_file(cycle / "sites.ndjson.zst", sites)
         self._queue(sites, cycle / "sites-refused.ndjson.zst")
@@ -101,8 +111,9 @@ class CycleSteps(Admission):
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")
             attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
-            fresh = self._seen_merge(candidates, cycle / f"new-{attempt}.ndjson.zst",
-                                     cycle / "scope-refused.ndjson.zst")  # fmt: skip
+            fresh = self._seen_merge(
+                candidates, cycle / f"new-{attempt}.ndjson.zst", cycle / "scope-refused.ndjson.zst"
+            )
             self.summary.new_urls += len(fresh)
             mark_done(cycle, "seen", {"new": len(fresh)})
         for path in sorted(cycle.glob("new-*.ndjson.zst")):

@@ -221,14 +221,24 @@ class Feed(CycleSteps):
             config = FetchConfig(**{**config.__dict__, "duration": left})
         try:
             fetch_records(
-                initial, sink, state_dir=self.state.path, config=config,
-                warc_dir=self.warc_root, allow_net=self.opts.allow_net,
-                hosts_file=self.opts.hosts_file, on_redirect=lambda rec: live.redirect(rec),
-                reporter=self.rep, warc_prefix=self.opts.warc_prefix,
-                warc_size=self.opts.warc_size, warc_info=self.opts.warc_info, refill=refill,
-                on_interrupt=self._on_signal, net=self.opts.net,
-                on_robots_capture=lambda rec: live.robots_capture(rec), host_state=self.hosts,
-            )  # fmt: skip
+                initial,
+                sink,
+                state_dir=self.state.path,
+                config=config,
+                warc_dir=self.warc_root,
+                allow_net=self.opts.allow_net,
+                hosts_file=self.opts.hosts_file,
+                on_redirect=lambda rec: live.redirect(rec),
+                reporter=self.rep,
+                warc_prefix=self.opts.warc_prefix,
+                warc_size=self.opts.warc_size,
+                warc_info=self.opts.warc_info,
+                refill=refill,
+                on_interrupt=self._on_signal,
+                net=self.opts.net,
+                on_robots_capture=lambda rec: live.robots_capture(rec),
+                host_state=self.hosts,
+            )
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.
             for path in list(batch_left):
@@ -263,8 +273,12 @@ class Feed(CycleSteps):
         size = int(min(self.opts.batch_size, self.hold - self.held, self._pages_left()))
         if size <= 0:
             return []
-        opts = NextOptions(max_urls=size, per_host=self.opts.per_host, budgets=self.opts.budgets,
-                           outstanding=held or {})  # fmt: skip
+        opts = NextOptions(
+            max_urls=size,
+            per_host=self.opts.per_host,
+            budgets=self.opts.budgets,
+            outstanding=held or {},
+        )
         out: list[Record] = []
         refused: list[Record] = []
         # Numbered by the run, never by counting files: a finished batch is deleted, and

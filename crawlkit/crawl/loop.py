@@ -136,8 +136,9 @@ def crawl(
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
             # seeds seen before but never fetched, and due retries:
             owns = run.role.owns if run.role is not None else None
-            retry = retry_records(state.path, seeds, run.canon, owns=owns, seen=run.seen,
-                                  history=run.history)  # fmt: skip
+            retry = retry_records(
+                state.path, seeds, run.canon, owns=owns, seen=run.seen, history=run.history
+            )
             run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
             return run.run()

@@ -110,8 +110,9 @@ POST_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.post)
 def render(ctx: ExplainContext) -> str:
     """The loop as shell commands for one cycle, one comment line per step."""
     fields = {**ctx.__dict__, "no_budgets": "" if ctx.budgets else " --no-budgets"}
-    lines = [f"# one cycle of: crawlkit crawl --state {ctx.state} "
-             f"(C = {ctx.state}/crawl/cycles/NNNNNN)"]  # fmt: skip
+    lines = [
+        f"# one cycle of: crawlkit crawl --state {ctx.state} (C = {ctx.state}/crawl/cycles/NNNNNN)"
+    ]
     for step in STEPS:
         lines.append(f"# {step.what}")
         lines.extend(" ".join(c.format(**fields).split()) for c in step.commands)

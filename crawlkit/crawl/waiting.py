@@ -30,9 +30,23 @@ __all__ = ["WaitingRoom"]
 # Fields of a fetch record that describe the attempt, not the URL: dropped, so the
 # record queued again is the URL record the frontier first handed out.
 FETCH_FIELDS = frozenset(
-    {"status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes", "content_type", "digest",
-     "location", "warc", "error", "truncated", "retry_at", "stopped"}
-)  # fmt: skip
+    {
+        "status",
+        "outcome",
+        "fetched_at",
+        "elapsed_ms",
+        "ip",
+        "bytes",
+        "content_type",
+        "digest",
+        "location",
+        "warc",
+        "error",
+        "truncated",
+        "retry_at",
+        "stopped",
+    }
+)
 
 
 def _key(rec: Record) -> tuple[float, str]:

@@ -569,10 +569,16 @@ class Fetcher:
             # Cut by the run's end, not by the server: nothing is archived, and the next
             # run asks again.
             self.outbox.emit(
-                fetch_record(rec, item.url, "deferred", retry_at=iso_time(now),
-                             error="the run ended (--for or a stop) during the request",
-                             stopped=True, **timing_fields(res))
-            )  # fmt: skip
+                fetch_record(
+                    rec,
+                    item.url,
+                    "deferred",
+                    retry_at=iso_time(now),
+                    error="the run ended (--for or a stop) during the request",
+                    stopped=True,
+                    **timing_fields(res),
+                )
+            )
             return
         if res.status is None:
             self.outbox.emit(

@@ -97,19 +97,32 @@ def read_cookies(path: Path) -> list[Cookie]:
             continue
         fields = line.split("\t")
         if len(fields) != 7:
-            raise UsageError(f"{path}:{number}: a cookie line has 7 tab-separated fields "
-                             f"(domain, subdomains, path, secure, expiry, name, value), "
-                             f"not {len(fields)}")  # fmt: skip
+            raise UsageError(
+                f"{path}:{number}: a cookie line has 7 tab-separated fields "
+                f"(domain, subdomains, path, secure, expiry, name, value), "
+                f"not {len(fields)}"
+            )
         domain, sub, cpath, secure, expiry, name, value = fields
         if sub.upper() not in ("TRUE", "FALSE") or secure.upper() not in ("TRUE", "FALSE"):
             raise UsageError(f"{path}:{number}: the subdomain and secure fields are TRUE or FALSE")
         if not expiry.strip().isdigit():
             raise UsageError(f"{path}:{number}: the expiry is seconds since 1970, not {expiry!r}")
         if not domain.strip(". ") or not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
-            raise UsageError(f"{path}:{number}: a cookie needs a domain, a name and a value "
-                             "without control characters")  # fmt: skip
-        out.append(Cookie(domain.strip().lstrip(".").lower(), sub.upper() == "TRUE",
-                          cpath, secure.upper() == "TRUE", int(expiry), name, value))  # fmt: skip
+            raise UsageError(
+                f"{path}:{number}: a cookie needs a domain, a name and a value "
+                "without control characters"
+            )
+        out.append(
+            Cookie(
+                domain.strip().lstrip(".").lower(),
+                sub.upper() == "TRUE",
+                cpath,
+                secure.upper() == "TRUE",
+                int(expiry),
+                name,
+                value,
+            )
+        )
     return out
 
 
@@ -138,8 +151,9 @@ def parse_set_cookie(value: str, url: str, now: float) -> Cookie | None:
             path = arg
         elif key == "max-age" and arg.lstrip("-").isdigit():
             expires = int(now + int(arg)) if int(arg) > 0 else 1  # 1: already expired
-        elif key == "expires" and not any(a.strip().lower().startswith("max-age")
-                                          for a in attributes):  # fmt: skip
+        elif key == "expires" and not any(
+            a.strip().lower().startswith("max-age") for a in attributes
+        ):
             with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
                 expires = max(1, int(email.utils.parsedate_to_datetime(arg).timestamp()))
         elif key == "secure":
@@ -187,9 +201,13 @@ class RequestSettings:
 
     def __bool__(self) -> bool:
         return bool(
-            self.headers or self.host_headers or self.cookies or self.credentials
-            or self.keep_cookies or self.site_cookies
-        )  # fmt: skip
+            self.headers
+            or self.host_headers
+            or self.cookies
+            or self.credentials
+            or self.keep_cookies
+            or self.site_cookies
+        )
 
     def for_url(self, url: str) -> dict[str, str]:
         """The headers to add to a request for ``url``."""
@@ -231,10 +249,19 @@ class RequestSettings:
         for c in self.site_cookies.values():
             if c.expires and c.expires < now:
                 continue
-            lines.append("\t".join([("." if c.subdomains else "") + c.domain,
-                                    "TRUE" if c.subdomains else "FALSE", c.path,
-                                    "TRUE" if c.secure else "FALSE", str(c.expires),
-                                    c.name, c.value]))  # fmt: skip
+            lines.append(
+                "\t".join(
+                    [
+                        ("." if c.subdomains else "") + c.domain,
+                        "TRUE" if c.subdomains else "FALSE",
+                        c.path,
+                        "TRUE" if c.secure else "FALSE",
+                        str(c.expires),
+                        c.name,
+                        c.value,
+                    ]
+                )
+            )
         io.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
     def to_json(self) -> dict[str, Any]:

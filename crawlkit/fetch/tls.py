@@ -36,8 +36,13 @@ __all__ = [
     "verifying_context",
 ]
 
-TLS_CODES = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-handshake-timeout",
-             "tls-protocol")  # fmt: skip
+TLS_CODES = (
+    "tls-expired",
+    "tls-hostname",
+    "tls-untrusted",
+    "tls-handshake-timeout",
+    "tls-protocol",
+)
 
 # OpenSSL X509_V_ERR_* codes (x509_vfy.h)
 _NOT_YET_VALID, _EXPIRED, _HOSTNAME_MISMATCH = 9, 10, 62

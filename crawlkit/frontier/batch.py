@@ -74,10 +74,13 @@ def plan(opts: NextOptions, waiting: Mapping[str, int]) -> dict[str, int]:
     else:
         n_recrawl = 0
     n_new = n - n_recrawl
-    plan = split(n_recrawl, {q: float(LEVEL_WEIGHTS[i]) if waiting[q] else 0.0
-                             for i, q in enumerate(RECRAWL_QUEUES)})  # fmt: skip
-    new_weights = {q: float(LEVEL_WEIGHTS[i]) if waiting[q] else 0.0
-                   for i, q in enumerate(NEW_QUEUES)}  # fmt: skip
+    plan = split(
+        n_recrawl,
+        {q: float(LEVEL_WEIGHTS[i]) if waiting[q] else 0.0 for i, q in enumerate(RECRAWL_QUEUES)},
+    )
+    new_weights = {
+        q: float(LEVEL_WEIGHTS[i]) if waiting[q] else 0.0 for i, q in enumerate(NEW_QUEUES)
+    }
     n_disc = 0
     if waiting[DISCOVERY] and n_new:
         if not any(new_weights.values()):

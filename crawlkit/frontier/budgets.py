@@ -84,8 +84,16 @@ class SiteInfo:
     @classmethod
     def from_json(cls, value: list[Any]) -> SiteInfo:
         info = cls()
-        (info.queued, info.parked, info.used, info.fetched, seed,
-         info.yield_, info.yield_pages, linkers) = value  # fmt: skip
+        (
+            info.queued,
+            info.parked,
+            info.used,
+            info.fetched,
+            seed,
+            info.yield_,
+            info.yield_pages,
+            linkers,
+        ) = value
         info.seed = bool(seed)
         info.linkers = set(linkers) if linkers else None
         return info

@@ -91,9 +91,17 @@ _SELECTOR = (
 _BACKGROUND_ATTR = re.compile(rb"background\s*=")
 _LINK_RELS = frozenset({"canonical", "alternate", "next"})
 _REQUISITE_RELS = frozenset(
-    {"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed", "mask-icon",
-     "preload", "modulepreload", "manifest"}
-)  # fmt: skip
+    {
+        "stylesheet",
+        "icon",
+        "apple-touch-icon",
+        "apple-touch-icon-precomposed",
+        "mask-icon",
+        "preload",
+        "modulepreload",
+        "manifest",
+    }
+)
 # Requisite attributes by element (besides style and background, read on any element).
 _SRC_ATTRS: dict[str, tuple[str, ...]] = {
     "img": ("src",),

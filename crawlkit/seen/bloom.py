@@ -138,9 +138,12 @@ class BloomFilter:
         self.fp_rate = float(fp_rate)
         self.writable = writable
         self._words: np.memmap = np.memmap(
-            path, dtype="<u8", mode="r+" if writable else "r", offset=DATA_OFFSET,
+            path,
+            dtype="<u8",
+            mode="r+" if writable else "r",
+            offset=DATA_OFFSET,
             shape=(self.m // 64,),
-        )  # fmt: skip
+        )
         # ufunc.at and take are several times slower on the memmap subclass.
         self._bits = self._words.view(np.ndarray)
 

@@ -207,8 +207,9 @@ class PackedRun:
         if self.offsets[-1] != count or self.offsets[0] != 0 or (np.diff(self.offsets) < 0).any():
             raise StateError(f"run {path} has a damaged directory")
         self.low = np.memmap(path, dtype="<u4", mode="r", offset=directory, shape=(count,))
-        self.mid = np.memmap(path, dtype="<u2", mode="r", offset=directory + 4 * count,
-                             shape=(count,))  # fmt: skip
+        self.mid = np.memmap(
+            path, dtype="<u2", mode="r", offset=directory + 4 * count, shape=(count,)
+        )
         # Plain views: fancy indexing on the memmap subclass is slower.
         self._low = self.low.view(np.ndarray)
         self._mid = self.mid.view(np.ndarray)

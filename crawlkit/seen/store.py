@@ -171,8 +171,7 @@ class SeenStore:
             else:
                 _note_ignored(manifest, capacity, fp_rate, reporter)
             seen_dir(directory).remove_leftovers(_live_files(manifest))
-            return cls(directory, state, manifest, writable=True, reporter=reporter,
-                       fan_in=fan_in)  # fmt: skip
+            return cls(directory, state, manifest, writable=True, reporter=reporter, fan_in=fan_in)
         except BaseException:
             state.close()
             raise
@@ -185,8 +184,9 @@ class SeenStore:
         for attempt in range(10):
             manifest = read_manifest(directory)
             try:
-                return cls(directory, None, manifest, writable=False, reporter=reporter,
-                           fan_in=fan_in)  # fmt: skip
+                return cls(
+                    directory, None, manifest, writable=False, reporter=reporter, fan_in=fan_in
+                )
             except (FileNotFoundError, StateError):
                 if attempt == 9 or read_manifest(directory) == manifest:
                     raise

@@ -86,9 +86,14 @@ def robots_records(
         except InvalidURL as exc:
             warn(f"{robots_url}: Sitemap {raw[:200]!r} skipped: {exc}")
             continue
-        rec: dict[str, Any] = {**url_record(parsed, depth=0, reason="sitemap"),
-                               "kind": "sitemap", "via": robots_url, "from": robots_url,
-                               "nofollow": False, "tag": "robots"}  # fmt: skip
+        rec: dict[str, Any] = {
+            **url_record(parsed, depth=0, reason="sitemap"),
+            "kind": "sitemap",
+            "via": robots_url,
+            "from": robots_url,
+            "nofollow": False,
+            "tag": "robots",
+        }
         out.append(rec)
     return out
 

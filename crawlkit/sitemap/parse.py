@@ -133,9 +133,14 @@ def normalize_lastmod(text: str) -> str | None:
                     return None
                 tz = timezone(timedelta(minutes=minutes if zone[0] == "+" else -minutes))
             when = datetime(
-                int(year), int(month or 1), int(day or 1),
-                int(hh or 0), int(mm or 0), int(ss or 0), tzinfo=tz,
-            )  # fmt: skip
+                int(year),
+                int(month or 1),
+                int(day or 1),
+                int(hh or 0),
+                int(mm or 0),
+                int(ss or 0),
+                tzinfo=tz,
+            )
         else:
             when = parsedate_to_datetime(text)
             if when.tzinfo is None:
@@ -160,13 +165,17 @@ _FORMATS = {
 }
 # format -> {field local name: record key}
 _FIELDS = {
-    "urlset": {"loc": "loc", "lastmod": "lastmod", "changefreq": "changefreq",
-               "priority": "priority"},
+    "urlset": {
+        "loc": "loc",
+        "lastmod": "lastmod",
+        "changefreq": "changefreq",
+        "priority": "priority",
+    },
     "sitemapindex": {"loc": "loc", "lastmod": "lastmod"},
     "rss": {"link": "loc", "guid": "guid", "pubDate": "lastmod"},
     "rdf": {"link": "loc"},
     "atom": {"updated": "lastmod", "published": "published"},
-}  # fmt: skip
+}
 
 
 def _split(name: str) -> tuple[str, str]:

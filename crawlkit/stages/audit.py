@@ -57,8 +57,19 @@ from crawlkit.times import parse_time
 HOSTILE_KINDS = frozenset({"gzip-bomb", "huge", "slow-drip", "malformed"})
 TRAP_KINDS = frozenset({"calendar", "session-trap", "link-farm"})
 MAX_BACKOFF = 3600.0
-VIOLATIONS = ("conns", "open_conns", "gap", "crawl_delay", "backoff", "retry_after", "robots_first",
-              "robots_unavailable", "disallowed", "trap_depth", "ip_conns")  # fmt: skip
+VIOLATIONS = (
+    "conns",
+    "open_conns",
+    "gap",
+    "crawl_delay",
+    "backoff",
+    "retry_after",
+    "robots_first",
+    "robots_unavailable",
+    "disallowed",
+    "trap_depth",
+    "ip_conns",
+)
 WARNINGS = ("adaptive", "duplicates", "hostile_bytes")
 
 
@@ -157,16 +168,26 @@ def events_from_server_log(
         try:
             if not rec.get("host") or rec.get("path") is None:
                 continue  # a request too broken to have a host (logged as 400)
-            out.append(Event(
-                host=str(rec["host"]), addr=rec.get("addr"), path=str(rec["path"]),
-                t_start=_number(rec, "t_start"), t_end=_number(rec, "t_end"),
-                status=rec.get("status"), bytes=int(_number(rec, "bytes", 0) or 0),
-                conn=rec.get("conn"), agent=str(rec.get("user_agent") or ""),
-                special=rec.get("special"), retry_until=rec.get("retry_until"),
-                depth=rec.get("depth"), hostile=bool(rec.get("hostile")),
-                conditional=bool(rec.get("if_none_match") or rec.get("if_modified_since")),
-                method=str(rec.get("method") or "GET"), conn_opened=rec.get("conn_opened"),
-            ))  # fmt: skip
+            out.append(
+                Event(
+                    host=str(rec["host"]),
+                    addr=rec.get("addr"),
+                    path=str(rec["path"]),
+                    t_start=_number(rec, "t_start"),
+                    t_end=_number(rec, "t_end"),
+                    status=rec.get("status"),
+                    bytes=int(_number(rec, "bytes", 0) or 0),
+                    conn=rec.get("conn"),
+                    agent=str(rec.get("user_agent") or ""),
+                    special=rec.get("special"),
+                    retry_until=rec.get("retry_until"),
+                    depth=rec.get("depth"),
+                    hostile=bool(rec.get("hostile")),
+                    conditional=bool(rec.get("if_none_match") or rec.get("if_modified_since")),
+                    method=str(rec.get("method") or "GET"),
+                    conn_opened=rec.get("conn_opened"),
+                )
+            )
         except (TypeError, ValueError) as exc:
             reporter.bad_record(source, lineno, f"{exc}; skipped")
     return out
@@ -196,12 +217,20 @@ def events_from_fetch_log(
         except ValueError as exc:
             reporter.bad_record(source, lineno, f"{exc}; skipped")
             continue
-        out.append(Event(
-            host=host, addr=rec.get("ip"), path=_url_path(url), t_start=start,
-            t_end=start + elapsed, status=rec.get("status"), bytes=size,
-            conn=("fetch", i), agent=agent,
-            conditional=rec.get("outcome") == "not-modified",
-        ))  # fmt: skip
+        out.append(
+            Event(
+                host=host,
+                addr=rec.get("ip"),
+                path=_url_path(url),
+                t_start=start,
+                t_end=start + elapsed,
+                status=rec.get("status"),
+                bytes=size,
+                conn=("fetch", i),
+                agent=agent,
+                conditional=rec.get("outcome") == "not-modified",
+            )
+        )
     return out
 
 
@@ -284,13 +313,17 @@ def _audit_host(
     tol = cfg.tolerance
     rep.max_conns, when = _max_overlap(events)
     if rep.max_conns > cfg.per_host:
-        rep.flag("conns", f"{rep.max_conns} in flight at t={when:.3f}",
-                 rep.max_conns - cfg.per_host)  # fmt: skip
+        rep.flag(
+            "conns", f"{rep.max_conns} in flight at t={when:.3f}", rep.max_conns - cfg.per_host
+        )
     if events[0].conn_opened is not None:
         rep.max_open, when = _max_open(events)
         if rep.max_open > cfg.per_host:
-            rep.flag("open_conns", f"{rep.max_open} connections open at t={when:.3f}",
-                     rep.max_open - cfg.per_host)  # fmt: skip
+            rep.flag(
+                "open_conns",
+                f"{rep.max_open} connections open at t={when:.3f}",
+                rep.max_open - cfg.per_host,
+            )
     first = events[0]
     if robots_logged and not _is_robots(first.path):
         rep.flag("robots_first", f"first request was {first.method} {first.path}")
@@ -384,22 +417,39 @@ def audit(
         host_rules = (rules or {}).get(name)
         r = _audit_host(name, evs, host_rules, config, robots_logged)
         hosts[name] = {
-            "kind": r.kind, "requests": r.requests, "max_conns": r.max_conns,
+            "kind": r.kind,
+            "requests": r.requests,
+            "max_conns": r.max_conns,
             "max_open_conns": r.max_open,
             "min_gap": None if r.min_gap is None else round(r.min_gap, 6),
-            "crawl_delay_s": r.crawl_delay, "max_depth": r.trap_depth,
-            "distinct_paths": r.distinct_paths, "robots_rules": host_rules is not None,
+            "crawl_delay_s": r.crawl_delay,
+            "max_depth": r.trap_depth,
+            "distinct_paths": r.distinct_paths,
+            "robots_rules": host_rules is not None,
             "robots_first_checked": robots_logged,
-            **r.counts, "examples": r.examples,
-        }  # fmt: skip
+            **r.counts,
+            "examples": r.examples,
+        }
         for check in VIOLATIONS:
             if r.counts[check]:
-                violations.append({"host": name, "check": check, "count": r.counts[check],
-                                   "examples": r.examples.get(check, [])})  # fmt: skip
+                violations.append(
+                    {
+                        "host": name,
+                        "check": check,
+                        "count": r.counts[check],
+                        "examples": r.examples.get(check, []),
+                    }
+                )
         for check in WARNINGS:
             if r.counts[check]:
-                warnings.append({"host": name, "check": check, "count": r.counts[check],
-                                 "examples": r.examples.get(check, [])})  # fmt: skip
+                warnings.append(
+                    {
+                        "host": name,
+                        "check": check,
+                        "count": r.counts[check],
+                        "examples": r.examples.get(check, []),
+                    }
+                )
     addresses: dict[str, Any] = {}
     for addr in sorted(by_addr):
         evs = by_addr[addr]
@@ -407,8 +457,14 @@ def audit(
         hosts_here = sorted({e.host for e in evs})
         addresses[addr] = {"max_conns": n, "limit": config.per_ip, "hosts": hosts_here}
         if n > config.per_ip:
-            violations.append({"addr": addr, "check": "ip_conns", "count": n - config.per_ip,
-                               "examples": [f"{n} connections at t={when:.3f}"]})  # fmt: skip
+            violations.append(
+                {
+                    "addr": addr,
+                    "check": "ip_conns",
+                    "count": n - config.per_ip,
+                    "examples": [f"{n} connections at t={when:.3f}"],
+                }
+            )
     return {
         "ok": not violations,
         "requests": len(events),
@@ -470,21 +526,48 @@ def run_audit(
 
 def format_report(report: dict[str, Any]) -> str:
     """A readable table: one line per host, then per address, then the findings."""
-    cols = ("host", "kind", "reqs", "conns", "open", "min_gap", "gap", "delay", "backoff", "retry",
-            "robots1st", "r5xx", "disallow", "depth", "dups", "hostileB")  # fmt: skip
+    cols = (
+        "host",
+        "kind",
+        "reqs",
+        "conns",
+        "open",
+        "min_gap",
+        "gap",
+        "delay",
+        "backoff",
+        "retry",
+        "robots1st",
+        "r5xx",
+        "disallow",
+        "depth",
+        "dups",
+        "hostileB",
+    )
     rows = [cols]
     for name, h in report["hosts"].items():
         gap = "-" if h["min_gap"] is None else f"{h['min_gap']:.3f}"
         first = ("no" if h["robots_first"] else "ok") if h["robots_first_checked"] else "?"
-        rows.append((
-            name, str(h["kind"] or "-"), str(h["requests"]), str(h["max_conns"]),
-            "-" if h["max_open_conns"] is None else str(h["max_open_conns"]), gap,
-            str(h["gap"]), str(h["crawl_delay"]), str(h["backoff"]), str(h["retry_after"]),
-            first, str(h["robots_unavailable"]),
-            str(h["disallowed"]) if h["robots_rules"] else "?",
-            "-" if h["max_depth"] is None else str(h["max_depth"]), str(h["duplicates"]),
-            str(h["hostile_bytes"]),
-        ))  # fmt: skip
+        rows.append(
+            (
+                name,
+                str(h["kind"] or "-"),
+                str(h["requests"]),
+                str(h["max_conns"]),
+                "-" if h["max_open_conns"] is None else str(h["max_open_conns"]),
+                gap,
+                str(h["gap"]),
+                str(h["crawl_delay"]),
+                str(h["backoff"]),
+                str(h["retry_after"]),
+                first,
+                str(h["robots_unavailable"]),
+                str(h["disallowed"]) if h["robots_rules"] else "?",
+                "-" if h["max_depth"] is None else str(h["max_depth"]),
+                str(h["duplicates"]),
+                str(h["hostile_bytes"]),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.append("")
@@ -494,11 +577,15 @@ def format_report(report: dict[str, Any]) -> str:
     lines.append("")
     for item in report["violations"]:
         where = item.get("host") or item.get("addr")
-        lines.append(f"VIOLATION {item['check']} {where}: {item['count']}  "
-                     + "; ".join(item["examples"][:3]))  # fmt: skip
+        lines.append(
+            f"VIOLATION {item['check']} {where}: {item['count']}  "
+            + "; ".join(item["examples"][:3])
+        )
     for item in report["warnings"]:
-        lines.append(f"warning {item['check']} {item['host']}: {item['count']}  "
-                     + "; ".join(str(x) for x in item["examples"][:3]))  # fmt: skip
+        lines.append(
+            f"warning {item['check']} {item['host']}: {item['count']}  "
+            + "; ".join(str(x) for x in item["examples"][:3])
+        )
     verdict = "ok: no violations" if report["ok"] else f"{len(report['violations'])} violation(s)"
     lines.append(f"{report['requests']} requests audited; {verdict}")
     return "\n".join(lines) + "\n"

@@ -111,12 +111,22 @@ def _parse(source: str, lineno: int, record: Record, reporter: Reporter) -> _Ite
                 raise ValueError
             sh = int(raw, 16)
         except ValueError:
-            reporter.warn(f"{source}:{lineno}: simhash {raw!r} is not 16 hex digits; "
-                          "checked for exact copies only", "bad simhash")  # fmt: skip
+            reporter.warn(
+                f"{source}:{lineno}: simhash {raw!r} is not 16 hex digits; "
+                "checked for exact copies only",
+                "bad simhash",
+            )
     text_bytes = record.get("text_bytes")
     eligible = sh is not None and not (isinstance(text_bytes, int) and text_bytes <= 0)
-    return _Item(record, url, fingerprint_int(url), _digest_hash(record.get("digest")), sh,
-                 eligible, _site_of(record, url))  # fmt: skip
+    return _Item(
+        record,
+        url,
+        fingerprint_int(url),
+        _digest_hash(record.get("digest")),
+        sh,
+        eligible,
+        _site_of(record, url),
+    )
 
 
 def _main_near(
@@ -316,5 +326,4 @@ def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[dict[str, 
     for site in sorted(sites):
         pages, exact, near = store.sites.get(site, [0, 0, 0])
         share = (exact + near) / pages if pages else 0.0
-        yield {"site": site, "pages": pages, "exact": exact, "near": near,
-               "yield": round(share, 4)}  # fmt: skip
+        yield {"site": site, "pages": pages, "exact": exact, "near": near, "yield": round(share, 4)}

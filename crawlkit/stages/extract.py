@@ -149,10 +149,29 @@ WarcSource = str | tuple[str, Sequence[tuple[int, int]]]
 _worker: HtmlExtractor | None = None
 _TAGS = {
     t: t.encode()
-    for t in ("a", "area", "link", "frame", "iframe", "meta", "img", "source", "script",
-              "video", "audio", "track", "object", "embed", "input", "image", "style",
-              "background", "css", "import")
-}  # fmt: skip
+    for t in (
+        "a",
+        "area",
+        "link",
+        "frame",
+        "iframe",
+        "meta",
+        "img",
+        "source",
+        "script",
+        "video",
+        "audio",
+        "track",
+        "object",
+        "embed",
+        "input",
+        "image",
+        "style",
+        "background",
+        "css",
+        "import",
+    )
+}
 
 
 def _init_worker(options: ExtractOptions) -> None:
@@ -196,9 +215,13 @@ def _link_lines(
     for link in links:
         target_url = link.url
         head = orjson.dumps(
-            {"url": target_url.url, "host": target_url.host, "site": target_url.site,
-             "fp": target_url.fp}
-        )  # fmt: skip
+            {
+                "url": target_url.url,
+                "host": target_url.host,
+                "site": target_url.site,
+                "fp": target_url.fp,
+            }
+        )
         out.append(
             b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
         )
@@ -282,8 +305,9 @@ def process_chunk(
             page = ex.extract(body, target, content_type=ctype, x_robots_tag=x_robots)
         except Exception as exc:  # one page never ends the run
             counts["errors"] += 1
-            warnings.append((f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})",
-                             "page error"))  # fmt: skip
+            warnings.append(
+                (f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})", "page error")
+            )
             continue
         record = page_record(
             page_url,
@@ -308,8 +332,12 @@ def process_chunk(
             record["capped"] = page.capped
             counts["errors"] += 1
             counts["capped"] += 1
-            warnings.append((f"{page_url.url}: over the {' and '.join(page.capped)} cap; "
-                             "parsed up to it", "page error"))  # fmt: skip
+            warnings.append(
+                (
+                    f"{page_url.url}: over the {' and '.join(page.capped)} cap; parsed up to it",
+                    "page error",
+                )
+            )
         pages.append(orjson.dumps(record, option=_NL))
         counts["pages"] += 1
         _link_lines(page.links, page_url.url, depth, "link", links)
@@ -322,9 +350,16 @@ def process_chunk(
 
 # Types a sitemap or feed comes with (besides the generic ones above).
 _SITEMAP_TYPES = frozenset(
-    {"application/xml", "text/xml", "application/x-gzip", "application/gzip",
-     "application/rss+xml", "application/atom+xml", "application/rdf+xml"}
-)  # fmt: skip
+    {
+        "application/xml",
+        "text/xml",
+        "application/x-gzip",
+        "application/gzip",
+        "application/rss+xml",
+        "application/atom+xml",
+        "application/rdf+xml",
+    }
+)
 
 
 def _wanted(status: int | None, content_type: str | None) -> bool:
@@ -356,8 +391,7 @@ def _jobs(
 ) -> Iterator[Job]:
     for path in paths:
         wstats = WarcStats()
-        kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body,
-                              "stats": wstats}  # fmt: skip
+        kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body, "stats": wstats}
         try:
             if isinstance(path, tuple):  # records at (offset, length) ranges of a file
                 responses = iter_responses_at(path[0], path[1], **kw)
@@ -380,8 +414,18 @@ def _jobs(
                     stats.not_html += 1
                     continue
                 if kind != "html":
-                    yield (resp.target_uri, resp.date, resp.payload_digest, resp.status, ctype,
-                           None, resp.depth, body, resp.truncated, kind)  # fmt: skip
+                    yield (
+                        resp.target_uri,
+                        resp.date,
+                        resp.payload_digest,
+                        resp.status,
+                        ctype,
+                        None,
+                        resp.depth,
+                        body,
+                        resp.truncated,
+                        kind,
+                    )
                     continue
                 yield (
                     resp.target_uri,
@@ -559,8 +603,12 @@ class _Pool:
             except cf.process.BrokenProcessPool:
                 self._restart()
                 counts["errors"] += 1
-                warnings.append((f"{job[0][:200]}: the parser process died on this page; "
-                                 "passed over", "page error"))  # fmt: skip
+                warnings.append(
+                    (
+                        f"{job[0][:200]}: the parser process died on this page; passed over",
+                        "page error",
+                    )
+                )
                 continue
             pages.append(p)
             links.append(lk)
@@ -613,8 +661,9 @@ def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> Files
     pages = bytearray()
     links = bytearray()
     keep = _KeepWarnings()
-    stats = extract_warcs(paths, pages.extend, links.extend, options=options, reporter=keep,
-                          extractor=_worker)  # fmt: skip
+    stats = extract_warcs(
+        paths, pages.extend, links.extend, options=options, reporter=keep, extractor=_worker
+    )
     return bytes(pages), bytes(links), stats, keep.kept
 
 
@@ -670,8 +719,14 @@ class ExtractWorkers:
             # A page killed its worker (a crash in the C parser, the OOM killer). Start
             # afresh and redo these files with the per-page recovery of extract_warcs.
             self.close()
-            return extract_warcs(paths, write_pages, write_links, jobs=max(2, self.jobs),
-                                 options=self.options, reporter=reporter)  # fmt: skip
+            return extract_warcs(
+                paths,
+                write_pages,
+                write_links,
+                jobs=max(2, self.jobs),
+                options=self.options,
+                reporter=reporter,
+            )
         _take((pages, links, {}, warnings), stats, write_pages, write_links, reporter)
         return stats
 

@@ -135,9 +135,21 @@ def fetch_records(
         if role is not None:
             records = _owned_by(role, records, sink, stale, state_path)
         counts = _run(
-            records, sink, config, policy, Resolver(hosts=hosts, dns=dns), host_state, writer,
-            on_redirect, client, flush, refill, on_interrupt, net, on_robots_capture,
-        )  # fmt: skip
+            records,
+            sink,
+            config,
+            policy,
+            Resolver(hosts=hosts, dns=dns),
+            host_state,
+            writer,
+            on_redirect,
+            client,
+            flush,
+            refill,
+            on_interrupt,
+            net,
+            on_robots_capture,
+        )
     if stale:
         counts["refused"] = counts.get("refused", 0) + stale["refused"]
     return counts

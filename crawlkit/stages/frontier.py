@@ -212,8 +212,14 @@ def frontier_add(
         scoped = Scope.load(state.path, scope) if scope is not None else None
         with frontier.discard_on_error():
             if role is None:
-                return add_to(frontier, records, on_refused=on_refused, scope=scoped,
-                              canonicalizer=canon, now=now)  # fmt: skip
+                return add_to(
+                    frontier,
+                    records,
+                    on_refused=on_refused,
+                    scope=scoped,
+                    canonicalizer=canon,
+                    now=now,
+                )
             others: dict[int, list[Record]] = defaultdict(list)
             inbox = inbox_files(state.path, reporter)
             delivered_records = [rec for path in inbox for rec in read_records([path], reporter)]
@@ -332,12 +338,18 @@ def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:
     mine, others = split_by_owner(role, (orjson.loads(line) for line in batch.lines))
     write_outbox(state, others, "moved")  # before the batch's removal commits
     lines = [
-        orjson.dumps({**rec, "shard_epoch": role.epoch(str(rec.get("site") or ""))},
-                     option=orjson.OPT_APPEND_NEWLINE)
+        orjson.dumps(
+            {**rec, "shard_epoch": role.epoch(str(rec.get("site") or ""))},
+            option=orjson.OPT_APPEND_NEWLINE,
+        )
         for rec in mine
-    ]  # fmt: skip
-    return Batch(lines=lines, refused=batch.refused, held_per_host=batch.held_per_host,
-                 over_budget=batch.over_budget)  # fmt: skip
+    ]
+    return Batch(
+        lines=lines,
+        refused=batch.refused,
+        held_per_host=batch.held_per_host,
+        over_budget=batch.over_budget,
+    )
 
 
 def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:

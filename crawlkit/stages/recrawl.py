@@ -165,8 +165,16 @@ def recrawl(
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         history = History(state.sub("recrawl"))
         try:
-            _update(history, events, where, summary, write=write, policy=policy or RecrawlPolicy(),
-                    now=now, max_urls=max_urls)  # fmt: skip
+            _update(
+                history,
+                events,
+                where,
+                summary,
+                write=write,
+                policy=policy or RecrawlPolicy(),
+                now=now,
+                max_urls=max_urls,
+            )
         finally:
             history.close()
     return summary
@@ -189,10 +197,19 @@ def recrawl_in(
     """
     now = time.time() if now is None else now
     summary = RecrawlSummary()
-    events, where = collect_events(records, now=now, reporter=reporter or NullReporter(),
-                                   summary=summary)  # fmt: skip
-    _update(history, events, where, summary, write=write, policy=policy or RecrawlPolicy(),
-            now=now, max_urls=max_urls)  # fmt: skip
+    events, where = collect_events(
+        records, now=now, reporter=reporter or NullReporter(), summary=summary
+    )
+    _update(
+        history,
+        events,
+        where,
+        summary,
+        write=write,
+        policy=policy or RecrawlPolicy(),
+        now=now,
+        max_urls=max_urls,
+    )
     return summary
 
 

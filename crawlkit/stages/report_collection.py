@@ -166,13 +166,15 @@ def collection_section(
     warc_dir = Path(saved.get("warc_dir") or state / "warc")
     index_dir = warc_dir / "indexes"
     warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
-    warc_files = [{"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)}
-                  for p in warcs]  # fmt: skip
+    warc_files = [
+        {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
+    ]
     min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)
     audit: dict[str, Any] | None = None
     if fetch_logs:
-        full = run_audit(fetch_logs=fetch_logs, config=AuditConfig(min_gap=float(min_gap)),
-                         reporter=reporter)  # fmt: skip
+        full = run_audit(
+            fetch_logs=fetch_logs, config=AuditConfig(min_gap=float(min_gap)), reporter=reporter
+        )
         audit = {
             "ok": full["ok"],
             "requests": full["requests"],

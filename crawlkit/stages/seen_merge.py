@@ -401,8 +401,9 @@ def fresh_in(
     does only once the records are safe elsewhere (written out, or queued): a URL is
     never seen without being queued (invariant 4). Not calling it marks nothing.
     """
-    merger = SeenMerge(store, canonicalizer=canonicalizer, reporter=reporter, scope=scope,
-                       on_refused=on_refused)  # fmt: skip
+    merger = SeenMerge(
+        store, canonicalizer=canonicalizer, reporter=reporter, scope=scope, on_refused=on_refused
+    )
     buf = bytearray()
     lines = (("records", n, rec) for n, rec in enumerate(records, 1))
     stats = merger.run(lines, buf.extend, commit_each_chunk=False)
@@ -457,8 +458,14 @@ def store_stats(store: SeenStore, *, count_bits: bool = True) -> dict[str, Any]:
         "runs": len(store.manifest.runs) if store.manifest else 0,
     }
     if bloom is None:
-        out.update(capacity=None, filter_bits=0, filter_k=0, filter_fill=0.0,
-                   bytes_per_url_disk=None, bytes_per_url_ram=None)  # fmt: skip
+        out.update(
+            capacity=None,
+            filter_bits=0,
+            filter_k=0,
+            filter_fill=0.0,
+            bytes_per_url_disk=None,
+            bytes_per_url_ram=None,
+        )
         return out
     fill = bloom.fill() if count_bits else None
     out.update(

@@ -95,10 +95,23 @@ def _sha256_of(path: Path) -> tuple[int, str]:
 # File names Frictionless takes for its own descriptors (it matches name endings).
 _DESCRIPTOR_NAMES = tuple(
     f"{stem}.{ext}"
-    for stem in ("package", "resource", "catalog", "chart", "dialect", "jsonschema", "schema",
-                 "checklist", "pipeline", "report", "inquiry", "view", "map")
+    for stem in (
+        "package",
+        "resource",
+        "catalog",
+        "chart",
+        "dialect",
+        "jsonschema",
+        "schema",
+        "checklist",
+        "pipeline",
+        "report",
+        "inquiry",
+        "view",
+        "map",
+    )
     for ext in ("json", "yaml", "yml")
-)  # fmt: skip
+)
 
 
 def report_name(name: str) -> str:

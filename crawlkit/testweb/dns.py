@@ -149,8 +149,9 @@ class DnsServer:
         qtype = QTYPE.get(question.qtype, str(question.qtype))
         rcode, records = self._records(name, qtype)
         given = [str(r.rdata) for r in records if r.rtype != QTYPE.CNAME]
-        self._write({"t": time.time(), "name": name, "type": qtype, "rcode": rcode,
-                     "answers": given})  # fmt: skip
+        self._write(
+            {"t": time.time(), "name": name, "type": qtype, "rcode": rcode, "answers": given}
+        )
         if rcode is None:
             return None
         reply = query.reply()

@@ -121,9 +121,14 @@ def conditional(req: Request, resp: Response) -> Response:
         return resp
     headers = [h for h in resp.headers if h[0].lower() in ("cache-control", "vary")]
     return Response(
-        304, b"", content_type=None, headers=headers, etag=resp.etag,
-        last_modified=resp.last_modified, log=resp.log,
-    )  # fmt: skip
+        304,
+        b"",
+        content_type=None,
+        headers=headers,
+        etag=resp.etag,
+        last_modified=resp.last_modified,
+        log=resp.log,
+    )
 
 
 def build_head(resp: Response, keep: bool, length: int | None, chunked: bool) -> bytes:
@@ -313,15 +318,29 @@ class HttpProtocol(asyncio.Protocol):
             self._dispatch(method, target, headers, keep, t_start)
 
     def _error(self, status: int) -> None:
-        resp = Response(status, f"{status} {REASONS.get(status, '')}\n".encode(),
-                        content_type="text/plain")  # fmt: skip
+        resp = Response(
+            status, f"{status} {REASONS.get(status, '')}\n".encode(), content_type="text/plain"
+        )
         self.transport.write(build_head(resp, False, len(resp.body), False) + resp.body)
-        self.server.log.add({
-            "t_start": time.time(), "t_end": time.time(), "host": None, "addr": self.addr,
-            "port": self.lport, "method": None, "path": None, "status": status,
-            "bytes": len(resp.body), "if_none_match": None, "if_modified_since": None,
-            "user_agent": None, "conn": self.conn, "special": None, "error": "bad request",
-        })  # fmt: skip
+        self.server.log.add(
+            {
+                "t_start": time.time(),
+                "t_end": time.time(),
+                "host": None,
+                "addr": self.addr,
+                "port": self.lport,
+                "method": None,
+                "path": None,
+                "status": status,
+                "bytes": len(resp.body),
+                "if_none_match": None,
+                "if_modified_since": None,
+                "user_agent": None,
+                "conn": self.conn,
+                "special": None,
+                "error": "bad request",
+            }
+        )
         self.buf.clear()
         self._close()
 
@@ -338,23 +357,46 @@ class HttpProtocol(asyncio.Protocol):
         route, _, query = target.partition("?")
         host = headers.get("host", "").lower()
         host = host.split("]", 1)[0] + "]" if host.startswith("[") else host.split(":", 1)[0]
-        req = Request(method, target, route, query, host.rstrip("."), headers, self.addr,
-                      self.lport, self.conn, t_start)  # fmt: skip
+        req = Request(
+            method,
+            target,
+            route,
+            query,
+            host.rstrip("."),
+            headers,
+            self.addr,
+            self.lport,
+            self.conn,
+            t_start,
+        )
         if method not in ("GET", "HEAD"):
-            resp: Response = Response(405, b"method not allowed\n", content_type="text/plain",
-                                      headers=[("Allow", "GET, HEAD")])  # fmt: skip
+            resp: Response = Response(
+                405,
+                b"method not allowed\n",
+                content_type="text/plain",
+                headers=[("Allow", "GET, HEAD")],
+            )
             special = None
         else:
             resp, special = self.server.respond(req)
             resp = conditional(req, resp)
         record: dict[str, Any] = {
-            "t_start": t_start, "t_end": 0.0, "host": req.host, "addr": self.addr,
-            "port": self.lport, "method": method, "path": target, "status": resp.status,
-            "bytes": 0, "if_none_match": headers.get("if-none-match"),
+            "t_start": t_start,
+            "t_end": 0.0,
+            "host": req.host,
+            "addr": self.addr,
+            "port": self.lport,
+            "method": method,
+            "path": target,
+            "status": resp.status,
+            "bytes": 0,
+            "if_none_match": headers.get("if-none-match"),
             "if_modified_since": headers.get("if-modified-since"),
-            "user_agent": headers.get("user-agent"), "conn": self.conn, "special": special,
+            "user_agent": headers.get("user-agent"),
+            "conn": self.conn,
+            "special": special,
             "conn_opened": self.opened,
-        }  # fmt: skip
+        }
         if resp.log:
             record.update(resp.log)
         keep = keep and not resp.close and not resp.close_delimited

@@ -36,8 +36,9 @@ def _ordinary(site: Site) -> Facts:
     web, host = site.web, site.host
     robots = pages.robots_text(web, host)
     delay = web.config.crawl_delay if host.robots == "delay" else None
-    entry = robots_entry(site.robots_url, 404 if robots is None else 200,
-                         robots.decode() if robots else None, delay)  # fmt: skip
+    entry = robots_entry(
+        site.robots_url, 404 if robots is None else 200, robots.decode() if robots else None, delay
+    )
     return Facts([pages.page_path(p) for p in range(host.pages)], robots=entry)
 
 
@@ -55,11 +56,19 @@ def _describe(
     undecided = set(facts.notes.get("past_500k", []))
     allowed = [u for u in page_urls if u not in set(disallowed) and u not in undecided]
     return {
-        "name": host.name, "addr": host.addr, "kind": host.kind, "root": base + "/",
-        "private": host.kind == "private", "infinite": facts.infinite, "robots": robots,
-        "pages": page_urls, "allowed": allowed, "disallowed": disallowed,
-        "hostile": [base + p for p in facts.hostile], "notes": facts.notes,
-    }  # fmt: skip
+        "name": host.name,
+        "addr": host.addr,
+        "kind": host.kind,
+        "root": base + "/",
+        "private": host.kind == "private",
+        "infinite": facts.infinite,
+        "robots": robots,
+        "pages": page_urls,
+        "allowed": allowed,
+        "disallowed": disallowed,
+        "hostile": [base + p for p in facts.hostile],
+        "notes": facts.notes,
+    }
 
 
 def build_manifest(

@@ -41,8 +41,11 @@ def robots_response(web: Web, host: Host) -> Response:
 
 
 _SECTION_RE = re.compile(r"^/([a-z]+)/page-(\d+)\.html$")
-_TRACKING = ("utm_source=newsletter&utm_medium=email", "utm_campaign=spring&gclid=abc123",
-             "fbclid=IwAR0xyz")  # fmt: skip
+_TRACKING = (
+    "utm_source=newsletter&utm_medium=email",
+    "utm_campaign=spring&gclid=abc123",
+    "fbclid=IwAR0xyz",
+)
 
 
 def page_path(p: int) -> str:
@@ -164,8 +167,9 @@ def _links(
             add("aside", child.name, "/")
     if host.index == 0 and p == 0:
         for special in special_roots(web):
-            links.append(("partners", special.name, "/", f"{scheme}://{special.name}:{port}/",
-                          special.kind))  # fmt: skip
+            links.append(
+                ("partners", special.name, "/", f"{scheme}://{special.name}:{port}/", special.kind)
+            )
     return links
 
 

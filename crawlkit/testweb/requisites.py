@@ -31,21 +31,47 @@ _PNG = bytes.fromhex(
     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
 )
 _TYPES = {
-    ".png": "image/png", ".jpg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
-    ".ico": "image/x-icon", ".svg": "image/svg+xml", ".js": "text/javascript",
-    ".css": "text/css; charset=utf-8", ".woff2": "font/woff2", ".mp4": "video/mp4",
-    ".webm": "video/webm", ".mp3": "audio/mpeg", ".vtt": "text/vtt",
-    ".swf": "application/x-shockwave-flash", ".webmanifest": "application/manifest+json",
-}  # fmt: skip
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".ico": "image/x-icon",
+    ".svg": "image/svg+xml",
+    ".js": "text/javascript",
+    ".css": "text/css; charset=utf-8",
+    ".woff2": "font/woff2",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+    ".mp3": "audio/mpeg",
+    ".vtt": "text/vtt",
+    ".swf": "application/x-shockwave-flash",
+    ".webmanifest": "application/manifest+json",
+}
 
 # Same-host requisites of "/" that are plain files (not stylesheets).
 _HOME_FILES = [
-    "/favicon.ico", "/font/preload.woff2", "/js/mod.js", "/app.webmanifest", "/js/app.js",
-    "/img/bg.gif", "/img/logo.png", "/img/logo-2x.png", "/img/pic.webp", "/img/pic.jpg",
-    "/media/v.mp4", "/media/poster.jpg", "/media/v.webm", "/media/subs.vtt", "/media/a.mp3",
-    "/obj/o.svg", "/obj/e.swf", "/img/btn.png", "/img/svg.png", "/img/inline.png",
+    "/favicon.ico",
+    "/font/preload.woff2",
+    "/js/mod.js",
+    "/app.webmanifest",
+    "/js/app.js",
+    "/img/bg.gif",
+    "/img/logo.png",
+    "/img/logo-2x.png",
+    "/img/pic.webp",
+    "/img/pic.jpg",
+    "/media/v.mp4",
+    "/media/poster.jpg",
+    "/media/v.webm",
+    "/media/subs.vtt",
+    "/media/a.mp3",
+    "/obj/o.svg",
+    "/obj/e.swf",
+    "/img/btn.png",
+    "/img/svg.png",
+    "/img/inline.png",
     "/img/block.png",
-]  # fmt: skip
+]
 _STYLESHEETS = {
     "/css/site.css": '@import "/css/theme.css";\n@import "site.css";\n'
     ".hero { background: url(../img/css-bg.png) }\n",

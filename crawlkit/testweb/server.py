@@ -176,10 +176,16 @@ class TestWebServer:
                 entry.gz = gzip.compress(entry.body, compresslevel=6, mtime=0)
                 self._cached += len(entry.gz)
             headers.append(("Content-Encoding", "gzip"))
-            return Response(200, entry.gz, headers=headers, etag=entry.etag[:-1] + '-gz"',
-                            last_modified=entry.last_modified)  # fmt: skip
-        return Response(200, entry.body, headers=headers, etag=entry.etag,
-                        last_modified=entry.last_modified)  # fmt: skip
+            return Response(
+                200,
+                entry.gz,
+                headers=headers,
+                etag=entry.etag[:-1] + '-gz"',
+                last_modified=entry.last_modified,
+            )
+        return Response(
+            200, entry.body, headers=headers, etag=entry.etag, last_modified=entry.last_modified
+        )
 
     # -- lifecycle ---------------------------------------------------------------
     async def _listen(
@@ -223,15 +229,21 @@ class TestWebServer:
         if "tls-stall" in kinds:
             return await loop.create_server(
                 lambda: tlsweb.StallProtocol(self._stalled),  # type: ignore[arg-type,return-value]
-                host=addr, port=port, backlog=1024,
-            )  # fmt: skip
+                host=addr,
+                port=port,
+                backlog=1024,
+            )
         ctx = self.tls.default
         if "tls-1-0" in kinds:
             ctx = self.tls.legacy_context(next(h.name for h in self.web.hosts if h.addr == addr))
         return await loop.create_server(
-            lambda: HttpProtocol(self), host=addr, port=port, backlog=1024, ssl=ctx,
+            lambda: HttpProtocol(self),
+            host=addr,
+            port=port,
+            backlog=1024,
+            ssl=ctx,
             ssl_handshake_timeout=10.0,
-        )  # fmt: skip
+        )
 
     async def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._servers, self.port = await self._listen(loop, self.requested_port, False)
@@ -289,11 +301,17 @@ class TestWebServer:
             "pid": os.getpid(),
         }
         if self.dns is not None:
-            self.info.update(dns=f"127.0.0.1:{self.dns.port}", dns_log=str(self.dns.log_path),
-                             dns_names=dnsweb.DNS_NAMES)  # fmt: skip
+            self.info.update(
+                dns=f"127.0.0.1:{self.dns.port}",
+                dns_log=str(self.dns.log_path),
+                dns_names=dnsweb.DNS_NAMES,
+            )
         if self.tls is not None:
-            self.info.update(tls_port=self.tls_port, ca_file=str(self.tls.ca_file),
-                             tls_legacy=self.tls.served_legacy)  # fmt: skip
+            self.info.update(
+                tls_port=self.tls_port,
+                ca_file=str(self.tls.ca_file),
+                tls_legacy=self.tls.served_legacy,
+            )
         return self.info
 
     async def _sweep(self) -> None:

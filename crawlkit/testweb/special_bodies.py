@@ -58,8 +58,12 @@ def _gzip_bomb(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
         return html_page(page("Free stuff", [("/bomb.html", "open me")], host.name))
     if req.route == "/bomb.html":
         body = gzip_bomb()
-        return Response(200, body, headers=[("Content-Encoding", "gzip")],
-                        log={"hostile": "gzip-bomb", "decoded": BOMB_DECODED})  # fmt: skip
+        return Response(
+            200,
+            body,
+            headers=[("Content-Encoding", "gzip")],
+            log={"hostile": "gzip-bomb", "decoded": BOMB_DECODED},
+        )
     return not_found()
 
 
@@ -88,11 +92,16 @@ def _huge(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
         links = [("/huge.html", "64 MiB"), ("/endless.html", "endless")]
         return html_page(page("Big things", links, host.name))
     if req.route == "/huge.html":
-        return Response(200, stream=lambda w: _stream_bytes(w, HUGE_SIZE), length=HUGE_SIZE,
-                        log={"hostile": "huge"})  # fmt: skip
+        return Response(
+            200,
+            stream=lambda w: _stream_bytes(w, HUGE_SIZE),
+            length=HUGE_SIZE,
+            log={"hostile": "huge"},
+        )
     if req.route == "/endless.html":
-        return Response(200, stream=lambda w: _stream_bytes(w, ENDLESS_CAP),
-                        log={"hostile": "endless"})  # fmt: skip
+        return Response(
+            200, stream=lambda w: _stream_bytes(w, ENDLESS_CAP), log={"hostile": "endless"}
+        )
     return not_found()
 
 
@@ -125,8 +134,9 @@ def _slow_drip(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
 
         return Response(200, stream=stall, length=1000, log={"hostile": "stall"})
     if req.route == "/slow-headers.html":
-        return Response(200, b"<html>late</html>", delay=STALL_SECONDS,
-                        log={"hostile": "slow-headers"})  # fmt: skip
+        return Response(
+            200, b"<html>late</html>", delay=STALL_SECONDS, log={"hostile": "slow-headers"}
+        )
     return not_found()
 
 
@@ -164,8 +174,10 @@ def _malformed(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
 
         return Response(200, stream=body, close_delimited=True)
     if r == "/broken-chunk.html":
-        raw = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n"
-               b"Connection: close\r\n\r\n10\r\n<html><body>ok..\r\nzz\r\nnot hex\r\n")  # fmt: skip
+        raw = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n10\r\n<html><body>ok..\r\nzz\r\nnot hex\r\n"
+        )
         return Response(200, raw=raw, log={"hostile": "broken-chunk"})
     if r == "/drop.html":
 
@@ -175,8 +187,9 @@ def _malformed(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
 
         return Response(200, stream=drop, length=10000, log={"hostile": "drop"})
     if r == "/garbage":
-        return Response(200, raw=b"\x00\x01SSH-2.0-not-http\r\n\xff\xfe garbage\r\n",
-                        log={"hostile": "garbage"})  # fmt: skip
+        return Response(
+            200, raw=b"\x00\x01SSH-2.0-not-http\r\n\xff\xfe garbage\r\n", log={"hostile": "garbage"}
+        )
     return not_found()
 
 
@@ -204,11 +217,20 @@ def _describe_slow_drip(site: Site) -> Facts:
 
 
 def _describe_malformed(site: Site) -> Facts:
-    pages = ["/", "/page-1.html", "/page-2.html", "/page-3.html", "/bad-charset.html",
-             "/no-length.html"]  # fmt: skip
+    pages = [
+        "/",
+        "/page-1.html",
+        "/page-2.html",
+        "/page-3.html",
+        "/bad-charset.html",
+        "/no-length.html",
+    ]
     not_links = [site.base + "/in-comment.html", site.base + "/in-script.html"]
-    return Facts(pages, hostile=["/broken-chunk.html", "/drop.html", "/garbage"],
-                 notes={"not_links": not_links})  # fmt: skip
+    return Facts(
+        pages,
+        hostile=["/broken-chunk.html", "/drop.html", "/garbage"],
+        notes={"not_links": not_links},
+    )
 
 
 DESCRIBERS: dict[str, Describer] = {

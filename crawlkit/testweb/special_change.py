@@ -28,8 +28,13 @@ from crawlkit.testweb.special_site import (
 
 __all__ = ["CONDITIONAL_PAGES", "DESCRIBERS", "HANDLERS"]
 
-CONDITIONAL_PAGES = ["/etag-only.html", "/lm-only.html", "/both.html", "/weak.html",
-                     "/no-validators.html"]  # fmt: skip
+CONDITIONAL_PAGES = [
+    "/etag-only.html",
+    "/lm-only.html",
+    "/both.html",
+    "/weak.html",
+    "/no-validators.html",
+]
 _FIXED_LM = 1767225600.0  # 2026-01-01T00:00:00Z
 
 
@@ -69,10 +74,12 @@ def _changing(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
         version = int(ctx.now() // period)
         since = version * period
         rng = rng_for("clock", web.config.seed, version)
-        body = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Version {version}'
-                f"</title></head><body><p>Version {version} since {http_date(since)}</p>"
-                f"<p>{textgen.paragraph(rng)}</p><a href=\"/\">home</a>"
-                "</body></html>\n").encode()  # fmt: skip
+        body = (
+            f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Version {version}'
+            f"</title></head><body><p>Version {version} since {http_date(since)}</p>"
+            f'<p>{textgen.paragraph(rng)}</p><a href="/">home</a>'
+            "</body></html>\n"
+        ).encode()
         return html_page(body, etag=f'"v{version}"', last_modified=since, log={"version": version})
     return not_found()
 
@@ -86,11 +93,13 @@ HANDLERS: dict[str, Handler] = {
 # -- manifest facts ---------------------------------------------------------------------
 def _describe_conditional(site: Site) -> Facts:
     base = site.base
-    validators = {base + "/etag-only.html": ["etag"],
-                  base + "/lm-only.html": ["last-modified"],
-                  base + "/both.html": ["etag", "last-modified"],
-                  base + "/weak.html": ["weak-etag"],
-                  base + "/no-validators.html": []}  # fmt: skip
+    validators = {
+        base + "/etag-only.html": ["etag"],
+        base + "/lm-only.html": ["last-modified"],
+        base + "/both.html": ["etag", "last-modified"],
+        base + "/weak.html": ["weak-etag"],
+        base + "/no-validators.html": [],
+    }
     return Facts(["/", *CONDITIONAL_PAGES], notes={"validators": validators})
 
 

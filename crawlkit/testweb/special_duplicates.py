@@ -26,8 +26,15 @@ DUP_DOCS = 8
 
 
 def dup_variants(k: int) -> list[str]:
-    return [f"/doc/{k}", f"/doc/{k}/", f"/doc/{k}/index.html", f"/doc/{k}?print=1",
-            f"/DOC/{k}", f"/doc/{k}?ref=home", f"/mirror/doc-{k}.html"]  # fmt: skip
+    return [
+        f"/doc/{k}",
+        f"/doc/{k}/",
+        f"/doc/{k}/index.html",
+        f"/doc/{k}?print=1",
+        f"/DOC/{k}",
+        f"/doc/{k}?ref=home",
+        f"/mirror/doc-{k}.html",
+    ]
 
 
 def _duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:

@@ -43,14 +43,20 @@ TYPES: dict[str, tuple[str | None, bytes]] = {
     "/img.png": ("image/png", _PNG),
     "/data.json": ("application/json", b'{"links": ["/doc.pdf"]}\n'),
     "/notes.txt": ("text/plain; charset=utf-8", b"plain text, http://types-0.test/ not a link\n"),
-    "/feed.xml": ("application/rss+xml", b'<?xml version="1.0"?><rss version="2.0"><channel>'
-                  b"<title>feed</title><item><link>/doc.pdf</link></item></channel></rss>\n"),
+    "/feed.xml": (
+        "application/rss+xml",
+        b'<?xml version="1.0"?><rss version="2.0"><channel>'
+        b"<title>feed</title><item><link>/doc.pdf</link></item></channel></rss>\n",
+    ),
     "/blob": ("application/octet-stream", bytes(range(256)) * 4),
-    "/html-as-text": ("text/plain", b"<html><body><a href=\"/doc.pdf\">x</a></body></html>\n"),
+    "/html-as-text": ("text/plain", b'<html><body><a href="/doc.pdf">x</a></body></html>\n'),
     "/no-type": (None, b"<html><body><p>no content type</p></body></html>\n"),
-    "/page.xhtml": ("application/xhtml+xml", b'<?xml version="1.0"?><html xmlns='
-                    b'"http://www.w3.org/1999/xhtml"><body><a href="/">home</a></body></html>\n'),
-}  # fmt: skip
+    "/page.xhtml": (
+        "application/xhtml+xml",
+        b'<?xml version="1.0"?><html xmlns='
+        b'"http://www.w3.org/1999/xhtml"><body><a href="/">home</a></body></html>\n',
+    ),
+}
 
 
 def _types(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
@@ -82,15 +88,19 @@ def _urlset(ctx: HostContext, host: Host, paths: list[str]) -> bytes:
         f"<changefreq>weekly</changefreq><priority>0.5</priority></url>\n"
         for p in paths
     )
-    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
-            f'schemas/sitemap/0.9">\n{items}</urlset>\n').encode()  # fmt: skip
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
+        f'schemas/sitemap/0.9">\n{items}</urlset>\n'
+    ).encode()
 
 
 def _sitemaps(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
     r = req.route
     if r == "/robots.txt":
-        text = (f"User-agent: *\nDisallow:\n\nSitemap: {ctx.url(host.name, '/sitemap_index.xml')}"
-                f"\nSitemap: {ctx.url(host.name, '/sitemap.txt')}\n")  # fmt: skip
+        text = (
+            f"User-agent: *\nDisallow:\n\nSitemap: {ctx.url(host.name, '/sitemap_index.xml')}"
+            f"\nSitemap: {ctx.url(host.name, '/sitemap.txt')}\n"
+        )
         return robots_file(text.encode())
     if r == "/sitemap_index.xml":
         items = "".join(
@@ -132,14 +142,18 @@ def _describe_types(site: Site) -> Facts:
 def _describe_sitemaps(site: Site) -> Facts:
     base = site.base
     listed = SITEMAP_A + SITEMAP_B + SITEMAP_T
-    text = (f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
-            f"\nSitemap: {base}/sitemap.txt\n")  # fmt: skip
+    text = (
+        f"User-agent: *\nDisallow:\n\nSitemap: {base}/sitemap_index.xml"
+        f"\nSitemap: {base}/sitemap.txt\n"
+    )
     notes = {
-        "sitemaps": [base + p for p in ("/sitemap_index.xml", "/sitemap-a.xml",
-                                        "/sitemap-b.xml.gz", "/sitemap.txt")],
+        "sitemaps": [
+            base + p
+            for p in ("/sitemap_index.xml", "/sitemap-a.xml", "/sitemap-b.xml.gz", "/sitemap.txt")
+        ],
         "sitemap_only": [base + p for p in listed if p not in SITEMAP_LINKED],
         "lastmod": {base + p: lastmod(p) for p in listed},
-    }  # fmt: skip
+    }
     return Facts(["/", *listed], notes=notes, robots=robots_entry(site.robots_url, 200, text))
 
 

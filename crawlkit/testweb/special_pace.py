@@ -58,10 +58,12 @@ def _throttled(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
     else:
         status, value = 503, http_date(until)
     return Response(
-        status, b"slow down\n", content_type="text/plain",
+        status,
+        b"slow down\n",
+        content_type="text/plain",
         headers=[("Retry-After", value)],
         log={"retry_after": value, "retry_until": until, "early": early},
-    )  # fmt: skip
+    )
 
 
 HANDLERS: dict[str, Handler] = {

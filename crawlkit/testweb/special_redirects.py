@@ -35,9 +35,15 @@ def _redirects(ctx: HostContext, web: Web, host: Host, req: Request) -> Response
     if r == "/robots.txt":
         return robots_file(ALLOW_ALL)
     if r == "/":
-        links = [("/chain/0", "5-hop chain"), ("/long/0", "9-hop chain"),
-                 ("/loop/a", "loop"), ("/self", "self"), ("/rel", "relative"),
-                 ("/to-h0", "cross-host"), ("/final.html", "final")]  # fmt: skip
+        links = [
+            ("/chain/0", "5-hop chain"),
+            ("/long/0", "9-hop chain"),
+            ("/loop/a", "loop"),
+            ("/self", "self"),
+            ("/rel", "relative"),
+            ("/to-h0", "cross-host"),
+            ("/final.html", "final"),
+        ]
         return html_page(page("Redirects", links, host.name))
     if r in ("/final.html", "/final-long.html"):
         return html_page(page(f"Landed on {r}", [("/", "home")], (host.name, r)))

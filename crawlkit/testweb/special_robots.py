@@ -175,14 +175,22 @@ def _describe_404(site: Site) -> Facts:
 def _describe_503(site: Site) -> Facts:
     pages = ["/", "/a.html", "/b.html"]
     why = "robots.txt answers 503 forever: disallow everything (RFC 9309 2.3.1.4)"
-    return Facts(pages, disallowed=list(pages), notes={"why": why},
-                 robots=robots_entry(site.robots_url, 503, None))  # fmt: skip
+    return Facts(
+        pages,
+        disallowed=list(pages),
+        notes={"why": why},
+        robots=robots_entry(site.robots_url, 503, None),
+    )
 
 
 def _describe_redirect(site: Site) -> Facts:
     base = site.base
-    chain = [site.robots_url, base + "/robots-moved.txt", base + "/r/robots-2.txt",
-             base + "/final-robots.txt"]  # fmt: skip
+    chain = [
+        site.robots_url,
+        base + "/robots-moved.txt",
+        base + "/r/robots-2.txt",
+        base + "/final-robots.txt",
+    ]
     return Facts(
         ["/", "/blocked/x.html", "/open.html"],
         disallowed=["/blocked/x.html"],

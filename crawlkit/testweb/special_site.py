@@ -44,8 +44,10 @@ ALLOW_ALL = b"User-agent: *\nDisallow:\n"
 AGENT = "crawlkit"  # the agent token the manifest's allowed pages are written for
 
 # The smallest valid PDF: served by the robots-rules and types hosts.
-PDF = (b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]"
-       b"/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")  # fmt: skip
+PDF = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[]"
+    b"/Count 0>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+)
 
 
 def page(title: str, links: list[tuple[str, str]], seed: object, paras: int = 3) -> bytes:

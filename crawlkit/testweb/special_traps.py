@@ -76,9 +76,11 @@ def _session_trap(ctx: HostContext, web: Web, host: Host, req: Request) -> Respo
     if sid:
         depth = max(depth, _token_depth(sid))
     if route != "/" and not (
-        route.startswith("/catalog/item-") and route.endswith(".html")
-        and route[14:-5].isdigit() and int(route[14:-5]) < SESSION_ITEMS
-    ):  # fmt: skip
+        route.startswith("/catalog/item-")
+        and route.endswith(".html")
+        and route[14:-5].isdigit()
+        and int(route[14:-5]) < SESSION_ITEMS
+    ):
         return not_found()
     token = f"{depth + 1}x{stable_hash('sid', req.path) % 10**8:08d}"
     links = []
@@ -145,15 +147,19 @@ def _describe_calendar(site: Site) -> Facts:
 
 
 def _describe_session_trap(site: Site) -> Facts:
-    trap = ("every link carries a new session id: ?sid=TOKEN (dropped by default "
-            "canonicalization) or /s/TOKEN/... in the path (not dropped)")  # fmt: skip
+    trap = (
+        "every link carries a new session id: ?sid=TOKEN (dropped by default "
+        "canonicalization) or /s/TOKEN/... in the path (not dropped)"
+    )
     pages = ["/"] + [f"/catalog/item-{i}.html" for i in range(SESSION_ITEMS)]
     return Facts(pages, notes={"trap": trap, "session_param": "sid"}, infinite=True)
 
 
 def _describe_link_farm(site: Site) -> Facts:
-    trap = (f"each page links to {FARM_FANOUT} new pages on the other farm hosts, "
-            "forever; all farm hosts share one address")  # fmt: skip
+    trap = (
+        f"each page links to {FARM_FANOUT} new pages on the other farm hosts, "
+        "forever; all farm hosts share one address"
+    )
     farm = [h.name for h in site.web.specials_of.get("link-farm", [])]
     return Facts(["/"], notes={"trap": trap, "farm": farm}, infinite=True)
 

@@ -11,8 +11,32 @@ import itertools
 import random
 from functools import lru_cache
 
-_ONSETS = ["", "b", "br", "c", "ch", "d", "f", "g", "gr", "h", "k", "l", "m", "n", "p",
-           "pr", "r", "s", "st", "t", "tr", "v", "w", "z"]  # fmt: skip
+_ONSETS = [
+    "",
+    "b",
+    "br",
+    "c",
+    "ch",
+    "d",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pr",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "w",
+    "z",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "io", "ou"]
 _CODAS = ["", "", "n", "r", "s", "t", "l", "m", "nd", "st"]
 

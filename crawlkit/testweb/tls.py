@@ -116,8 +116,9 @@ class CertificateAuthority:
     def ca_pem(self) -> bytes:
         return self.cert.public_bytes(self._ser.Encoding.PEM)
 
-    def issue(self, name: str, *, san: str | None = None, expired: bool = False,
-              self_signed: bool = False) -> bytes:  # fmt: skip
+    def issue(
+        self, name: str, *, san: str | None = None, expired: bool = False, self_signed: bool = False
+    ) -> bytes:
         """PEM of a leaf certificate for ``name`` (SAN ``san`` or the name), then its key.
 
         ``expired``: valid from 30 days ago until yesterday. ``self_signed``: signed
@@ -200,8 +201,10 @@ class TlsSite:
         ctx = self._context(name, self._cert_for(name, "tls-1-0"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # TLSVersion.TLSv1 is
-            for version, label in ((ssl.TLSVersion.TLSv1, "TLSv1.0"),
-                                   (ssl.TLSVersion.TLSv1_1, "TLSv1.1")):  # fmt: skip
+            for version, label in (
+                (ssl.TLSVersion.TLSv1, "TLSv1.0"),
+                (ssl.TLSVersion.TLSv1_1, "TLSv1.1"),
+            ):
                 try:
                     ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
                     ctx.minimum_version = version
@@ -258,8 +261,10 @@ def _site(name: str, req: Request, pages: tuple[str, ...], extra: tuple[str, ...
     if req.route not in pages:
         return not_found()
     links = "".join(f'<li><a href="{p}">{p}</a></li>' for p in (*pages, *extra) if p != req.route)
-    body = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{name} {req.route}'
-            f"</title></head><body><h1>{name}</h1><ul>{links}</ul></body></html>\n")  # fmt: skip
+    body = (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{name} {req.route}'
+        f"</title></head><body><h1>{name}</h1><ul>{links}</ul></body></html>\n"
+    )
     return Response(200, body.encode())
 
 

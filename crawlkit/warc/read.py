@@ -470,9 +470,17 @@ def _iter_stream(
                     raise TruncatedInput(f"WARC ends inside record {number}", source=source)
                 continue
             response = _read_response(
-                stream, wh, length, rec_type, target, number, source, want_body, max_body,
+                stream,
+                wh,
+                length,
+                rec_type,
+                target,
+                number,
+                source,
+                want_body,
+                max_body,
                 stats,
-            )  # fmt: skip
+            )
         except InputError as exc:
             kept = max(number - 1, 0)
             why = f" ({stream.damage})" if stream.damage else ""

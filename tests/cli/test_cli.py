@@ -81,9 +81,12 @@ def test_closed_stdout_pipe_ends_quietly(tmp_path) -> None:
     urls.write_text("".join(f"http://a.com/{i}\n" for i in range(200000)))
     proc = subprocess.run(
         f"{sys.executable} -m crawlkit canon {urls} | head -1; echo ${{PIPESTATUS[0]}} >&2",
-        shell=True, capture_output=True, timeout=120, executable="/bin/bash",
+        shell=True,
+        capture_output=True,
+        timeout=120,
+        executable="/bin/bash",
         check=False,
-    )  # fmt: skip
+    )
     assert proc.stdout == b"http://a.com/0\n"
     assert proc.stderr == b"0\n"  # nothing said, and crawlkit's own exit status is 0
 
@@ -120,11 +123,25 @@ def test_python_dash_m_and_console_script_agree() -> None:
 
 # -- start-up: a command imports its own module and libraries only -----------------------
 HEAVY = {
-    "numpy", "aiohttp", "httpx", "uvloop", "warcio", "selectolax", "asyncio",
-    "crawlkit.fetch", "crawlkit.crawl", "crawlkit.frontier", "crawlkit.testweb",
+    "numpy",
+    "aiohttp",
+    "httpx",
+    "uvloop",
+    "warcio",
+    "selectolax",
+    "asyncio",
+    "crawlkit.fetch",
+    "crawlkit.crawl",
+    "crawlkit.frontier",
+    "crawlkit.testweb",
     *(f"crawlkit_cli.{m.name}" for m in pkgutil.iter_modules(crawlkit_cli.__path__)),
-} - {"crawlkit_cli.app", "crawlkit_cli.commands", "crawlkit_cli.main",
-     "crawlkit_cli.options", "crawlkit_cli.canon"}  # fmt: skip
+} - {
+    "crawlkit_cli.app",
+    "crawlkit_cli.commands",
+    "crawlkit_cli.main",
+    "crawlkit_cli.options",
+    "crawlkit_cli.canon",
+}
 
 # Runs one command line in-process, then says which of HEAVY it imported (on stderr,
 # as stdout carries the command's output).
@@ -141,16 +158,21 @@ print(json.dumps({"code": code, "heavy": sorted(m for m in sys.modules if m in h
 def _imports(*args: str, input: bytes = b"") -> dict[str, object]:
     proc = subprocess.run(
         [sys.executable, "-c", IMPORTS, json.dumps(sorted(HEAVY)), *args],
-        input=input, capture_output=True, timeout=60, check=True,
-    )  # fmt: skip
+        input=input,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(proc.stderr.splitlines()[-1])
 
 
 def test_canon_and_help_import_no_other_command() -> None:
     """`crawlkit canon` must not pay for numpy, aiohttp, ... (about 0.4 s a run)."""
     assert _imports("canon", input=b"http://a.test/\n") == {
-        "code": 0, "heavy": [], "canon": True,
-    }  # fmt: skip
+        "code": 0,
+        "heavy": [],
+        "canon": True,
+    }
     assert _imports("--help") == {"code": 0, "heavy": [], "canon": False}
     assert _imports("caon") == {"code": 2, "heavy": [], "canon": False}
     # and the check can see an import: `fetch` brings in its libraries
@@ -175,11 +197,26 @@ def test_command_table_matches_the_commands() -> None:
         assert lazy.getvalue() == eager.getvalue(), width
 
 
-SHARED_FETCH_OPTIONS = ("--concurrency", "--min-delay", "--delay-factor", "--per-ip",
-                        "--timeout", "--agent", "--max-body", "--backoff", "--max-backoff",
-                        "--warc-size", "--warc-prefix", "--allow-net", "--hosts-file",
-                        "--ca-file", "--insecure", "--dns-server", "--shards",
-                        "--slot-map")  # fmt: skip
+SHARED_FETCH_OPTIONS = (
+    "--concurrency",
+    "--min-delay",
+    "--delay-factor",
+    "--per-ip",
+    "--timeout",
+    "--agent",
+    "--max-body",
+    "--backoff",
+    "--max-backoff",
+    "--warc-size",
+    "--warc-prefix",
+    "--allow-net",
+    "--hosts-file",
+    "--ca-file",
+    "--insecure",
+    "--dns-server",
+    "--shards",
+    "--slot-map",
+)
 
 
 def _options(name: str) -> dict[str, click.Option]:

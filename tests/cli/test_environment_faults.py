@@ -164,8 +164,9 @@ def test_an_out_dir_or_warc_dir_that_is_a_file(tmp_path: Path) -> None:
     )
     assert r.code == 2
     assert f"--warc-dir {urls / 'sub'} is under {urls}, which is a file" in r.stderr
-    r = crawlkit("crawl", "http://a.example/", "--state", str(tmp_path / "c"),
-                 "--warc-dir", str(urls))  # fmt: skip
+    r = crawlkit(
+        "crawl", "http://a.example/", "--state", str(tmp_path / "c"), "--warc-dir", str(urls)
+    )
     assert r.code == 2
     assert f"--warc-dir {urls} is a file" in r.stderr
     assert not (tmp_path / "c").exists()

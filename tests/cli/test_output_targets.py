@@ -86,10 +86,19 @@ def test_a_symlink_to_this_process_stdout_is_written_through(tmp_path: Path) -> 
     (tmp_path / "urls.txt").write_bytes(URLS)
     with open(captured, "wb") as sink:
         proc = subprocess.run(
-            [sys.executable, "-m", "crawlkit", "canon", str(tmp_path / "urls.txt"), "-o",
-             str(link)],
-            stdout=sink, stderr=subprocess.PIPE, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "crawlkit",
+                "canon",
+                str(tmp_path / "urls.txt"),
+                "-o",
+                str(link),
+            ],
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink()
     assert len(captured.read_bytes().splitlines()) == 2

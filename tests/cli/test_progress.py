@@ -11,8 +11,15 @@ from crawlkit_cli.progress import StatusLine, crawl_status, progress_printer
 
 from crawlkit.diag import Reporter
 
-INFO = {"cycle": "000007", "fetched": 1234, "pages_per_s": 5.25, "new_urls": 9876,
-        "deferred": 3, "errors": 2, "elapsed_s": 61.4}  # fmt: skip
+INFO = {
+    "cycle": "000007",
+    "fetched": 1234,
+    "pages_per_s": 5.25,
+    "new_urls": 9876,
+    "deferred": 3,
+    "errors": 2,
+    "elapsed_s": 61.4,
+}
 
 
 class Terminal(io.StringIO):

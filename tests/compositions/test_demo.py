@@ -67,9 +67,22 @@ class Demo:
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     directory = tmp_path_factory.mktemp("demo") / "out"
     # --for is only a cap for a broken run: the crawl must end because the web does.
-    result = crawlkit("demo", "--dir", str(directory), "--hosts", "3", "--pages", "8",
-                      "--special", SPECIALS, "--min-delay", f"{MIN_DELAY}s", "--for", "10m",
-                      timeout=900)  # fmt: skip
+    result = crawlkit(
+        "demo",
+        "--dir",
+        str(directory),
+        "--hosts",
+        "3",
+        "--pages",
+        "8",
+        "--special",
+        SPECIALS,
+        "--min-delay",
+        f"{MIN_DELAY}s",
+        "--for",
+        "10m",
+        timeout=900,
+    )
     assert result.code == 0, result.stderr
     manifest = json.loads((directory / "web" / "manifest.json").read_text("utf-8"))
     return Demo(result, directory, manifest)
@@ -147,8 +160,9 @@ def test_zstd_page_records_are_readable_and_counted(demo: Demo) -> None:
 
 
 class _WellFormed(HTMLParser):
-    VOID = frozenset({"meta", "br", "img", "link", "input", "hr", "rect", "line", "polyline",
-                      "circle", "path"})  # fmt: skip
+    VOID = frozenset(
+        {"meta", "br", "img", "link", "input", "hr", "rect", "line", "polyline", "circle", "path"}
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -198,10 +212,20 @@ def test_server_log_shows_a_polite_crawl(demo: Demo) -> None:
     requests = demo.requests()
     log = demo.directory / "web" / "requests.ndjson"
     proc = subprocess.run(
-        [sys.executable, "-m", "crawlkit", "audit", "--server-log", str(log),
-         "--min-gap", f"{MIN_DELAY}s", "--json"],
-        capture_output=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            "audit",
+            "--server-log",
+            str(log),
+            "--min-gap",
+            f"{MIN_DELAY}s",
+            "--json",
+        ],
+        capture_output=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     audit = json.loads(proc.stdout)
     assert audit["requests"] == len(requests) > demo.manifest["reachable_pages"]

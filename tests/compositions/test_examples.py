@@ -22,15 +22,22 @@ def _env() -> dict[str, str]:
 
 
 def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 180):
-    return subprocess.run(list(args), capture_output=True, text=True, env=env or _env(),
-                          timeout=timeout, check=False)  # fmt: skip
+    return subprocess.run(
+        list(args), capture_output=True, text=True, env=env or _env(), timeout=timeout, check=False
+    )
 
 
 def _net(web) -> list[str]:
     """crawl flags for the test web (with --tls, its CA as well)."""
-    return ["--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-            "--min-delay", "0.05s",
-            *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else [])]  # fmt: skip
+    return [
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--min-delay",
+        "0.05s",
+        *(["--ca-file", web.info["ca_file"]] if "ca_file" in web.info else []),
+    ]
 
 
 def _audit_ok(web) -> None:
@@ -51,8 +58,11 @@ def test_archive_site_collects_one_site_into_warc(tmp_path: Path) -> None:
     got: set[str] = set()
     for warc in out.glob("warc/*.warc.gz"):
         with open(warc, "rb") as f:
-            got |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
-                    if r.rec_type == "response"}  # fmt: skip
+            got |= {
+                r.rec_headers.get_header("WARC-Target-URI")
+                for r in ArchiveIterator(f)
+                if r.rec_type == "response"
+            }
     assert wanted <= got
     assert not other_hosts  # --scope site: the other hosts were never asked
     assert (out / "report.html").exists()
@@ -67,10 +77,13 @@ def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> N
         env = {**_env(), "CRAWL_FOR": "30s"}
         script = str(EXAMPLES / "cron-crawl.sh")
         # a 1 s gap keeps the first run going while the second one tries
-        first = subprocess.Popen([script, str(d), str(web.seeds), "--scope", "any", *_net(web),
-                                  "--min-delay", "1s"],
-                                 env=env, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        first = subprocess.Popen(
+            [script, str(d), str(web.seeds), "--scope", "any", *_net(web), "--min-delay", "1s"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             wait_until_locked(d / "state" / "LOCK", first)
             second = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
@@ -99,8 +112,11 @@ def test_one_cycle_as_stage_commands(tmp_path: Path) -> None:
             res = _run(str(EXAMPLES / "one-cycle.sh"), str(state), str(work), *_net(web))
             assert res.returncode == 0, res.stderr
             stats = orjson.loads(res.stdout)
-            fetched |= {r["url"] for r in io.read_records([work / "fetched.ndjson.zst"])
-                        if r["outcome"] == "fetched"}  # fmt: skip
+            fetched |= {
+                r["url"]
+                for r in io.read_records([work / "fetched.ndjson.zst"])
+                if r["outcome"] == "fetched"
+            }
         _audit_ok(web)
         for name in ("h0.test", "h1.test"):
             pages = web.host(name)["pages"]
@@ -158,8 +174,11 @@ def test_archive_site_keeps_every_requisite_and_replays_in_pywb(tmp_path: Path) 
     archived: set[str] = set()
     for warc in warcs:
         with open(warc, "rb") as f:
-            archived |= {r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
-                         if r.rec_type in ("response", "revisit")}  # fmt: skip
+            archived |= {
+                r.rec_headers.get_header("WARC-Target-URI")
+                for r in ArchiveIterator(f)
+                if r.rec_type in ("response", "revisit")
+            }
     assert wanted - archived == set()  # (the images share bytes: most are revisits)
     report = orjson.loads((out / "report.json").read_text())["collection"]
     assert report["seeds"] == [site["root"]]

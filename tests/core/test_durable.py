@@ -244,8 +244,12 @@ def test_dying_at_every_fsync_and_rename_loses_no_commit(tmp_path: Path) -> None
     script.write_text(CHILD)
 
     def run(path: Path, die_at: int) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(script), str(path), str(die_at)],
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, str(script), str(path), str(die_at)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def fresh(name: str) -> Path:
         path = tmp_path / name

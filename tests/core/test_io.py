@@ -91,8 +91,11 @@ def test_blank_lines_are_skipped_silently_and_null_is_no_object(tmp_path) -> Non
 
 
 def test_empty_file_gives_no_records_and_no_errors(tmp_path: Path) -> None:
-    for name, data in [("e", b""), ("e.zst", zstandard.ZstdCompressor().compress(b"")),
-                       ("e.gz", gzip.compress(b""))]:  # fmt: skip
+    for name, data in [
+        ("e", b""),
+        ("e.zst", zstandard.ZstdCompressor().compress(b"")),
+        ("e.gz", gzip.compress(b"")),
+    ]:
         path = tmp_path / name
         path.write_bytes(data)
         rep, _ = _reporter()
@@ -215,7 +218,10 @@ def test_a_large_write_to_a_closed_pipe_raises_instead_of_counting_as_written() 
         "sys.stderr.write('returned'); sys.stderr.flush()\n"
     )
     res = subprocess.run(
-        ["bash", "-c", f"{sys.executable} -c \"$0\" | head -c1 > /dev/null", code],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        ["bash", "-c", f'{sys.executable} -c "$0" | head -c1 > /dev/null', code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert "raised" in res.stderr, res.stderr

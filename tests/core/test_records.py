@@ -34,11 +34,33 @@ PARSED = Canonicalizer().parse("HTTP://Example.COM:80/a/../b?x=1#frag")
 
 # DESIGN.md "Records", field by field.
 DESIGN_URL = {"url", "host", "site", "fp", "depth", "priority", "reason", "via", "lastmod", "due"}
-DESIGN_FETCH = {"url", "status", "outcome", "fetched_at", "elapsed_ms", "ip", "bytes",
-                "content_type", "etag", "last_modified", "digest", "location", "warc",
-                "error"}  # fmt: skip
-DESIGN_PAGE = {"url", "digest", "simhash", "title", "canonical", "noindex", "nofollow",
-               "links", "text_bytes"}  # fmt: skip
+DESIGN_FETCH = {
+    "url",
+    "status",
+    "outcome",
+    "fetched_at",
+    "elapsed_ms",
+    "ip",
+    "bytes",
+    "content_type",
+    "etag",
+    "last_modified",
+    "digest",
+    "location",
+    "warc",
+    "error",
+}
+DESIGN_PAGE = {
+    "url",
+    "digest",
+    "simhash",
+    "title",
+    "canonical",
+    "noindex",
+    "nofollow",
+    "links",
+    "text_bytes",
+}
 DESIGN_LINK = DESIGN_URL | {"from", "nofollow"}
 
 
@@ -91,8 +113,17 @@ def test_typed_definitions_have_every_field_design_md_names() -> None:
 def test_every_field_is_documented_once_in_the_module() -> None:
     """Each declared field has a ``#:`` line saying what it means (and its unit)."""
     documented: set[str] = set()
-    for cls in (URLRecord, FetchRecord, PageRecord, RecrawlRecord, DedupRecord, CanonRecord,
-                WhereRecord, Refusal, records.WarcLocation):  # fmt: skip
+    for cls in (
+        URLRecord,
+        FetchRecord,
+        PageRecord,
+        RecrawlRecord,
+        DedupRecord,
+        CanonRecord,
+        WhereRecord,
+        Refusal,
+        records.WarcLocation,
+    ):
         body = inspect.getsource(cls).splitlines()[1:]
         fields = [ln.strip() for ln in body if re.match(r"\s+\w+: ", ln)]
         assert fields, cls.__name__
@@ -113,29 +144,62 @@ def _samples() -> list[tuple[dict[str, Any], Any]]:
     url = records.url_record(PARSED, depth=0, priority=0.8, reason="sitemap")
     link = {
         **records.url_record(PARSED, depth=2, reason="link"),
-        **records.link_fields(depth=2, priority=0.333333, reason="link",
-                              source="http://example.com/", nofollow=True),
+        **records.link_fields(
+            depth=2, priority=0.333333, reason="link", source="http://example.com/", nofollow=True
+        ),
         "tag": "a",
-    }  # fmt: skip
+    }
     fetch = records.fetch_record(
-        {**url, "etag": '"v1"'}, PARSED.url, "error",
-        fetched_at="2026-12-01T12:00:00Z", elapsed_ms=12.5, ip="127.0.0.1",
+        {**url, "etag": '"v1"'},
+        PARSED.url,
+        "error",
+        fetched_at="2026-12-01T12:00:00Z",
+        elapsed_ms=12.5,
+        ip="127.0.0.1",
         error="tls-expired: certificate has expired",
-    )  # fmt: skip
+    )
     page = records.page_record(
-        PARSED, depth=1, status=200, fetched_at="2026-12-01T12:00:00Z",
-        content_type="text/html", charset="utf-8", digest="sha1:ABC", simhash=0xABC,
-        title="T", canonical=None, noindex=False, nofollow=False, links=3, requisites=1,
+        PARSED,
+        depth=1,
+        status=200,
+        fetched_at="2026-12-01T12:00:00Z",
+        content_type="text/html",
+        charset="utf-8",
+        digest="sha1:ABC",
+        simhash=0xABC,
+        title="T",
+        canonical=None,
+        noindex=False,
+        nofollow=False,
+        links=3,
+        requisites=1,
         text_bytes=120,
-    )  # fmt: skip
+    )
     recrawl = records.recrawl_record(
-        url=PARSED.url, host=PARSED.host, site=None, fp=PARSED.fp, depth=1, importance=1,
-        due="2026-12-02T00:00:00Z", interval=3600.0, etag=None, last_modified=None,
-        last_fetch="2026-12-01T12:00:00Z", changes=1, checks=2,
-    )  # fmt: skip
-    dedup = records.dedup_record(url=PARSED.url, kind="near", dup_of="http://example.com/c",
-                                 distance=2, site=PARSED.site, fp=PARSED.fp,
-                                 digest="sha1:ABC", simhash="0000000000000abc")  # fmt: skip
+        url=PARSED.url,
+        host=PARSED.host,
+        site=None,
+        fp=PARSED.fp,
+        depth=1,
+        importance=1,
+        due="2026-12-02T00:00:00Z",
+        interval=3600.0,
+        etag=None,
+        last_modified=None,
+        last_fetch="2026-12-01T12:00:00Z",
+        changes=1,
+        checks=2,
+    )
+    dedup = records.dedup_record(
+        url=PARSED.url,
+        kind="near",
+        dup_of="http://example.com/c",
+        distance=2,
+        site=PARSED.site,
+        fp=PARSED.fp,
+        digest="sha1:ABC",
+        simhash="0000000000000abc",
+    )
     return [
         (dict(url), URLRecord),
         (link, LinkRecord),
@@ -167,8 +231,14 @@ def test_url_record_keys_come_in_the_order_stages_write_them() -> None:
 
 
 def test_fetch_record_sets_every_fetch_field_and_classifies_the_error() -> None:
-    old = {"url": "http://a.com/", "depth": 3, "mine": [1], "error_code": "dns-nxdomain",
-           "tls_unverified": "tls-expired", "etag": '"e"'}  # fmt: skip
+    old = {
+        "url": "http://a.com/",
+        "depth": 3,
+        "mine": [1],
+        "error_code": "dns-nxdomain",
+        "tls_unverified": "tls-expired",
+        "etag": '"e"',
+    }
     rec = records.fetch_record(old, "http://a.com/", "error", error="tls-expired: expired")
     assert rec["mine"] == [1] and rec["depth"] == 3  # unknown fields pass through
     assert set(rec) >= DESIGN_FETCH
@@ -179,8 +249,12 @@ def test_fetch_record_sets_every_fetch_field_and_classifies_the_error() -> None:
 
 
 def test_fetch_refusal_has_the_refusal_fields_and_the_fetch_records_error() -> None:
-    rec = records.fetch_refusal({"url": "http://a.com/", "depth": 1}, "http://a.com/",
-                                "duplicate", "the same URL is already queued")  # fmt: skip
+    rec = records.fetch_refusal(
+        {"url": "http://a.com/", "depth": 1},
+        "http://a.com/",
+        "duplicate",
+        "the same URL is already queued",
+    )
     assert (rec["outcome"], rec["refused"]) == ("refused", "duplicate")
     assert rec["detail"] == rec["error"] == "the same URL is already queued"
     assert set(rec) >= DESIGN_FETCH and rec["depth"] == 1
@@ -189,8 +263,11 @@ def test_fetch_refusal_has_the_refusal_fields_and_the_fetch_records_error() -> N
 
 def test_refusal_writes_code_and_detail_and_readers_accept_error() -> None:
     rec = records.refusal({"url": "http://a.com/"}, "blocked", "operator block")
-    assert (rec["outcome"], rec["refused"], rec["detail"]) == ("refused", "blocked",
-                                                               "operator block")  # fmt: skip
+    assert (rec["outcome"], rec["refused"], rec["detail"]) == (
+        "refused",
+        "blocked",
+        "operator block",
+    )
     assert records.refusal_reason(rec) == "blocked"
     assert records.refusal_detail(rec) == "operator block"
     old_fetcher = {"url": "http://a.com/", "outcome": "refused", "error": "address refused"}

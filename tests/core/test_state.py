@@ -52,17 +52,29 @@ def test_lock_is_reentrant_within_a_process_and_released_by_the_last(tmp_path: P
     inner = open_state(tmp_path / ".")
     inner.close()
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
-         "open_state(sys.argv[1])", str(tmp_path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from crawlkit.state import open_state; open_state(sys.argv[1])",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode != 0 and "LockedError" in proc.stderr  # outer still holds it
     outer.close()
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
-         "open_state(sys.argv[1])", str(tmp_path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from crawlkit.state import open_state; open_state(sys.argv[1])",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -85,16 +97,29 @@ def test_substate_sharers_coexist_and_exclude_the_owner_of_the_root(tmp_path: Pa
     with open_substate(tmp_path, "dedup") as sub:
         assert sub.path == tmp_path / "dedup"
         share = subprocess.run(
-            [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
-             "open_state(sys.argv[1], shared=True)", str(tmp_path)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "import sys; from crawlkit.state import open_state; "
+                "open_state(sys.argv[1], shared=True)",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert share.returncode == 0, share.stderr  # sharers coexist
         own = subprocess.run(
-            [sys.executable, "-c", "import sys; from crawlkit.state import open_state; "
-             "open_state(sys.argv[1])", str(tmp_path)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "import sys; from crawlkit.state import open_state; open_state(sys.argv[1])",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert own.returncode != 0 and "LockedError" in own.stderr  # the owner waits
         with open_state(tmp_path) as inner:  # in this process: upgraded, shared
             assert inner.path == tmp_path
@@ -110,9 +135,24 @@ def _wait_for_owner(lock: Path, pid: int, proc: subprocess.Popen, timeout: float
 
 
 def _crawl(web, state: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "crawlkit", "crawl", str(web.seeds), "--state", str(state),
-            "--scope", "any", "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--timeout", "3s", *extra]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "crawlkit",
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "3s",
+        *extra,
+    ]
 
 
 def test_dedup_on_the_state_of_a_running_crawl_is_refused_and_the_crawl_lives(
@@ -131,9 +171,12 @@ def test_dedup_on_the_state_of_a_running_crawl_is_refused_and_the_crawl_lives(
             _wait_for_owner(state / "LOCK", crawl.pid, crawl)
             # stdin stays open: a dedup that was let in would hold S/dedup until killed
             dedup = subprocess.Popen(
-                [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)], cwd=ROOT,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            )  # fmt: skip
+                [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             try:
                 dedup.wait(timeout=30)
             except subprocess.TimeoutExpired:  # let in: it kept S/dedup from the crawl
@@ -167,9 +210,12 @@ def test_a_crawl_is_refused_while_dedup_works_on_its_state(tmp_path: Path) -> No
 
     state = tmp_path / "state"
     dedup = subprocess.Popen(
-        [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)], cwd=ROOT,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [sys.executable, "-m", "crawlkit", "dedup", "--state", str(state)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait_for_owner(state / "dedup" / "LOCK", dedup.pid, dedup)
         with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "none") as web:

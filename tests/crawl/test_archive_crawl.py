@@ -23,19 +23,38 @@ GAP = "0.05s"
 
 
 def crawl_args(web, state: Path, seed: str, *extra: str) -> list[str]:
-    return ["crawl", seed, "--state", str(state), "--scope", "site", "--no-budgets",
-            "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--timeout", "5s", *extra]  # fmt: skip
+    return [
+        "crawl",
+        seed,
+        "--state",
+        str(state),
+        "--scope",
+        "site",
+        "--no-budgets",
+        "--min-delay",
+        GAP,
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "5s",
+        *extra,
+    ]
 
 
 def fetch_records(state: Path) -> list[dict]:
-    return [r for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-            for r in io.read_records([log])]  # fmt: skip
+    return [
+        r
+        for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+        for r in io.read_records([log])
+    ]
 
 
 def refused(state: Path) -> list[dict]:
-    return [r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
-            for r in io.read_records([p])]  # fmt: skip
+    return [
+        r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst")) for r in io.read_records([p])
+    ]
 
 
 def requested(web) -> set[str]:
@@ -105,8 +124,10 @@ def test_exclude_and_ignore_file_refuse_with_the_pattern(tmp_path, web):
     ignore = tmp_path / "ignore.txt"
     ignore.write_text("# media is large\n/media/\n\n")
     state = tmp_path / "state"
-    res = crawlkit(*crawl_args(web, state, site["root"], "--exclude", r"\.png$",
-                               "--ignore-file", str(ignore)), timeout=120)  # fmt: skip
+    res = crawlkit(
+        *crawl_args(web, state, site["root"], "--exclude", r"\.png$", "--ignore-file", str(ignore)),
+        timeout=120,
+    )
     assert res.code == 0, res.stderr
     asked = requested(web)
     assert not [u for u in asked if u.endswith(".png") or "/media/" in u]
@@ -161,17 +182,18 @@ def test_link_policy_rules():
     policy = LinkPolicy(ArchiveOptions(max_requisite_hops=2))
     page = "http://s.test/"
     css = "http://s.test/a.css"
-    fetched = {page: {"url": page, "reason": "link"},
-               css: {"url": css, "reason": "requisite", "requisite_hops": 2}}  # fmt: skip
+    fetched = {
+        page: {"url": page, "reason": "link"},
+        css: {"url": css, "reason": "requisite", "requisite_hops": 2},
+    }
     records = [
         {"url": "http://cdn.test/x.js", "reason": "requisite", "from": page},
         {"url": "http://other.test/", "reason": "link", "from": page},
         {"url": "http://s.test/b.css", "reason": "requisite", "from": css},
         {"url": "http://s.test/p", "reason": "link", "from": css},
-        {"url": "http://cdn.test/moved.js", "reason": "redirect", "via": page,
-         "requisite_hops": 1},
+        {"url": "http://cdn.test/moved.js", "reason": "redirect", "via": page, "requisite_hops": 1},
         {"url": "http://s.test/nf", "reason": "link", "from": page, "nofollow": True},
-    ]  # fmt: skip
+    ]
     ok, no = policy.sort(records, lambda r: "s.test" in r["url"], fetched, "site")
     assert [(r["url"], r.get("requisite_hops")) for r in ok] == [
         ("http://cdn.test/x.js", 1),
@@ -193,10 +215,25 @@ def test_ignore_robots_for_one_exact_host(tmp_path):
     with start_testweb(tmp_path, *args) as web:
         mine, other = web.hosts_of_kind("robots-rules")
         state = tmp_path / "state"
-        res = crawlkit("crawl", mine["root"], other["root"], "--state", str(state),
-                       "--scope", "any", "--no-budgets", "--min-delay", GAP,
-                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                       "--ignore-robots-for", mine["name"].upper(), timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            mine["root"],
+            other["root"],
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--no-budgets",
+            "--min-delay",
+            GAP,
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--ignore-robots-for",
+            mine["name"].upper(),
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
         asked = requested(web)
         audit = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json")
@@ -211,8 +248,11 @@ def test_ignore_robots_for_one_exact_host(tmp_path):
     infos = []
     for warc in sorted((state / "warc").glob("*.warc.gz")):
         with open(warc, "rb") as f:
-            infos += [r.content_stream().read().decode() for r in ArchiveIterator(f)
-                      if r.rec_type == "warcinfo"]  # fmt: skip
+            infos += [
+                r.content_stream().read().decode()
+                for r in ArchiveIterator(f)
+                if r.rec_type == "warcinfo"
+            ]
     assert infos and all(f"robots: obey, except for {mine['name']}" in i for i in infos)
     collection = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"]
     assert collection["robots_ignored_for"] == [mine["name"]]
@@ -220,6 +260,7 @@ def test_ignore_robots_for_one_exact_host(tmp_path):
 
 @pytest.mark.parametrize("bad", ["*.example.org", "http://example.org/", "example.org:8080", ""])
 def test_ignore_robots_for_takes_one_exact_host(tmp_path, bad):
-    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"),
-                   "--ignore-robots-for", bad)  # fmt: skip
+    res = crawlkit(
+        "crawl", "http://x.test/", "--state", str(tmp_path / "s"), "--ignore-robots-for", bad
+    )
     assert res.code == 2 and "--ignore-robots-for" in res.stderr

@@ -30,9 +30,21 @@ def test_config_values_apply_and_flags_win(tmp_path):
     with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "requisites") as web:
         site = web.hosts_of_kind("requisites")[0]
         state = tmp_path / "state"
-        res = crawlkit("crawl", site["root"], "--state", str(state), "--config", str(config),
-                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                       "--batch", "9", timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            site["root"],
+            "--state",
+            str(state),
+            "--config",
+            str(config),
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--batch",
+            "9",
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
         paths = {q["path"] for q in web.requests()}
     settings = json.loads((state / "crawl" / "settings.json").read_text())["settings"]
@@ -53,17 +65,21 @@ def test_config_values_apply_and_flags_win(tmp_path):
         ("exclude = '/a/'\n", 1, "exclude must be a list of strings"),
         ("requisites = 'no'\n", 1, "requisites must be true or false"),
         ("batch = 1.5\n", 1, "batch must be an integer"),
-        ('[hosts."a.org"]\nignore-robots = true\ntimeout = "1s"\n', 3,
-         "unknown host setting 'timeout'"),
+        (
+            '[hosts."a.org"]\nignore-robots = true\ntimeout = "1s"\n',
+            3,
+            "unknown host setting 'timeout'",
+        ),
         ('[hosts."a.org"]\nignore-robots = "yes"\n', 2, "ignore-robots must be true or false"),
         ('scope = "site\n', 1, "not valid TOML"),
     ],
-)  # fmt: skip
+)
 def test_config_mistakes_name_file_and_line(tmp_path, text, where, message):
     config = tmp_path / "crawl.toml"
     config.write_text(text)
-    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"),
-                   "--config", str(config))  # fmt: skip
+    res = crawlkit(
+        "crawl", "http://x.test/", "--state", str(tmp_path / "s"), "--config", str(config)
+    )
     assert res.code == 2
     assert res.stderr.startswith(f"crawlkit crawl: {config}:{where}: {message}"), res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
@@ -82,10 +98,24 @@ def test_a_host_min_delay_from_the_config_file(tmp_path):
     config.write_text('min-delay = "0.05s"\n\n[hosts."h0.test"]\nmin-delay = "0.3s"\n')
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "6", "--special", "none") as web:
         state = tmp_path / "state"
-        res = crawlkit("crawl", web.url("h0.test"), web.url("h1.test"), "--state", str(state),
-                       "--scope", "host", "--config", str(config), "--max-pages", "12",
-                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                       timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            web.url("h0.test"),
+            web.url("h1.test"),
+            "--state",
+            str(state),
+            "--scope",
+            "host",
+            "--config",
+            str(config),
+            "--max-pages",
+            "12",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
         log = web.requests()
     gaps: dict[str, list[float]] = {}

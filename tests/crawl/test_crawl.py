@@ -21,19 +21,37 @@ GAP = "0.05s"
 
 
 def _crawl_args(web, state: Path, *extra: str) -> list[str]:
-    return ["crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-            "--min-delay", GAP, "--allow-net", web.info["allow_net"],
-            "--hosts-file", str(web.hosts_file), "--timeout", "3s", *extra]  # fmt: skip
+    return [
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--min-delay",
+        GAP,
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "3s",
+        *extra,
+    ]
 
 
 def _fetch_records(state: Path) -> list[dict]:
-    return [r for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-            for r in io.read_records([log])]  # fmt: skip
+    return [
+        r
+        for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+        for r in io.read_records([log])
+    ]
 
 
 def _refused(state: Path) -> list[dict]:
-    return [r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
-            for r in io.read_records([p])]  # fmt: skip
+    return [
+        r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst")) for r in io.read_records([p])
+    ]
 
 
 def _audit(web, *extra: str) -> dict:
@@ -118,8 +136,9 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
         args = [sys.executable, "-m", "crawlkit", *_crawl_args(web, state, *slow)]
         kills = 0
         for _ in range(10):
-            proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)  # fmt: skip
+            proc = subprocess.Popen(
+                args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
             # once this run's requests flow (start-up time varies with the load), kill
             # it at a random moment of its crawl
             served = len(web.requests(settle=0))
@@ -147,10 +166,17 @@ def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "10", "--special", "none") as web:
         state = tmp_path / "state"
         # a 1 s gap keeps the first crawl busy for the whole test
-        args = [sys.executable, "-m", "crawlkit",
-                *_crawl_args(web, state, "--for", "20s"), "--min-delay", "1s"]  # fmt: skip
-        first = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "crawlkit",
+            *_crawl_args(web, state, "--for", "20s"),
+            "--min-delay",
+            "1s",
+        ]
+        first = subprocess.Popen(
+            args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             wait_until_locked(state / "LOCK", first)
             second = crawlkit(*_crawl_args(web, state, "--for", "5s"))
@@ -167,8 +193,15 @@ def test_explain_prints_the_stage_pipeline() -> None:
     assert res.code == 0
     lines = [line for line in res.lines if not line.startswith("#")]
     commands = [line.split()[1] for line in lines]
-    assert commands == ["frontier", "fetch", "extract", "dedup", "frontier", "seen-merge",
-                        "recrawl"]  # fmt: skip
+    assert commands == [
+        "frontier",
+        "fetch",
+        "extract",
+        "dedup",
+        "frontier",
+        "seen-merge",
+        "recrawl",
+    ]
     assert "--min-delay 2s" in res.text
 
 
@@ -189,8 +222,9 @@ def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path)
 
     seeds = [f"http://h{i}.test/p" for i in range(6)]
     with open_state(tmp_path / "state") as state:
-        run = Crawl(state, CrawlOptions(scope="any", batch_size=2, budgets=False),
-                    reporter=NullReporter())  # fmt: skip
+        run = Crawl(
+            state, CrawlOptions(scope="any", batch_size=2, budgets=False), reporter=NullReporter()
+        )
         assert run.add_seeds(seeds) == 6
         cycle = run.dir.new_cycle()
         batches: list[list[str]] = []
@@ -213,9 +247,11 @@ def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path)
 
 
 def _page_lines(state: Path) -> set[tuple]:
-    return {(_strip_port(r["url"]), r["simhash"], r["title"], r["links"])
-            for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
-            for r in io.read_records([p])}  # fmt: skip
+    return {
+        (_strip_port(r["url"]), r["simhash"], r["title"], r["links"])
+        for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+        for r in io.read_records([p])
+    }
 
 
 def test_kept_extract_workers_find_what_the_crawl_process_finds(tmp_path: Path) -> None:
@@ -247,8 +283,12 @@ def test_a_signal_stops_the_crawl_gracefully_and_a_rerun_finishes_it(
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
         args = _crawl_args(web, state, "--min-delay", "0.2s", "-j", "2", "--no-budgets", "--json")
-        proc = subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(web.requests(settle=0.0)) < 20:
             time.sleep(0.05)
@@ -260,8 +300,9 @@ def test_a_signal_stops_the_crawl_gracefully_and_a_rerun_finishes_it(
         first = _fetched_pages(state)
         manifest = {_strip_port(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
         assert first < manifest  # stopped early
-        res = crawlkit(*_crawl_args(web, state, "--min-delay", GAP, "--no-budgets", "--json"),
-                       timeout=180)  # fmt: skip
+        res = crawlkit(
+            *_crawl_args(web, state, "--min-delay", GAP, "--no-budgets", "--json"), timeout=180
+        )
         assert res.code == 0, res.stderr
         report = _audit(web)
     assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
@@ -275,12 +316,20 @@ def test_crawl_over_https_end_to_end(tmp_path: Path) -> None:
     would keep the crawl waiting on their deferred URLs until --for: their records are
     tested in test_fetch_tls.py.)"""
     pytest.importorskip("cryptography", reason="testweb --tls needs crawlkit[testweb]")
-    args = ("--hosts", "3", "--pages", "10", "--special", "none,redirects,private,"
-            "tls-upgrade,tls-mixed", "--tls")  # fmt: skip
+    args = (
+        "--hosts",
+        "3",
+        "--pages",
+        "10",
+        "--special",
+        "none,redirects,private,tls-upgrade,tls-mixed",
+        "--tls",
+    )
     with start_testweb(tmp_path, *args) as web:
         state = tmp_path / "state"
-        res = crawlkit(*_crawl_args(web, state, "--for", "30s", "--ca-file",
-                                    web.info["ca_file"]), timeout=120)  # fmt: skip
+        res = crawlkit(
+            *_crawl_args(web, state, "--for", "30s", "--ca-file", web.info["ca_file"]), timeout=120
+        )
         assert res.code == 0, res.stderr
         report = _audit(web)
         fetches = _fetch_records(state)
@@ -303,6 +352,9 @@ def test_crawl_over_https_end_to_end(tmp_path: Path) -> None:
     uris = []
     for warc in sorted((state / "warc").glob("*.warc.gz")):
         with open(warc, "rb") as f:
-            uris += [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
-                     if r.rec_type == "response"]  # fmt: skip
+            uris += [
+                r.rec_headers.get_header("WARC-Target-URI")
+                for r in ArchiveIterator(f)
+                if r.rec_type == "response"
+            ]
     assert sum(u.startswith("https://") for u in uris) >= 30

@@ -14,9 +14,14 @@ from crawlkit.fetch.engine import FetchConfig
 
 
 def _options(web, duration: float | None) -> CrawlOptions:
-    return CrawlOptions(scope="any", duration=duration, budgets=False,
-                        fetch=FetchConfig(min_delay=0.2, timeout=3.0),
-                        allow_net=(web.info["allow_net"],), hosts_file=web.hosts_file)  # fmt: skip
+    return CrawlOptions(
+        scope="any",
+        duration=duration,
+        budgets=False,
+        fetch=FetchConfig(min_delay=0.2, timeout=3.0),
+        allow_net=(web.info["allow_net"],),
+        hosts_file=web.hosts_file,
+    )
 
 
 def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(

@@ -18,12 +18,32 @@ def test_a_block_posted_during_the_crawl_stops_that_site(tmp_path: Path) -> None
     web_args = ("--hosts", "3", "--pages", "40", "--special", "none", "--seed", "5")
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
-        args = ["crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                "--min-delay", "0.3s", "--per-host", str(PER_HOST), "--no-budgets",
-                "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                "--timeout", "3s", "--json"]  # fmt: skip
-        proc = subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        args = [
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            "0.3s",
+            "--per-host",
+            str(PER_HOST),
+            "--no-budgets",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--timeout",
+            "3s",
+            "--json",
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

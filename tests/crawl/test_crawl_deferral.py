@@ -11,19 +11,48 @@ from conftest import crawlkit, start_testweb
 
 def test_a_deferred_url_is_fetched_exactly_once_after_its_retry_time(tmp_path: Path) -> None:
     # The throttled hosts answer every 4th request 429 (or 503) with Retry-After 1 s.
-    web_args = ("--hosts", "2", "--pages", "10", "--special", "none,status-429,status-503",
-                "--retry-after", "1s", "--seed", "2")  # fmt: skip
+    web_args = (
+        "--hosts",
+        "2",
+        "--pages",
+        "10",
+        "--special",
+        "none,status-429,status-503",
+        "--retry-after",
+        "1s",
+        "--seed",
+        "2",
+    )
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                       "--min-delay", "0.05s", "--backoff", "1s", "--max-backoff", "2s",
-                       "--no-budgets", "--allow-net", web.info["allow_net"],
-                       "--hosts-file", str(web.hosts_file), "--timeout", "3s", "--json",
-                       timeout=300)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            "0.05s",
+            "--backoff",
+            "1s",
+            "--max-backoff",
+            "2s",
+            "--no-budgets",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--timeout",
+            "3s",
+            "--json",
+            timeout=300,
+        )
         assert res.code == 0, res.stderr
         requests = web.requests()
-        throttled = {h["name"] for h in web.manifest["hosts"]
-                     if h["kind"] in ("status-429", "status-503")}  # fmt: skip
+        throttled = {
+            h["name"] for h in web.manifest["hosts"] if h["kind"] in ("status-429", "status-503")
+        }
     summary = orjson.loads(res.stdout)
     assert summary["stopped"] == "frontier empty"
     by_path: dict[tuple[str, str], list[dict]] = defaultdict(list)

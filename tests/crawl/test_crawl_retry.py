@@ -17,8 +17,19 @@ WEB = ("--hosts", "1", "--pages", "5", "--special", "none")
 
 
 def _crawl(web, state: Path, *extra: str):
-    return crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                    "--min-delay", GAP, "--timeout", "3s", *extra)  # fmt: skip
+    return crawlkit(
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--min-delay",
+        GAP,
+        "--timeout",
+        "3s",
+        *extra,
+    )
 
 
 def test_a_seed_that_failed_is_fetched_by_the_next_run_that_names_it(tmp_path: Path) -> None:
@@ -36,8 +47,15 @@ def test_a_seed_that_failed_is_fetched_by_the_next_run_that_names_it(tmp_path: P
         )
         assert not web.requests()
         # the same seed again, with the right options: it is fetched, not "seen"
-        second = _crawl(web, state, "--allow-net", web.info["allow_net"],
-                        "--hosts-file", str(web.hosts_file), "--json")  # fmt: skip
+        second = _crawl(
+            web,
+            state,
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--json",
+        )
         assert second.code == 0, second.stderr
         summary = orjson.loads(second.stdout)
         assert summary["fetched"] == 5 and summary["errors"] == {}
@@ -51,28 +69,49 @@ def test_a_seed_refused_by_the_network_policy_is_fetched_once_allowed(tmp_path: 
         assert first.code == 1
         assert "errors: refused (loopback address" in first.stderr
         assert "nothing was fetched (refused (loopback address" in first.stderr
-        second = _crawl(web, state, "--hosts-file", str(web.hosts_file),
-                        "--allow-net", web.info["allow_net"], "--json")  # fmt: skip
+        second = _crawl(
+            web,
+            state,
+            "--hosts-file",
+            str(web.hosts_file),
+            "--allow-net",
+            web.info["allow_net"],
+            "--json",
+        )
         assert second.code == 0, second.stderr
         assert orjson.loads(second.stdout)["fetched"] == 5
         # a rerun of a finished crawl fetches nothing new, and that is no failure
-        third = _crawl(web, state, "--hosts-file", str(web.hosts_file),
-                       "--allow-net", web.info["allow_net"])  # fmt: skip
+        third = _crawl(
+            web, state, "--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"]
+        )
         assert third.code == 0, third.stderr
 
 
 def test_failed_urls_come_back_after_their_backoff(tmp_path: Path) -> None:
     """Pages that fail (dropped connections, broken chunking) are backed off by the
     recrawl history (1 h, doubling); a run after that hands them out again."""
-    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special",
-                       "none,malformed") as web:  # fmt: skip
+    with start_testweb(
+        tmp_path, "--hosts", "1", "--pages", "3", "--special", "none,malformed"
+    ) as web:
         bad = web.hosts_of_kind("malformed")[0]
         seeds = tmp_path / "seeds.txt"
         seeds.write_text(f"{bad['root']}\n")
         state = tmp_path / "s"
         net = ["--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"]]
-        res = crawlkit("crawl", str(seeds), "--state", str(state), "--scope", "any",
-                       "--min-delay", GAP, "--timeout", "3s", *net, "--json")  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            GAP,
+            "--timeout",
+            "3s",
+            *net,
+            "--json",
+        )
     assert res.code == 0, res.stderr
     summary = orjson.loads(res.stdout)
     failed = {
@@ -107,8 +146,13 @@ def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
         run = Crawl(state, CrawlOptions(), reporter=NullReporter())
         try:
             cycle = run.dir.new_cycle()  # what the killed run left: a closed cycle ...
-            refusal = {**rec, "outcome": "refused", "refused": "duplicate", "status": None,
-                       "error": "the same URL is already queued or in flight"}  # fmt: skip
+            refusal = {
+                **rec,
+                "outcome": "refused",
+                "refused": "duplicate",
+                "status": None,
+                "error": "the same URL is already queued or in flight",
+            }
             (cycle / "fetch.ndjson").write_bytes(orjson.dumps(refusal) + b"\n")
             for step in ("fetch", "extract", "dedup", "links", "recrawl", "cycle"):
                 mark_done(cycle, step)

@@ -17,10 +17,27 @@ PER_HOST = 3  # most URLs of one host the fetcher holds at once
 
 
 def _args(web, state: Path, *extra: str) -> list[str]:
-    return ["crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-            "--min-delay", "0.2s", "--per-host", str(PER_HOST), "--allow-net",
-            web.info["allow_net"], "--hosts-file", str(web.hosts_file), "--timeout", "3s",
-            "--no-budgets", "--json", *extra]  # fmt: skip
+    return [
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--min-delay",
+        "0.2s",
+        "--per-host",
+        str(PER_HOST),
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "3s",
+        "--no-budgets",
+        "--json",
+        *extra,
+    ]
 
 
 def _given_back(state: Path, cycles_before: set[Path]) -> Counter[str]:
@@ -51,8 +68,11 @@ def test_short_slices_fetch_no_url_twice_and_reach_everything(tmp_path: Path) ->
             if runs[-1]["stopped"] == "frontier empty":
                 break
         requests = web.requests()
-        manifest = {(h["name"], u.split(str(web.port), 1)[1])
-                    for h in web.hosts_of_kind("ordinary") for u in h["pages"]}  # fmt: skip
+        manifest = {
+            (h["name"], u.split(str(web.port), 1)[1])
+            for h in web.hosts_of_kind("ordinary")
+            for u in h["pages"]
+        }
     stops = [r["stopped"] for r in runs]
     assert stops[-1] == "frontier empty"
     assert stops.count("time limit (--for)") >= 3, stops  # the crawl really lived in slices
@@ -87,18 +107,41 @@ def test_a_sharded_fleet_in_short_slices_fetches_no_url_twice(tmp_path: Path) ->
     # delivering links between rounds, until no shard has work left.
     web_args = ("--hosts", "16", "--pages", "12", "--special", "none", "--seed", "4")
     with start_testweb(tmp_path, *web_args) as web:
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-               "SLICE": "2s", "ROUNDS": "60"}  # fmt: skip
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "SLICE": "2s",
+            "ROUNDS": "60",
+        }
         proc = subprocess.run(
-            [str(ROOT / "examples" / "shards-parallel.sh"), str(tmp_path / "fleet"), "4",
-             str(web.seeds), "--scope", "any", "--min-delay", "0.2s", "--no-budgets",
-             "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file)],
-            env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(ROOT / "examples" / "shards-parallel.sh"),
+                str(tmp_path / "fleet"),
+                "4",
+                str(web.seeds),
+                "--scope",
+                "any",
+                "--min-delay",
+                "0.2s",
+                "--no-budgets",
+                "--allow-net",
+                web.info["allow_net"],
+                "--hosts-file",
+                str(web.hosts_file),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         requests = web.requests()
-        manifest = {(h["name"], u.split(str(web.port), 1)[1])
-                    for h in web.hosts_of_kind("ordinary") for u in h["pages"]}  # fmt: skip
+        manifest = {
+            (h["name"], u.split(str(web.port), 1)[1])
+            for h in web.hosts_of_kind("ordinary")
+            for u in h["pages"]
+        }
     rounds = proc.stderr.count("round ")
     assert rounds >= 3, proc.stderr[-2000:]  # the fleet really lived in slices
     pages = _pages(requests)

@@ -44,22 +44,58 @@ def _stalls(requests: list[dict], fast: set[str]) -> list[tuple[float, float, st
 
 
 def test_slow_hosts_never_keep_the_fetcher_from_hosts_due_now(tmp_path: Path) -> None:
-    web_args = ("--hosts", "120", "--pages", "4", "--ip-hosts", "--seed-hosts", "2",
-                "--robots-404", "0.5", "--crawl-delay-hosts", "30", "--crawl-delay", "30s",
-                "--special", "none", "--seed", "11")  # fmt: skip
+    web_args = (
+        "--hosts",
+        "120",
+        "--pages",
+        "4",
+        "--ip-hosts",
+        "--seed-hosts",
+        "2",
+        "--robots-404",
+        "0.5",
+        "--crawl-delay-hosts",
+        "30",
+        "--crawl-delay",
+        "30s",
+        "--special",
+        "none",
+        "--seed",
+        "11",
+    )
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                       "--min-delay", "0.05s", "--concurrency", "2", "--no-budgets",
-                       "--allow-net", web.info["allow_net"], "--hosts-file",
-                       str(web.hosts_file), "--timeout", "3s", "--for", "45s", "--json",
-                       timeout=300)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            "0.05s",
+            "--concurrency",
+            "2",
+            "--no-budgets",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--timeout",
+            "3s",
+            "--for",
+            "45s",
+            "--json",
+            timeout=300,
+        )
         assert res.code == 0, res.stderr
         requests = web.requests()
         hosts = web.manifest["hosts"]
-    fast = {h["name"] for h in hosts
-            if h["kind"] == "ordinary" and not h["robots"]["crawl_delay"]
-            and len(h["pages"]) <= 7}  # fmt: skip
+    fast = {
+        h["name"]
+        for h in hosts
+        if h["kind"] == "ordinary" and not h["robots"]["crawl_delay"] and len(h["pages"]) <= 7
+    }
     slow = {h["name"] for h in hosts if h["robots"]["crawl_delay"]}
     assert len(slow) == 30 and len(fast) >= 60
     # the slow hosts were found and really held their URLs back (the trap was there)

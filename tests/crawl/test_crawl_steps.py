@@ -35,9 +35,21 @@ def test_explain_is_rendered_from_the_steps_that_run() -> None:
 def test_each_cycle_goes_through_every_step_in_the_list(tmp_path: Path) -> None:
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "8", "--special", "none") as web:
         state = tmp_path / "state"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                       "--min-delay", "0.05s", "--allow-net", web.info["allow_net"],
-                       "--hosts-file", str(web.hosts_file), timeout=120)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            "0.05s",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            timeout=120,
+        )
         assert res.code == 0, res.stderr
     cycles = sorted(p for p in (state / "crawl" / "cycles").iterdir() if p.is_dir())
     assert cycles
@@ -76,8 +88,18 @@ def test_frontier_add_scope_refuses_what_crawl_would(
     tmp_path: Path, scope: str, kept: set[str], why: str
 ) -> None:
     state = str(tmp_path / "state")
-    seed = crawlkit("frontier", "add", "--state", state, "--scope", scope, "--urls",
-                    "--reason", "seed", input=b"http://www.a.test/\n")  # fmt: skip
+    seed = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        state,
+        "--scope",
+        scope,
+        "--urls",
+        "--reason",
+        "seed",
+        input=b"http://www.a.test/\n",
+    )
     assert seed.code == 0, seed.stderr
     assert seed.stdout == b""  # a seed is always in its own scope
     links = b"".join(
@@ -88,7 +110,10 @@ def test_frontier_add_scope_refuses_what_crawl_would(
     assert res.code == 0, res.stderr
     refused = _records(res.text)
     assert {r["url"] for r in refused} == {
-        "http://www.a.test/p", "http://b.a.test/q", "http://other.test/r"} - kept  # fmt: skip
+        "http://www.a.test/p",
+        "http://b.a.test/q",
+        "http://other.test/r",
+    } - kept
     for rec in refused:
         assert rec["outcome"] == "refused" and rec["refused"] == "out-of-scope"
         assert why in rec["detail"]
@@ -101,21 +126,37 @@ def test_frontier_add_scope_refuses_what_crawl_would(
 
 def test_frontier_add_scope_lets_requisites_and_site_records_pass(tmp_path: Path) -> None:
     state = str(tmp_path / "state")
-    crawlkit("frontier", "add", "--state", state, "--scope", "host", "--urls", "--reason",
-             "seed", input=b"http://www.a.test/\n")  # fmt: skip
+    crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        state,
+        "--scope",
+        "host",
+        "--urls",
+        "--reason",
+        "seed",
+        input=b"http://www.a.test/\n",
+    )
     records = [
         {"url": "http://cdn.test/x.css", "reason": "requisite", "requisite_hops": 1},
         {"site": "a.test", "pages": 4, "exact": 1, "near": 0, "yield": 0.25},
     ]
-    res = crawlkit("frontier", "add", "--state", state, "--scope", "host",
-                   input=b"".join(orjson.dumps(r) + b"\n" for r in records))  # fmt: skip
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        state,
+        "--scope",
+        "host",
+        input=b"".join(orjson.dumps(r) + b"\n" for r in records),
+    )
     assert res.code == 0, res.stderr
     assert res.stdout == b""
 
 
 def test_frontier_add_bad_scope_is_a_usage_error(tmp_path: Path) -> None:
-    res = crawlkit("frontier", "add", "--state", str(tmp_path / "s"), "--scope", "a[(",
-                   input=b"")  # fmt: skip
+    res = crawlkit("frontier", "add", "--state", str(tmp_path / "s"), "--scope", "a[(", input=b"")
     assert res.code == 2
     assert res.stderr.startswith("crawlkit frontier add: --scope")
 
@@ -154,9 +195,12 @@ def test_a_run_opens_each_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_explain_of_a_shard_names_the_shard_on_the_stages_that_route() -> None:
     res = crawlkit("crawl", "--state", "S", "--explain", "--shard", "1", "--shards", "4")
     assert res.code == 0, res.stderr
-    routed = [line for line in res.lines
-              if line.startswith(("crawlkit frontier next", "crawlkit fetch"))
-              or "| crawlkit frontier add" in line]  # fmt: skip
+    routed = [
+        line
+        for line in res.lines
+        if line.startswith(("crawlkit frontier next", "crawlkit fetch"))
+        or "| crawlkit frontier add" in line
+    ]
     assert len(routed) == 4
     assert all("--state S --shard 1 --shards 4 " in line for line in routed)
 
@@ -168,8 +212,16 @@ def test_seen_merge_scope_refuses_before_marking_seen(tmp_path: Path) -> None:
     refused = tmp_path / "refused.ndjson"
     link = orjson.dumps({"url": "http://b.test/page", "reason": "link"}) + b"\n"
     seed_a = orjson.dumps({"url": "http://a.test/", "reason": "seed"}) + b"\n"
-    res = crawlkit("seen-merge", "--state", state, "--scope", "site", "--refused",
-                   str(refused), input=seed_a + link)  # fmt: skip
+    res = crawlkit(
+        "seen-merge",
+        "--state",
+        state,
+        "--scope",
+        "site",
+        "--refused",
+        str(refused),
+        input=seed_a + link,
+    )
     assert res.code == 0, res.stderr
     assert [r["url"] for r in _records(res.text)] == ["http://a.test/"]
     (why,) = _records(refused.read_text())

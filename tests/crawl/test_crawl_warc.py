@@ -27,12 +27,32 @@ def test_crawl_writes_warc_files_by_size_with_warcinfo(tmp_path: Path) -> None:
     web_args = ("--hosts", "4", "--pages", "25", "--special", "none", "--seed", "6")
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), "--scope", "any",
-                       "--min-delay", "0.05s", "--allow-net", web.info["allow_net"],
-                       "--hosts-file", str(web.hosts_file), "--warc-size", "300KB",
-                       "--warc-prefix", "arch", "--operator", "Ann <ann@example.org>",
-                       "--collection", "test-collection", "--description", "a test crawl",
-                       "--json", timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--scope",
+            "any",
+            "--min-delay",
+            "0.05s",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--warc-size",
+            "300KB",
+            "--warc-prefix",
+            "arch",
+            "--operator",
+            "Ann <ann@example.org>",
+            "--collection",
+            "test-collection",
+            "--description",
+            "a test crawl",
+            "--json",
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
         manifest_pages = sum(len(h["pages"]) for h in web.hosts_of_kind("ordinary"))
     summary = orjson.loads(res.stdout)
@@ -55,8 +75,11 @@ def test_crawl_writes_warc_files_by_size_with_warcinfo(tmp_path: Path) -> None:
         assert "isPartOf: test-collection" in fields
         assert "description: a test crawl" in fields
     # every cycle's records were read from the shared files: each page parsed once
-    pages = [r["url"] for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
-             for r in io.read_records([p])]  # fmt: skip
+    pages = [
+        r["url"]
+        for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+        for r in io.read_records([p])
+    ]
     assert len(pages) == len(set(pages)) >= manifest_pages
 
 
@@ -76,12 +99,18 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
             hosts_file=web.hosts_file,
         )
         crawl(state, web.seeds.read_text().split(), options)
-    cycle = next(c for c in sorted((state / "crawl" / "cycles").iterdir())
-                 if any(io.read_records([c / "pages.ndjson.zst"])))  # fmt: skip
+    cycle = next(
+        c
+        for c in sorted((state / "crawl" / "cycles").iterdir())
+        if any(io.read_records([c / "pages.ndjson.zst"]))
+    )
     before = [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])]
     # Put the cycle's WARC file back where it was while being written.
-    (name,) = {Path(r["warc"]["file"]).name for r in io.read_records([cycle / "fetch.ndjson"])
-               if r.get("warc")}  # fmt: skip
+    (name,) = {
+        Path(r["warc"]["file"]).name
+        for r in io.read_records([cycle / "fetch.ndjson"])
+        if r.get("warc")
+    }
     live = state / "warc" / "new" / f"{name}.open"
     live.parent.mkdir(exist_ok=True)
     (state / "warc" / name).rename(live)

@@ -52,18 +52,30 @@ def synthetic_pages(n: int, seed: int = 0) -> list[dict]:
                 body = f"Updated {rng.randint(1, 28)} Nov 2026 {rng.randint(0, 23)}:00 " + " ".join(
                     w
                 )
-                pages.append({"url": f"https://{site}/f{family}/v{v}", "site": site,
-                              "simhash": f"{simhash(body):016x}", "digest": f"sha1:{hash(body)}",
-                              "text_bytes": len(body)})  # fmt: skip
+                pages.append(
+                    {
+                        "url": f"https://{site}/f{family}/v{v}",
+                        "site": site,
+                        "simhash": f"{simhash(body):016x}",
+                        "digest": f"sha1:{hash(body)}",
+                        "text_bytes": len(body),
+                    }
+                )
         else:
             base = rng.getrandbits(64)
             for v in range(rng.randint(1, 8)):
                 value = base
                 for bit in rng.sample(range(64), rng.choice((0, 1, 2, 3, 3, 4, 5, 6))):
                     value ^= 1 << bit
-                pages.append({"url": f"https://{site}/g{family}/v{v}", "site": site,
-                              "simhash": f"{value:016x}", "digest": f"sha1:g{family}-{v}",
-                              "text_bytes": 100})  # fmt: skip
+                pages.append(
+                    {
+                        "url": f"https://{site}/g{family}/v{v}",
+                        "site": site,
+                        "simhash": f"{value:016x}",
+                        "digest": f"sha1:g{family}-{v}",
+                        "text_bytes": 100,
+                    }
+                )
     pages = pages[:n]
     rng.shuffle(pages)
     for i in range(0, n, 97):  # exact copies under other URLs
@@ -170,13 +182,19 @@ def test_dedup_equals_brute_force_over_10000_pages(tmp_path):
 
 def test_exact_near_unique_and_self(tmp_path):
     body = " ".join(text(random.Random(1), 400))
-    a = {"url": "http://a.example/1", "digest": "sha1:AAA", "simhash": f"{simhash(body):016x}",
-         "text_bytes": 10}  # fmt: skip
+    a = {
+        "url": "http://a.example/1",
+        "digest": "sha1:AAA",
+        "simhash": f"{simhash(body):016x}",
+        "text_bytes": 10,
+    }
     b = dict(a, url="http://b.example/copy")
-    c = dict(a, url="http://c.example/near", digest="sha1:CCC",
-             simhash=f"{simhash(body) ^ 0b101:016x}")  # fmt: skip
-    d = dict(a, url="http://d.example/far", digest="sha1:DDD",
-             simhash=f"{simhash(body) ^ 0b1111:016x}")  # fmt: skip
+    c = dict(
+        a, url="http://c.example/near", digest="sha1:CCC", simhash=f"{simhash(body) ^ 0b101:016x}"
+    )
+    d = dict(
+        a, url="http://d.example/far", digest="sha1:DDD", simhash=f"{simhash(body) ^ 0b1111:016x}"
+    )
     empty = {"url": "http://e.example/", "digest": "sha1:EEE", "simhash": "0" * 16, "text_bytes": 0}
     empty2 = dict(empty, url="http://e2.example/", digest="sha1:EEF")
     out = run(tmp_path, [a, b, c, d, dict(a), empty, empty2])
@@ -237,14 +255,29 @@ def test_site_counts(tmp_path):
 def test_cli(tmp_path):
     body = " ".join(text(random.Random(2), 300))
     pages = [
-        {"url": "http://a.example/x", "site": "a.example", "digest": "sha1:1",
-         "simhash": f"{simhash(body):016x}", "text_bytes": 5},
-        {"url": "http://b.example/y", "site": "b.example", "digest": "sha1:1",
-         "simhash": f"{simhash(body):016x}", "text_bytes": 5},
-        {"url": "http://a.example/z", "site": "a.example", "digest": "sha1:2",
-         "simhash": f"{simhash(body + ' Updated Monday 12:00'):016x}", "text_bytes": 5},
+        {
+            "url": "http://a.example/x",
+            "site": "a.example",
+            "digest": "sha1:1",
+            "simhash": f"{simhash(body):016x}",
+            "text_bytes": 5,
+        },
+        {
+            "url": "http://b.example/y",
+            "site": "b.example",
+            "digest": "sha1:1",
+            "simhash": f"{simhash(body):016x}",
+            "text_bytes": 5,
+        },
+        {
+            "url": "http://a.example/z",
+            "site": "a.example",
+            "digest": "sha1:2",
+            "simhash": f"{simhash(body + ' Updated Monday 12:00'):016x}",
+            "text_bytes": 5,
+        },
         {"no_url": True},
-    ]  # fmt: skip
+    ]
     inp = tmp_path / "pages.ndjson"
     inp.write_text("".join(json.dumps(p) + "\n" for p in pages) + "not json\n")
     sites = tmp_path / "sites.ndjson"
@@ -313,8 +346,14 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
     for host in web.hosts:
         for p in range(host.pages if host.kind == "ordinary" else 0):
             body = render_page(web, host, p, 8080)
-            pages.append({"url": f"http://{host.name}:8080{page_path(p)}", "site": host.name,
-                          "digest": str(hash(body)), "simhash": visible_simhash(body)})  # fmt: skip
+            pages.append(
+                {
+                    "url": f"http://{host.name}:8080{page_path(p)}",
+                    "site": host.name,
+                    "digest": str(hash(body)),
+                    "simhash": visible_simhash(body),
+                }
+            )
     near_host = next(h for h in web.hosts if h.kind == "near-duplicates")
 
     class Clock:
@@ -337,8 +376,14 @@ def test_testweb_corpus_index_equals_brute_force(tmp_path):
             body = specials.handle(ctx, web, near_host, req).body
             url = f"http://{near_host.name}:8080{path}?v={len(near_urls)}"
             near_urls.append(url)
-            pages.append({"url": url, "site": near_host.name, "digest": str(hash(body)),
-                          "simhash": visible_simhash(body)})  # fmt: skip
+            pages.append(
+                {
+                    "url": url,
+                    "site": near_host.name,
+                    "digest": str(hash(body)),
+                    "simhash": visible_simhash(body),
+                }
+            )
     assert len(pages) >= 10_000
     out = run(tmp_path, pages, chunk_size=2048)
     assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)
@@ -441,8 +486,9 @@ def test_an_old_layout_state_opens_and_is_migrated(tmp_path):
         d64 = xxhash.xxh3_64_intdigest(digest.encode())
         data = url.encode()
         # simhash, digest hash, URL fingerprint, URL offset, URL length, flags (1: indexed)
-        entries += struct.pack("<QQQQII", value & (2**64 - 1), d64, fingerprint_int(url),
-                               len(urls), len(data), 1)  # fmt: skip
+        entries += struct.pack(
+            "<QQQQII", value & (2**64 - 1), d64, fingerprint_int(url), len(urls), len(data), 1
+        )
         urls += data
     d = tmp_path / "S" / "dedup"
     d.mkdir(parents=True)
@@ -459,15 +505,31 @@ def test_an_old_layout_state_opens_and_is_migrated(tmp_path):
         (d / name).write_bytes(b"left by a crash")
 
     pages = [
-        {"url": "http://c.example/copy", "digest": "sha1:AAA", "simhash": f"{sh:016x}",
-         "text_bytes": 10},
-        {"url": "http://d.example/near", "digest": "sha1:DDD", "simhash": f"{sh ^ 0b11:016x}",
-         "text_bytes": 10},
-        {"url": "http://a.example/1", "digest": "sha1:AAA", "simhash": f"{sh:016x}",
-         "text_bytes": 10},
-    ]  # fmt: skip
-    res = crawlkit("dedup", "--state", str(tmp_path / "S"),
-                   input="".join(json.dumps(p) + "\n" for p in pages).encode())  # fmt: skip
+        {
+            "url": "http://c.example/copy",
+            "digest": "sha1:AAA",
+            "simhash": f"{sh:016x}",
+            "text_bytes": 10,
+        },
+        {
+            "url": "http://d.example/near",
+            "digest": "sha1:DDD",
+            "simhash": f"{sh ^ 0b11:016x}",
+            "text_bytes": 10,
+        },
+        {
+            "url": "http://a.example/1",
+            "digest": "sha1:AAA",
+            "simhash": f"{sh:016x}",
+            "text_bytes": 10,
+        },
+    ]
+    res = crawlkit(
+        "dedup",
+        "--state",
+        str(tmp_path / "S"),
+        input="".join(json.dumps(p) + "\n" for p in pages).encode(),
+    )
     assert res.code == 0, res.stderr
     assert [(r["kind"], r["dup_of"]) for r in map(json.loads, res.lines)] == [
         ("exact", "http://a.example/1"),

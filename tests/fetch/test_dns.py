@@ -22,8 +22,7 @@ from crawlkit.fetch.resolver import Resolver
 @pytest.fixture(scope="module")
 def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
     tmp = tmp_path_factory.mktemp("dnsweb")
-    with start_testweb(tmp, "--hosts", "2", "--pages", "3", "--special", "none",
-                       "--dns", "0") as w:  # fmt: skip
+    with start_testweb(tmp, "--hosts", "2", "--pages", "3", "--special", "none", "--dns", "0") as w:
         yield w
 
 
@@ -58,8 +57,11 @@ def test_answers_chains_and_failures_carry_codes(web: TestWeb) -> None:
     h0 = web.hosts["h0.test"]
     assert got["h0.test"].addresses == (h0,)  # type: ignore[attr-defined]
     assert got["alias-0.test"].addresses == (h0,)  # three CNAMEs, then h0's A
-    for name, code in [("no-such-host.test", "dns-nxdomain"), ("servfail.test", "dns-servfail"),
-                       ("silent.test", "dns-timeout")]:  # fmt: skip
+    for name, code in [
+        ("no-such-host.test", "dns-nxdomain"),
+        ("servfail.test", "dns-servfail"),
+        ("silent.test", "dns-timeout"),
+    ]:
         res = got[name]
         assert res.addresses == () and res.error.startswith(code + ":"), res  # type: ignore[attr-defined]
 
@@ -89,17 +91,29 @@ def test_ttls_are_honoured_between_floor_and_ceiling(web: TestWeb) -> None:
 
 
 def fetch(web: TestWeb, state: Path, urls: list[str], *args: str) -> list[dict]:
-    res = crawlkit("fetch", "--state", str(state), "--dns-server", web.info["dns"],
-                   "--allow-net", web.info["allow_net"], "--min-delay", "0.05s", *args,
-                   input="".join(u + "\n" for u in urls).encode())  # fmt: skip
+    res = crawlkit(
+        "fetch",
+        "--state",
+        str(state),
+        "--dns-server",
+        web.info["dns"],
+        "--allow-net",
+        web.info["allow_net"],
+        "--min-delay",
+        "0.05s",
+        *args,
+        input="".join(u + "\n" for u in urls).encode(),
+    )
     assert res.code == 0, res.stderr
     return [json.loads(line) for line in res.lines]
 
 
 def test_fetch_through_dns_and_failures_as_records(web: TestWeb, tmp_path: Path) -> None:
     port = web.port
-    urls = [f"http://{n}:{port}/" for n in ("alias-0.test", "no-such-host.test",
-                                             "servfail.test", "silent.test")]  # fmt: skip
+    urls = [
+        f"http://{n}:{port}/"
+        for n in ("alias-0.test", "no-such-host.test", "servfail.test", "silent.test")
+    ]
     got = {r["url"]: r for r in fetch(web, tmp_path / "s", urls)}
     alias = got[urls[0]]
     assert alias["outcome"] == "fetched" and alias["ip"] == web.hosts["h0.test"]
@@ -134,8 +148,9 @@ def test_dns_server_must_be_an_address() -> None:
     assert parse_server("127.0.0.1") == ("127.0.0.1", 53)
     with pytest.raises(UsageError):
         parse_server("dns.example:53")
-    res = crawlkit("fetch", "--state", "/nonexistent/never", "--dns-server", "x:1",
-                   input=b"http://a.test/\n")  # fmt: skip
+    res = crawlkit(
+        "fetch", "--state", "/nonexistent/never", "--dns-server", "x:1", input=b"http://a.test/\n"
+    )
     assert res.code == 2 and "crawlkit fetch: --dns-server: not ADDR:PORT" in res.stderr
 
 

@@ -161,8 +161,12 @@ def test_records_refused_upstream_pass_through_unfetched() -> None:
         "http://a.test:80/robots.txt": (200, {}, b""),
         "http://a.test/ok": (200, {}, b"fine"),
     }
-    blocked = {"url": "http://a.test/blocked", "outcome": "refused", "refused": "blocked",
-               "detail": "operator block"}  # fmt: skip
+    blocked = {
+        "url": "http://a.test/blocked",
+        "outcome": "refused",
+        "refused": "blocked",
+        "detail": "operator block",
+    }
     out, client, _ = run_engine([blocked, {"url": "http://a.test/ok"}], table)
     by_url = {r["url"]: r for r in out}
     assert len(out) == 2
@@ -214,15 +218,18 @@ def test_a_url_twice_in_a_batch_is_asked_once_and_again_once_answered() -> None:
     records = [{"url": "http://a.test/x", "n": n} for n in range(3)]
     out, client, _ = run_engine(records, table)
     assert sorted((r["n"], r["outcome"]) for r in out) == [
-        (0, "fetched"), (1, "refused"), (2, "refused")
-    ]  # fmt: skip
+        (0, "fetched"),
+        (1, "refused"),
+        (2, "refused"),
+    ]
     assert all(r["refused"] == "duplicate" for r in out if r["outcome"] == "refused")
     assert [u for u, _ in client.seen].count("http://a.test/x") == 1
     # once answered, the URL may be fed again (a recrawl in a long crawl)
     client2 = FakeClient(table)
     resolver = Resolver(hosts={"a.test": ("8.8.8.8",)})
-    fetcher = Fetcher(FetchConfig(min_delay=0.0), client=client2, resolver=resolver,
-                      netpolicy=NetPolicy())  # fmt: skip
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0), client=client2, resolver=resolver, netpolicy=NetPolicy()
+    )
     fed = False
 
     async def refill() -> list[dict] | None:

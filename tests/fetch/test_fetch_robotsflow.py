@@ -64,8 +64,10 @@ class CutRobotsServer:
             if path != "/robots.txt":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
                 return
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                         b"Content-Length: 200\r\n\r\nUser-agent: *\n")  # fmt: skip
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                b"Content-Length: 200\r\n\r\nUser-agent: *\n"
+            )
             if self.how == "reset":  # RST instead of FIN: SO_LINGER with a zero timeout
                 conn.setsockopt(socketlib.SOL_SOCKET, socketlib.SO_LINGER, struct.pack("ii", 1, 0))
             else:
@@ -91,11 +93,21 @@ def test_a_robots_txt_cut_off_mid_body_is_a_network_error(tmp_path: Path, how: s
         hosts.write_text("127.0.0.1 cut.test\n")
         urls = [f"http://cut.test:{server.port}/private/page", f"http://cut.test:{server.port}/"]
         res = crawlkit(
-            "fetch", "--state", str(tmp_path / "s"), "--hosts-file", str(hosts),
-            "--allow-net", "127.0.0.1/32", "--timeout", "1s", "--min-delay", "0.05s",
-            "--delay-factor", "1",
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--hosts-file",
+            str(hosts),
+            "--allow-net",
+            "127.0.0.1/32",
+            "--timeout",
+            "1s",
+            "--min-delay",
+            "0.05s",
+            "--delay-factor",
+            "1",
             input="".join(u + "\n" for u in urls).encode(),
-        )  # fmt: skip
+        )
     finally:
         server.close()
     assert res.code == 0, res.stderr
@@ -120,10 +132,19 @@ def test_urls_behind_an_unreachable_robots_txt_are_deferred_at_once(tmp_path: Pa
         hosts.write_text("127.0.0.1 cut.test\n")
         urls = [f"http://cut.test:{server.port}/a", f"http://cut.test:{server.port}/b"]
         res = crawlkit(
-            "fetch", "--state", str(tmp_path / "s"), "--hosts-file", str(hosts),
-            "--allow-net", "127.0.0.1/32", "--timeout", "1s", "--for", "5s",
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--hosts-file",
+            str(hosts),
+            "--allow-net",
+            "127.0.0.1/32",
+            "--timeout",
+            "1s",
+            "--for",
+            "5s",
             input="".join(u + "\n" for u in urls).encode(),
-        )  # fmt: skip
+        )
     finally:
         server.close()
     assert res.code == 0, res.stderr

@@ -437,9 +437,14 @@ def test_retry_after_is_capped_at_a_day(tmp_path: Path) -> None:
     record's retry_at is 24 h after the answer, and a rerun stays away until then."""
     day = 86_400
     with start_testweb(
-        tmp_path, "--hosts", "1", "--special", "none,status-429,status-503",
-        "--retry-after", "10d",
-    ) as w:  # fmt: skip
+        tmp_path,
+        "--hosts",
+        "1",
+        "--special",
+        "none,status-429,status-503",
+        "--retry-after",
+        "10d",
+    ) as w:
         hosts = [h for h in w.manifest["hosts"] if h["kind"] in ("status-429", "status-503")]
         assert len(hosts) == 2
         urls = [u for h in hosts for u in h["allowed"][:2]]
@@ -481,8 +486,17 @@ def test_requests_in_flight_at_the_deadline_are_cut_and_deferred(
     ]
     assert slow
     warcs = tmp_path / "w"
-    records = fetch(web, tmp_path / "s", url_records(slow), "--for", "1s", "--timeout", "600s",
-                    "--warc-dir", str(warcs))  # fmt: skip
+    records = fetch(
+        web,
+        tmp_path / "s",
+        url_records(slow),
+        "--for",
+        "1s",
+        "--timeout",
+        "600s",
+        "--warc-dir",
+        str(warcs),
+    )
     got = by_url(records)
     for url in slow:
         rec = got[CANON.parse(url).url]

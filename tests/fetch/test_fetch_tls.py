@@ -36,13 +36,27 @@ def fetch(web: TestWeb, state: Path, urls: list[str], *args: str, ca: bool = Tru
     trust = ["--ca-file", web.info["ca_file"]] if ca else []
     batch = "".join(json.dumps({"url": u, "reason": "seed"}) + "\n" for u in urls)
     res = crawlkit(
-        "fetch", "--state", str(state), "--hosts-file", str(web.hosts_file),
-        "--allow-net", web.info["allow_net"], "--min-delay", GAP, "--timeout", "15s",
+        "fetch",
+        "--state",
+        str(state),
+        "--hosts-file",
+        str(web.hosts_file),
+        "--allow-net",
+        web.info["allow_net"],
+        "--min-delay",
+        GAP,
+        "--timeout",
+        "15s",
         # the gap after a request is 10x its time by default: 20 s after a stalled
         # handshake; the stall tests only need the first request
-        "--delay-factor", "0",
-        "--warc-dir", str(state / "warc"), *trust, *args, input=batch.encode(),
-    )  # fmt: skip
+        "--delay-factor",
+        "0",
+        "--warc-dir",
+        str(state / "warc"),
+        *trust,
+        *args,
+        input=batch.encode(),
+    )
     assert res.code == 0, res.stderr
     return [json.loads(line) for line in res.lines]
 
@@ -158,7 +172,8 @@ def test_http_to_https_redirect_and_cross_scheme_chain(web: TestWeb, tmp_path: P
 def test_bad_ca_file_is_a_usage_error(web: TestWeb, tmp_path: Path) -> None:
     bad = tmp_path / "nope.pem"
     bad.write_text("not a certificate\n")
-    res = crawlkit("fetch", "--state", str(tmp_path / "s"), "--ca-file", str(bad),
-                   input=b"https://h0.test/\n")  # fmt: skip
+    res = crawlkit(
+        "fetch", "--state", str(tmp_path / "s"), "--ca-file", str(bad), input=b"https://h0.test/\n"
+    )
     assert res.code == 2
     assert res.stderr.startswith(f"crawlkit fetch: --ca-file {bad}:")

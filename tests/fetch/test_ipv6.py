@@ -52,14 +52,22 @@ def test_allow_net_v6_opens_exactly_its_cidr() -> None:
 @pytest.fixture(scope="module")
 def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestWeb]:
     tmp = tmp_path_factory.mktemp("v6web")
-    with start_testweb(tmp, "--hosts", "1", "--pages", "2", "--special", "none,ipv6",
-                       "--dns", "0") as w:  # fmt: skip
+    with start_testweb(
+        tmp, "--hosts", "1", "--pages", "2", "--special", "none,ipv6", "--dns", "0"
+    ) as w:
         yield w
 
 
 def fetch(web: TestWeb, state: Path, urls: list[str], *args: str) -> list[dict]:
-    res = crawlkit("fetch", "--state", str(state), "--min-delay", "0.05s", *args,
-                   input="".join(u + "\n" for u in urls).encode())  # fmt: skip
+    res = crawlkit(
+        "fetch",
+        "--state",
+        str(state),
+        "--min-delay",
+        "0.05s",
+        *args,
+        input="".join(u + "\n" for u in urls).encode(),
+    )
     assert res.code == 0, res.stderr
     return [json.loads(line) for line in res.lines]
 
@@ -68,14 +76,17 @@ def test_fetch_ipv6_by_name_and_by_bracketed_address(web: TestWeb, tmp_path: Pat
     assert web.hosts["ipv6-0.test"] == "::1" and web.info["allow_net_v6"] == "::1/128"
     urls = [f"http://ipv6-0.test:{web.port}/", f"http://[::1]:{web.port}/v6.html"]
     mark = len(web.requests(settle=0))
-    got = fetch(web, tmp_path / "s", urls, "--hosts-file", str(web.hosts_file),
-                "--allow-net", "::1/128")  # fmt: skip
+    got = fetch(
+        web, tmp_path / "s", urls, "--hosts-file", str(web.hosts_file), "--allow-net", "::1/128"
+    )
     assert sorted((r["url"], r["outcome"], r["ip"]) for r in got) == sorted(
         (u, "fetched", "::1") for u in urls
     )
     served = [r for r in web.requests()[mark:] if r["path"] != "/robots.txt"]
     assert sorted((r["host"], r["addr"], r["status"]) for r in served) == [
-        ("[::1]", "::1", 200), ("ipv6-0.test", "::1", 200)]  # fmt: skip
+        ("[::1]", "::1", 200),
+        ("ipv6-0.test", "::1", 200),
+    ]
     # without --allow-net ::1/128 both are refused, and ::1 is called what it is
     refused = fetch(web, tmp_path / "s2", urls, "--hosts-file", str(web.hosts_file))
     assert {r["outcome"] for r in refused} == {"refused"}
@@ -85,13 +96,27 @@ def test_fetch_ipv6_by_name_and_by_bracketed_address(web: TestWeb, tmp_path: Pat
 def test_crawl_an_aaaa_only_host_and_a_bracketed_seed(web: TestWeb, tmp_path: Path) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(f"http://ipv6-0.test:{web.port}/\nhttp://[::1]:{web.port}/\n")
-    res = crawlkit("crawl", "--state", str(tmp_path / "c"), "--dns-server", web.info["dns"],
-                   "--allow-net", "::1/128", "--min-delay", "0.05s", str(seeds))  # fmt: skip
+    res = crawlkit(
+        "crawl",
+        "--state",
+        str(tmp_path / "c"),
+        "--dns-server",
+        web.info["dns"],
+        "--allow-net",
+        "::1/128",
+        "--min-delay",
+        "0.05s",
+        str(seeds),
+    )
     assert res.code == 0, res.stderr
     asked = [json.loads(line) for line in Path(web.info["dns_log"]).read_text().splitlines()]
     # AAAA-only: the A question had no answer, the AAAA one gave ::1
     v6 = [q for q in asked if q["name"] == "ipv6-0.test"]
     assert {q["type"]: q["answers"] for q in v6} == {"A": [], "AAAA": ["::1"]}
     pages = {(r["host"], r["path"]) for r in web.requests() if r["path"] != "/robots.txt"}
-    assert {("ipv6-0.test", "/"), ("ipv6-0.test", "/v6.html"), ("[::1]", "/"),
-            ("[::1]", "/v6.html")} <= pages  # fmt: skip
+    assert {
+        ("ipv6-0.test", "/"),
+        ("ipv6-0.test", "/v6.html"),
+        ("[::1]", "/"),
+        ("[::1]", "/v6.html"),
+    } <= pages

@@ -89,11 +89,32 @@ def test_headers_cookies_and_auth_go_where_they_belong(tmp_path):
         config = tmp_path / "c.toml"
         config.write_text(f'[hosts."{h1}"]\nheaders = {{ "X-Only-H1" = "yes" }}\n')
         state = tmp_path / "state"
-        res = crawlkit("crawl", web.url(h0), web.url(h1), "--state", str(state),
-                       "--scope", "host", "--min-delay", "0.05s", "--max-pages", "6",
-                       "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                       "--header", "X-Archive: test run", "--cookies", str(cookies),
-                       "--netrc", str(netrc), "--config", str(config), timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            web.url(h0),
+            web.url(h1),
+            "--state",
+            str(state),
+            "--scope",
+            "host",
+            "--min-delay",
+            "0.05s",
+            "--max-pages",
+            "6",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--header",
+            "X-Archive: test run",
+            "--cookies",
+            str(cookies),
+            "--netrc",
+            str(netrc),
+            "--config",
+            str(config),
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
     sent: dict[str, list[str]] = {}
     for warc in sorted((state / "warc").glob("*.warc.gz")):
@@ -126,22 +147,42 @@ def test_proxy_carries_every_request_and_targets_are_still_checked(tmp_path):
 
     from conftest import ROOT
 
-    with start_testweb(tmp_path, "--hosts", "1", "--pages", "4", "--special",
-                       "private") as web:  # fmt: skip
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "4", "--special", "private") as web:
         log = tmp_path / "proxy.log"
         proxy = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "tools" / "forward_proxy.py"),
-             str(web.hosts_file), str(log)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "tests" / "tools" / "forward_proxy.py"),
+                str(web.hosts_file),
+                str(log),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proxy.stdout is not None
             port = int(proxy.stdout.readline())
             gateway = web.hosts_of_kind("gateway")[0]
             state = tmp_path / "state"
-            res = crawlkit("crawl", web.url("h0.test"), gateway["root"], "--state", str(state),
-                           "--scope", "any", "--min-delay", "0.05s", "--json",
-                           "--allow-net", web.info["allow_net"],
-                           "--hosts-file", str(web.hosts_file),
-                           "--proxy", f"http://127.0.0.1:{port}", timeout=180)  # fmt: skip
+            res = crawlkit(
+                "crawl",
+                web.url("h0.test"),
+                gateway["root"],
+                "--state",
+                str(state),
+                "--scope",
+                "any",
+                "--min-delay",
+                "0.05s",
+                "--json",
+                "--allow-net",
+                web.info["allow_net"],
+                "--hosts-file",
+                str(web.hosts_file),
+                "--proxy",
+                f"http://127.0.0.1:{port}",
+                timeout=180,
+            )
             assert res.code == 0, res.stderr
         finally:
             proxy.terminate()
@@ -154,15 +195,24 @@ def test_proxy_carries_every_request_and_targets_are_still_checked(tmp_path):
     assert web.host("h0.test")["pages"][0] in through
     # the private host behind the gateway is refused before any request, proxy or not
     assert not [u for u in through if "private-" in u]
-    fetches = [json.loads(line) for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-               for line in p.read_text().splitlines()]  # fmt: skip
+    fetches = [
+        json.loads(line)
+        for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+        for line in p.read_text().splitlines()
+    ]
     private = [r for r in fetches if "private-0.test" in r["url"]]
     assert private and all(r["outcome"] == "refused" for r in private)
 
 
 def test_bad_proxy_is_a_usage_error(tmp_path):
-    res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"),
-                   "--proxy", "socks5://127.0.0.1:1080")  # fmt: skip
+    res = crawlkit(
+        "crawl",
+        "http://x.test/",
+        "--state",
+        str(tmp_path / "s"),
+        "--proxy",
+        "socks5://127.0.0.1:1080",
+    )
     assert res.code == 2 and "--proxy" in res.stderr
 
 
@@ -178,16 +228,35 @@ def test_proxy_from_the_environment_only_with_trust_env(tmp_path, trust):
         log = tmp_path / "proxy.log"
         log.touch()
         proxy = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "tools" / "forward_proxy.py"),
-             str(web.hosts_file), str(log)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "tests" / "tools" / "forward_proxy.py"),
+                str(web.hosts_file),
+                str(log),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proxy.stdout is not None
             port = int(proxy.stdout.readline())
             env = {**os.environ, "HTTP_PROXY": f"http://127.0.0.1:{port}", "NO_PROXY": ""}
-            args = [sys.executable, "-m", "crawlkit", "crawl", web.url("h0.test"), "--state",
-                    str(tmp_path / "state"), "--min-delay", "0.05s",
-                    "--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file),
-                    *(["--trust-env"] if trust else [])]  # fmt: skip
+            args = [
+                sys.executable,
+                "-m",
+                "crawlkit",
+                "crawl",
+                web.url("h0.test"),
+                "--state",
+                str(tmp_path / "state"),
+                "--min-delay",
+                "0.05s",
+                "--allow-net",
+                web.info["allow_net"],
+                "--hosts-file",
+                str(web.hosts_file),
+                *(["--trust-env"] if trust else []),
+            ]
             done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180)
             assert done.returncode == 0, done.stderr
         finally:
@@ -209,7 +278,12 @@ def test_set_cookie_parsing():
         "sid=1; Path=/app; Max-Age=60; Secure; HttpOnly", "https://a.site.test/x", now
     )
     assert c is not None and (c.domain, c.subdomains, c.path, c.secure, c.expires) == (
-        "a.site.test", False, "/app", True, now + 60)  # fmt: skip
+        "a.site.test",
+        False,
+        "/app",
+        True,
+        now + 60,
+    )
     c = parse_set_cookie("t=2; Domain=.site.test", "http://a.site.test/d/e/page", now)
     assert c is not None and (c.domain, c.subdomains, c.path) == ("site.test", True, "/d/e")
     assert parse_set_cookie("t=2; Domain=other.test", "http://a.site.test/", now) is None
@@ -219,8 +293,9 @@ def test_set_cookie_parsing():
     c = parse_set_cookie("gone=1; Max-Age=0", "http://s.test/", now)
     assert c is not None and c.expires == 1  # expired: never sent
     settings = RequestSettings(keep_cookies=True, clock=lambda: now)
-    settings.note_response("http://s.test/", [("Set-Cookie", "gone=1; Max-Age=0"),
-                                              ("Set-Cookie", "a=b")])  # fmt: skip
+    settings.note_response(
+        "http://s.test/", [("Set-Cookie", "gone=1; Max-Age=0"), ("Set-Cookie", "a=b")]
+    )
     assert settings.for_url("http://s.test/x")["Cookie"] == "a=b"
     assert "Cookie" not in RequestSettings(clock=lambda: now).for_url("http://s.test/")
 
@@ -254,8 +329,16 @@ def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path):
         cookies = tmp_path / "cookies.txt"
         cookies.write_text("# none yet\n")
         state = tmp_path / "state"
-        common = ["--state", str(state), "--min-delay", "0.05s", "--allow-net", "127.0.0.1/32",
-                  "--cookies", str(cookies)]  # fmt: skip
+        common = [
+            "--state",
+            str(state),
+            "--min-delay",
+            "0.05s",
+            "--allow-net",
+            "127.0.0.1/32",
+            "--cookies",
+            str(cookies),
+        ]
         res = crawlkit("crawl", base, *common, timeout=120)
         assert res.code == 0, res.stderr
         first = list(seen)

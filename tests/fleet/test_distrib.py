@@ -77,11 +77,21 @@ def test_cluster_examples_are_valid() -> None:
 def _run_fleet(fleet: Path, shards: int, web, *extra: str, **env: str) -> None:
     """Run examples/shards-parallel.sh over ``web`` (env: ROUNDS, SLICE, ...)."""
     proc = subprocess.run(
-        [str(EXAMPLES / "shards-parallel.sh"), str(fleet), str(shards), str(web.seeds),
-         *net_flags(web), *extra],
-        env=fleet_env(**env), capture_output=True, text=True, timeout=600, check=False,
+        [
+            str(EXAMPLES / "shards-parallel.sh"),
+            str(fleet),
+            str(shards),
+            str(web.seeds),
+            *net_flags(web),
+            *extra,
+        ],
+        env=fleet_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -108,8 +118,11 @@ def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Pa
     for k, d in enumerate(dirs):
         role = read_role(d)
         assert role is not None
-        sites = {r["site"] for log in d.glob("crawl/cycles/*/fetch.ndjson")
-                 for r in io.read_records([log])}  # fmt: skip
+        sites = {
+            r["site"]
+            for log in d.glob("crawl/cycles/*/fetch.ndjson")
+            for r in io.read_records([log])
+        }
         assert all(role.owner(s) == k for s in sites)
         working += bool(sites)
     assert working >= 3
@@ -125,8 +138,9 @@ NO_BUDGETS = "--no-budgets"
 def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *BIG_WEB) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), NO_BUDGETS,
-                       timeout=240)  # fmt: skip
+        res = crawlkit(
+            "crawl", str(web.seeds), "--state", str(one), *net_flags(web), NO_BUDGETS, timeout=240
+        )
         assert res.code == 0, res.stderr
         expected = set(fetched_pages([one]))
     with start_testweb(tmp_path, *BIG_WEB) as web:
@@ -141,8 +155,15 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
         adopt_role(new_dir, ShardRole(4, SlotMap.load(the_map), the_map))
         handed = 0
         for k in range(4):
-            res = crawlkit("shard", "--map", str(the_map), "--handoff-from",
-                           str(fleet / f"shard-{k}"), "--handoff-to", str(new_dir))  # fmt: skip
+            res = crawlkit(
+                "shard",
+                "--map",
+                str(the_map),
+                "--handoff-from",
+                str(fleet / f"shard-{k}"),
+                "--handoff-to",
+                str(new_dir),
+            )
             assert res.code == 0, res.stderr
             words = res.stderr.split("handed over ")[1].split()
             handed += int(words[0]) + int(words[3])  # queued + waiting URLs
@@ -161,12 +182,14 @@ def test_a_shard_already_owned_refuses_a_second_process(tmp_path: Path) -> None:
         "import sys, time; from crawlkit.state import open_state; "
         "s = open_state(sys.argv[1]); print('held', flush=True); time.sleep(60)"
     )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        res = crawlkit("crawl", "http://h0.test:1/", "--state", str(state), "--shard", "0",
-                       "--shards", "4")  # fmt: skip
+        res = crawlkit(
+            "crawl", "http://h0.test:1/", "--state", str(state), "--shard", "0", "--shards", "4"
+        )
         assert res.code == 1
         assert "in use by another process" in res.stderr
     finally:
@@ -191,8 +214,7 @@ def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> N
     assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
     s0, s1 = tmp_path / "s0", tmp_path / "s1"
     shard_args = ["--slot-map", str(the_map)]
-    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "1", *shard_args,
-                   input=b"")  # fmt: skip
+    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "1", *shard_args, input=b"")
     assert res.code == 0, res.stderr
     # s1 has seen one of the URLs that s0 will send it
     m = SlotMap.load(the_map)
@@ -201,8 +223,19 @@ def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> N
     assert theirs and ours
     res = crawlkit("seen-merge", "--state", str(s1), input=theirs[0].encode() + b"\n")
     assert res.code == 0, res.stderr
-    res = crawlkit("frontier", "add", "--state", str(s0), "--shard", "0", *shard_args,
-                   "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        str(s0),
+        "--shard",
+        "0",
+        *shard_args,
+        "--urls",
+        "--reason",
+        "seed",
+        str(seeds),
+    )
     assert res.code == 0, res.stderr
     assert f"{len(ours)} queued" in res.stderr
     assert f"{len(theirs)} for other shards' outboxes" in res.stderr
@@ -231,8 +264,7 @@ def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> N
     assert sorted(r["url"] for r in batch) == sorted(theirs[1:])
     assert all(r["shard_epoch"] == 0 for r in batch)
     # a state directory never changes shard
-    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "0", *shard_args,
-                   input=b"")  # fmt: skip
+    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "0", *shard_args, input=b"")
     assert res.code == 1 and "state of shard 1" in res.stderr
 
 
@@ -244,8 +276,20 @@ def test_fetch_refuses_a_batch_stamped_before_a_rebalance_and_sends_it_on(
     the_map = tmp_path / "map.json"
     assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
     s1 = tmp_path / "s1"
-    res = crawlkit("frontier", "add", "--state", str(s1), "--shard", "1", "--slot-map",
-                   str(the_map), "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        str(s1),
+        "--shard",
+        "1",
+        "--slot-map",
+        str(the_map),
+        "--urls",
+        "--reason",
+        "seed",
+        str(seeds),
+    )
     assert res.code == 0, res.stderr
     res = crawlkit("frontier", "next", "--state", str(s1), "--max", "100")
     batch = [orjson.loads(line) for line in res.stdout.splitlines()]
@@ -271,8 +315,18 @@ def test_fetch_refuses_a_batch_stamped_before_a_rebalance_and_sends_it_on(
     assert sorted(r["url"] for r in sent) == sorted(r["url"] for r in moved)
     # and the new owner refuses the old stamp too (epoch 0 < the slot's 1)
     s2 = tmp_path / "s2"
-    res = crawlkit("fetch", "--state", str(s2), "--shard", "2", "--slot-map", str(the_map),
-                   str(stale), "--hosts-file", os.devnull)  # fmt: skip
+    res = crawlkit(
+        "fetch",
+        "--state",
+        str(s2),
+        "--shard",
+        "2",
+        "--slot-map",
+        str(the_map),
+        str(stale),
+        "--hosts-file",
+        os.devnull,
+    )
     assert res.code == 0, res.stderr
     out = [orjson.loads(line) for line in res.stdout.splitlines()]
     assert all(r["refused"] == "shard" and "older than slot" in r["detail"] for r in out)
@@ -340,14 +394,33 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     the_map = tmp_path / "map.json"
     assert crawlkit("shard", "--shards", "1", "--save-map", str(the_map)).code == 0
     old, new = tmp_path / "s0", tmp_path / "s1"
-    res = crawlkit("frontier", "add", "--state", str(old), "--shard", "0", "--slot-map",
-                   str(the_map), "--urls", "--reason", "seed", str(seeds))  # fmt: skip
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        str(old),
+        "--shard",
+        "0",
+        "--slot-map",
+        str(the_map),
+        "--urls",
+        "--reason",
+        "seed",
+        str(seeds),
+    )
     assert res.code == 0, res.stderr
     # a site nobody seeded, linked from two seeds, and some of its budget used
-    links = [{"url": f"http://late.example/p{i}", "reason": "link",
-              "from": f"http://s{i % 2}.example/"} for i in range(30)]  # fmt: skip
-    res = crawlkit("frontier", "add", "--state", str(old),
-                   input=b"".join(orjson.dumps(r) + b"\n" for r in links))  # fmt: skip
+    links = [
+        {"url": f"http://late.example/p{i}", "reason": "link", "from": f"http://s{i % 2}.example/"}
+        for i in range(30)
+    ]
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        str(old),
+        input=b"".join(orjson.dumps(r) + b"\n" for r in links),
+    )
     assert res.code == 0, res.stderr
     res = crawlkit("frontier", "next", "--state", str(old), "--max", "1000", "--per-host", "5")
     assert res.code == 0, res.stderr
@@ -356,14 +429,22 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
         used, linkers = before.get("late.example").used, before.get("late.example").linkers
     assert used == 5 and linkers == {"s0.example", "s1.example"}
     # grow the fleet until late.example moves to the newest shard
-    shards = next(n for n in range(2, 64) if grow(SlotMap.load(the_map), n)
-                  .shard_of_site("late.example") != 0)  # fmt: skip
+    shards = next(
+        n for n in range(2, 64) if grow(SlotMap.load(the_map), n).shard_of_site("late.example") != 0
+    )
     grown = grow(SlotMap.load(the_map), shards)
     grown.save(tmp_path / "grown.json")
     k = grown.shard_of_site("late.example")
     adopt_role(new, ShardRole(k, grown, tmp_path / "grown.json"))
-    res = crawlkit("shard", "--map", str(tmp_path / "grown.json"), "--handoff-from", str(old),
-                   "--handoff-to", str(new))  # fmt: skip
+    res = crawlkit(
+        "shard",
+        "--map",
+        str(tmp_path / "grown.json"),
+        "--handoff-from",
+        str(old),
+        "--handoff-to",
+        str(new),
+    )
     assert res.code == 0, res.stderr
     with open_state(new) as state:
         after = Frontier.open(state.sub("frontier")).sites
@@ -384,11 +465,31 @@ def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -
         the_map = tmp_path / "map.json"
         assert crawlkit("shard", "--shards", "1", "--save-map", str(the_map)).code == 0
         old, new = tmp_path / "shard-0", tmp_path / "shard-1"
-        net = ["--scope", "any", "--allow-net", web.info["allow_net"], "--hosts-file",
-               str(web.hosts_file), "--slot-map", str(the_map), "--json"]  # fmt: skip
+        net = [
+            "--scope",
+            "any",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--slot-map",
+            str(the_map),
+            "--json",
+        ]
         # a 2 s gap and a 1 s run: one page a host, the rest of the batch deferred
-        res = crawlkit("crawl", str(seeds), "--state", str(old), "--shard", "0", *net,
-                       "--min-delay", "2s", "--for", "1s")  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(seeds),
+            "--state",
+            str(old),
+            "--shard",
+            "0",
+            *net,
+            "--min-delay",
+            "2s",
+            "--for",
+            "1s",
+        )
         assert res.code == 0, res.stderr
         waiting = list(io.read_records([old / "crawl" / "waiting.ndjson.zst"]))
         assert waiting and all(r.get("shard_epoch") == 0 for r in waiting)
@@ -398,13 +499,24 @@ def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -
         adopt_role(new, ShardRole(1, grown, the_map))
         moved = [h for h in hosts if grown.shard_of_site(h["name"]) == 1]
         assert moved and any(grown.shard_of_site(str(r["site"])) == 1 for r in waiting)
-        res = crawlkit("shard", "--map", str(the_map), "--handoff-from", str(old),
-                       "--handoff-to", str(new))  # fmt: skip
+        res = crawlkit(
+            "shard", "--map", str(the_map), "--handoff-from", str(old), "--handoff-to", str(new)
+        )
         assert res.code == 0, res.stderr
         roots = tmp_path / "roots.txt"  # the deferred pages reach shard 1 only by handoff
         roots.write_text("".join(h["root"] + "\n" for h in hosts))
-        res = crawlkit("crawl", str(roots), "--state", str(new), "--shard", "1", *net,
-                       "--min-delay", GAP, "--no-budgets")  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(roots),
+            "--state",
+            str(new),
+            "--shard",
+            "1",
+            *net,
+            "--min-delay",
+            GAP,
+            "--no-budgets",
+        )
         assert res.code == 0, res.stderr
         assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
     got = fetched_pages([old, new])

@@ -30,16 +30,23 @@ def _fleet(fleet: Path, shards: int, web, cwd: Path, **env: str):
     """Run the driver examples/fleet.sh (env: RUNNER, SLICE, SBATCH_ARGS, ...)."""
     return subprocess.run(
         [str(EXAMPLES / "fleet.sh"), str(fleet), str(shards), str(web.seeds), *net_flags(web)],
-        env=fleet_env(**env), cwd=cwd, capture_output=True, text=True, timeout=280, check=False,
+        env=fleet_env(**env),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
         stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
 
 
 def _diff(got: set[str], expected: set[str], fleet: Path, stderr: str) -> str:
     """What a fleet missed or added, with each shard's last summary and the driver's log."""
     summaries = [p.read_text()[:300] for p in sorted(fleet.glob("shard-*.last.json"))]
-    return (f"missing {sorted(expected - got)[:5]}, extra {sorted(got - expected)[:5]}; "
-            f"summaries {summaries}; driver: {stderr[-1500:]}")  # fmt: skip
+    return (
+        f"missing {sorted(expected - got)[:5]}, extra {sorted(got - expected)[:5]}; "
+        f"summaries {summaries}; driver: {stderr[-1500:]}"
+    )
 
 
 def _summary(fleet: Path, k: int) -> dict:
@@ -54,8 +61,9 @@ def _slurm_unavailable() -> str:
     why = SLURM_STATUS.read_text().strip() if SLURM_STATUS.exists() else ""
     if not shutil.which("sbatch") or not shutil.which("sinfo"):
         return why or "Slurm is not installed (.ci/slurm-up installs and starts it, as root)"
-    res = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
-                         timeout=30, check=False)  # fmt: skip
+    res = subprocess.run(
+        ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30, check=False
+    )
     states = res.stdout.split()
     if res.returncode != 0 or not any(s in ("idle", "mixed", "allocated") for s in states):
         told = res.stderr.strip() or f"node states: {' '.join(states) or 'none'}"
@@ -110,11 +118,24 @@ def test_one_round_submitted_by_hand_runs_under_slurm(tmp_path: Path, sbatch_arg
         assert res.code == 0, res.stderr
         env = {k: v for k, v in fleet_env().items() if k != "CRAWLKIT_EXAMPLES"}
         proc = subprocess.run(
-            ["sbatch", "--wait", "--array=0-1", *sbatch_args.split(),
-             f"--output={tmp_path}/%x-%a.log", "examples/slurm-shards.sbatch", str(fleet),
-             str(web.seeds), *net_flags(web)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False,
-        )  # fmt: skip
+            [
+                "sbatch",
+                "--wait",
+                "--array=0-1",
+                *sbatch_args.split(),
+                f"--output={tmp_path}/%x-%a.log",
+                "examples/slurm-shards.sbatch",
+                str(fleet),
+                str(web.seeds),
+                *net_flags(web),
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
         logs = "".join(p.read_text() for p in tmp_path.glob("crawlkit-shard-*.log"))
         assert proc.returncode == 0, proc.stderr + logs
     # the crawl flags after SEEDS reached the crawl: without --allow-net and --hosts-file
@@ -125,16 +146,35 @@ def test_one_round_submitted_by_hand_runs_under_slurm(tmp_path: Path, sbatch_arg
 # -- the stop rule and a shard with nothing due -----------------------------------------
 
 # One host answers its first page with 429 and Retry-After: 1 hour.
-DEFERRING_WEB = ("--hosts", "3", "--pages", "6", "--special", "none,status-429",
-                 "--retry-after", "1h", "--seed", "4")  # fmt: skip
+DEFERRING_WEB = (
+    "--hosts",
+    "3",
+    "--pages",
+    "6",
+    "--special",
+    "none,status-429",
+    "--retry-after",
+    "1h",
+    "--seed",
+    "4",
+)
 
 
 def test_a_crawl_with_only_a_url_deferred_past_its_slice_ends_the_slice(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *DEFERRING_WEB) as web:
         state = tmp_path / "S"
         # an hour's slice: held to its end, the test would time out
-        res = crawlkit("crawl", str(web.seeds), "--state", str(state), *net_flags(web),
-                       "--for", "1h", "--json", timeout=240)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            *net_flags(web),
+            "--for",
+            "1h",
+            "--json",
+            timeout=240,
+        )
         assert res.code == 0, res.stderr
         summary = orjson.loads(res.stdout)
         throttled = [q for q in web.requests() if q["status"] == 429]
@@ -171,8 +211,9 @@ def test_urls_due_within_the_next_round_keep_the_fleet_going(tmp_path: Path) -> 
     slow = ("--min-delay", "1.5s")
     with start_testweb(tmp_path, *web_args) as web:
         one = tmp_path / "one"
-        res = crawlkit("crawl", str(web.seeds), "--state", str(one), *net_flags(web), *slow,
-                       timeout=240)  # fmt: skip
+        res = crawlkit(
+            "crawl", str(web.seeds), "--state", str(one), *net_flags(web), *slow, timeout=240
+        )
         assert res.code == 0, res.stderr
         expected = set(fetched_pages([one]))
     assert len(expected) >= 4
@@ -180,9 +221,14 @@ def test_urls_due_within_the_next_round_keep_the_fleet_going(tmp_path: Path) -> 
         fleet = tmp_path / "fleet"
         proc = subprocess.run(
             [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *net_flags(web), *slow],
-            env=fleet_env(RUNNER="xargs", SLICE="2s"), cwd=tmp_path, capture_output=True,
-            text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            env=fleet_env(RUNNER="xargs", SLICE="2s"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=280,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         report = audit_web(web)
     assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
@@ -198,11 +244,23 @@ def test_a_fleet_whose_shards_reached_max_pages_is_done(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         fleet = tmp_path / "fleet"
         proc = subprocess.run(
-            [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *net_flags(web),
-             "--max-pages", "3"],
-            env=fleet_env(RUNNER="xargs", ROUNDS="6"), cwd=tmp_path, capture_output=True,
-            text=True, timeout=280, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(EXAMPLES / "fleet.sh"),
+                str(fleet),
+                "2",
+                str(web.seeds),
+                *net_flags(web),
+                "--max-pages",
+                "3",
+            ],
+            env=fleet_env(RUNNER="xargs", ROUNDS="6"),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=280,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "fleet done after" in proc.stderr, proc.stderr[-3000:]
     assert all(_summary(fleet, k)["stopped"] == "page limit (--max-pages)" for k in range(2))
@@ -220,13 +278,15 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
         "import sys, time; from crawlkit.state import open_state; "
         "s = open_state(sys.argv[1]); print('held', flush=True); time.sleep(120)"
     )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with start_testweb(tmp_path, *DEFERRING_WEB) as web:
-            proc = _fleet(tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER=runner,
-                          SBATCH_ARGS=sbatch_args)  # fmt: skip
+            proc = _fleet(
+                tmp_path / "fleet", 2, web, cwd=tmp_path, RUNNER=runner, SBATCH_ARGS=sbatch_args
+            )
     finally:
         holder.kill()
         holder.wait()
@@ -241,9 +301,14 @@ def test_a_failed_shard_ends_the_fleet_run_and_names_the_shard(
 
 
 def test_the_driver_refuses_a_runner_it_does_not_know(tmp_path: Path) -> None:
-    proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(tmp_path / "f"), "2", "seeds.txt"],
-                          env=fleet_env(RUNNER="cron"), capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [str(EXAMPLES / "fleet.sh"), str(tmp_path / "f"), "2", "seeds.txt"],
+        env=fleet_env(RUNNER="cron"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 2
     assert "RUNNER must be parallel, xargs, slurm or k8s, not 'cron'" in proc.stderr
 
@@ -258,15 +323,27 @@ def test_the_sbatch_script_finds_its_helper_from_the_submit_directory(tmp_path: 
     fleet.mkdir()
     env = {k: v for k, v in fleet_env().items() if k != "CRAWLKIT_EXAMPLES"}
     env.update(SLURM_SUBMIT_DIR=str(ROOT), SLURM_ARRAY_TASK_ID="0")
-    res = subprocess.run(["bash", str(spooled), str(fleet), str(tmp_path / "nothing.txt"),
-                          "--max-pages", "1"], env=env, capture_output=True, text=True,
-                         cwd=tmp_path, timeout=60, check=False)  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(spooled), str(fleet), str(tmp_path / "nothing.txt"), "--max-pages", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     # crawl-shard.sh ran the crawl, which names the missing seeds file
     assert "nothing.txt" in res.stderr, res.stderr
     assert (fleet / "shard-0.last.json").exists()
     env["SLURM_SUBMIT_DIR"] = str(tmp_path)
-    res = subprocess.run(["bash", str(spooled), str(fleet), "seeds.txt"], env=env,
-                         capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    res = subprocess.run(
+        ["bash", str(spooled), str(fleet), "seeds.txt"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert res.returncode == 2
     assert "no crawl-shard.sh in" in res.stderr and "CRAWLKIT_EXAMPLES" in res.stderr
 
@@ -390,13 +467,24 @@ def test_kubernetes_rounds_run_by_the_driver_reach_what_one_process_reaches(
             f"{{name: CRAWL_FLAGS, value: {' '.join(net_flags(web))!r}}}",
         )
         manifest.write_text(text)
-        env = fleet_env(RUNNER="k8s", K8S_JOB=str(manifest), K8S_POLL="0.5",
-                   FAKE_K8S_DIR=str(fake), FAKE_K8S_FLEET=str(fleet))  # fmt: skip
+        env = fleet_env(
+            RUNNER="k8s",
+            K8S_JOB=str(manifest),
+            K8S_POLL="0.5",
+            FAKE_K8S_DIR=str(fake),
+            FAKE_K8S_FLEET=str(fleet),
+        )
         env["PATH"] = f"{fake / 'bin'}:{env['PATH']}"
-        proc = subprocess.run([str(EXAMPLES / "fleet.sh"), str(fleet), "3",
-                               str(fleet / "seeds.txt")], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=280, check=False,
-                              stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.run(
+            [str(EXAMPLES / "fleet.sh"), str(fleet), "3", str(fleet / "seeds.txt")],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=280,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         report = audit_web(web)
     assert "fleet done after" in proc.stderr

@@ -32,8 +32,9 @@ def add(state: Path, records, **kw):
 def take(state: Path, max_urls: int, **kw):
     kw.setdefault("now", NOW)
     policy = kw.pop("policy", None)
-    batch = frontier_next(state, NextOptions(max_urls=max_urls, **kw), write=lambda b: None,
-                          policy=policy)  # fmt: skip
+    batch = frontier_next(
+        state, NextOptions(max_urls=max_urls, **kw), write=lambda b: None, policy=policy
+    )
     return [orjson.loads(line) for line in batch.lines], batch.refused
 
 
@@ -94,14 +95,20 @@ def test_trap_limits_accept(url: str) -> None:
 def test_calendar_and_session_traps_are_stopped_end_to_end(tmp_path: Path) -> None:
     """A calendar walking forward month by month and a session-id trap, as link records."""
     state = tmp_path / "s"
-    cal = [link(f"https://cal.test/cal/{2026 + m // 12}/{m % 12 + 1:02d}/", depth=m + 1)
-           for m in range(4, 200)]  # fmt: skip
+    cal = [
+        link(f"https://cal.test/cal/{2026 + m // 12}/{m % 12 + 1:02d}/", depth=m + 1)
+        for m in range(4, 200)
+    ]
     # the same page under ever new session ids, already canonicalized upstream (fp set)
     sess = [
-        {**link(f"https://sess.test/page?sid={i:08x}{i * 7919:08x}", depth=2),
-         "host": "sess.test", "site": "sess.test", "fp": f"{i:016x}"}
+        {
+            **link(f"https://sess.test/page?sid={i:08x}{i * 7919:08x}", depth=2),
+            "host": "sess.test",
+            "site": "sess.test",
+            "fp": f"{i:016x}",
+        }
         for i in range(100)
-    ]  # fmt: skip
+    ]
     result, refused = add(state, cal + sess)
     reasons = Counter(r["refused"] for r in refused)
     # months up to December 2027 are allowed (next year), later ones refused by date, and
@@ -118,8 +125,16 @@ def test_calendar_and_session_traps_are_stopped_end_to_end(tmp_path: Path) -> No
 
 def test_add_canonicalizes_and_keeps_unknown_fields(tmp_path: Path) -> None:
     state = tmp_path / "s"
-    result, refused = add(state, [{"url": "HTTP://WWW.Example.COM:80/a/../b?utm_source=x",
-                                   "reason": "seed", "mine": [1, 2]}])  # fmt: skip
+    result, refused = add(
+        state,
+        [
+            {
+                "url": "HTTP://WWW.Example.COM:80/a/../b?utm_source=x",
+                "reason": "seed",
+                "mine": [1, 2],
+            }
+        ],
+    )
     assert result.queued == 1 and not refused
     batch, _ = take(state, 10)
     (rec,) = batch
@@ -148,8 +163,10 @@ def test_recrawl_of_queued_url_is_not_queued_twice(tmp_path: Path) -> None:
 
 def test_every_accepted_url_comes_out_exactly_once(tmp_path: Path) -> None:
     state = tmp_path / "s"
-    recs = [link(f"https://h{i % 37}.test/p{i}", frm=f"https://h{(i + 1) % 37}.test/")
-            for i in range(3000)]  # fmt: skip
+    recs = [
+        link(f"https://h{i % 37}.test/p{i}", frm=f"https://h{(i + 1) % 37}.test/")
+        for i in range(3000)
+    ]
     add(state, recs)
     seen: Counter[str] = Counter()
     for _ in range(200):
@@ -322,8 +339,13 @@ def test_parked_urls_come_back_in_the_same_cycle_when_the_budget_rises(tmp_path:
 
 def test_subdomains_share_one_site_budget(tmp_path: Path) -> None:
     state = tmp_path / "s"
-    add(state, [link(f"https://x{i}.spam.example.com/", frm=f"https://y{i}.spam.example.com/")
-                for i in range(300)])  # fmt: skip
+    add(
+        state,
+        [
+            link(f"https://x{i}.spam.example.com/", frm=f"https://y{i}.spam.example.com/")
+            for i in range(300)
+        ],
+    )
     batch, _ = take(state, 1000, per_host=10)
     assert len(batch) == BudgetPolicy().base
     assert len({r["host"] for r in batch}) == len(batch)
@@ -331,13 +353,22 @@ def test_subdomains_share_one_site_budget(tmp_path: Path) -> None:
 
 def test_dedup_yield_cuts_the_budget(tmp_path: Path) -> None:
     state = tmp_path / "s"
-    add(state, [{"url": "https://seed.test/", "reason": "seed"}, {"url": "https://s2.test/",
-                "reason": "seed"}])  # fmt: skip
-    recs = [link(f"https://copies.test/p{i}", frm=f"https://{s}.test/")
-            for i in range(500) for s in ("seed", "s2")]  # fmt: skip
+    add(
+        state,
+        [
+            {"url": "https://seed.test/", "reason": "seed"},
+            {"url": "https://s2.test/", "reason": "seed"},
+        ],
+    )
+    recs = [
+        link(f"https://copies.test/p{i}", frm=f"https://{s}.test/")
+        for i in range(500)
+        for s in ("seed", "s2")
+    ]
     add(state, recs)
-    result, _ = add(state, [{"site": "copies.test", "pages": 100, "exact": 60, "near": 30,
-                             "yield": 0.9}])  # fmt: skip
+    result, _ = add(
+        state, [{"site": "copies.test", "pages": 100, "exact": 60, "near": 30, "yield": 0.9}]
+    )
     assert result.site_records == 1
     batch, _ = take(state, 5000, per_host=1000)
     got = sum(1 for r in batch if r["site"] == "copies.test")
@@ -349,8 +380,14 @@ def test_dedup_yield_cuts_the_budget(tmp_path: Path) -> None:
 
 def test_block_takes_effect_on_next_batch_and_nothing_is_dropped(tmp_path: Path) -> None:
     state = tmp_path / "s"
-    add(state, [link(f"https://{h}/p{i}") for i in range(20)
-                for h in ("a.bad.test", "b.bad.test", "ok.test", "c.other.test")])  # fmt: skip
+    add(
+        state,
+        [
+            link(f"https://{h}/p{i}")
+            for i in range(20)
+            for h in ("a.bad.test", "b.bad.test", "ok.test", "c.other.test")
+        ],
+    )
     r = crawlkit("frontier", "block", "--state", str(state), "bad.test")
     assert r.code == 0, r.stderr
     r = crawlkit("frontier", "block", "--state", str(state), "c.other.test")
@@ -408,9 +445,16 @@ def test_leftovers_of_every_writer_are_removed_and_the_rest_kept(tmp_path: Path)
     state = tmp_path / "s"
     add(state, [link(f"https://h{i}.test/") for i in range(40)])
     d = state / "frontier"
-    debris = [".tmp-seg-000000000077.ndjson.zst", "seg-000000000078.ndjson.zst.tmp",
-              ".manifest.json.a1b2c3.tmp", ".tmp-manifest.json", "sites-99.json.zst",
-              "hosts-99.json.zst", "recrawl-99.fps", "seg-000000000079.ndjson.zst"]  # fmt: skip
+    debris = [
+        ".tmp-seg-000000000077.ndjson.zst",
+        "seg-000000000078.ndjson.zst.tmp",
+        ".manifest.json.a1b2c3.tmp",
+        ".tmp-manifest.json",
+        "sites-99.json.zst",
+        "hosts-99.json.zst",
+        "recrawl-99.fps",
+        "seg-000000000079.ndjson.zst",
+    ]
     for name in debris:
         (d / name).write_bytes(b"half")
     (d / "README.operator").write_text("not the frontier's")
@@ -475,14 +519,26 @@ def test_cli_pipe_between_stages_on_one_state_dir(tmp_path: Path) -> None:
 
     state = str(tmp_path / "s")
     fetches = tmp_path / "fetched.ndjson"
-    fetches.write_text("".join(
-        json.dumps({"url": f"https://h{i}.test/", "status": 200, "outcome": "fetched",
-                    "fetched_at": NOW - 2 * 86400, "digest": f"d{i}"}) + "\n"
-        for i in range(3000)
-    ))  # fmt: skip
+    fetches.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "url": f"https://h{i}.test/",
+                    "status": 200,
+                    "outcome": "fetched",
+                    "fetched_at": NOW - 2 * 86400,
+                    "digest": f"d{i}",
+                }
+            )
+            + "\n"
+            for i in range(3000)
+        )
+    )
     py = sys.executable
-    cmd = (f"{py} -m crawlkit recrawl --state {state} --now {NOW} {fetches} "
-           f"| {py} -m crawlkit frontier add --state {state} --now {NOW}")  # fmt: skip
+    cmd = (
+        f"{py} -m crawlkit recrawl --state {state} --now {NOW} {fetches} "
+        f"| {py} -m crawlkit frontier add --state {state} --now {NOW}"
+    )
     proc = subprocess.run(cmd, shell=True, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(crawlkit("frontier", "stats", "--state", state).stdout)["queued"] == 3000
@@ -507,8 +563,9 @@ _records = st.lists(
 
 @settings(max_examples=25, deadline=None)
 @given(_records, st.integers(1, 15), st.integers(0, 3), st.booleans())
-def test_every_input_url_is_refused_or_handed_out(tmp_path_factory, records, size, per_host,
-                                                   budgets) -> None:  # fmt: skip
+def test_every_input_url_is_refused_or_handed_out(
+    tmp_path_factory, records, size, per_host, budgets
+) -> None:
     """Invariant 1: each URL record comes out as a refusal or in a batch, exactly once
     (recrawls of an already queued URL are counted duplicates), whatever the limits."""
     state = tmp_path_factory.mktemp("prop") / "s"
@@ -530,8 +587,13 @@ def test_every_input_url_is_refused_or_handed_out(tmp_path_factory, records, siz
 def test_nofollow_links_earn_nothing(tmp_path: Path) -> None:
     state = tmp_path / "s"
     add(state, [{"url": f"https://s{i}.test/", "reason": "seed"} for i in range(3)])
-    add(state, [link(f"https://t.test/p{i}", frm=f"https://s{i % 3}.test/", nofollow=True)
-                for i in range(300)])  # fmt: skip
+    add(
+        state,
+        [
+            link(f"https://t.test/p{i}", frm=f"https://s{i % 3}.test/", nofollow=True)
+            for i in range(300)
+        ],
+    )
     batch, _ = take(state, 1000, per_host=1000)
     assert sum(1 for r in batch if r["site"] == "t.test") == BudgetPolicy().base
 
@@ -563,14 +625,24 @@ def test_cli_next_says_why_urls_wait_and_stats_names_the_sites(tmp_path: Path) -
     second = crawlkit("frontier", "next", "--state", state, "--now", str(NOW + 60))
     assert second.lines == []
     for res in (first, second):
-        assert "90 URLs of 1 sites are over their budget and wait for the next " \
-            "--budget-period at 2026-05-29T" in res.stderr  # fmt: skip
+        assert (
+            "90 URLs of 1 sites are over their budget and wait for the next "
+            "--budget-period at 2026-05-29T" in res.stderr
+        )
         assert "a.test used 10 of 10, not a seed and no trusted linkers" in res.stderr
         assert "'frontier add --reason seed'" in res.stderr
     stats = json.loads(crawlkit("frontier", "stats", "--state", state).stdout)
     assert stats["parked"] == 90
-    assert stats["budgets"]["parked_sites"] == [{"site": "a.test", "parked": 90, "budget": 10,
-        "used": 10, "seed": False, "trusted_linkers": 0}]  # fmt: skip
+    assert stats["budgets"]["parked_sites"] == [
+        {
+            "site": "a.test",
+            "parked": 90,
+            "budget": 10,
+            "used": 10,
+            "seed": False,
+            "trusted_linkers": 0,
+        }
+    ]
     # seeded as the note says, the site gets 110 a cycle: only --per-host holds URLs back
     seeded = str(tmp_path / "seeded")
     crawlkit("frontier", "add", "--state", seeded, "--urls", "--reason", "seed", input=urls)
@@ -599,20 +671,33 @@ def test_cli_links_feed_the_site_graph(tmp_path: Path) -> None:
     """Links to URLs already seen never reach 'add' (seen-merge drops them); 'links'
     counts them: ten one-way linking sites make a site more urgent and richer."""
     state = str(tmp_path / "s")
-    seeds = "".join(json.dumps({"url": f"https://s{i}.test/", "reason": "seed"}) + "\n"
-                    for i in range(10))  # fmt: skip
+    seeds = "".join(
+        json.dumps({"url": f"https://s{i}.test/", "reason": "seed"}) + "\n" for i in range(10)
+    )
     assert crawlkit("frontier", "add", "--state", state, input=seeds.encode()).code == 0
     links = tmp_path / "links.ndjson"
-    links.write_text("".join(
-        json.dumps({"url": "https://pop.test/", "site": "pop.test", "from": f"https://s{i}.test/x"})
-        + "\n" for i in range(10)
-    ) + json.dumps({"url": "https://pop.test/a", "from": "https://pop.test/"}) + "\n"
-      + json.dumps({"url": "https://pop.test/b", "from": "https://z.test/", "nofollow": True})
-      + "\n")  # fmt: skip
+    links.write_text(
+        "".join(
+            json.dumps(
+                {"url": "https://pop.test/", "site": "pop.test", "from": f"https://s{i}.test/x"}
+            )
+            + "\n"
+            for i in range(10)
+        )
+        + json.dumps({"url": "https://pop.test/a", "from": "https://pop.test/"})
+        + "\n"
+        + json.dumps({"url": "https://pop.test/b", "from": "https://z.test/", "nofollow": True})
+        + "\n"
+    )
     r = crawlkit("frontier", "links", "--state", state, str(links))
     assert r.code == 0 and r.stdout == b"" and "12 link records, 10 between sites" in r.stderr
-    r = crawlkit("frontier", "add", "--state", state, input=json.dumps(
-        {"url": "https://pop.test/new", "from": "https://s0.test/"}).encode())  # fmt: skip
+    r = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        state,
+        input=json.dumps({"url": "https://pop.test/new", "from": "https://s0.test/"}).encode(),
+    )
     assert r.code == 0, r.stderr
     batch = [json.loads(x) for x in crawlkit("frontier", "next", "--state", state).lines]
     (pop,) = [b for b in batch if b["site"] == "pop.test"]

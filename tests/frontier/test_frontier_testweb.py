@@ -35,12 +35,17 @@ def test_traps_and_link_farm_on_testweb(tmp_path: Path) -> None:
         refused: list[dict] = []
         seeds = [canon.parse(u) for u in web.seeds.read_text().split()]
         seen = {p.url for p in seeds}
-        frontier_add(state, [{"url": p.url, "reason": "seed", "depth": 0} for p in seeds],
-                     on_refused=refused.append, now=NOW)  # fmt: skip
+        frontier_add(
+            state,
+            [{"url": p.url, "reason": "seed", "depth": 0} for p in seeds],
+            on_refused=refused.append,
+            now=NOW,
+        )
         fetched: list[dict] = []
         for _ in range(100):  # bounded; ends when the cycle's budgets are spent
-            batch = frontier_next(state, NextOptions(max_urls=300, per_host=60, now=NOW),
-                                  write=lambda b: None)  # fmt: skip
+            batch = frontier_next(
+                state, NextOptions(max_urls=300, per_host=60, now=NOW), write=lambda b: None
+            )
             if not batch.lines:
                 break
             found: list[dict] = []
@@ -63,9 +68,17 @@ def test_traps_and_link_farm_on_testweb(tmp_path: Path) -> None:
                     if target.url in seen:
                         continue
                     seen.add(target.url)
-                    found.append({"url": target.url, "host": target.host, "site": target.site,
-                                  "fp": target.fp, "reason": "link",
-                                  "depth": rec["depth"] + 1, "from": rec["url"]})  # fmt: skip
+                    found.append(
+                        {
+                            "url": target.url,
+                            "host": target.host,
+                            "site": target.site,
+                            "fp": target.fp,
+                            "reason": "link",
+                            "depth": rec["depth"] + 1,
+                            "from": rec["url"],
+                        }
+                    )
             frontier_links(state, every)  # the whole site graph...
             frontier_add(state, found, on_refused=refused.append, now=NOW)  # ...new URLs
         else:

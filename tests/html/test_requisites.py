@@ -213,8 +213,11 @@ def test_extract_command_writes_requisites_of_pages_and_stylesheets(tmp_path):
     assert pages[0]["links"] == 1 and pages[0]["requisites"] == 6
     records = [json.loads(line) for line in links.read_text().splitlines()]
     got = [(r["from"], r["reason"], r["tag"], r["url"]) for r in records]
-    home, site_css, theme = ("http://site.test/", "http://site.test/css/site.css",
-                             "http://site.test/css/theme.css")  # fmt: skip
+    home, site_css, theme = (
+        "http://site.test/",
+        "http://site.test/css/site.css",
+        "http://site.test/css/theme.css",
+    )
     assert got == [
         (home, "link", "a", "http://site.test/about"),
         (home, "requisite", "link", "http://site.test/css/site.css"),

@@ -24,8 +24,10 @@ def test_the_wheel_installs_the_man_pages_in_share_man_man1(tmp_path: Path) -> N
     wheels = tmp_path / "wheels"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(src)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     (wheel,) = wheels.glob("crawlkit-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -37,10 +39,23 @@ def test_the_wheel_installs_the_man_pages_in_share_man_man1(tmp_path: Path) -> N
     # environment running this test (its editable install), breaking it.
     prefix = tmp_path / "prefix"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q",
-         "--ignore-installed", "--prefix", str(prefix), str(wheel)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            "--ignore-installed",
+            "--prefix",
+            str(prefix),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     page = prefix / "share" / "man" / "man1" / "crawlkit.1"
     assert page.read_bytes() == (ROOT / "man" / "crawlkit.1").read_bytes()

@@ -122,8 +122,14 @@ def _simulate(change_every: float, steps: int, *, poisson_seed: int | None = Non
             if poisson_seed is not None
             else int(now // change_every)
         )
-        e = apply_event(e, Event(kind="fetch", at=now, url="u", outcome="fetched", status=200,
-                                 digest=f"v{version}"), 1, P)  # fmt: skip
+        e = apply_event(
+            e,
+            Event(
+                kind="fetch", at=now, url="u", outcome="fetched", status=200, digest=f"v{version}"
+            ),
+            1,
+            P,
+        )
         intervals.append(e.interval)
         now = e.due
     return intervals
@@ -138,8 +144,11 @@ def test_page_changing_every_t_settles_near_t(period: float) -> None:
     assert 0.25 * period < gm < period
     assert max(settled) < 1.0 * period and min(settled) > 0.15 * period
     # and it does not depend on where it started: T and 20 T apart stay 20x apart
-    assert math.isclose(gm / period, statistics.geometric_mean(_simulate(20 * period, 300)[100:])
-                        / (20 * period), rel_tol=0.2)  # fmt: skip
+    assert math.isclose(
+        gm / period,
+        statistics.geometric_mean(_simulate(20 * period, 300)[100:]) / (20 * period),
+        rel_tol=0.2,
+    )
 
 
 def test_random_changes_settle_near_mean_gap() -> None:
@@ -179,8 +188,11 @@ def test_stage_emits_due_urls_once_with_validators(tmp_path: Path) -> None:
     assert run(state, [], now=T0 + DAY + 2) == []  # emitted, not fetched since: not again
     assert len(run(state, [], now=T0 + 3 * DAY)) == 2  # ...until max(interval, 1 day) passes
     # a 304 for x: no change, interval grows, not due again for 1.5 days
-    run(state, [_fetch_rec("https://a.test/x", T0 + 3 * DAY, None, outcome="not-modified",
-                           status=304)], now=T0 + 3 * DAY)  # fmt: skip
+    run(
+        state,
+        [_fetch_rec("https://a.test/x", T0 + 3 * DAY, None, outcome="not-modified", status=304)],
+        now=T0 + 3 * DAY,
+    )
     assert [r["url"] for r in run(state, [], now=T0 + 4.4 * DAY)] == ["https://a.test/y"]
     later = run(state, [], now=T0 + 4.6 * DAY)
     assert [r["url"] for r in later] == ["https://a.test/x"]
@@ -193,8 +205,14 @@ def test_stage_page_record_decides_near_duplicate(tmp_path: Path) -> None:
     url = "https://a.test/p"
     page = {"url": url, "digest": "sha1:A", "simhash": "f0f0f0f0f0f0f0f0"}
     run(state, [_fetch_rec(url, T0, "sha1:A"), page], now=T0)
-    run(state, [{"url": url, "digest": "sha1:B", "simhash": "f0f0f0f0f0f0f0f3"},
-                _fetch_rec(url, T0 + DAY, "sha1:B")], now=T0 + DAY)  # fmt: skip
+    run(
+        state,
+        [
+            {"url": url, "digest": "sha1:B", "simhash": "f0f0f0f0f0f0f0f3"},
+            _fetch_rec(url, T0 + DAY, "sha1:B"),
+        ],
+        now=T0 + DAY,
+    )
     (rec,) = run(state, [], now=T0 + 10 * DAY)
     assert rec["interval"] == 1.5 * DAY and rec["changes"] == 0
 
@@ -215,8 +233,11 @@ def test_stage_sitemap_lastmod_makes_url_due_now(tmp_path: Path) -> None:
     state = tmp_path / "s"
     url = "https://a.test/p"
     run(state, [_fetch_rec(url, T0, "A")], now=T0)
-    (rec,) = run(state, [{"url": url, "reason": "sitemap", "lastmod": "2026-05-28T21:00:00Z"}],
-                 now=T0 + 2 * H)  # fmt: skip
+    (rec,) = run(
+        state,
+        [{"url": url, "reason": "sitemap", "lastmod": "2026-05-28T21:00:00Z"}],
+        now=T0 + 2 * H,
+    )
     assert rec["url"] == url and rec["changes"] == 1
 
 
@@ -252,8 +273,12 @@ def test_cli_usage_errors(tmp_path: Path) -> None:
 def test_bad_times_are_bad_records_and_the_rest_commits(tmp_path: Path) -> None:
     """-1e18 crashed the run (gmtime overflow), "notatime" was taken as now, 1e308 made a
     URL never due: each is a bad record with FILE:LINE, and the good record commits."""
-    good = {"url": "https://a.test/ok", "outcome": "fetched", "status": 200,
-            "fetched_at": "2026-05-01T00:00:00Z"}  # fmt: skip
+    good = {
+        "url": "https://a.test/ok",
+        "outcome": "fetched",
+        "status": 200,
+        "fetched_at": "2026-05-01T00:00:00Z",
+    }
     bad = [
         {**good, "url": "https://a.test/neg", "fetched_at": -1e18},
         {**good, "url": "https://a.test/word", "fetched_at": "notatime"},
@@ -281,11 +306,22 @@ def test_bad_times_are_bad_records_and_the_rest_commits(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(0, 0.0), ("2026-05-01T00:00:00Z", 1_777_593_600.0), ("Fri, 01 May 2026 00:00:00 GMT",
-      1_777_593_600.0), ("9999-12-31T23:59:59Z", 253_402_300_799.0), (-1, None), (-1e18, None),
-     (1e308, None), (float("nan"), None), ("inf", None), ("notatime", None), (True, None),
-     ("0001-01-01T00:00:00+01:00", None), ("10000-01-01", None)],
-)  # fmt: skip
+    [
+        (0, 0.0),
+        ("2026-05-01T00:00:00Z", 1_777_593_600.0),
+        ("Fri, 01 May 2026 00:00:00 GMT", 1_777_593_600.0),
+        ("9999-12-31T23:59:59Z", 253_402_300_799.0),
+        (-1, None),
+        (-1e18, None),
+        (1e308, None),
+        (float("nan"), None),
+        ("inf", None),
+        ("notatime", None),
+        (True, None),
+        ("0001-01-01T00:00:00+01:00", None),
+        ("10000-01-01", None),
+    ],
+)
 def test_the_shared_time_parser_takes_only_1970_to_9999(value, seconds) -> None:
     from crawlkit.sitemap.parse import normalize_lastmod
     from crawlkit.times import parse_time, time_problem

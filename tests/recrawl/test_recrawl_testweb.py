@@ -58,8 +58,13 @@ def test_intervals_follow_the_page_on_testweb(tmp_path: Path) -> None:
                 intervals[d["url"]].append(d["interval"])
                 statuses[d["url"]].append(rec["status"])
             time.sleep(0.01)
-        recrawl(state, [("log", i + 1, r) for i, r in enumerate(log)], write=lambda r: None,
-                policy=policy, now=time.time())  # fmt: skip
+        recrawl(
+            state,
+            [("log", i + 1, r) for i, r in enumerate(log)],
+            write=lambda r: None,
+            policy=policy,
+            now=time.time(),
+        )
     history = History(state / "recrawl")
     final = {u: history.get(fingerprint_int(u)) for u in urls}
     history.close()

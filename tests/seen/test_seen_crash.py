@@ -107,8 +107,10 @@ def test_kill_at_random_commit_steps(tmp_path: Path):
     def run(state: Path, kill_at: int) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
             [sys.executable, str(driver), str(kill_at), *args, "--state", str(state)],
-            input=data, capture_output=True, timeout=60,
-        )  # fmt: skip
+            input=data,
+            capture_output=True,
+            timeout=60,
+        )
 
     clean = run(tmp_path / "clean", 0)
     assert clean.returncode == 0, clean.stderr
@@ -149,10 +151,22 @@ def test_kill_the_command_at_random_times(tmp_path: Path):
             out = tmp_path / f"out{iteration}-{attempt}"
             with open(out, "wb") as sink:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "crawlkit", "seen-merge", "--state", str(state),
-                     "--batch-size", "100", "--capacity", "1000", str(source)],
-                    stdout=sink, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
+                    [
+                        sys.executable,
+                        "-m",
+                        "crawlkit",
+                        "seen-merge",
+                        "--state",
+                        str(state),
+                        "--batch-size",
+                        "100",
+                        "--capacity",
+                        "1000",
+                        str(source),
+                    ],
+                    stdout=sink,
+                    stderr=subprocess.DEVNULL,
+                )
                 if attempt < 2:
                     # Kill after a random share of the remaining output has appeared,
                     # so the kill lands in the middle of the work however fast it runs.

@@ -146,8 +146,12 @@ def test_commit_then_lookup_and_reopen(tmp_path: Path):
 
 def test_one_writer_at_a_time(tmp_path: Path):
     # The lock is per process (re-entrant inside one), so the rival is another process.
-    rival = [sys.executable, "-c", "import sys; from crawlkit.seen import SeenStore; "
-             "SeenStore.open(sys.argv[1]).close()", str(tmp_path)]  # fmt: skip
+    rival = [
+        sys.executable,
+        "-c",
+        "import sys; from crawlkit.seen import SeenStore; SeenStore.open(sys.argv[1]).close()",
+        str(tmp_path),
+    ]
     with SeenStore.open(tmp_path):
         locked = subprocess.run(rival, capture_output=True, text=True, timeout=60)
         assert locked.returncode != 0 and "LockedError" in locked.stderr
@@ -229,8 +233,12 @@ def test_leftovers_of_a_crash_are_removed_at_open(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
         store.commit(keys([5, 6, 7]))
     seen = tmp_path / "seen"
-    junk = [seen / ".tmp-run-00000099.u64", seen / "run-00000099.u64",
-            seen / "filter-00000098.bloom", seen / ".manifest.json.abc.tmp"]  # fmt: skip
+    junk = [
+        seen / ".tmp-run-00000099.u64",
+        seen / "run-00000099.u64",
+        seen / "filter-00000098.bloom",
+        seen / ".manifest.json.abc.tmp",
+    ]
     for path in junk:
         path.write_bytes(b"x" * 8)
     (seen / "notes.txt").write_text("mine")

@@ -87,8 +87,17 @@ def test_deliver_does_not_carry_a_symlink_from_an_outbox(tmp_path: Path) -> None
     assert crawlkit("shard", "--shards", "2", "--save-map", str(the_map)).code == 0
     s0, s1 = tmp_path / "s0", tmp_path / "s1"
     for k, state in enumerate((s0, s1)):
-        res = crawlkit("frontier", "add", "--state", str(state), "--shard", str(k),
-                       "--slot-map", str(the_map), input=b"")  # fmt: skip
+        res = crawlkit(
+            "frontier",
+            "add",
+            "--state",
+            str(state),
+            "--shard",
+            str(k),
+            "--slot-map",
+            str(the_map),
+            input=b"",
+        )
         assert res.code == 0, res.stderr
     outbox = s0 / "outbox" / "shard-1"
     outbox.mkdir(parents=True)

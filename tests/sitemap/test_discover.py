@@ -18,13 +18,17 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
 
-URLSET = (b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- generated -->\n'
-          b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-          b"<url><loc>http://s.test/a</loc><lastmod>2026-10-01</lastmod></url>"
-          b"<url><loc>http://other.test/x</loc></url></urlset>")  # fmt: skip
-INDEX = (b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
-         b'sitemap/0.9"><sitemap><loc>http://s.test/sm-2.xml.gz</loc></sitemap>'
-         b"</sitemapindex>")  # fmt: skip
+URLSET = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- generated -->\n'
+    b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+    b"<url><loc>http://s.test/a</loc><lastmod>2026-10-01</lastmod></url>"
+    b"<url><loc>http://other.test/x</loc></url></urlset>"
+)
+INDEX = (
+    b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
+    b'sitemap/0.9"><sitemap><loc>http://s.test/sm-2.xml.gz</loc></sitemap>'
+    b"</sitemapindex>"
+)
 
 
 @pytest.mark.parametrize(
@@ -56,25 +60,40 @@ def _write(path: Path, responses: list[tuple[str, str, bytes]]) -> None:
     with open(path, "wb") as f:
         w = WARCWriter(f, gzip=True)
         for url, ctype, body in responses:
-            w.write_record(w.create_warc_record(
-                url, "response", payload=io.BytesIO(body),
-                http_headers=StatusAndHeaders("200 OK", [("Content-Type", ctype)],
-                                              protocol="HTTP/1.1")))  # fmt: skip
+            w.write_record(
+                w.create_warc_record(
+                    url,
+                    "response",
+                    payload=io.BytesIO(body),
+                    http_headers=StatusAndHeaders(
+                        "200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1"
+                    ),
+                )
+            )
 
 
 def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
     warc = tmp_path / "s.warc.gz"
-    _write(warc, [
-        ("http://s.test/robots.txt", "text/plain",
-         b"User-agent: *\nDisallow: /private/\nSitemap: /sitemap.xml\n"
-         b"Sitemap: http://s.test/sm-index.xml\n"),
-        ("http://s.test/sitemap.xml", "application/xml", URLSET),
-        ("http://s.test/sm-index.xml", "text/xml", INDEX),
-        ("http://s.test/sm-2.xml.gz", "application/x-gzip",
-         gzip.compress(b"http://s.test/t1\nhttp://s.test/t2\n")),
-        ("http://s.test/list.txt", "text/plain", b"http://s.test/t3\n"),
-        ("http://s.test/page", "text/plain", b"<html><a href='/p2'>x</a></html>"),
-    ])  # fmt: skip
+    _write(
+        warc,
+        [
+            (
+                "http://s.test/robots.txt",
+                "text/plain",
+                b"User-agent: *\nDisallow: /private/\nSitemap: /sitemap.xml\n"
+                b"Sitemap: http://s.test/sm-index.xml\n",
+            ),
+            ("http://s.test/sitemap.xml", "application/xml", URLSET),
+            ("http://s.test/sm-index.xml", "text/xml", INDEX),
+            (
+                "http://s.test/sm-2.xml.gz",
+                "application/x-gzip",
+                gzip.compress(b"http://s.test/t1\nhttp://s.test/t2\n"),
+            ),
+            ("http://s.test/list.txt", "text/plain", b"http://s.test/t3\n"),
+            ("http://s.test/page", "text/plain", b"<html><a href='/p2'>x</a></html>"),
+        ],
+    )
     links = tmp_path / "links.ndjson"
     res = crawlkit("extract", str(warc), "--links", str(links))
     assert res.code == 0, res.stderr
@@ -101,22 +120,53 @@ def test_crawl_reaches_sitemap_only_pages(tmp_path):
     with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "sitemaps") as web:
         host = web.hosts_of_kind("sitemaps")[0]
         state = tmp_path / "state"
-        res = crawlkit("crawl", host["root"], "--state", str(state), "--scope", "site",
-                       "--min-delay", "0.05s", "--allow-net", web.info["allow_net"],
-                       "--hosts-file", str(web.hosts_file), "--timeout", "5s",
-                       timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            host["root"],
+            "--state",
+            str(state),
+            "--scope",
+            "site",
+            "--min-delay",
+            "0.05s",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--timeout",
+            "5s",
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
         asked = {f"http://{q['host']}:{q['port']}{q['path']}" for q in web.requests()}
         second = tmp_path / "second"
-        res = crawlkit("crawl", "--sitemap", host["notes"]["sitemaps"][1], "--state",
-                       str(second), "--scope", "site", "--min-delay", "0.05s",
-                       "--allow-net", web.info["allow_net"], "--hosts-file",
-                       str(web.hosts_file), "--timeout", "5s", "--json", timeout=180)  # fmt: skip
+        res = crawlkit(
+            "crawl",
+            "--sitemap",
+            host["notes"]["sitemaps"][1],
+            "--state",
+            str(second),
+            "--scope",
+            "site",
+            "--min-delay",
+            "0.05s",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--timeout",
+            "5s",
+            "--json",
+            timeout=180,
+        )
         assert res.code == 0, res.stderr
     assert set(host["pages"]) <= asked  # all 14, most of them listed only in sitemaps
     assert set(host["notes"]["sitemaps"]) <= asked
-    fetched = [json.loads(line) for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-               for line in p.read_text().splitlines()]  # fmt: skip
+    fetched = [
+        json.loads(line)
+        for p in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+        for line in p.read_text().splitlines()
+    ]
     only = {r["url"]: r for r in fetched if r["url"] in host["notes"]["sitemap_only"]}
     assert set(only) == set(host["notes"]["sitemap_only"])
     assert {r["reason"] for r in only.values()} == {"sitemap"}

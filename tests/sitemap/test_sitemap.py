@@ -47,11 +47,17 @@ def test_urlset() -> None:
     ]
     first = recs[0]
     assert first == {
-        "url": "https://www.example.com/", "host": "www.example.com", "site": "example.com",
-        "fp": fingerprint("https://www.example.com/"), "depth": 0, "priority": 1.0,
-        "reason": "sitemap", "lastmod": "2024-05-01T00:00:00Z", "changefreq": "daily",
+        "url": "https://www.example.com/",
+        "host": "www.example.com",
+        "site": "example.com",
+        "fp": fingerprint("https://www.example.com/"),
+        "depth": 0,
+        "priority": 1.0,
+        "reason": "sitemap",
+        "lastmod": "2024-05-01T00:00:00Z",
+        "changefreq": "daily",
         "via": "https://www.example.com/sitemap.xml",
-    }  # fmt: skip
+    }
     assert recs[1]["lastmod"] == "2024-05-01T08:30:00Z"  # +02:00 to UTC
     assert recs[1]["changefreq"] == "weekly" and recs[1]["priority"] == 0.8
     assert recs[2]["lastmod"] == "2024-05-01T23:59:59Z" and recs[2]["priority"] == 0.5
@@ -139,12 +145,19 @@ def test_gzip_gives_the_same_records(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("encoding", "path"),
-    [("windows-1252", "/café–menu"), ("shift_jis", "/メニュー"), ("ISO-8859-1", "/café"),
-     ("utf-16", "/ツ"), ("UTF8", "/ツ")],
-)  # fmt: skip
+    [
+        ("windows-1252", "/café–menu"),
+        ("shift_jis", "/メニュー"),
+        ("ISO-8859-1", "/café"),
+        ("utf-16", "/ツ"),
+        ("UTF8", "/ツ"),
+    ],
+)
 def test_declared_encodings(encoding: str, path: str) -> None:
-    doc = (f'<?xml version="1.0" encoding="{encoding}"?>\n'
-           f"<urlset><url><loc>https://e.com{path}</loc></url></urlset>\n")  # fmt: skip
+    doc = (
+        f'<?xml version="1.0" encoding="{encoding}"?>\n'
+        f"<urlset><url><loc>https://e.com{path}</loc></url></urlset>\n"
+    )
     data = doc.encode("utf-16" if encoding == "utf-16" else encoding)
     (record,) = parse_sitemap(data)
     assert record["url"] == "https://e.com" + quote(path.encode("utf-8"), safe="/")
@@ -215,8 +228,10 @@ def test_memory_stays_flat_on_a_50_mb_file(tmp_path: Path) -> None:
     path = tmp_path / "big.xml"
     pad = b"<image:image><image:caption>" + b"x" * 1150 + b"</image:caption></image:image>"
     with path.open("wb") as f:
-        f.write(b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-                b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n')  # fmt: skip
+        f.write(
+            b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+            b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">\n'
+        )
         for i in range(45_000):
             f.write(b"<url><loc>https://e.com/%d</loc>%s</url>\n" % (i, pad))
         f.write(b"</urlset>\n")
@@ -256,16 +271,20 @@ def test_external_entity_is_refused_and_nothing_is_read(tmp_path: Path) -> None:
 
 
 def test_parameter_entity_is_refused() -> None:
-    doc = (b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY % p SYSTEM "http://127.0.0.1:9/x.dtd">'
-           b"%p;]><urlset/>")  # fmt: skip
+    doc = (
+        b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY % p SYSTEM "http://127.0.0.1:9/x.dtd">'
+        b"%p;]><urlset/>"
+    )
     with pytest.raises(SitemapError, match="refused"):
         list(parse_sitemap(doc))
 
 
 def test_external_dtd_is_never_fetched() -> None:
     # Port 9 (discard) on loopback: a fetch would fail or hang; expat must not try.
-    doc = (b'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/s.dtd">'
-           b"<urlset><url><loc>https://e.com/ok</loc></url></urlset>")  # fmt: skip
+    doc = (
+        b'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "http://127.0.0.1:9/s.dtd">'
+        b"<urlset><url><loc>https://e.com/ok</loc></url></urlset>"
+    )
     assert [r["url"] for r in parse_sitemap(doc)] == ["https://e.com/ok"]
 
 
@@ -323,12 +342,36 @@ def test_any_bytes_give_records_or_a_sitemap_error(data: bytes) -> None:
 
 
 _xmlish = st.lists(
-    st.sampled_from(["<urlset>", "</urlset>", "<url>", "</url>", "<loc>", "</loc>",
-                     "https://e.com/a", "<lastmod>", "</lastmod>", "2024-01-01", "&amp;",
-                     "<sitemapindex>", "<sitemap>", "</sitemap>", "<rss>", "<item>", "<link>",
-                     "</link>", "</item>", "<![CDATA[x]]>", "<!-- c -->", " ", "\n", "&x;"]),
+    st.sampled_from(
+        [
+            "<urlset>",
+            "</urlset>",
+            "<url>",
+            "</url>",
+            "<loc>",
+            "</loc>",
+            "https://e.com/a",
+            "<lastmod>",
+            "</lastmod>",
+            "2024-01-01",
+            "&amp;",
+            "<sitemapindex>",
+            "<sitemap>",
+            "</sitemap>",
+            "<rss>",
+            "<item>",
+            "<link>",
+            "</link>",
+            "</item>",
+            "<![CDATA[x]]>",
+            "<!-- c -->",
+            " ",
+            "\n",
+            "&x;",
+        ]
+    ),
     max_size=30,
-).map("".join)  # fmt: skip
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -380,16 +423,25 @@ def test_cli_reads_files_of_every_format(cli, tmp_path: Path) -> None:
 
 
 def test_cli_stdin_base_and_via(cli) -> None:
-    res = cli("sitemap", "--base", "https://blog.example.com/feed.atom", "-q",
-              input=(DATA / "feed.atom").read_bytes())  # fmt: skip
+    res = cli(
+        "sitemap",
+        "--base",
+        "https://blog.example.com/feed.atom",
+        "-q",
+        input=(DATA / "feed.atom").read_bytes(),
+    )
     assert res.code == 0 and res.stderr == ""
     recs = [orjson.loads(line) for line in res.lines]
     assert {r["via"] for r in recs} == {"https://blog.example.com/feed.atom"}
 
 
 def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
-    res = cli("sitemap", str(DATA / "billion-laughs.xml"), str(DATA / "malformed.xml"),
-              str(DATA / "index.xml"))  # fmt: skip
+    res = cli(
+        "sitemap",
+        str(DATA / "billion-laughs.xml"),
+        str(DATA / "malformed.xml"),
+        str(DATA / "index.xml"),
+    )
     assert res.code == 1
     assert "billion-laughs.xml: hostile XML refused" in res.stderr
     assert "malformed.xml: malformed XML at line 4" in res.stderr
@@ -400,8 +452,9 @@ def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
 def test_same_host_skips_and_reports_foreign_urls() -> None:
     doc = b"https://www.example.com/a\nhttps://evil.example.net/b\nhttps://WWW.example.com/c\n"
     out = io.StringIO()
-    reader = SitemapReader(base="https://www.example.com/s.txt", same_host=True,
-                           reporter=Reporter("t", out))  # fmt: skip
+    reader = SitemapReader(
+        base="https://www.example.com/s.txt", same_host=True, reporter=Reporter("t", out)
+    )
     recs = list(reader.read(io.BytesIO(doc)))
     assert [r["url"] for r in recs] == ["https://www.example.com/a", "https://www.example.com/c"]
     assert reader.stats.foreign == 1 and ":2: URL on another host" in out.getvalue()
@@ -410,11 +463,21 @@ def test_same_host_skips_and_reports_foreign_urls() -> None:
 
 
 def test_cli_same_host(cli) -> None:
-    res = cli("sitemap", "--same-host", "--base", "https://news.example.com/feed.rss",
-              str(DATA / "feed.rss"))  # fmt: skip
+    res = cli(
+        "sitemap",
+        "--same-host",
+        "--base",
+        "https://news.example.com/feed.rss",
+        str(DATA / "feed.rss"),
+    )
     assert res.code == 0 and len(res.lines) == 3
-    res = cli("sitemap", "--same-host", "--base", "https://other.example.com/feed.rss",
-              str(DATA / "feed.rss"))  # fmt: skip
+    res = cli(
+        "sitemap",
+        "--same-host",
+        "--base",
+        "https://other.example.com/feed.rss",
+        str(DATA / "feed.rss"),
+    )
     assert res.code == 0 and res.lines == [] and "3 foreign skipped" in res.stderr
     res = cli("sitemap", "--same-host", str(DATA / "feed.rss"))
     assert res.code == 2 and "--same-host needs --base" in res.stderr

@@ -20,8 +20,20 @@ MIN_BACKOFF = 0.3
 # server's when it wrote it, and a loaded machine can delay either by milliseconds.
 MARGIN = 0.03
 UA = "crawlkit/0.1 (+test)"
-WEB_ARGS = ("--hosts", "2", "--pages", "4", "--special", "none,robots-rules,status-429,slow",
-            "--crawl-delay", "0.15s", "--retry-after", "1s", "--slow-delay", "0.3s")  # fmt: skip
+WEB_ARGS = (
+    "--hosts",
+    "2",
+    "--pages",
+    "4",
+    "--special",
+    "none,robots-rules,status-429,slow",
+    "--crawl-delay",
+    "0.15s",
+    "--retry-after",
+    "1s",
+    "--slow-delay",
+    "0.3s",
+)
 
 
 class Client:
@@ -123,8 +135,16 @@ def rude_crawl(web) -> None:
 
 
 def run_audit_cli(cli, web, *extra):
-    return cli("audit", "--server-log", str(web.log_path), "--min-gap", f"{MIN_GAP}s",
-               "--min-backoff", f"{MIN_BACKOFF}s", *extra)  # fmt: skip
+    return cli(
+        "audit",
+        "--server-log",
+        str(web.log_path),
+        "--min-gap",
+        f"{MIN_GAP}s",
+        "--min-backoff",
+        f"{MIN_BACKOFF}s",
+        *extra,
+    )
 
 
 def test_polite_client_passes(cli, tmp_path):
@@ -166,8 +186,17 @@ def test_rude_client_is_flagged(cli, tmp_path):
 
 # -- the checks one at a time, on synthetic events ---------------------------------------
 def ev(host, path, t0, t1, conn=1, status=200, addr="127.1.0.1", **kw):
-    return Event(host=host, addr=addr, path=path, t_start=t0, t_end=t1, status=status,
-                 conn=conn, agent="crawlkit", **kw)  # fmt: skip
+    return Event(
+        host=host,
+        addr=addr,
+        path=path,
+        t_start=t0,
+        t_end=t1,
+        status=status,
+        conn=conn,
+        agent="crawlkit",
+        **kw,
+    )
 
 
 def checks(report):
@@ -176,8 +205,11 @@ def checks(report):
 
 def test_gap_and_crawl_delay():
     rules = {"a.test": HostRules(RobotsTxt.parse(b"User-agent: *\nCrawl-delay: 2\n"), 200)}
-    events = [ev("a.test", "/robots.txt", 0, 0.1), ev("a.test", "/x", 2.2, 2.3),
-              ev("a.test", "/y", 3.3, 3.4)]  # fmt: skip
+    events = [
+        ev("a.test", "/robots.txt", 0, 0.1),
+        ev("a.test", "/x", 2.2, 2.3),
+        ev("a.test", "/y", 3.3, 3.4),
+    ]
     report = audit(events, rules, AuditConfig(min_gap=1.0))
     assert checks(report) == {("a.test", "crawl_delay")}
     assert report["hosts"]["a.test"]["crawl_delay_s"] == 2
@@ -188,14 +220,20 @@ def test_gap_and_crawl_delay():
 
 
 def test_backoff_doubles_and_retry_after_is_honoured():
-    events = [ev("a.test", "/robots.txt", 0, 0), ev("a.test", "/1", 1, 1, status=429),
-              ev("a.test", "/2", 12, 12, status=429), ev("a.test", "/3", 31, 31)]  # fmt: skip
+    events = [
+        ev("a.test", "/robots.txt", 0, 0),
+        ev("a.test", "/1", 1, 1, status=429),
+        ev("a.test", "/2", 12, 12, status=429),
+        ev("a.test", "/3", 31, 31),
+    ]
     cfg = AuditConfig(min_gap=0.5, min_backoff=10, adaptive_factor=0)
     # 11 s after the first 429 is fine (10 s), 19 s after the second is not (20 s).
     assert checks(audit(events, None, cfg)) == {("a.test", "backoff")}
-    events = [ev("a.test", "/robots.txt", 0, 0),
-              ev("a.test", "/1", 1, 1, status=503, retry_until=30.0),
-              ev("a.test", "/2", 20, 20)]  # fmt: skip
+    events = [
+        ev("a.test", "/robots.txt", 0, 0),
+        ev("a.test", "/1", 1, 1, status=503, retry_until=30.0),
+        ev("a.test", "/2", 20, 20),
+    ]
     found = checks(audit(events, None, cfg))
     assert found == {("a.test", "backoff"), ("a.test", "retry_after")}
 
@@ -270,12 +308,22 @@ def test_rules_from_manifest_cover_status_and_redirects(testweb):
 
 def test_fetch_log_mode(cli, tmp_path):
     recs = [
-        {"url": "http://a.test:1/robots.txt", "fetched_at": "2026-11-30T07:00:00.000Z",
-         "elapsed_ms": 10, "ip": "127.1.0.1", "status": 200},
-        {"url": "http://a.test:1/x", "fetched_at": "2026-11-30T07:00:00.100Z",
-         "elapsed_ms": 10, "ip": "127.1.0.1", "status": 200},
+        {
+            "url": "http://a.test:1/robots.txt",
+            "fetched_at": "2026-11-30T07:00:00.000Z",
+            "elapsed_ms": 10,
+            "ip": "127.1.0.1",
+            "status": 200,
+        },
+        {
+            "url": "http://a.test:1/x",
+            "fetched_at": "2026-11-30T07:00:00.100Z",
+            "elapsed_ms": 10,
+            "ip": "127.1.0.1",
+            "status": 200,
+        },
         {"url": "http://a.test:1/y", "outcome": "deferred", "fetched_at": None},
-    ]  # fmt: skip
+    ]
     log = tmp_path / "fetched.ndjson"
     log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     bad = cli("audit", "--fetch-log", str(log), "--min-gap", "1s", "--json")
@@ -306,21 +354,48 @@ def test_fetch_log_without_robots_records_and_default_agent(cli, tmp_path, testw
     allowed_for_crawlkit_only = rules["root"] + "private/public-info.html"
     disallowed = rules["root"] + "private/secret.html"
     recs = [
-        {"url": allowed_for_crawlkit_only, "fetched_at": "2026-11-30T07:00:00.000Z",
-         "elapsed_ms": 5, "ip": rules["addr"], "status": 200, "outcome": "fetched"},
-        {"url": rules["root"] + "nostar/page.html", "fetched_at": "2026-11-30T07:00:02.000Z",
-         "elapsed_ms": 5, "ip": rules["addr"], "status": 200, "outcome": "fetched"},
-    ]  # fmt: skip
+        {
+            "url": allowed_for_crawlkit_only,
+            "fetched_at": "2026-11-30T07:00:00.000Z",
+            "elapsed_ms": 5,
+            "ip": rules["addr"],
+            "status": 200,
+            "outcome": "fetched",
+        },
+        {
+            "url": rules["root"] + "nostar/page.html",
+            "fetched_at": "2026-11-30T07:00:02.000Z",
+            "elapsed_ms": 5,
+            "ip": rules["addr"],
+            "status": 200,
+            "outcome": "fetched",
+        },
+    ]
     log = tmp_path / "fetched.ndjson"
     log.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    args = ("audit", "--fetch-log", str(log), "--manifest", str(testweb.manifest_path),
-            "--min-gap", "0.5s", "--json")  # fmt: skip
+    args = (
+        "audit",
+        "--fetch-log",
+        str(log),
+        "--manifest",
+        str(testweb.manifest_path),
+        "--min-gap",
+        "0.5s",
+        "--json",
+    )
     ok = cli(*args)
     report = json.loads(ok.stdout)
     assert ok.code == 0, report["violations"]
     assert report["hosts"]["robots-rules-0.test"]["robots_first_checked"] is False
-    recs.append({"url": disallowed, "fetched_at": "2026-11-30T07:00:04.000Z",
-                 "elapsed_ms": 5, "ip": rules["addr"], "status": 200})  # fmt: skip
+    recs.append(
+        {
+            "url": disallowed,
+            "fetched_at": "2026-11-30T07:00:04.000Z",
+            "elapsed_ms": 5,
+            "ip": rules["addr"],
+            "status": 200,
+        }
+    )
     log.write_text("".join(json.dumps(r) + "\n" for r in recs))
     bad = cli(*args)
     assert bad.code == 1

@@ -277,16 +277,50 @@ def test_caps(ex):
 
 
 def test_garbage_does_not_raise(ex):
-    for body in (b"", b"\x00\x01\x02\xff\xfe", b"<" * 10000, b"<a href='" + b"x" * 100000,
-                 "<a href='\ud800'>".encode("utf-8", "surrogatepass")):  # fmt: skip
+    for body in (
+        b"",
+        b"\x00\x01\x02\xff\xfe",
+        b"<" * 10000,
+        b"<a href='" + b"x" * 100000,
+        "<a href='\ud800'>".encode("utf-8", "surrogatepass"),
+    ):
         page = ex.extract(body, PAGE)
         assert isinstance(page.text, str)
 
 
 _HREF_PARTS = st.sampled_from(
-    ["a", "B", "0", "-", "_", "~", ".", "..", "/", "//", "%7e", "%2F", "?", "q=1", "&", "=",
-     "#", "x", " ", "\t", ";", "jsessionid=1", ":", "@", "\\", "é", "utm_source=z", "./", "../"]
-)  # fmt: skip
+    [
+        "a",
+        "B",
+        "0",
+        "-",
+        "_",
+        "~",
+        ".",
+        "..",
+        "/",
+        "//",
+        "%7e",
+        "%2F",
+        "?",
+        "q=1",
+        "&",
+        "=",
+        "#",
+        "x",
+        " ",
+        "\t",
+        ";",
+        "jsessionid=1",
+        ":",
+        "@",
+        "\\",
+        "é",
+        "utm_source=z",
+        "./",
+        "../",
+    ]
+)
 _BASES = st.sampled_from(
     [
         "https://www.example.com/dir/page.html?q=1",
@@ -304,10 +338,22 @@ _BASES = st.sampled_from(
     ]
 )
 _PREFIXES = st.sampled_from(
-    ["", "/", "//", "http://", "https://", "http://example.com/", "https://Other.example.org/",
-     "https://other.example.org:443/", "http://sub.example.com:8080/", "HTTP://example.com/",
-     "http://1.2.3.4/", "http://example.com./", "http://xn--bcher-kva.example/"]
-)  # fmt: skip
+    [
+        "",
+        "/",
+        "//",
+        "http://",
+        "https://",
+        "http://example.com/",
+        "https://Other.example.org/",
+        "https://other.example.org:443/",
+        "http://sub.example.com:8080/",
+        "HTTP://example.com/",
+        "http://1.2.3.4/",
+        "http://example.com./",
+        "http://xn--bcher-kva.example/",
+    ]
+)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -342,8 +388,10 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("shape", "bomb", "cap"), HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_hostile_nesting_is_capped_and_what_came_before_survives(ex, shape, bomb, cap):
-    head = (b'<html><head><title>T</title></head><body><p>before the bomb <a href="/first">'
-            b'first</a></p><div><div><a href="/nested">n</a></div></div>')  # fmt: skip
+    head = (
+        b'<html><head><title>T</title></head><body><p>before the bomb <a href="/first">'
+        b'first</a></p><div><div><a href="/nested">n</a></div></div>'
+    )
     page = ex.extract(head + bomb + b"hello", PAGE, content_type="text/html")
     assert page.capped == [cap]
     assert page.title == "T"
@@ -361,8 +409,9 @@ def test_depth_cap_keeps_deep_text_one_level_up(ex):
         + b"</div>" * (MAX_DEPTH + 50)
     )
     filler = b"<p>filler</p>" * 6000  # pages under 64 KiB are not scanned
-    page = ex.extract(b"<html><body>" + deep + b"<p>after</p>" + filler, PAGE,
-                      content_type="text/html")  # fmt: skip
+    page = ex.extract(
+        b"<html><body>" + deep + b"<p>after</p>" + filler, PAGE, content_type="text/html"
+    )
     assert page.capped == ["depth"]
     assert "deep text" in page.text and "after" in page.text
     assert page.links == []  # the <a> itself was past the cap: its tag is gone
@@ -388,10 +437,35 @@ def test_ordinary_pages_are_not_capped(ex, markup):
 
 
 _TOKENS = st.sampled_from(
-    [b"<div>", b"</div>", b"<b>", b"</b>", b"<p>", b"<li>", b"<ul>", b"</ul>", b"<svg>",
-     b"</svg>", b"<path/>", b"<script>", b"</script>", b"<!--", b"-->", b"<a href=x>", b"</a>",
-     b"<table>", b"<td>", b"text", b" ", b"<", b">", b'"', b"<body a=1>", b"<i x y z>"]
-)  # fmt: skip
+    [
+        b"<div>",
+        b"</div>",
+        b"<b>",
+        b"</b>",
+        b"<p>",
+        b"<li>",
+        b"<ul>",
+        b"</ul>",
+        b"<svg>",
+        b"</svg>",
+        b"<path/>",
+        b"<script>",
+        b"</script>",
+        b"<!--",
+        b"-->",
+        b"<a href=x>",
+        b"</a>",
+        b"<table>",
+        b"<td>",
+        b"text",
+        b" ",
+        b"<",
+        b">",
+        b'"',
+        b"<body a=1>",
+        b"<i x y z>",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)

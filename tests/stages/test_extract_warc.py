@@ -52,16 +52,21 @@ def write_raw(path: Path) -> None:
         ctype = b"text/plain" if url_path == "/plain" else b"text/html"
         if url_path == "/":
             payload = chunked(gzip.compress(body))
-            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: gzip"
-                    b"\r\nTransfer-Encoding: chunked\r\n\r\n" + payload)  # fmt: skip
+            http = (
+                b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: gzip"
+                b"\r\nTransfer-Encoding: chunked\r\n\r\n" + payload
+            )
         elif url_path == "/about":
             payload = zlib.compress(body)
-            http = (b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: deflate"
-                    b"\r\n\r\n" + payload)  # fmt: skip
+            http = (
+                b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Encoding: deflate"
+                b"\r\n\r\n" + payload
+            )
         else:
             http = b"HTTP/1.0 200 OK\r\nContent-Type: " + ctype + b"\r\n\r\n" + body
-        records.append(raw_record("http://site.example" + url_path, http,
-                                  headers="WARC-Crawlkit-Depth: 2\r\n"))  # fmt: skip
+        records.append(
+            raw_record("http://site.example" + url_path, http, headers="WARC-Crawlkit-Depth: 2\r\n")
+        )
     path.write_bytes(b"".join(gzip.compress(r) for r in records))
 
 
@@ -183,9 +188,19 @@ def test_wget_warc(tmp_path, site_dir, compress):
     out = tmp_path / "wget"
     # No keep-alive: the HTTP/1.0 test server closes each connection, and a reused one
     # can come back empty ("No data received").
-    cmd = ["wget", "-q", "--tries=3", "--timeout=10", "--no-http-keep-alive",
-           f"--warc-file={out}", "-O", "/dev/null", "--no-warc-keep-log",
-           base, base + "about.html"]  # fmt: skip
+    cmd = [
+        "wget",
+        "-q",
+        "--tries=3",
+        "--timeout=10",
+        "--no-http-keep-alive",
+        f"--warc-file={out}",
+        "-O",
+        "/dev/null",
+        "--no-warc-keep-log",
+        base,
+        base + "about.html",
+    ]
     if not compress:
         cmd.insert(1, "--no-warc-compression")
     subprocess.run(cmd, check=False, timeout=60, cwd=tmp_path)
@@ -244,9 +259,11 @@ def test_parallel_output_is_identical(tmp_path):
     with open(warc, "wb") as f:
         w = WARCWriter(f, gzip=True)
         for i in range(300):
-            body = (f"<title>p{i}</title><p>page {i} " + "lorem ipsum dolor " * (i % 7 + 1)
-                    + "".join(f"<a href='/p/{(i * 7 + j) % 300}'>x</a>" for j in range(5))
-                    ).encode()  # fmt: skip
+            body = (
+                f"<title>p{i}</title><p>page {i} "
+                + "lorem ipsum dolor " * (i % 7 + 1)
+                + "".join(f"<a href='/p/{(i * 7 + j) % 300}'>x</a>" for j in range(5))
+            ).encode()
             if i == 150:
                 body = "".join(f"<a href='/x{j}'>" for j in range(50)).encode()  # over the cap
             w.write_record(
@@ -261,8 +278,18 @@ def test_parallel_output_is_identical(tmp_path):
     for jobs in ("1", "2", "3"):
         pages = tmp_path / f"pages{jobs}.ndjson.zst"
         links = tmp_path / f"links{jobs}.ndjson"
-        result = crawlkit("extract", "-j", jobs, str(warc), "--pages", str(pages),
-                          "--links", str(links), "--max-links", "20")  # fmt: skip
+        result = crawlkit(
+            "extract",
+            "-j",
+            jobs,
+            str(warc),
+            "--pages",
+            str(pages),
+            "--links",
+            str(links),
+            "--max-links",
+            "20",
+        )
         assert result.code == 0, result.stderr
         assert "1 page errors (1 over a cap)" in result.stderr
         outs.append((pages.read_bytes(), links.read_bytes()))
@@ -305,12 +332,18 @@ def test_crawlkit_fetch_warc(tmp_path):
                 )
             )
         writer.write_capture(
-            Capture(url="http://site.example/", ip=None, date=1_780_000_100.0,
-                    request_head=b"GET / HTTP/1.1\r\n\r\n",
-                    response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n", body=b"",
-                    payload_digest="sha1:TESTDIGEST", depth=2,
-                    revisit_of=("http://site.example/", "2026-01-01T00:00:00Z"))
-        )  # fmt: skip
+            Capture(
+                url="http://site.example/",
+                ip=None,
+                date=1_780_000_100.0,
+                request_head=b"GET / HTTP/1.1\r\n\r\n",
+                response_head=b"HTTP/1.1 304 Not Modified\r\n\r\n",
+                body=b"",
+                payload_digest="sha1:TESTDIGEST",
+                depth=2,
+                revisit_of=("http://site.example/", "2026-01-01T00:00:00Z"),
+            )
+        )
     (warc,) = (tmp_path / "warc").glob("*.warc.gz")
     pages, links, stderr = extract_files(tmp_path, warc)
     assert [p["url"] for p in pages] == [
@@ -383,14 +416,19 @@ def _small_warcs(tmp_path: Path, files: int, per_file: int) -> list[str]:
         with open(path, "wb") as f:
             w = WARCWriter(f, gzip=True)
             for i in range(per_file):
-                body = (f"<title>p{k}-{i}</title><p>page {i} " + "words here " * (i % 5 + 1)
-                        + f"<a href='/p/{i + 1}'>next</a></p>").encode()  # fmt: skip
+                body = (
+                    f"<title>p{k}-{i}</title><p>page {i} "
+                    + "words here " * (i % 5 + 1)
+                    + f"<a href='/p/{i + 1}'>next</a></p>"
+                ).encode()
                 w.write_record(
                     w.create_warc_record(
-                        f"http://h{k}.example/p/{i}", "response", payload=io.BytesIO(body),
+                        f"http://h{k}.example/p/{i}",
+                        "response",
+                        payload=io.BytesIO(body),
                         http_headers=_http_headers("text/html"),
                     )
-                )  # fmt: skip
+                )
         paths.append(str(path))
     return paths
 
@@ -413,8 +451,10 @@ def test_kept_workers_give_what_one_process_gives_even_beside_threads(tmp_path):
         started = [workers.submit([p]) for p in paths]  # all in flight at once
         pages: list[bytes] = []
         links: list[bytes] = []
-        got = [workers.extract([p], pages.append, links.append, reporter=NullReporter(),
-                               started=f) for p, f in zip(paths, started, strict=True)]  # fmt: skip
+        got = [
+            workers.extract([p], pages.append, links.append, reporter=NullReporter(), started=f)
+            for p, f in zip(paths, started, strict=True)
+        ]
     finally:
         workers.close()
         stop.set()
@@ -489,14 +529,18 @@ def test_a_huge_record_is_cut_at_max_body_and_the_next_one_read(tmp_path):
 def test_a_deeply_nested_page_is_recorded_capped(tmp_path):
     """<div> x 100,000 cost 23 s of CPU in the tree builder; the page now comes out at
     once, marked "capped": ["depth"], with its links and text before the cap."""
-    deep = (b'<html><body><p>intro <a href="/first">first</a></p>' + b"<div>" * 100_000
-            + b"hello")  # fmt: skip
+    deep = b'<html><body><p>intro <a href="/first">first</a></p>' + b"<div>" * 100_000 + b"hello"
     warc = tmp_path / "deep.warc.gz"
     with open(warc, "wb") as f:
         w = WARCWriter(f, gzip=True)
-        w.write_record(w.create_warc_record(
-            "http://deep.example/", "response", payload=io.BytesIO(deep),
-            http_headers=_http_headers("text/html")))  # fmt: skip
+        w.write_record(
+            w.create_warc_record(
+                "http://deep.example/",
+                "response",
+                payload=io.BytesIO(deep),
+                http_headers=_http_headers("text/html"),
+            )
+        )
     pages, links, stderr = extract_files(tmp_path, warc)
     assert len(pages) == 1 and pages[0]["capped"] == ["depth"]
     assert [x["url"] for x in links] == ["http://deep.example/first"]

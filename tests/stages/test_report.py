@@ -45,13 +45,29 @@ class _Checker(HTMLParser):
 def _fetches() -> list[dict]:
     recs = []
     for i in range(30):
-        recs.append({"url": f"http://a.test/{i}", "host": "a.test", "outcome": "fetched",
-                     "status": 200, "fetched_at": 1000.0 + 2 * i, "bytes": 100})  # fmt: skip
+        recs.append(
+            {
+                "url": f"http://a.test/{i}",
+                "host": "a.test",
+                "outcome": "fetched",
+                "status": 200,
+                "fetched_at": 1000.0 + 2 * i,
+                "bytes": 100,
+            }
+        )
     for i in range(10):
         stamp = f"2026-01-01T00:00:{i * 5:02d}Z"
         status = 404 if i % 2 else 200
-        recs.append({"url": f"http://b.test/{i}", "host": "b.test", "outcome": "fetched",
-                     "status": status, "fetched_at": stamp, "bytes": 50})  # fmt: skip
+        recs.append(
+            {
+                "url": f"http://b.test/{i}",
+                "host": "b.test",
+                "outcome": "fetched",
+                "status": status,
+                "fetched_at": stamp,
+                "bytes": 50,
+            }
+        )
     recs.append({"url": "http://c.test/x", "outcome": "robots-denied", "status": None})
     return recs
 
@@ -103,8 +119,9 @@ def test_numbers_read_as_numbers_not_raw_floats() -> None:
     assert format_number(1234567) == "1,234,567"
     assert format_number(2.5) == "2.5"
     assert format_number(0.0) == "0" and format_number(None) == "None"
-    page = render_html(build_report(_fetches(), counters={"expected_fp_rate": 8.62e-54,
-                                                          "seen_urls": 123456}))  # fmt: skip
+    page = render_html(
+        build_report(_fetches(), counters={"expected_fp_rate": 8.62e-54, "seen_urls": 123456})
+    )
     assert "e-54" not in page and "&lt; 0.000001" in page and "123,456" in page
 
 
@@ -116,18 +133,33 @@ def test_collection_section_renders_well_formed() -> None:
         "mime_types": [{"type": "text/html", "count": 40, "bytes": 4500}],
         "statuses": {"404": {"count": 5, "examples": ["http://b.test/1"]}},
         "problems": {"refused: excluded": {"count": 1, "examples": ["http://a.test/<x>"]}},
-        "requisites": {"fetched": 3, "missing": 1, "missing_examples": [
-            {"url": "http://a.test/i.png", "why": "HTTP 404", "from": "http://a.test/"}]},
+        "requisites": {
+            "fetched": 3,
+            "missing": 1,
+            "missing_examples": [
+                {"url": "http://a.test/i.png", "why": "HTTP 404", "from": "http://a.test/"}
+            ],
+        },
         "warc_files": [{"name": "a.warc.gz", "bytes": 2048, "sha256": "ab" * 32}],
         "warc_bytes": 2048,
         "index": "/c/warc/index.cdxj",
         "audit": {"ok": True, "requests": 41, "violations": [], "warnings": []},
-    }  # fmt: skip
+    }
     page = render_html(rep)
     checker = _Checker()
     checker.feed(page)
     checker.close()
-    for text in ("Seeds", "scope", "fetch.min_delay", "text/html", "http://b.test/1",
-                 "http://a.test/&lt;x&gt;", "3 fetched, 1 missing", "HTTP 404", "ab" * 32,
-                 "2,048", "ok: no violations"):  # fmt: skip
+    for text in (
+        "Seeds",
+        "scope",
+        "fetch.min_delay",
+        "text/html",
+        "http://b.test/1",
+        "http://a.test/&lt;x&gt;",
+        "3 fetched, 1 missing",
+        "HTTP 404",
+        "ab" * 32,
+        "2,048",
+        "ok: no violations",
+    ):
         assert text in page, text

@@ -59,8 +59,9 @@ def lines(*records: dict) -> bytes:
 @given(st.lists(st.integers(0, 30), max_size=80), st.integers(1, 20))
 def test_first_occurrence_wins_and_order_is_kept(values, chunk_size):
     with tempfile.TemporaryDirectory() as tmp, SeenStore.open(tmp, capacity=16) as store:
-        sink, _ = merge(store, [fp_record(v, i=i) for i, v in enumerate(values)],
-                        chunk_size=chunk_size)  # fmt: skip
+        sink, _ = merge(
+            store, [fp_record(v, i=i) for i, v in enumerate(values)], chunk_size=chunk_size
+        )
     expected, seen = [], set()
     for i, v in enumerate(values):
         if v not in seen:
@@ -122,16 +123,24 @@ def test_a_filter_that_always_says_maybe_still_lets_every_new_url_out(tmp_path: 
 
 def test_records_pass_through_and_missing_fingerprints_are_made(tmp_path: Path):
     raw = b'{"fp":"00000000000000ff","url":"x","n":1.50,"z":{"deep":[1,"two"]}}'
-    items = [raw, b'{"url":"HTTP://Example.COM:80/a?b=1&a=2#f","reason":"link"}',
-             b"https://example.org/path", {"url": "https://example.net/"}]  # fmt: skip
+    items = [
+        raw,
+        b'{"url":"HTTP://Example.COM:80/a?b=1&a=2#f","reason":"link"}',
+        b"https://example.org/path",
+        {"url": "https://example.net/"},
+    ]
     with SeenStore.open(tmp_path) as store:
         sink, merger = merge(store, items)
     out = sink.data.splitlines()
     assert out[0] == raw  # byte for byte, unknown fields and number spelling kept
     second = orjson.loads(out[1])
-    assert second == {"url": "http://example.com/a?a=2&b=1", "reason": "link",
-                      "host": "example.com", "site": "example.com",
-                      "fp": fingerprint("http://example.com/a?a=2&b=1")}  # fmt: skip
+    assert second == {
+        "url": "http://example.com/a?a=2&b=1",
+        "reason": "link",
+        "host": "example.com",
+        "site": "example.com",
+        "fp": fingerprint("http://example.com/a?a=2&b=1"),
+    }
     assert orjson.loads(out[2])["url"] == "https://example.org/path"
     assert orjson.loads(out[3])["site"] == "example.net"
     assert merger.stats.new == 4
@@ -141,9 +150,15 @@ def test_bad_records_are_reported_and_skipped(tmp_path: Path):
     from crawlkit.diag import NullReporter
 
     reporter = NullReporter()
-    items = [b"{broken", b'{"fp":"xyz"}', b'{"fp":12}', b'{"nothing":1}', b"mailto:a@b.c",
-             b'{"url":"ftp://example.com/"}',
-             b'{"fp":null,"url":"http://ok.example/"}']  # fmt: skip
+    items = [
+        b"{broken",
+        b'{"fp":"xyz"}',
+        b'{"fp":12}',
+        b'{"nothing":1}',
+        b"mailto:a@b.c",
+        b'{"url":"ftp://example.com/"}',
+        b'{"fp":null,"url":"http://ok.example/"}',
+    ]
     with SeenStore.open(tmp_path) as store:
         sink, merger = merge(store, items, reporter=reporter)
     assert [r["url"] for r in sink.records] == ["http://ok.example/"]
@@ -178,8 +193,9 @@ def test_dry_run_changes_nothing(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
         store.commit(np.array([1], dtype=np.uint64))
     with SeenStore.open(tmp_path, writable=False) as store:
-        sink, merger = merge(store, [fp_record(x) for x in (1, 2, 2, 3)], chunk_size=2,
-                             dry_run=True)  # fmt: skip
+        sink, merger = merge(
+            store, [fp_record(x) for x in (1, 2, 2, 3)], chunk_size=2, dry_run=True
+        )
         merger.commit_pending()
         assert [int(r["fp"], 16) for r in sink.records] == [2, 3]
     with SeenStore.open(tmp_path, writable=False) as store:
@@ -228,22 +244,33 @@ def test_cli_out_file_contains_dry_run_and_rebuild(tmp_path: Path):
     dry = crawlkit("seen-merge", "--state", str(state), "--dry-run", input=data)
     assert dry.code == 0 and len(dry.lines) == 40
     assert not (state / "seen").exists()
-    result = crawlkit("seen-merge", "--state", str(state), "--out", str(out),
-                      "--batch-size", "7", "--stats-file", str(tmp_path / "s.json"),
-                      input=data)  # fmt: skip
+    result = crawlkit(
+        "seen-merge",
+        "--state",
+        str(state),
+        "--out",
+        str(out),
+        "--batch-size",
+        "7",
+        "--stats-file",
+        str(tmp_path / "s.json"),
+        input=data,
+    )
     assert result.code == 0, result.stderr
     assert len(list(read_records([out]))) == 40
     stats = orjson.loads((tmp_path / "s.json").read_bytes())
     assert stats["new"] == 40
     assert stats["batches"] == 6  # --batch-size, chunk's old name, still sets it: 40 / 7
     shouted = URLS[0].replace("https://site", "HTTPS://SITE")
-    check = crawlkit("seen-merge", "--state", str(state), "--contains", shouted, URLS[100],
-                     "not a url")  # fmt: skip
+    check = crawlkit(
+        "seen-merge", "--state", str(state), "--contains", shouted, URLS[100], "not a url"
+    )
     answers = [orjson.loads(x) for x in check.lines]
     assert [a["seen"] for a in answers] == [True, False, None]
     assert answers[0]["url"] == URLS[0]
-    rebuilt = crawlkit("seen-merge", "--state", str(state), "--rebuild", "--capacity",
-                       "1000", "--stats")  # fmt: skip
+    rebuilt = crawlkit(
+        "seen-merge", "--state", str(state), "--rebuild", "--capacity", "1000", "--stats"
+    )
     assert rebuilt.code == 0, rebuilt.stderr
     assert orjson.loads(rebuilt.stderr.strip())["capacity"] == 1000
     again = crawlkit("seen-merge", "--state", str(state), input=data)
@@ -252,8 +279,9 @@ def test_cli_out_file_contains_dry_run_and_rebuild(tmp_path: Path):
 
 def test_cli_reports_bad_lines_and_a_locked_state(tmp_path: Path):
     state = tmp_path / "S"
-    result = crawlkit("seen-merge", "--state", str(state),
-                      input=b'{"url":"http://a.example/"}\n{oops\n')  # fmt: skip
+    result = crawlkit(
+        "seen-merge", "--state", str(state), input=b'{"url":"http://a.example/"}\n{oops\n'
+    )
     assert result.code == 0 and len(result.lines) == 1
     assert "<stdin>:2:" in result.stderr
     with SeenStore.open(state):
@@ -272,8 +300,12 @@ def test_line_reader_keeps_the_io_contract(tmp_path: Path):
     path.write_bytes(b"a\r\n\n  \nbbbbbbbbbbbb\nc\n" + b"x" * 3000 + b"\nd")
     reporter = NullReporter()
     got = list(read_lines([path], reporter, max_line=2000))
-    assert got == [(str(path), 1, b"a"), (str(path), 4, b"bbbbbbbbbbbb"), (str(path), 5, b"c"),
-                   (str(path), 7, b"d")]  # fmt: skip
+    assert got == [
+        (str(path), 1, b"a"),
+        (str(path), 4, b"bbbbbbbbbbbb"),
+        (str(path), 5, b"c"),
+        (str(path), 7, b"d"),
+    ]
     assert reporter.bad_records == 1
     big = tmp_path / "big.zst"
     body = b"".join(b'{"n":%d}\n' % i for i in range(300_000))
@@ -291,12 +323,19 @@ def test_cli_commits_nothing_when_the_reader_goes_away(tmp_path: Path):
     state = tmp_path / "S"
     source = tmp_path / "links.ndjson"
     # Several MB in one batch: far more than a pipe holds.
-    source.write_bytes(lines(*({"url": f"https://e{i % 50}.example.com/p/{i}", "pad": "x" * 200}
-                               for i in range(20_000))))  # fmt: skip
+    source.write_bytes(
+        lines(
+            *(
+                {"url": f"https://e{i % 50}.example.com/p/{i}", "pad": "x" * 200}
+                for i in range(20_000)
+            )
+        )
+    )
     writer = subprocess.Popen(
         [sys.executable, "-m", "crawlkit", "seen-merge", "--state", str(state), str(source)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert writer.stdout is not None
     writer.stdout.readline()  # one line, then the reader goes away
     writer.stdout.close()

@@ -29,8 +29,16 @@ def test_wacz_is_valid_and_complete(tmp_path, warcs):
     audit = tmp_path / "audit.json"
     audit.write_text('{"ok": true}\n')
     out = tmp_path / "coll.wacz"
-    res = crawlkit("wacz", *map(str, warcs), "-o", str(out), "--title", "Site, Dec 2026",
-                   "--report", str(audit))  # fmt: skip
+    res = crawlkit(
+        "wacz",
+        *map(str, warcs),
+        "-o",
+        str(out),
+        "--title",
+        "Site, Dec 2026",
+        "--report",
+        str(audit),
+    )
     assert res.code == 0, res.stderr
     check = wacz_validate(out)
     assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
@@ -39,9 +47,14 @@ def test_wacz_is_valid_and_complete(tmp_path, warcs):
         names = zf.namelist()
         assert sorted(names) == sorted(
             [f"archive/{w.name}" for w in warcs]
-            + ["indexes/index.cdx", "pages/pages.jsonl", "reports/audit.json",
-               "datapackage.json", "datapackage-digest.json"]
-        )  # fmt: skip
+            + [
+                "indexes/index.cdx",
+                "pages/pages.jsonl",
+                "reports/audit.json",
+                "datapackage.json",
+                "datapackage-digest.json",
+            ]
+        )
         for w in warcs:  # stored as they are, so a reader can seek by offset
             info = zf.getinfo(f"archive/{w.name}")
             assert info.compress_type == zipfile.ZIP_STORED

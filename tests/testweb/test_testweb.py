@@ -24,8 +24,11 @@ def test_ready_line_and_files(testweb):
     assert info["ready"] is True
     for key in ("seeds", "hosts_file", "log", "manifest"):
         assert Path(info[key]).exists(), key
-    hosts = [line.split() for line in testweb.hosts_file.read_text().splitlines()
-             if line and not line.startswith("#")]  # fmt: skip
+    hosts = [
+        line.split()
+        for line in testweb.hosts_file.read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert len(hosts) == info["hosts"]
     for addr, name in hosts:
         assert addr.startswith("127.") and name.endswith(".test")
@@ -193,19 +196,24 @@ def test_same_seed_and_port_same_bytes_across_processes(tmp_path):
     runs = []
     for _ in range(2):
         with start_testweb(tmp_path, *args) as web:
-            bodies = [web.get(u)[2] for h in web.manifest["hosts"] if not h["infinite"]
-                      and h["kind"] not in ("near-duplicates", "changing", "slow")
-                      for u in h["pages"][:3]]  # fmt: skip
+            bodies = [
+                web.get(u)[2]
+                for h in web.manifest["hosts"]
+                if not h["infinite"] and h["kind"] not in ("near-duplicates", "changing", "slow")
+                for u in h["pages"][:3]
+            ]
             manifest = dict(web.manifest)
-            manifest["hosts"] = [{**h, "robots": {**h["robots"], "file": None}}
-                                 for h in manifest["hosts"]]  # fmt: skip
+            manifest["hosts"] = [
+                {**h, "robots": {**h["robots"], "file": None}} for h in manifest["hosts"]
+            ]
             runs.append((bodies, manifest, web.hosts_file.read_bytes(), web.seeds.read_bytes()))
     assert runs[0] == runs[1]
 
 
 def test_for_duration_ends_by_itself(tmp_path):
-    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "none",
-                       "--for", "0.5s") as web:  # fmt: skip
+    with start_testweb(
+        tmp_path, "--hosts", "1", "--pages", "3", "--special", "none", "--for", "0.5s"
+    ) as web:
         assert web.proc.wait(timeout=10) == 0
 
 
@@ -244,8 +252,20 @@ def test_page_size_follows_page_kb(kb):
 
 def test_custom_file_paths(tmp_path):
     hosts, seeds, log = tmp_path / "my.hosts", tmp_path / "my.seeds", tmp_path / "my.log"
-    args = ("--hosts", "2", "--pages", "3", "--special", "none", "--hosts-file", str(hosts),
-            "--seeds", str(seeds), "--log", str(log))  # fmt: skip
+    args = (
+        "--hosts",
+        "2",
+        "--pages",
+        "3",
+        "--special",
+        "none",
+        "--hosts-file",
+        str(hosts),
+        "--seeds",
+        str(seeds),
+        "--log",
+        str(log),
+    )
     with start_testweb(tmp_path, *args) as web:
         assert web.info["hosts_file"] == str(hosts) and web.info["seeds"] == str(seeds)
         assert web.info["log"] == str(log) and web.info["hosts"] == 2
@@ -267,8 +287,9 @@ def test_sigusr1_flushes_the_request_log_for_a_waiting_client(tmp_path):
 def test_ip_hosts_redirect_across_hosts_stays_on_the_web(tmp_path: Path) -> None:
     """Under --ip-hosts there is no h0.test: the cross-host redirect names the first
     host by its IP literal, which the web serves (no name left for a system DNS)."""
-    with start_testweb(tmp_path, "--hosts", "3", "--pages", "2", "--ip-hosts",
-                       "--special", "redirects") as web:  # fmt: skip
+    with start_testweb(
+        tmp_path, "--hosts", "3", "--pages", "2", "--ip-hosts", "--special", "redirects"
+    ) as web:
         (site,) = [h for h in web.manifest["hosts"] if h["kind"] == "redirects"]
         source, target = site["notes"]["redirects"]["cross_host"]
         status, headers, _ = web.get(source)

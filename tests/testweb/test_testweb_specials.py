@@ -17,8 +17,20 @@ from conftest import start_testweb
 from crawlkit.robots import RobotsTxt
 from crawlkit.url import Canonicalizer
 
-ARGS = ("--hosts", "2", "--pages", "5", "--slow-delay", "0.2s", "--retry-after", "1s",
-        "--change-every", "1s", "--crawl-delay", "0.5s")  # fmt: skip
+ARGS = (
+    "--hosts",
+    "2",
+    "--pages",
+    "5",
+    "--slow-delay",
+    "0.2s",
+    "--retry-after",
+    "1s",
+    "--change-every",
+    "1s",
+    "--crawl-delay",
+    "0.5s",
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +88,11 @@ def test_robots_redirect_chain(web):
         status, headers, body = web.get(url)
         if status not in (301, 302, 307, 308):
             break
-        url = headers["location"] if "://" in headers["location"] else (
-            host["root"].rstrip("/") + headers["location"])  # fmt: skip
+        url = (
+            headers["location"]
+            if "://" in headers["location"]
+            else (host["root"].rstrip("/") + headers["location"])
+        )
         hops += 1
     assert hops == 3 and url == chain[-1] and status == 200
     assert b"Disallow: /blocked/" in body
@@ -177,8 +192,15 @@ def _follow(web, url, limit=20):
             return hops, url, status
         loc = headers["location"]
         base = url.rsplit("/", 1)[0] + "/"
-        url = loc if "://" in loc else (url.split("/", 3)[0] + "//" + url.split("/")[2] + loc
-                                        if loc.startswith("/") else base + loc)  # fmt: skip
+        url = (
+            loc
+            if "://" in loc
+            else (
+                url.split("/", 3)[0] + "//" + url.split("/")[2] + loc
+                if loc.startswith("/")
+                else base + loc
+            )
+        )
         hops.append((status, url))
     return hops, url, None
 

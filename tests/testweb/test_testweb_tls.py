@@ -183,8 +183,19 @@ def test_a_delayed_tls_response_is_logged_when_sent(tlsweb: TestWeb) -> None:
 
 
 def test_demo_over_https(tmp_path: Path) -> None:
-    res = crawlkit("demo", "--tls", "--hosts", "2", "--pages", "3", "--for", "6s",
-                   "--dir", str(tmp_path / "d"), timeout=120)  # fmt: skip
+    res = crawlkit(
+        "demo",
+        "--tls",
+        "--hosts",
+        "2",
+        "--pages",
+        "3",
+        "--for",
+        "6s",
+        "--dir",
+        str(tmp_path / "d"),
+        timeout=120,
+    )
     assert res.code == 0, res.stderr
     assert "ok: no violations" in res.text
     seeds = (tmp_path / "d" / "web" / "seeds.txt").read_text().split()

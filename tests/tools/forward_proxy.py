@@ -39,8 +39,12 @@ async def main(hosts_path: str, log_path: str) -> None:
             if method != "GET" or address is None:
                 writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
                 return
-            fields = [f for f in rest.split(b"\r\n") if f and not f.lower().startswith(
-                (b"connection:", b"proxy-connection:", b"keep-alive:"))]  # fmt: skip
+            fields = [
+                f
+                for f in rest.split(b"\r\n")
+                if f
+                and not f.lower().startswith((b"connection:", b"proxy-connection:", b"keep-alive:"))
+            ]
             path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             upstream_r, upstream_w = await asyncio.open_connection(address, url.port or 80)
             request_line = f"GET {path} {version}\r\n".encode("latin-1")

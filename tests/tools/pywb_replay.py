@@ -30,8 +30,12 @@ def main(argv: list[str]) -> int:
     for url in urls:
         resp = client.get(f"/{coll}/{timestamp}id_/{url}")
         body = resp.get_data()
-        print(json.dumps({"url": url, "status": resp.status_code,
-                          "sha256": hashlib.sha256(body).hexdigest()}), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {"url": url, "status": resp.status_code, "sha256": hashlib.sha256(body).hexdigest()}
+            ),
+            flush=True,
+        )
     return 0
 
 

@@ -39,42 +39,91 @@ RULE_TABLE = [
     ("http://a.com/x#top", "http://a.com/x", "http://a.com/x", "http://a.com/x"),
     ("http://a.com/x#", "http://a.com/x", "http://a.com/x", "http://a.com/x"),
     # percent-escapes: uppercase, unreserved decoded (safe and up only)
-    ("http://a.com/%7euser/%2fx", "http://a.com/%7euser/%2fx", "http://a.com/~user/%2Fx",
-     "http://a.com/~user/%2Fx"),
+    (
+        "http://a.com/%7euser/%2fx",
+        "http://a.com/%7euser/%2fx",
+        "http://a.com/~user/%2Fx",
+        "http://a.com/~user/%2Fx",
+    ),
     # a stray "%" is escaped, so decoding never makes a new escape ("%%41" is not "%A")
-    ("http://a.com/%%41a=1%z", "http://a.com/%%41a=1%z", "http://a.com/%25Aa=1%25z",
-     "http://a.com/%25Aa=1%25z"),
-    ("http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=%41%e2%82%ac", "http://a.com/?q=A%E2%82%AC",
-     "http://a.com/?q=A%E2%82%AC"),
+    (
+        "http://a.com/%%41a=1%z",
+        "http://a.com/%%41a=1%z",
+        "http://a.com/%25Aa=1%25z",
+        "http://a.com/%25Aa=1%25z",
+    ),
+    (
+        "http://a.com/?q=%41%e2%82%ac",
+        "http://a.com/?q=%41%e2%82%ac",
+        "http://a.com/?q=A%E2%82%AC",
+        "http://a.com/?q=A%E2%82%AC",
+    ),
     # tracking parameters removed and query sorted (default only)
-    ("http://a.com/p?utm_source=x&b=2&a=1&gclid=9", "http://a.com/p?utm_source=x&b=2&a=1&gclid=9",
-     "http://a.com/p?utm_source=x&b=2&a=1&gclid=9", "http://a.com/p?a=1&b=2"),
-    ("http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
-     "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
-     "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5", "http://a.com/p"),
+    (
+        "http://a.com/p?utm_source=x&b=2&a=1&gclid=9",
+        "http://a.com/p?utm_source=x&b=2&a=1&gclid=9",
+        "http://a.com/p?utm_source=x&b=2&a=1&gclid=9",
+        "http://a.com/p?a=1&b=2",
+    ),
+    (
+        "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
+        "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
+        "http://a.com/p?fbclid=1&msclkid=2&mc_cid=3&mc_eid=4&UTM_Medium=5",
+        "http://a.com/p",
+    ),
     # stable sort for equal keys
-    ("http://a.com/?b=1&a=2&a=1", "http://a.com/?b=1&a=2&a=1", "http://a.com/?b=1&a=2&a=1",
-     "http://a.com/?a=2&a=1&b=1"),
+    (
+        "http://a.com/?b=1&a=2&a=1",
+        "http://a.com/?b=1&a=2&a=1",
+        "http://a.com/?b=1&a=2&a=1",
+        "http://a.com/?a=2&a=1&b=1",
+    ),
     # session ids, in the query and as a path parameter
-    ("http://a.com/x?PHPSESSID=abc&id=1", "http://a.com/x?PHPSESSID=abc&id=1",
-     "http://a.com/x?PHPSESSID=abc&id=1", "http://a.com/x?id=1"),
-    ("http://a.com/x;jsessionid=ABC123?id=1", "http://a.com/x;jsessionid=ABC123?id=1",
-     "http://a.com/x;jsessionid=ABC123?id=1", "http://a.com/x?id=1"),
-    ("http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v", "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v",
-     "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v", "http://a.com/x?k=v"),
+    (
+        "http://a.com/x?PHPSESSID=abc&id=1",
+        "http://a.com/x?PHPSESSID=abc&id=1",
+        "http://a.com/x?PHPSESSID=abc&id=1",
+        "http://a.com/x?id=1",
+    ),
+    (
+        "http://a.com/x;jsessionid=ABC123?id=1",
+        "http://a.com/x;jsessionid=ABC123?id=1",
+        "http://a.com/x;jsessionid=ABC123?id=1",
+        "http://a.com/x?id=1",
+    ),
+    (
+        "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v",
+        "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v",
+        "http://a.com/x?ASPSESSIONIDQQ=1&CFID=2&CFTOKEN=3&k=v",
+        "http://a.com/x?k=v",
+    ),
     # empty query: kept by none and safe (a browser sends "?"), dropped by default
     ("http://a.com/x?", "http://a.com/x?", "http://a.com/x?", "http://a.com/x"),
     ("http://a.com/x?&&", "http://a.com/x?&&", "http://a.com/x?&&", "http://a.com/x"),
     # www. and trailing slashes are never touched
-    ("http://www.a.com/dir/", "http://www.a.com/dir/", "http://www.a.com/dir/", "http://www.a.com/dir/"),
-    ("http://www.a.com/dir", "http://www.a.com/dir", "http://www.a.com/dir", "http://www.a.com/dir"),
+    (
+        "http://www.a.com/dir/",
+        "http://www.a.com/dir/",
+        "http://www.a.com/dir/",
+        "http://www.a.com/dir/",
+    ),
+    (
+        "http://www.a.com/dir",
+        "http://www.a.com/dir",
+        "http://www.a.com/dir",
+        "http://www.a.com/dir",
+    ),
     # IDN to punycode
-    ("http://Bücher.example/", "http://xn--bcher-kva.example/", "http://xn--bcher-kva.example/",
-     "http://xn--bcher-kva.example/"),
+    (
+        "http://Bücher.example/",
+        "http://xn--bcher-kva.example/",
+        "http://xn--bcher-kva.example/",
+        "http://xn--bcher-kva.example/",
+    ),
     # IPv6 and IPv4 forms
     ("http://[0:0::1]:8080/", "http://[::1]:8080/", "http://[::1]:8080/", "http://[::1]:8080/"),
     ("http://0x7f.1/", "http://127.0.0.1/", "http://127.0.0.1/", "http://127.0.0.1/"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("raw", "none", "safe", "default"), RULE_TABLE)
@@ -109,9 +158,20 @@ def test_whatwg_resolution(base: str, ref: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["mailto:a@b.c", "javascript:alert(1)", "data:text/html,x", "ftp://a.com/", "/relative",
-     "", "http://", "http://exa mple.com/", "http://[::1/", "file:///etc/passwd", "\ud800"],
-)  # fmt: skip
+    [
+        "mailto:a@b.c",
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "ftp://a.com/",
+        "/relative",
+        "",
+        "http://",
+        "http://exa mple.com/",
+        "http://[::1/",
+        "file:///etc/passwd",
+        "\ud800",
+    ],
+)
 def test_unusable_urls_raise_invalid_url(bad: str) -> None:
     with pytest.raises(InvalidURL):
         DEFAULT.parse(bad)
@@ -158,11 +218,52 @@ def test_user_denylist_extends_shipped_one(tmp_path) -> None:
 # --- properties -------------------------------------------------------------------
 
 url_parts = st.sampled_from(
-    ["http://", "https://", "HTTP://", "http://a.com", "www.", "Ex.COM", ":80", ":443", ":8080",
-     "/", "/./", "/../", "//", "%7e", "%2f", "%41", "%e2%82%ac", "%", "?", "&", "=", "#",
-     "utm_source=1", "a=1", "b=2", ";jsessionid=x", ";JSESSIONID=", "PHPSESSID=2", "ü", "é",
-     "[::1]", "127.0.0.1", "xn--", "-", ".", " ", "\t", "\\", "@", "user:pw@", "a", "Z", "0"]
-)  # fmt: skip
+    [
+        "http://",
+        "https://",
+        "HTTP://",
+        "http://a.com",
+        "www.",
+        "Ex.COM",
+        ":80",
+        ":443",
+        ":8080",
+        "/",
+        "/./",
+        "/../",
+        "//",
+        "%7e",
+        "%2f",
+        "%41",
+        "%e2%82%ac",
+        "%",
+        "?",
+        "&",
+        "=",
+        "#",
+        "utm_source=1",
+        "a=1",
+        "b=2",
+        ";jsessionid=x",
+        ";JSESSIONID=",
+        "PHPSESSID=2",
+        "ü",
+        "é",
+        "[::1]",
+        "127.0.0.1",
+        "xn--",
+        "-",
+        ".",
+        " ",
+        "\t",
+        "\\",
+        "@",
+        "user:pw@",
+        "a",
+        "Z",
+        "0",
+    ]
+)
 urlish = st.lists(url_parts, min_size=1, max_size=14).map("".join)
 anything = st.one_of(urlish, st.text(max_size=60))
 
@@ -227,11 +328,15 @@ def test_whatwg_href_is_the_packages_join_and_normalize(url: str, base: str | No
 
 @pytest.mark.parametrize(
     ("url", "base", "expected"),
-    [("../g?x#y", "http://a/b/c/d;p?q", "http://a/b/g?x#y"),
-     ("HTTP://Ex.COM:80/%7e", None, "http://ex.com/%7e"),
-     ("//h.test:8080/x", "https://base.com/", "https://h.test:8080/x"),
-     ("no scheme", None, None), ("http://[::1", None, None), ("\ud800", "http://a/", None)],
-)  # fmt: skip
+    [
+        ("../g?x#y", "http://a/b/c/d;p?q", "http://a/b/g?x#y"),
+        ("HTTP://Ex.COM:80/%7e", None, "http://ex.com/%7e"),
+        ("//h.test:8080/x", "https://base.com/", "https://h.test:8080/x"),
+        ("no scheme", None, None),
+        ("http://[::1", None, None),
+        ("\ud800", "http://a/", None),
+    ],
+)
 def test_whatwg_href_examples(url: str, base: str | None, expected: str | None) -> None:
     assert _our_answer(url, base) == expected
 
@@ -242,13 +347,31 @@ def test_suffix_list_agrees_with_the_publicsuffixlist_package() -> None:
 
     reference = PublicSuffixList()
     hosts = [
-        "a.b.example.com", "www.bbc.co.uk", "x.y.kawasaki.jp", "city.kawasaki.jp",
-        "a.city.kawasaki.jp", "www.ck", "a.b.ck", "foo.bar.compute.amazonaws.com",
-        "x.s3.amazonaws.com", "a.github.io", "github.io", "b.a.github.io", "com", "uk",
-        "a.unknown-tld", "a.b.xn--p1ai", "x.xn--mnchen-3ya.de", "deep.a.b.c.d.e.co.jp",
-        "a.b.c.appspot.com", "x.pvt.k12.ma.us", "t.test", "q.r.s.herokuapp.com",
+        "a.b.example.com",
+        "www.bbc.co.uk",
+        "x.y.kawasaki.jp",
+        "city.kawasaki.jp",
+        "a.city.kawasaki.jp",
+        "www.ck",
+        "a.b.ck",
+        "foo.bar.compute.amazonaws.com",
+        "x.s3.amazonaws.com",
+        "a.github.io",
+        "github.io",
+        "b.a.github.io",
+        "com",
+        "uk",
+        "a.unknown-tld",
+        "a.b.xn--p1ai",
+        "x.xn--mnchen-3ya.de",
+        "deep.a.b.c.d.e.co.jp",
+        "a.b.c.appspot.com",
+        "x.pvt.k12.ma.us",
+        "t.test",
+        "q.r.s.herokuapp.com",
         # rules written in Unicode in the PSL (公司.cn, 東京.jp), met in punycode
-        "www.example.xn--55qx5d.cn", "a.b.xn--1lqs71d.jp",
-    ]  # fmt: skip
+        "www.example.xn--55qx5d.cn",
+        "a.b.xn--1lqs71d.jp",
+    ]
     for host in hosts:
         assert site_of_host(host) == (reference.privatesuffix(host) or host), host

@@ -72,9 +72,22 @@ def test_index_to_stdout_and_errors(tmp_path):
 _label = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
 _hosts = st.one_of(
     st.lists(_label, min_size=1, max_size=4).map(".".join).map(lambda h: h.strip("-") or "a"),
-    st.sampled_from(["www.Example.COM", "WWW3.ex.org", "127.0.0.1", "[::1]", "[2001:DB8::A]",
-                     "10.0.0.255", "bücher.de", "2130706433", "0x7f.1", "a..b.", "%77ww.x.y"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "www.Example.COM",
+            "WWW3.ex.org",
+            "127.0.0.1",
+            "[::1]",
+            "[2001:DB8::A]",
+            "10.0.0.255",
+            "bücher.de",
+            "2130706433",
+            "0x7f.1",
+            "a..b.",
+            "%77ww.x.y",
+        ]
+    ),
+)
 _path_chars = st.text(
     st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), exclude_characters="#?"),
     max_size=20,

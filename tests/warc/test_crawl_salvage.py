@@ -51,9 +51,12 @@ def _warcio_warc(path: Path, *, gzip: bool) -> Path:
             body = b"<p>%d</p>" % i * (1 + 700 * (i % 3))
             headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], "HTTP/1.1")
             rec = writer.create_warc_record(
-                f"http://b.test/{i}", "response", payload=pyio.BytesIO(body),
-                http_headers=headers, length=len(body),
-            )  # fmt: skip
+                f"http://b.test/{i}",
+                "response",
+                payload=pyio.BytesIO(body),
+                http_headers=headers,
+                length=len(body),
+            )
             writer.write_record(rec)
     return path
 

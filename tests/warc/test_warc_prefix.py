@@ -46,10 +46,20 @@ def server() -> Iterator[tuple[str, list[str]]]:
 
 def _fetch(tmp_path: Path, url: str, prefix: str):
     return crawlkit(
-        "fetch", "--state", str(tmp_path / "state"), "--warc-dir", str(tmp_path / "warc"),
-        "--allow-net", "127.0.0.1/32", "--min-delay", "0", "--warc-prefix", prefix, "-q",
+        "fetch",
+        "--state",
+        str(tmp_path / "state"),
+        "--warc-dir",
+        str(tmp_path / "warc"),
+        "--allow-net",
+        "127.0.0.1/32",
+        "--min-delay",
+        "0",
+        "--warc-prefix",
+        prefix,
+        "-q",
         input=url.encode() + b"\n",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(
