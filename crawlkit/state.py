@@ -191,12 +191,3 @@ def open_substate(
         open_state(root.path / name, wait=wait) as sub,
     ):
         yield sub
-
-
-@contextlib.contextmanager
-def locked_state(path: str | os.PathLike[str], *, wait: bool = False) -> Iterator[StateDir]:
-    state = open_state(path, wait=wait)
-    try:
-        yield state
-    finally:
-        state.close()

@@ -40,13 +40,6 @@ class CrawlDir:
     def cycle_dirs(self) -> list[Path]:
         return sorted(p for p in self.cycles.iterdir() if p.is_dir() and p.name.isdigit())
 
-    def open_cycle(self) -> Path | None:
-        """The last cycle if it is unfinished, else None."""
-        dirs = self.cycle_dirs()
-        if dirs and not (dirs[-1] / "cycle.done").exists():
-            return dirs[-1]
-        return None
-
     def new_cycle(self) -> Path:
         dirs = self.cycle_dirs()
         number = int(dirs[-1].name) + 1 if dirs else 1

@@ -131,15 +131,6 @@ class WarcArchiver:
         )
         return digest, self.warc.write_capture(cap).to_dict()
 
-    async def rotate(self) -> list[str]:
-        """Close the current WARC file (a new one opens on the next write); returns
-        the names of every file closed so far."""
-        if self.warc is None:
-            return []
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._pool, self.warc.close)
-        return [str(p) for p in self.warc.closed_files]
-
     async def flush(self) -> None:
         """Hand every record written so far to the OS; the file stays open."""
         if self.warc is not None:

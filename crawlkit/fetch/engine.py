@@ -443,14 +443,6 @@ class Fetcher:
                 t.cancel()
             await self._finish(loop)
 
-    async def rotate_warc(self) -> list[str]:
-        """Close the current WARC file (a new one opens on the next write).
-
-        Returns the names of every file closed so far. ``crawlkit crawl`` calls it
-        before it extracts what was fetched, so extract only ever reads whole files.
-        """
-        return await self.archiver.rotate()
-
     async def flush_warc(self) -> None:
         """Hand every record written so far to the OS, so that another reader (crawl's
         extract, by the offsets in the fetch records) sees it whole; the file stays

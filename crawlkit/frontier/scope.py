@@ -68,10 +68,6 @@ class Scope:
             self.sites.add(site)
             self.changed = True
 
-    def allows(self, record: Record) -> bool:
-        """True if the URL record (with canonical ``host`` and ``site``) is in scope."""
-        return self.why_not(record) is None
-
     def why_not(self, record: Record) -> str | None:
         """None if the URL record is in scope, else a one-line reason naming the scope."""
         if self.spec == "any":

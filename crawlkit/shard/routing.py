@@ -82,11 +82,6 @@ class ShardRole:
     def epoch(self, site: str) -> int:
         return self.slot_map.epoch[slot_of(site, self.slot_map.slots)]
 
-    def reload(self) -> None:
-        """Read the slot map file again (it changes when the fleet is rebalanced)."""
-        if self.map_path is not None and self.map_path.exists():
-            self.slot_map = SlotMap.load(self.map_path)
-
     def check(self, record: Record) -> str | None:
         """Why this shard must not fetch ``record`` now, or None if it may.
 

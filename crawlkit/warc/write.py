@@ -188,7 +188,6 @@ class WarcWriter:
         self.max_size = max_size
         self.level = level
         self.info = dict(info or {})
-        self.closed_files: list[Path] = []
         self._fh: object | None = None
         self._file: BinaryIO | None = None
         self._name = ""
@@ -241,7 +240,6 @@ class WarcWriter:
         final = self.directory / self._name
         os.replace(self.directory / (self._name + ".open"), final)
         fsync_dir(self.directory)
-        self.closed_files.append(final)
 
     def flush(self) -> None:
         if self._file is not None:
