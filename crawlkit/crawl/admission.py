@@ -47,6 +47,18 @@ class Admission(CrawlCore):
             return 0
         return self._admit(records, "seeds")
 
+    def widen_scope(self, urls: Iterable[str]) -> None:
+        """Widen the scope by the seeds alone, queueing nothing (:meth:`add_seeds`
+        queues them, and reports a bad one): done before a recovery, whose cycles'
+        links are judged by the run's whole scope."""
+        for raw in urls:
+            try:
+                parsed = self.canon.parse(raw.strip())
+            except InvalidURL:
+                continue
+            self.scope.add_seed(dict(url_record(parsed, depth=0, priority=1.0, reason="seed")))
+        self.scope.save()
+
     def _admit(self, records: list[Record], tag: str) -> int:
         """Queue the records never seen before; returns how many.
 

@@ -191,9 +191,21 @@ class CrawlCore:
             self.summary.routed += write_outbox(self.state.path, others, tag)
         return mine
 
-    def _seen_merge(self, records: list[Record], out: Path, refused_path: Path) -> list[Record]:
+    def _seen_merge(
+        self,
+        records: list[Record],
+        out: Path,
+        refused_path: Path,
+        carry: list[Record] | None = None,
+    ) -> list[Record]:
         """The records in scope never seen before, written to ``out`` before they are
-        marked seen; those outside ``--scope`` are written to ``refused_path``."""
+        marked seen; those outside ``--scope`` are written to ``refused_path``.
+
+        ``carry`` (an earlier attempt's output, whose commit may or may not have
+        happened) is written to ``out`` too, with each URL once: the new records of a
+        retry are mostly the same URLs again, and ``out`` is queued once, so no URL
+        is queued (and handed out, and counted against its site's budget) twice.
+        """
         refused: list[Record] = []
         with self.seen_lock:
             fresh = fresh_in(
@@ -204,7 +216,7 @@ class CrawlCore:
                 scope=self.scope,
                 on_refused=refused.append,
             )
-            write_file(out, fresh.records)
+            write_file(out, _each_url_once([*(carry or ()), *fresh.records]))
             fresh.commit()
         if refused:
             write_file(refused_path, refused)
@@ -253,3 +265,15 @@ class CrawlCore:
     def _next_waiting_time(self) -> float | None:
         with self.lock:
             return self.waiting.next_time()
+
+
+def _each_url_once(records: list[Record]) -> list[Record]:
+    """``records`` without the repeats of a URL met before (the first one is kept)."""
+    urls: set[str] = set()
+    out = []
+    for rec in records:
+        url = str(rec.get("url"))
+        if url not in urls:
+            urls.add(url)
+            out.append(rec)
+    return out

@@ -95,8 +95,12 @@ class CycleSteps(Admission):
         """Links and redirects → seen-merge --scope → frontier add; deferred → waiting room.
 
         Each attempt writes its new URLs to its own file before the seen set commits
-        them, and every attempt's file is queued: a crash between the commit and the
-        queueing repeats URLs (at least once), never loses them (invariant 4).
+        them: a crash between the commit and the queueing repeats URLs (at least
+        once), never loses them (invariant 4). An attempt after a crash takes in the
+        files of the attempts before it (killed before or after their commit: their
+        URLs may be new again, or seen and in no other file) and leaves one file with
+        each URL once, so a crash before the commit does not queue the cycle's new URLs
+        twice (each copy handed out and counted against its site's budget).
         """
         refused_path = cycle / "links-refused.ndjson.zst"
         if not is_done(cycle, "seen"):
@@ -110,13 +114,19 @@ class CycleSteps(Admission):
             write_file(refused_path, refused)
             self._count_refused(refused)
             candidates = self._route(candidates, f"c{cycle.name}")
-            attempt = len(list(cycle.glob("new-*.ndjson.zst"))) + 1
+            earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
+            attempt = _attempt(earlier[-1]) + 1 if earlier else 1
             fresh = self._seen_merge(
-                candidates, cycle / f"new-{attempt}.ndjson.zst", cycle / "scope-refused.ndjson.zst"
+                candidates,
+                cycle / f"new-{attempt}.ndjson.zst",
+                cycle / "scope-refused.ndjson.zst",
+                carry=[r for path in earlier for r in read_file(path)],
             )
+            for path in earlier:  # their URLs are in the new file
+                path.unlink()
             self.summary.new_urls += len(fresh)
             mark_done(cycle, "seen", {"new": len(fresh)})
-        for path in sorted(cycle.glob("new-*.ndjson.zst")):
+        for path in sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt):
             # Each file is marked queued once the frontier has committed it: a crash
             # after that queues it again only if it falls between the two (a URL
             # queued twice is handed out twice, and counted twice against its budget).
@@ -207,6 +217,11 @@ class CycleSteps(Admission):
             if not target.exists():
                 os.replace(path, target)
                 self.summary.warc_files += 1
+
+
+def _attempt(path: Path) -> int:
+    """The attempt number N of a cycle's ``new-N.ndjson.zst`` file."""
+    return int(path.name.split(".", 1)[0].rsplit("-", 1)[1])
 
 
 class PostWorker:

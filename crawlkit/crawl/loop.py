@@ -48,12 +48,18 @@ __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 class Crawl(Feed, Recovery):
     """One run of ``crawlkit crawl`` over a locked state directory."""
 
-    def run(self) -> CrawlSummary:
+    def run(self, admit: Callable[[], None] | None = None) -> CrawlSummary:
+        """Recover what the last run left, call ``admit`` (queue seeds and retries),
+        then crawl until a limit or nothing is left."""
         with graceful_signals(self._on_signal, lambda: bool(self.interrupted)) as reinstall:
-            return self._run(reinstall)
+            return self._run(reinstall, admit)
 
-    def _run(self, reinstall: Callable[[], None]) -> CrawlSummary:
+    def _run(
+        self, reinstall: Callable[[], None], admit: Callable[[], None] | None = None
+    ) -> CrawlSummary:
         pending = self._recover()
+        if admit is not None:
+            admit()
         idle_runs = 0
         while True:
             reason = self._should_stop()
@@ -132,16 +138,22 @@ def crawl(
     with open_state(state_path, owner="crawl") as state:
         record_settings(state.path, seeds, options)  # for the collection's report
         run = Crawl(state, options, reporter=reporter, progress=progress)
-        try:
+
+        def admit() -> None:
             run.requeue_admitted()  # what a crash left between the seen set and the frontier
-            # seeds seen before but never fetched, and due retries:
+            # seeds seen before but never fetched, and due retries; asked after the
+            # recovery has put the cycles a crash left into the recrawl history, else a
+            # seed fetched in one of them reads as never fetched and is queued again
             owns = run.role.owns if run.role is not None else None
             retry = retry_records(
                 state.path, seeds, run.canon, owns=owns, seen=run.seen, history=run.history
             )
             run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
-            return run.run()
+
+        try:
+            run.widen_scope(seeds)
+            return run.run(admit)
         finally:
             run.close()
 

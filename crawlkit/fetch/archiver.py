@@ -93,6 +93,14 @@ class WarcArchiver:
                     results.append((True, self._write(*args)))
                 except Exception as exc:  # handed to the awaiting task
                     results.append((False, exc))
+            # A location is logged the moment it is delivered, and a batch file is
+            # deleted on the log's word: its bytes must be with the OS by then, or a
+            # kill -9 loses them with the buffer and a recovery drops the record.
+            try:
+                if self.warc is not None:
+                    self.warc.flush()
+            except Exception as exc:
+                results = [(False, exc)] * len(batch)
             loop.call_soon_threadsafe(_deliver, [f for f, _ in batch], results)
 
     def _write(
