@@ -32,39 +32,45 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
-import signal
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InputError, InvalidURL
-from crawlkit.html.css import css_refs, decode_css
+from crawlkit.errors import InputError
 from crawlkit.html.page import (
-    MAX_HTML_BYTES,
-    MAX_LINKS,
     HtmlExtractor,
-    Link,
     looks_like_html,
     media_type,
 )
-from crawlkit.records import link_fields, page_record
 from crawlkit.sitemap.discover import (
     is_robots_txt,
     looks_like_sitemap,
-    robots_records,
-    sitemap_records,
 )
-from crawlkit.url import Canonicalizer, Rules
-from crawlkit.warc.read import MAX_BODY, WarcStats, iter_responses, iter_responses_at
+from crawlkit.stages.extract_page import (
+    ChunkResult,
+    ExtractOptions,
+    ExtractStats,
+    Job,
+    WarcSource,
+    init_worker,
+    link_priority,
+    process_chunk,
+    worker_extractor,
+)
+from crawlkit.url import Canonicalizer
+from crawlkit.warc.read import WarcStats, iter_responses, iter_responses_at
 
-__all__ = ["ExtractOptions", "ExtractStats", "ExtractWorkers", "extract_warcs", "link_priority"]
+__all__ = [
+    "ExtractOptions",
+    "ExtractStats",
+    "ExtractWorkers",
+    "extract_warcs",
+    "link_priority",
+    "process_chunk",
+]
 
-_NL = orjson.OPT_APPEND_NEWLINE
 # Types worth reading the body of: HTML, and the generic ones that get sniffed.
 _CANDIDATE_TYPES = frozenset(
     {
@@ -78,274 +84,6 @@ _CANDIDATE_TYPES = frozenset(
         "*/*",
     }
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ExtractOptions:
-    """Tuning for one run; every field has the documented default."""
-
-    rules: Rules = Rules.DEFAULT
-    max_html_bytes: int = MAX_HTML_BYTES
-    max_links: int = MAX_LINKS
-    max_body: int = MAX_BODY
-    chunk_records: int = 64
-    chunk_bytes: int = 4 * 1024 * 1024
-    requisites: bool = True  # write requisite link records (pages' and stylesheets')
-    sitemaps: bool = True  # write records for robots.txt Sitemap lines and sitemaps
-
-
-@dataclass(slots=True)
-class ExtractStats:
-    """Counts for the summary line. ``errors`` counts parse failures and capped pages."""
-
-    records: int = 0
-    pages: int = 0
-    links: int = 0
-    requisites: int = 0
-    stylesheets: int = 0
-    sitemaps: int = 0  # robots.txt files and sitemaps read
-    revisits: int = 0
-    non_200: int = 0
-    not_html: int = 0
-    bad_url: int = 0
-    errors: int = 0
-    capped: int = 0
-    damaged_files: int = 0
-    by_status: Counter[int] = field(default_factory=Counter)
-
-    def summary(self) -> str:
-        return (
-            f"{self.records} WARC records: {self.pages} pages, {self.links} links, "
-            f"{self.requisites} requisites ({self.stylesheets} stylesheets read), "
-            f"{self.sitemaps} sitemaps and robots.txt read; "
-            f"passed over {self.revisits} revisits, {self.non_200} non-200, "
-            f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
-            f"{self.errors} page errors ({self.capped} over a cap)"
-            + (
-                f"; {self.damaged_files} WARC files unreadable or damaged"
-                if self.damaged_files
-                else ""
-            )
-        )
-
-
-def link_priority(depth: int, nofollow: bool) -> float:
-    """A link's priority hint for the frontier: 1/(depth+1), halved for nofollow.
-
-    Higher is sooner; the frontier is free to weigh it with what it knows.
-    """
-    value = 1.0 / (depth + 1)
-    return round(value / 2 if nofollow else value, 6)
-
-
-# A job is the part of a WARC response a worker needs, as plain picklable values.
-Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, str]
-# (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
-#  truncated, kind: "html", "css", "robots" or "sitemap")
-ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
-# A whole WARC file, or (file, [(offset, length), ...]): the records a fetch log names.
-WarcSource = str | tuple[str, Sequence[tuple[int, int]]]
-
-_worker: HtmlExtractor | None = None
-_TAGS = {
-    t: t.encode()
-    for t in (
-        "a",
-        "area",
-        "link",
-        "frame",
-        "iframe",
-        "meta",
-        "img",
-        "source",
-        "script",
-        "video",
-        "audio",
-        "track",
-        "object",
-        "embed",
-        "input",
-        "image",
-        "style",
-        "background",
-        "css",
-        "import",
-    )
-}
-
-
-def _init_worker(options: ExtractOptions) -> None:
-    global _worker, _want_requisites
-    # Ctrl-C reaches the whole process group. The parent decides what an interrupt
-    # means (crawl and fetch stop gracefully on the first one) and shuts the workers
-    # down; a worker dying of it mid-page would turn that into a failed run.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker = HtmlExtractor(
-        Canonicalizer(options.rules),
-        max_html_bytes=options.max_html_bytes,
-        max_links=options.max_links,
-    )
-    _want_requisites = options.requisites
-
-
-_want_requisites = True
-
-
-def _link_lines(
-    links: Iterable[Link], source: str, depth: int, reason: str, out: list[bytes]
-) -> None:
-    """Append the link records of ``links`` found at ``source`` (of ``depth``) to ``out``.
-
-    Link records share everything after "fp" with each other: that part is serialized
-    once (two variants, followable and nofollow) and spliced in.
-    """
-    link_depth = depth + 1
-    tails = [
-        orjson.dumps(
-            link_fields(
-                depth=link_depth,
-                priority=link_priority(link_depth, nf),
-                reason=reason,
-                source=source,
-                nofollow=nf,
-            )
-        )[1:-1]
-        for nf in (False, True)
-    ]
-    for link in links:
-        target_url = link.url
-        head = orjson.dumps(
-            {
-                "url": target_url.url,
-                "host": target_url.host,
-                "site": target_url.site,
-                "fp": target_url.fp,
-            }
-        )
-        out.append(
-            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
-        )
-
-
-def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
-    """The requisite records of one stylesheet's ``url()`` and ``@import`` references."""
-    target, _fa, _dg, _st, ctype, _xr, depth, body, _tr, _css = job
-    try:
-        source = ex.canon.parse(target).url
-    except InvalidURL:
-        counts["bad_url"] += 1
-        return
-    found: list[Link] = []
-    seen: set[str] = set()
-    for ref in css_refs(decode_css(body, ctype), max_urls=ex.max_links):
-        parsed = ex.resolve(ref.url, target)
-        if parsed is None or parsed.fp in seen:
-            continue
-        seen.add(parsed.fp)
-        found.append(Link(parsed, False, "import" if ref.kind == "import" else "css"))
-    _link_lines(found, source, depth, "requisite", links)
-    counts["stylesheets"] += 1
-    counts["requisites"] += len(found)
-
-
-def _discovered(
-    job: Job,
-    ex: HtmlExtractor,
-    links: list[bytes],
-    counts: Counter[str],
-    warnings: list[tuple[str, str]],
-) -> None:
-    """The records of a robots.txt's Sitemap lines, or of a sitemap document."""
-    target, kind, body = job[0], job[9], job[7]
-
-    def warn(message: str) -> None:
-        warnings.append((message, "sitemap"))
-
-    if kind == "robots":
-        records = robots_records(body, target, ex.canon, warn)
-    else:
-        records = sitemap_records(body, target, warn)
-    links.extend(orjson.dumps(rec, option=_NL) for rec in records)
-    counts["sitemaps"] += 1
-    counts["links"] += len(records)
-
-
-def process_chunk(
-    jobs: Sequence[Job], extractor: HtmlExtractor | None = None, want_requisites: bool = True
-) -> ChunkResult:
-    """Parse a chunk of responses: ``(page lines, link lines, counts, warnings)``.
-
-    Never raises for one page: a failure becomes a warning and a count. ``extractor``
-    and ``want_requisites`` are for the calling process; a worker process uses the
-    parser and setting its initializer made.
-    """
-    keep_requisites = _want_requisites if extractor is None else want_requisites
-    ex = extractor if extractor is not None else _worker
-    assert ex is not None, "worker not initialised"
-    pages: list[bytes] = []
-    links: list[bytes] = []
-    counts: Counter[str] = Counter()
-    warnings: list[tuple[str, str]] = []
-    for job in jobs:
-        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, kind = job
-        if kind == "css":
-            if keep_requisites:
-                _stylesheet(job, ex, links, counts)
-            continue
-        if kind in ("robots", "sitemap"):
-            _discovered(job, ex, links, counts, warnings)
-            continue
-        try:
-            page_url = ex.canon.parse(target)
-        except InvalidURL as exc:
-            counts["bad_url"] += 1
-            warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
-            continue
-        try:
-            page = ex.extract(body, target, content_type=ctype, x_robots_tag=x_robots)
-        except Exception as exc:  # one page never ends the run
-            counts["errors"] += 1
-            warnings.append(
-                (f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})", "page error")
-            )
-            continue
-        record = page_record(
-            page_url,
-            depth=depth,
-            status=status,
-            fetched_at=fetched_at,
-            content_type=ctype,
-            charset=page.charset,
-            digest=digest,
-            simhash=page.simhash,
-            title=page.title,
-            canonical=page.canonical,
-            noindex=page.noindex,
-            nofollow=page.nofollow,
-            links=len(page.links),
-            requisites=len(page.requisites),
-            text_bytes=page.text_bytes,
-        )
-        if truncated:
-            record["truncated"] = truncated
-        if page.capped:
-            record["capped"] = page.capped
-            counts["errors"] += 1
-            counts["capped"] += 1
-            warnings.append(
-                (
-                    f"{page_url.url}: over the {' and '.join(page.capped)} cap; parsed up to it",
-                    "page error",
-                )
-            )
-        pages.append(orjson.dumps(record, option=_NL))
-        counts["pages"] += 1
-        _link_lines(page.links, page_url.url, depth, "link", links)
-        if keep_requisites:
-            _link_lines(page.requisites, page_url.url, depth, "requisite", links)
-            counts["requisites"] += len(page.requisites)
-        counts["links"] += len(page.links)
-    return b"".join(pages), b"".join(links), dict(counts), warnings
 
 
 # Types a sitemap or feed comes with (besides the generic ones above).
@@ -637,7 +375,7 @@ def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
     return cf.ProcessPoolExecutor(
         max_workers=jobs,
         mp_context=multiprocessing.get_context(method),
-        initializer=_init_worker,
+        initializer=init_worker,
         initargs=(options,),
     )
 
@@ -662,7 +400,12 @@ def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> Files
     links = bytearray()
     keep = _KeepWarnings()
     stats = extract_warcs(
-        paths, pages.extend, links.extend, options=options, reporter=keep, extractor=_worker
+        paths,
+        pages.extend,
+        links.extend,
+        options=options,
+        reporter=keep,
+        extractor=worker_extractor(),
     )
     return bytes(pages), bytes(links), stats, keep.kept
 
