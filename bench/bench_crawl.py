@@ -191,6 +191,14 @@ def server_times(log: Path) -> list[float]:
         return [json.loads(line)["t_start"] for line in f if line.strip()]
 
 
+def per_window(times: list[float], start: float, width: float = 5.0) -> list[int]:
+    """Requests the server saw in each ``width``-s window from ``start``."""
+    counts = [0] * (int((max(times, default=start) - start) // width) + 1)
+    for t in times:
+        counts[int((t - start) // width)] += 1
+    return counts
+
+
 def longest_stall(times: list[float], end: float) -> float:
     """Seconds of the longest run of 5-s windows with under 10% of the mean request
     rate, from the first request to ``end`` (start-up and shutdown are not stalls)."""
@@ -356,6 +364,7 @@ def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
         "-j",
         str(args.jobs),
     ]
+    cmd += os.environ.get("CK_EXTRA", "").split()  # temporary experiment hook
     if args.scenario == "classic":
         cmd += [
             "--delay-factor",
@@ -519,6 +528,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "killed": usage.killed,
         "load_before": load,
         "rss": usage.rss,
+        "per_5s": per_window(times, start),
     }
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -667,6 +677,9 @@ def main() -> None:
         help="profile crawlkit's runs with py-spy into FILE (collapsed stacks) "
         "and print the top CPU costs per 1,000 pages",
     )
+    ap.add_argument(
+        "--timeline", action="store_true", help="print server-side requests per 5 s of each run"
+    )
     ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
     args = ap.parse_args()
     if not args.no_isolate:
@@ -708,6 +721,8 @@ def main() -> None:
                         f"{result['load_before']:.1f}",
                         flush=True,
                     )
+                    if args.timeline:
+                        print(f"    server requests per 5 s: {result['per_5s']}", flush=True)
             report(scenario, hosts, pages, runs, args)
     finally:
         if args.keep:
@@ -717,7 +732,10 @@ def main() -> None:
     print(f"load average at the end: {os.getloadavg()}")
     if args.json:
         args.json.write_text(
-            json.dumps([{k: v for k, v in r.items() if k != "rss"} for r in everything], indent=1)
+            json.dumps(
+                [{k: v for k, v in r.items() if k not in ("rss", "per_5s")} for r in everything],
+                indent=1,
+            )
         )
     if args.rss_log:
         args.rss_log.write_text(

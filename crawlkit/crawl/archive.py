@@ -45,6 +45,7 @@ stops a crawl. At start the same problems are usage errors.
 from __future__ import annotations
 
 import heapq
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ __all__ = [
     "ArchiveOptions",
     "Excludes",
     "LinkPolicy",
+    "adopt_file_index",
     "update_collection_index",
 ]
 
@@ -251,12 +253,22 @@ def _hops(rec: Record | None) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def adopt_file_index(index: Path, warc_dir: Path, name: str) -> None:
+    """Move ``index``, the sorted index a writer kept for the WARC file ``name``
+    (:func:`crawlkit.warc.write.index_of`), to where :func:`update_collection_index`
+    looks for it, so that file is never read to index it. Missing: nothing to do."""
+    if index.exists():
+        (warc_dir / INDEX_DIR).mkdir(exist_ok=True)
+        os.replace(index, warc_dir / INDEX_DIR / f"{name}.cdxj")
+
+
 def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) -> int:
     """Keep ``WARC_DIR/index.cdxj`` (pywb's CDXJ, SURT-sorted) up to date.
 
     Each WARC file directly in ``warc_dir`` gets its own sorted index in
     ``WARC_DIR/indexes/NAME.cdxj`` once (a file being written is never there: the
-    crawl moves WARC files in when they are closed and extracted), then the
+    crawl moves WARC files in when they are closed and extracted, with the index its
+    writer kept, see :func:`adopt_file_index`; others are read here), then the
     per-file indexes are merged into ``index.cdxj`` (streaming; written to a
     temporary name and renamed). Returns the number of lines. A WARC that cannot be
     indexed is reported and left out, never fatal to the crawl.

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from crawlkit import io
 from crawlkit.crawl.admission import Admission
+from crawlkit.crawl.archive import adopt_file_index
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
 from crawlkit.crawl.steps import POST_STEPS
 from crawlkit.crawl.summary import progress_info
@@ -24,6 +25,7 @@ from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import ExtractOptions, extract_warcs
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
+from crawlkit.warc.write import index_of
 
 __all__ = ["CycleSteps", "PostWorker"]
 
@@ -215,6 +217,7 @@ class CycleSteps(Admission):
         for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
             target = self.warc_root / path.name
             if not target.exists():
+                adopt_file_index(index_of(path), self.warc_root, path.name)
                 os.replace(path, target)
                 self.summary.warc_files += 1
 

@@ -233,6 +233,7 @@ class Feed(CycleSteps):
                 warc_prefix=self.opts.warc_prefix,
                 warc_size=self.opts.warc_size,
                 warc_info=self.opts.warc_info,
+                warc_index=self.opts.archive.index,  # the collection index reads no WARC
                 refill=refill,
                 on_interrupt=self._on_signal,
                 net=self.opts.net,

@@ -18,6 +18,7 @@ from crawlkit.crawl.files import is_done, mark_done, read_file
 from crawlkit.io import Record
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.warc.salvage import cut_to_whole_records
+from crawlkit.warc.write import discard_index
 
 __all__ = ["Recovery"]
 
@@ -68,9 +69,10 @@ class Recovery(CycleSteps):
         """Cut every ``.open`` WARC file after its last whole record and close it."""
         self.valid_warc_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.warc_root)
-        for partial in sorted(new_dir.glob("*.open")) if new_dir.exists() else []:
-            end = cut_to_whole_records(partial)
+        for partial in sorted(new_dir.glob("*.warc.gz.open")) if new_dir.exists() else []:
             final = partial.with_name(partial.name[: -len(".open")])
+            discard_index(final)  # the cut may drop records it names: reindexed later
+            end = cut_to_whole_records(partial)
             if end:
                 os.replace(partial, final)
             else:

@@ -58,6 +58,7 @@ def fetch_records(
     warc_size: int = 1_000_000_000,
     warc_prefix: str = "crawlkit",
     warc_info: dict[str, str] | None = None,
+    warc_index: bool = False,
     allow_net: Sequence[str] = (),
     hosts_file: str | os.PathLike[str] | None = None,
     on_redirect: Callable[[Record], None] | None = None,
@@ -96,7 +97,9 @@ def fetch_records(
 
     ``warc_info`` adds fields to each file's warcinfo record (``operator``,
     ``isPartOf``, ``description``). ``warc_dir`` defaults to ``STATE/warc``; files are
-    written into ``warc_dir/new`` as ``*.warc.gz.open`` and renamed when complete.
+    written into ``warc_dir/new`` as ``*.warc.gz.open`` and renamed when complete;
+    with ``warc_index`` each also gets its sorted CDXJ index beside it (``NAME.cdxj``,
+    see :class:`~crawlkit.warc.write.WarcWriter`).
     ``flush`` is called after each record (so a pipe, or a log read after a crash, sees
     every finished fetch).
     """
@@ -122,6 +125,7 @@ def fetch_records(
             prefix=warc_prefix,
             version=warc_version,
             max_size=warc_size,
+            index=warc_index,
             info={
                 "http-header-user-agent": config.agent,
                 "robots": "obey"

@@ -19,6 +19,10 @@ Indexed: ``response``, ``revisit`` (mime ``warc/revisit``), ``resource`` and
 member, for ``.warc.gz``); ``filename`` is the file's base name. ``digest`` is
 ``WARC-Payload-Digest``, or a sha1 of the payload computed when the record has none.
 
+:func:`capture_line` makes the same line from what a writer knows when it writes a
+capture (``crawlkit.warc.write.WarcWriter`` with ``index=True`` keeps them beside the
+file), so a crawl's collection index needs no second pass over its WARC files.
+
 Buffers: the lines of all inputs are held and sorted in memory (about 250 bytes a
 capture). A WARC that is cut or damaged raises :class:`~crawlkit.errors.InputError`
 naming the file; the lines of the files before it are not lost (the caller decides).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -37,13 +42,14 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
-from warcio.recordloader import ArcWarcRecord
+from warcio.recordloader import ArcWarcRecord, ArcWarcRecordLoader
+from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.timeutils import iso_date_to_timestamp
 
 from crawlkit.errors import InputError
 from crawlkit.warc.surt import surt_key
 
-__all__ = ["INDEXED_TYPES", "index_lines", "index_warc"]
+__all__ = ["INDEXED_TYPES", "capture_line", "index_lines", "index_warc"]
 
 INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
 _MIME_END = re.compile(r"[;\s]")
@@ -111,6 +117,49 @@ def _line(record: ArcWarcRecord, it: ArchiveIterator, name: str) -> str | None:
     fields["length"] = str(it.get_record_length())
     fields["offset"] = str(it.get_record_offset())
     fields["filename"] = name
+    return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
+
+
+# The parser warcio's record loader reads a response's HTTP head with (ArchiveIterator's
+# default: the status line is not verified), so a line made here equals index_warc's.
+_HTTP_HEAD = StatusAndHeadersParser(ArcWarcRecordLoader.HTTP_TYPES, False)
+
+
+def capture_line(
+    *,
+    url: str,
+    date: str,
+    http_head: bytes,
+    revisit: bool,
+    digest: str,
+    offset: int,
+    length: int,
+    filename: str,
+) -> str:
+    """The index line of a ``response`` (or ``revisit``) record as it is written:
+    ``url`` is its WARC-Target-URI, ``date`` its WARC-Date, ``http_head`` the HTTP status
+    line and headers at the start of its block, ``digest`` its WARC-Payload-Digest,
+    ``offset`` and ``length`` its place in the file (the gzip member). Equal to the line
+    :func:`index_warc` reads back for it (a test checks)."""
+    fields: dict[str, str] = {"url": url}
+    headers = None
+    try:
+        headers = _HTTP_HEAD.parse(io.BytesIO(http_head)) if http_head else None
+    except EOFError:
+        headers = None
+    if revisit:
+        fields["mime"] = "warc/revisit"
+    else:
+        value = headers.get_header("content-type") if headers else None
+        mime = _MIME_END.split(value, 1)[0].strip() if value else None
+        if mime:
+            fields["mime"] = mime
+    if headers:
+        fields["status"] = headers.get_statuscode()
+    fields["digest"] = digest
+    fields["length"] = str(length)
+    fields["offset"] = str(offset)
+    fields["filename"] = filename
     return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
 
 

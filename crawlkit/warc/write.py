@@ -18,6 +18,13 @@ body; ``WARC-Truncated: length`` marks a body cut at a cap. A body identical to 
 earlier capture is written as a ``revisit`` record (identical-payload-digest profile)
 with the headers only.
 
+With ``index=True`` the writer also keeps the file's CDXJ index (pywb's format, see
+:mod:`crawlkit.warc.cdxj`): one line per response or revisit, appended to
+``NAME.cdxj.open`` as the record is written and sorted into ``NAME.cdxj`` before the
+file gets its final name, so a collection index never has to read the WARC again. A
+file finished by salvage after a crash loses its index files (its cut may have dropped
+records they name); an indexer then reads the file itself.
+
 This writer is used from one thread at a time (the fetch engine hands it to a single
 worker thread so zlib, which releases the GIL, compresses off the event loop).
 """
@@ -33,16 +40,20 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from crawlkit.errors import UsageError
-from crawlkit.io import fsync_dir
+from crawlkit.io import atomic_write_bytes, fsync_dir
+from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = [
+    "INDEX_SUFFIX",
     "Capture",
     "WarcLocation",
     "WarcWriter",
+    "discard_index",
+    "index_of",
     "salvage_open_files",
     "sha1_digest",
     "warc_date",
@@ -106,6 +117,21 @@ def _rid() -> str:
 _VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
 
 
+INDEX_SUFFIX = ".cdxj"  # NAME.warc.gz -> NAME.warc.gz.cdxj, the file's sorted index
+
+
+def index_of(warc: Path) -> Path:
+    """The sorted CDXJ index a writer with ``index=True`` leaves beside ``warc``."""
+    return warc.with_name(warc.name + INDEX_SUFFIX)
+
+
+def discard_index(warc: Path) -> None:
+    """Remove the index files of ``warc`` (its final name): after a salvage they may
+    name records that the cut dropped."""
+    for path in (index_of(warc), index_of(warc).with_name(index_of(warc).name + ".open")):
+        path.unlink(missing_ok=True)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -134,10 +160,11 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
                 continue
         elif len(parts) != 3:
             continue
+        final = path.with_name(path.name[: -len(".open")])
+        discard_index(final)
         if cut_to_whole_records(path) == 0:
             path.unlink(missing_ok=True)
             continue
-        final = path.with_name(path.name[: -len(".open")])
         os.replace(path, final)
         done.append(final)
     if done:
@@ -179,6 +206,7 @@ class WarcWriter:
         max_size: int = 1_000_000_000,
         level: int = 6,
         info: dict[str, str] | None = None,
+        index: bool = False,
     ):
         if version not in _PROFILE:
             raise ValueError(f"WARC version must be 1.1 or 1.0, not {version!r}")
@@ -188,7 +216,8 @@ class WarcWriter:
         self.max_size = max_size
         self.level = level
         self.info = dict(info or {})
-        self._fh: object | None = None
+        self.index = index
+        self._index: TextIO | None = None  # NAME.cdxj.open, the lines in file order
         self._file: BinaryIO | None = None
         self._name = ""
         self._size = 0
@@ -208,6 +237,8 @@ class WarcWriter:
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         self._name = f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
         self._file = open(self.directory / (self._name + ".open"), "wb")  # noqa: SIM115
+        if self.index:
+            self._index = open(self._index_path(".open"), "w", encoding="utf-8")  # noqa: SIM115
         self._size = 0
         self._warcinfo_id = _rid()
         fields = {
@@ -237,6 +268,8 @@ class WarcWriter:
         os.fsync(self._file.fileno())
         self._file.close()
         self._file = None
+        if self._index is not None:
+            self._finish_index()
         final = self.directory / self._name
         os.replace(self.directory / (self._name + ".open"), final)
         fsync_dir(self.directory)
@@ -244,6 +277,22 @@ class WarcWriter:
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
+
+    def _index_path(self, suffix: str = "") -> Path:
+        return self.directory / (self._name + INDEX_SUFFIX + suffix)
+
+    def _finish_index(self) -> None:
+        """Sort the open file's index lines into ``NAME.cdxj`` (before the file's rename,
+        so a closed file's index is there as soon as the file is)."""
+        assert self._index is not None
+        self._index.close()
+        self._index = None
+        unsorted = self._index_path(".open")
+        lines = unsorted.read_text(encoding="utf-8").split("\n")
+        lines.pop()  # after the last newline
+        lines.sort()  # as crawlkit.warc.cdxj.index_lines sorts (whole lines, no newline)
+        atomic_write_bytes(self._index_path(), "".join(f"{x}\n" for x in lines).encode())
+        unsorted.unlink()
 
     # -- records -----------------------------------------------------------------------
     def _append(
@@ -302,6 +351,18 @@ class WarcWriter:
         level = 0 if cap.precompressed and cap.revisit_of is None else None
         offset, length = self._append(headers, block, level)
         location = WarcLocation(self._name, offset, length)
+        if self._index is not None:
+            line = capture_line(
+                url=cap.url,
+                date=date,
+                http_head=head,
+                revisit=cap.revisit_of is not None,
+                digest=cap.payload_digest or sha1_digest(cap.body),
+                offset=offset,
+                length=length,
+                filename=self._name,
+            )
+            self._index.write(line + "\n")
         self._append(
             [
                 ("WARC-Type", "request"),
