@@ -86,6 +86,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -364,7 +365,7 @@ def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
         "-j",
         str(args.jobs),
     ]
-    cmd += os.environ.get("CK_EXTRA", "").split()  # temporary experiment hook
+    cmd += shlex.split(args.crawlkit_args)
     if args.scenario == "classic":
         cmd += [
             "--delay-factor",
@@ -676,6 +677,11 @@ def main() -> None:
         default=None,
         help="profile crawlkit's runs with py-spy into FILE (collapsed stacks) "
         "and print the top CPU costs per 1,000 pages",
+    )
+    ap.add_argument(
+        "--crawlkit-args",
+        default="",
+        help="more options for crawlkit crawl (an experiment, e.g. '--delay-factor 0')",
     )
     ap.add_argument(
         "--timeline", action="store_true", help="print server-side requests per 5 s of each run"
