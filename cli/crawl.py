@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -312,6 +313,7 @@ def crawl_command(
     if do_explain:
         print(explain(str(state), options))
         return
+    long_running_gc()
     summary = crawl(
         state,
         read_seeds(seeds or []) + list(sitemap or []),
@@ -330,3 +332,18 @@ def crawl_command(
             f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
         )
         raise CrawlkitError(f"nothing was fetched ({why or 'see the outcomes above'})")
+
+
+def long_running_gc() -> None:
+    """Tune the cycle collector for a crawl's heap: large, long-lived, slowly growing.
+
+    The frontier, caches and host tables hold millions of objects that live for the
+    whole run; every full collection walks all of them. With CPython's defaults a
+    30-s crawl of 2,000 hosts made 22 full collections (2.2 s of 26 CPU s, measured
+    with ``gc.callbacks``); with full collections 10 times rarer it made 2 (0.2 s).
+    Young collections, which find the cycles asyncio and aiohttp leave, run as often
+    as before. What is loaded at start-up (modules, options) is frozen out of them.
+    """
+    gc.freeze()
+    young, middle, _old = gc.get_threshold()
+    gc.set_threshold(young, middle, 100)
