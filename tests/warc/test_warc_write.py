@@ -3,15 +3,17 @@ cdxj-indexer's when installed), rotate, and a dead writer's open file is salvage
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
 import warcio.archiveiterator
 
-from crawlkit.warc.write import Capture, WarcWriter, sha1_digest
+from crawlkit.warc.write import Capture, WarcWriter, gzip_member, sha1_digest
 
 
 def capture(i: int, body: bytes, revisit=None) -> Capture:
@@ -116,3 +118,16 @@ def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
         kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
     # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
     assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1
+
+
+@pytest.mark.parametrize("level", [0, 1, 6, 9])
+def test_gzip_member_is_one_member_that_inflates_back(level: int) -> None:
+    rng = random.Random(level)
+    for size in (0, 1, 200, 511, 512, 513, 4096, 20_000, 40_000, 100_000):
+        raw = bytes(rng.choice(b"abcdefgh <>/=\r\n") for _ in range(size))
+        member = gzip_member(raw, level)
+        inflate = zlib.decompressobj(31)  # gzip only, one member
+        assert inflate.decompress(member) == raw and inflate.eof and not inflate.unused_data
+        # a window sized to the record loses nothing (stored blocks: a few bytes)
+        full = len(zlib.compress(raw, level, wbits=31))
+        assert len(member) <= full + full // 1000 + 8
