@@ -104,10 +104,10 @@ def texts() -> list[tuple[str, str]]:
 
 
 def timed(fn: Callable[[str], int], text: str, number: int) -> float:
-    start = time.perf_counter()
+    start = time.thread_time()
     for _ in range(number):
         fn(text)
-    return (time.perf_counter() - start) / number * 1e6
+    return (time.thread_time() - start) / number * 1e6
 
 
 def main() -> None:
