@@ -64,15 +64,15 @@ def testweb_text(kb: float, page: int = 1) -> str:
     return HtmlExtractor(Canonicalizer()).extract(body, url, content_type="text/html").raw_text
 
 
-def synthetic(size: int, seed: int, alphabet: str = "") -> str:
+def synthetic(size: int, seed: int, alphabet: str = "", share: float = 0.2) -> str:
     """English-like words with numbers, dates and punctuation; words from
-    ``alphabet`` (if given) mixed in one in five."""
+    ``alphabet`` (if given) mixed in, a ``share`` of them."""
     rng = random.Random(seed)
     out: list[str] = []
     length = 0
     while length < size:
         roll = rng.random()
-        if alphabet and roll < 0.2:
+        if alphabet and roll < share:
             word = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 9)))
         elif roll < 0.25:
             word = rng.choice(["Mon, 30 Nov 2026 07:31:21 GMT", "3 hours ago", "12:45 pm", "#42"])
@@ -86,7 +86,7 @@ def synthetic(size: int, seed: int, alphabet: str = "") -> str:
 
 
 def texts() -> list[tuple[str, str]]:
-    latin = "abcdefghijklmnopqrstuvwxyzéèàüöçñÉÀÜ"
+    latin = "abcdefghijklmnopqrstuvwxyzéèàüöçñßÉÀÜ"
     cyrillic = "".join(chr(c) for c in range(0x410, 0x450))
     cjk = "".join(chr(0x4E00 + 37 * i) for i in range(300))
     return [
@@ -96,7 +96,10 @@ def texts() -> list[tuple[str, str]]:
         ("testweb 30 KB page", testweb_text(30)),
         ("English 2 KB", synthetic(2_000, 1)),
         ("English 10 KB", synthetic(10_000, 2)),
-        ("accented 10 KB", synthetic(10_000, 3, latin)),
+        ("typographic 5 KB", synthetic(5_000, 6, "’“”—…©", 0.03)),
+        ("typographic 20 KB", synthetic(20_000, 7, "’“”—…©", 0.03)),
+        ("accented 10 KB", synthetic(10_000, 3, latin, 0.1)),
+        ("accented 1/5 10 KB", synthetic(10_000, 3, latin)),
         ("Cyrillic 10 KB", synthetic(10_000, 4, cyrillic)),
         ("CJK 10 KB", synthetic(10_000, 5, cjk)),
         ("one line", "Hello, world: 3 new comments"),

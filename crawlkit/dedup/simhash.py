@@ -79,6 +79,9 @@ _PAIR_FLAGS = (
     | np.frombuffer(_IS_WORD_TABLE, dtype=np.uint8).astype("<u2")[None, :]
 ).ravel()
 _CAPITAL_SIGMA = "\u03a3"  # the one character whose lowercase depends on its neighbours
+_ASCII = bytes(range(128))
+_UTF8 = ("utf-8", "surrogatepass")
+_MAX_REPLACED = 32  # characters to replace, beyond which str.lower costs less
 
 _POW_CACHE: dict[str, np.ndarray] = {}
 
@@ -117,31 +120,45 @@ def _folded_utf8(text: str) -> bytes:
     ASCII capitals may be left as they are (the byte tables fold them).
 
     ``str.lower`` is slow on any text that is not pure ASCII, while most pages are
-    ASCII but for a few dashes, quotes or symbols that have no lowercase. When the
-    non-ASCII characters (at most one byte in eight) are all unchanged by lowercasing,
-    or only a few distinct ones change and none is a capital sigma, encoding the
-    text as it is (and replacing those few) gives the same bytes, because
-    ``str.lower`` maps each character on its own except the capital sigma.
+    ASCII but for a few dashes, quotes, symbols or accented letters. ``str.lower``
+    maps each character on its own, except the capital sigma (its lowercase depends
+    on the letters around it). So when the non-ASCII characters are at most one byte
+    in eight, there is no capital sigma, and at most :data:`_MAX_REPLACED` of them
+    change (each into one character), encoding the text as it is and replacing those
+    few characters' bytes gives the same bytes.
     """
     data = text.encode("utf-8", "surrogatepass")
     extra = len(data) - len(text)
     if extra == 0:
         return data
-    if extra * 8 <= len(data):
-        codes = np.frombuffer(data, dtype=np.uint8)
-        others = codes[(codes >= 0x80).nonzero()[0]].tobytes().decode("utf-8", "surrogatepass")
-        if others.lower() == others:
-            return data
-        if len(others) <= 256:
-            changed = [c for c in set(others) if c.lower() != c]
-            if len(changed) <= 4 and _CAPITAL_SIGMA not in changed:
-                for c in changed:
-                    data = data.replace(
-                        c.encode("utf-8", "surrogatepass"),
-                        c.lower().encode("utf-8", "surrogatepass"),
-                    )
-                return data
-    return text.lower().encode("utf-8", "surrogatepass")
+    if extra * 8 > len(data):
+        return text.lower().encode("utf-8", "surrogatepass")
+    # Below 4 KB a C loop beats numpy's call overheads at finding the non-ASCII bytes.
+    if len(data) < 4096 and (chars := data.translate(None, _ASCII).decode(*_UTF8)) == chars.lower():
+        return data
+    codes = np.frombuffer(data, dtype=np.uint8)
+    at = (codes >= 0x80).nonzero()[0]  # every byte of every non-ASCII character
+    others = codes[at]
+    chars = others.tobytes().decode(*_UTF8)
+    lowered = chars.lower()
+    if lowered == chars:
+        return data
+    if len(lowered) != len(chars) or _CAPITAL_SIGMA in chars:
+        return text.lower().encode(*_UTF8)
+    before = np.frombuffer(chars.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    after = np.frombuffer(lowered.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    which = (before != after).nonzero()[0].tolist()
+    if len(which) > _MAX_REPLACED:
+        return text.lower().encode(*_UTF8)
+    # Character k of ``chars`` starts at the k-th lead byte (0xC0 and up) of the text.
+    starts = at[others >= 0xC0].take(which).tolist()
+    pieces: list[bytes] = []
+    done = 0
+    for k, start in zip(which, starts, strict=True):
+        pieces += (data[done:start], lowered[k].encode(*_UTF8))
+        done = start + len(chars[k].encode(*_UTF8))
+    pieces.append(data[done:])
+    return b"".join(pieces)
 
 
 def word_hashes(text: str) -> np.ndarray:

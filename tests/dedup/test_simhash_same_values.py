@@ -178,6 +178,12 @@ CASES = [
     ENGLISH + " ΣΑΣ ΟΔΟΣ aΣ b Σ. 'Σ' " + ENGLISH,
     ENGLISH + " Über ÉCOLE İstanbul K " + ENGLISH,
     ENGLISH + " ÀÉÎÕÜÇ " + ENGLISH,
+    # Capitals whose lowercase is longer in UTF-8 (Ⱥ to ⱥ: 2 to 3 bytes), and 32 or
+    # 33 capitals to replace, each side of where str.lower takes over.
+    ENGLISH + " \u023a\u023e x\u023ay " + ENGLISH,
+    ENGLISH * 8 + " É" * 32,
+    ENGLISH * 8 + " É" * 33,
+    "Zürich ÉCOLE " * 3 + ENGLISH * 20 + " Ørsted",
     "À" * 300 + " tail",
     "x" * 10_000,
     "word " * 3_000,
