@@ -190,8 +190,9 @@ def _word_sums(text: str) -> np.ndarray:
     sums *= inv2[: pairs.size]
     np.add.accumulate(sums, out=sums)
     # The word at text bytes [s, e) is padded bytes [s + 2, e + 2): pairs s // 2 + 1 to
-    # (e + 1) // 2 + 1 (the other byte of a pair at either end is a separator, which
-    # adds 0), and it starts at the padded position s + 2.
+    # (e + 1) // 2 inclusive (the other byte of a pair at either end is a separator,
+    # which adds 0), so its sum is sums[(e + 1) // 2] - sums[s // 2]; it starts at the
+    # padded position s + 2.
     bounds = edges.reshape(-1, 2).T.copy()
     shift = fwd[2:].take(bounds[0])
     bounds[1] += 1
