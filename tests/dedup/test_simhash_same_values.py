@@ -1,0 +1,289 @@
+"""simhash gives exactly the values of the original implementation.
+
+Simhashes are stored in dedup indexes across runs, so a faster implementation must
+not change a single bit. The original module (per-byte uint64 prefix sums over the
+lowercased UTF-8) is copied below, unchanged but for the names, as the reference.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.dedup import simhash as module
+from crawlkit.dedup.simhash import DATE_WORDS, simhash, simhash_hex, word_hashes
+
+# --- the reference: crawlkit/dedup/simhash.py as of commit 55716ae -------------------
+
+_U64 = np.uint64
+_BASE = 0x100000001B3
+_BASE_INV = pow(_BASE, -1, 1 << 64)
+_MUL1 = _U64(0x9E3779B97F4A7C15)
+_MUL2 = _U64(0xC2B2AE3D27D4EB4F)
+_MUL3 = _U64(0x165667B19E3779F9)
+_FMIX1 = _U64(0xFF51AFD7ED558CCD)
+_FMIX2 = _U64(0xC4CEB9FE1A85EC53)
+_S33 = _U64(33)
+_WORD_BYTES = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789"
+_IS_WORD_TABLE = bytes(1 if c in _WORD_BYTES or c >= 0x80 else 0 for c in range(256))
+_VALUE_TABLE = bytes(
+    c if (c in _WORD_BYTES or c >= 0x80) and not 0x30 <= c <= 0x39 else 0 for c in range(256)
+)
+_POW_CACHE: dict[str, np.ndarray] = {}
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    have = _POW_CACHE.get("inv")
+    if have is None or len(have) < n:
+        size = max(n, 2 * (len(have) if have is not None else 4096))
+        with np.errstate(over="ignore"):
+            inv = np.full(size, _BASE_INV, dtype=_U64)
+            inv[0] = 1
+            fwd = np.full(size, _BASE, dtype=_U64)
+            fwd[0] = 1
+            _POW_CACHE["inv"] = np.cumprod(inv, dtype=_U64)
+            _POW_CACHE["fwd"] = np.cumprod(fwd, dtype=_U64)
+    return _POW_CACHE["inv"], _POW_CACHE["fwd"]
+
+
+def _fmix(x: np.ndarray) -> np.ndarray:
+    x = x ^ (x >> _S33)
+    x = x * _FMIX1
+    x = x ^ (x >> _S33)
+    x = x * _FMIX2
+    out: np.ndarray = x ^ (x >> _S33)
+    return out
+
+
+def reference_word_hashes(text: str) -> np.ndarray:
+    hashes = _word_hashes_raw(text)
+    maybe = np.flatnonzero(_DATE_FILTER[hashes & _LOW16])
+    if maybe.size:
+        found = hashes[maybe].tolist()
+        drop = [int(i) for i, h in zip(maybe, found, strict=True) if h in _DATE_SET]
+        if drop:
+            hashes = np.delete(hashes, drop)
+    return hashes
+
+
+def _word_hashes_raw(text: str) -> np.ndarray:
+    lowered = text.lower().encode("utf-8", "surrogatepass")
+    n = len(lowered)
+    if n == 0:
+        return np.zeros(0, dtype=_U64)
+    padded = np.zeros(n + 2, dtype=np.bool_)
+    padded[1:-1] = np.frombuffer(lowered.translate(_IS_WORD_TABLE), dtype=np.bool_)
+    edges = np.flatnonzero(padded[1:] != padded[:-1])
+    starts = edges[0::2]
+    ends = edges[1::2]
+    inv, fwd = _powers(n + 1)
+    values = np.frombuffer(lowered.translate(_VALUE_TABLE), dtype=np.uint8)
+    prefix = np.zeros(n + 1, dtype=_U64)
+    np.cumsum(values * inv[:n], dtype=_U64, out=prefix[1:])
+    raw = (prefix[ends] - prefix[starts]) * fwd[starts]
+    return _fmix(raw[raw != 0])
+
+
+_LOW16 = _U64(0xFFFF)
+_DATE_HASHES = np.unique(np.concatenate([_word_hashes_raw(w) for w in DATE_WORDS]))
+_DATE_SET = frozenset(int(h) for h in _DATE_HASHES)
+_DATE_FILTER = np.zeros(1 << 16, dtype=np.bool_)
+_DATE_FILTER[(_DATE_HASHES & _LOW16).astype(np.intp)] = True
+
+
+def _shingle_hashes(words: np.ndarray) -> np.ndarray:
+    n = words.size
+    if n >= 3:
+        mixed = words[:-2] * _MUL1 + words[1:-1] * _MUL2 + words[2:] * _MUL3
+    elif n == 2:
+        mixed = words[:1] * _MUL1 + words[1:] * _MUL2
+    else:
+        mixed = words * _MUL1
+    return _fmix(mixed)
+
+
+_SHIFTS = np.arange(8, dtype=_U64)[:, None]
+_LOW_BITS = _U64(0x0101010101010101)
+
+
+def _bit_votes(shingles: np.ndarray) -> np.ndarray:
+    m = shingles.size
+    k = -(-m // 255)
+    padded = np.zeros(k * 255, dtype=_U64)
+    padded[:m] = shingles
+    sliced = (padded[None, :] >> _SHIFTS) & _LOW_BITS
+    lanes = sliced.reshape(8, k, 255).sum(axis=2, dtype=_U64)
+    counts = lanes.view(np.uint8).reshape(8, k, 8).sum(axis=1, dtype=np.int64)
+    votes: np.ndarray = counts.T.reshape(64)
+    return votes
+
+
+def reference_simhash(text: str) -> int:
+    words = reference_word_hashes(text)
+    if words.size == 0:
+        return 0
+    shingles = _shingle_hashes(words)
+    m = shingles.size
+    votes = _bit_votes(shingles)
+    chosen = (2 * votes > m).astype(np.uint8)
+    return int.from_bytes(np.packbits(chosen, bitorder="little").tobytes(), "little")
+
+
+# --- the cases -----------------------------------------------------------------------
+
+WORDS = ["the", "Crawler", "fetched", "page", "x", "I", "naïve", "Über", "data_set", "v2"]
+NON_ASCII = (
+    "·—–“”’…©®€£°½"  # no lowercase: the fast path
+    "éèàüöçñßæøåœ"  # lowercase already
+    "ÉÀÜÖÇÑÆØÅŒ"  # capitals: a few of them are replaced
+    "\u0130\u212a\u2126\u1e9e\u01c5"  # İ (lowercases to 2 characters), Kelvin K, Ohm, ẞ, ǅ
+    "ΣσςΑΒΓ"  # the capital sigma lowercases by context
+    "Жжщ日本語テキスト한국어"
+    "😀👍🏽\u0301\u200d\ufeff"
+    "\ud800\udbff\udc00\udfff"  # lone surrogates
+)
+ENGLISH = "The crawler fetched the page at noon and kept what it found. " * 4
+CASES = [
+    "",
+    " ",
+    " \t\n\r\x0b\x0c ",
+    "\u00a0\u3000",
+    "a",
+    "A",
+    "one two",
+    "One, Two!",
+    "2024",
+    "12 345 6.789",
+    "2024-11-30 12:00:00",
+    "Mon, 30 Nov 2026 07:31:21 GMT",
+    "monday MONDAY Monday updated ago",
+    "...,;:!?()[]{}<>-+*/\\|'\"`~@#$%^&=",
+    "_ __ ___",
+    "page2 page3 a1b2c3 ab",
+    "ΟΔΥΣΣΕΥΣ ΣΑΣ σας Σ. aΣ b 'Σ' Σ'a ΣΣ",
+    "\u0130stanbul \u212aelvin \u2126",
+    "CAFÉ café Café ÉCOLE",
+    "日本語のテキスト 中文 한국어",
+    "Привет МИР мир",
+    "emoji 😀 👍🏽 and e\u0301 accents",
+    "lone \ud800 surrogates \udfff pair \ud83d\ude00",
+    "\udfff",
+    "mixed · dashes — and “quotes” ’ ©2026",
+    # Mostly ASCII with a few capitals that lowercase (the replacing path), among
+    # them the capital sigma, whose lowercase depends on the letters around it.
+    ENGLISH + " ΣΑΣ ΟΔΟΣ aΣ b Σ. 'Σ' " + ENGLISH,
+    ENGLISH + " Über ÉCOLE İstanbul K " + ENGLISH,
+    ENGLISH + " ÀÉÎÕÜÇ " + ENGLISH,
+    # Capitals whose lowercase is longer in UTF-8 (Ⱥ to ⱥ: 2 to 3 bytes), and 32 or
+    # 33 capitals to replace, each side of where str.lower takes over.
+    ENGLISH + " \u023a\u023e x\u023ay " + ENGLISH,
+    ENGLISH * 8 + " É" * 32,
+    ENGLISH * 8 + " É" * 33,
+    "Zürich ÉCOLE " * 3 + ENGLISH * 20 + " Ørsted",
+    "À" * 300 + " tail",
+    "x" * 10_000,
+    "word " * 3_000,
+    " ".join(f"w{i % 97}x{i % 13}" for i in range(6_000)),
+]
+
+
+def random_text(rng: random.Random, size: int, alphabet: str) -> str:
+    out: list[str] = []
+    length = 0
+    while length < size:
+        roll = rng.random()
+        if roll < 0.5:
+            out.append(rng.choice(WORDS))
+        elif roll < 0.7:
+            out.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))))
+        elif roll < 0.8:
+            out.append(str(rng.randint(0, 10**6)))
+        elif roll < 0.9:
+            out.append(rng.choice(DATE_WORDS).capitalize())
+        else:
+            out.append(rng.choice([",", ".", " - ", "\n", "  ", "'", ":", "/"]))
+        out.append(rng.choice(" \n\t,.") if rng.random() < 0.9 else "")
+        length += len(out[-2]) + len(out[-1])
+    return "".join(out)
+
+
+def assert_same(text: str) -> None:
+    want = reference_word_hashes(text)
+    got = word_hashes(text)
+    assert got.dtype == np.uint64
+    assert got.tolist() == want.tolist(), repr(text[:80])
+    assert simhash(text) == reference_simhash(text), repr(text[:80])
+
+
+@pytest.mark.parametrize("text", CASES, ids=range(len(CASES)))
+def test_listed_cases_equal_the_original(text):
+    assert_same(text)
+    assert simhash_hex(text) == f"{reference_simhash(text):016x}"
+
+
+def test_random_texts_of_every_size_equal_the_original():
+    rng = random.Random(20261201)
+    alphabets = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        "abcdefghijklmnopqrstuvwxyz·—’",
+        "abcdefghijklmnopqrstuvwxyzÉÀÜéàü",
+        NON_ASCII,
+        "абвгдежзийклмнопрАБВГДЕЖЗИЙ",
+        "日本語テキスト中文한국어",
+    ]
+    for i in range(400):
+        size = rng.choice([1, 2, 5, 20, 100, 1_000, 3_000, 12_000, 40_000])
+        assert_same(random_text(rng, size, alphabets[i % len(alphabets)]))
+
+
+@pytest.mark.parametrize("words", [1, 2, 3, 4, 256, 257, 258, 512, 513, 1_000])
+def test_every_count_of_shingles_equals_the_original(words):
+    # 255 shingles fill one byte lane of the vote counters: both sides of that edge.
+    rng = random.Random(words)
+    text = " ".join(rng.choice(WORDS) + str(i) for i in range(words))
+    assert_same(text)
+
+
+def test_grown_power_tables_equal_the_original(monkeypatch):
+    # A fresh cache, then a text longer than its first size: the tables grow.
+    monkeypatch.setattr(module, "_POW_CACHE", {})
+    rng = random.Random(3)
+    for size in (10, 5_000, 9_000, 70_000):
+        assert_same(random_text(rng, size, NON_ASCII))
+    assert len(module._POW_CACHE["fwd"]) >= 70_000
+
+
+def test_many_shingles_beyond_the_chunk_table_equal_the_original(monkeypatch):
+    # Texts with more shingles than the cached chunk starts cover take the slow path.
+    monkeypatch.setattr(module, "_CHUNKS", module._CHUNKS[:2])
+    rng = random.Random(4)
+    assert_same(random_text(rng, 8_000, "abcdefghij"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_equals_the_original(text):
+    assert_same(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*WORDS, *DATE_WORDS, *NON_ASCII, " ", ", ", "7"]), max_size=200))
+def test_any_mix_of_words_and_symbols_equals_the_original(parts):
+    assert_same("".join(parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*WORDS, "and", "of", "a", "7", " ", ". "]), max_size=80),
+    st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(list(NON_ASCII))), max_size=4),
+)
+def test_ascii_text_with_a_few_other_characters_equals_the_original(words, inserts):
+    text = " ".join(words)
+    for at, char in inserts:
+        at %= len(text) + 1
+        text = text[:at] + char + text[at:]
+    assert_same(text)
