@@ -100,19 +100,42 @@ class SiteInfo:
 
 
 class SiteTable:
-    """All sites the frontier knows, with link, seed and yield signals and budgets."""
+    """All sites the frontier knows, with link, seed and yield signals and budgets.
+
+    ``changed`` holds the sites that may have changed since :meth:`take_changes` (the
+    frontier journals only those): every site handed out by :meth:`get`, which is how
+    callers reach a :class:`SiteInfo` to change it. Code that changes a site reached
+    another way (iterating ``sites``) must add it to ``changed``.
+    """
 
     def __init__(self, policy: BudgetPolicy | None = None):
         self.policy = policy or BudgetPolicy()
         self.sites: dict[str, SiteInfo] = {}
         self._trusted: set[str] | None = None  # None: recompute before use
         self.version = 0  # goes up whenever a budget may have changed
+        self.changed: set[str] = set()
 
     def get(self, site: str) -> SiteInfo:
+        """The site's info (created if new), counted as changed: callers may change it."""
         info = self.sites.get(site)
         if info is None:
             info = self.sites[site] = SiteInfo()
+        self.changed.add(site)
         return info
+
+    def take_changes(self) -> dict[str, list[Any]]:
+        """``to_json`` of the sites changed since the last call (see the class doc)."""
+        sites = self.sites
+        changes = {name: sites[name].to_json() for name in self.changed}
+        self.changed = set()
+        return changes
+
+    def apply_json(self, changes: dict[str, list[Any]]) -> None:
+        """Replace the sites in ``changes`` (a :meth:`take_changes` value) by its entries."""
+        for name, value in changes.items():
+            self.sites[name] = SiteInfo.from_json(value)
+        self._trusted = None
+        self.version += 1
 
     def note_seed(self, site: str) -> None:
         info = self.get(site)
@@ -208,6 +231,7 @@ class SiteTable:
         self.sites = {name: SiteInfo.from_json(v) for name, v in value.items()}
         self._trusted = None
         self.version += 1
+        self.changed = set()
 
     def adopt(self, site: str, other: SiteInfo) -> None:
         """Take over what another shard knew of ``site`` (a handoff moved it here).
@@ -238,5 +262,15 @@ class SiteTable:
         )
 
     def new_cycle(self) -> None:
-        for info in self.sites.values():
-            info.used = 0
+        for name, info in self.sites.items():
+            if info.used:
+                info.used = 0
+                self.changed.add(name)
+
+    def unpark_all(self) -> None:
+        """Count every site's parked URLs as queued again (they went back to the queues)."""
+        for name, info in self.sites.items():
+            if info.parked:
+                info.queued += info.parked
+                info.parked = 0
+                self.changed.add(name)

@@ -8,10 +8,14 @@ Layout of ``DIR/frontier/`` (the caller holds the state directory's lock):
     current generation of the side files below.
 ``seg-<id>.ndjson.zst``
     immutable segments of URL records (see :mod:`crawlkit.frontier.queues`).
-``sites-<seq>.json.zst``, ``hosts-<seq>.json.zst``, ``recrawl-<seq>.fps``
-    per-site signals and counters, per-host queued counts, and the fingerprints of
-    queued recrawls; rewritten at each commit under a new name that the manifest
-    names, so the manifest and its side files always match.
+``sites-<seq>.json.zst``, ``hosts-<seq>.json.zst``, ``journal-<seq>.json.zst``
+    per-site signals and counters and per-host queued counts: full copies written
+    now and then, and a journal of what changed at each commit since (see
+    :mod:`crawlkit.frontier.journal`);
+``recrawl-<seq>.fps``
+    the fingerprints of queued recrawls, rewritten at each commit that changes them.
+    Every side file gets a new name that the manifest names, so the manifest and its
+    side files always match.
 ``inbox/``
     operator commands (``frontier block``) written without the lock, applied and
     removed by the next process that owns the frontier.
@@ -57,6 +61,7 @@ from crawlkit.frontier.add import AddResult, AddRun, PendingQueues
 from crawlkit.frontier.batch import Batch, NextOptions, Picker, pick
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 from crawlkit.frontier.commands import is_blocked, normalize_target, post_command, read_commands
+from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapLimits
@@ -78,7 +83,9 @@ __all__ = [
 MANIFEST_VERSION = 1
 REASONS = ("seed", "link", "sitemap", "redirect", "recrawl")
 #: The generation files of ``DIR/frontier`` (see the module doc).
-FILES = re.compile(r"^(seg-\d+\.ndjson\.zst|(sites|hosts)-\d+\.json\.zst|recrawl-\d+\.fps)$")
+FILES = re.compile(
+    r"^(seg-\d+\.ndjson\.zst|(sites|hosts|journal)-\d+\.json\.zst|recrawl-\d+\.fps)$"
+)
 
 
 class Frontier:
@@ -106,7 +113,8 @@ class Frontier:
         self.queues = {name: SegmentQueue(self.store) for name in QUEUES}
         self.parked = {name: SegmentQueue(self.store) for name in QUEUES}
         self._budgets_checked = -1  # SiteTable.version when parked sites were last checked
-        self.hosts: Counter[str] = Counter()
+        self.hosts = HostCounts()
+        self._side = SideTables(self.durable, self._read_side)
         self.reasons: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.totals: Counter[str] = Counter()
@@ -171,10 +179,7 @@ class Frontier:
         self.blocks = set(m.get("blocks", []))
         self._new_blocks = bool(m.get("purge_blocked", False))
         self._files = dict(m.get("files", {}))
-        if "sites" in self._files:
-            self.sites.load_json(self._read_side(self._files["sites"]))
-        if "hosts" in self._files:
-            self.hosts = Counter(self._read_side(self._files["hosts"]))
+        self.hosts = self._side.load(self._files, m.get("journal", []), self.sites)
 
     def _read_side(self, name: str) -> Any:
         path = self.directory / name
@@ -188,7 +193,7 @@ class Frontier:
     def _live_files(self) -> set[str]:
         """The files the committed manifest names: segments and side files."""
         segments = {self.store.name(seg) for q in self._all_queues() for seg in q.segment_ids()}
-        return segments | set(self._files.values())
+        return segments | set(self._files.values()) | set(self._side.journal)
 
     def _all_queues(self) -> Iterable[SegmentQueue]:
         yield from self.queues.values()
@@ -217,41 +222,34 @@ class Frontier:
         """
         try:
             self._pending.flush()
-            files = self._write_side_files()
-            self.durable.commit(self._manifest(files))
+            files, journal = self._write_side_files()
+            self.durable.commit(self._manifest(files, journal))
         except BaseException:
             self.durable.abort()
             raise
         self._files = files
+        self._side.committed()
         self._recrawl_dirty = False
         for path in self._inbox_done:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         self._inbox_done.clear()
 
-    def _write_side_files(self) -> dict[str, str]:
-        """Write this commit's generation of the side files; returns the manifest's
-        ``files`` (the replaced ones are retired, deleted once the commit is made)."""
+    def _write_side_files(self) -> tuple[dict[str, str], list[str]]:
+        """Write this commit's side files; returns the manifest's ``files`` and
+        ``journal`` (the replaced ones are retired, deleted once the commit is made)."""
         self.seq += 1
-        files = dict(self._files)
-        cctx = zstandard.ZstdCompressor(level=1)
-        sides = {
-            "sites": (f"sites-{self.seq}.json.zst", orjson.dumps(self.sites.to_json())),
-            "hosts": (f"hosts-{self.seq}.json.zst", orjson.dumps(dict(self.hosts))),
-        }
-        sides = {kind: (name, cctx.compress(data)) for kind, (name, data) in sides.items()}
+        files, journal = self._side.write(self.seq, self._files, self.sites, self.hosts)
         fps = self._recrawl_fps
         if self._recrawl_dirty and fps is not None:
-            array = np.fromiter(fps, dtype="<u8", count=len(fps))
-            sides["recrawl"] = (f"recrawl-{self.seq}.fps", array.tobytes())
-        for kind, (name, data) in sides.items():
-            self.durable.write(name, data)
-            if kind in files:
-                self.durable.retire(files[kind])
-            files[kind] = name
-        return files
+            name = f"recrawl-{self.seq}.fps"
+            self.durable.write(name, np.fromiter(fps, dtype="<u8", count=len(fps)).tobytes())
+            if "recrawl" in files:
+                self.durable.retire(files["recrawl"])
+            files["recrawl"] = name
+        return files, journal
 
-    def _manifest(self, files: dict[str, str]) -> dict[str, Any]:
+    def _manifest(self, files: dict[str, str], journal: list[str]) -> dict[str, Any]:
         return {
             "version": MANIFEST_VERSION,
             "seq": self.seq,
@@ -265,6 +263,7 @@ class Frontier:
             "blocks": sorted(self.blocks),
             "purge_blocked": self._new_blocks,  # a block not yet applied to the queues
             "files": files,
+            "journal": journal,  # applied after files' sites and hosts, in order
         }
 
     # ----------------------------------------------------------------- operator blocks
@@ -466,10 +465,7 @@ class Frontier:
             parked = self.parked[name]
             if len(parked):
                 self.queues[name].extend_segments(parked)
-        for info in self.sites.sites.values():
-            if info.parked:
-                info.queued += info.parked
-                info.parked = 0
+        self.sites.unpark_all()
 
     def _purge_blocked(self, refused: list[Record]) -> None:
         """Take every queued URL of a blocked site or host out, as a refused record."""
