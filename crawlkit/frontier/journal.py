@@ -78,6 +78,9 @@ class SideTables:
     missing or damaged).
     """
 
+    #: Compact when the journal holds this many entries per entry of the tables.
+    compact_at = 1.0
+
     def __init__(self, durable: DurableDir, read: Callable[[str], Any]):
         self.durable = durable
         self.read = read
@@ -127,7 +130,7 @@ class SideTables:
             "sites" not in files
             or "hosts" not in files
             or len(self.journal) >= MAX_JOURNAL_FILES
-            or entries > len(sites.sites) + len(hosts)
+            or entries > self.compact_at * (len(sites.sites) + len(hosts))
         )
         cctx = zstandard.ZstdCompressor(level=1)
         if full:
