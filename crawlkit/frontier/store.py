@@ -126,6 +126,7 @@ class Frontier:
         self._recrawl_fps: set[int] | None = None
         self._recrawl_dirty = False
         self._inbox_done: list[Path] = []
+        self._committed = b""  # the manifest as last committed (or read), as JSON
         self._new_blocks = False
         self._pending = PendingQueues(self.queues)
 
@@ -179,6 +180,7 @@ class Frontier:
         self.blocks = set(m.get("blocks", []))
         self._new_blocks = bool(m.get("purge_blocked", False))
         self._files = dict(m.get("files", {}))
+        self._committed = orjson.dumps(m)
         self.hosts = self._side.load(self._files, m.get("journal", []), self.sites)
 
     def _read_side(self, name: str) -> Any:
@@ -216,20 +218,41 @@ class Frontier:
     def commit(self) -> None:
         """Make every change since the last commit durable, atomically (see module doc).
 
+        A commit with nothing new (the crawl commits after every step, and some
+        steps change nothing) writes nothing: the committed state is already this one.
         If it fails (a full disk), the files it wrote are deleted before the error is
         raised, the last committed state stays as it was, and this object must not be
         used again.
         """
         try:
             self._pending.flush()
+            if not self._changed():
+                self._remove_applied_commands()
+                return
             files, journal = self._write_side_files()
-            self.durable.commit(self._manifest(files, journal))
+            manifest = self._manifest(files, journal)
+            self.durable.commit(manifest)
         except BaseException:
             self.durable.abort()
             raise
+        self._committed = orjson.dumps(manifest)
         self._files = files
         self._side.committed()
         self._recrawl_dirty = False
+        self._remove_applied_commands()
+
+    def _changed(self) -> bool:
+        """False if the committed manifest and side files already hold this state."""
+        return bool(
+            self.sites.changed
+            or self.hosts.changed
+            or self._recrawl_dirty
+            or self.durable.pending
+            or orjson.dumps(self._manifest(self._files, self._side.journal)) != self._committed
+        )
+
+    def _remove_applied_commands(self) -> None:
+        """Delete the operator commands the committed state has applied."""
         for path in self._inbox_done:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

@@ -234,14 +234,18 @@ def test_a_crash_at_each_step_of_a_commit_leaves_a_commit(tmp_path: Path, phase:
     the reopened frontier is the last commit's, and goes on from there."""
     expected: list[dict[str, Any]] = []
     journal: list[bool] = []
+    written = [b""]
 
     def record(frontier: Frontier) -> None:
-        expected.append(snapshot(frontier))
-        journal.append(bool(manifest(tmp_path / "ref")["journal"]))
+        data = (tmp_path / "ref" / "manifest.json").read_bytes()
+        if data != written[-1]:  # a commit with nothing new writes no manifest
+            written.append(data)
+            expected.append(snapshot(frontier))
+            journal.append(bool(orjson.loads(data)["journal"]))
 
     steps(tmp_path / "ref", record)
-    # a journal commit, a compaction after journal commits, and a commit that wrote
-    # nothing new (commit numbers count from 1; the first commit makes the directory)
+    # a journal commit, a compaction after journal commits, and the last commit
+    # (numbers count manifest writes from 1; the first one makes the directory)
     first_journal = journal.index(True)
     compaction = next(k for k in range(first_journal, len(journal)) if not journal[k])
     for k in sorted({first_journal, compaction, len(journal) - 1}):
@@ -281,3 +285,19 @@ def test_site_table_counts_every_change_it_makes_as_changed() -> None:
     table.note_link("c.test", "a.test")
     table.note_yield("b.test", 10, 0.5)
     assert table.take_changes().keys() == {"b.test", "c.test"}
+
+
+def test_a_commit_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
+    directory = tmp_path / "frontier"
+    frontier = Frontier.open(directory)
+    frontier.add_records([link(i, i % 3, 9) for i in range(30)], now=NOW, on_refused=print)
+    frontier.commit()
+    before = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
+    frontier.commit()
+    frontier.note_links([{"url": "http://www0.site1.test/x", "from": "http://www.site9.test/"}])
+    frontier.commit()  # a link already known
+    assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == before
+    frontier.add_records([link(99, 1, 9)], now=NOW, on_refused=print)
+    frontier.commit()
+    assert manifest(directory)["seq"] == 2
+    assert snapshot(Frontier.open(directory, read_only=True)) == snapshot(frontier)
