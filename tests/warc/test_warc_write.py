@@ -116,3 +116,16 @@ def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
         kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
     # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
     assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1
+
+
+def test_writers_opened_in_the_same_second_name_their_files_apart(tmp_path: Path) -> None:
+    """``crawlkit crawl`` opens a writer per fetch run, and two runs can start within
+    one second: the second file must not take the first one's name (it would then be
+    left behind, unarchived, next to it)."""
+    names = []
+    for i in range(3):
+        w = WarcWriter(tmp_path)
+        names.append(w.write_capture(capture(i, b"<p>x</p>")).file)
+        w.close()
+    assert len(set(names)) == 3
+    assert len(list(tmp_path.glob("*.warc.gz"))) == 3
