@@ -115,6 +115,8 @@ class SiteTable:
         self._out_links: dict[str, list[str]] = {}  # site -> sites it links to (if trusted)
         self._rank: dict[str, int] = {}  # trusted site -> the order it became trusted in
         self.version = 0  # goes up whenever a budget may have changed
+        self._budgets: dict[str, int] = {}  # budget() as of _budgets_version
+        self._budgets_version = -1
         self.changed: set[str] = set()
 
     def get(self, site: str) -> SiteInfo:
@@ -285,7 +287,21 @@ class SiteTable:
         return count
 
     def budget(self, site: str) -> int:
-        """Pages this site may be handed out per cycle (at least 1)."""
+        """Pages this site may be handed out per cycle (at least 1).
+
+        Remembered until :attr:`version` changes (every change a budget rests on,
+        a site's or its linkers', goes with a new version): batches between two
+        adds ask again for the same sites.
+        """
+        if self._budgets_version != self.version:
+            self._budgets = {}
+            self._budgets_version = self.version
+        pages = self._budgets.get(site)
+        if pages is None:
+            pages = self._budgets[site] = self._budget(site)
+        return pages
+
+    def _budget(self, site: str) -> int:
         policy = self.policy
         info = self.sites.get(site)
         pages = float(policy.base + policy.per_linker * self.credited(site))

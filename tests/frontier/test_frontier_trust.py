@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 
 _links = st.lists(
-    st.tuples(st.sampled_from(["link", "seed", "look"]), st.integers(0, 5), st.integers(0, 5)),
+    st.tuples(
+        st.sampled_from(["link", "seed", "look", "yield"]), st.integers(0, 5), st.integers(0, 5)
+    ),
     max_size=60,
 )
 
@@ -35,13 +37,16 @@ _links = st.lists(
 @settings(max_examples=500, deadline=None)
 def test_trust_kept_link_by_link_equals_trust_computed_afresh(ops, trust_links) -> None:
     """The trusted set the table keeps as links arrive (recomputing only when a link
-    may change it) is the one a walk of the whole graph finds, whenever it is asked."""
+    may change it) is the one a walk of the whole graph finds, whenever it is asked;
+    so are the budgets it remembers between changes."""
     table = SiteTable(BudgetPolicy(trust_links=trust_links, max_linkers=5))
     for kind, a, b in ops:
         if kind == "link":
             table.note_link(f"s{a}", f"s{b}")
         elif kind == "seed":
             table.note_seed(f"s{a}")
+        elif kind == "yield":
+            table.note_yield(f"s{a}", 5 + b, b / 5)
         else:
             fresh = SiteTable(table.policy)
             fresh.sites = table.sites
