@@ -193,6 +193,11 @@ class DurableDir:
         as part of the next commit, so :meth:`abort` deletes it if the commit fails."""
         self._uncommitted.append(name)
 
+    @property
+    def pending(self) -> bool:
+        """True if files were written or retired since the last commit (or abort)."""
+        return bool(self._uncommitted or self._retired)
+
     def retire(self, name: str) -> None:
         """Delete ``name`` after the next commit (the committed manifest still names it)."""
         self._retired.append(name)

@@ -8,7 +8,10 @@ One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
 * ``robots``: the robots.txt cache entry per origin (``RobotsEntry.to_dict()``);
 * ``dns``: the resolver cache (unexpired answers and failures);
 * ``digests``: payload digest → (URI, WARC-Date) of its first capture, for revisit
-  records.
+  records. Most captures are new payloads, so a lookup first asks an in-memory filter
+  of every digest known (:class:`KnownDigests`, two bytes a digest, built from the
+  table once lookups have cost as much as reading it): a payload it has never seen
+  then costs no query.
 
 Durability contract (DESIGN.md invariant 2, "a restart never bursts"):
 
@@ -36,7 +39,7 @@ from typing import Any
 
 from crawlkit.errors import StateError
 
-__all__ = ["HostRecord", "HostState"]
+__all__ = ["HostRecord", "HostState", "KnownDigests"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hosts (
@@ -49,6 +52,50 @@ CREATE TABLE IF NOT EXISTS digests (digest TEXT PRIMARY KEY, uri TEXT NOT NULL, 
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _VERSION = "1"
+
+
+class KnownDigests:
+    """A Bloom filter of payload digests: "not there" is always right, "maybe" is
+    wrong for about 1 in 400 absent digests at its capacity (16 bits and 4 probes a
+    digest). Holds ``capacity`` digests; :meth:`full` says when to build a bigger one.
+
+    Positions come from Python's string hash (salted per process, which is fine for
+    a filter that lives in memory only), split into two 32-bit halves for double
+    hashing.
+    """
+
+    BITS = 16
+    PROBES = 4
+
+    def __init__(self, capacity: int):
+        self.capacity = max(capacity, 1 << 14)
+        self.size = self.capacity * self.BITS
+        self.bits = bytearray(self.size // 8)
+        self.count = 0
+
+    def add(self, digest: str) -> None:
+        h = hash(digest)
+        pos, step = h & 0xFFFF_FFFF, ((h >> 32) & 0xFFFF_FFFF) | 1
+        bits, size = self.bits, self.size
+        for _ in range(self.PROBES):
+            pos %= size
+            bits[pos >> 3] |= 1 << (pos & 7)
+            pos += step
+        self.count += 1
+
+    def __contains__(self, digest: object) -> bool:
+        h = hash(digest)
+        pos, step = h & 0xFFFF_FFFF, ((h >> 32) & 0xFFFF_FFFF) | 1
+        bits, size = self.bits, self.size
+        for _ in range(self.PROBES):  # an absent digest mostly fails the first probe
+            pos %= size
+            if not bits[pos >> 3] & (1 << (pos & 7)):
+                return False
+            pos += step
+        return True
+
+    def full(self) -> bool:
+        return self.count >= self.capacity
 
 
 @dataclass
@@ -86,6 +133,11 @@ class HostState:
         self.crashed = False
         self._robots_rows: dict[str, str] = {}
         self._digest_rows: dict[str, tuple[str, str]] = {}
+        # Rows of the transaction being committed: no longer pending, not yet visible
+        # to the reader connection. Set before the pending rows are swapped out.
+        self._digests_committing: dict[str, tuple[str, str]] = {}
+        self._known: KnownDigests | None = None  # see _maybe_build_known
+        self._queries_before_filter: int | None = None
 
     # -- hosts ---------------------------------------------------------------------------
     def host(self, key: str) -> HostRecord | None:
@@ -137,9 +189,15 @@ class HostState:
 
     # -- digests -------------------------------------------------------------------------
     def digest(self, digest: str) -> tuple[str, str] | None:
-        hit = self._digest_rows.get(digest)
+        """The (URI, WARC-Date) of the first capture of this payload digest, or None."""
+        hit = self._digest_rows.get(digest) or self._digests_committing.get(digest)
         if hit is not None:
             return hit
+        known = self._known
+        if known is None:
+            known = self._maybe_build_known()
+        if known is not None and digest not in known:
+            return None
         row = self._reader.execute(
             "SELECT uri, date FROM digests WHERE digest=?", (digest,)
         ).fetchone()
@@ -147,7 +205,39 @@ class HostState:
 
     def put_digest(self, digest: str, uri: str, date: str) -> None:
         with self._lock:
-            self._digest_rows.setdefault(digest, (uri, date))
+            if digest not in self._digest_rows:
+                self._digest_rows[digest] = (uri, date)
+                if self._known is not None:
+                    if self._known.full():
+                        self._known = None  # rebuilt, twice as large, at the next lookup
+                    else:
+                        self._known.add(digest)
+
+    def _maybe_build_known(self) -> KnownDigests | None:
+        """The filter, once this process has made as many queries as reading the
+        whole table would cost (a query costs about as much as adding 4 rows to the
+        filter): a short run on a large state never reads the table, a crawl reads it
+        once (and again each time the filter fills up)."""
+        if self._queries_before_filter is None:
+            (last,) = self._reader.execute("SELECT max(rowid) FROM digests").fetchone()
+            self._queries_before_filter = (last or 0) // 4
+        if self._queries_before_filter > 0:
+            self._queries_before_filter -= 1
+            return None
+        return self._build_known()
+
+    def _build_known(self) -> KnownDigests:
+        """The filter of every digest committed or pending (under the lock, so no
+        commit moves rows between the two while it is read)."""
+        with self._lock:
+            (rows,) = self._reader.execute("SELECT count(*) FROM digests").fetchone()
+            known = KnownDigests(2 * (rows + len(self._digest_rows)))
+            for (digest,) in self._reader.execute("SELECT digest FROM digests"):
+                known.add(digest)
+            for digest in self._digest_rows:
+                known.add(digest)
+            self._known = known
+            return known
 
     # -- dns -----------------------------------------------------------------------------
     def dns(self) -> dict[str, list[object]]:
@@ -176,7 +266,8 @@ class HostState:
         with self._lock:
             hosts, self._host_rows = self._host_rows, {}
             robots, self._robots_rows = self._robots_rows, {}
-            digests, self._digest_rows = self._digest_rows, {}
+            digests = self._digests_committing = self._digest_rows
+            self._digest_rows = {}
             if not (hosts or robots or digests):
                 return
             db = self._db
@@ -197,6 +288,8 @@ class HostState:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            finally:
+                self._digests_committing = {}
 
     def end_run(self) -> None:
         """Commit what is queued and clear the running mark: a fetch run ended normally

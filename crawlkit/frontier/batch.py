@@ -175,7 +175,8 @@ class Picker:
         budget = self._budget.get(site)
         if budget is None:
             budget = self._budget[site] = self.sites.budget(site)
-        return budget - self.sites.get(site).used
+        info = self.sites.sites.get(site)  # not get(): a look changes nothing to journal
+        return budget - info.used if info is not None else budget
 
     def take(self, name: str, need: int) -> int:
         """Pick up to ``need`` records from queue ``name``; returns how many."""
@@ -196,7 +197,7 @@ class Picker:
         if want and self.remaining[name]:
             lines = self.queues[name].take(min(want, self.remaining[name]))
             self.remaining[name] -= len(lines)
-            cands.extend((line, orjson.loads(line)) for line in lines)
+            cands.extend(zip(lines, map(orjson.loads, lines), strict=True))
         return cands
 
     def _choose(self, cands: list[tuple[bytes, Record]], need: int) -> tuple[bytearray, list[int]]:

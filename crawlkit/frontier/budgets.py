@@ -34,7 +34,6 @@ share of exact and near copies among ``pages``) has its budget multiplied by
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,25 +99,54 @@ class SiteInfo:
 
 
 class SiteTable:
-    """All sites the frontier knows, with link, seed and yield signals and budgets."""
+    """All sites the frontier knows, with link, seed and yield signals and budgets.
+
+    ``changed`` holds the sites that may have changed since :meth:`take_changes` (the
+    frontier journals only those): every site handed out by :meth:`get`, which is how
+    callers reach a :class:`SiteInfo` to change it. Code that changes a site reached
+    another way (iterating ``sites``) must add it to ``changed``.
+    """
 
     def __init__(self, policy: BudgetPolicy | None = None):
         self.policy = policy or BudgetPolicy()
         self.sites: dict[str, SiteInfo] = {}
         self._trusted: set[str] | None = None  # None: recompute before use
+        self._votes: dict[str, int] = {}  # untrusted site -> credited trusted linkers
+        self._out_links: dict[str, list[str]] = {}  # site -> sites it links to (if trusted)
+        self._rank: dict[str, int] = {}  # trusted site -> the order it became trusted in
         self.version = 0  # goes up whenever a budget may have changed
+        self._budgets: dict[str, int] = {}  # budget() as of _budgets_version
+        self._budgets_version = -1
+        self.changed: set[str] = set()
 
     def get(self, site: str) -> SiteInfo:
+        """The site's info (created if new), counted as changed: callers may change it."""
         info = self.sites.get(site)
         if info is None:
             info = self.sites[site] = SiteInfo()
+        self.changed.add(site)
         return info
+
+    def take_changes(self) -> dict[str, list[Any]]:
+        """``to_json`` of the sites changed since the last call (see the class doc)."""
+        sites = self.sites
+        changes = {name: sites[name].to_json() for name in self.changed}
+        self.changed = set()
+        return changes
+
+    def apply_json(self, changes: dict[str, list[Any]]) -> None:
+        """Replace the sites in ``changes`` (a :meth:`take_changes` value) by its entries."""
+        for name, value in changes.items():
+            self.sites[name] = SiteInfo.from_json(value)
+        self._trusted = None
+        self.version += 1
 
     def note_seed(self, site: str) -> None:
         info = self.get(site)
         if not info.seed:
             info.seed = True
-            self._trusted = None
+            if self._trusted is not None and site not in self._trusted:
+                self._spread([site])
             self.version += 1
 
     def note_link(self, site: str, from_site: str) -> None:
@@ -131,8 +159,42 @@ class SiteTable:
         elif from_site in info.linkers or len(info.linkers) >= self.policy.max_linkers:
             return
         info.linkers.add(from_site)
-        self._trusted = None
+        self._keep_trust(site, from_site)
         self.version += 1
+
+    def _keep_trust(self, site: str, from_site: str) -> None:
+        """Keep the trusted set, if known, up to date with the link ``from_site`` ->
+        ``site`` just learned, or drop it for recomputing when it may have shrunk.
+
+        Trust is the least fixpoint of monotone votes, so a new vote only ever adds
+        trusted sites, found by spreading from the new one (:meth:`_spread`): a link
+        from an untrusted site gives no vote, and no new vote can make that site
+        trusted (only its own vote for ``site`` is new); a link from a trusted site
+        to an untrusted one is a vote. A link that makes a pair reciprocal takes a
+        vote back, that of ``site`` for ``from_site`` (which counted only if ``site``
+        is trusted): an untrusted ``from_site`` has one vote less, a trusted one
+        stays trusted if the sites that made it trusted still suffice
+        (:meth:`_still_grounded`); otherwise the whole graph is walked again.
+        """
+        trusted = self._trusted
+        if trusted is None:
+            return
+        self._out_links.setdefault(from_site, []).append(site)
+        back = self.sites.get(from_site)
+        if back is not None and back.linkers and site in back.linkers:
+            if site not in trusted:
+                return
+            if from_site not in trusted:
+                self._votes[from_site] -= 1
+            elif not self._still_grounded(from_site):
+                self._trusted = None
+                self._out_links = {}
+            return
+        if from_site in trusted and site not in trusted:
+            votes = self._votes.get(site, 0) + 1
+            self._votes[site] = votes
+            if votes >= self.policy.trust_links:
+                self._spread([site])
 
     def note_yield(self, site: str, pages: int, yield_: float) -> None:
         info = self.get(site)
@@ -148,16 +210,32 @@ class SiteTable:
         """The trusted sites: seeds and, transitively, sites with enough credited linkers."""
         if self._trusted is not None:
             return self._trusted
-        sites = self.sites
-        out_links: dict[str, list[str]] = defaultdict(list)
-        for name, info in sites.items():
+        out_links: dict[str, list[str]] = {}
+        for name, info in self.sites.items():
             if info.linkers:
                 for linker in info.linkers:
-                    out_links[linker].append(name)
-        trusted = {name for name, info in sites.items() if info.seed}
-        votes: dict[str, int] = defaultdict(int)
-        work = list(trusted)
+                    out_links.setdefault(linker, []).append(name)
+        self._out_links = out_links
+        self._trusted = set()
+        self._votes = {}
+        self._rank = {}
+        self._spread([name for name, info in self.sites.items() if info.seed])
+        return self._trusted
+
+    def _spread(self, new: list[str]) -> None:
+        """Add the sites ``new`` to the trusted set, and every site their votes make
+        trusted, transitively (the walk of :meth:`trusted`, from where it stood)."""
+        trusted = self._trusted
+        assert trusted is not None
+        votes = self._votes
+        out_links = self._out_links
+        sites = self.sites
         need = self.policy.trust_links
+        rank = self._rank
+        for name in new:
+            rank[name] = len(rank)
+        trusted.update(new)
+        work = list(new)
         while work:
             linker = work.pop()
             back = sites.get(linker)
@@ -165,12 +243,34 @@ class SiteTable:
             for target in out_links.get(linker, ()):
                 if target in trusted or target in back_links:
                     continue  # already trusted, or a reciprocal link (worth nothing)
-                votes[target] += 1
-                if votes[target] >= need:
+                n = votes[target] = votes.get(target, 0) + 1
+                if n >= need:
+                    rank[target] = len(rank)
                     trusted.add(target)
                     work.append(target)
-        self._trusted = trusted
-        return trusted
+
+    def _still_grounded(self, site: str) -> bool:
+        """True if the trusted ``site`` is a seed, or still has ``trust_links`` credited
+        linkers among the sites trusted before it (its trust then rests where it did,
+        and so does that of every site trusted after it)."""
+        info = self.sites.get(site)
+        if info is None:
+            return False
+        if info.seed:
+            return True
+        rank = self._rank
+        own = rank[site]
+        count = 0
+        for linker in info.linkers or ():
+            if rank.get(linker, own) >= own:
+                continue  # untrusted, or trusted after ``site``
+            back = self.sites.get(linker)
+            if back is not None and back.linkers and site in back.linkers:
+                continue  # a reciprocal link
+            count += 1
+            if count >= self.policy.trust_links:
+                return True
+        return False
 
     def credited(self, site: str) -> int:
         """Distinct trusted sites linking to ``site`` that ``site`` does not link back to."""
@@ -187,7 +287,21 @@ class SiteTable:
         return count
 
     def budget(self, site: str) -> int:
-        """Pages this site may be handed out per cycle (at least 1)."""
+        """Pages this site may be handed out per cycle (at least 1).
+
+        Remembered until :attr:`version` changes (every change a budget rests on,
+        a site's or its linkers', goes with a new version): batches between two
+        adds ask again for the same sites.
+        """
+        if self._budgets_version != self.version:
+            self._budgets = {}
+            self._budgets_version = self.version
+        pages = self._budgets.get(site)
+        if pages is None:
+            pages = self._budgets[site] = self._budget(site)
+        return pages
+
+    def _budget(self, site: str) -> int:
         policy = self.policy
         info = self.sites.get(site)
         pages = float(policy.base + policy.per_linker * self.credited(site))
@@ -208,6 +322,7 @@ class SiteTable:
         self.sites = {name: SiteInfo.from_json(v) for name, v in value.items()}
         self._trusted = None
         self.version += 1
+        self.changed = set()
 
     def adopt(self, site: str, other: SiteInfo) -> None:
         """Take over what another shard knew of ``site`` (a handoff moved it here).
@@ -238,5 +353,15 @@ class SiteTable:
         )
 
     def new_cycle(self) -> None:
-        for info in self.sites.values():
-            info.used = 0
+        for name, info in self.sites.items():
+            if info.used:
+                info.used = 0
+                self.changed.add(name)
+
+    def unpark_all(self) -> None:
+        """Count every site's parked URLs as queued again (they went back to the queues)."""
+        for name, info in self.sites.items():
+            if info.parked:
+                info.queued += info.parked
+                info.parked = 0
+                self.changed.add(name)

@@ -8,10 +8,14 @@ Layout of ``DIR/frontier/`` (the caller holds the state directory's lock):
     current generation of the side files below.
 ``seg-<id>.ndjson.zst``
     immutable segments of URL records (see :mod:`crawlkit.frontier.queues`).
-``sites-<seq>.json.zst``, ``hosts-<seq>.json.zst``, ``recrawl-<seq>.fps``
-    per-site signals and counters, per-host queued counts, and the fingerprints of
-    queued recrawls; rewritten at each commit under a new name that the manifest
-    names, so the manifest and its side files always match.
+``sites-<seq>.json.zst``, ``hosts-<seq>.json.zst``, ``journal-<seq>.json.zst``
+    per-site signals and counters and per-host queued counts: full copies written
+    now and then, and a journal of what changed at each commit since (see
+    :mod:`crawlkit.frontier.journal`);
+``recrawl-<seq>.fps``
+    the fingerprints of queued recrawls, rewritten at each commit that changes them.
+    Every side file gets a new name that the manifest names, so the manifest and its
+    side files always match.
 ``inbox/``
     operator commands (``frontier block``) written without the lock, applied and
     removed by the next process that owns the frontier.
@@ -30,10 +34,11 @@ state; after it, the new one; files no manifest names are deleted at the next op
 batch first and commits after: a crash in between hands the same URLs out again (at
 least once), never loses them.
 
-Memory: per-site and per-host counters (about 200 bytes a site, 100 a host), the
-fingerprints of queued recrawls (about 70 bytes each, loaded only when recrawls are
-added or handed out) and the segments being read or written; never the queued URLs
-themselves.
+Memory: per-site and per-host counters (about 200 bytes a site, 100 a host; once
+budgets are asked for, the trusted-site index adds about 10 bytes a cross-site link
+and 100 a trusted site), the fingerprints of queued recrawls (about 70 bytes each,
+loaded only when recrawls are added or handed out) and the segments being read or
+written; never the queued URLs themselves.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from crawlkit.frontier.add import AddResult, AddRun, PendingQueues
 from crawlkit.frontier.batch import Batch, NextOptions, Picker, pick
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 from crawlkit.frontier.commands import is_blocked, normalize_target, post_command, read_commands
+from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapLimits
@@ -78,7 +84,9 @@ __all__ = [
 MANIFEST_VERSION = 1
 REASONS = ("seed", "link", "sitemap", "redirect", "recrawl")
 #: The generation files of ``DIR/frontier`` (see the module doc).
-FILES = re.compile(r"^(seg-\d+\.ndjson\.zst|(sites|hosts)-\d+\.json\.zst|recrawl-\d+\.fps)$")
+FILES = re.compile(
+    r"^(seg-\d+\.ndjson\.zst|(sites|hosts|journal)-\d+\.json\.zst|recrawl-\d+\.fps)$"
+)
 
 
 class Frontier:
@@ -106,7 +114,8 @@ class Frontier:
         self.queues = {name: SegmentQueue(self.store) for name in QUEUES}
         self.parked = {name: SegmentQueue(self.store) for name in QUEUES}
         self._budgets_checked = -1  # SiteTable.version when parked sites were last checked
-        self.hosts: Counter[str] = Counter()
+        self.hosts = HostCounts()
+        self._side = SideTables(self.durable, self._read_side)
         self.reasons: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.totals: Counter[str] = Counter()
@@ -118,6 +127,7 @@ class Frontier:
         self._recrawl_fps: set[int] | None = None
         self._recrawl_dirty = False
         self._inbox_done: list[Path] = []
+        self._committed = b""  # the manifest as last committed (or read), as JSON
         self._new_blocks = False
         self._pending = PendingQueues(self.queues)
 
@@ -171,10 +181,8 @@ class Frontier:
         self.blocks = set(m.get("blocks", []))
         self._new_blocks = bool(m.get("purge_blocked", False))
         self._files = dict(m.get("files", {}))
-        if "sites" in self._files:
-            self.sites.load_json(self._read_side(self._files["sites"]))
-        if "hosts" in self._files:
-            self.hosts = Counter(self._read_side(self._files["hosts"]))
+        self._committed = orjson.dumps(m)
+        self.hosts = self._side.load(self._files, m.get("journal", []), self.sites)
 
     def _read_side(self, name: str) -> Any:
         path = self.directory / name
@@ -188,7 +196,7 @@ class Frontier:
     def _live_files(self) -> set[str]:
         """The files the committed manifest names: segments and side files."""
         segments = {self.store.name(seg) for q in self._all_queues() for seg in q.segment_ids()}
-        return segments | set(self._files.values())
+        return segments | set(self._files.values()) | set(self._side.journal)
 
     def _all_queues(self) -> Iterable[SegmentQueue]:
         yield from self.queues.values()
@@ -211,47 +219,61 @@ class Frontier:
     def commit(self) -> None:
         """Make every change since the last commit durable, atomically (see module doc).
 
+        A commit with nothing new (the crawl commits after every step, and some
+        steps change nothing) writes nothing: the committed state is already this one.
         If it fails (a full disk), the files it wrote are deleted before the error is
         raised, the last committed state stays as it was, and this object must not be
         used again.
         """
         try:
             self._pending.flush()
-            files = self._write_side_files()
-            self.durable.commit(self._manifest(files))
+            if not self._changed():
+                self._remove_applied_commands()
+                return
+            files, journal = self._write_side_files()
+            manifest = self._manifest(files, journal)
+            self.durable.commit(manifest)
         except BaseException:
             self.durable.abort()
             raise
+        self._committed = orjson.dumps(manifest)
         self._files = files
+        self._side.committed()
         self._recrawl_dirty = False
+        self._remove_applied_commands()
+
+    def _changed(self) -> bool:
+        """False if the committed manifest and side files already hold this state."""
+        return bool(
+            self.sites.changed
+            or self.hosts.changed
+            or self._recrawl_dirty
+            or self.durable.pending
+            or orjson.dumps(self._manifest(self._files, self._side.journal)) != self._committed
+        )
+
+    def _remove_applied_commands(self) -> None:
+        """Delete the operator commands the committed state has applied."""
         for path in self._inbox_done:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         self._inbox_done.clear()
 
-    def _write_side_files(self) -> dict[str, str]:
-        """Write this commit's generation of the side files; returns the manifest's
-        ``files`` (the replaced ones are retired, deleted once the commit is made)."""
+    def _write_side_files(self) -> tuple[dict[str, str], list[str]]:
+        """Write this commit's side files; returns the manifest's ``files`` and
+        ``journal`` (the replaced ones are retired, deleted once the commit is made)."""
         self.seq += 1
-        files = dict(self._files)
-        cctx = zstandard.ZstdCompressor(level=1)
-        sides = {
-            "sites": (f"sites-{self.seq}.json.zst", orjson.dumps(self.sites.to_json())),
-            "hosts": (f"hosts-{self.seq}.json.zst", orjson.dumps(dict(self.hosts))),
-        }
-        sides = {kind: (name, cctx.compress(data)) for kind, (name, data) in sides.items()}
+        files, journal = self._side.write(self.seq, self._files, self.sites, self.hosts)
         fps = self._recrawl_fps
         if self._recrawl_dirty and fps is not None:
-            array = np.fromiter(fps, dtype="<u8", count=len(fps))
-            sides["recrawl"] = (f"recrawl-{self.seq}.fps", array.tobytes())
-        for kind, (name, data) in sides.items():
-            self.durable.write(name, data)
-            if kind in files:
-                self.durable.retire(files[kind])
-            files[kind] = name
-        return files
+            name = f"recrawl-{self.seq}.fps"
+            self.durable.write(name, np.fromiter(fps, dtype="<u8", count=len(fps)).tobytes())
+            if "recrawl" in files:
+                self.durable.retire(files["recrawl"])
+            files["recrawl"] = name
+        return files, journal
 
-    def _manifest(self, files: dict[str, str]) -> dict[str, Any]:
+    def _manifest(self, files: dict[str, str], journal: list[str]) -> dict[str, Any]:
         return {
             "version": MANIFEST_VERSION,
             "seq": self.seq,
@@ -265,6 +287,7 @@ class Frontier:
             "blocks": sorted(self.blocks),
             "purge_blocked": self._new_blocks,  # a block not yet applied to the queues
             "files": files,
+            "journal": journal,  # applied after files' sites and hosts, in order
         }
 
     # ----------------------------------------------------------------- operator blocks
@@ -466,10 +489,7 @@ class Frontier:
             parked = self.parked[name]
             if len(parked):
                 self.queues[name].extend_segments(parked)
-        for info in self.sites.sites.values():
-            if info.parked:
-                info.queued += info.parked
-                info.parked = 0
+        self.sites.unpark_all()
 
     def _purge_blocked(self, refused: list[Record]) -> None:
         """Take every queued URL of a blocked site or host out, as a refused record."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import os
 import re
 import socket
@@ -190,6 +191,7 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 MAX_PREFIX = 100
+_SERIALS = itertools.count(1)  # the serial numbers of this process's WARC files
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -250,7 +252,9 @@ class WarcWriter:
         if not self._salvage_checked:
             self._salvage_checked = True
             self.salvaged = salvage_open_files(self.directory)
-        self._serial += 1
+        # One count for every writer of the process: two writers opened in the same
+        # second (``crawlkit crawl`` starts one a fetch run) must not pick one name.
+        self._serial = next(_SERIALS)
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
         self._name = f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
         self._file = open(self.directory / (self._name + ".open"), "wb")  # noqa: SIM115

@@ -131,3 +131,16 @@ def test_gzip_member_is_one_member_that_inflates_back(level: int) -> None:
         # a window sized to the record loses nothing (stored blocks: a few bytes)
         full = len(zlib.compress(raw, level, wbits=31))
         assert len(member) <= full + full // 1000 + 8
+
+
+def test_writers_opened_in_the_same_second_name_their_files_apart(tmp_path: Path) -> None:
+    """``crawlkit crawl`` opens a writer per fetch run, and two runs can start within
+    one second: the second file must not take the first one's name (it would then be
+    left behind, unarchived, next to it)."""
+    names = []
+    for i in range(3):
+        w = WarcWriter(tmp_path)
+        names.append(w.write_capture(capture(i, b"<p>x</p>")).file)
+        w.close()
+    assert len(set(names)) == 3
+    assert len(list(tmp_path.glob("*.warc.gz"))) == 3

@@ -1,0 +1,57 @@
+"""Site trust (``SiteTable.trusted``) kept up to date link by link equals trust computed
+afresh from the whole site graph."""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
+
+_links = st.lists(
+    st.tuples(
+        st.sampled_from(["link", "seed", "look", "yield"]), st.integers(0, 5), st.integers(0, 5)
+    ),
+    max_size=60,
+)
+
+
+@given(_links, st.integers(1, 3))
+# s0 trusted vouches for s1; then s1 links back, and s0's vote no longer counts
+@example([("seed", 0, 0), ("link", 1, 0), ("look", 0, 0), ("link", 0, 1)], 1)
+# s0 and s1 trusted vote for s2, the second vote makes it trusted
+@example([("seed", 0, 0), ("seed", 1, 0), ("look", 0, 0), ("link", 2, 0), ("link", 2, 1)], 2)
+# s2 -> s3 -> s4 -> s2 trusted in turn, each with a vote of seed s1 too; then seed s0's
+# vote for s2 is taken back: s4 votes for s2 but is trusted only through it, so all three
+# lose their trust
+@example(
+    [
+        ("seed", 0, 0),
+        ("seed", 1, 0),
+        ("look", 0, 0),
+        *[("link", a, b) for a, b in [(2, 0), (2, 1), (3, 2), (3, 1), (4, 3), (4, 1), (2, 4)]],
+        ("link", 0, 2),
+    ],
+    2,
+)
+@settings(max_examples=500, deadline=None)
+def test_trust_kept_link_by_link_equals_trust_computed_afresh(ops, trust_links) -> None:
+    """The trusted set the table keeps as links arrive (recomputing only when a link
+    may change it) is the one a walk of the whole graph finds, whenever it is asked;
+    so are the budgets it remembers between changes."""
+    table = SiteTable(BudgetPolicy(trust_links=trust_links, max_linkers=5))
+    for kind, a, b in ops:
+        if kind == "link":
+            table.note_link(f"s{a}", f"s{b}")
+        elif kind == "seed":
+            table.note_seed(f"s{a}")
+        elif kind == "yield":
+            table.note_yield(f"s{a}", 5 + b, b / 5)
+        else:
+            fresh = SiteTable(table.policy)
+            fresh.sites = table.sites
+            assert table.trusted() == fresh.trusted()
+            assert all(table.budget(s) == fresh.budget(s) for s in table.sites)
+    fresh = SiteTable(table.policy)
+    fresh.sites = table.sites
+    assert table.trusted() == fresh.trusted()
