@@ -254,10 +254,18 @@ class WarcWriter:
             self.salvaged = salvage_open_files(self.directory)
         # One count for every writer of the process: two writers opened in the same
         # second (``crawlkit crawl`` starts one a fetch run) must not pick one name.
-        self._serial = next(_SERIALS)
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-        self._name = f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
-        self._file = open(self.directory / (self._name + ".open"), "wb")  # noqa: SIM115
+        while True:  # and never take the name of a file that is there ("x": fail if so)
+            self._serial = next(_SERIALS)
+            self._name = (
+                f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
+            )
+            if not (self.directory / self._name).exists():
+                try:
+                    self._file = open(self.directory / (self._name + ".open"), "xb")  # noqa: SIM115
+                    break
+                except FileExistsError:
+                    continue
         if self.index:
             self._index = open(self._index_path(".open"), "w", encoding="utf-8")  # noqa: SIM115
         self._size = 0

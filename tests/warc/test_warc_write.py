@@ -3,7 +3,10 @@ cdxj-indexer's when installed), rotate, and a dead writer's open file is salvage
 
 from __future__ import annotations
 
+import itertools
+import os
 import random
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 import warcio.archiveiterator
 
+from crawlkit.warc import write as warc_write
 from crawlkit.warc.write import Capture, WarcWriter, gzip_member, sha1_digest
 
 
@@ -144,3 +148,23 @@ def test_writers_opened_in_the_same_second_name_their_files_apart(tmp_path: Path
         w.close()
     assert len(set(names)) == 3
     assert len(list(tmp_path.glob("*.warc.gz"))) == 3
+
+
+def test_a_writer_never_takes_the_name_of_a_file_that_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pid reused by a later process could otherwise name (and truncate) a file of
+    an earlier one: the writer moves on to the next serial."""
+    monkeypatch.setattr(warc_write, "_SERIALS", itertools.count(1))
+    host = socket.gethostname().split(".")[0] or "localhost"
+    now = time.time()
+    there = set()
+    for stamp in {time.strftime("%Y%m%d%H%M%S", time.gmtime(now + d)) for d in (0, 1)}:
+        for serial, suffix in ((1, ""), (2, ".open")):
+            path = tmp_path / f"crawlkit-{stamp}-{serial:05d}-{host}-{os.getpid()}.warc.gz{suffix}"
+            path.write_bytes(b"earlier")
+            there.add(path)
+    with WarcWriter(tmp_path) as w:
+        name = w.write_capture(capture(0, b"<p>x</p>")).file
+    assert "-00003-" in name
+    assert all(p.read_bytes() == b"earlier" for p in there)
