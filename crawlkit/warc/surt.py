@@ -174,12 +174,18 @@ def surt_key(url: str) -> str:
     if port == 0:
         port = None
     out = b""
-    if host:
-        out += b",".join(reversed(_host(host).split(b".")))
+    key_host = _host(host) if host else b""
+    if key_host:
+        out += b",".join(reversed(key_host.split(b".")))
         if port is not None and port != _DEFAULT_PORTS.get(scheme, 0):
             out += b":%d" % port
         out += b")"
-    key_path = _escape(_path(_unescape(path)) if host else _unescape(path)).lower()
+    elif host:
+        # A host of dots only ("http://./x") is empty once its dots are stripped: the
+        # surt package then writes the scheme, as written, where the host would be
+        # ("http:/x", "HTTP:/x").
+        out += (m.group(2) or b"") + b":"
+    key_path = _escape(_path(_unescape(path)) if key_host else _unescape(path)).lower()
     for pattern in _PATH_SESSION:
         pm = pattern.match(key_path)
         if pm:

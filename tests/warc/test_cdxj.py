@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import surt
 from conftest import crawlkit
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from warc_samples import crawlkit_warc, warcio_warc
 
@@ -99,6 +99,8 @@ _query = st.text(
 
 
 @settings(max_examples=400, deadline=None)
+@example(scheme="http", host=".", port=None, path="", query=None, frag=None)
+@example(scheme="HTTP", host="..", port=8080, path="A/../b/", query="b=1&a=2", frag=None)
 @given(
     scheme=st.sampled_from(["http", "https", "HTTP"]),
     host=_hosts,
