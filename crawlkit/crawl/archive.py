@@ -259,7 +259,12 @@ def adopt_file_index(index: Path, warc_dir: Path, name: str) -> None:
     looks for it, so that file is never read to index it. Missing: nothing to do."""
     if index.exists():
         (warc_dir / INDEX_DIR).mkdir(exist_ok=True)
-        os.replace(index, warc_dir / INDEX_DIR / f"{name}.cdxj")
+        os.replace(index, _file_index(warc_dir, name))
+
+
+def _file_index(warc_dir: Path, name: str) -> Path:
+    """Where the collection keeps the sorted index of its WARC file ``name``."""
+    return warc_dir / INDEX_DIR / f"{name}.cdxj"
 
 
 def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) -> int:
@@ -281,7 +286,7 @@ def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) ->
     index_dir.mkdir(exist_ok=True)
     parts: list[Path] = []
     for warc in warcs:
-        part = index_dir / f"{warc.name}.cdxj"
+        part = _file_index(warc_dir, warc.name)
         if not part.exists():
             try:
                 lines = index_lines([warc])

@@ -9,7 +9,6 @@ URLs without a fetch record (in flight at the crash) are fetched again.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from crawlkit import io
@@ -17,8 +16,7 @@ from crawlkit.crawl.cycle import CycleSteps
 from crawlkit.crawl.files import is_done, mark_done, read_file
 from crawlkit.io import Record
 from crawlkit.stages.fetch import warc_new_dir
-from crawlkit.warc.salvage import cut_to_whole_records
-from crawlkit.warc.write import discard_index
+from crawlkit.warc.write import finish_open_file
 
 __all__ = ["Recovery"]
 
@@ -70,14 +68,7 @@ class Recovery(CycleSteps):
         self.valid_warc_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.warc_root)
         for partial in sorted(new_dir.glob("*.warc.gz.open")) if new_dir.exists() else []:
-            final = partial.with_name(partial.name[: -len(".open")])
-            discard_index(final)  # the cut may drop records it names: reindexed later
-            end = cut_to_whole_records(partial)
-            if end:
-                os.replace(partial, final)
-            else:
-                partial.unlink()
-            self.valid_warc_end[final.name] = end
+            self.valid_warc_end[partial.name[: -len(".open")]] = finish_open_file(partial)
 
     def _salvage(self, cycle: Path) -> None:
         """Keep the fetch records of ``cycle`` whose WARC records are whole on disk.

@@ -31,6 +31,7 @@ naming the file; the lines of the files before it are not lost (the caller decid
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import io
@@ -64,7 +65,12 @@ def _mime(record: ArcWarcRecord) -> str | None:
         value = headers.get_header("content-type") if headers else None
     else:
         value = record.rec_headers.get_header("content-type")
-    return _MIME_END.split(value, 1)[0].strip() if value else None
+    return _mime_type(value)
+
+
+def _mime_type(content_type: str | None) -> str | None:
+    """``text/html`` of ``text/html; charset=utf-8`` (None when empty)."""
+    return _MIME_END.split(content_type, 1)[0].strip() if content_type else None
 
 
 def _digest(record: ArcWarcRecord) -> str:
@@ -105,18 +111,43 @@ def _line(record: ArcWarcRecord, it: ArchiveIterator, name: str) -> str | None:
         and record.rec_headers.get_header("Content-Type") == "application/warc-fields"
     ):
         return None
-    url = record.rec_headers.get_header("WARC-Target-URI") or ""
-    date = record.rec_headers.get_header("WARC-Date") or ""
+    status = None
+    if rec_type in ("response", "revisit") and record.http_headers:
+        status = record.http_headers.get_statuscode()
+    return _format_line(
+        url=record.rec_headers.get_header("WARC-Target-URI") or "",
+        date=record.rec_headers.get_header("WARC-Date") or "",
+        mime=_mime(record),
+        status=status,
+        digest=_digest(record),
+        length=it.get_record_length(),
+        offset=it.get_record_offset(),
+        filename=name,
+    )
+
+
+def _format_line(
+    *,
+    url: str,
+    date: str,
+    mime: str | None,
+    status: str | None,
+    digest: str,
+    length: int,
+    offset: int,
+    filename: str,
+) -> str:
+    """One index line: key, timestamp and the JSON block in cdxj-indexer's field order
+    (a field without a value left out)."""
     fields: dict[str, str] = {"url": url}
-    mime = _mime(record)
     if mime:
         fields["mime"] = mime
-    if rec_type in ("response", "revisit") and record.http_headers:
-        fields["status"] = record.http_headers.get_statuscode()
-    fields["digest"] = _digest(record)
-    fields["length"] = str(it.get_record_length())
-    fields["offset"] = str(it.get_record_offset())
-    fields["filename"] = name
+    if status is not None:
+        fields["status"] = status
+    fields["digest"] = digest
+    fields["length"] = str(length)
+    fields["offset"] = str(offset)
+    fields["filename"] = filename
     return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
 
 
@@ -141,26 +172,20 @@ def capture_line(
     line and headers at the start of its block, ``digest`` its WARC-Payload-Digest,
     ``offset`` and ``length`` its place in the file (the gzip member). Equal to the line
     :func:`index_warc` reads back for it (a test checks)."""
-    fields: dict[str, str] = {"url": url}
     headers = None
-    try:
+    with contextlib.suppress(EOFError):  # an empty head: no headers, no status
         headers = _HTTP_HEAD.parse(io.BytesIO(http_head)) if http_head else None
-    except EOFError:
-        headers = None
-    if revisit:
-        fields["mime"] = "warc/revisit"
-    else:
-        value = headers.get_header("content-type") if headers else None
-        mime = _MIME_END.split(value, 1)[0].strip() if value else None
-        if mime:
-            fields["mime"] = mime
-    if headers:
-        fields["status"] = headers.get_statuscode()
-    fields["digest"] = digest
-    fields["length"] = str(length)
-    fields["offset"] = str(offset)
-    fields["filename"] = filename
-    return f"{surt_key(url)} {iso_date_to_timestamp(date)} {json.dumps(fields)}"
+    content_type = headers.get_header("content-type") if headers else None
+    return _format_line(
+        url=url,
+        date=date,
+        mime="warc/revisit" if revisit else _mime_type(content_type),
+        status=headers.get_statuscode() if headers else None,
+        digest=digest,
+        length=length,
+        offset=offset,
+        filename=filename,
+    )
 
 
 def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> Iterator[str]:

@@ -32,6 +32,7 @@ worker thread so zlib, which releases the GIL, compresses off the event loop).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import itertools
 import os
@@ -54,6 +55,7 @@ __all__ = [
     "WarcLocation",
     "WarcWriter",
     "discard_index",
+    "finish_open_file",
     "gzip_member",
     "index_of",
     "salvage_open_files",
@@ -146,8 +148,24 @@ def index_of(warc: Path) -> Path:
 def discard_index(warc: Path) -> None:
     """Remove the index files of ``warc`` (its final name): after a salvage they may
     name records that the cut dropped."""
-    for path in (index_of(warc), index_of(warc).with_name(index_of(warc).name + ".open")):
+    index = index_of(warc)
+    for path in (index, index.with_name(index.name + ".open")):
         path.unlink(missing_ok=True)
+
+
+def finish_open_file(path: Path) -> int:
+    """Finish ``NAME.open``, a WARC file its writer did not close: cut it after its
+    last whole record (:mod:`crawlkit.warc.salvage`) and rename it ``NAME``, or remove
+    it when no record is whole; its index files go either way. Returns where the
+    whole records end (0: removed)."""
+    final = path.with_name(path.name[: -len(".open")])
+    discard_index(final)
+    end = cut_to_whole_records(path)
+    if end:
+        os.replace(path, final)
+    else:
+        path.unlink(missing_ok=True)
+    return end
 
 
 def _pid_alive(pid: int) -> bool:
@@ -178,13 +196,8 @@ def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
                 continue
         elif len(parts) != 3:
             continue
-        final = path.with_name(path.name[: -len(".open")])
-        discard_index(final)
-        if cut_to_whole_records(path) == 0:
-            path.unlink(missing_ok=True)
-            continue
-        os.replace(path, final)
-        done.append(final)
+        if finish_open_file(path):
+            done.append(path.with_name(path.name[: -len(".open")]))
     if done:
         fsync_dir(directory)
     return done
@@ -260,12 +273,11 @@ class WarcWriter:
             self._name = (
                 f"{self.prefix}-{stamp}-{self._serial:05d}-{self._host}-{os.getpid()}.warc.gz"
             )
-            if not (self.directory / self._name).exists():
-                try:
-                    self._file = open(self.directory / (self._name + ".open"), "xb")  # noqa: SIM115
-                    break
-                except FileExistsError:
-                    continue
+            if (self.directory / self._name).exists():
+                continue
+            with contextlib.suppress(FileExistsError):
+                self._file = open(self.directory / (self._name + ".open"), "xb")  # noqa: SIM115
+                break
         if self.index:
             self._index = open(self._index_path(".open"), "w", encoding="utf-8")  # noqa: SIM115
         self._size = 0
@@ -308,7 +320,8 @@ class WarcWriter:
             self._file.flush()
 
     def _index_path(self, suffix: str = "") -> Path:
-        return self.directory / (self._name + INDEX_SUFFIX + suffix)
+        index = index_of(self.directory / self._name)
+        return index.with_name(index.name + suffix)
 
     def _finish_index(self) -> None:
         """Sort the open file's index lines into ``NAME.cdxj`` (before the file's rename,
