@@ -137,7 +137,10 @@ def request_settings(
     )
     saved = state / "crawl" / SITE_COOKIES if state is not None else None
     if cookies is not None and saved is not None and saved.exists():
-        for cookie in read_cookies(saved):
+        from crawlkit_cli.app import reporter
+
+        # the crawl's own jar: a bad line is skipped with a warning, never fatal
+        for cookie in read_cookies(saved, on_bad=reporter().warn):
             settings.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
     return settings or None
 
