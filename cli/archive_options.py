@@ -14,6 +14,7 @@ import typer
 from crawlkit.crawl.archive import ArchiveOptions, Excludes
 from crawlkit.errors import UsageError
 from crawlkit.fetch.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
+from crawlkit.masking import mask_url
 from crawlkit.times import parse_duration
 
 Requisites = Annotated[
@@ -173,7 +174,8 @@ def proxy_url(value: str | None) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
-        raise UsageError(f"--proxy: {value!r} is not http://HOST[:PORT] of an HTTP proxy")
+        shown = mask_url(value)  # never echo a password
+        raise UsageError(f"--proxy: {shown!r} is not http://HOST[:PORT] of an HTTP proxy")
     return value
 
 
