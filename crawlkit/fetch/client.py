@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import socket
 import ssl
 import time
@@ -54,7 +55,7 @@ from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
-__all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient"]
+__all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient", "connection_budget"]
 
 
 @dataclass
@@ -141,6 +142,39 @@ class _PinnedResolver:
             self.pins[host.lower().rstrip(".")] = str(infos[0][4][0])
 
 
+def connection_budget() -> int:
+    """How many connections, in use and idle together, a client keeps open at most:
+    half the soft RLIMIT_NOFILE as it is when the client is made (the CLI raised it to
+    the hard limit at start), the other half left for WARC files, state, logs, DNS
+    sockets and the duplicates kept while a TLS handshake runs."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = _NO_FILE_LIMIT
+    return max(8, soft // 2)
+
+
+def _capped_connector(aiohttp: Any, idle_cap: int, **kwargs: Any) -> Any:
+    """An aiohttp TCPConnector that closes idle connections, the longest idle first,
+    past ``idle_cap``. aiohttp's own ``limit`` counts connections in use only, and with
+    a keep-alive connection per host a crawl of thousands of hosts ran out of files
+    on idle ones (issue 25). With ``limit_per_host=1`` a pool key holds at most one
+    connection, so the number of keys with idle connections is the idle count."""
+
+    class CappedConnector(aiohttp.TCPConnector):
+        def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
+            super()._release(key, protocol, should_close=should_close)
+            idle = self._conns
+            while len(idle) > idle_cap:
+                oldest = next(iter(idle))  # keys are added when a connection goes idle
+                for proto, _ in idle.pop(oldest):
+                    transport = proto.transport
+                    proto.close()
+                    if oldest.is_ssl and not self._cleanup_closed_disabled:
+                        self._cleanup_closed_transports.append(transport)
+
+    return CappedConnector(**kwargs)
+
+
 def _env_proxies() -> list[str]:
     """The proxies named by HTTP_PROXY / HTTPS_PROXY (either case)."""
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
@@ -149,6 +183,7 @@ def _env_proxies() -> list[str]:
 
 _MAX_DEFLATE_RATIO = 1032
 _MAX_PINS = 100_000  # names with a pinned address kept by the resolver
+_NO_FILE_LIMIT = 1 << 20  # what an unlimited RLIMIT_NOFILE counts as
 _MAX_UNVERIFIED = 100_000  # origins remembered as failing a TLS check (--insecure)
 # Failures --insecure fetches anyway (a stalled handshake is not a failed check).
 _INSECURE_RETRY = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-protocol")
@@ -292,10 +327,15 @@ class AiohttpClient:
                     )
                 self._env_proxies[scheme] = env_proxy
         self._bypass: dict[str, bool] = {}  # host -> NO_PROXY says so
-        self._connector = aiohttp.TCPConnector(
-            limit=0,
+        # In use and idle connections share connection_budget(), half each, so the
+        # pool never takes the process past its open-file limit.
+        budget = connection_budget()
+        self._connector = _capped_connector(
+            aiohttp,
+            budget - budget // 2,
+            limit=budget // 2,
             limit_per_host=1,  # belt and braces: the scheduler already serializes a host
-            resolver=self._resolver,  # type: ignore[arg-type]
+            resolver=self._resolver,
             use_dns_cache=False,
             keepalive_timeout=keepalive,
             ssl=self._verify,
