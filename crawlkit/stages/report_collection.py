@@ -38,6 +38,7 @@ from typing import Any
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html.page import media_type
+from crawlkit.masking import mask_secrets
 from crawlkit.records import refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
 
@@ -82,7 +83,8 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(state_path) / "crawl" / "settings.json"
-    return io.read_json(path) if path.exists() else {}
+    # masked on reading too: an older version wrote a proxy's password there
+    return mask_secrets(io.read_json(path)) if path.exists() else {}
 
 
 def _sha256(warc: Path, cache_dir: Path) -> str:

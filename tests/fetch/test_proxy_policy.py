@@ -270,3 +270,20 @@ def test_a_bad_proxy_value_is_not_echoed_with_its_password(tmp_path: Path):
     bad = f"socks5://u:{PASSWORD}@127.0.0.1:1"
     res = crawlkit("crawl", "http://x.test/", "--state", str(tmp_path / "s"), "--proxy", bad)
     assert res.code == 2 and "--proxy" in res.stderr and PASSWORD not in res.stderr
+
+
+def test_a_report_masks_the_password_an_older_settings_file_holds(crawled, tmp_path: Path):
+    state, _ = crawled
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(state, old)
+    settings = json.loads((state / "crawl" / "settings.json").read_text())
+    settings["settings"]["fetch"]["proxy"] = f"http://user:{PASSWORD}@127.0.0.1:3128"
+    settings["seeds"].append(f"http://me:{PASSWORD}@site.test/")
+    (old / "crawl" / "settings.json").write_text(json.dumps(settings))
+    report = crawlkit("report", "--state", str(old), "--html", str(tmp_path / "r.html"))
+    assert report.code == 0, report.stderr
+    assert PASSWORD.encode() not in report.stdout
+    assert PASSWORD not in (tmp_path / "r.html").read_text()
+    assert b"http://***@127.0.0.1:3128" in report.stdout
