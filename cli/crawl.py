@@ -7,50 +7,64 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.archive_options import (
-    Cookies,
-    Exclude,
-    Header,
-    IgnoreFile,
-    IgnoreRobotsFor,
-    Netrc,
-    Proxy,
-    Requisites,
-    Sitemap,
-    TrustEnv,
-    archive_options,
-    host_min_delays,
-    proxy_url,
-    request_settings,
-    robots_exceptions,
-)
+from crawlkit_cli.archive_options import archive_options
 from crawlkit_cli.config_option import ConfigOption
+from crawlkit_cli.explain import stage_flags
 from crawlkit_cli.options import (
+    AGENT_DEFAULT,
+    BACKOFF_DEFAULT,
+    CONCURRENCY_DEFAULT,
+    DELAY_FACTOR_DEFAULT,
+    MAX_BACKOFF_DEFAULT,
+    MAX_BODY_DEFAULT,
+    MAX_DECODED_DEFAULT,
+    MAX_DEPTH_DEFAULT,
+    MIN_DELAY_DEFAULT,
+    PER_IP_DEFAULT,
+    TIMEOUT_DEFAULT,
+    WARC_PREFIX_DEFAULT,
+    WARC_SIZE_DEFAULT,
     Agent,
     AllowNet,
     Backoff,
     CaFile,
     Collection,
     Concurrency,
+    Cookies,
     DelayFactor,
     Description,
     DnsServer,
+    Exclude,
+    Header,
     HostsFile,
+    IgnoreFile,
+    IgnoreRobotsFor,
     Insecure,
     MaxBackoff,
     MaxBody,
+    MaxDecoded,
+    MaxDepth,
     MinDelay,
+    Netrc,
     Operator,
     PerIp,
+    PerIpDelay,
+    Proxy,
+    Requisites,
     Shards,
+    Sitemap,
     SlotMapFile,
     StateDir,
     Timeout,
+    TrustEnv,
     WarcPrefix,
     WarcSize,
+    fetch_config,
+    warc_info,
 )
 from crawlkit_cli.progress import progress_printer
 
@@ -58,7 +72,6 @@ from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.errors import CrawlkitError, UsageError
-from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.times import parse_duration, parse_size
@@ -84,12 +97,6 @@ def read_seeds(items: list[str]) -> list[str]:
 def _error_lines(errors: dict[str, Any]) -> list[str]:
     """One line per reason of the failed fetches, with an example URL."""
     return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
-
-
-def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
-    """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
-    fields = {"operator": operator, "isPartOf": collection, "description": description}
-    return {k: v for k, v in fields.items() if v}
 
 
 def summary_text(summary: dict[str, Any]) -> str:
@@ -140,20 +147,22 @@ def crawl_command(
         Path | None,
         typer.Option("--warc-dir", help="Where WARC files go (default STATE/warc)."),
     ] = None,
-    concurrency: Concurrency = 100,
-    min_delay: MinDelay = "1s",
-    delay_factor: DelayFactor = 10.0,
-    per_ip: PerIp = 2,
-    timeout: Timeout = "30s",
-    max_body: MaxBody = "10MB",
-    backoff: Backoff = "60s",
-    max_backoff: MaxBackoff = "1h",
-    warc_size: WarcSize = "1GB",
-    warc_prefix: WarcPrefix = "crawlkit",
+    concurrency: Concurrency = CONCURRENCY_DEFAULT,
+    min_delay: MinDelay = MIN_DELAY_DEFAULT,
+    delay_factor: DelayFactor = DELAY_FACTOR_DEFAULT,
+    per_ip: PerIp = PER_IP_DEFAULT,
+    per_ip_delay: PerIpDelay = None,
+    timeout: Timeout = TIMEOUT_DEFAULT,
+    max_body: MaxBody = MAX_BODY_DEFAULT,
+    max_decoded: MaxDecoded = MAX_DECODED_DEFAULT,
+    backoff: Backoff = BACKOFF_DEFAULT,
+    max_backoff: MaxBackoff = MAX_BACKOFF_DEFAULT,
+    warc_size: WarcSize = WARC_SIZE_DEFAULT,
+    warc_prefix: WarcPrefix = WARC_PREFIX_DEFAULT,
     operator: Operator = None,
     collection: Collection = None,
     description: Description = None,
-    agent: Agent = DEFAULT_AGENT,
+    agent: Agent = AGENT_DEFAULT,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
     ca_file: CaFile = None,
@@ -187,9 +196,7 @@ def crawl_command(
     no_budgets: Annotated[
         bool, typer.Option("--no-budgets", help="No per-site page budgets (a fixed site list).")
     ] = False,
-    max_depth: Annotated[
-        int | None, typer.Option("--max-depth", help="Refuse URLs deeper than this from a seed.")
-    ] = 20,
+    max_depth: MaxDepth = MAX_DEPTH_DEFAULT,
     shard: Annotated[
         int | None,
         typer.Option(
@@ -272,7 +279,6 @@ def crawl_command(
     io.check_output_dir(warc_dir, "--warc-dir")
     if scope not in ("host", "site", "any") and not scope:
         raise UsageError("--scope must not be empty")
-    delay = parse_duration(min_delay)
     options = CrawlOptions(
         scope=scope,
         max_pages=max_pages,
@@ -282,21 +288,25 @@ def crawl_command(
         jobs=jobs,
         budgets=not no_budgets,
         warc_dir=warc_dir,
-        fetch=FetchConfig(
+        fetch=fetch_config(
+            state=state,
             agent=agent,
             concurrency=concurrency,
-            min_delay=delay,
+            min_delay=min_delay,
             delay_factor=delay_factor,
             per_ip=per_ip,
-            timeout=parse_duration(timeout),
-            ignore_robots_for=robots_exceptions(ignore_robots_for),
-            request=request_settings(header, cookies, netrc, state),
-            host_min_delay=host_min_delays(),
-            proxy=proxy_url(proxy),
+            per_ip_delay=per_ip_delay,
+            timeout=timeout,
+            max_body=max_body,
+            max_decoded=max_decoded,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            ignore_robots_for=ignore_robots_for,
+            header=header,
+            cookies=cookies,
+            netrc=netrc,
+            proxy=proxy,
             trust_env=trust_env,
-            max_body=parse_size(max_body),
-            backoff=parse_duration(backoff),
-            max_backoff=parse_duration(max_backoff),
         ),
         warc_size=parse_size(warc_size),
         warc_prefix=warc_prefix,
@@ -304,14 +314,15 @@ def crawl_command(
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
-        limits=TrapLimits(max_depth=max_depth),
+        limits=TrapLimits(max_depth=max_depth if max_depth > 0 else None),
         shard=shard,
         shards=shards,
         slot_map=slot_map,
         archive=archive_options(requisites, exclude, ignore_file),
     )
     if do_explain:
-        print(explain(str(state), options))
+        flags = stage_flags(click.get_current_context())
+        print(explain(str(state), options, flags, [*(seeds or []), *(sitemap or [])]))
         return
     long_running_gc()
     summary = crawl(

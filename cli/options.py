@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, TypeVar
+from urllib.parse import urlsplit
 
+import click
 import typer
 
 from crawlkit.errors import UsageError
+from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig
+from crawlkit.fetch.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
+from crawlkit.patterns import MAX_URL_LENGTH, Excludes
+from crawlkit.times import parse_duration, parse_size
 
 T = TypeVar("T")
 
@@ -121,7 +128,41 @@ DnsServer = Annotated[
 
 # -- fetching and archiving: shared by fetch and crawl -----------------------------------
 # Politeness and limits are declared once, with their validation (click checks the
-# ranges before the command runs), so fetch and crawl accept the same values.
+# ranges before the command runs), so fetch and crawl accept the same values. Their
+# defaults are FetchConfig's and DEFAULT_WARC's, written there once and shown here as
+# flag text.
+
+
+def _seconds_text(seconds: float) -> str:
+    for unit, size in (("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _bytes_text(size: int) -> str:
+    for unit, base in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if size >= base and size % base == 0:
+            return f"{size // base}{unit}"
+    return str(size)
+
+
+_FETCH = FetchConfig()
+AGENT_DEFAULT = _FETCH.agent
+CONCURRENCY_DEFAULT = _FETCH.concurrency
+MIN_DELAY_DEFAULT = _seconds_text(_FETCH.min_delay)
+DELAY_FACTOR_DEFAULT = _FETCH.delay_factor
+PER_IP_DEFAULT = _FETCH.per_ip
+TIMEOUT_DEFAULT = _seconds_text(_FETCH.timeout)
+MAX_BODY_DEFAULT = _bytes_text(_FETCH.max_body)
+MAX_DECODED_DEFAULT = _bytes_text(_FETCH.max_decoded)
+BACKOFF_DEFAULT = _seconds_text(_FETCH.backoff)
+MAX_BACKOFF_DEFAULT = _seconds_text(_FETCH.max_backoff)
+WARC_SIZE_DEFAULT = _bytes_text(DEFAULT_WARC.size)
+WARC_PREFIX_DEFAULT = DEFAULT_WARC.prefix
+WARC_VERSION_DEFAULT = DEFAULT_WARC.version
+URL_LENGTH_DEFAULT = MAX_URL_LENGTH
+
 Concurrency = Annotated[
     int,
     typer.Option("--concurrency", min=1, help="Requests in flight at once, over all hosts."),
@@ -154,6 +195,21 @@ Backoff = Annotated[
     typer.Option("--backoff", help="First backoff after 429/503; doubles up to --max-backoff."),
 ]
 MaxBackoff = Annotated[str, typer.Option("--max-backoff", help="Longest backoff step.")]
+PerIpDelay = Annotated[
+    str | None,
+    typer.Option(
+        "--per-ip-delay",
+        help="Smallest gap between request starts to one IP address [default: --min-delay/4].",
+        show_default=False,
+    ),
+]
+MaxDecoded = Annotated[
+    str,
+    typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),
+]
+WarcVersion = Annotated[
+    str, typer.Option("--warc-version", help="WARC format version: 1.1 or 1.0.")
+]
 WarcSize = Annotated[str, typer.Option("--warc-size", help="Start a new WARC file past this size.")]
 WarcPrefix = Annotated[str, typer.Option("--warc-prefix", help="WARC file name prefix.")]
 Operator = Annotated[
@@ -181,3 +237,273 @@ Description = Annotated[
         show_default=False,
     ),
 ]
+
+# -- request settings: shared by fetch and crawl ------------------------------------------
+IgnoreRobotsFor = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore-robots-for",
+        help="Do not apply robots.txt rules on this exact host (repeatable; no wildcards): "
+        "for a site you run. Its robots.txt is still fetched, its Crawl-delay and every "
+        "politeness gap still apply; the host is named in each WARC's warcinfo record "
+        "and in the report.",
+        show_default=False,
+    ),
+]
+Header = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        help="Send this header ('Name: value') with every page request (repeatable).",
+        show_default=False,
+    ),
+]
+Cookies = Annotated[
+    Path | None,
+    typer.Option(
+        "--cookies",
+        help="Send the cookies of this Netscape cookies.txt (as curl and wget write it) to "
+        "the hosts they belong to, and keep the cookies sites set (saved in "
+        "STATE/crawl/cookies.txt for the next run). Cookies end up in the WARC request "
+        "records.",
+        show_default=False,
+    ),
+]
+Netrc = Annotated[
+    Path | None,
+    typer.Option(
+        "--netrc",
+        help="HTTP basic auth for the hosts this netrc file names (machine entries only; "
+        "never sent to other hosts).",
+        show_default=False,
+    ),
+]
+Proxy = Annotated[
+    str | None,
+    typer.Option(
+        "--proxy",
+        help="Send every request through this HTTP proxy (http://HOST:PORT). Targets are "
+        "still checked by the network policy; the proxy is an address you allow.",
+        show_default=False,
+    ),
+]
+TrustEnv = Annotated[
+    bool,
+    typer.Option(
+        "--trust-env",
+        help="Use HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment (ignored "
+        "without this flag).",
+    ),
+]
+
+# -- URL patterns: shared by crawl, seen-merge and frontier add/next ----------------------
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        help="Refuse URLs this regular expression finds in the canonical URL (repeatable; "
+        "RE2 syntax, linear time); the refusal names the pattern.",
+        show_default=False,
+    ),
+]
+IgnoreFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--ignore-file",
+        help="A file of --exclude patterns, one a line (# comments), read again whenever "
+        "it changes while the command runs.",
+        show_default=False,
+    ),
+]
+MaxUrlLength = Annotated[
+    int,
+    typer.Option(
+        "--max-url-length",
+        min=1,
+        help="Refuse longer URLs (characters), before any pattern runs on them.",
+    ),
+]
+
+MaxDepth = Annotated[
+    int,
+    typer.Option(
+        "--max-depth",
+        min=0,
+        help="Refuse URLs more link hops than this from a seed (0: no limit).",
+    ),
+]
+MAX_DEPTH_DEFAULT = 20  # TrapLimits' too (frontier/traps.py); a test holds them equal
+
+# -- archive: crawl's own -----------------------------------------------------------------
+Requisites = Annotated[
+    bool,
+    typer.Option(
+        "--requisites/--no-requisites",
+        help="Fetch every page's requisites (images, stylesheets and what they import, "
+        "scripts, media, icons) even outside --scope: one hop, never crawled as pages, "
+        "robots.txt and politeness as for any URL.",
+    ),
+]
+Sitemap = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sitemap",
+        help="A sitemap (or sitemap index, text sitemap, feed) to crawl from, fetched "
+        "like a seed (repeatable); robots.txt Sitemap lines are followed anyway.",
+        show_default=False,
+    ),
+]
+
+
+# -- the values, checked: one builder for fetch and crawl ---------------------------------
+_HOST = re.compile(r"[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\]")
+#: Where the cookies sites set are kept between runs (--cookies), for fetch and crawl.
+SITE_COOKIES = Path("crawl") / "cookies.txt"
+
+
+def duration(text: str, flag: str) -> float:
+    """Seconds of a duration flag; a negative one is a usage error naming ``flag``."""
+    value = parse_duration(text)
+    if value < 0:
+        raise UsageError(f"{flag} must not be negative")
+    return value
+
+
+def robots_exceptions(hosts: list[str] | None) -> tuple[str, ...]:
+    """The hosts of --ignore-robots-for, lowercased; a pattern or URL is a usage error."""
+    out: list[str] = []
+    for raw in hosts or []:
+        host = raw.strip().lower().rstrip(".")
+        if not _HOST.fullmatch(host):
+            raise UsageError(
+                f"--ignore-robots-for: {raw!r} is not a host name (one exact host, such as "
+                "www.example.org; no scheme, port, path or wildcard)"
+            )
+        out.append(host.strip("[]"))
+    return tuple(out)
+
+
+def _config_hosts() -> dict[str, dict[str, object]]:
+    """The ``[hosts."NAME"]`` tables of --config (see config_option.py), or none."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get("crawlkit.crawl.config.hosts", {}) if ctx is not None else {}
+
+
+def request_settings(
+    headers: list[str] | None,
+    cookies: Path | None,
+    netrc_file: Path | None,
+    state: Path | None = None,
+) -> RequestSettings | None:
+    """The request settings of the flags and of the config file's host tables. With
+    --cookies, the cookies sites set are kept: those a run on ``state`` saved in
+    STATE/crawl/cookies.txt are sent again."""
+    host_headers: dict[str, list[tuple[str, str]]] = {}
+    for host, settings in _config_hosts().items():
+        table = settings.get("headers") or {}
+        assert isinstance(table, dict)
+        for name, value in table.items():
+            where = f'[hosts."{host}"] headers'
+            host_headers.setdefault(host, []).append(parse_header(f"{name}: {value}", where))
+    settings = RequestSettings(
+        [parse_header(h) for h in headers or []],
+        host_headers=host_headers,
+        cookies=read_cookies(cookies) if cookies else (),
+        credentials=read_netrc(netrc_file) if netrc_file else None,
+        keep_cookies=cookies is not None,
+    )
+    saved = state / SITE_COOKIES if state is not None else None
+    if cookies is not None and saved is not None and saved.exists():
+        for cookie in read_cookies(saved):
+            settings.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
+    return settings or None
+
+
+def proxy_url(value: str | None) -> str | None:
+    """--proxy checked: an http:// URL with a host (aiohttp speaks to HTTP proxies)."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
+        raise UsageError(f"--proxy: {value!r} is not http://HOST[:PORT] of an HTTP proxy")
+    return value
+
+
+def host_min_delays() -> tuple[tuple[str, float], ...]:
+    """(host, seconds) of the config file's ``[hosts."NAME"] min-delay`` settings."""
+    out: list[tuple[str, float]] = []
+    for host, settings in _config_hosts().items():
+        if "min-delay" in settings:
+            try:
+                out.append((host, parse_duration(str(settings["min-delay"]))))
+            except UsageError as exc:
+                raise UsageError(f'[hosts."{host}"] min-delay: {exc}') from exc
+    return tuple(out)
+
+
+def fetch_config(
+    *,
+    state: Path,
+    agent: str,
+    concurrency: int,
+    min_delay: str,
+    delay_factor: float,
+    per_ip: int,
+    per_ip_delay: str | None,
+    timeout: str,
+    max_body: str,
+    max_decoded: str,
+    backoff: str,
+    max_backoff: str,
+    ignore_robots_for: list[str] | None,
+    header: list[str] | None,
+    cookies: Path | None,
+    netrc: Path | None,
+    proxy: str | None,
+    trust_env: bool,
+    run_for: str | None = None,
+) -> FetchConfig:
+    """The :class:`FetchConfig` of the fetch options as given: one builder, so
+    ``crawlkit fetch`` and ``crawlkit crawl`` check and mean the same values."""
+    return FetchConfig(
+        agent=agent,
+        concurrency=concurrency,
+        min_delay=duration(min_delay, "--min-delay"),
+        delay_factor=delay_factor,
+        per_ip=per_ip,
+        per_ip_delay=None if per_ip_delay is None else duration(per_ip_delay, "--per-ip-delay"),
+        duration=None if run_for is None else duration(run_for, "--for"),
+        timeout=duration(timeout, "--timeout"),
+        max_body=parse_size(max_body),
+        max_decoded=parse_size(max_decoded),
+        backoff=duration(backoff, "--backoff"),
+        max_backoff=duration(max_backoff, "--max-backoff"),
+        ignore_robots_for=robots_exceptions(ignore_robots_for),
+        request=request_settings(header, cookies, netrc, state),
+        host_min_delay=host_min_delays(),
+        proxy=proxy_url(proxy),
+        trust_env=trust_env,
+    )
+
+
+def excludes(
+    exclude: list[str] | None, ignore_file: Path | None, max_url_length: int = MAX_URL_LENGTH
+) -> Excludes | None:
+    """--exclude and --ignore-file, checked (a bad pattern or an unreadable ignore file
+    is a usage error before any input is read); None when neither was given."""
+    found = Excludes(exclude or (), ignore_file, max_url_length=max_url_length)
+    return found if found else None
+
+
+def save_site_cookies(config: FetchConfig, state: Path) -> None:
+    """Keep the cookies sites set during the run (--cookies) for the next run on ``state``."""
+    if config.request is not None and config.request.keep_cookies:
+        path = state / SITE_COOKIES
+        path.parent.mkdir(parents=True, exist_ok=True)
+        config.request.save(path)
+
+
+def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
+    """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
+    fields = {"operator": operator, "isPartOf": collection, "description": description}
+    return {k: v for k, v in fields.items() if v}

@@ -11,7 +11,17 @@ import numpy as np
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile, StateDir, renamed
+from crawlkit_cli.options import (
+    URL_LENGTH_DEFAULT,
+    Exclude,
+    IgnoreFile,
+    InputFiles,
+    MaxUrlLength,
+    OutFile,
+    StateDir,
+    excludes,
+    renamed,
+)
 
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
@@ -86,12 +96,24 @@ def seen_merge(
             show_default=False,
         ),
     ] = None,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
+    max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason",
+            help="The reason of lines that are bare URLs (seed: a seeds file, which "
+            "widens --scope).",
+            show_default=False,
+        ),
+    ] = None,
     refused: Annotated[
         str | None,
         typer.Option(
             "--refused",
-            help="Write the records --scope refuses here (NDJSON; default: none written, "
-            "only counted).",
+            help="Write the records refused by --scope, --exclude, --ignore-file and "
+            "--max-url-length here (NDJSON; default: none written, only counted).",
             show_default=False,
         ),
     ] = None,
@@ -128,7 +150,10 @@ def seen_merge(
     marked seen (so a seed added later that widens the scope finds it new): it is
     written to --refused FILE as the record plus "outcome": "refused", "refused":
     "out-of-scope" and a "detail" naming the scope. Page requisites (reason
-    requisite) pass whatever the scope.
+    requisite) pass whatever the scope. Likewise, and before the scope, a URL longer
+    than --max-url-length is refused "url-length" (no pattern runs on it), and one
+    an --exclude or --ignore-file pattern finds is refused "excluded" with the
+    pattern as its detail (what crawl --exclude does).
 
     State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64;
     runs of a million or more packed to 6 bytes a key), merged LSM-style; a Bloom
@@ -170,9 +195,8 @@ def seen_merge(
         return
     if refused is not None:
         io.check_output(refused, "--refused")
-        if scope is None:
-            raise UsageError("--refused holds what --scope refuses: give --scope too")
     _check_scope(scope)
+    patterns = excludes(exclude, ignore_file, max_url_length)
     scoped = Scope.load(state, scope) if scope is not None else None
     canon = Canonicalizer()
     lines = read_lines(files, rep)
@@ -192,6 +216,9 @@ def seen_merge(
             dry_run=dry_run,
             scope=scoped,
             on_refused=side.write_record if side is not None else None,
+            excludes=patterns,
+            max_url_length=max_url_length,
+            reason=reason,
         )
         with io.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
@@ -211,6 +238,10 @@ def seen_merge(
         rep.info(f"{merger.stats.bad_records} bad records skipped")
     if merger.stats.out_of_scope:
         rep.info(f"{merger.stats.out_of_scope} URLs outside --scope {scope} refused")
+    if merger.stats.excluded:
+        rep.info(f"{merger.stats.excluded} URLs refused by --exclude/--ignore-file")
+    if merger.stats.too_long:
+        rep.info(f"{merger.stats.too_long} URLs longer than {max_url_length} characters refused")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
 

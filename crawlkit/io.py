@@ -38,13 +38,12 @@ import zstandard
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, OutputError, TruncatedInput, UsageError, describe_os_error
+from crawlkit.records import Record
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
 _CHUNK = 1 << 16
-
-Record = dict[str, Any]
 
 
 def is_stdio(path: str | os.PathLike[str] | None) -> bool:

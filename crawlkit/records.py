@@ -59,6 +59,7 @@ __all__ = [
     "FetchRecord",
     "LinkRecord",
     "PageRecord",
+    "Record",
     "RecrawlRecord",
     "Refusal",
     "SiteYieldRecord",
@@ -82,6 +83,10 @@ __all__ = [
     "url_record",
     "where_record",
 ]
+
+#: A record as stages pass it around: any JSON object (unknown fields pass through).
+#: The one alias of the project; the TypedDicts below name the fields each kind has.
+Record = dict[str, Any]
 
 #: Why a URL record exists (``reason``).
 Reason = Literal["seed", "link", "requisite", "sitemap", "redirect", "recrawl"]

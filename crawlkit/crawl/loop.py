@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from crawlkit.crawl.archive import update_collection_index
@@ -158,13 +158,20 @@ def crawl(
             run.close()
 
 
-def explain(state: str, options: CrawlOptions) -> str:
-    """The equivalent pipeline of stage commands for one cycle (``--explain``), rendered
-    from the same list of steps the crawl runs (:data:`crawlkit.crawl.steps.STEPS`)."""
-    net = "".join(f" --allow-net {c}" for c in options.allow_net)
-    if options.hosts_file:
-        net += f" --hosts-file {options.hosts_file}"
-    net += options.net.flags()
+def explain(
+    state: str,
+    options: CrawlOptions,
+    flags: Mapping[str, str] | None = None,
+    seeds: Sequence[str] = (),
+) -> str:
+    """The equivalent pipeline of stage commands (``--explain``): the seeds' admission,
+    then one cycle, rendered from the same list of steps the crawl runs
+    (:data:`crawlkit.crawl.steps.STEPS`).
+
+    ``flags`` holds, per stage (``fetch_flags``, ``seen_flags``, ``add_flags``,
+    ``next_flags``), the flags of the other options crawl was given; the CLI reads
+    them off its own options (``crawlkit_cli.explain``).
+    """
     return render(
         ExplainContext(
             state=state,
@@ -172,12 +179,11 @@ def explain(state: str, options: CrawlOptions) -> str:
             batch=options.batch_size,
             per_host=options.per_host,
             budgets=options.budgets,
-            min_delay=options.fetch.min_delay,
-            concurrency=options.fetch.concurrency,
             jobs=options.jobs,
-            net=net,
             scope=shlex.quote(options.scope),
             shard=_shard_flags(options),
+            seeds=" ".join(shlex.quote(s) for s in seeds),
+            **dict(flags or {}),
         )
     )
 

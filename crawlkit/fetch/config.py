@@ -1,4 +1,6 @@
-"""The knobs of a fetch run (:class:`FetchConfig`) and the default User-Agent.
+"""The knobs of a fetch run (:class:`FetchConfig`), of its WARC files
+(:class:`WarcOptions`) and the default User-Agent: each default is written here once
+(the CLI shows these as its defaults; ``crawlkit crawl`` passes them on whole).
 
 Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine composes
 (the robots flow, the host table) read the same record without importing the engine.
@@ -9,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_AGENT", "FetchConfig"]
+from crawlkit.warc.write import DEFAULT_MAX_SIZE
+
+__all__ = ["DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
 
 # The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
 # are matched by its product token, "crawlkit".
@@ -18,7 +22,7 @@ DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
 
 @dataclass
 class FetchConfig:
-    """Every knob of a fetch run, with DESIGN.md's defaults."""
+    """Every knob of a fetch run, with docs/design.md's defaults ("Numbers")."""
 
     agent: str = DEFAULT_AGENT
     concurrency: int = 100
@@ -43,3 +47,16 @@ class FetchConfig:
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
     proxy: str | None = None  # every request through this HTTP proxy (--proxy)
     trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
+
+
+@dataclass(frozen=True)
+class WarcOptions:
+    """How fetch and crawl write WARC files (``--warc-size``, ``--warc-prefix``,
+    ``--warc-version``)."""
+
+    size: int = DEFAULT_MAX_SIZE  # a new file past this many bytes
+    prefix: str = "crawlkit"  # file names start with it
+    version: str = "1.1"  # WARC/1.1 or WARC/1.0
+
+
+DEFAULT_WARC = WarcOptions()

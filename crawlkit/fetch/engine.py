@@ -154,18 +154,7 @@ class Fetcher:
         self.on_redirect = on_redirect
         self.on_robots_capture = on_robots_capture
         self.clock = clock
-        per_ip_delay = config.per_ip_delay
-        if per_ip_delay is None:
-            per_ip_delay = config.min_delay / 4
-        self.scheduler = Scheduler(
-            min_delay=config.min_delay,
-            delay_factor=config.delay_factor,
-            per_ip=config.per_ip,
-            per_ip_delay=per_ip_delay,
-            backoff=config.backoff,
-            max_backoff=config.max_backoff,
-            host_min_delay=dict(config.host_min_delay),
-        )
+        self.scheduler = Scheduler.from_config(config)
         self.redirects_out = 0
         self._headers = {
             "User-Agent": config.agent,

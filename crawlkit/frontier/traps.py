@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawlkit.patterns import MAX_URL_LENGTH
 from crawlkit.url import read_denylist
 
 __all__ = ["DEFAULT_PARAM_DENYLIST", "REASONS", "TrapChecker", "TrapLimits", "read_denylist"]
@@ -90,7 +91,7 @@ _ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
 class TrapLimits:
     """The trap limits (DESIGN.md "Numbers"); every one can be changed by a flag."""
 
-    max_url_length: int = 2000
+    max_url_length: int = MAX_URL_LENGTH
     max_path_depth: int = 15
     max_segment_repeats: int = 3
     max_query_params: int = 10

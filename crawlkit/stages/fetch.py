@@ -23,6 +23,7 @@ from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.client import AiohttpClient, HttpClient
+from crawlkit.fetch.config import DEFAULT_WARC
 from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
@@ -30,6 +31,7 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.tls import verifying_context
+from crawlkit.records import Record
 from crawlkit.robots import RobotsPolicy
 from crawlkit.shard.routing import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.state import open_state
@@ -38,7 +40,6 @@ from crawlkit.warc.write import WarcWriter
 
 __all__ = ["fetch_records", "warc_new_dir"]
 
-Record = dict[str, Any]
 Refill = Callable[[Fetcher], Coroutine[Any, Any, list[Record] | None]]
 
 
@@ -54,9 +55,9 @@ def fetch_records(
     state_dir: str | os.PathLike[str],
     config: FetchConfig | None = None,
     warc_dir: str | os.PathLike[str] | None = None,
-    warc_version: str = "1.1",
-    warc_size: int = 1_000_000_000,
-    warc_prefix: str = "crawlkit",
+    warc_version: str = DEFAULT_WARC.version,
+    warc_size: int = DEFAULT_WARC.size,
+    warc_prefix: str = DEFAULT_WARC.prefix,
     warc_info: dict[str, str] | None = None,
     warc_index: bool = False,
     allow_net: Sequence[str] = (),

@@ -50,6 +50,7 @@ from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = [
+    "DEFAULT_MAX_SIZE",
     "INDEX_SUFFIX",
     "Capture",
     "WarcLocation",
@@ -62,6 +63,9 @@ __all__ = [
     "sha1_digest",
     "warc_date",
 ]
+
+#: A new WARC file is started past this size (``--warc-size``), as Heritrix does.
+DEFAULT_MAX_SIZE = 1_000_000_000
 
 _PROFILE = {
     "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -235,7 +239,7 @@ class WarcWriter:
         *,
         prefix: str = "crawlkit",
         version: str = "1.1",
-        max_size: int = 1_000_000_000,
+        max_size: int = DEFAULT_MAX_SIZE,
         level: int = 6,
         info: dict[str, str] | None = None,
         index: bool = False,
