@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crawlkit_cli.options import (
+from crawlkit_cli.fetch_options import (
     SITE_COOKIES,
+    host_min_delays,
+    proxy_url,
+    request_settings,
+    robots_exceptions,
+)
+from crawlkit_cli.options import (
     Cookies,
     Exclude,
     Header,
@@ -19,10 +25,6 @@ from crawlkit_cli.options import (
     Sitemap,
     TrustEnv,
     excludes,
-    host_min_delays,
-    proxy_url,
-    request_settings,
-    robots_exceptions,
 )
 
 from crawlkit.crawl.archive import ArchiveOptions

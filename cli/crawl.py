@@ -14,7 +14,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.archive_options import archive_options
 from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.explain import stage_flags
-from crawlkit_cli.options import (
+from crawlkit_cli.fetch_options import (
     AGENT_DEFAULT,
     BACKOFF_DEFAULT,
     CONCURRENCY_DEFAULT,
@@ -22,12 +22,15 @@ from crawlkit_cli.options import (
     MAX_BACKOFF_DEFAULT,
     MAX_BODY_DEFAULT,
     MAX_DECODED_DEFAULT,
-    MAX_DEPTH_DEFAULT,
     MIN_DELAY_DEFAULT,
     PER_IP_DEFAULT,
     TIMEOUT_DEFAULT,
     WARC_PREFIX_DEFAULT,
     WARC_SIZE_DEFAULT,
+    fetch_config,
+)
+from crawlkit_cli.options import (
+    MAX_DEPTH_DEFAULT,
     Agent,
     AllowNet,
     Backoff,
@@ -63,7 +66,6 @@ from crawlkit_cli.options import (
     TrustEnv,
     WarcPrefix,
     WarcSize,
-    fetch_config,
     warc_info,
 )
 from crawlkit_cli.progress import progress_printer

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.config_option import ConfigOption
-from crawlkit_cli.options import (
+from crawlkit_cli.fetch_options import (
     AGENT_DEFAULT,
     BACKOFF_DEFAULT,
     CONCURRENCY_DEFAULT,
@@ -25,6 +25,10 @@ from crawlkit_cli.options import (
     WARC_PREFIX_DEFAULT,
     WARC_SIZE_DEFAULT,
     WARC_VERSION_DEFAULT,
+    fetch_config,
+    save_site_cookies,
+)
+from crawlkit_cli.options import (
     Agent,
     AllowNet,
     Backoff,
@@ -58,8 +62,6 @@ from crawlkit_cli.options import (
     WarcPrefix,
     WarcSize,
     WarcVersion,
-    fetch_config,
-    save_site_cookies,
     warc_info,
 )
 

@@ -167,3 +167,8 @@ def test_defaults_shared_by_the_cli_and_the_library_agree() -> None:
     from crawlkit.frontier.traps import TrapLimits
 
     assert TrapLimits().max_depth == MAX_DEPTH_DEFAULT
+    from crawlkit_cli.options import URL_LENGTH_DEFAULT
+
+    from crawlkit.patterns import MAX_URL_LENGTH
+
+    assert URL_LENGTH_DEFAULT == MAX_URL_LENGTH
