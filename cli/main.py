@@ -1,6 +1,6 @@
 """The single exit point of the ``crawlkit`` command.
 
-Exit status (DESIGN.md): 0 success, 1 failure, 2 usage error. Errors are printed as
+Exit status (docs/design.md): 0 success, 1 failure, 2 usage error. Errors are printed as
 one line, ``crawlkit <command>: <message>``, on stderr; ``--debug`` adds the traceback.
 A closed stdout (``crawlkit canon urls.txt | head``) ends the command quietly.
 """

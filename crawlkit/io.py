@@ -1,6 +1,6 @@
 """Record streams: the one place where crawlkit opens files, stdin and stdout.
 
-Conventions (DESIGN.md "Stream conventions"):
+Conventions (docs/design.md "Stream conventions"):
 
 * ``-`` or no path means stdin / stdout; at most one input may be stdin.
 * Input compression is detected from magic bytes (zstd, gzip), so a pipe can carry

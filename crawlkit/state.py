@@ -1,4 +1,4 @@
-"""State directories: one owner at a time (DESIGN.md invariant 6).
+"""State directories: one owner at a time (docs/design.md invariant 6).
 
 A stage that keeps state under ``--state DIR`` opens it with :func:`open_state`,
 which creates the directory, takes an exclusive ``flock`` on ``DIR/LOCK`` and writes

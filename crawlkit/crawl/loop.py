@@ -1,7 +1,7 @@
 """``crawlkit crawl``: the whole loop in one command, as a composition of the stages.
 
 A crawl is a state directory and a sequence of *cycles*. Each cycle runs the steps of
-:data:`crawlkit.crawl.steps.STEPS` (the DESIGN.md pipeline) with the stages' own
+:data:`crawlkit.crawl.steps.STEPS` (the docs/design.md pipeline) with the stages' own
 library functions, on the same state directory:
 
     frontier next  →  fetch  →  extract  →  dedup  →  seen-merge  →  frontier add

@@ -12,7 +12,7 @@ Guarantees of :meth:`AiohttpClient.fetch`:
 
 * It connects only to ``request.address`` (a resolver that answers from pins set by
   the caller; a name without a pin fails, it never falls back to DNS), while the Host
-  header and TLS SNI stay the URL's name (DESIGN.md invariant 7).
+  header and TLS SNI stay the URL's name (docs/design.md invariant 7).
 * One total deadline (``timeout``) covers connect, headers, and every read of the
   body, so a server that goes silent mid-body costs at most ``timeout`` seconds.
 * At most ``max_body`` bytes are read off the wire and at most ``max_decoded`` bytes

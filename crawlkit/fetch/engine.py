@@ -1,7 +1,7 @@
 """The fetch engine: URL records in, exactly one fetch record per URL out.
 
 :class:`Fetcher` ties the parts together. For each input URL record it yields one
-fetch record (DESIGN.md invariant 1) with an ``outcome``:
+fetch record (docs/design.md invariant 1) with an ``outcome``:
 
 ``fetched``        a response arrived (any status but 304/429/503; 3xx with a
                    Location is ``redirect``); archived in the WARC
@@ -23,7 +23,7 @@ defers a host's URLs because its robots.txt could not be fetched. A response fet
 with ``--insecure`` after a failed TLS check has ``tls_unverified`` (the code), and
 its WARC metadata record says ``tlsUnverified``.
 
-Order of work per host (DESIGN.md invariants 2, 3, 7): the name is resolved when the
+Order of work per host (docs/design.md invariants 2, 3, 7): the name is resolved when the
 host's queue is made, and the address is checked by the :class:`NetPolicy`; the
 host's durable clock and backoff are loaded from :class:`HostState`; robots.txt for
 each origin is fetched (through the same politeness clock, following up to 5

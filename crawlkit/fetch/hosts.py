@@ -17,7 +17,7 @@ A ready host whose queue cannot be served now comes out as a whole: every queued
 ends (those records say ``"stopped": true``). Around each request the table keeps the
 durable clock (:mod:`crawlkit.fetch.hoststate`): *in flight* with the gap it will keep
 when the request starts, the scheduler's new next-allowed time when it ends. After a
-crash every known host waits its full gap counted from the restart (DESIGN.md
+crash every known host waits its full gap counted from the restart (docs/design.md
 invariant 2). :class:`StateCommits` decides when those writes reach the disk.
 
 Hosts idle long past their next-allowed time are dropped from memory

@@ -1,6 +1,6 @@
 """Shaping outcomes: the fetch record of a URL, from its input record and what happened.
 
-Every input URL record gets exactly one fetch record (DESIGN.md invariant 1); the
+Every input URL record gets exactly one fetch record (docs/design.md invariant 1); the
 outcomes are listed in :mod:`crawlkit.fetch.engine`. This module knows what each
 record says and nothing about when it is made:
 

@@ -2,7 +2,7 @@
 
 A host's name is resolved once, when its queue is made; the fetcher then connects to
 the address that was checked by :class:`~crawlkit.fetch.netpolicy.NetPolicy` and to
-no other (DESIGN.md invariant 7), while the Host header and TLS SNI keep the name.
+no other (docs/design.md invariant 7), while the Host header and TLS SNI keep the name.
 
 Names go to ``getaddrinfo`` (the system resolver, run in a worker thread) or, with
 a ``dns`` client (``--dns-server``), to one DNS server asked directly

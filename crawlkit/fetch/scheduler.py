@@ -1,6 +1,6 @@
 """The back half of a Mercator frontier: one FIFO per host, a heap of hosts by time.
 
-This is where politeness (DESIGN.md invariant 2) is enforced, as a property of the data
+This is where politeness (docs/design.md invariant 2) is enforced, as a property of the data
 structure rather than of the callers' good intentions:
 
 * A host is in the heap at most once and is *out* of the heap while it is being

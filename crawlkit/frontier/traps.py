@@ -2,7 +2,7 @@
 
 Each rule looks at one canonical URL (and its depth from a seed) and answers with a
 refusal reason, or None to accept. The reasons are the ``refused`` field of the
-refused records the frontier writes (DESIGN.md invariant 1: a refused URL comes out
+refused records the frontier writes (docs/design.md invariant 1: a refused URL comes out
 as a record with its reason, never silently dropped):
 
 ``url-length``
@@ -89,7 +89,7 @@ _ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
 
 @dataclass(frozen=True)
 class TrapLimits:
-    """The trap limits (DESIGN.md "Numbers"); every one can be changed by a flag."""
+    """The trap limits (docs/design.md "Numbers"); every one can be changed by a flag."""
 
     max_url_length: int = MAX_URL_LENGTH
     max_path_depth: int = 15

@@ -1,7 +1,7 @@
 """``crawlkit dedup``: page records to dedup records (exact, near, or unique).
 
 For every input page record with a ``url``, exactly one dedup record comes out, in
-input order (DESIGN.md invariant 1)::
+input order (docs/design.md invariant 1)::
 
     {"url", "kind": "exact"|"near"|"unique", "dup_of", "distance", "site", "fp",
      "digest", "simhash"}

@@ -6,7 +6,7 @@ Content-Type or by sniffing) and hands them in chunks to ``jobs`` worker process
 results come back in submission order, so the output is the same bytes for any
 ``jobs`` (same input, same bytes out).
 
-Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
+Per parsed page one page record (docs/design.md "Page record", plus ``status``,
 ``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``,
 ``requisites``) and one link record per distinct outgoing http(s) link (a URL record
 with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,

@@ -12,7 +12,7 @@ URL) in chunks of ``chunk_size``. For each chunk:
 2. repeats within the input are dropped, the first occurrence wins and input order
    is kept;
 3. the store is asked about the whole chunk at once: Bloom filter, then an exact
-   check of every "maybe" against the sorted runs (DESIGN.md invariant 4);
+   check of every "maybe" against the sorted runs (docs/design.md invariant 4);
 4. the never-seen records are written, all their fields kept (a record that already
    had ``fp`` is written byte for byte as it came);
 5. only after the write has succeeded are their fingerprints committed to the store.

@@ -5,7 +5,7 @@ records, one gzip member each (any record can be read alone from its offset). Fi
 start with a ``warcinfo`` record, are written under ``NAME.open`` and renamed to
 ``NAME`` (``PREFIX-YYYYMMDDhhmmss-SERIAL-HOST-PID.warc.gz``) when closed, after an
 fsync, so a reader that globs ``*.warc.gz`` never sees a half-written file and a crash
-leaves only a ``.open`` file behind (DESIGN.md invariant 5); the next writer in the same
+leaves only a ``.open`` file behind (docs/design.md invariant 5); the next writer in the same
 directory cuts such a file after its last complete record and renames it
 (:func:`salvage_open_files`), so what was archived before the crash is kept. A file is
 rotated once it passes ``max_size`` bytes; a capture never spans two files.
