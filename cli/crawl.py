@@ -27,7 +27,9 @@ from crawlkit_cli.fetch_options import (
     TIMEOUT_DEFAULT,
     WARC_PREFIX_DEFAULT,
     WARC_SIZE_DEFAULT,
+    WARC_VERSION_DEFAULT,
     fetch_config,
+    warc_options,
 )
 from crawlkit_cli.options import (
     MAX_DEPTH_DEFAULT,
@@ -66,6 +68,7 @@ from crawlkit_cli.options import (
     TrustEnv,
     WarcPrefix,
     WarcSize,
+    WarcVersion,
     warc_info,
 )
 from crawlkit_cli.progress import progress_printer
@@ -76,7 +79,7 @@ from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.times import parse_duration, parse_size
+from crawlkit.times import parse_duration
 
 
 def read_seeds(items: list[str]) -> list[str]:
@@ -161,6 +164,7 @@ def crawl_command(
     max_backoff: MaxBackoff = MAX_BACKOFF_DEFAULT,
     warc_size: WarcSize = WARC_SIZE_DEFAULT,
     warc_prefix: WarcPrefix = WARC_PREFIX_DEFAULT,
+    warc_version: WarcVersion = WARC_VERSION_DEFAULT,
     operator: Operator = None,
     collection: Collection = None,
     description: Description = None,
@@ -310,8 +314,7 @@ def crawl_command(
             proxy=proxy,
             trust_env=trust_env,
         ),
-        warc_size=parse_size(warc_size),
-        warc_prefix=warc_prefix,
+        warc=warc_options(warc_size, warc_prefix, warc_version),
         warc_info=warc_info(operator, collection, description),
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,

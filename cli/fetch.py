@@ -27,6 +27,7 @@ from crawlkit_cli.fetch_options import (
     WARC_VERSION_DEFAULT,
     fetch_config,
     save_site_cookies,
+    warc_options,
 )
 from crawlkit_cli.options import (
     Agent,
@@ -71,8 +72,6 @@ from crawlkit.errors import UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
-from crawlkit.times import parse_size
-from crawlkit.warc.write import check_warc_prefix
 
 
 def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, Any]]:
@@ -225,10 +224,8 @@ def fetch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()
-    check_warc_prefix(warc_prefix)
+    warc = warc_options(warc_size, warc_prefix, warc_version)
     io.check_output_dir(warc_dir, "--warc-dir")
-    if warc_version not in ("1.0", "1.1"):
-        raise UsageError("--warc-version must be 1.1 or 1.0")
     fetch = fetch_config(
         state=state,
         agent=agent,
@@ -264,9 +261,7 @@ def fetch(
             state_dir=state,
             config=fetch,
             warc_dir=warc_dir,
-            warc_version=warc_version,
-            warc_size=parse_size(warc_size),
-            warc_prefix=warc_prefix,
+            warc=warc,
             warc_info=warc_info(operator, collection, description),
             allow_net=allow_net or [],
             hosts_file=hosts_file,

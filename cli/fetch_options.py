@@ -11,9 +11,10 @@ from urllib.parse import urlsplit
 import click
 
 from crawlkit.errors import UsageError
-from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig
+from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
 from crawlkit.fetch.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
 from crawlkit.times import parse_duration, parse_size
+from crawlkit.warc.write import check_warc_prefix
 
 
 def _seconds_text(seconds: float) -> str:
@@ -88,8 +89,8 @@ def request_settings(
     --cookies, the cookies sites set are kept: those a run on ``state`` saved in
     STATE/crawl/cookies.txt are sent again."""
     host_headers: dict[str, list[tuple[str, str]]] = {}
-    for host, settings in _config_hosts().items():
-        table = settings.get("headers") or {}
+    for host, given in _config_hosts().items():
+        table = given.get("headers") or {}
         assert isinstance(table, dict)
         for name, value in table.items():
             where = f'[hosts."{host}"] headers'
@@ -181,3 +182,11 @@ def save_site_cookies(config: FetchConfig, state: Path) -> None:
         path = state / SITE_COOKIES
         path.parent.mkdir(parents=True, exist_ok=True)
         config.request.save(path)
+
+
+def warc_options(size: str, prefix: str, version: str) -> WarcOptions:
+    """--warc-size, --warc-prefix and --warc-version, checked (one builder for fetch and
+    crawl)."""
+    if version not in ("1.0", "1.1"):
+        raise UsageError("--warc-version must be 1.1 or 1.0")
+    return WarcOptions(size=parse_size(size), prefix=check_warc_prefix(prefix), version=version)

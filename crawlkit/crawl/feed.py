@@ -230,8 +230,7 @@ class Feed(CycleSteps):
                 hosts_file=self.opts.hosts_file,
                 on_redirect=lambda rec: live.redirect(rec),
                 reporter=self.rep,
-                warc_prefix=self.opts.warc_prefix,
-                warc_size=self.opts.warc_size,
+                warc=self.opts.warc,
                 warc_info=self.opts.warc_info,
                 warc_index=self.opts.archive.index,  # the collection index reads no WARC
                 refill=refill,

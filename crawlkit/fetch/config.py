@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crawlkit.warc.write import DEFAULT_MAX_SIZE
+from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
 
 __all__ = ["DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
 
@@ -47,16 +47,3 @@ class FetchConfig:
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
     proxy: str | None = None  # every request through this HTTP proxy (--proxy)
     trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
-
-
-@dataclass(frozen=True)
-class WarcOptions:
-    """How fetch and crawl write WARC files (``--warc-size``, ``--warc-prefix``,
-    ``--warc-version``)."""
-
-    size: int = DEFAULT_MAX_SIZE  # a new file past this many bytes
-    prefix: str = "crawlkit"  # file names start with it
-    version: str = "1.1"  # WARC/1.1 or WARC/1.0
-
-
-DEFAULT_WARC = WarcOptions()

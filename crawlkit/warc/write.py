@@ -51,9 +51,11 @@ from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = [
     "DEFAULT_MAX_SIZE",
+    "DEFAULT_WARC",
     "INDEX_SUFFIX",
     "Capture",
     "WarcLocation",
+    "WarcOptions",
     "WarcWriter",
     "discard_index",
     "finish_open_file",
@@ -66,6 +68,20 @@ __all__ = [
 
 #: A new WARC file is started past this size (``--warc-size``), as Heritrix does.
 DEFAULT_MAX_SIZE = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class WarcOptions:
+    """How fetch and crawl write WARC files (``--warc-size``, ``--warc-prefix``,
+    ``--warc-version``), with their defaults written once; passed whole to
+    :meth:`WarcWriter.from_options`."""
+
+    size: int = DEFAULT_MAX_SIZE  # a new file past this many bytes
+    prefix: str = "crawlkit"  # file names start with it
+    version: str = "1.1"  # WARC/1.1 or WARC/1.0
+
+
+DEFAULT_WARC = WarcOptions()
 
 _PROFILE = {
     "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -237,9 +253,9 @@ class WarcWriter:
         self,
         directory: str | os.PathLike[str],
         *,
-        prefix: str = "crawlkit",
-        version: str = "1.1",
-        max_size: int = DEFAULT_MAX_SIZE,
+        prefix: str = DEFAULT_WARC.prefix,
+        version: str = DEFAULT_WARC.version,
+        max_size: int = DEFAULT_WARC.size,
         level: int = 6,
         info: dict[str, str] | None = None,
         index: bool = False,
@@ -264,6 +280,26 @@ class WarcWriter:
         self._salvage_checked = False
 
     # -- files -------------------------------------------------------------------------
+
+    @classmethod
+    def from_options(
+        cls,
+        directory: str | os.PathLike[str],
+        options: WarcOptions,
+        *,
+        info: dict[str, str] | None = None,
+        index: bool = False,
+    ) -> WarcWriter:
+        """A writer of ``options`` (size, prefix, version) into ``directory``."""
+        return cls(
+            directory,
+            prefix=options.prefix,
+            version=options.version,
+            max_size=options.size,
+            info=info,
+            index=index,
+        )
+
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._salvage_checked:
