@@ -1,5 +1,8 @@
 """The records stages exchange (docs/design.md "Records"), as typed dicts with constructors.
 
+:data:`Record` is the one alias for a record in flight (any JSON object); signatures
+that know the kind use the :class:`~typing.TypedDict` below.
+
 Records are NDJSON objects on the wire, so in code they stay plain dicts (orjson
 writes a dict fastest, and unknown fields pass through untouched); the
 :class:`~typing.TypedDict` classes below give each field one name, one type and one
@@ -20,17 +23,20 @@ Readers accept what older writers wrote; writers write only the names below.
     also wrote it as ``priority``; :func:`importance_of` reads either.
 ``level`` (the frontier's queues)
     The frontier's queue level, 0..3, **0 is most urgent**, decided when a URL is
-    queued. The frontier of this release still writes it under ``priority`` (an
-    integer, where a hint is a float); :func:`queue_level` reads ``level`` and that
-    old spelling, telling them apart by type.
+    queued and written as ``level`` on the records ``frontier next`` hands out (the
+    URL's ``priority`` hint is left as it came). Frontiers of older releases wrote the
+    level under ``priority`` (an integer, where a hint is a float);
+    :func:`queue_level` reads ``level`` and that old spelling, telling them apart by
+    type.
 A refusal's reason
     Every record of a URL that will not be fetched has ``outcome: "refused"``,
     ``refused`` (a short code: ``blocked``, ``shard``, ``duplicate``, a trap limit
-    such as ``path-depth``) and ``detail`` (one sentence for a person). A fetch
-    record also keeps docs/design.md's ``error`` (the same sentence), as every failed
-    fetch does (:func:`fetch_refusal`). :func:`refusal_reason` and
-    :func:`refusal_detail` also read records that carry only ``error`` (the fetch
-    engine of this release writes its own refusals that way).
+    such as ``path-depth``, ``excluded``, ``url-length``) and ``detail`` (one
+    sentence for a person). A fetch record also keeps docs/design.md's ``error`` (the
+    same sentence), as every failed fetch does (:func:`fetch_refusal`; the network
+    policy's refusals, ``"refused": "address"``, too). :func:`refusal_reason` and
+    :func:`refusal_detail` also read records of older fetchers, which carry only
+    ``error``.
 Cycle
     One pass of the docs/design.md pipeline (frontier next → fetch → extract → seen-merge
     → frontier add), e.g. ``STATE/crawl/cycles/NNNNNN``. The time after which the

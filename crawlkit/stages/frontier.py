@@ -25,7 +25,7 @@ from typing import IO
 
 import orjson
 
-from crawlkit.diag import NullReporter, Reporter
+from crawlkit.diag import Reporter
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
@@ -38,7 +38,7 @@ from crawlkit.records import Record
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
-from crawlkit.state import StateDir, open_state
+from crawlkit.state import StateDir, lock_state, open_state
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -53,31 +53,6 @@ __all__ = [
     "lock_state",
     "take_batch",
 ]
-
-
-def lock_state(
-    path: str | os.PathLike[str], *, wait: float, reporter: Reporter | None = None
-) -> StateDir:
-    """Lock the state directory, waiting up to ``wait`` seconds for another owner.
-
-    Raises :class:`LockedError` when the owner keeps it longer, and at once when the
-    owner is a running crawl (it keeps the directory for its whole run).
-    """
-    reporter = reporter or NullReporter()
-    deadline = time.monotonic() + wait
-    told = False
-    while True:
-        try:
-            return open_state(path)
-        except LockedError as exc:
-            if exc.holder.endswith("(crawl)"):
-                raise LockedError(f"{exc}: a crawl keeps it for its whole run") from None
-            if time.monotonic() >= deadline:
-                raise
-            if not told:
-                reporter.info(f"{exc}; waiting up to {wait:g} s")
-                told = True
-            time.sleep(0.05)
 
 
 def _spool(records: Iterable[Record]) -> IO[bytes]:

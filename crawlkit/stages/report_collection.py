@@ -38,12 +38,12 @@ from typing import Any
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html.page import media_type
-from crawlkit.records import refusal_reason
+from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
+from crawlkit.times import iso
 
 __all__ = ["collection_section", "record_settings", "settings_of"]
 
-Record = dict[str, Any]
 _OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
 
 
@@ -75,7 +75,7 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     data["settings"] = _plain(options)
     warc_dir = getattr(options, "warc_dir", None) or Path(state_path) / "warc"
     data["warc_dir"] = str(Path(warc_dir).resolve())
-    data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    data["started"] = iso(time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
     io.atomic_write_json(path, data)
 

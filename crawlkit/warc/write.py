@@ -46,6 +46,7 @@ from typing import BinaryIO, TextIO
 
 from crawlkit.errors import UsageError
 from crawlkit.io import atomic_write_bytes, fsync_dir
+from crawlkit.times import iso
 from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records
 
@@ -112,10 +113,7 @@ def gzip_member(raw: bytes, level: int) -> bytes:
 
 def warc_date(t: float, version: str = "1.1") -> str:
     """WARC-Date: microseconds in WARC/1.1, whole seconds in WARC/1.0 (both UTC)."""
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
-    if version == "1.0":
-        return base + "Z"
-    return f"{base}.{int((t % 1) * 1_000_000):06d}Z"
+    return iso(t, 0 if version == "1.0" else 6)
 
 
 @dataclass(frozen=True)
