@@ -50,7 +50,6 @@ CRAWL_ONLY = frozenset(
     {
         "--max-pages",  # the crawl's own count over runs
         "--for",  # the whole crawl's time limit (fetch --for limits one fetch run)
-        "--requisites",  # crawl's link step: requisites' hop limits need the fetch log
         "--sitemap",  # extra seeds
         "--json",
         "--explain",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,16 +19,19 @@ from crawlkit_cli.options import (
     InputFiles,
     MaxUrlLength,
     OutFile,
+    Requisites,
     StateDir,
     excludes,
     renamed,
 )
 
 from crawlkit import io
+from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.frontier.scope import Scope
+from crawlkit.records import Record
 from crawlkit.seen import SeenStore
-from crawlkit.stages.seen_merge import DEFAULT_CHUNK, SeenMerge, read_lines, store_stats
+from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
 from crawlkit.url import Canonicalizer, fingerprint_int
 
 
@@ -99,6 +103,17 @@ def seen_merge(
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,
+    fetched: Annotated[
+        Path | None,
+        typer.Option(
+            "--fetched",
+            help="The fetch records of the pages the links were found on (a cycle's fetch "
+            "log): apply crawl's link step first (nofollow links passed over, requisites "
+            "by --requisites and their hop limit, links of a requisite refused).",
+            show_default=False,
+        ),
+    ] = None,
+    requisites: Requisites = True,
     reason: Annotated[
         str | None,
         typer.Option(
@@ -153,7 +168,14 @@ def seen_merge(
     requisite) pass whatever the scope. Likewise, and before the scope, a URL longer
     than --max-url-length is refused "url-length" (no pattern runs on it), and one
     an --exclude or --ignore-file pattern finds is refused "excluded" with the
-    pattern as its detail (what crawl --exclude does).
+    pattern as its detail (what crawl --exclude does). With --fetched FILE (the
+    cycle's fetch records) crawl's link step comes first: nofollow links are passed
+    over (they stay in the link file), a page requisite (reason requisite) is
+    followed one hop from a page and one more per stylesheet import, at most 5
+    ("requisite-depth" past that; none with --no-requisites), and the links of
+    something fetched as a requisite are refused ("from-requisite"). --no-requisites
+    alone applies the same step without the fetch records. Either reads the input
+    whole (one cycle's links).
 
     State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64;
     runs of a million or more packed to 6 bytes a key), merged LSM-style; a Bloom
@@ -199,7 +221,10 @@ def seen_merge(
     patterns = excludes(exclude, ignore_file, max_url_length)
     scoped = Scope.load(state, scope) if scope is not None else None
     canon = Canonicalizer()
-    lines = read_lines(files, rep)
+    lines: Iterable[Line] = read_lines(files, rep)
+    link_refused: list[Record] = []
+    if fetched is not None or not requisites:
+        lines, link_refused = _link_step(lines, fetched, requisites, rep)
     to_stdout = io.is_stdio(out)
     with (
         SeenStore.open(
@@ -208,6 +233,9 @@ def seen_merge(
         io.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
     ):
         size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
+        if side is not None:
+            for rec in link_refused:
+                side.write_record(rec)
         merger = SeenMerge(
             store,
             canonicalizer=canon,
@@ -244,6 +272,31 @@ def seen_merge(
         rep.info(f"{merger.stats.too_long} URLs longer than {max_url_length} characters refused")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
+
+
+def _link_step(
+    lines: Iterable[Line], fetched: Path | None, requisites: bool, rep: Reporter
+) -> tuple[list[Line], list[Record]]:
+    """The link step of ``crawl`` (:class:`~crawlkit.crawl.archive.LinkPolicy`) over the
+    input, which it reads whole (one cycle's links): ``(lines that go on, refused)``."""
+    from crawlkit.crawl.archive import ArchiveOptions, LinkPolicy
+
+    found = io.read_records([fetched], rep) if fetched is not None else ()
+    sources = {str(r.get("url")): r for r in found}
+    records: list[Record] = []
+    for source, lineno, item in lines:
+        if isinstance(item, bytes) and item.lstrip()[:1] == b"{":
+            try:
+                records.append(io.parse_record(item))
+            except ValueError as exc:
+                rep.bad_record(source, lineno, str(exc))
+        elif isinstance(item, bytes):
+            records.append({"url": item.decode("utf-8", "replace").strip()})
+        else:
+            records.append(item)
+    policy = LinkPolicy(ArchiveOptions(requisites=requisites), rep)
+    candidates, refused = policy.sort(records, lambda _rec: True, sources)
+    return [("links", n, rec) for n, rec in enumerate(candidates, 1)], refused
 
 
 def _check_scope(spec: str | None) -> None:

@@ -93,7 +93,8 @@ STEPS: tuple[Step, ...] = (
         "room until their retry time",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
-            "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} --refused "
+            "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} "
+            "--fetched $C/fetch.ndjson --refused "
             "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),

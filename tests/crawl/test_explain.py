@@ -11,11 +11,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import click
+import orjson
 import pytest
 from conftest import crawlkit, start_testweb
 from crawlkit_cli.app import app
 from crawlkit_cli.explain import CRAWL_ONLY, STAGES, TEMPLATED
 from typer.main import get_command
+
+from crawlkit.io import read_records
 
 BIN = Path(sys.executable).parent
 
@@ -55,10 +58,7 @@ def _run_pipeline(explained: str, state: Path, max_cycles: int = 40) -> int:
         c = state / "crawl" / "cycles" / f"{n:06d}"
         c.mkdir(parents=True)
         sh(cycle[0], c)  # frontier next
-        batch = subprocess.run(
-            [str(BIN / "crawlkit"), "canon", str(c / "batch.ndjson.zst")], capture_output=True
-        )
-        if not batch.stdout.strip():
+        if not list(read_records([c / "batch.ndjson.zst"])):
             return n - 1
         for command in cycle[1:]:
             sh(command, c)
@@ -72,7 +72,7 @@ def _run_pipeline(explained: str, state: Path, max_cycles: int = 40) -> int:
 def test_the_explained_pipeline_fetches_what_crawl_fetches(tmp_path: Path) -> None:
     ignore = tmp_path / "ignore.txt"
     ignore.write_text("# pages never to fetch\n/p1[0-9]*$\n")
-    with start_testweb(tmp_path, "--hosts", "2", "--pages", "12", "--special", "none") as web:
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "6", "--special", "none") as web:
         settings = [
             str(web.seeds),
             "--scope",
@@ -172,3 +172,42 @@ def test_defaults_shared_by_the_cli_and_the_library_agree() -> None:
     from crawlkit.patterns import MAX_URL_LENGTH
 
     assert URL_LENGTH_DEFAULT == MAX_URL_LENGTH
+
+
+def test_seen_merge_with_the_fetch_log_applies_crawls_link_step(tmp_path: Path) -> None:
+    fetched = tmp_path / "fetch.ndjson"
+    fetched.write_bytes(
+        b"".join(
+            orjson.dumps(r) + b"\n"
+            for r in (
+                {"url": "http://a.test/", "outcome": "fetched"},
+                {"url": "http://a.test/s5.css", "outcome": "fetched", "requisite_hops": 5},
+                {"url": "http://a.test/s1.css", "outcome": "fetched", "requisite_hops": 1},
+            )
+        )
+    )
+    links = [
+        {"url": "http://a.test/next", "reason": "link", "from": "http://a.test/"},
+        {"url": "http://a.test/ad", "reason": "link", "from": "http://a.test/", "nofollow": True},
+        {"url": "http://cdn.test/i.png", "reason": "requisite", "from": "http://a.test/"},
+        {"url": "http://a.test/s6.css", "reason": "requisite", "from": "http://a.test/s5.css"},
+        {"url": "http://a.test/s2.css", "reason": "requisite", "from": "http://a.test/s1.css"},
+        {"url": "http://a.test/page", "reason": "link", "from": "http://a.test/s1.css"},
+    ]
+    data = b"".join(orjson.dumps(r) + b"\n" for r in links)
+    refused = tmp_path / "refused.ndjson"
+    args = ("seen-merge", "--fetched", str(fetched), "--refused", str(refused), "--dry-run")
+    res = crawlkit(*args, "--state", str(tmp_path / "S"), input=data)
+    assert res.code == 0, res.stderr
+    out = {r["url"]: r for r in map(orjson.loads, res.stdout.splitlines())}
+    assert set(out) == {"http://a.test/next", "http://cdn.test/i.png", "http://a.test/s2.css"}
+    assert out["http://cdn.test/i.png"]["requisite_hops"] == 1
+    assert out["http://a.test/s2.css"]["requisite_hops"] == 2
+    why = {r["url"]: r["refused"] for r in map(orjson.loads, refused.read_bytes().splitlines())}
+    assert why == {
+        "http://a.test/s6.css": "requisite-depth",
+        "http://a.test/page": "from-requisite",
+    }
+    # --no-requisites passes requisites over, as crawl --no-requisites does
+    res = crawlkit(*args, "--no-requisites", "--state", str(tmp_path / "S"), input=data)
+    assert {r["url"] for r in map(orjson.loads, res.stdout.splitlines())} == {"http://a.test/next"}

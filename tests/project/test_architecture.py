@@ -49,7 +49,7 @@ LAZY: dict[str, str] = {
 # exactly one, and imports only from its own layer or those below (crawlkit/README.md).
 CORE = {"", "errors", "io", "diag", "times", "records", "durable", "state"}
 DOMAIN = {"url", "robots", "sitemap", "html", "warc", "fetch", "frontier", "seen", "dedup"}
-DOMAIN |= {"recrawl", "shard", "report", "testweb"}
+DOMAIN |= {"recrawl", "shard", "report", "testweb", "patterns"}
 LAYERS: list[tuple[str, frozenset[str]]] = [
     ("core", frozenset(CORE)),
     ("domain", frozenset(DOMAIN)),
