@@ -37,6 +37,7 @@ from typing import Any
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.fetch.config import FetchConfig
 from crawlkit.html.page import media_type
 from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
@@ -169,7 +170,7 @@ def collection_section(
     warc_files = [
         {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
     ]
-    min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)
+    min_gap = (settings.get("fetch") or {}).get("min_delay", FetchConfig.min_delay)
     audit: dict[str, Any] | None = None
     if fetch_logs:
         full = run_audit(
