@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
@@ -110,3 +112,63 @@ def test_frontier_next_refuses_urls_queued_before_the_ignore_file_changed(
     )  # fmt: skip
     (why,) = _records(res.stdout)
     assert why["refused"] == "excluded" and why["detail"] == "--exclude /private/"
+
+
+class _Trap(BaseHTTPRequestHandler):
+    """A page linking to an 8,000-character URL and to a 1,990-character one, both
+    made for the backtracking pattern: many slashes, no .jpg or .png at the end."""
+
+    def do_GET(self) -> None:
+        if self.path == "/robots.txt":
+            body, kind = b"", "text/plain"
+        else:
+            long_path = "/" + "a/" * 4000
+            near_path = "/n" + "b/" * 985
+            body = (
+                f'<html><body><a href="{long_path}">x</a><a href="{near_path}">y</a></body></html>'
+            ).encode()
+            kind = "text/html"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.timeout(180)
+def test_a_crawl_with_a_backtracking_exclude_and_huge_links_ends(tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Trap)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        seed = f"http://127.0.0.1:{server.server_address[1]}/"
+        state = tmp_path / "S"
+        res = crawlkit(
+            "crawl", seed, "--state", str(state), "--allow-net", "127.0.0.1/32",
+            "--min-delay", "0", "--exclude", TRAP, "--scope", "any", "--for", "20s",
+            "--max-pages", "3", timeout=150,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert res.code == 0, res.stderr
+    refused = [
+        r
+        for path in (state / "crawl" / "cycles").rglob("*refused*.ndjson.zst")
+        for r in _records(zstd_text(path))
+    ]
+    assert any(r["refused"] == "url-length" for r in refused), refused
+    # the 1,990-character URL went through the pattern (no match, in linear time) and
+    # on to the trap limits, which refuse its 985 path segments
+    (near,) = [r for r in refused if r.get("url", "").startswith(seed + "nb/")]
+    assert near["refused"] in ("path-depth", "repeated-segment"), near
+
+
+def zstd_text(path: Path) -> str:
+    from crawlkit import io
+
+    return "".join((text or "") + "\n" for _, _, text in io.read_text_lines([path]))
