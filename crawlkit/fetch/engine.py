@@ -175,6 +175,8 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._failures: list[BaseException] = []
+        self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
+        self.running = False  # inside run(), until it starts to finish (WARC still open)
         self.outbox = Outbox()
         self.commits = StateCommits(state, clock)
         # Responses waiting for the WARC thread; past the limit no request starts, so a
@@ -339,6 +341,7 @@ class Fetcher:
         The run ends when nothing is in flight or waiting and ``refill`` said None.
         """
         start = self.clock()
+        self.running = True
         if self.config.duration is not None:
             self.hosts.deadline = start + self.config.duration
         if self.state is not None:
@@ -386,7 +389,14 @@ class Fetcher:
                     fresh = [h for h, _ in launches if not h.durable]
                     if self.state is not None and fresh:
                         # A host never seen is on disk before it is contacted (invariant 2).
-                        await self.commits.commit(loop)
+                        # Meanwhile the launched hosts are neither in the scheduler nor
+                        # tasks: counted apart, or a refill running during the commit
+                        # finds no work and says "no more" for the rest of the run.
+                        self._launching = len(launches)
+                        try:
+                            await self.commits.commit(loop)
+                        finally:
+                            self._launching = 0
                         for h in fresh:
                             h.durable = True
                     for host, task in launches:
@@ -436,6 +446,7 @@ class Fetcher:
             while self.outbox:
                 yield self.outbox.pop()
         finally:
+            self.running = False
             if refill_task is not None:
                 with contextlib.suppress(BaseException):
                     await refill_task
@@ -452,7 +463,7 @@ class Fetcher:
     def has_work(self) -> bool:
         """Whether URLs given to this run are still unanswered (queued, resolving, or
         in flight); their answers may lead the caller to more work."""
-        return bool(self._tasks or self.hosts.resolving or len(self.scheduler))
+        return bool(self._tasks or self._launching or self.hosts.resolving or len(self.scheduler))
 
     def _wants_work(self, now: float) -> bool:
         """Whether to ask ``refill`` for more: few hosts wait, or a request slot is free
