@@ -384,6 +384,8 @@ class Fetcher:
                     refill_task = loop.create_task(refill())
                     refill_task.add_done_callback(lambda _t: self._wake.set())
                 self.hosts.defer_late(now)
+                if now >= self._deadline and self.hosts.resolving:
+                    self.hosts.abandon_lookups()
                 launches = self._launches(now)
                 if launches:
                     fresh = [h for h, _ in launches if not h.durable]

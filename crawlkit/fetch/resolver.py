@@ -164,6 +164,11 @@ class Resolver:
             self._store(name, res)
             future.set_result(res)
             return res
+        except asyncio.CancelledError:
+            # The run stops: the tasks waiting on this lookup stop too, rather than
+            # wait for an answer that will never be set.
+            future.cancel()
+            raise
         finally:
             self._inflight.pop(name, None)
 
