@@ -237,9 +237,10 @@ def crawl_command(
     could fetch nothing at all exits 1, without waiting for its retries. A host that
     answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
     capped at 24 h (a server asking for a week is asked again the next day). The first
-    SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
-    requests in flight finish, the rest waits for the next run, the summary says
-    "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+    SIGINT or SIGTERM (Ctrl-C, a job runner's stop), also while the crawl starts,
+    stops the crawl gracefully: requests in flight finish, name lookups under way
+    are abandoned, the rest waits for the next run, the summary says "interrupted",
+    exit 0; a second signal stops it at once (a restart recovers).
 
     Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
     no more while post-processing has 2 cut cycles waiting. --for stops fetching at

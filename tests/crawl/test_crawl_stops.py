@@ -291,3 +291,22 @@ def test_sigterm_ends_the_run_while_lookups_go_unanswered(tmp_path: Path) -> Non
     summary = orjson.loads(out)
     assert summary["stopped"] == "interrupted (SIGTERM)", summary
     _all_deferred_and_waiting(summary)
+
+
+def test_a_sigterm_before_the_crawl_has_started_is_a_clean_stop(tmp_path: Path) -> None:
+    """Issue 25 item 14: a SIGTERM in the run's first moments (imports, reading seeds,
+    opening the stores) ended it with status 143. The seeds file is a FIFO, so the
+    signal lands while the command reads its seeds, before the crawl's own handlers."""
+    fifo = tmp_path / "seeds"
+    os.mkfifo(fifo)
+    proc = _popen("crawl", str(fifo), "--state", str(tmp_path / "s"), "--json")
+    try:
+        with open(fifo, "w") as seeds:  # opens once the command opens it to read
+            proc.send_signal(signal.SIGTERM)
+            seeds.write("http://127.0.0.1:9/\n")
+    finally:
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, (proc.returncode, err.decode())
+    summary = orjson.loads(out)
+    assert summary["stopped"] == "interrupted (SIGTERM)", summary
+    assert summary["queued"] == 1 and summary["outcomes"] == {}, summary  # the seed waits
