@@ -177,6 +177,7 @@ class Fetcher:
         self._failures: list[BaseException] = []
         self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
         self.running = False  # inside run(), until it starts to finish (WARC still open)
+        self._in_flight: set[asyncio.Timeout] = set()  # page requests' scopes (see stop)
         self.outbox = Outbox()
         self.commits = StateCommits(state, clock)
         # Responses waiting for the WARC thread; past the limit no request starts, so a
@@ -481,11 +482,22 @@ class Fetcher:
     def stop(self) -> None:
         """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).
 
-        Requests in flight finish (within the timeout) and are reported as usual.
+        Requests in flight finish (robots.txt within the timeout, pages within
+        ``DEADLINE_GRACE``: one cut short comes out deferred) and are reported as usual.
         """
         self.hosts.deadline = min(self.hosts.deadline, self.clock())
         self.hosts.stop_reason = "fetch stopped before the host was due (interrupted)"
         self._wake.set()
+        # Page requests in flight get DEADLINE_GRACE more, as at the deadline (a drip
+        # or a stall would hold the stop for the whole --timeout); one cut short comes
+        # out deferred. (A robots.txt request is left to finish: cut, it would read
+        # as "unavailable" and defer its host for the retry time.)
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing in flight
+            cap = asyncio.get_running_loop().time() + DEADLINE_GRACE
+            for scope in self._in_flight:
+                when = scope.when()
+                if when is None or when > cap:
+                    scope.reschedule(cap)
 
     def _launches(self, now: float) -> list[tuple[Host, Task]]:
         """The requests to start now: due hosts, as many as the free request slots
@@ -555,22 +567,41 @@ class Fetcher:
         # The deadline can move earlier while the request runs (stop()), so the cap is
         # the time left at the start, and the cut is judged against the cap given.
         timeout = min(cfg.timeout, max(0.0, self._deadline + DEADLINE_GRACE - self.clock()))
-        res: FetchResult = await self.client.fetch(
-            FetchRequest(
-                item.url,
-                host.address or "",
-                self._request_headers(item),
-                timeout,
-                cfg.max_body,
-                cfg.max_decoded,
-            )
+        request = FetchRequest(
+            item.url,
+            host.address or "",
+            self._request_headers(item),
+            timeout,
+            cfg.max_body,
+            cfg.max_decoded,
         )
+        started = self.clock()
+        # A stop (stop()) gives the request DEADLINE_GRACE more through this scope.
+        scope = asyncio.timeout(None)
+        try:
+            async with scope:
+                self._in_flight.add(scope)
+                try:
+                    res: FetchResult = await self.client.fetch(request)
+                finally:
+                    self._in_flight.discard(scope)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            res = FetchResult(
+                error="timeout: the run was stopped during the request",
+                started=started,
+                elapsed=self.clock() - started,
+                address=host.address,
+            )
         if cfg.request:
             cfg.request.note_response(item.url, res.headers)
         now = self.hosts.finish(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self.hosts.schedule(host, now)
-        if timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res)):
+        if scope.expired() or (
+            timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res))
+        ):
             # Cut by the run's end, not by the server: nothing is archived, and the next
             # run asks again.
             self.outbox.emit(
