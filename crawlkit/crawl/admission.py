@@ -69,19 +69,22 @@ class Admission(CrawlCore):
                 self.waiting.save()
         now = self.clock()
         names: set[str] = set()
+        origins: set[str] = set()
         for rec in seeds:
             try:
                 sp = split_url(str(rec["url"]))
             except InvalidURL:
                 continue
             names.add(sp.hostname.lower())
-            saved = self.hosts.robots(sp.origin)
+            origins.add(sp.origin)
+        for origin in origins:
+            saved = self.hosts.robots(origin)
             try:
                 entry = RobotsEntry.from_dict(saved) if saved is not None else None
             except (KeyError, TypeError, ValueError):
                 entry = None
             if entry is not None and unavailable(entry) and entry.expires_at > now:
-                self.hosts.put_robots(sp.origin, {**entry.to_dict(), "expires_at": now})
+                self.hosts.put_robots(origin, {**entry.to_dict(), "expires_at": now})
         cache = self.hosts.dns()
         failed = {n for n, v in cache.items() if n in names and not v[0]}
         if failed:
