@@ -242,15 +242,18 @@ def crawl_command(
     503, robots.txt unavailable, not started before the stop) wait in one place,
     STATE/crawl/waiting.ndjson.zst, until their retry time, and are queued once;
     out-of-scope, excluded and trap URLs are refused with a reason. A seed named
-    again that was never fetched (it failed, was refused, or was never reached) is
-    queued again by every run that names it; other failed URLs come back once their
-    backoff (1 h, doubling) has run out. The summary names each error reason with an
-    example URL, and a crawl that could fetch nothing at all exits 1. A host that
+    again that was never fetched (it failed, was refused or deferred, or was never
+    reached) is due at once in every run that names it: a robots.txt that could not
+    be had and a failed name lookup are asked again first; other failed URLs come
+    back once their backoff (1 h, doubling) has run out. The summary names each
+    error reason (robots.txt unavailable too) with an example URL, and a crawl that
+    could fetch nothing at all exits 1, without waiting for its retries. A host that
     answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
     capped at 24 h (a server asking for a week is asked again the next day). The first
-    SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
-    requests in flight finish, the rest waits for the next run, the summary says
-    "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+    SIGINT or SIGTERM (Ctrl-C, a job runner's stop), also while the crawl starts,
+    stops the crawl gracefully: requests in flight finish, name lookups under way
+    are abandoned, the rest waits for the next run, the summary says "interrupted",
+    exit 0; a second signal stops it at once (a restart recovers).
 
     Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
     no more while post-processing has 2 cut cycles waiting. --for stops fetching at

@@ -16,6 +16,7 @@ import click
 import typer
 from crawlkit_cli.app import app, invocation
 
+from crawlkit import early_signals
 from crawlkit.errors import CrawlkitError, describe_os_error
 
 
@@ -42,6 +43,10 @@ def _command_name(root: click.Command, argv: Sequence[str]) -> str:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one command line and return its exit status (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if next((a for a in args if not a.startswith("-")), None) == "crawl":
+        # Before the crawl's modules are imported (a second or more): a job runner's
+        # stop in that time is a clean stop, not an exit 143 (crawlkit.early_signals).
+        early_signals.hold()
     command = typer.main.get_command(app)
     invocation.command = _command_name(command, args)
     invocation.debug = "--debug" in args

@@ -32,7 +32,7 @@ from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.feed import Feed
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Recovery
-from crawlkit.crawl.retry import retry_records
+from crawlkit.crawl.retry import ANSWERED, retry_records
 from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.summary import CrawlSummary, save_totals
@@ -73,7 +73,9 @@ class Crawl(Feed, Recovery):
             pending = []
             if self.post_error is not None:
                 raise self.post_error
-            reason = self._exhausted()
+            # A stop asked for is the reason, also when the frontier looks empty (the
+            # stopped run's cycles may not be post-processed yet).
+            reason = self._should_stop() if self.interrupted else self._exhausted()
             if reason:
                 self.summary.stopped = reason
                 break
@@ -86,6 +88,11 @@ class Crawl(Feed, Recovery):
                     # Free the slice (a job runner's allocation) instead of sleeping
                     # it away: the next run fetches the deferred URLs when they are due.
                     self.summary.stopped = "nothing due before the time limit (--for)"
+                    break
+                if self._failed_so_far():
+                    # Not one answer over HTTP in any run, and failures (a seed's host
+                    # down): say so now rather than sleep until the retry time.
+                    self.summary.stopped = "nothing could be fetched; deferred URLs wait"
                     break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
@@ -105,6 +112,11 @@ class Crawl(Feed, Recovery):
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
+
+    def _failed_so_far(self) -> bool:
+        """No URL answered over HTTP in this run or any before, and some failed."""
+        answered = any(self.summary.outcomes[o] for o in ANSWERED)
+        return not (self.fetched_before or answered) and bool(self.summary.errors.counts)
 
     def _exhausted(self) -> str:
         stats = self._frontier_stats()
@@ -150,6 +162,7 @@ def crawl(
             )
             run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
+            run.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
 
         try:
             run.widen_scope(seeds)
