@@ -78,7 +78,7 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     data["warc_dir"] = str(Path(warc_dir).resolve())
     data["started"] = iso(time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
-    io.atomic_write_json(path, data)
+    io.atomic_write_json(path, data, mode=0o600)  # it names hosts with credentials
 
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
