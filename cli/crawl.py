@@ -113,7 +113,8 @@ def summary_text(summary: dict[str, Any]) -> str:
             f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
             f"{summary['cycles']} cycles",
             f"  fetch outcomes: {outcomes}",
-            f"  pages parsed {summary['pages']}, links {summary['links']}, "
+            f"  pages parsed {summary['pages']} ({summary['capped_pages']} capped, "
+            f"{summary['page_errors']} page errors), links {summary['links']}, "
             f"new URLs {summary['new_urls']}",
             f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
             f"  refused: {refused}",

@@ -21,6 +21,8 @@ class CrawlSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     pages: int = 0
     links: int = 0
+    capped_pages: int = 0  # page records with "capped" (depth, attributes, time, ...)
+    page_errors: int = 0  # page records with "error" (a parse step raised, a worker died)
     new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
@@ -44,6 +46,8 @@ class CrawlSummary:
             "fetched": self.outcomes["fetched"],
             "pages": self.pages,
             "links": self.links,
+            "capped_pages": self.capped_pages,
+            "page_errors": self.page_errors,
             "new_urls": self.new_urls,
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
