@@ -23,9 +23,12 @@ member, for ``.warc.gz``); ``filename`` is the file's base name. ``digest`` is
 capture (``crawlkit.warc.write.WarcWriter`` with ``index=True`` keeps them beside the
 file), so a crawl's collection index needs no second pass over its WARC files.
 
-Buffers: the lines of all inputs are held and sorted in memory (about 250 bytes a
-capture). A WARC that is cut or damaged raises :class:`~crawlkit.errors.InputError`
-naming the file; the lines of the files before it are not lost (the caller decides).
+Buffers: :func:`index_lines` holds and sorts every line in memory (about 250 bytes a
+capture); :func:`sorted_index` holds a bounded amount and sorts the rest on disk (an
+external sort, :mod:`crawlkit.warc.extsort`), and :func:`write_zipnum` writes a large
+index as a compressed ZipNum index (``index.cdx.gz`` + ``index.idx``). A WARC that is
+cut or damaged raises :class:`~crawlkit.errors.InputError` naming the file; the lines
+of the files before it are not lost (the caller decides).
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ import io
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -48,9 +53,18 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.timeutils import iso_date_to_timestamp
 
 from crawlkit.errors import InputError
+from crawlkit.warc.extsort import LineSorter
 from crawlkit.warc.surt import surt_key
 
-__all__ = ["INDEXED_TYPES", "capture_line", "index_lines", "index_warc"]
+__all__ = [
+    "INDEXED_TYPES",
+    "ZIPNUM_LINES",
+    "capture_line",
+    "index_lines",
+    "index_warc",
+    "sorted_index",
+    "write_zipnum",
+]
 
 INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
 _MIME_END = re.compile(r"[;\s]")
@@ -218,9 +232,72 @@ def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> 
 
 def index_lines(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """The sorted index lines of every file in ``paths`` (pywb's order: plain string
-    order of whole lines, so a key's captures are in time order)."""
+    order of whole lines, so a key's captures are in time order), in memory; see
+    :func:`sorted_index` for a collection larger than memory."""
     lines: list[str] = []
     for path in paths:
         lines.extend(index_warc(path))
     lines.sort()
     return lines
+
+
+def sorted_index(
+    paths: Iterable[tuple[str | os.PathLike[str], str]],
+    *,
+    tmpdir: str | os.PathLike[str] | None = None,
+    max_bytes: int = 0,
+) -> LineSorter:
+    """The index lines of ``(path, filename)`` pairs in a :class:`LineSorter` (iterate
+    it for the lines in order; close it): memory holds about ``max_bytes`` of lines
+    (default :data:`~crawlkit.warc.extsort.DEFAULT_MAX_BYTES`), the rest waits sorted
+    in run files in ``tmpdir``. Raises as :func:`index_warc` does, leaving no run files.
+    """
+    sorter = LineSorter(tmpdir=tmpdir, max_bytes=max_bytes)
+    try:
+        for path, name in paths:
+            for line in index_warc(path, filename=name):
+                sorter.add(line)
+    except BaseException:
+        sorter.close()
+        raise
+    return sorter
+
+
+ZIPNUM_LINES = 1024  # index lines a compressed block holds (py-wacz's default)
+
+
+def write_zipnum(
+    lines: Iterable[str], data: BinaryIO, *, data_name: str = "index.cdx.gz"
+) -> list[str]:
+    """Write sorted index ``lines`` to ``data`` as a ZipNum index, as cdxj-indexer's
+    ``CompressedWriter`` (and so py-wacz) writes it: blocks of :data:`ZIPNUM_LINES`
+    lines, each its own gzip member; returns the lines of the secondary index
+    (``index.idx``, with newlines): a ``!meta`` header naming ``data_name``, then per
+    block its first line's key and timestamp and ``{"offset", "length", "digest"}``
+    (the sha256 of the member). Memory holds one block."""
+    idx = ["!meta 0 " + json.dumps({"format": "cdxj-gzip-1.0", "filename": data_name}) + "\n"]
+    offset = 0
+    block: list[str] = []
+
+    def flush() -> None:
+        nonlocal offset
+        comp = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+        member = comp.compress("".join(block).encode("utf-8")) + comp.flush()
+        prefix = block[0].split("{", 1)[0].strip()
+        digest = "sha256:" + hashlib.sha256(member).hexdigest()
+        idx.append(
+            f"{prefix} "
+            + json.dumps({"offset": offset, "length": len(member), "digest": digest})
+            + "\n"
+        )
+        data.write(member)
+        offset += len(member)
+        block.clear()
+
+    for line in lines:
+        block.append(line + "\n")
+        if len(block) == ZIPNUM_LINES:
+            flush()
+    if block:
+        flush()
+    return idx
