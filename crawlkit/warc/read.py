@@ -31,6 +31,7 @@ place to swap in another reader.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import hashlib
 import io
@@ -46,10 +47,19 @@ import zstandard
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.io import display_name, is_stdio
 
-__all__ = ["WarcResponse", "WarcStats", "iter_responses", "iter_responses_at", "open_warc"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "WarcRecord",
+    "WarcResponse",
+    "WarcStats",
+    "iter_records",
+    "iter_responses",
+    "iter_responses_at",
+    "open_warc",
+]
 
 MAX_BODY = 10 * 1024 * 1024
-_MAX_HEADER_BYTES = 256 * 1024
+MAX_HEADER_BYTES = 256 * 1024  # a record's WARC head, and an HTTP head, at most
 _SKIP_CHUNK = 1 << 20
 
 try:  # optional: br content coding
@@ -116,6 +126,11 @@ class WarcStream:
         self.source = source
         self._buf = b""
         self._pos = 0
+        self._base = 0  # the decoded offset of _buf[0]
+        self._raw_read = 0  # raw bytes read from the file so far
+        # (decoded offset, raw offset) where each gzip member / zstd frame starts, from
+        # the one holding the oldest record still asked about (see raw_span)
+        self._members: collections.deque[tuple[int, int]] = collections.deque([(0, 0)])
         self._eof = False
         self.damage: str | None = None
         magic = self._peek_raw()
@@ -132,7 +147,31 @@ class WarcStream:
         self._raw_pending = magic
 
     def _peek_raw(self) -> bytes:
-        return self._raw.read(4) or b""
+        data = self._raw.read(4) or b""
+        self._raw_read += len(data)
+        return data
+
+    def tell(self) -> int:
+        """The decoded offset of the next byte :meth:`read` gives."""
+        return self._base + self._pos
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        """``(offset, length)`` in the file as stored of the decoded bytes from
+        ``start`` to ``end`` (as :meth:`tell` counts): for a compressed file, from the
+        start of the member that holds ``start`` to the start of the first member at
+        or after ``end`` (or the end of the file), as warcio and cdxj-indexer count a
+        record of a ``.warc.gz``; for a plain file, the bytes themselves. Calls must
+        come in file order (members before ``start`` are forgotten)."""
+        if self._mode == "plain":
+            return start, end - start
+        members = self._members
+        while len(members) > 1 and members[1][0] <= start:
+            members.popleft()
+        raw_start = members[0][1]
+        while not self._eof and members[-1][0] < end:
+            self._fill()
+        raw_end = next((raw for dec, raw in members if dec >= end), self._raw_read)
+        return raw_start, raw_end - raw_start
 
     def close(self) -> None:
         self._raw.close()
@@ -145,9 +184,16 @@ class WarcStream:
         decoded waits in ``_raw_pending``.
         """
         pending = self._raw_pending
-        chunk = pending if len(pending) >= _FILL else pending + (self._raw.read(_FILL) or b"")
+        if len(pending) >= _FILL:
+            chunk = pending
+        else:
+            more = self._raw.read(_FILL) or b""
+            self._raw_read += len(more)
+            chunk = pending + more
+        chunk_at = self._raw_read - len(chunk)  # the raw offset of chunk[0]
         self._raw_pending = b""
         if self._buf and self._pos:
+            self._base += self._pos
             self._buf = self._buf[self._pos :]
             self._pos = 0
         if not chunk:
@@ -177,6 +223,8 @@ class WarcStream:
                     pos += len(piece) - len(dec.unused_data)
                     self._dec = self._new_decompressor()
                     self._in_member = False
+                    decoded_at = self._base + len(self._buf) + produced
+                    self._members.append((decoded_at, chunk_at + pos))
                 else:
                     pos += len(piece) - (len(dec.unconsumed_tail) if gz else 0)
                     self._in_member = True
@@ -427,39 +475,11 @@ def _iter_stream(
     number = 0
     while True:
         try:
-            line = stream.readline(_MAX_HEADER_BYTES)
-            while line in (b"\r\n", b"\n"):
-                line = stream.readline(_MAX_HEADER_BYTES)
-            if not line:
+            head = _read_head(stream, number + 1, source)
+            if head is None:
                 break
             number += 1
-            if not line.startswith(b"WARC/"):
-                raise InputError(
-                    f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
-                )
-            header_lines: list[bytes] = []
-            size = 0
-            while True:
-                hline = stream.readline(_MAX_HEADER_BYTES)
-                if not hline:
-                    raise TruncatedInput(
-                        f"WARC ends inside the headers of record {number}", source=source
-                    )
-                if hline in (b"\r\n", b"\n"):
-                    break
-                size += len(hline)
-                if size > _MAX_HEADER_BYTES:
-                    raise InputError(f"record {number}: WARC headers too long", source=source)
-                header_lines.append(hline)
-            wh = _parse_warc_headers(header_lines)
-            try:
-                length = int(wh.get("content-length", ""))
-            except ValueError:
-                raise InputError(
-                    f"record {number}: missing or bad Content-Length", source=source
-                ) from None
-            if length < 0:
-                raise InputError(f"record {number}: negative Content-Length", source=source)
+            _, wh, length = head
             rec_type = wh.get("warc-type", "").lower()
             target = wh.get("warc-target-uri", "").strip("<> ")
             stats.records += 1
@@ -496,6 +516,54 @@ def _iter_stream(
         )
 
 
+def _read_head(
+    stream: WarcStream, number: int, source: str
+) -> tuple[int, dict[str, str], int] | None:
+    """The next record's head: ``(decoded offset of its first byte, WARC headers with
+    lowercased names, Content-Length)``, or None at the end of the stream. The one
+    place the limits on a record's head are kept (:data:`MAX_HEADER_BYTES` for the
+    version line, each header line and all of them together), for every reader."""
+    line = stream.readline(MAX_HEADER_BYTES)
+    while line in (b"\r\n", b"\n"):
+        line = stream.readline(MAX_HEADER_BYTES)
+    if not line:
+        return None
+    start = stream.tell() - len(line)
+    if not line.startswith(b"WARC/"):
+        raise InputError(
+            f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+        )
+    if not line.endswith(b"\n"):
+        if len(line) < MAX_HEADER_BYTES:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        raise InputError(f"record {number}: WARC version line too long", source=source)
+    header_lines: list[bytes] = []
+    size = 0
+    while True:
+        hline = stream.readline(MAX_HEADER_BYTES)
+        if not hline:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        if hline in (b"\r\n", b"\n"):
+            break
+        size += len(hline)
+        if not hline.endswith(b"\n") and len(hline) < MAX_HEADER_BYTES:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        if size > MAX_HEADER_BYTES or not hline.endswith(b"\n"):
+            raise InputError(
+                f"record {number}: WARC headers longer than {MAX_HEADER_BYTES} bytes",
+                source=source,
+            )
+        header_lines.append(hline)
+    wh = _parse_warc_headers(header_lines)
+    try:
+        length = int(wh.get("content-length", ""))
+    except ValueError:
+        raise InputError(f"record {number}: missing or bad Content-Length", source=source) from None
+    if length < 0:
+        raise InputError(f"record {number}: negative Content-Length", source=source)
+    return start, wh, length
+
+
 def _bare(exc: InputError, source: str) -> str:
     text = str(exc)
     prefix = f"{source}: "
@@ -520,7 +588,7 @@ def _read_response(
     got = len(first)
     split = _split_http_head(first)
     if split is None and length > got:
-        more = _read_exact(stream, min(length - got, _MAX_HEADER_BYTES))
+        more = _read_exact(stream, min(length - got, MAX_HEADER_BYTES))
         first += more
         got += len(more)
         split = _split_http_head(first)
@@ -579,4 +647,105 @@ def _read_response(
         body=body,
         truncated=truncated,
         record_number=number,
+    )
+
+
+@dataclass(slots=True)
+class WarcRecord:
+    """The head of any record, and its place in the file, for an index.
+
+    ``headers`` are the WARC headers (names lowercased). ``offset`` and ``length``
+    are the record's place in the file as stored (for a ``.warc.gz``, its gzip
+    member; for a plain WARC, from ``WARC/`` to the end of its block, the blank
+    lines after it left out), as warcio and cdxj-indexer count them. ``http_head``
+    is the HTTP status line and headers at the start of the block of a ``response``
+    or ``revisit`` record of an ``http:``/``https:`` URI (None for others).
+    ``payload_digest`` is ``WARC-Payload-Digest``, or when absent a ``sha1:`` of the
+    payload (the block after ``http_head``) computed while reading.
+    """
+
+    number: int
+    record_type: str
+    headers: dict[str, str]
+    offset: int
+    length: int
+    http_head: bytes | None
+    payload_digest: str
+
+
+_HTTP_SCHEMES = ("http:", "https:")
+_HTTP_RECORDS = ("response", "revisit")
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[WarcRecord]:
+    """Every record of one WARC file, in file order, with its place in the file.
+
+    The same parser and limits as :func:`iter_responses`. Raises
+    :class:`TruncatedInput` when the file ends inside a record (its head or its
+    block, whatever its Content-Length says) or a gzip member, and
+    :class:`InputError` for bytes that are not a WARC record or a head over
+    :data:`MAX_HEADER_BYTES`, after yielding every complete record before it.
+    """
+    source = display_name(path)
+    with contextlib.closing(open_warc(path)) as stream:
+        number = 0
+        while True:
+            try:
+                head = _read_head(stream, number + 1, source)
+                if head is None:
+                    break
+                start, wh, length = head
+                record = _read_record(stream, number + 1, start, wh, length, source)
+            except InputError as exc:
+                why = f" ({stream.damage})" if stream.damage else ""
+                raise type(exc)(
+                    f"{_bare(exc, source)}{why}; {number} whole records before it",
+                    source=source,
+                ) from None
+            number += 1
+            yield record
+        if stream.damage:
+            raise InputError(f"{stream.damage} after record {number}", source=source)
+
+
+def _read_record(
+    stream: WarcStream, number: int, start: int, wh: dict[str, str], length: int, source: str
+) -> WarcRecord:
+    rec_type = wh.get("warc-type", "").lower()
+    target = wh.get("warc-target-uri", "")
+    digest = wh.get("warc-payload-digest") or None
+    http_head: bytes | None = None
+    got = 0
+    hasher = None
+    if rec_type in _HTTP_RECORDS and target.startswith(_HTTP_SCHEMES) and length > 0:
+        first = stream.read(min(length, 65536))
+        split = _split_http_head(first)
+        if split is None and length > len(first) == 65536:
+            first += stream.read(min(length - len(first), MAX_HEADER_BYTES))
+            split = _split_http_head(first)
+        got = len(first)
+        head, body_start = split if split is not None else (first, len(first))
+        http_head = head
+        if digest is None:
+            hasher = hashlib.sha1(first[body_start:])
+    elif digest is None:
+        hasher = hashlib.sha1()
+    rest = length - got
+    short = http_head is not None and got < min(length, 65536)
+    if short or _skip(stream, rest, hasher) < rest:
+        raise TruncatedInput(
+            f"WARC ends inside record {number} (its Content-Length is {length})",
+            source=source,
+        )
+    if hasher is not None:
+        digest = "sha1:" + base64.b32encode(hasher.digest()).decode("ascii")
+    offset, raw_length = stream.raw_span(start, stream.tell())
+    return WarcRecord(
+        number=number,
+        record_type=rec_type,
+        headers=wh,
+        offset=offset,
+        length=raw_length,
+        http_head=http_head,
+        payload_digest=digest or "",
     )
