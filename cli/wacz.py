@@ -58,16 +58,25 @@ def wacz(
 
     Writes a ZIP with archive/ (the WARC files, stored uncompressed so a reader can
     seek into them), indexes/index.cdx (their CDXJ index, as 'crawlkit index' writes
-    it), pages/pages.jsonl (a header line, then one line per page with id, url, ts
-    and title: the HTTP 200 HTML responses, in capture order), reports/ (the files
-    given with --report; one named like a Frictionless descriptor, such as
-    report.json, is stored as report.data.json so validators do not misread it),
-    datapackage.json (every file with its size and sha256, the title, created,
-    wacz_version 1.1.1) and datapackage-digest.json (the sha256 of datapackage.json).
-    ReplayWeb.page opens it; 'wacz validate' accepts it.
+    it; above 100,000 lines a compressed ZipNum index instead, indexes/index.cdx.gz
+    and indexes/index.idx, as py-wacz writes it, which replay tools read a block at
+    a time), pages/pages.jsonl (a header line, then one line per page with id, url,
+    ts, title and text, the page's visible text for full-text search: the HTTP 200
+    HTML responses, in capture order), reports/ (the files given with --report; one
+    named like a Frictionless descriptor, such as report.json, is stored as
+    report.data.json so validators do not misread it), datapackage.json (every file
+    with its size and sha256, the title, created, wacz_version 1.1.1) and
+    datapackage-digest.json (the sha256 of datapackage.json). ReplayWeb.page opens
+    it (a test checks every page and requisite); 'wacz validate' accepts it. ZIP64
+    fields are written only for a member or offset of 4 GiB or more.
 
-    Streams the WARC bytes; holds the index and the page list in memory. Written to
-    a temporary name and renamed when complete. Touches no state.
+    A WARC keeps its base name under archive/; bytes of the name that are not UTF-8
+    are written as %XX, and a name equal to an earlier one but for case gets -2, -3
+    before its .warc. One file given twice is an error.
+
+    Streams the WARC bytes; the index and the page list are sorted in bounded memory
+    (an external sort, with temporary files beside the output). Written to a
+    temporary name and renamed when complete. Touches no state.
 
     Example:
 

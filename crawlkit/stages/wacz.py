@@ -5,9 +5,12 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
 
     archive/<name>.warc.gz         each WARC, stored (not compressed again), so a
                                    reader can seek to a record by its offset
-    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.warc.cdxj)
+    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.warc.cdxj);
+                                   above ZIPNUM_ABOVE lines, a ZipNum index instead:
+    indexes/index.cdx.gz             blocks of 1024 lines, each a gzip member
+    indexes/index.idx                the first key of each block, its offset, length
     pages/pages.jsonl              a header line, then one line per page:
-                                   {"id", "url", "ts", "title"}
+                                   {"id", "url", "ts", "title", "text"}
     reports/<name>                 extra files given by the caller (the crawl report,
                                    the politeness audit), deflated; a name that
                                    Frictionless (which `wacz validate` runs) would
@@ -23,7 +26,14 @@ with the title of the page (the ``<title>``, or "" when it has none), unless the
 caller gives the page list. ``id`` is 16 hex digits of the sha256 of ts and URL.
 
 The package is written to a temporary name and renamed when complete (invariant 5).
-Memory holds the index and the page list; WARC bytes are streamed.
+``text`` is the page's visible text as ``crawlkit extract`` computes it, for
+full-text search (py-wacz writes it with ``--text``). The WARCs are named as
+:func:`archive_names` says. The ZIP is written by :mod:`crawlkit.stages.wacz_zip`,
+with zip64 fields only where a member needs them (ReplayWeb.page rejects the rest).
+
+Memory: the index lines and the page lines are sorted with an external sort
+(:mod:`crawlkit.warc.extsort`, run files beside ``out``), so memory holds a bounded
+amount of them and the set of page URLs; WARC bytes are streamed.
 """
 
 from __future__ import annotations

@@ -255,12 +255,16 @@ ZIPNUM_LINES = 1024  # index lines a compressed block holds (py-wacz's default)
 
 
 def write_zipnum(
-    lines: Iterable[str], data: BinaryIO, *, data_name: str = "index.cdx.gz"
+    lines: Iterable[str],
+    data: BinaryIO,
+    *,
+    data_name: str = "index.cdx.gz",
+    block_lines: int = ZIPNUM_LINES,
 ) -> list[str]:
     """Write sorted index ``lines`` to ``data`` as a ZipNum index, as cdxj-indexer's
-    ``CompressedWriter`` (and so py-wacz) writes it: blocks of :data:`ZIPNUM_LINES`
-    lines, each its own gzip member; returns the lines of the secondary index
-    (``index.idx``, with newlines): a ``!meta`` header naming ``data_name``, then per
+    ``CompressedWriter`` (and so py-wacz) writes it: blocks of ``block_lines`` lines,
+    each its own gzip member; returns the lines of the secondary index (``index.idx``,
+    with newlines): a ``!meta`` header naming ``data_name``, then per
     block its first line's key and timestamp and ``{"offset", "length", "digest"}``
     (the sha256 of the member). Memory holds one block."""
     idx = ["!meta 0 " + json.dumps({"format": "cdxj-gzip-1.0", "filename": data_name}) + "\n"]
@@ -284,7 +288,7 @@ def write_zipnum(
 
     for line in lines:
         block.append(line + "\n")
-        if len(block) == ZIPNUM_LINES:
+        if len(block) == block_lines:
             flush()
     if block:
         flush()

@@ -22,6 +22,12 @@ Contracts:
 * ``payload_digest`` is the record's ``WARC-Payload-Digest`` as written; when absent,
   one is computed over the payload as stored (``sha1:`` + base32, as WARC writers do).
 
+* :func:`iter_records` gives every record's head and its place in the file as stored
+  (for ``crawlkit index``), with the same parser and the same limits: a record's
+  WARC head (version line, each header line, all of them) is at most
+  :data:`MAX_HEADER_BYTES`, so a header line of 200 MB is refused after reading
+  256 KiB of it.
+
 The reader parses the format itself instead of going through warcio: warcio accepts a
 truncated last record silently, and a plain reader over the buffered, decompressed
 stream from :func:`crawlkit.io.open_input` is also faster. :func:`open_warc` is the one

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import threading
+import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +31,8 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import crawlkit, start_testweb
+
+from crawlkit.stages.wacz import write_wacz
 
 HERE = Path(__file__).resolve().parent
 MODULES = HERE / "node_modules"
@@ -148,12 +151,23 @@ def test_replaywebpage_replays_every_page_and_requisite(tmp_path: Path) -> None:
         cut = set(site["notes"]["deep_chain"])
         wanted = {u for urls in requisites.values() for u in urls}
         served = {u: hashlib.sha256(web.get(u)[2]).hexdigest() for u in sorted(wanted)}
-    wacz = tmp_path / "coll.wacz"
     warcs = sorted(map(str, warc_dir.glob("*.warc.gz")))
+    wacz = tmp_path / "coll.wacz"
     res = crawlkit("wacz", *warcs, "-o", str(wacz), "--main-url", site["root"])
     assert res.code == 0, res.stderr
+    # the same collection with a ZipNum index (crawlkit writes one above 100,000 lines)
+    zipnum = tmp_path / "zipnum.wacz"
+    write_wacz(warcs, zipnum, main_url=site["root"], zipnum_above=0)
+    with zipfile.ZipFile(zipnum) as zf:
+        assert "indexes/index.idx" in zf.namelist()
+    for package in (wacz, zipnum):
+        _check(_replay(tmp_path, package, requisites), site, requisites, served, cut)
+
+
+def _replay(tmp_path: Path, wacz: Path, requisites: dict[str, list[str]]) -> dict[str, dict]:
+    """{page: what replay.mjs saw} for ``wacz`` opened in ReplayWeb.page."""
     root = tmp_path / "www"
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     (root / "embed.html").write_text(_EMBED)
     files = {
         "/embed.html": root / "embed.html",
@@ -176,8 +190,17 @@ def test_replaywebpage_replays_every_page_and_requisite(tmp_path: Path) -> None:
         )
     finally:
         gen.close()
-    assert out.returncode == 0, out.stderr[-3000:]
-    results = {r["page"]: r for r in map(json.loads, out.stdout.splitlines())}
+    assert out.returncode == 0, f"{wacz.name}: {out.stderr[-3000:]}"
+    return {r["page"]: r for r in map(json.loads, out.stdout.splitlines())}
+
+
+def _check(
+    results: dict[str, dict],
+    site: dict,
+    requisites: dict[str, list[str]],
+    served: dict[str, str],
+    cut: set[str],
+) -> None:
     assert set(results) == set(requisites)
     home = results[site["root"]]
     browser_asked = {r["url"] for r in home["loaded"]}

@@ -140,6 +140,35 @@ def test_wacz_names_warcs_that_collide_or_are_not_utf8(tmp_path, warcs):
     assert len(set(names)) == len(names)
 
 
+def test_a_big_collection_gets_a_zipnum_index(tmp_path, warcs):
+    """Above the size (here lowered to 5 lines, with 1 byte of lines held so every
+    line goes through the external sort's run files), the index is a ZipNum index
+    (indexes/index.cdx.gz + indexes/index.idx, as py-wacz writes it), which `wacz
+    validate` accepts, holding the lines `crawlkit index` writes."""
+    import gzip
+
+    from crawlkit.stages.wacz import write_wacz
+
+    out = tmp_path / "big.wacz"
+    write_wacz(warcs, out, zipnum_above=5, max_bytes=1)
+    check = wacz_validate(out)
+    assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert "indexes/index.cdx" not in names
+        data = zf.read("indexes/index.cdx.gz")
+        assert zf.getinfo("indexes/index.cdx.gz").compress_type == zipfile.ZIP_STORED
+        idx = zf.read("indexes/index.idx").decode().splitlines()
+        pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert gzip.decompress(data).decode() == crawlkit("index", *map(str, warcs)).text
+    assert idx[0] == '!meta 0 {"format": "cdxj-gzip-1.0", "filename": "index.cdx.gz"}'
+    first = json.loads(idx[1].split(" ", 2)[2])
+    block = gzip.decompress(data[first["offset"] : first["offset"] + first["length"]])
+    assert block.decode().startswith(idx[1].split(" {", 1)[0])
+    assert [(p["ts"], p["url"]) for p in pages] == sorted((p["ts"], p["url"]) for p in pages)
+    assert list(tmp_path.glob("crawlkit-sort-*")) == []
+
+
 def test_pywb_replays_from_crawlkits_index(tmp_path, warcs):
     """pywb finds every capture through crawlkit's CDXJ (its own SURT keys, IP literals
     included) and replays the payload that was archived."""
