@@ -9,7 +9,7 @@ order, 1 in 100 of them HTML pages, the rest images and stylesheets, each with
 its WARC-Payload-Digest as crawlers write it) and measures, each step in a child
 process so its peak RSS (VmHWM) is its own:
 
-* ``read``: one pass of :func:`crawlkit.warc.read.iter_records` over the files
+* ``read``: one pass of :func:`crawlkit.warc.records.iter_records` over the files
   (the floor: every step below reads them at least once); the baseline;
 * ``index-in-memory``: :func:`crawlkit.warc.cdxj.index_lines` and one join, as
   ``crawlkit index`` worked before (every line held and sorted in memory);
@@ -104,7 +104,7 @@ def run_step(step: str, files: list[str], work: str) -> None:
     start = time.perf_counter()
     count = 0
     if step == "read":
-        from crawlkit.warc.read import iter_records
+        from crawlkit.warc.records import iter_records
 
         for path in files:
             for _ in iter_records(path):

@@ -51,7 +51,7 @@ from warcio.timeutils import iso_date_to_timestamp
 from crawlkit.errors import InputError
 from crawlkit.io import display_name
 from crawlkit.warc.extsort import LineSorter
-from crawlkit.warc.read import WarcRecord, iter_records
+from crawlkit.warc.records import WarcRecord, iter_records
 from crawlkit.warc.surt import surt_key
 
 __all__ = [
@@ -204,7 +204,7 @@ def index_warc(path: str | os.PathLike[str], *, filename: str | None = None) -> 
     """The index lines of one WARC file, in file order (unsorted), without newlines.
 
     ``filename`` is what the lines name the file (its base name by default). Read
-    with :func:`crawlkit.warc.read.iter_records` (the reader and limits of
+    with :func:`crawlkit.warc.records.iter_records` (the reader and limits of
     ``extract`` and ``wacz``). Raises :class:`InputError` for a file that is not a
     WARC, ends inside a record, or has a record that cannot be indexed (no
     WARC-Date, a WARC-Date that is not a date, a response, revisit or resource with
