@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit.errors import UsageError
-from crawlkit.stages.wacz import write_wacz
+from crawlkit.stages.wacz import archive_names, write_wacz
 
 
 @app.command("wacz")
@@ -88,6 +89,10 @@ def wacz(
         warcs, out, title=title, description=description, main_url=main_url, reports=report or []
     )
     if not quiet:
+        for path, name in zip(warcs, archive_names(warcs), strict=True):
+            if name != path.name:
+                shown = os.fsencode(path.name).decode("utf-8", "backslashreplace")
+                reporter().info(f"{shown}: stored as archive/{name}")
         size = out.stat().st_size
         reporter().info(
             f"{out}: {len(warcs)} WARC files, {len(package['resources'])} files, {size} bytes"

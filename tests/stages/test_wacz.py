@@ -124,6 +124,8 @@ def test_wacz_names_warcs_that_collide_or_are_not_utf8(tmp_path, warcs):
     out = tmp_path / "names.wacz"
     res = crawlkit("wacz", str(upper), str(lower), str(twin), latin, "-o", str(out))
     assert res.code == 0, res.stderr
+    assert "a.warc.gz: stored as archive/a-2.warc.gz" in res.stderr
+    assert "caf\\xe9.warc.gz: stored as archive/caf%E9.warc.gz" in res.stderr
     check = wacz_validate(out)
     assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
     archived = ["A.warc.gz", "a-2.warc.gz", "a-3.warc.gz", "caf%E9.warc.gz"]
