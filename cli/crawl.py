@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import gc
+import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 import typer
-from crawlkit_cli.app import app, reporter
+from crawlkit_cli.app import app, invocation, reporter
 from crawlkit_cli.archive_options import (
     Cookies,
     Exclude,
@@ -57,10 +58,12 @@ from crawlkit_cli.progress import progress_printer
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
+from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.masking import mask_argv
 from crawlkit.times import parse_duration, parse_size
 
 
@@ -81,36 +84,10 @@ def read_seeds(items: list[str]) -> list[str]:
     return seeds
 
 
-def _error_lines(errors: dict[str, Any]) -> list[str]:
-    """One line per reason of the failed fetches, with an example URL."""
-    return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
-
-
 def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
     """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
     fields = {"operator": operator, "isPartOf": collection, "description": description}
     return {k: v for k, v in fields.items() if v}
-
-
-def summary_text(summary: dict[str, Any]) -> str:
-    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
-    refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
-    dedup = summary["dedup"]
-    return "\n".join(
-        [
-            f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
-            f"{summary['cycles']} cycles",
-            f"  fetch outcomes: {outcomes}",
-            f"  pages parsed {summary['pages']}, links {summary['links']}, "
-            f"new URLs {summary['new_urls']}",
-            f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
-            f"  refused: {refused}",
-            *_error_lines(summary.get("errors") or {}),
-            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']} "
-            f"({summary['unstarted']} not started before the stop), "
-            f"refetched after a crash {summary['refetched']}",
-        ]
-    )
 
 
 @app.command("crawl")
@@ -218,6 +195,11 @@ def crawl_command(
 ) -> None:
     """Crawl from seeds until the frontier is empty or a limit is reached; resumable.
 
+    To archive a site (every page, every requisite, a report and a WACZ), use
+    'crawlkit archive URL OUT' instead: this command keeps per-site page budgets
+    (--no-budgets turns them off), and the summary says on a line of its own how
+    many URLs (pages and requisites) they left parked.
+
     The whole loop in one command, composed of the stages' own library functions on
     one state directory: frontier next, fetch (async, polite, into WARC), extract,
     dedup, seen-merge, frontier add, recrawl. Each cycle's records stay in
@@ -300,7 +282,7 @@ def crawl_command(
         ),
         warc_size=parse_size(warc_size),
         warc_prefix=warc_prefix,
-        warc_info=warc_info(operator, collection, description),
+        warc_info={**warc_info(operator, collection, description), "command-line": command_line()},
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
@@ -332,6 +314,11 @@ def crawl_command(
             f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
         )
         raise CrawlkitError(f"nothing was fetched ({why or 'see the outcomes above'})")
+
+
+def command_line() -> str:
+    """This process's command line, secrets masked, for the WARC's warcinfo record."""
+    return shlex.join(["crawlkit", *mask_argv(list(invocation.argv))])
 
 
 def long_running_gc() -> None:

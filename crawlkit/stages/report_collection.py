@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import time
 from collections import Counter
@@ -38,10 +39,17 @@ from typing import Any
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html.page import media_type
+from crawlkit.masking import mask_secrets
 from crawlkit.records import refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
 
-__all__ = ["collection_section", "record_settings", "settings_of"]
+__all__ = [
+    "collection_section",
+    "record_settings",
+    "settings_of",
+    "warc_files_of",
+    "warcinfo_fields",
+]
 
 Record = dict[str, Any]
 _OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
@@ -72,12 +80,32 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     known += [s for s in (x.strip() for x in seeds) if s and s not in known]
     data["seeds"] = known
     data["runs"] = int(data.get("runs", 0)) + 1
-    data["settings"] = _plain(options)
+    data["settings"] = mask_secrets(_plain(options))
     warc_dir = getattr(options, "warc_dir", None) or Path(state_path) / "warc"
     data["warc_dir"] = str(Path(warc_dir).resolve())
     data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path.parent.mkdir(parents=True, exist_ok=True)
     io.atomic_write_json(path, data)
+
+
+def warcinfo_fields(options: Any) -> dict[str, str]:
+    """The warcinfo fields that say how a crawl's WARC files were made (WARC 1.1
+    section 10.1 names where there is one, as Heritrix writes them): ``robots``
+    (``obey``, or the hosts whose rules were set aside), ``http-header-user-agent``,
+    and ``crawlkit-settings``, the effective settings as one line of JSON with
+    secrets masked (:mod:`crawlkit.masking`). The fields the caller gave
+    (``options.warc_info``: operator, isPartOf, description, command-line) win."""
+    settings = mask_secrets(_plain(options))
+    fetch = settings.get("fetch") or {}
+    ignored = list(fetch.get("ignore_robots_for") or [])
+    robots = "obey" + (f" (rules not applied on {', '.join(ignored)})" if ignored else "")
+    fields = {"robots": robots}
+    if fetch.get("agent"):
+        fields["http-header-user-agent"] = str(fetch["agent"])
+    settings.pop("warc_info", None)  # its fields are in the record already
+    fields["crawlkit-settings"] = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+    given = {k: " ".join(str(v).split()) for k, v in (options.warc_info or {}).items()}
+    return {**fields, **mask_secrets(given)}
 
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -100,6 +128,15 @@ def _sha256(warc: Path, cache_dir: Path) -> str:
     if cache_dir.is_dir():
         io.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
     return digest
+
+
+def warc_files_of(warc_dir: Path) -> list[dict[str, Any]]:
+    """Name, bytes and SHA-256 of each closed WARC file directly in ``warc_dir``."""
+    index_dir = warc_dir / "indexes"
+    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
+    return [
+        {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
+    ]
 
 
 def _examples(store: dict[str, dict[str, Any]], key: str, url: Any, limit: int) -> None:
@@ -164,11 +201,7 @@ def collection_section(
             why = f"refused: {reason}" + (f" ({detail})" if detail else "")
             missing.append({"url": rec.get("url"), "why": why, "from": rec.get("from")})
     warc_dir = Path(saved.get("warc_dir") or state / "warc")
-    index_dir = warc_dir / "indexes"
-    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
-    warc_files = [
-        {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
-    ]
+    warc_files = warc_files_of(warc_dir)
     min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)
     audit: dict[str, Any] | None = None
     if fetch_logs:
