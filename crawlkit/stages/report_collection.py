@@ -32,7 +32,7 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,21 +89,14 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
 
 
 def warcinfo_fields(options: Any) -> dict[str, str]:
-    """The warcinfo fields that say how a crawl's WARC files were made (WARC 1.1
-    section 10.1 names where there is one, as Heritrix writes them): ``robots``
-    (``obey``, or the hosts whose rules were set aside), ``http-header-user-agent``,
-    and ``crawlkit-settings``, the effective settings as one line of JSON with
-    secrets masked (:mod:`crawlkit.masking`). The fields the caller gave
-    (``options.warc_info``: operator, isPartOf, description, command-line) win."""
+    """The warcinfo fields that say how a crawl's WARC files were made, beside those
+    the fetch stage writes (``robots``, ``http-header-user-agent``, ``hostname``):
+    ``crawlkit-settings``, the effective settings as one line of JSON with secrets
+    masked (:mod:`crawlkit.masking`), then the fields the caller gave
+    (``options.warc_info``: operator, isPartOf, description, command-line)."""
     settings = mask_secrets(_plain(options))
-    fetch = settings.get("fetch") or {}
-    ignored = list(fetch.get("ignore_robots_for") or [])
-    robots = "obey" + (f" (rules not applied on {', '.join(ignored)})" if ignored else "")
-    fields = {"robots": robots}
-    if fetch.get("agent"):
-        fields["http-header-user-agent"] = str(fetch["agent"])
     settings.pop("warc_info", None)  # its fields are in the record already
-    fields["crawlkit-settings"] = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+    fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
     given = {k: " ".join(str(v).split()) for k, v in (options.warc_info or {}).items()}
     return {**fields, **mask_secrets(given)}
 
@@ -139,6 +132,33 @@ def warc_files_of(warc_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+_WAITS = {
+    "parked": "parked: its site is over its page budget until the next budget period "
+    "(--no-budgets, or crawlkit archive, fetches it)",
+    "queued": "queued: not fetched before the crawl stopped (run it again to continue)",
+    "deferred": "deferred: waiting for a retry (run it again after its retry time)",
+}
+
+
+def _unanswered(
+    links: Iterable[Record],
+    known: set[str],
+    locate: Callable[[set[str]], dict[str, str]] | None,
+) -> list[dict[str, Any]]:
+    """The requisites found but neither fetched nor refused, with where they wait."""
+    waiting: dict[str, str | None] = {}
+    for rec in links:
+        url = rec.get("url")
+        if isinstance(url, str) and url not in known and url not in waiting:
+            waiting[url] = rec.get("from")
+    where = locate(set(waiting)) if locate is not None and waiting else {}
+    not_followed = "not followed (nofollow, --no-requisites, or a refused page's)"
+    return [
+        {"url": url, "why": _WAITS.get(where.get(url, ""), not_followed), "from": page}
+        for url, page in waiting.items()
+    ]
+
+
 def _examples(store: dict[str, dict[str, Any]], key: str, url: Any, limit: int) -> None:
     entry = store.setdefault(key, {"count": 0, "examples": []})
     entry["count"] += 1
@@ -159,8 +179,15 @@ def collection_section(
     fetch_logs: list[str] | None = None,
     examples: int = 3,
     reporter: Reporter | None = None,
+    requisite_links: Iterable[Record] = (),
+    locate: Callable[[set[str]], dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The ``collection`` section (see the module docstring)."""
+    """The ``collection`` section (see the module docstring).
+
+    ``requisite_links`` are the requisite link records the crawl found; one with no
+    fetch record and no refusal is missing too, and ``locate`` (URLs -> ``parked``,
+    ``queued`` or ``deferred``) says where it waits; the rest were not followed.
+    """
     reporter = reporter or NullReporter()
     state = Path(state_path)
     saved = settings_of(state)
@@ -170,8 +197,11 @@ def collection_section(
     statuses: dict[str, dict[str, Any]] = {}
     problems: dict[str, dict[str, Any]] = {}
     last_requisite: dict[str, Record] = {}
+    answered: set[str] = set()
     for rec in fetches:
         url = rec.get("url")
+        if isinstance(url, str) and rec.get("outcome") != "deferred":
+            answered.add(url)
         outcome = str(rec.get("outcome") or "unknown")
         if rec.get("status") is not None:
             _examples(statuses, str(rec["status"]), url, examples)
@@ -193,13 +223,17 @@ def collection_section(
         elif rec.get("outcome") != "deferred":
             why = rec.get("error") or (f"HTTP {status}" if status else rec.get("outcome"))
             missing.append({"url": url, "why": str(why), "from": rec.get("via")})
+    refused_urls: set[str] = set()
     for rec in refusals:
         reason = refusal_reason(rec)
         _examples(problems, f"refused: {reason}", rec.get("url"), examples)
-        if _is_requisite(rec):
+        if isinstance(rec.get("url"), str):
+            refused_urls.add(rec["url"])
+        if _is_requisite(rec) and rec.get("url") not in answered:
             detail = rec.get("detail")
             why = f"refused: {reason}" + (f" ({detail})" if detail else "")
             missing.append({"url": rec.get("url"), "why": why, "from": rec.get("from")})
+    missing += _unanswered(requisite_links, answered | refused_urls, locate)
     warc_dir = Path(saved.get("warc_dir") or state / "warc")
     warc_files = warc_files_of(warc_dir)
     min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)

@@ -90,7 +90,7 @@ def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
     assert info_type == "warcinfo"
     fields = dict(line.split(": ", 1) for line in info.decode().split("\r\n") if ": " in line)
     assert fields["command-line"].startswith(f"crawlkit archive {site['root']} ")
-    assert fields["robots"] == "obey"
+    assert fields["robots"] == "obey" and fields["http-header-user-agent"]
     settings = json.loads(fields["crawlkit-settings"])
     assert settings["scope"] == "site" and settings["budgets"] is False
     assert settings["fetch"]["min_delay"] == 0.05
