@@ -38,10 +38,12 @@ from typing import Any
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL
 from crawlkit.html.page import media_type
 from crawlkit.masking import mask_secrets
 from crawlkit.records import refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
+from crawlkit.url import Canonicalizer
 
 __all__ = [
     "collection_section",
@@ -132,6 +134,59 @@ def warc_files_of(warc_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+class _Seeds:
+    """The seeds report: each seed's last answer (status, outcome, redirect target)
+    and the pages fetched on its host."""
+
+    def __init__(self, seeds: list[str]):
+        canon = Canonicalizer()
+        self.seeds = seeds
+        self.canonical: dict[str, str] = {}
+        for seed in seeds:
+            try:
+                self.canonical[canon.canonicalize(seed)] = seed
+            except (InvalidURL, ValueError):
+                self.canonical[seed] = seed
+        self.last: dict[str, Record] = {}
+        self.hosts = {_host(u) for u in self.canonical}
+        self.pages: Counter[str] = Counter()
+
+    def note(self, rec: Record) -> None:
+        url = str(rec.get("url") or "")
+        seed = self.canonical.get(url)
+        if seed is not None:
+            self.last[seed] = rec
+        host = _host(url)
+        status = rec.get("status")
+        if (
+            host in self.hosts
+            and rec.get("outcome") == "fetched"
+            and status == 200
+            and media_type(rec.get("content_type")) == "text/html"
+        ):
+            self.pages[host] += 1
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = []
+        for url, seed in self.canonical.items():
+            rec = self.last.get(seed) or {}
+            rows.append(
+                {
+                    "seed": seed,
+                    "status": rec.get("status"),
+                    "outcome": rec.get("outcome") or "not fetched",
+                    "location": rec.get("location"),
+                    "pages": self.pages[_host(url)],
+                }
+            )
+        return rows
+
+
+def _host(url: str) -> str:
+    parts = url.split("/", 3)
+    return parts[2].lower() if len(parts) > 2 else ""
+
+
 _WAITS = {
     "parked": "parked: its site is over its page budget until the next budget period "
     "(--no-budgets, or crawlkit archive, fetches it)",
@@ -198,8 +253,10 @@ def collection_section(
     problems: dict[str, dict[str, Any]] = {}
     last_requisite: dict[str, Record] = {}
     answered: set[str] = set()
+    seeds = _Seeds(saved.get("seeds", []))
     for rec in fetches:
         url = rec.get("url")
+        seeds.note(rec)
         if isinstance(url, str) and rec.get("outcome") != "deferred":
             answered.add(url)
         outcome = str(rec.get("outcome") or "unknown")
@@ -252,6 +309,7 @@ def collection_section(
     index = warc_dir / "index.cdxj"
     return {
         "seeds": saved.get("seeds", []),
+        "seeds_table": seeds.table(),
         "runs": saved.get("runs", 0),
         "settings": settings,
         "robots_ignored_for": list((settings.get("fetch") or {}).get("ignore_robots_for") or []),
