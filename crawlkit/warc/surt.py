@@ -15,7 +15,9 @@ The rules, in order (the "Google" then the "IA" canonicalizer of archive-commons
   escaped once and stripped of a leading ``www``, ``www2``, ... label. Its labels are
   reversed and joined by commas (``127.0.0.1`` is ``1,0,0,127``; an IPv6 literal has
   no dots and stays as it is, without brackets). A port other than the scheme's
-  default is kept (``example,com:8080)``). The scheme itself is not in the key.
+  default is kept (``example,com:8080)``). The scheme itself is not in the key,
+  except in an opaque URI (no ``//``: ``urn:crawlkit:report.json``, ``dns:x.org``),
+  which keeps it, as written.
 * The path is percent-decoded repeatedly, dot segments and empty segments resolved,
   escaped once (everything outside printable ASCII, ``%`` and ``#`` included), and
   lowercased; a trailing ``/`` goes unless the path is ``/``; ASP.NET session ids in
@@ -180,6 +182,10 @@ def surt_key(url: str) -> str:
         if port is not None and port != _DEFAULT_PORTS.get(scheme, 0):
             out += b":%d" % port
         out += b")"
+    elif not netloc and scheme and not scheme.startswith(b"http"):
+        # An opaque URI (urn:..., mailto:, dns:): the surt package keeps its scheme,
+        # as written ("urn:crawlkit:report.json" for a resource record).
+        out += (m.group(2) or b"") + b":"
     elif host:
         # A host of dots only ("http://./x") is empty once its dots are stripped: the
         # surt package then writes the scheme, as written, where the host would be
