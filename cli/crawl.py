@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import gc
+import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import click
 import orjson
 import typer
-from crawlkit_cli.app import app, reporter
+from crawlkit_cli.app import app, invocation, reporter
 from crawlkit_cli.archive_options import archive_options
 from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.explain import stage_flags
@@ -76,9 +77,11 @@ from crawlkit_cli.progress import progress_printer
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
+from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.masking import mask_argv
 from crawlkit.times import parse_duration
 
 
@@ -97,33 +100,6 @@ def read_seeds(items: list[str]) -> list[str]:
             if line:
                 seeds.append(line)
     return seeds
-
-
-def _error_lines(errors: dict[str, Any]) -> list[str]:
-    """One line per reason of the failed fetches, with an example URL."""
-    return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
-
-
-def summary_text(summary: dict[str, Any]) -> str:
-    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
-    refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
-    dedup = summary["dedup"]
-    return "\n".join(
-        [
-            f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
-            f"{summary['cycles']} cycles",
-            f"  fetch outcomes: {outcomes}",
-            f"  pages parsed {summary['pages']} ({summary['capped_pages']} capped, "
-            f"{summary['page_errors']} page errors), links {summary['links']}, "
-            f"new URLs {summary['new_urls']}",
-            f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
-            f"  refused: {refused}",
-            *_error_lines(summary.get("errors") or {}),
-            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']} "
-            f"({summary['unstarted']} not started before the stop), "
-            f"refetched after a crash {summary['refetched']}",
-        ]
-    )
 
 
 @app.command("crawl")
@@ -232,6 +208,11 @@ def crawl_command(
 ) -> None:
     """Crawl from seeds until the frontier is empty or a limit is reached; resumable.
 
+    To archive a site (every page, every requisite, a report and a WACZ), use
+    'crawlkit archive URL OUT' instead: this command keeps per-site page budgets
+    (--no-budgets turns them off), and the summary says on a line of its own how
+    many URLs (pages and requisites) they left parked.
+
     The whole loop in one command, composed of the stages' own library functions on
     one state directory: frontier next, fetch (async, polite, into WARC), extract,
     dedup, seen-merge, frontier add, recrawl. Each cycle's records stay in
@@ -319,7 +300,7 @@ def crawl_command(
             trust_env=trust_env,
         ),
         warc=warc_options(warc_size, warc_prefix, warc_version),
-        warc_info=warc_info(operator, collection, description),
+        warc_info={**warc_info(operator, collection, description), "command-line": command_line()},
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
@@ -352,6 +333,11 @@ def crawl_command(
             f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
         )
         raise CrawlkitError(f"nothing was fetched ({why or 'see the outcomes above'})")
+
+
+def command_line() -> str:
+    """This process's command line, secrets masked, for the WARC's warcinfo record."""
+    return shlex.join(["crawlkit", *mask_argv(list(invocation.argv))])
 
 
 def long_running_gc() -> None:

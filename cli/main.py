@@ -51,6 +51,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     command = typer.main.get_command(app)
     invocation.command = _command_name(command, args)
     invocation.debug = "--debug" in args
+    invocation.argv = tuple(args)
     prefix = f"crawlkit {invocation.command}".strip()
     _raise_open_file_limit()
     try:

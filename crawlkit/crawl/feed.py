@@ -322,7 +322,11 @@ class Feed(CycleSteps):
         with self.lock:
             if self.role is not None:
                 self._ingest_inbox()
-            take_batch(self.frontier, opts, write=write)  # on disk before its removal commits
+            # A batch whose every URL an exclude pattern (a live ignore) refused is not
+            # "nothing to give": the URLs behind it may be fetchable. Take the next one,
+            # else the run ends with them queued ("nothing more can be fetched now").
+            while not out and take_batch(self.frontier, opts, write=write).lines:
+                pass  # on disk before its removal commits
         if refused:
             write_file(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self._count_refused(refused)

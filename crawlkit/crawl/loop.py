@@ -23,6 +23,7 @@ them to post-processing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,7 +39,7 @@ from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.summary import CrawlSummary, save_totals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.shard.routing import inbox_files
-from crawlkit.stages.report_collection import record_settings
+from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import open_state
 from crawlkit.times import iso
 
@@ -101,7 +102,8 @@ class Crawl(Feed, Recovery):
             else:
                 idle_runs = 0
         stats = self._frontier_stats()
-        self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
+        self.summary.parked = int(stats.get("parked", 0) or 0)
+        self.summary.queued = int(stats.get("queued", 0) or 0) + self.summary.parked
         self.summary.waiting = len(self.waiting)
         wake = self._next_waiting_time()
         self.summary.next_retry_at = iso(wake) if wake is not None else None
@@ -149,6 +151,7 @@ def crawl(
     seeds = list(seeds)
     with open_state(state_path, owner="crawl") as state:
         record_settings(state.path, seeds, options)  # for the collection's report
+        options = dataclasses.replace(options, warc_info=warcinfo_fields(options))
         run = Crawl(state, options, reporter=reporter, progress=progress)
 
         def admit() -> None:

@@ -145,6 +145,18 @@ def _never_fetched(state: Path, seeds: list[Record], opened: History | None) -> 
             history.close()
 
 
+def short_label(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut at a word boundary with "…" when longer than
+    ``limit`` (never mid-word, as "allow it with --allow-ne" was)."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    cut = words[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;(") + "…"
+
+
 @dataclass
 class ErrorTally:
     """Failed fetches of a run by reason (the record's ``error_code``, such as
@@ -162,16 +174,16 @@ class ErrorTally:
         a deferral by a backoff or by the run's end is no failure)."""
         outcome = record.get("outcome")
         text = refusal_detail(record) or "unknown error"
-        code = record.get("error_code")
+        code = record.get("error_code") or (record.get("refused") if outcome == "refused" else None)
         if outcome == "deferred" and text.startswith(ROBOTS_UNAVAILABLE):
             reason = f"{ROBOTS_UNAVAILABLE} ({code})" if code else ROBOTS_UNAVAILABLE
             self._add(reason, record, text)
             return
         if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
             return
-        reason = str(code) if code else text.split(":", 1)[0].strip()[:60] or "unknown error"
+        reason = str(code) if code else short_label(text.split(":", 1)[0]) or "unknown error"
         if outcome == "refused":
-            reason = f"refused ({reason})"
+            reason = f"refused ({reason})"  # the example says why in full
         self._add(reason, record, text)
 
     def _add(self, reason: str, record: Record, text: str) -> None:

@@ -61,7 +61,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
 from crawlkit.errors import InvalidURL
-from crawlkit.fetch.archiver import WarcArchiver
+from crawlkit.fetch.archiver import WarcArchiver, provenance_fields
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.hosts import (
@@ -611,6 +611,7 @@ class Fetcher:
             )
             return
         extra = {"tlsUnverified": res.tls_unverified} if res.tls_unverified else {}
+        extra.update(provenance_fields(rec))  # the hop path, in the capture's metadata
         digest, loc = await self.archiver.archive(res, item.url, rec.get("depth"), extra)
         outcome, fields = shape_response(
             rec, res, digest=digest, warc=loc, backoff_until=host.backoff_until

@@ -19,8 +19,11 @@ a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or fee
 (told by its content) the sitemap stage's URL records, both with ``reason:
 "sitemap"`` (see :mod:`crawlkit.sitemap.discover`).
 
-Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
-bodies and records whose target URI is not a usable http(s) URL. Every page gets its
+Counted and passed over, never fatal: revisit records other than stylesheets, non-200
+responses, non-HTML bodies and records whose target URI is not a usable http(s) URL. A
+stylesheet stored as a ``revisit`` (the same bytes as one captured at another URL) is
+parsed against its own URL, from the body of the capture it repeats (see
+:func:`extract_warcs`). Every page gets its
 page record: a page over a parse-time cap (HTML bytes, links, nesting depth, attributes
 a tag: see :mod:`crawlkit.html.guard`) is parsed up to the cap and written with
 ``"capped": [...]``; a page whose parse raised, or whose worker died on it, is recorded
@@ -42,7 +45,7 @@ import multiprocessing
 import signal
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
@@ -130,12 +133,65 @@ def _kind(target: str, ctype: str | None, body: bytes, options: ExtractOptions) 
     return None
 
 
+# Stylesheet bodies kept by payload digest while one input is read, so a revisit of
+# one (the same bytes at another URL) is parsed against its own URL.
+CSS_CACHE_BYTES = 16 * 1024 * 1024
+
+Originals = Mapping[str, tuple[str, int, int]]  # payload digest -> (WARC file, offset, length)
+
+
+class _Stylesheets:
+    """The bodies of the stylesheets an extract run has read, by payload digest (at
+    most :data:`CSS_CACHE_BYTES`), and where to read the others (``originals``)."""
+
+    def __init__(self, options: ExtractOptions, originals: Originals | None):
+        self.options = options
+        self.originals = originals or {}
+        self.bodies: dict[str, bytes] = {}
+        self.size = 0
+
+    def keep(self, digest: str | None, body: bytes) -> None:
+        if digest and digest not in self.bodies and self.size + len(body) <= CSS_CACHE_BYTES:
+            self.bodies[digest] = body
+            self.size += len(body)
+
+    def body_of(self, digest: str | None) -> bytes | None:
+        """The stylesheet with payload ``digest``: kept, or read from its original."""
+        if not digest:
+            return None
+        body = self.bodies.get(digest)
+        if body is not None or digest not in self.originals:
+            return body
+        path, offset, length = self.originals[digest]
+        try:
+            for resp in iter_responses_at(
+                path, [(offset, length)], want_body=_wanted, max_body=self.options.max_body
+            ):
+                if resp.record_type == "response" and resp.body is not None:
+                    self.keep(digest, resp.body)
+                    return resp.body
+        except (InputError, OSError):
+            return None
+        return None
+
+
+def _revisit_css(resp: Any, options: ExtractOptions, sheets: _Stylesheets) -> bytes | None:
+    """The body of a stylesheet stored as a revisit (identical payload), or None."""
+    if not options.requisites or resp.status != 200:
+        return None
+    if media_type(resp.content_type) != "text/css":
+        return None
+    return sheets.body_of(resp.payload_digest)
+
+
 def _jobs(
     paths: Sequence[WarcSource],
     options: ExtractOptions,
     stats: ExtractStats,
     reporter: Reporter,
+    originals: Originals | None = None,
 ) -> Iterator[Job]:
+    sheets = _Stylesheets(options, originals)
     for path in paths:
         wstats = WarcStats()
         kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body, "stats": wstats}
@@ -148,6 +204,22 @@ def _jobs(
                 stats.records += 1
                 if resp.record_type == "revisit":
                     stats.revisits += 1
+                    # A stylesheet's url() and @import resolve against its own URL: a
+                    # copy of one at another URL (/fr/ beside /en/) needs its own links.
+                    css = _revisit_css(resp, options, sheets)
+                    if css is not None:
+                        yield (
+                            resp.target_uri,
+                            resp.date,
+                            resp.payload_digest,
+                            200,
+                            resp.content_type,
+                            None,
+                            resp.depth,
+                            css,
+                            None,
+                            "css",
+                        )
                     continue
                 if resp.status is not None:
                     stats.by_status[resp.status] += 1
@@ -160,6 +232,8 @@ def _jobs(
                 if kind is None or body is None:
                     stats.not_html += 1
                     continue
+                if kind == "css":
+                    sheets.keep(resp.payload_digest, body)
                 if kind != "html":
                     yield (
                         resp.target_uri,
@@ -241,6 +315,7 @@ def extract_warcs(
     reporter: Reporter | None = None,
     worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
     extractor: HtmlExtractor | None = None,
+    originals: Originals | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -257,12 +332,18 @@ def extract_warcs(
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
     run on a chunk (tests use it to make a worker die).
+
+    A stylesheet stored as a revisit (the same bytes as one captured at another URL)
+    is parsed against its own URL: its body is the one read earlier in ``paths``, or
+    the record ``originals`` names for its payload digest (``crawlkit crawl`` names
+    the first capture of each stylesheet it has fetched); with neither it is counted
+    as a revisit and passed over.
     """
     options = options or ExtractOptions()
     worker = worker or process_chunk
     reporter = reporter or NullReporter()
     stats = ExtractStats()
-    chunks = _chunks(_jobs(paths, options, stats, reporter), options)
+    chunks = _chunks(_jobs(paths, options, stats, reporter, originals), options)
 
     def take(result: ChunkResult) -> None:
         _take(result, stats, write_pages, write_links, reporter)
@@ -428,7 +509,9 @@ class _KeepWarnings(Reporter):
         self.kept.append((message, kind))
 
 
-def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> FilesResult:
+def extract_files(
+    paths: Sequence[WarcSource], options: ExtractOptions, originals: Originals | None = None
+) -> FilesResult:
     """Extract whole WARC files in a worker: ``(page lines, link lines, stats, warnings)``."""
     pages = bytearray()
     links = bytearray()
@@ -440,6 +523,7 @@ def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> Files
         options=options,
         reporter=keep,
         extractor=worker_extractor(),
+        originals=originals,
     )
     return bytes(pages), bytes(links), stats, keep.kept
 
@@ -458,7 +542,7 @@ class ExtractWorkers:
         jobs: int,
         options: ExtractOptions | None = None,
         *,
-        worker: Callable[[Sequence[WarcSource], ExtractOptions], FilesResult] | None = None,
+        worker: Callable[..., FilesResult] | None = None,
     ):
         self.jobs = max(1, jobs)
         self.options = options or ExtractOptions()
@@ -466,12 +550,16 @@ class ExtractWorkers:
         self.worker = worker or extract_files
         self._pool: cf.ProcessPoolExecutor | None = None
 
-    def submit(self, paths: Sequence[WarcSource]) -> cf.Future[FilesResult]:
+    def submit(
+        self, paths: Sequence[WarcSource], originals: Originals | None = None
+    ) -> cf.Future[FilesResult]:
         """Start extracting ``paths``; the future fails with BrokenProcessPool if a
         worker dies (then :meth:`extract` redoes the files page by page)."""
         if self._pool is None:
             self._pool = _executor(self.jobs, self.options)
         try:
+            if originals:
+                return self._pool.submit(self.worker, list(paths), self.options, dict(originals))
             return self._pool.submit(self.worker, list(paths), self.options)
         except cf.process.BrokenProcessPool as exc:
             failed: cf.Future[FilesResult] = cf.Future()
@@ -486,10 +574,11 @@ class ExtractWorkers:
         *,
         reporter: Reporter,
         started: cf.Future[FilesResult] | None = None,
+        originals: Originals | None = None,
     ) -> ExtractStats:
         """Extract ``paths`` (or take the result of ``started``, a :meth:`submit` of the
         same paths) and write the lines, as :func:`extract_warcs` would."""
-        future = started if started is not None else self.submit(paths)
+        future = started if started is not None else self.submit(paths, originals)
         try:
             pages, links, stats, warnings = future.result()
         except cf.process.BrokenProcessPool:
@@ -505,6 +594,7 @@ class ExtractWorkers:
                 # a page a chunk, in one worker: the page it dies on is known at once
                 options=dataclasses.replace(self.options, chunk_records=1),
                 reporter=reporter,
+                originals=originals,
             )
         _take((pages, links, {}, warnings), stats, write_pages, write_links, reporter)
         return stats
