@@ -1,6 +1,6 @@
 """The single exit point of the ``crawlkit`` command.
 
-Exit status (DESIGN.md): 0 success, 1 failure, 2 usage error. Errors are printed as
+Exit status (docs/design.md): 0 success, 1 failure, 2 usage error. Errors are printed as
 one line, ``crawlkit <command>: <message>``, on stderr; ``--debug`` adds the traceback.
 A closed stdout (``crawlkit canon urls.txt | head``) ends the command quietly.
 """
@@ -17,6 +17,7 @@ import click
 import typer
 from crawlkit_cli.app import app, invocation
 
+from crawlkit import early_signals
 from crawlkit.errors import CrawlkitError, describe_os_error
 
 
@@ -43,9 +44,14 @@ def _command_name(root: click.Command, argv: Sequence[str]) -> str:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one command line and return its exit status (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if next((a for a in args if not a.startswith("-")), None) == "crawl":
+        # Before the crawl's modules are imported (a second or more): a job runner's
+        # stop in that time is a clean stop, not an exit 143 (crawlkit.early_signals).
+        early_signals.hold()
     command = typer.main.get_command(app)
     invocation.command = _command_name(command, args)
     invocation.debug = "--debug" in args
+    invocation.argv = tuple(args)
     prefix = f"crawlkit {invocation.command}".strip()
     _raise_open_file_limit()
     try:

@@ -1,6 +1,6 @@
 """Record streams: the one place where crawlkit opens files, stdin and stdout.
 
-Conventions (DESIGN.md "Stream conventions"):
+Conventions (docs/design.md "Stream conventions"):
 
 * ``-`` or no path means stdin / stdout; at most one input may be stdin.
 * Input compression is detected from magic bytes (zstd, gzip), so a pipe can carry
@@ -38,13 +38,12 @@ import zstandard
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, OutputError, TruncatedInput, UsageError, describe_os_error
+from crawlkit.records import Record
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
 _CHUNK = 1 << 16
-
-Record = dict[str, Any]
 
 
 def is_stdio(path: str | os.PathLike[str] | None) -> bool:

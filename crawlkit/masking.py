@@ -1,4 +1,4 @@
-"""Secrets kept out of what crawlkit shows or stores (DESIGN.md invariant 9).
+"""Secrets kept out of what crawlkit shows or stores (docs/design.md invariant 9).
 
 The one place that decides what a secret looks like, for every writer of settings,
 reports, summaries, logs and WARC provenance (warcinfo):

@@ -12,7 +12,7 @@ Guarantees of :meth:`AiohttpClient.fetch`:
 
 * It connects only to ``request.address`` (a resolver that answers from pins set by
   the caller; a name without a pin fails, it never falls back to DNS), while the Host
-  header and TLS SNI stay the URL's name (DESIGN.md invariant 7). Through a proxy
+  header and TLS SNI stay the URL's name (docs/design.md invariant 7). Through a proxy
   the same holds: the proxy is sent the checked address, never the name (an http
   request as ``GET http://ADDRESS:PORT/path`` with ``Host: name``, an https one as
   ``CONNECT ADDRESS:PORT`` with SNI and certificate check for the name), so a proxy

@@ -169,7 +169,7 @@ class RequestSettings:
 
     def save(self, path: Path) -> None:
         """Write the cookies the sites set, unexpired, as a Netscape cookies.txt of
-        mode 0600 (cookies are secrets, DESIGN.md invariant 9); a cookie that would not
+        mode 0600 (cookies are secrets, docs/design.md invariant 9); a cookie that would not
         read back (see :func:`~crawlkit.fetch.cookies.cookie_problem`) is left out."""
         now = self.clock()
         lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
