@@ -111,8 +111,11 @@ run_round() {
     case $RUNNER in
     parallel)
         # shellcheck disable=SC2086
+        # parallel puts each job in a process group of its own and, stopped, signals
+        # them by --termseq: one TERM (a second would end a crawl without its
+        # summary), a minute to end the slice, then KILL
         $group parallel --will-cite ${PARALLEL_SSH:-} -q -j "$n" --env FLEET_DIR \
-            --env FLEET_SEEDS --env CRAWLKIT_EXAMPLES --env SLICE \
+            --env FLEET_SEEDS --env CRAWLKIT_EXAMPLES --env SLICE --termseq TERM,60000,KILL,25 \
             sh -c "$task" sh ::: $shards < /dev/null &
         round_pid=$!
         wait "$round_pid"
