@@ -20,7 +20,10 @@ content.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -191,6 +194,15 @@ def init_worker(options: ExtractOptions) -> None:
     # parent had installed.
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _deadline = options
+    threading.Thread(target=_orphan_watch, args=(os.getppid(),), daemon=True).start()
+
+
+def _orphan_watch(parent: int) -> None:
+    """End this worker once its parent is gone (killed, say): a pool worker waits on
+    its task queue forever otherwise, and would keep what it holds."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
 
 
 _want_requisites = True
@@ -232,19 +244,31 @@ def _link_lines(
         )[1:-1]
         for nf in (False, True)
     ]
+    heads = _HEADS
+    if len(heads) > _MAX_HEADS:
+        heads.clear()
     for link in links:
         target_url = link.url
-        head = orjson.dumps(
-            {
-                "url": target_url.url,
-                "host": target_url.host,
-                "site": target_url.site,
-                "fp": target_url.fp,
-            }
-        )
-        out.append(
-            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
-        )
+        head = heads.get(target_url.url)
+        if head is None:
+            head = heads[target_url.url] = (
+                orjson.dumps(
+                    {
+                        "url": target_url.url,
+                        "host": target_url.host,
+                        "site": target_url.site,
+                        "fp": target_url.fp,
+                    }
+                )[:-1]
+                + b","
+            )
+        out.append(b"".join((head, tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')))
+
+
+# The "url" ... "fp" part of a link record by URL: a site's navigation links and
+# requisites repeat on every page, so most are serialized once a worker.
+_HEADS: dict[str, bytes] = {}
+_MAX_HEADS = 100_000
 
 
 def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
