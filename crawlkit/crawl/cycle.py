@@ -23,7 +23,7 @@ from crawlkit.crawl.summary import progress_info
 from crawlkit.html.page import media_type
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.extract import ExtractOptions, ExtractStopped, extract_warcs
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.warc.write import index_of
@@ -43,6 +43,8 @@ class CycleSteps(Admission):
                 if self.clock() >= self.hard_stop:
                     return False
                 getattr(self, f"_step_{step.marker}")(cycle)
+                if not is_done(cycle, step.marker):  # (extract stopped at the hard stop)
+                    return False
         mark_done(cycle, "cycle")
         self.summary.cycles += 1
         self.progress(progress_info(self.summary, cycle.name, self.clock() - self.start))
@@ -52,29 +54,35 @@ class CycleSteps(Admission):
         started_with, started = self._extracting.pop(cycle, (None, None))
         while True:
             sources = self._cycle_sources(cycle)
-            with (
-                io.open_output(cycle / "pages.ndjson.zst") as pages,
-                io.open_output(cycle / "links.ndjson.zst") as links,
-            ):
-                originals = self._stylesheet_originals(cycle)
-                if self.extract_workers is not None:
-                    stats = self.extract_workers.extract(
-                        sources,
-                        pages.write,
-                        links.write,
-                        reporter=self.rep,
-                        started=started if started_with == sources else None,
-                        originals=originals,
-                    )
-                else:
-                    stats = extract_warcs(
-                        sources,
-                        pages.write,
-                        links.write,
-                        options=ExtractOptions(),
-                        reporter=self.rep,
-                        originals=originals,
-                    )
+            try:
+                with (
+                    io.open_output(cycle / "pages.ndjson.zst") as pages,
+                    io.open_output(cycle / "links.ndjson.zst") as links,
+                ):
+                    originals = self._stylesheet_originals(cycle)
+                    if self.extract_workers is not None:
+                        stats = self.extract_workers.extract(
+                            sources,
+                            pages.write,
+                            links.write,
+                            reporter=self.rep,
+                            started=started if started_with == sources else None,
+                            originals=originals,
+                            # A page's CPU deadline does not bound the wall clock of a
+                            # loaded machine: the hard stop does.
+                            stop=lambda: self.clock() >= self.hard_stop,
+                        )
+                    else:
+                        stats = extract_warcs(
+                            sources,
+                            pages.write,
+                            links.write,
+                            options=ExtractOptions(),
+                            reporter=self.rep,
+                            originals=originals,
+                        )
+            except ExtractStopped:
+                return  # not marked done: the next run extracts this cycle
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read: again.
             if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):

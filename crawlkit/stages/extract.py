@@ -42,6 +42,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import multiprocessing
+import os
 import signal
 import threading
 from collections import Counter, deque
@@ -77,6 +78,7 @@ from crawlkit.warc.read import WarcStats, iter_responses, iter_responses_at
 __all__ = [
     "ExtractOptions",
     "ExtractStats",
+    "ExtractStopped",
     "ExtractWorkers",
     "extract_warcs",
     "link_priority",
@@ -316,6 +318,8 @@ def extract_warcs(
     worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
     extractor: HtmlExtractor | None = None,
     originals: Originals | None = None,
+    fork: bool = True,
+    stop: Callable[[], bool] | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -331,7 +335,10 @@ def extract_warcs(
     :class:`ExtractWorkers`, which runs under the deadline itself).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
-    run on a chunk (tests use it to make a worker die).
+    run on a chunk (tests use it to make a worker die); ``fork`` False never forks the
+    workers from this process (see :func:`_executor`). ``stop``, when given, is asked
+    four times a second while a worker is waited for: once it says True the workers
+    are ended and :class:`ExtractStopped` is raised (a crawl's hard stop).
 
     A stylesheet stored as a revisit (the same bytes as one captured at another URL)
     is parsed against its own URL: its body is the one read earlier in ``paths``, or
@@ -353,7 +360,7 @@ def extract_warcs(
             take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
-    pool = _Pool(max(1, jobs), options, worker)
+    pool = _Pool(max(1, jobs), options, worker, fork, stop)
     try:
         pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
@@ -379,11 +386,18 @@ class _Pool:
     """
 
     def __init__(
-        self, jobs: int, options: ExtractOptions, worker: Callable[[Sequence[Job]], ChunkResult]
+        self,
+        jobs: int,
+        options: ExtractOptions,
+        worker: Callable[[Sequence[Job]], ChunkResult],
+        fork: bool = True,
+        stop: Callable[[], bool] | None = None,
     ):
         self.jobs = jobs
         self.options = options
         self.worker = worker
+        self.fork = fork
+        self.stop = stop
         self.executor = self._new()
         self._parser: HtmlExtractor | None = None  # this process's, for lost pages
 
@@ -397,7 +411,7 @@ class _Pool:
         return lost_page(job, self._parser, exitcode, self.options.requisites)
 
     def _new(self) -> cf.ProcessPoolExecutor:
-        return _executor(self.jobs, self.options)
+        return _executor(self.jobs, self.options, self.fork)
 
     def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
         try:
@@ -419,7 +433,7 @@ class _Pool:
         """The result of the head chunk (popped), recovering from a dead worker."""
         chunk, future = pending[0]
         try:
-            result = future.result()
+            result = _wait(future, self.stop, self.executor)
         except cf.process.BrokenProcessPool:
             if self.jobs == 1 and len(chunk) == 1:
                 # One worker runs the chunks in order: the one it died on is this page.
@@ -443,7 +457,7 @@ class _Pool:
             future = self.submit([job])
             workers = list(getattr(self.executor, "_processes", {}).values())
             try:
-                p, lk, c, w = future.result()
+                p, lk, c, w = _wait(future, self.stop, self.executor)
             except cf.process.BrokenProcessPool:
                 self._restart()
                 p, lk, c, w = self._lost(job, _death(workers))
@@ -455,6 +469,37 @@ class _Pool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class ExtractStopped(Exception):
+    """Raised by a wait for a worker when its ``stop`` callable says so; the workers
+    are ended first (what they were parsing is redone by the next run)."""
+
+
+def _wait(
+    future: cf.Future[Any],
+    stop: Callable[[], bool] | None,
+    pool: cf.ProcessPoolExecutor | None,
+) -> Any:
+    """``future``'s result; with ``stop``, looked at four times a second, the pool's
+    workers are ended and :class:`ExtractStopped` raised once it returns True."""
+    if stop is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except cf.TimeoutError:
+            if stop():
+                if pool is not None:
+                    _end_workers(pool)
+                raise ExtractStopped("stopped while extracting") from None
+
+
+def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """End a pool's workers now (SIGTERM), whatever they are doing, and the pool."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _death(workers: list[Any]) -> int | None:
@@ -469,15 +514,17 @@ def _death(workers: list[Any]) -> int | None:
     return died[0] if died else None
 
 
-def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
+def _executor(jobs: int, options: ExtractOptions, fork: bool = True) -> cf.ProcessPoolExecutor:
     """Worker processes with a parser each.
 
     Forking is the cheapest start, but only safe while this process has one thread: a
     fork copies locks that other threads hold (``crawlkit crawl`` runs extract beside
-    its fetch threads), so a threaded process starts workers from a fork server.
+    its fetch threads), so a threaded process starts workers from a fork server. So
+    does one that holds files its workers must not keep open (``fork`` False: the
+    crawl's state lock, which a forked worker would hold after a crash of the crawl).
     """
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if fork and "fork" in methods and threading.active_count() == 1:
         method = "fork"
     elif "forkserver" in methods:
         method = "forkserver"
@@ -491,7 +538,7 @@ def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
         max_workers=jobs,
         mp_context=context,
         initializer=init_worker,
-        initargs=(options,),
+        initargs=(options, os.getpid()),
     )
 
 
@@ -556,7 +603,7 @@ class ExtractWorkers:
         """Start extracting ``paths``; the future fails with BrokenProcessPool if a
         worker dies (then :meth:`extract` redoes the files page by page)."""
         if self._pool is None:
-            self._pool = _executor(self.jobs, self.options)
+            self._pool = _executor(self.jobs, self.options, fork=False)
         try:
             if originals:
                 return self._pool.submit(self.worker, list(paths), self.options, dict(originals))
@@ -575,12 +622,17 @@ class ExtractWorkers:
         reporter: Reporter,
         started: cf.Future[FilesResult] | None = None,
         originals: Originals | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> ExtractStats:
         """Extract ``paths`` (or take the result of ``started``, a :meth:`submit` of the
-        same paths) and write the lines, as :func:`extract_warcs` would."""
+        same paths) and write the lines, as :func:`extract_warcs` would; ``stop`` as
+        there (:class:`ExtractStopped` once it says True)."""
         future = started if started is not None else self.submit(paths, originals)
         try:
-            pages, links, stats, warnings = future.result()
+            pages, links, stats, warnings = _wait(future, stop, self._pool)
+        except ExtractStopped:
+            self._pool = None
+            raise
         except cf.process.BrokenProcessPool:
             # A page killed its worker (its CPU deadline, a crash in the C parser, the
             # OOM killer). Start afresh and redo these files with the per-page recovery
@@ -593,6 +645,8 @@ class ExtractWorkers:
                 write_links,
                 # a page a chunk, in one worker: the page it dies on is known at once
                 options=dataclasses.replace(self.options, chunk_records=1),
+                fork=False,
+                stop=stop,
                 reporter=reporter,
                 originals=originals,
             )
