@@ -15,7 +15,9 @@ The rules, in order (the "Google" then the "IA" canonicalizer of archive-commons
   escaped once and stripped of a leading ``www``, ``www2``, ... label. Its labels are
   reversed and joined by commas (``127.0.0.1`` is ``1,0,0,127``; an IPv6 literal has
   no dots and stays as it is, without brackets). A port other than the scheme's
-  default is kept (``example,com:8080)``). The scheme itself is not in the key.
+  default is kept (``example,com:8080)``). The scheme itself is not in the key,
+  except in an opaque URI (no ``//``: ``urn:crawlkit:report.json``, ``dns:x.org``),
+  which keeps it, as written.
 * The path is percent-decoded repeatedly, dot segments and empty segments resolved,
   escaped once (everything outside printable ASCII, ``%`` and ``#`` included), and
   lowercased; a trailing ``/`` goes unless the path is ``/``; ASP.NET session ids in

@@ -169,7 +169,8 @@ def test_archive_site_keeps_every_requisite_and_replays_in_pywb(tmp_path: Path) 
         served = {u: hashlib.sha256(web.get(u)[2]).hexdigest() for u in sorted(wanted)}
     warcs = sorted(out.glob("warc/*.warc.gz"))
     assert res.stderr.rstrip().splitlines()[-1] == (
-        f"{len(warcs)} WARC files in {out}/warc; package: {out}/collection.wacz"
+        f"crawlkit archive: {len(warcs)} WARC files in {out}/warc; "
+        f"report: {out}/report.html; package: {out}/collection.wacz"
     )
     archived: set[str] = set()
     for warc in warcs:
