@@ -25,6 +25,7 @@ const deadline = (ms, what) =>
   new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: no replayed page after ${ms} ms`)), ms).unref());
 try {
   const context = await browser.newContext();
+  context.setDefaultTimeout(60000); // a loaded CI machine is slow; the test has its own limit
   for (const [pageUrl, requisites] of Object.entries(spec.pages)) {
     const page = await context.newPage();
     const loaded = [];
@@ -38,6 +39,8 @@ try {
     let frame = null;
     const found = (async () => {
       for (;;) {
+        // Listen before looking, so a navigation between the two is not missed.
+        const navigated = page.waitForEvent("framenavigated", { timeout: 5000 }).catch(() => {});
         frame = page.frames().find((f) => (f.url().match(REPLAY_URL) || [])[1] === "mp_");
         if (frame) {
           try {
@@ -48,10 +51,10 @@ try {
             // the frame navigated while we looked: look again
           }
         }
-        await page.waitForEvent("framenavigated", { timeout: 20000 }).catch(() => {});
+        await navigated;
       }
     })();
-    await Promise.race([found, deadline(30000, pageUrl)]);
+    await Promise.race([found, deadline(60000, pageUrl)]);
     // Let the page's own requisites (images, fonts) finish.
     await frame.evaluate(async () => {
       await document.fonts.ready;

@@ -184,7 +184,7 @@ def _replay(tmp_path: Path, wacz: Path, requisites: dict[str, list[str]]) -> dic
             [str(NODE), str(HERE / "replay.mjs"), str(spec)],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=240,
             cwd=HERE,
             env={**os.environ, "NODE_PATH": str(MODULES)},
         )
