@@ -49,6 +49,7 @@ DAY = 86400.0
 TAU_MIN = H
 TAU_MAX = 90 * DAY
 PRIOR = 1 / DAY  # the stage's default prior (its --initial)
+POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 
 
 @dataclass
@@ -198,7 +199,7 @@ class New(ValuePolicy):
         self.count[pages] += 1
         k = int(min(self.count[pages].max(), KEEP))
         self.est[pages] = estimate_rates(
-            self.t[pages, :k], self.c[pages, :k], self.prior[pages], iterations=30
+            self.t[pages, :k], self.c[pages, :k], self.prior[pages], point=POINT
         )
         for visits, seen in self.snapshots.items():
             hit = pages[self.count[pages] == visits]
@@ -299,7 +300,10 @@ def main() -> None:
         "--budgets", default="0.5,0.05", help="fetches per page per day, comma-separated"
     )
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--point", choices=["mean", "mode"], default=POINT, help="the estimate")
+    ap.add_argument("--only", default="", help="policies to run, comma-separated")
     args = ap.parse_args()
+    globals()["POINT"] = args.point
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
@@ -325,6 +329,8 @@ def main() -> None:
         print(f"\nbudget {per_day:,.0f} fetches a day ({share:g} per page); optimum {optimum:.4f}")
         results = {}
         for cls in (Today, Uniform, New, Oracle):
+            if args.only and cls.name not in args.only.split(",") + ["oracle"]:
+                continue
             t0 = time.perf_counter()
             policy = cls(web)
             results[cls.name] = run(policy, web, args, per_day)
@@ -337,6 +343,8 @@ def main() -> None:
                 snapshots = policy.snapshots
         oracle = results["oracle"]["freshness"]
         for name in ("today", "uniform", "new"):
+            if name not in results:
+                continue
             f = results[name]["freshness"]
             print(f"  {name:<8} / oracle {f / oracle:.1%}   / optimum {f / optimum:.1%}")
         print("  estimates (new policy), pages that change:")
