@@ -49,7 +49,9 @@ DAY = 86400.0
 TAU_MIN = H
 TAU_MAX = 90 * DAY
 PRIOR = 1 / DAY  # the stage's default prior (its --initial)
+BEFORE = 30 * DAY  # changes start this long before the first fetch
 POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
+PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 
 
 @dataclass
@@ -63,44 +65,51 @@ class Web:
 
     def next_change(self, pages: np.ndarray, after: np.ndarray) -> np.ndarray:
         """The first change strictly after ``after`` (inf if none)."""
-        pos = np.searchsorted(self.keys, pages * self.span + after, side="right")
+        pos = np.searchsorted(self.keys, pages * self.span + BEFORE + after, side="right")
         found = np.full(len(pages), np.inf)
         ok = pos < len(self.keys)
         hit = np.zeros(len(pages), bool)
         hit[ok] = (self.keys[pos[ok]] // self.span).astype(np.int64) == pages[ok]
-        found[hit] = self.keys[pos[hit]] - pages[hit] * self.span
+        found[hit] = self.keys[pos[hit]] - pages[hit] * self.span - BEFORE
         return found
 
     def last_change(self, pages: np.ndarray, at: np.ndarray) -> np.ndarray:
         """The newest change at or before ``at`` (-inf if none)."""
-        pos = np.searchsorted(self.keys, pages * self.span + at, side="right") - 1
+        pos = np.searchsorted(self.keys, pages * self.span + BEFORE + at, side="right") - 1
         found = np.full(len(pages), -np.inf)
         ok = pos >= 0
         hit = np.zeros(len(pages), bool)
         hit[ok] = (self.keys[pos[ok]] // self.span).astype(np.int64) == pages[ok]
-        found[hit] = self.keys[pos[hit]] - pages[hit] * self.span
+        found[hit] = self.keys[pos[hit]] - pages[hit] * self.span - BEFORE
         return found
 
 
 def make_web(args: argparse.Namespace, rng: np.random.Generator) -> Web:
     n, horizon = args.pages, args.days * DAY
-    mean_interval = np.exp(rng.uniform(math.log(H), math.log(365 * DAY), n))
-    rate = 1 / mean_interval
-    rate[rng.random(n) < args.never] = 0.0
     sizes = 1 / np.arange(1, args.hosts + 1)
     host = rng.choice(args.hosts, n, p=sizes / sizes.sum())
+    lo, hi = math.log(H), math.log(365 * DAY)
+    if args.site_spread > 0:  # each host's pages around a centre of its own
+        centre = rng.uniform(lo, hi, args.hosts)[host]
+        log_interval = np.clip(centre + rng.normal(0, args.site_spread, n), lo, hi)
+    else:
+        log_interval = rng.uniform(lo, hi, n)
+    rate = np.exp(-log_interval)
+    rate[rng.random(n) < args.never] = 0.0
     periodic = rng.random(n) < args.periodic
-    span = 4 * horizon
+    span = 4 * horizon + 2 * BEFORE
     chunks = []
     for i in range(n):
         if rate[i] == 0:
             continue
+        # From a month before the first fetch, so a first Last-Modified has a date.
         if periodic[i]:
             period = 1 / rate[i]
-            times = np.arange(rng.uniform(0, period), horizon, period)
+            times = np.arange(rng.uniform(-BEFORE, -BEFORE + period), horizon, period)
         else:
-            times = np.sort(rng.uniform(0, horizon, rng.poisson(rate[i] * horizon)))
-        chunks.append(i * span + times[times > 0])
+            count = rng.poisson(rate[i] * (horizon + BEFORE))
+            times = np.sort(rng.uniform(-BEFORE, horizon, count))
+        chunks.append(i * span + BEFORE + times)
     keys = np.concatenate(chunks) if chunks else np.zeros(0)
     return Web(rate, host, rng.random(n) < args.lm, rng.random(n) < args.sitemap, keys, span)
 
@@ -117,7 +126,9 @@ class Policy:
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
         raise NotImplementedError
 
-    def observe(self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray) -> None:
+    def observe(
+        self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
+    ) -> None:
         """``dated``: seconds from the newest change to the visit, NaN when unknown."""
 
 
@@ -134,7 +145,9 @@ class Today(Policy):
         eligible = due <= now
         return select(-due, eligible, count, hosts=self.web.host, host_max=host_cap)
 
-    def observe(self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray) -> None:
+    def observe(
+        self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
+    ) -> None:
         counted = self.pending[pages]  # the sitemap already halved it
         factor = np.where(counted, 1.0, np.where(changed, 0.5, 1.5))
         self.interval[pages] = np.clip(self.interval[pages] * factor, TAU_MIN, TAU_MAX)
@@ -183,31 +196,48 @@ class New(ValuePolicy):
         n = len(web.rate)
         self.t = np.zeros((n, KEEP))
         self.c = np.full((n, KEEP), UNCHANGED)
-        self.count = np.zeros(n, np.int64)
+        self.count = np.zeros(n, np.int64)  # observations
+        self.visits = np.zeros(n, np.int64)
         self.est = np.full(n, PRIOR)
         self.prior = np.full(n, PRIOR)
         self.snapshots: dict[int, list[tuple[float, float]]] = {5: [], 10: [], 20: []}
+        # The first fetch's Last-Modified: a dated change over its age (as the stage).
+        pages = np.flatnonzero(web.lm)
+        age = -web.last_change(pages, np.zeros(len(pages)))
+        dated = pages[np.isfinite(age) & (age > 0)]
+        age = -web.last_change(dated, np.zeros(len(dated)))
+        self.t[dated, 0] = age
+        self.c[dated, 0] = age
+        self.count[dated] = 1
+        self.est[dated] = estimate_rates(self.t[dated, :1], self.c[dated, :1], PRIOR, point=POINT)
 
     def rates(self) -> np.ndarray:
         return self.est
 
-    def observe(self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray) -> None:
+    def observe(
+        self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
+    ) -> None:
         slot = self.count[pages] % KEEP
         self.t[pages, slot] = now - self.last[pages]
         code = np.where(changed, np.where(np.isnan(dated), CHANGED, dated), UNCHANGED)
         self.c[pages, slot] = code
         self.count[pages] += 1
+        self.visits[pages] += 1
         k = int(min(self.count[pages].max(), KEEP))
         self.est[pages] = estimate_rates(
-            self.t[pages, :k], self.c[pages, :k], self.prior[pages], point=POINT
+            self.t[pages, :k],
+            self.c[pages, :k],
+            self.prior[pages],
+            point=POINT,
+            prior_weight=PRIOR_WEIGHT,
         )
         for visits, seen in self.snapshots.items():
-            hit = pages[self.count[pages] == visits]
+            hit = pages[self.visits[pages] == visits]
             seen.extend(zip(self.est[hit], self.web.rate[hit], strict=True))
 
     def refresh_priors(self) -> None:
         """Each host's prior: the geometric mean rate of its pages seen 5+ times."""
-        known = self.count >= 5
+        known = self.visits >= 5
         hosts = self.web.host
         k = int(hosts.max()) + 1
         total = np.bincount(hosts[known], np.log(self.est[known]), k)
@@ -300,17 +330,26 @@ def main() -> None:
         "--budgets", default="0.5,0.05", help="fetches per page per day, comma-separated"
     )
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--site-spread",
+        type=float,
+        default=1.0,
+        help="sd of a page's log change interval around its host's (0: hosts alike)",
+    )
     ap.add_argument("--point", choices=["mean", "mode"], default=POINT, help="the estimate")
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
+    ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     args = ap.parse_args()
     globals()["POINT"] = args.point
+    globals()["PRIOR_WEIGHT"] = args.prior_weight
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
     print(
         f"web: {args.pages} pages on {args.hosts} hosts, {len(web.keys)} changes in "
         f"{args.days:g} days; {args.never:.0%} never change, {args.periodic:.0%} periodic, "
-        f"{args.lm:.0%} Last-Modified, {args.sitemap:.0%} in a sitemap; step {args.step:g} h, "
+        f"{args.lm:.0%} Last-Modified, {args.sitemap:.0%} in a sitemap; page rates spread "
+        f"{args.site_spread:g} (sd of log) around their host's; step {args.step:g} h, "
         f"at most {args.host_cap} fetches per host per step"
     )
     for share in (float(b) for b in args.budgets.split(",")):
@@ -329,7 +368,7 @@ def main() -> None:
         print(f"\nbudget {per_day:,.0f} fetches a day ({share:g} per page); optimum {optimum:.4f}")
         results = {}
         for cls in (Today, Uniform, New, Oracle):
-            if args.only and cls.name not in args.only.split(",") + ["oracle"]:
+            if args.only and cls.name not in [*args.only.split(","), "oracle"]:
                 continue
             t0 = time.perf_counter()
             policy = cls(web)

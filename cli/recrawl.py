@@ -36,8 +36,7 @@ def recrawl_command(
         float | None,
         typer.Option(
             "--budget",
-            help="Recrawl visits a day over all URLs; the default is one a day per URL "
-            "tracked.",
+            help="Recrawl visits a day over all URLs; the default is one a day per URL tracked.",
             show_default=False,
             min=0.001,
         ),

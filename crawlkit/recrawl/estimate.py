@@ -140,7 +140,9 @@ def estimate_rates(
         # Half an unchanged visit of the mean interval for undated changes.
         nb = binary.sum(axis=1)
         counted = valid.sum(axis=1)
-        mean_t = np.where(counted > 0, np.where(valid, t, 0.0).sum(axis=1) / np.maximum(counted, 1), 0)
+        mean_t = np.where(
+            counted > 0, np.where(valid, t, 0.0).sum(axis=1) / np.maximum(counted, 1), 0
+        )
         u_sum = u_sum + np.where(nb > 0, 0.5 * mean_t, 0.0)
     else:
         x_eff = x
@@ -182,12 +184,17 @@ def estimate_rates(
     return result
 
 
-GRID = np.linspace(math.log(RATE_MIN), math.log(1 / 60.0), 48)  #: log λ, up to 1/min
+GRID = np.linspace(math.log(RATE_MIN), math.log(1 / 60.0), 40)  #: log λ, up to 1/min
 
 
 def _posterior_mean(
     tb: Array, binary: npt.NDArray[np.bool_], x_eff: Array, right: Array, m: Array, pull: float
 ) -> Array:
+    # Only undated changes need the grid per observation: move them left, cut the rest.
+    order = np.argsort(~binary, axis=1, kind="stable")
+    width = int(binary.sum(axis=1).max()) if binary.size else 0
+    tb = np.take_along_axis(tb, order, axis=1)[:, :width]
+    binary = tb > 0
     lam = np.exp(GRID)  # (g,)
     z = tb[:, :, None] * lam[None, None, :]  # (n, k, g)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

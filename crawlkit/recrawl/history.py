@@ -10,8 +10,9 @@ when it is due. :func:`apply_event` is the update, a pure function:
   (:mod:`crawlkit.recrawl.estimate`): no change (304 Not Modified, the same digest,
   or a simhash within ``near_bits`` (3) bits), or a change (a new digest), dated when
   the response's Last-Modified or a sitemap ``lastmod`` falls between the two
-  fetches. The rate is re-estimated from the kept observations, with the URL's
-  site rate (or ``initial``) as the prior.
+  fetches (a first fetch's Last-Modified is one too: no change since, one then).
+  The rate is re-estimated from the kept observations, with the URL's site rate
+  (or ``initial``) as the prior (the posterior mean of log λ).
 * the revisit interval is the freshness-optimal one for that rate at the budget's
   multiplier μ (:func:`crawlkit.recrawl.policy.intervals`), weighted by importance
   (0..3, 0 most important: weight 2, 4/3, 1, 2/3), between ``min`` (1 h) and
@@ -48,7 +49,8 @@ from typing import Any
 import numpy as np
 
 from crawlkit.errors import StateError
-from crawlkit.recrawl import estimate, policy as optimum
+from crawlkit.recrawl import estimate
+from crawlkit.recrawl import policy as optimum
 
 __all__ = ["Entry", "Event", "History", "RecrawlPolicy", "apply_event", "hamming"]
 
@@ -102,7 +104,9 @@ class RecrawlPolicy:
     def interval(self, rate: float, importance: int) -> float:
         """The optimal revisit interval at ``mu`` for a page changing at ``rate``."""
         lam = np.array([rate])
-        return float(optimum.intervals(lam, self.weight(importance), self.mu, self.min, self.max)[0])
+        return float(
+            optimum.intervals(lam, self.weight(importance), self.mu, self.min, self.max)[0]
+        )
 
 
 @dataclass
@@ -230,7 +234,9 @@ def apply_event(
     return new
 
 
-def _changed(old: Entry, digest: str | None, event: Event, not_modified: bool, near: int) -> bool | None:
+def _changed(
+    old: Entry, digest: str | None, event: Event, not_modified: bool, near: int
+) -> bool | None:
     """Whether the page changed since ``old``'s fetch; None when nothing tells."""
     if (
         not_modified
@@ -269,6 +275,12 @@ def _apply_fetch(
             new.observations = estimate.pack(obs)
     else:
         new.checks = 1
+        modified = http_date(event.last_modified) if not not_modified else None
+        if modified is not None and modified < event.at:
+            # A first fetch's Last-Modified already says no change for that long, and
+            # one then: a dated change seen over exactly that span.
+            age = event.at - modified
+            new.observations = estimate.pack([(age, age)])
     new.pending_change = False
     new.last_fetch = event.at
     new.errors = 0
@@ -280,7 +292,9 @@ def _apply_fetch(
         new.digest = digest
     if event.simhash is not None:
         new.simhash = event.simhash
-    new.rate = estimate.rate(estimate.unpack(new.observations), prior or 1 / policy.initial)
+    new.rate = estimate.rate(
+        estimate.unpack(new.observations), prior or 1 / policy.initial, point="mean"
+    )
     new.interval = policy.interval(new.rate, new.importance)
     new.due = event.at + new.interval
     new.emitted = None
@@ -393,7 +407,7 @@ class History:
             changed = min(changes, seen)
             obs = [(interval, estimate.CHANGED)] * changed
             obs += [(interval, estimate.UNCHANGED)] * (seen - changed)
-            updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY), fp))
+            updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY, point="mean"), fp))
         db.executemany("UPDATE history SET observations = ?, rate = ? WHERE fp = ?", updates)
         db.execute("PRAGMA user_version = 2")
         db.commit()

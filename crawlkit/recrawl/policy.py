@@ -102,7 +102,9 @@ def _inverse_g(y: Array) -> Array:
     return result
 
 
-def intervals(lam: Array, w: Array, mu: Array | float, tau_min: float, tau_max: float) -> Array:
+def intervals(
+    lam: Array, w: Array | float, mu: Array | float, tau_min: float, tau_max: float
+) -> Array:
     """The optimal revisit interval of each page at multiplier ``mu``, clamped.
 
     ``value(λ, w, τ) = μ`` solved for τ; a page that never changes (λ ≈ 0) or changes
@@ -183,7 +185,10 @@ def solve(
         if _spend(lam, w, np.maximum(math.exp(hi), host_mu), tau_min, tau_max).sum() <= budget:
             for _ in range(80):
                 mid = 0.5 * (lo + hi)
-                if _spend(lam, w, np.maximum(math.exp(mid), host_mu), tau_min, tau_max).sum() > budget:
+                if (
+                    _spend(lam, w, np.maximum(math.exp(mid), host_mu), tau_min, tau_max).sum()
+                    > budget
+                ):
                     lo = mid
                 else:
                     hi = mid

@@ -73,7 +73,9 @@ def test_never_exceeds_the_budget_or_a_hosts_cap(
     budget = per_url * n / DAY
     host_cap = cap / DAY
     tau_min, tau_max = H, 90 * DAY
-    _, tau = solve(lam, 1.0, budget, tau_min=tau_min, tau_max=tau_max, hosts=hosts, host_cap=host_cap)
+    _, tau = solve(
+        lam, 1.0, budget, tau_min=tau_min, tau_max=tau_max, hosts=hosts, host_cap=host_cap
+    )
     assert np.all((tau >= tau_min) & (tau <= tau_max))
     floor = n / tau_max  # the longest interval spends this much whatever the budget
     assert (1 / tau).sum() <= max(budget, floor) * (1 + 1e-6)

@@ -24,14 +24,32 @@ def main(out: Path) -> None:
     for step in range(8):
         at = T0 + step * 6 * H
         records = [
-            {"url": "https://a.test/fast", "outcome": "fetched", "status": 200,
-             "fetched_at": at, "digest": f"sha1:{step}", "etag": f'"f{step}"'},
-            {"url": "https://a.test/still", "outcome": "fetched", "status": 200,
-             "fetched_at": at, "digest": "sha1:same"},
+            {
+                "url": "https://a.test/fast",
+                "outcome": "fetched",
+                "status": 200,
+                "fetched_at": at,
+                "digest": f"sha1:{step}",
+                "etag": f'"f{step}"',
+            },
+            {
+                "url": "https://a.test/still",
+                "outcome": "fetched",
+                "status": 200,
+                "fetched_at": at,
+                "digest": "sha1:same",
+            },
         ]
         if step == 7:
-            records.append({"url": "https://b.test/new", "outcome": "fetched", "status": 200,
-                            "fetched_at": at, "digest": "sha1:n"})
+            records.append(
+                {
+                    "url": "https://b.test/new",
+                    "outcome": "fetched",
+                    "status": 200,
+                    "fetched_at": at,
+                    "digest": "sha1:n",
+                }
+            )
         lines = [("make", i + 1, r) for i, r in enumerate(records)]
         recrawl(out, lines, write=lambda _r: None, now=at)
 
