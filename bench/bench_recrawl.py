@@ -52,6 +52,7 @@ PRIOR = 1 / DAY  # the stage's default prior (its --initial)
 BEFORE = 30 * DAY  # changes start this long before the first fetch
 POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
+SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 
 
 @dataclass
@@ -252,6 +253,8 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
     horizon = args.days * DAY
     step = args.step * H
     fresh = np.zeros(n)
+    late = np.zeros(n)  # fresh time in the second half (after the policies learned)
+    half = horizon / 2
     age = np.zeros(n)
     fetches = 0
     carry = 0.0
@@ -267,7 +270,7 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
                 policy.sitemap_change(newer)
             if not isinstance(policy, Uniform):
                 policy.pending[newer] = True
-            if isinstance(policy, New):
+            if isinstance(policy, New) and SITE_PRIOR:
                 policy.refresh_priors()
         carry += per_day * step / DAY
         count = int(carry)
@@ -279,6 +282,7 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
         prev = policy.last[pages]
         first = web.next_change(pages, prev)
         fresh[pages] += np.minimum(first, now) - prev
+        late[pages] += np.maximum(0.0, np.minimum(first, now) - np.maximum(prev, half))
         stale = first < now
         age[pages] += np.where(stale, (now - np.where(stale, first, now)) ** 2 / 2, 0.0)
         newest = web.last_change(pages, np.full(len(pages), now))
@@ -289,10 +293,12 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
     pages = np.arange(n)
     first = web.next_change(pages, policy.last)
     fresh += np.minimum(first, horizon) - policy.last
+    late += np.maximum(0.0, np.minimum(first, horizon) - np.maximum(policy.last, half))
     stale = first < horizon
     age += np.where(stale, (horizon - np.where(stale, first, horizon)) ** 2 / 2, 0.0)
     return {
         "freshness": float(fresh.mean() / horizon),
+        "late": float(late.mean() / (horizon - half)),
         "age_h": float(age.mean() / horizon / H),
         "fetches_day": fetches / args.days,
     }
@@ -339,9 +345,11 @@ def main() -> None:
     ap.add_argument("--point", choices=["mean", "mode"], default=POINT, help="the estimate")
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
+    ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
     args = ap.parse_args()
     globals()["POINT"] = args.point
     globals()["PRIOR_WEIGHT"] = args.prior_weight
+    globals()["SITE_PRIOR"] = not args.no_site_prior
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
@@ -375,7 +383,8 @@ def main() -> None:
             results[cls.name] = run(policy, web, args, per_day)
             r = results[cls.name]
             print(
-                f"  {cls.name:<8} freshness {r['freshness']:.4f}  age {r['age_h']:9.1f} h  "
+                f"  {cls.name:<8} freshness {r['freshness']:.4f} (2nd half {r['late']:.4f})  "
+                f"age {r['age_h']:9.1f} h  "
                 f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s)"
             )
             if isinstance(policy, New):
@@ -385,7 +394,11 @@ def main() -> None:
             if name not in results:
                 continue
             f = results[name]["freshness"]
-            print(f"  {name:<8} / oracle {f / oracle:.1%}   / optimum {f / optimum:.1%}")
+            late = results[name]["late"] / results["oracle"]["late"]
+            print(
+                f"  {name:<8} / oracle {f / oracle:.1%}   / optimum {f / optimum:.1%}   "
+                f"2nd half / oracle {late:.1%}"
+            )
         print("  estimates (new policy), pages that change:")
         print("\n".join(accuracy(snapshots)))
     print(f"\n{time.perf_counter() - started:.1f} s in all")

@@ -11,12 +11,12 @@ seconds after the one before sees one of three things, kept as one observation:
   between the two visits): the newest change was ``s`` seconds before the visit, so
   none in ``s`` and one at its start; log-likelihood ``log λ − λs``.
 
-The estimate maximises the sum over the kept observations plus a prior, by
-bisection on log λ of the derivative, which falls monotonically in λ::
+The log-likelihood of the kept observations, with a prior, gives the estimate. Its
+derivative in log λ falls monotonically::
 
-    Σ_changed  t_i / (e^{λ t_i} − 1)  +  (X' + a) / λ  =  Σ_unchanged t_j + S + b
+    Σ_changed  λt_i / (e^{λ t_i} − 1)  +  X'  −  λ (Σ_unchanged t_j + S)  −  (log λ − m) / σ²
 
-* Without dates, no prior and no correction this is Cho & Garcia-Molina's
+* Without dates, prior and correction, its root is Cho & Garcia-Molina's
   maximum-likelihood estimator for irregular access intervals ("Estimating
   frequency of change", ACM TOIT 2003, section 4.3). Its bias is corrected the way
   their regular-interval estimator ``r̂ = −log((n − X + 0.5)/(n + 0.5))`` corrects the
@@ -26,9 +26,22 @@ bisection on log λ of the derivative, which falls monotonically in λ::
 * Dated changes: ``X`` dated changes among ``n`` dated visits, exposure
   ``T = S + Σ t_unchanged``, bias-corrected as in their Last-Modified estimator,
   ``λ̂ = (X − 1 − X / (n log(1 − X/n))) / T``: ``X'`` is that numerator.
-* Prior: ``a`` pseudo-changes in ``b = a / prior_rate`` seconds (a Gamma prior,
-  mode ``prior_rate``), so a URL with few visits starts at its site's rate and
-  moves away as visits add up; ``a`` is 1 (the weight of one visit or so).
+* Prior: log λ is normal around ``m = log prior_rate`` (the URL's site, else
+  ``--initial``) with standard deviation σ = :data:`PRIOR_SPREAD` (2, a factor of
+  e² ≈ 7.4), weighted by ``prior_weight``. A URL with few visits starts at its
+  site's rate and moves away as visits add up.
+
+``point="mode"`` is the root (Newton's method in a bracket): with ``prior_weight`` 0
+exactly the estimators above. ``point="mean"``, what the history uses, is
+``exp(E[log λ])`` over the posterior on a grid, without the estimators'
+corrections (a posterior needs none). The two differ where it matters to the
+policy: a page seen changed at every visit has a likelihood flat above about
+1/interval, and the mode sits at the bottom of that flat, an underestimate that
+makes the page look worth chasing; the mean follows the prior up the flat. In the
+simulator (bench/bench_recrawl.py, 2,000 pages, 180 days, hosts alike) the mean gave
+97.8% and 88.4% of the oracle's freshness at a generous and a tight budget where
+the mode gave 97.6% and 84.8%; the posterior median and the mean of λ itself did
+worse than the mean of log λ.
 
 Storage: the newest :data:`KEEP` observations of a URL, packed as float32 pairs
 (:func:`pack` / :func:`unpack`), 8 bytes each. Older ones are dropped, which also
