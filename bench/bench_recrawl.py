@@ -36,13 +36,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 import time
 from dataclasses import dataclass
+from email.utils import formatdate
+from pathlib import Path
 
 import numpy as np
 
 from crawlkit.recrawl.estimate import CHANGED, KEEP, UNCHANGED, estimate_rates
 from crawlkit.recrawl.policy import freshness, select, solve, value
+from crawlkit.stages.recrawl import recrawl
 
 H = 3600.0
 DAY = 86400.0
@@ -50,6 +54,7 @@ TAU_MIN = H
 TAU_MAX = 90 * DAY
 PRIOR = 1 / DAY  # the stage's default prior (its --initial)
 BEFORE = 30 * DAY  # changes start this long before the first fetch
+EPOCH = 1_780_000_000.0  # simulated time 0 as unix seconds, for the stage
 POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
@@ -248,6 +253,56 @@ class New(ValuePolicy):
         self.prior = site[hosts]
 
 
+class Stage(Policy):
+    """The real stage, ``crawlkit.stages.recrawl.recrawl`` (what ``crawlkit recrawl
+    --now T --max-urls N`` runs) on a state directory, fed each step the fetch
+    records of the step before: digest, fetched_at, Last-Modified where the page
+    gives one, and the sitemap's lastmod records."""
+
+    name = "stage"
+
+    def __init__(self, web: Web, state: Path) -> None:
+        super().__init__(web)
+        self.state = state
+        self.urls = [f"https://h{h}.test/p{i}" for i, h in enumerate(web.host)]
+        self.index = {u: i for i, u in enumerate(self.urls)}
+        self.records: list[dict[str, object]] = [
+            self._record(i, 0.0) for i in range(len(self.urls))
+        ]
+
+    def _record(self, i: int, now: float) -> dict[str, object]:
+        newest = float(self.web.last_change(np.array([i]), np.array([now]))[0])
+        rec: dict[str, object] = {
+            "url": self.urls[i],
+            "status": 200,
+            "outcome": "fetched",
+            "fetched_at": EPOCH + now,
+            "digest": f"sha1:{newest!r}",
+        }
+        if self.web.lm[i] and np.isfinite(newest):
+            rec["last_modified"] = formatdate(EPOCH + newest, usegmt=True)
+        return rec
+
+    def lastmods(self, pages: np.ndarray, lastmod: np.ndarray) -> None:
+        for i, t in zip(pages, lastmod, strict=True):
+            self.records.append({"url": self.urls[i], "lastmod": EPOCH + float(t)})
+
+    def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
+        out: list[dict[str, object]] = []
+        lines = [("sim", k + 1, r) for k, r in enumerate(self.records)]
+        recrawl(
+            self.state,
+            lines,
+            write=out.extend,
+            now=EPOCH + now,
+            max_urls=count,
+            host_max=host_cap,
+        )
+        pages = np.array([self.index[str(r["url"])] for r in out], np.int64)
+        self.records = [self._record(int(i), now) for i in pages]
+        return pages
+
+
 def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> dict[str, float]:
     n = len(web.rate)
     horizon = args.days * DAY
@@ -266,6 +321,8 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
             lastmod = web.last_change(on_map, np.full(len(on_map), now))
             newer = on_map[lastmod > policy.last[on_map]]
             newer = newer[~policy.pending[newer]]
+            if isinstance(policy, Stage):
+                policy.lastmods(newer, web.last_change(newer, np.full(len(newer), now)))
             if isinstance(policy, Today):
                 policy.sitemap_change(newer)
             if not isinstance(policy, Uniform):
@@ -346,6 +403,11 @@ def main() -> None:
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
+    ap.add_argument(
+        "--stage",
+        action="store_true",
+        help="also run the real stage (slow: use --pages 200 --days 30)",
+    )
     args = ap.parse_args()
     globals()["POINT"] = args.point
     globals()["PRIOR_WEIGHT"] = args.prior_weight
@@ -375,11 +437,18 @@ def main() -> None:
         optimum = float(freshness(web.rate, tau).mean())
         print(f"\nbudget {per_day:,.0f} fetches a day ({share:g} per page); optimum {optimum:.4f}")
         results = {}
-        for cls in (Today, Uniform, New, Oracle):
+        classes: list[type[Policy]] = [Today, Uniform, New, Oracle]
+        if args.stage:
+            classes.insert(3, Stage)
+        for cls in classes:
             if args.only and cls.name not in [*args.only.split(","), "oracle"]:
                 continue
             t0 = time.perf_counter()
-            policy = cls(web)
+            if cls is Stage:
+                tmp = tempfile.TemporaryDirectory()
+                policy: Policy = Stage(web, Path(tmp.name))
+            else:
+                policy = cls(web)
             results[cls.name] = run(policy, web, args, per_day)
             r = results[cls.name]
             print(
@@ -390,7 +459,7 @@ def main() -> None:
             if isinstance(policy, New):
                 snapshots = policy.snapshots
         oracle = results["oracle"]["freshness"]
-        for name in ("today", "uniform", "new"):
+        for name in ("today", "uniform", "new", "stage"):
             if name not in results:
                 continue
             f = results[name]["freshness"]
