@@ -58,6 +58,7 @@ EPOCH = 1_780_000_000.0  # simulated time 0 as unix seconds, for the stage
 POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
+SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
 
 
 @dataclass
@@ -204,6 +205,7 @@ class New(ValuePolicy):
         self.c = np.full((n, KEEP), UNCHANGED)
         self.count = np.zeros(n, np.int64)  # observations
         self.visits = np.zeros(n, np.int64)
+        self.observed = np.zeros(n)  # the newest fetch or sitemap read
         self.est = np.full(n, PRIOR)
         self.prior = np.full(n, PRIOR)
         self.snapshots: dict[int, list[tuple[float, float]]] = {5: [], 10: [], 20: []}
@@ -223,12 +225,36 @@ class New(ValuePolicy):
     def observe(
         self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
     ) -> None:
+        # A change a sitemap read announced is counted already (sitemap_read).
+        counted = self.pending[pages]
+        self._record(pages[~counted], now, changed[~counted], dated[~counted])
+        self.observed[pages] = now
+        self.visits[pages] += 1
+        for visits, seen in self.snapshots.items():
+            hit = pages[self.visits[pages] == visits]
+            seen.extend(zip(self.est[hit], self.web.rate[hit], strict=True))
+
+    def sitemap_read(self, pages: np.ndarray, now: float, lastmod: np.ndarray) -> None:
+        """A sitemap read is a visit without a fetch: its lastmod dates a change since
+        the last observation, or says there was none (as the stage does)."""
+        if not SITEMAP_OBS:
+            return
+        fresh = ~self.pending[pages]  # a change announced and not fetched: nothing new
+        pages, lastmod = pages[fresh], lastmod[fresh]
+        changed = lastmod > self.observed[pages]
+        self._record(pages, now, changed, np.where(changed, now - lastmod, np.nan))
+        self.observed[pages] = now
+
+    def _record(
+        self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
+    ) -> None:
+        if len(pages) == 0:
+            return
         slot = self.count[pages] % KEEP
-        self.t[pages, slot] = now - self.last[pages]
+        self.t[pages, slot] = now - self.observed[pages]
         code = np.where(changed, np.where(np.isnan(dated), CHANGED, dated), UNCHANGED)
         self.c[pages, slot] = code
         self.count[pages] += 1
-        self.visits[pages] += 1
         k = int(min(self.count[pages].max(), KEEP))
         self.est[pages] = estimate_rates(
             self.t[pages, :k],
@@ -237,9 +263,6 @@ class New(ValuePolicy):
             point=POINT,
             prior_weight=PRIOR_WEIGHT,
         )
-        for visits, seen in self.snapshots.items():
-            hit = pages[self.visits[pages] == visits]
-            seen.extend(zip(self.est[hit], self.web.rate[hit], strict=True))
 
     def refresh_priors(self) -> None:
         """Each host's prior: the geometric mean rate of its pages seen 5+ times."""
@@ -319,10 +342,13 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
         if s % max(1, int(DAY // step)) == 0:
             on_map = np.flatnonzero(web.sitemap)
             lastmod = web.last_change(on_map, np.full(len(on_map), now))
+            if isinstance(policy, New):
+                policy.sitemap_read(on_map, now, lastmod)
             newer = on_map[lastmod > policy.last[on_map]]
             newer = newer[~policy.pending[newer]]
-            if isinstance(policy, Stage):
-                policy.lastmods(newer, web.last_change(newer, np.full(len(newer), now)))
+            if isinstance(policy, Stage):  # the whole sitemap, as read
+                known = np.isfinite(lastmod)
+                policy.lastmods(on_map[known], lastmod[known])
             if isinstance(policy, Today):
                 policy.sitemap_change(newer)
             if not isinstance(policy, Uniform):
@@ -404,6 +430,9 @@ def main() -> None:
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
     ap.add_argument(
+        "--no-sitemap-obs", action="store_true", help="sitemap reads are no observations"
+    )
+    ap.add_argument(
         "--stage",
         action="store_true",
         help="also run the real stage (slow: use --pages 200 --days 30)",
@@ -412,6 +441,7 @@ def main() -> None:
     globals()["POINT"] = args.point
     globals()["PRIOR_WEIGHT"] = args.prior_weight
     globals()["SITE_PRIOR"] = not args.no_site_prior
+    globals()["SITEMAP_OBS"] = not args.no_sitemap_obs
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)

@@ -18,8 +18,11 @@ when it is due. :func:`apply_event` is the update, a pure function:
   (0..3, 0 most important: weight 2, 4/3, 1, 2/3), between ``min`` (1 h) and
   ``max`` (90 days); the next visit is due that long after the fetch.
   ``crawlkit recrawl`` re-solves μ for its budget each run (stages/recrawl.py).
-* a sitemap ``lastmod`` newer than the last fetch is evidence of a change: the URL
-  is due now, and the fetch that follows dates its change by it.
+* a sitemap read (a ``lastmod`` event) is a visit without a fetch: its ``lastmod``
+  dates a change since the URL's last observation, or says there was none, so
+  feed a sitemap's records when it was read. A ``lastmod`` newer than the last
+  fetch makes the URL due now; the fetch that follows adds no observation (the
+  read counted the change).
 * ``deferred`` fetches are due again at their ``retry_at``; errors back off (1 h,
   doubling, up to the interval); robots-denied URLs wait at least a day.
 
@@ -137,6 +140,7 @@ class Entry:
     emitted: float | None = None
     rate: float | None = None  # estimated changes per second (None: no estimate yet)
     observations: bytes | None = None  # estimate.pack()ed (interval, code) pairs
+    observed: float | None = None  # the newest fetch or sitemap read (what is known)
 
 
 @dataclass
@@ -191,18 +195,7 @@ def apply_event(
     if entry is not None and event.at <= entry.last_event:
         return entry
     if event.kind == "lastmod":
-        if entry is None or event.lastmod is None:
-            return entry
-        new = replace(entry, last_event=event.at)
-        if (entry.last_fetch is None or event.lastmod > entry.last_fetch) and (
-            entry.lastmod is None or event.lastmod > entry.lastmod
-        ):
-            new.lastmod = event.lastmod
-            if not entry.pending_change:
-                new.changes += 1
-                new.pending_change = True
-            new.due = min(entry.due, event.at)
-        return new
+        return _apply_lastmod(entry, event, policy, prior)
     outcome = (event.outcome or "").lower()
     if outcome == "refused":
         return entry  # the frontier refused it: nothing to revisit
@@ -231,6 +224,39 @@ def apply_event(
         backoff = policy.error_backoff * 2 ** min(new.errors - 1, 30)
         new.due = event.at + min(max(backoff, policy.min), max(new.interval, policy.min))
         new.emitted = None
+    return new
+
+
+def _apply_lastmod(
+    entry: Entry | None, event: Event, policy: RecrawlPolicy, prior: float | None
+) -> Entry | None:
+    """A sitemap read: a visit without a fetch. Its lastmod dates a change since the
+    URL's last observation (fetch or read), or says there was none."""
+    if entry is None or event.lastmod is None:
+        return entry
+    new = replace(entry, last_event=event.at)
+    since = entry.observed if entry.observed is not None else entry.last_fetch
+    if since is not None and not entry.pending_change and event.at > since:
+        changed = event.lastmod > since
+        code = estimate.UNCHANGED
+        if changed:
+            code = event.at - event.lastmod if event.lastmod < event.at else estimate.CHANGED
+        obs = estimate.unpack(entry.observations)
+        obs.append((event.at - since, code))
+        new.observations = estimate.pack(obs)
+        new.observed = event.at
+        new.rate = estimate.rate(obs, prior or 1 / policy.initial, point="mean")
+        new.interval = policy.interval(new.rate, new.importance)
+        if entry.last_fetch is not None and entry.outcome in GOOD_OUTCOMES:
+            new.due = entry.last_fetch + new.interval
+    if (entry.last_fetch is None or event.lastmod > entry.last_fetch) and (
+        entry.lastmod is None or event.lastmod > entry.lastmod
+    ):
+        new.lastmod = event.lastmod
+        if not entry.pending_change:
+            new.changes += 1
+            new.pending_change = True
+        new.due = min(entry.due, event.at)
     return new
 
 
@@ -267,11 +293,13 @@ def _apply_fetch(
     if old is not None and old.last_fetch is not None:
         new.checks += 1
         changed = _changed(old, digest, event, not_modified, policy.near_bits)
+        since = old.observed if old.observed is not None else old.last_fetch
+        # A change a sitemap announced was counted and observed when it was read.
         if changed is True and not old.pending_change:
-            new.changes += 1  # (a sitemap lastmod counted this change already)
-        if changed is not None and event.at > old.last_fetch:
+            new.changes += 1
+        if changed is not None and event.at > since and not old.pending_change:
             obs = estimate.unpack(old.observations)
-            obs.append((event.at - old.last_fetch, _code(old, event, changed)))
+            obs.append((event.at - since, _code(old, event, changed)))
             new.observations = estimate.pack(obs)
     else:
         new.checks = 1
@@ -283,6 +311,7 @@ def _apply_fetch(
             new.observations = estimate.pack([(age, age)])
     new.pending_change = False
     new.last_fetch = event.at
+    new.observed = event.at
     new.errors = 0
     if event.etag is not None:
         new.etag = event.etag
@@ -305,11 +334,12 @@ def _code(old: Entry, event: Event, changed: bool) -> float:
     if not changed:
         return estimate.UNCHANGED
     assert old.last_fetch is not None
-    for when in (http_date(event.last_modified), old.lastmod if old.pending_change else None):
-        # A date counts only between the two fetches: a server that sends the time
-        # of the request, or an old one, says nothing about this change.
-        if when is not None and old.last_fetch < when < event.at:
-            return event.at - when
+    since = old.observed if old.observed is not None else old.last_fetch
+    when = http_date(event.last_modified)
+    # A date counts only after the last observation: a server that sends the time of
+    # the request, or an old one, says nothing about this change.
+    if when is not None and since < when < event.at:
+        return event.at - when
     return estimate.CHANGED
 
 
@@ -376,7 +406,7 @@ class History:
                 last_modified TEXT, digest TEXT, simhash INTEGER, lastmod REAL,
                 interval REAL NOT NULL, changes INTEGER NOT NULL, checks INTEGER NOT NULL,
                 errors INTEGER NOT NULL, pending_change INTEGER NOT NULL, due REAL NOT NULL,
-                emitted REAL, rate REAL, observations BLOB
+                emitted REAL, rate REAL, observations BLOB, observed REAL
             );
             CREATE INDEX IF NOT EXISTS history_due ON history (due);
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
@@ -396,6 +426,8 @@ class History:
             return
         db.execute("ALTER TABLE history ADD COLUMN rate REAL")
         db.execute("ALTER TABLE history ADD COLUMN observations BLOB")
+        db.execute("ALTER TABLE history ADD COLUMN observed REAL")
+        db.execute("UPDATE history SET observed = last_fetch")
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL)")
         db.execute("CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL)")
         rows = db.execute(

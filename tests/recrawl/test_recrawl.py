@@ -98,15 +98,19 @@ def test_intervals_stay_between_the_clamps_and_follow_importance() -> None:
     assert waits == sorted(waits) and waits[0] < waits[-1]  # 0 most important: soonest
 
 
-def test_sitemap_lastmod_counts_as_a_change_once_and_dates_it() -> None:
+def test_sitemap_reads_are_observations_and_count_a_change_once() -> None:
     e = apply_event(None, fetch(T0, "a"), 1, P)
     hint = Event(kind="lastmod", at=T0 + H, url="https://a.test/", lastmod=T0 + 60)
     e = apply_event(e, hint, 1, P)
+    # the read: a change in the hour since the fetch, dated 60 s after it
     assert e.pending_change and e.due == T0 + H and e.changes == 1
+    assert unpack(e.observations) == [(H, H - 60)]
     e = apply_event(e, fetch(T0 + 2 * H, "b"), 1, P)  # the change the sitemap announced
-    assert e.changes == 1 and not e.pending_change and _codes(e) == [2 * H - 60]
-    old = Event(kind="lastmod", at=T0 + 3 * H, url="https://a.test/", lastmod=T0 - DAY)
-    assert not apply_event(e, old, 1, P).pending_change  # older than the fetch: no news
+    assert e.changes == 1 and not e.pending_change and len(unpack(e.observations)) == 1
+    same = Event(kind="lastmod", at=T0 + 5 * H, url="https://a.test/", lastmod=T0 + 60)
+    quiet = apply_event(e, same, 1, P)  # read again, nothing newer: 3 h without a change
+    assert not quiet.pending_change and unpack(quiet.observations)[-1] == (3 * H, UNCHANGED)
+    assert quiet.rate < e.rate
 
 
 def test_deferred_error_and_replays() -> None:
