@@ -1,7 +1,7 @@
 """crawlkit recrawl on testweb's changing pages, over real HTTP, with a simulated
 clock (the ``X-Testweb-Now`` header and ``now=``): a page changing every 6 hours
 (with Last-Modified and an ETag) and one that never changes, visited whenever the
-stage says, for 8 simulated days in runs about an hour apart. The estimated time between
+stage says, for 5 simulated days in runs about an hour apart. The estimated time between
 changes converges to the true period, the revisit interval to the optimal one for
 it, and the stable page, answering 304 to the conditional GETs built from the due
 records, drifts towards the maximum interval.
@@ -59,7 +59,7 @@ def test_intervals_converge_to_the_true_period_on_testweb(tmp_path: Path) -> Non
         statuses: dict[str, list[int]] = {clock: [], stable: []}
         estimates = []
         run = 0
-        while now < T0 + 8 * DAY:
+        while now < T0 + 5 * DAY:
             due: list[dict] = []
             lines = [("log", i + 1, rec) for i, rec in enumerate(log)]
             recrawl_in(history, lines, write=due.extend, policy=policy, now=now)
