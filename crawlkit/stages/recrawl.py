@@ -197,14 +197,18 @@ def recrawl_stats(
     reporter: Reporter | None = None,
 ) -> list[str]:
     """The text of ``crawlkit recrawl --stats``: the history under ``state_path`` read
-    under the state lock (:func:`crawlkit.recrawl.stats.collect`); writes nothing but
-    a migration of an old history."""
+    under the state lock (:func:`crawlkit.recrawl.stats.collect`) as planned for
+    ``policy`` now; writes nothing but a migration of an old history (the plan is
+    rolled back)."""
     now = time.time() if now is None else now
+    policy = policy or RecrawlPolicy()
     with lock_state(state_path, wait=lock_wait, reporter=reporter or NullReporter()) as state:
         history = History(state.sub("recrawl"))
         try:
-            return format_lines(collect(history, policy or RecrawlPolicy(), now, days))
+            replan(history, policy)
+            return format_lines(collect(history, policy, now, days))
         finally:
+            history.db.rollback()
             history.close()
 
 
