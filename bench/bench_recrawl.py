@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from crawlkit.recrawl.estimate import CHANGED, KEEP, UNCHANGED, estimate_rates
+from crawlkit.recrawl.plan import PRIOR_VISITS
 from crawlkit.recrawl.policy import freshness, select, solve, value
 from crawlkit.stages.recrawl import recrawl
 
@@ -266,7 +267,7 @@ class New(ValuePolicy):
 
     def refresh_priors(self) -> None:
         """Each host's prior: the geometric mean rate of its pages seen 5+ times."""
-        known = self.visits >= 5
+        known = self.visits >= PRIOR_VISITS
         hosts = self.web.host
         k = int(hosts.max()) + 1
         total = np.bincount(hosts[known], np.log(self.est[known]), k)
