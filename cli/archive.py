@@ -89,6 +89,8 @@ def archive_command(
     # The crawl command itself, with its own option parsing, checks and summary: the
     # archive cannot drift from it. Its errors end this command the same way.
     crawl.main(args=crawl_args, prog_name="crawlkit crawl", standalone_mode=False)
+    if "--explain" in extra:
+        return  # the crawl's stage commands were printed; nothing was crawled
     report = package_collection(
         collection,
         title=title or f"Archive of {url}",
