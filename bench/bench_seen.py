@@ -98,7 +98,7 @@ def child_size(n: int, batch: int, repeats: int, with_set: bool, workdir: Path) 
     rng = np.random.default_rng(1)
     t = time.perf_counter()
     # Sized so the store is exactly at its design count after the one batch committed
-    # below (RAM per URL is quoted at the design count, as in DESIGN.md).
+    # below (RAM per URL is quoted at the design count, as in docs/design.md).
     with SeenStore.open(workdir / f"s{n}", capacity=n + batch // 2, fp_rate=0.001) as store:
         store.commit(keys)
         result["build_s"] = time.perf_counter() - t

@@ -95,7 +95,7 @@ def audit(
     after 429/503 or before Retry-After, whether robots.txt came first, requests while
     robots.txt answered 5xx, robots-disallowed paths, trap depth, duplicate fetches and
     bytes taken from hostile hosts; per address, connections at once against --per-ip.
-    Gaps shorter than 10 x the previous response time (DESIGN.md's adaptive delay, only
+    Gaps shorter than 10 x the previous response time (docs/design.md's adaptive delay, only
     approximately visible to a server), duplicates and hostile bytes are warnings;
     everything else is a violation. Exit status 1 when any violation exists or a log is
     truncated or corrupt (the records before the damage are audited).

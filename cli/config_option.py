@@ -1,5 +1,9 @@
 """``--config FILE``: option values from a TOML file, flags winning over the file.
 
+A stage that takes ``--config`` (``fetch``) reads the same file as ``crawl``: keys
+of crawl's other options are checked as crawl would and otherwise left alone, so
+``crawl --explain`` can hand its config file to the stage.
+
 The option is eager: its callback reads the file before click reads the other
 options and puts the values in ``ctx.default_map``, so a value in the file acts as
 that option's default and a flag given on the command line wins. Which keys and
@@ -49,10 +53,19 @@ def _load(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Pa
     if value is None:
         return None
     kinds = _kinds(ctx.command)
-    config = load_config(value, {k: kind for k, (_, kind) in kinds.items()})
+    accepted = {k: kind for k, (_, kind) in kinds.items()}
+    if ctx.command.name != "crawl":
+        # A stage of the crawl reads the crawl's config file: the keys of crawl's other
+        # stages are checked as crawl checks them, then left to those stages.
+        root = ctx.find_root()
+        crawl = getattr(root.command, "get_command", lambda *_: None)(root, "crawl")
+        if isinstance(crawl, click.Command):
+            accepted = {**{k: kind for k, (_, kind) in _kinds(crawl).items()}, **accepted}
+    config = load_config(value, accepted)
     defaults: dict[str, Any] = dict(ctx.default_map or {})
     for key, item in config.options.items():
-        defaults[kinds[key][0]] = item
+        if key in kinds:
+            defaults[kinds[key][0]] = item
     ignored = [h for h, s in config.hosts.items() if s.get("ignore-robots")]
     if ignored and "ignore-robots-for" in kinds:
         name = kinds["ignore-robots-for"][0]

@@ -8,50 +8,69 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import orjson
 import typer
 from crawlkit_cli.app import app, invocation, reporter
-from crawlkit_cli.archive_options import (
-    Cookies,
-    Exclude,
-    Header,
-    IgnoreFile,
-    IgnoreRobotsFor,
-    Netrc,
-    Proxy,
-    Requisites,
-    Sitemap,
-    TrustEnv,
-    archive_options,
-    host_min_delays,
-    proxy_url,
-    request_settings,
-    robots_exceptions,
-)
+from crawlkit_cli.archive_options import archive_options
 from crawlkit_cli.config_option import ConfigOption
+from crawlkit_cli.explain import stage_flags
+from crawlkit_cli.fetch_options import (
+    AGENT_DEFAULT,
+    BACKOFF_DEFAULT,
+    CONCURRENCY_DEFAULT,
+    DELAY_FACTOR_DEFAULT,
+    MAX_BACKOFF_DEFAULT,
+    MAX_BODY_DEFAULT,
+    MAX_DECODED_DEFAULT,
+    MIN_DELAY_DEFAULT,
+    PER_IP_DEFAULT,
+    TIMEOUT_DEFAULT,
+    WARC_PREFIX_DEFAULT,
+    WARC_SIZE_DEFAULT,
+    WARC_VERSION_DEFAULT,
+    fetch_config,
+    warc_options,
+)
 from crawlkit_cli.options import (
+    MAX_DEPTH_DEFAULT,
     Agent,
     AllowNet,
     Backoff,
     CaFile,
     Collection,
     Concurrency,
+    Cookies,
     DelayFactor,
     Description,
     DnsServer,
+    Exclude,
+    Header,
     HostsFile,
+    IgnoreFile,
+    IgnoreRobotsFor,
     Insecure,
     MaxBackoff,
     MaxBody,
+    MaxDecoded,
+    MaxDepth,
     MinDelay,
+    Netrc,
     Operator,
     PerIp,
+    PerIpDelay,
+    Proxy,
+    Requisites,
     Shards,
+    Sitemap,
     SlotMapFile,
     StateDir,
     Timeout,
+    TrustEnv,
     WarcPrefix,
     WarcSize,
+    WarcVersion,
+    warc_info,
 )
 from crawlkit_cli.progress import progress_printer
 
@@ -60,11 +79,10 @@ from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
-from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.masking import mask_argv
-from crawlkit.times import parse_duration, parse_size
+from crawlkit.times import parse_duration
 
 
 def read_seeds(items: list[str]) -> list[str]:
@@ -82,12 +100,6 @@ def read_seeds(items: list[str]) -> list[str]:
             if line:
                 seeds.append(line)
     return seeds
-
-
-def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
-    """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
-    fields = {"operator": operator, "isPartOf": collection, "description": description}
-    return {k: v for k, v in fields.items() if v}
 
 
 @app.command("crawl")
@@ -117,20 +129,23 @@ def crawl_command(
         Path | None,
         typer.Option("--warc-dir", help="Where WARC files go (default STATE/warc)."),
     ] = None,
-    concurrency: Concurrency = 100,
-    min_delay: MinDelay = "1s",
-    delay_factor: DelayFactor = 10.0,
-    per_ip: PerIp = 2,
-    timeout: Timeout = "30s",
-    max_body: MaxBody = "10MB",
-    backoff: Backoff = "60s",
-    max_backoff: MaxBackoff = "1h",
-    warc_size: WarcSize = "1GB",
-    warc_prefix: WarcPrefix = "crawlkit",
+    concurrency: Concurrency = CONCURRENCY_DEFAULT,
+    min_delay: MinDelay = MIN_DELAY_DEFAULT,
+    delay_factor: DelayFactor = DELAY_FACTOR_DEFAULT,
+    per_ip: PerIp = PER_IP_DEFAULT,
+    per_ip_delay: PerIpDelay = None,
+    timeout: Timeout = TIMEOUT_DEFAULT,
+    max_body: MaxBody = MAX_BODY_DEFAULT,
+    max_decoded: MaxDecoded = MAX_DECODED_DEFAULT,
+    backoff: Backoff = BACKOFF_DEFAULT,
+    max_backoff: MaxBackoff = MAX_BACKOFF_DEFAULT,
+    warc_size: WarcSize = WARC_SIZE_DEFAULT,
+    warc_prefix: WarcPrefix = WARC_PREFIX_DEFAULT,
+    warc_version: WarcVersion = WARC_VERSION_DEFAULT,
     operator: Operator = None,
     collection: Collection = None,
     description: Description = None,
-    agent: Agent = DEFAULT_AGENT,
+    agent: Agent = AGENT_DEFAULT,
     allow_net: AllowNet = None,
     hosts_file: HostsFile = None,
     ca_file: CaFile = None,
@@ -164,9 +179,7 @@ def crawl_command(
     no_budgets: Annotated[
         bool, typer.Option("--no-budgets", help="No per-site page budgets (a fixed site list).")
     ] = False,
-    max_depth: Annotated[
-        int | None, typer.Option("--max-depth", help="Refuse URLs deeper than this from a seed.")
-    ] = 20,
+    max_depth: MaxDepth = MAX_DEPTH_DEFAULT,
     shard: Annotated[
         int | None,
         typer.Option(
@@ -211,15 +224,18 @@ def crawl_command(
     503, robots.txt unavailable, not started before the stop) wait in one place,
     STATE/crawl/waiting.ndjson.zst, until their retry time, and are queued once;
     out-of-scope, excluded and trap URLs are refused with a reason. A seed named
-    again that was never fetched (it failed, was refused, or was never reached) is
-    queued again by every run that names it; other failed URLs come back once their
-    backoff (1 h, doubling) has run out. The summary names each error reason with an
-    example URL, and a crawl that could fetch nothing at all exits 1. A host that
+    again that was never fetched (it failed, was refused or deferred, or was never
+    reached) is due at once in every run that names it: a robots.txt that could not
+    be had and a failed name lookup are asked again first; other failed URLs come
+    back once their backoff (1 h, doubling) has run out. The summary names each
+    error reason (robots.txt unavailable too) with an example URL, and a crawl that
+    could fetch nothing at all exits 1, without waiting for its retries. A host that
     answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
     capped at 24 h (a server asking for a week is asked again the next day). The first
-    SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
-    requests in flight finish, the rest waits for the next run, the summary says
-    "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+    SIGINT or SIGTERM (Ctrl-C, a job runner's stop), also while the crawl starts,
+    stops the crawl gracefully: requests in flight finish, name lookups under way
+    are abandoned, the rest waits for the next run, the summary says "interrupted",
+    exit 0; a second signal stops it at once (a restart recovers).
 
     Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
     no more while post-processing has 2 cut cycles waiting. --for stops fetching at
@@ -254,7 +270,6 @@ def crawl_command(
     io.check_output_dir(warc_dir, "--warc-dir")
     if scope not in ("host", "site", "any") and not scope:
         raise UsageError("--scope must not be empty")
-    delay = parse_duration(min_delay)
     options = CrawlOptions(
         scope=scope,
         max_pages=max_pages,
@@ -264,36 +279,40 @@ def crawl_command(
         jobs=jobs,
         budgets=not no_budgets,
         warc_dir=warc_dir,
-        fetch=FetchConfig(
+        fetch=fetch_config(
+            state=state,
             agent=agent,
             concurrency=concurrency,
-            min_delay=delay,
+            min_delay=min_delay,
             delay_factor=delay_factor,
             per_ip=per_ip,
-            timeout=parse_duration(timeout),
-            ignore_robots_for=robots_exceptions(ignore_robots_for),
-            request=request_settings(header, cookies, netrc, state),
-            host_min_delay=host_min_delays(),
-            proxy=proxy_url(proxy),
+            per_ip_delay=per_ip_delay,
+            timeout=timeout,
+            max_body=max_body,
+            max_decoded=max_decoded,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            ignore_robots_for=ignore_robots_for,
+            header=header,
+            cookies=cookies,
+            netrc=netrc,
+            proxy=proxy,
             trust_env=trust_env,
-            max_body=parse_size(max_body),
-            backoff=parse_duration(backoff),
-            max_backoff=parse_duration(max_backoff),
         ),
-        warc_size=parse_size(warc_size),
-        warc_prefix=warc_prefix,
+        warc=warc_options(warc_size, warc_prefix, warc_version),
         warc_info={**warc_info(operator, collection, description), "command-line": command_line()},
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
-        limits=TrapLimits(max_depth=max_depth),
+        limits=TrapLimits(max_depth=max_depth if max_depth > 0 else None),
         shard=shard,
         shards=shards,
         slot_map=slot_map,
         archive=archive_options(requisites, exclude, ignore_file),
     )
     if do_explain:
-        print(explain(str(state), options))
+        flags = stage_flags(click.get_current_context())
+        print(explain(str(state), options, flags, [*(seeds or []), *(sitemap or [])]))
         return
     long_running_gc()
     summary = crawl(

@@ -10,46 +10,68 @@ from typing import Annotated, Any
 
 import typer
 from crawlkit_cli.app import app, reporter
+from crawlkit_cli.config_option import ConfigOption
+from crawlkit_cli.fetch_options import (
+    AGENT_DEFAULT,
+    BACKOFF_DEFAULT,
+    CONCURRENCY_DEFAULT,
+    DELAY_FACTOR_DEFAULT,
+    MAX_BACKOFF_DEFAULT,
+    MAX_BODY_DEFAULT,
+    MAX_DECODED_DEFAULT,
+    MIN_DELAY_DEFAULT,
+    PER_IP_DEFAULT,
+    TIMEOUT_DEFAULT,
+    WARC_PREFIX_DEFAULT,
+    WARC_SIZE_DEFAULT,
+    WARC_VERSION_DEFAULT,
+    fetch_config,
+    save_site_cookies,
+    warc_options,
+)
 from crawlkit_cli.options import (
     Agent,
     AllowNet,
     Backoff,
     CaFile,
+    Collection,
     Concurrency,
+    Cookies,
     DelayFactor,
+    Description,
     DnsServer,
+    Header,
     HostsFile,
+    IgnoreRobotsFor,
     InputFiles,
     Insecure,
     MaxBackoff,
     MaxBody,
+    MaxDecoded,
     MinDelay,
+    Netrc,
+    Operator,
     PerIp,
+    PerIpDelay,
+    Proxy,
     Quiet,
     Shards,
     SlotMapFile,
     StateDir,
     Timeout,
+    TrustEnv,
     WarcPrefix,
     WarcSize,
+    WarcVersion,
+    warc_info,
 )
 
 from crawlkit import io
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
-from crawlkit.fetch.engine import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
-from crawlkit.times import parse_duration, parse_size
-from crawlkit.warc.write import check_warc_prefix
-
-
-def _duration(text: str, flag: str) -> float:
-    value = parse_duration(text)
-    if value < 0:
-        raise UsageError(f"{flag} must not be negative")
-    return value
 
 
 def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, Any]]:
@@ -73,6 +95,7 @@ def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, A
 def fetch(
     files: InputFiles = None,
     state: StateDir = ...,  # type: ignore[assignment]
+    config: ConfigOption = None,
     warc_dir: Annotated[
         Path | None,
         typer.Option(
@@ -100,19 +123,12 @@ def fetch(
             show_default=False,
         ),
     ] = None,
-    agent: Agent = DEFAULT_AGENT,
-    concurrency: Concurrency = 100,
-    min_delay: MinDelay = "1s",
-    delay_factor: DelayFactor = 10.0,
-    per_ip: PerIp = 2,
-    per_ip_delay: Annotated[
-        str | None,
-        typer.Option(
-            "--per-ip-delay",
-            help="Smallest gap between request starts to one IP address [default: --min-delay/4].",
-            show_default=False,
-        ),
-    ] = None,
+    agent: Agent = AGENT_DEFAULT,
+    concurrency: Concurrency = CONCURRENCY_DEFAULT,
+    min_delay: MinDelay = MIN_DELAY_DEFAULT,
+    delay_factor: DelayFactor = DELAY_FACTOR_DEFAULT,
+    per_ip: PerIp = PER_IP_DEFAULT,
+    per_ip_delay: PerIpDelay = None,
     duration: Annotated[
         str | None,
         typer.Option(
@@ -127,19 +143,23 @@ def fetch(
     ca_file: CaFile = None,
     insecure: Insecure = False,
     dns_server: DnsServer = None,
-    timeout: Timeout = "30s",
-    max_body: MaxBody = "10MB",
-    max_decoded: Annotated[
-        str,
-        typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),
-    ] = "10MB",
-    backoff: Backoff = "60s",
-    max_backoff: MaxBackoff = "1h",
-    warc_version: Annotated[
-        str, typer.Option("--warc-version", help="WARC format version: 1.1 or 1.0.")
-    ] = "1.1",
-    warc_size: WarcSize = "1GB",
-    warc_prefix: WarcPrefix = "crawlkit",
+    timeout: Timeout = TIMEOUT_DEFAULT,
+    max_body: MaxBody = MAX_BODY_DEFAULT,
+    max_decoded: MaxDecoded = MAX_DECODED_DEFAULT,
+    backoff: Backoff = BACKOFF_DEFAULT,
+    max_backoff: MaxBackoff = MAX_BACKOFF_DEFAULT,
+    ignore_robots_for: IgnoreRobotsFor = None,
+    header: Header = None,
+    cookies: Cookies = None,
+    netrc: Netrc = None,
+    proxy: Proxy = None,
+    trust_env: TrustEnv = False,
+    warc_version: WarcVersion = WARC_VERSION_DEFAULT,
+    warc_size: WarcSize = WARC_SIZE_DEFAULT,
+    warc_prefix: WarcPrefix = WARC_PREFIX_DEFAULT,
+    operator: Operator = None,
+    collection: Collection = None,
+    description: Description = None,
     shard: Annotated[
         int | None,
         typer.Option(
@@ -175,9 +195,15 @@ def fetch(
     tls-handshake-timeout or tls-protocol (also on URLs deferred because robots.txt
     failed that way), and the host's clock moves on as after any error. A name that does
     not resolve (system resolver, or --dns-server) is an error record with error_code
-    dns-nxdomain, dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error.
+    dns-nxdomain, dns-no-address, dns-timeout, dns-temporary (the system resolver's
+    EAI_AGAIN), dns-servfail, dns-refused or dns-error.
     Redirects are not followed: each target comes out as a URL record (--redirects), at
-    most 5 hops. A URL given twice is asked once; the repeat comes out refused
+    most 5 hops. Request settings (--header, --cookies, --netrc, --proxy,
+    --trust-env, --ignore-robots-for, and a --config file's [hosts."NAME"] tables)
+    mean what they mean for 'crawlkit crawl'; they go with page requests only
+    (robots.txt is asked for without them). With --cookies, the cookies sites set
+    are kept in STATE/crawl/cookies.txt and sent again by the next run, of fetch or
+    crawl, on STATE. A URL given twice is asked once; the repeat comes out refused
     ("refused": "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
@@ -199,23 +225,28 @@ def fetch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()
-    check_warc_prefix(warc_prefix)
+    warc = warc_options(warc_size, warc_prefix, warc_version)
     io.check_output_dir(warc_dir, "--warc-dir")
-    if warc_version not in ("1.0", "1.1"):
-        raise UsageError("--warc-version must be 1.1 or 1.0")
-    config = FetchConfig(
+    fetch = fetch_config(
+        state=state,
         agent=agent,
         concurrency=concurrency,
-        min_delay=_duration(min_delay, "--min-delay"),
+        min_delay=min_delay,
         delay_factor=delay_factor,
         per_ip=per_ip,
-        per_ip_delay=None if per_ip_delay is None else _duration(per_ip_delay, "--per-ip-delay"),
-        duration=None if duration is None else _duration(duration, "--for"),
-        timeout=_duration(timeout, "--timeout"),
-        max_body=parse_size(max_body),
-        max_decoded=parse_size(max_decoded),
-        backoff=_duration(backoff, "--backoff"),
-        max_backoff=_duration(max_backoff, "--max-backoff"),
+        per_ip_delay=per_ip_delay,
+        timeout=timeout,
+        max_body=max_body,
+        max_decoded=max_decoded,
+        backoff=backoff,
+        max_backoff=max_backoff,
+        ignore_robots_for=ignore_robots_for,
+        header=header,
+        cookies=cookies,
+        netrc=netrc,
+        proxy=proxy,
+        trust_env=trust_env,
+        run_for=duration,
     )
     role = role_from_options(state, shard, shards, slot_map)
     records = _url_records(files, rep)
@@ -229,11 +260,10 @@ def fetch(
             records,
             sink.write_record,
             state_dir=state,
-            config=config,
+            config=fetch,
             warc_dir=warc_dir,
-            warc_version=warc_version,
-            warc_size=parse_size(warc_size),
-            warc_prefix=warc_prefix,
+            warc=warc,
+            warc_info=warc_info(operator, collection, description),
             allow_net=allow_net or [],
             hosts_file=hosts_file,
             on_redirect=redirect_out.write_record if redirect_out is not None else None,
@@ -242,6 +272,7 @@ def fetch(
             role=role,
             net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
         )
+    save_site_cookies(fetch, state)
     if not quiet:
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "redirects")
         rep.info(

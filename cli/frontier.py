@@ -13,13 +13,20 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import (
+    MAX_DEPTH_DEFAULT,
+    URL_LENGTH_DEFAULT,
+    Exclude,
     ExistingStateDir,
+    IgnoreFile,
     InputFiles,
+    MaxDepth,
+    MaxUrlLength,
     OutFile,
     Quiet,
     Shards,
     SlotMapFile,
     StateDir,
+    excludes,
     renamed,
 )
 
@@ -122,15 +129,8 @@ def add(
     files: InputFiles = None,
     state: StateDir = ...,  # type: ignore[assignment]
     refused: RefusedFile = None,
-    max_depth: Annotated[
-        int,
-        typer.Option(
-            "--max-depth", help="Refuse URLs more link hops than this from a seed (0: no limit)."
-        ),
-    ] = 20,
-    max_url_length: Annotated[
-        int, typer.Option("--max-url-length", help="Refuse longer URLs (characters).")
-    ] = 2000,
+    max_depth: MaxDepth = MAX_DEPTH_DEFAULT,
+    max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,
     max_path_depth: Annotated[
         int, typer.Option("--max-path-depth", help="Refuse paths with more segments.")
     ] = 15,
@@ -170,6 +170,8 @@ def add(
             show_default=False,
         ),
     ] = None,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
     now: Now = None,
     lock_wait: LockWait = "1h",
     shard: Annotated[
@@ -204,6 +206,8 @@ def add(
     off the seeds' hosts (host) or sites (site), or not matching the regular
     expression, is refused "out-of-scope" with a detail naming the scope. Page
     requisites (reason requisite) and site records pass whatever the scope.
+    --exclude and --ignore-file refuse the URLs their patterns find ("excluded",
+    the pattern as detail; what crawl --exclude does), after a length check.
 
     Streams: memory holds per-site and per-host counters and up to 65,536 records
     per queue before they go to a segment file. The whole input is committed at
@@ -241,6 +245,7 @@ def add(
         if not scope:
             raise UsageError("--scope must not be empty")
         Scope(scope)  # a bad regex is a usage error before any input is read
+    patterns = excludes(exclude, ignore_file, max_url_length)
     if plain_urls:
         records = _plain_urls(io.read_text_lines(files, rep), reason)
     else:
@@ -263,6 +268,7 @@ def add(
             reporter=rep,
             role=role,
             scope=scope,
+            excludes=patterns,
         )
     if not quiet:
         sharded = (
@@ -376,6 +382,8 @@ def next_batch(
     ] = "1d",
     old_budget_period: Annotated[str | None, typer.Option("--cycle", hidden=True)] = None,
     refused: RefusedFile = None,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
     now: Now = None,
     lock_wait: LockWait = "1h",
     out: OutFile = "-",
@@ -408,7 +416,10 @@ def next_batch(
     one. For a fixed list of sites (an archivist's collection) use --no-budgets. URLs of
     blocked sites or hosts come out as refused records ("outcome": "refused", "refused":
     "blocked") on standard output among the batch, or in --refused FILE; give --refused
-    when the batch goes straight to a fetcher that does not skip them.
+    when the batch goes straight to a fetcher that does not skip them. So do
+    queued URLs that an --exclude or --ignore-file pattern finds now ("excluded"):
+    URLs queued before the ignore file changed are refused too, with a reason, and
+    leave the queue (what crawl does with its live ignore file).
 
     At least once: the batch is written (and a --out file renamed into place)
     before the removal is committed; a crash in between hands the same URLs out
@@ -448,6 +459,7 @@ def next_batch(
         now=_now(now),
     )
     policy = BudgetPolicy(base=budget_base, per_linker=budget_per_linker, seed_bonus=budget_seed)
+    patterns = excludes(exclude, ignore_file)
 
     def write(batch: Batch) -> None:
         with io.open_output(out) as sink:
@@ -468,10 +480,11 @@ def next_batch(
         lock_wait=parse_duration(lock_wait),
         reporter=rep,
         role=role,
+        excludes=patterns,
     )
     if not quiet:
         hosts = len({orjson.loads(line)["host"] for line in batch.lines}) if batch.lines else 0
-        rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} blocked")
+        rep.info(f"{len(batch.lines)} URLs from {hosts} hosts; {len(batch.refused)} refused")
         for note in _waiting_notes(batch, opts, policy):
             rep.info(note)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from crawlkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from crawlkit.patterns import Excludes
 
 T = TypeVar("T")
 
@@ -121,7 +124,12 @@ DnsServer = Annotated[
 
 # -- fetching and archiving: shared by fetch and crawl -----------------------------------
 # Politeness and limits are declared once, with their validation (click checks the
-# ranges before the command runs), so fetch and crawl accept the same values.
+# ranges before the command runs), so fetch and crawl accept the same values. Their
+# defaults are FetchConfig's and DEFAULT_WARC's, written there once and shown as flag
+# text by fetch_options.py (which imports the fetch library, so it is apart: commands
+# that do not fetch do not pay for it).
+
+
 Concurrency = Annotated[
     int,
     typer.Option("--concurrency", min=1, help="Requests in flight at once, over all hosts."),
@@ -154,6 +162,21 @@ Backoff = Annotated[
     typer.Option("--backoff", help="First backoff after 429/503; doubles up to --max-backoff."),
 ]
 MaxBackoff = Annotated[str, typer.Option("--max-backoff", help="Longest backoff step.")]
+PerIpDelay = Annotated[
+    str | None,
+    typer.Option(
+        "--per-ip-delay",
+        help="Smallest gap between request starts to one IP address [default: --min-delay/4].",
+        show_default=False,
+    ),
+]
+MaxDecoded = Annotated[
+    str,
+    typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),
+]
+WarcVersion = Annotated[
+    str, typer.Option("--warc-version", help="WARC format version: 1.1 or 1.0.")
+]
 WarcSize = Annotated[str, typer.Option("--warc-size", help="Start a new WARC file past this size.")]
 WarcPrefix = Annotated[str, typer.Option("--warc-prefix", help="WARC file name prefix.")]
 Operator = Annotated[
@@ -181,3 +204,137 @@ Description = Annotated[
         show_default=False,
     ),
 ]
+
+# -- request settings: shared by fetch and crawl ------------------------------------------
+IgnoreRobotsFor = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore-robots-for",
+        help="Do not apply robots.txt rules on this exact host (repeatable; no wildcards): "
+        "for a site you run. Its robots.txt is still fetched, its Crawl-delay and every "
+        "politeness gap still apply; the host is named in each WARC's warcinfo record "
+        "and in the report.",
+        show_default=False,
+    ),
+]
+Header = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        help="Send this header ('Name: value') with every page request (repeatable).",
+        show_default=False,
+    ),
+]
+Cookies = Annotated[
+    Path | None,
+    typer.Option(
+        "--cookies",
+        help="Send the cookies of this Netscape cookies.txt (as curl and wget write it) to "
+        "the hosts they belong to, and keep the cookies sites set (saved in "
+        "STATE/crawl/cookies.txt for the next run). Cookies end up in the WARC request "
+        "records.",
+        show_default=False,
+    ),
+]
+Netrc = Annotated[
+    Path | None,
+    typer.Option(
+        "--netrc",
+        help="HTTP basic auth for the hosts this netrc file names (machine entries only; "
+        "never sent to other hosts).",
+        show_default=False,
+    ),
+]
+Proxy = Annotated[
+    str | None,
+    typer.Option(
+        "--proxy",
+        help="Send every request through this HTTP proxy (http://HOST:PORT). Targets are "
+        "still checked by the network policy; the proxy is an address you allow.",
+        show_default=False,
+    ),
+]
+TrustEnv = Annotated[
+    bool,
+    typer.Option(
+        "--trust-env",
+        help="Use HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment (ignored "
+        "without this flag).",
+    ),
+]
+
+# -- URL patterns: shared by crawl, seen-merge and frontier add/next ----------------------
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        help="Refuse URLs this regular expression finds in the canonical URL (repeatable; "
+        "RE2 syntax, linear time); the refusal names the pattern.",
+        show_default=False,
+    ),
+]
+IgnoreFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--ignore-file",
+        help="A file of --exclude patterns, one a line (# comments), read again whenever "
+        "it changes while the command runs.",
+        show_default=False,
+    ),
+]
+URL_LENGTH_DEFAULT = 2000  # crawlkit.patterns.MAX_URL_LENGTH; a test holds them equal
+MaxUrlLength = Annotated[
+    int,
+    typer.Option(
+        "--max-url-length",
+        min=1,
+        help="Refuse longer URLs (characters), before any pattern runs on them.",
+    ),
+]
+
+MaxDepth = Annotated[
+    int,
+    typer.Option(
+        "--max-depth",
+        min=0,
+        help="Refuse URLs more link hops than this from a seed (0: no limit).",
+    ),
+]
+MAX_DEPTH_DEFAULT = 20  # TrapLimits' too (frontier/traps.py); a test holds them equal
+
+# -- archive: crawl's own -----------------------------------------------------------------
+Requisites = Annotated[
+    bool,
+    typer.Option(
+        "--requisites/--no-requisites",
+        help="Fetch every page's requisites (images, stylesheets and what they import, "
+        "scripts, media, icons) even outside --scope: one hop, never crawled as pages, "
+        "robots.txt and politeness as for any URL.",
+    ),
+]
+Sitemap = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sitemap",
+        help="A sitemap (or sitemap index, text sitemap, feed) to crawl from, fetched "
+        "like a seed (repeatable); robots.txt Sitemap lines are followed anyway.",
+        show_default=False,
+    ),
+]
+
+
+def excludes(
+    exclude: list[str] | None, ignore_file: Path | None, max_url_length: int = URL_LENGTH_DEFAULT
+) -> Excludes | None:
+    """--exclude and --ignore-file, checked (a bad pattern or an unreadable ignore file
+    is a usage error before any input is read); None when neither was given."""
+    from crawlkit.patterns import Excludes  # imported by the commands that match URLs
+
+    found = Excludes(exclude or (), ignore_file, max_url_length=max_url_length)
+    return found if found else None
+
+
+def warc_info(operator: str | None, collection: str | None, description: str | None) -> dict:
+    """The warcinfo fields the user gave (WARC 1.1 section 10.1 names)."""
+    fields = {"operator": operator, "isPartOf": collection, "description": description}
+    return {k: v for k, v in fields.items() if v}

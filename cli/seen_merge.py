@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,13 +12,26 @@ import numpy as np
 import orjson
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.options import InputFiles, OutFile, StateDir, renamed
+from crawlkit_cli.options import (
+    URL_LENGTH_DEFAULT,
+    Exclude,
+    IgnoreFile,
+    InputFiles,
+    MaxUrlLength,
+    OutFile,
+    Requisites,
+    StateDir,
+    excludes,
+    renamed,
+)
 
 from crawlkit import io
+from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.frontier.scope import Scope
+from crawlkit.records import Record
 from crawlkit.seen import SeenStore
-from crawlkit.stages.seen_merge import DEFAULT_CHUNK, SeenMerge, read_lines, store_stats
+from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
 from crawlkit.url import Canonicalizer, fingerprint_int
 
 
@@ -86,12 +100,35 @@ def seen_merge(
             show_default=False,
         ),
     ] = None,
+    exclude: Exclude = None,
+    ignore_file: IgnoreFile = None,
+    max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,
+    fetched: Annotated[
+        Path | None,
+        typer.Option(
+            "--fetched",
+            help="The fetch records of the pages the links were found on (a cycle's fetch "
+            "log): apply crawl's link step first (nofollow links passed over, requisites "
+            "by --requisites and their hop limit, links of a requisite refused).",
+            show_default=False,
+        ),
+    ] = None,
+    requisites: Requisites = True,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason",
+            help="The reason of lines that are bare URLs (seed: a seeds file, which "
+            "widens --scope).",
+            show_default=False,
+        ),
+    ] = None,
     refused: Annotated[
         str | None,
         typer.Option(
             "--refused",
-            help="Write the records --scope refuses here (NDJSON; default: none written, "
-            "only counted).",
+            help="Write the records refused by --scope, --exclude, --ignore-file and "
+            "--max-url-length here (NDJSON; default: none written, only counted).",
             show_default=False,
         ),
     ] = None,
@@ -128,7 +165,17 @@ def seen_merge(
     marked seen (so a seed added later that widens the scope finds it new): it is
     written to --refused FILE as the record plus "outcome": "refused", "refused":
     "out-of-scope" and a "detail" naming the scope. Page requisites (reason
-    requisite) pass whatever the scope.
+    requisite) pass whatever the scope. Likewise, and before the scope, a URL longer
+    than --max-url-length is refused "url-length" (no pattern runs on it), and one
+    an --exclude or --ignore-file pattern finds is refused "excluded" with the
+    pattern as its detail (what crawl --exclude does). With --fetched FILE (the
+    cycle's fetch records) crawl's link step comes first: nofollow links are passed
+    over (they stay in the link file), a page requisite (reason requisite) is
+    followed one hop from a page and one more per stylesheet import, at most 5
+    ("requisite-depth" past that; none with --no-requisites), and the links of
+    something fetched as a requisite are refused ("from-requisite"). --no-requisites
+    alone applies the same step without the fetch records. Either reads the input
+    whole (one cycle's links).
 
     State: DIR/seen/ holds sorted runs of 64-bit fingerprints (little-endian uint64;
     runs of a million or more packed to 6 bytes a key), merged LSM-style; a Bloom
@@ -170,12 +217,14 @@ def seen_merge(
         return
     if refused is not None:
         io.check_output(refused, "--refused")
-        if scope is None:
-            raise UsageError("--refused holds what --scope refuses: give --scope too")
     _check_scope(scope)
+    patterns = excludes(exclude, ignore_file, max_url_length)
     scoped = Scope.load(state, scope) if scope is not None else None
     canon = Canonicalizer()
-    lines = read_lines(files, rep)
+    lines: Iterable[Line] = read_lines(files, rep)
+    link_refused: list[Record] = []
+    if fetched is not None or not requisites:
+        lines, link_refused = _link_step(lines, fetched, requisites, rep)
     to_stdout = io.is_stdio(out)
     with (
         SeenStore.open(
@@ -184,6 +233,9 @@ def seen_merge(
         io.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
     ):
         size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
+        if side is not None:
+            for rec in link_refused:
+                side.write_record(rec)
         merger = SeenMerge(
             store,
             canonicalizer=canon,
@@ -192,6 +244,9 @@ def seen_merge(
             dry_run=dry_run,
             scope=scoped,
             on_refused=side.write_record if side is not None else None,
+            excludes=patterns,
+            max_url_length=max_url_length,
+            reason=reason,
         )
         with io.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
@@ -211,8 +266,37 @@ def seen_merge(
         rep.info(f"{merger.stats.bad_records} bad records skipped")
     if merger.stats.out_of_scope:
         rep.info(f"{merger.stats.out_of_scope} URLs outside --scope {scope} refused")
+    if merger.stats.excluded:
+        rep.info(f"{merger.stats.excluded} URLs refused by --exclude/--ignore-file")
+    if merger.stats.too_long:
+        rep.info(f"{merger.stats.too_long} URLs longer than {max_url_length} characters refused")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
+
+
+def _link_step(
+    lines: Iterable[Line], fetched: Path | None, requisites: bool, rep: Reporter
+) -> tuple[list[Line], list[Record]]:
+    """The link step of ``crawl`` (:class:`~crawlkit.crawl.archive.LinkPolicy`) over the
+    input, which it reads whole (one cycle's links): ``(lines that go on, refused)``."""
+    from crawlkit.crawl.archive import ArchiveOptions, LinkPolicy
+
+    found = io.read_records([fetched], rep) if fetched is not None else ()
+    sources = {str(r.get("url")): r for r in found}
+    records: list[Record] = []
+    for source, lineno, item in lines:
+        if isinstance(item, bytes) and item.lstrip()[:1] == b"{":
+            try:
+                records.append(io.parse_record(item))
+            except ValueError as exc:
+                rep.bad_record(source, lineno, str(exc))
+        elif isinstance(item, bytes):
+            records.append({"url": item.decode("utf-8", "replace").strip()})
+        else:
+            records.append(item)
+    policy = LinkPolicy(ArchiveOptions(requisites=requisites), rep)
+    candidates, refused = policy.sort(records, lambda _rec: True, sources)
+    return [("links", n, rec) for n, rec in enumerate(candidates, 1)], refused
 
 
 def _check_scope(spec: str | None) -> None:

@@ -6,7 +6,7 @@ The frontier (``DIR/frontier``), the seen set (``DIR/seen``) and the dedup index
 ``manifest.json``
     The commit point. Its atomic replacement (temporary name, fsync, rename, fsync of
     the directory) is the moment a change happens; before it the old state stands,
-    after it the new one (DESIGN.md invariant 5).
+    after it the new one (docs/design.md invariant 5).
 generation files
     Immutable files the manifest names (segments, runs, filters, snapshots, side
     files). Each is written under a temporary name, fsynced and renamed to a name

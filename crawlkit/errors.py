@@ -13,7 +13,7 @@ Library code raises these; only the CLI's single exit point prints them (one lin
     │   └── LockedError           another process holds the state directory
 
 A *bad record* is not an exception that ends a stage: readers report it on stderr with
-its file and line number, count it and go on (DESIGN.md stream conventions). Nor is a
+its file and line number, count it and go on (docs/design.md stream conventions). Nor is a
 refusal (robots, trap limits, network policy) or a failed fetch (DNS, connect, TLS,
 timeout): each is the outcome of one URL, written in its fetch record (``outcome``
 ``robots-denied``, ``refused`` or ``error``, with ``error`` and ``error_code``), and
@@ -71,7 +71,7 @@ class StateError(CrawlkitError):
 
 
 class LockedError(StateError):
-    """Another live process owns the state directory (DESIGN.md invariant 6).
+    """Another live process owns the state directory (docs/design.md invariant 6).
 
     ``holder`` is the owner's line in the lock file: ``pid N on HOST``, plus
     `` (crawl)`` when the owner is a crawl, which keeps it for its whole run."""

@@ -1,4 +1,4 @@
-"""Secrets kept out of what crawlkit shows or stores (DESIGN.md invariant 9).
+"""Secrets kept out of what crawlkit shows or stores (docs/design.md invariant 9).
 
 The one place that decides what a secret looks like, for every writer of settings,
 reports, summaries, logs and WARC provenance (warcinfo):
@@ -27,7 +27,9 @@ from typing import Any
 __all__ = ["MASK", "mask_argv", "mask_header", "mask_secrets", "mask_url"]
 
 MASK = "***"
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#@\s]*@")
+# Up to the *last* @ before the path: a password may hold an @ of its own
+# (http://u:p@ss@proxy:3128), and URL parsers split the userinfo at the last one.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
 _SECRET_HEADER = re.compile(
     r"(?i)^(authorization|proxy-authorization|cookie|set-cookie|.*(token|secret|api[-_]?key|"
     r"auth|session|password).*)$"

@@ -1,4 +1,7 @@
-"""The records stages exchange (DESIGN.md "Records"), as typed dicts with constructors.
+"""The records stages exchange (docs/design.md "Records"), as typed dicts with constructors.
+
+:data:`Record` is the one alias for a record in flight (any JSON object); signatures
+that know the kind use the :class:`~typing.TypedDict` below.
 
 Records are NDJSON objects on the wire, so in code they stay plain dicts (orjson
 writes a dict fastest, and unknown fields pass through untouched); the
@@ -10,7 +13,7 @@ One name, one meaning
 ---------------------
 Readers accept what older writers wrote; writers write only the names below.
 
-``priority`` (URL record, fixed by DESIGN.md)
+``priority`` (URL record, fixed by docs/design.md)
     A hint from whoever found the URL, 0.0-1.0, **higher is sooner**: a sitemap's
     ``<priority>`` (default 0.5), a seed's 1.0, a link's ``1/(depth + 1)`` halved
     for nofollow, a recrawl's :func:`importance_priority`. Always a JSON float.
@@ -20,25 +23,28 @@ Readers accept what older writers wrote; writers write only the names below.
     also wrote it as ``priority``; :func:`importance_of` reads either.
 ``level`` (the frontier's queues)
     The frontier's queue level, 0..3, **0 is most urgent**, decided when a URL is
-    queued. The frontier of this release still writes it under ``priority`` (an
-    integer, where a hint is a float); :func:`queue_level` reads ``level`` and that
-    old spelling, telling them apart by type.
+    queued and written as ``level`` on the records ``frontier next`` hands out (the
+    URL's ``priority`` hint is left as it came). Frontiers of older releases wrote the
+    level under ``priority`` (an integer, where a hint is a float);
+    :func:`queue_level` reads ``level`` and that old spelling, telling them apart by
+    type.
 A refusal's reason
     Every record of a URL that will not be fetched has ``outcome: "refused"``,
     ``refused`` (a short code: ``blocked``, ``shard``, ``duplicate``, a trap limit
-    such as ``path-depth``) and ``detail`` (one sentence for a person). A fetch
-    record also keeps DESIGN.md's ``error`` (the same sentence), as every failed
-    fetch does (:func:`fetch_refusal`). :func:`refusal_reason` and
-    :func:`refusal_detail` also read records that carry only ``error`` (the fetch
-    engine of this release writes its own refusals that way).
+    such as ``path-depth``, ``excluded``, ``url-length``) and ``detail`` (one
+    sentence for a person). A fetch record also keeps docs/design.md's ``error`` (the
+    same sentence), as every failed fetch does (:func:`fetch_refusal`; the network
+    policy's refusals, ``"refused": "address"``, too). :func:`refusal_reason` and
+    :func:`refusal_detail` also read records of older fetchers, which carry only
+    ``error``.
 Cycle
-    One pass of the DESIGN.md pipeline (frontier next → fetch → extract → seen-merge
+    One pass of the docs/design.md pipeline (frontier next → fetch → extract → seen-merge
     → frontier add), e.g. ``STATE/crawl/cycles/NNNNNN``. The time after which the
     frontier's per-site budgets refill is the **budget period** (``frontier next
     --budget-period``; ``--cycle`` is its old, hidden spelling, and the frontier's
     manifest keeps its ``cycle`` key for compatibility).
 Batch
-    The URL records ``frontier next`` hands to one fetch (DESIGN.md's fetch batch).
+    The URL records ``frontier next`` hands to one fetch (docs/design.md's fetch batch).
     The records a stage checks and commits together (seen-merge, dedup) are a
     **chunk** (``seen-merge --chunk-size``; ``--batch-size`` is its hidden old name,
     and its ``--stats`` keep the ``batches`` key).
@@ -59,6 +65,7 @@ __all__ = [
     "FetchRecord",
     "LinkRecord",
     "PageRecord",
+    "Record",
     "RecrawlRecord",
     "Refusal",
     "SiteYieldRecord",
@@ -83,6 +90,10 @@ __all__ = [
     "where_record",
 ]
 
+#: A record as stages pass it around: any JSON object (unknown fields pass through).
+#: The one alias of the project; the TypedDicts below name the fields each kind has.
+Record = dict[str, Any]
+
 #: Why a URL record exists (``reason``).
 Reason = Literal["seed", "link", "requisite", "sitemap", "redirect", "recrawl"]
 
@@ -103,7 +114,7 @@ class URLParts(Protocol):
 
 
 class URLRecord(TypedDict, total=False):
-    """A URL to crawl (DESIGN.md "URL record"); every other URL-bearing record extends it."""
+    """A URL to crawl (docs/design.md "URL record"); every other URL-bearing record extends it."""
 
     url: Required[str]  #: the canonical URL (crawlkit.url.Canonicalizer)
     host: str  #: hostname[:port], the unit of politeness and of robots.txt
@@ -135,7 +146,7 @@ _LinkFields = TypedDict(
 
 
 class LinkRecord(URLRecord, _LinkFields, total=False):
-    """A URL record plus ``from``, ``nofollow`` and ``tag`` (DESIGN.md "Link record")."""
+    """A URL record plus ``from``, ``nofollow`` and ``tag`` (docs/design.md "Link record")."""
 
 
 class RecrawlRecord(TypedDict, total=False):
@@ -172,7 +183,7 @@ class WarcLocation(TypedDict):
 
 
 class FetchRecord(URLRecord, total=False):
-    """The answer for one input URL (DESIGN.md "Fetch record", invariant 1).
+    """The answer for one input URL (docs/design.md "Fetch record", invariant 1).
 
     The input URL record's fields are kept; these are set on every fetch record.
     """
@@ -200,7 +211,7 @@ class FetchRecord(URLRecord, total=False):
 
 
 class Refusal(URLRecord, total=False):
-    """A URL that will not be fetched, and why (DESIGN.md invariant 1)."""
+    """A URL that will not be fetched, and why (docs/design.md invariant 1)."""
 
     outcome: Required[str]  #: always "refused"
     refused: Required[str]  #: the short code: blocked, shard, duplicate, a trap limit, ...
@@ -208,7 +219,7 @@ class Refusal(URLRecord, total=False):
 
 
 class PageRecord(TypedDict, total=False):
-    """What extract found in one HTML page (DESIGN.md "Page record")."""
+    """What extract found in one HTML page (docs/design.md "Page record")."""
 
     url: Required[str]  #: the page's canonical URL
     host: str  #: hostname[:port]
@@ -229,7 +240,8 @@ class PageRecord(TypedDict, total=False):
     requisites: int  #: requisite records found (count; written with --requisites)
     text_bytes: int  #: UTF-8 bytes of the visible text
     truncated: str  #: the capture's truncation reason (WARC-Truncated)
-    capped: list[str]  #: the parse caps it hit (depth, attributes, ...)
+    capped: list[str]  #: the parse caps it hit (depth, attributes, time, ...)
+    error: str  #: what went wrong on the page (a parse step raised, its parser died)
 
 
 class DedupRecord(TypedDict):
@@ -310,7 +322,7 @@ def link_fields(
     """The fields a link record adds after ``fp``: depth, priority, reason, via, from, nofollow.
 
     ``via`` and ``from`` both name the source page (``via`` as every URL record has
-    it, ``from`` as DESIGN.md's link record has it).
+    it, ``from`` as docs/design.md's link record has it).
     """
     return {
         "depth": depth,

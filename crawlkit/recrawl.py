@@ -3,7 +3,7 @@
 For every URL that has been fetched, :class:`History` keeps one :class:`Entry`: the
 last fetch, its validators (ETag, Last-Modified), its content digest and simhash,
 how often it was checked and found changed, its revisit interval and when it is
-due. :func:`apply_event` is the whole policy, a pure function (DESIGN.md "Numbers"):
+due. :func:`apply_event` is the whole policy, a pure function (docs/design.md "Numbers"):
 
 * a change (a new digest whose simhash is more than ``near_bits`` (3) bits from the
   old one) halves the interval; no change (304 Not Modified, the same digest, or a
@@ -28,7 +28,7 @@ T, sampling it 2 to 3 times per change. A page that never changes grows by half 
 visit and reaches the maximum (90 days) after about 11 unchanged visits from 1 day.
 
 Events older than the last one applied to a URL are ignored, so applying the same
-fetch log twice is harmless (DESIGN.md invariant 5).
+fetch log twice is harmless (docs/design.md invariant 5).
 
 Storage: ``DIR/recrawl/history.sqlite`` (SQLite, WAL, synchronous FULL). Each run is
 one transaction; due URLs are marked as emitted in the same transaction, which the

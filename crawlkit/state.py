@@ -1,4 +1,4 @@
-"""State directories: one owner at a time (DESIGN.md invariant 6).
+"""State directories: one owner at a time (docs/design.md invariant 6).
 
 A stage that keeps state under ``--state DIR`` opens it with :func:`open_state`,
 which creates the directory, takes an exclusive ``flock`` on ``DIR/LOCK`` and writes
@@ -29,12 +29,14 @@ import fcntl
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import LockedError, StateError, describe_os_error
 
-__all__ = ["StateDir", "open_state", "require_existing_state"]
+__all__ = ["StateDir", "lock_state", "open_state", "require_existing_state"]
 
 
 # Directories this process has locked: resolved path -> [fd, number of openers, mode]
@@ -191,3 +193,28 @@ def open_substate(
         open_state(root.path / name, wait=wait) as sub,
     ):
         yield sub
+
+
+def lock_state(
+    path: str | os.PathLike[str], *, wait: float, reporter: Reporter | None = None
+) -> StateDir:
+    """Lock the state directory, waiting up to ``wait`` seconds for another owner.
+
+    Raises :class:`LockedError` when the owner keeps it longer, and at once when the
+    owner is a running crawl (it keeps the directory for its whole run).
+    """
+    reporter = reporter or NullReporter()
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        try:
+            return open_state(path)
+        except LockedError as exc:
+            if exc.holder.endswith("(crawl)"):
+                raise LockedError(f"{exc}: a crawl keeps it for its whole run") from None
+            if time.monotonic() >= deadline:
+                raise
+            if not told:
+                reporter.info(f"{exc}; waiting up to {wait:g} s")
+                told = True
+            time.sleep(0.05)

@@ -94,9 +94,15 @@ def _parse(value: Any) -> float | None:
         return None
 
 
-def iso(ts: float) -> str:
-    """UTC ISO 8601 to the second: ``2026-11-30T07:31:36Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+def iso(ts: float, digits: int = 0) -> str:
+    """UTC ISO 8601: ``2026-11-30T07:31:36Z`` to the second, or with ``digits`` of the
+    second's fraction (truncated): 3 for fetch records' ``fetched_at``
+    (``...36.123Z``), 6 for WARC/1.1's WARC-Date. The one formatter of times."""
+    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts))
+    if not digits:
+        return base + "Z"
+    scale = 10**digits
+    return f"{base}.{int((ts % 1) * scale):0{digits}d}Z"
 
 
 # Durations and sizes as users write them on a command line.

@@ -22,7 +22,7 @@ Only http and https URLs are accepted. Each level is idempotent.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -41,9 +41,11 @@ __all__ = [
     "Rules",
     "fingerprint",
     "fingerprint_int",
+    "is_public_suffix",
     "load_param_denylist",
     "read_denylist",
     "site_of_host",
+    "site_of_record",
     "site_of_url",
     "whatwg_href",
 ]
@@ -172,6 +174,14 @@ def site_of_host(hostname: str) -> str:
     return _suffix_list().registered_domain(name) or name
 
 
+def is_public_suffix(hostname: str) -> bool:
+    """Whether a host name is itself a public suffix by the PSL (``co.uk``,
+    ``github.io``, and any single label such as ``test``, by the rule ``*``)."""
+    name = hostname.rstrip(".").lower()
+    labels = name.split(".")
+    return bool(name) and _suffix_list().public_suffix_length(labels) >= len(labels)
+
+
 def site_of_url(url: Any) -> str | None:
     """The registered domain of a URL's host, cheaply (no full parse)."""
     if type(url) is not str:
@@ -184,9 +194,33 @@ def site_of_url(url: Any) -> str | None:
         host = host.split("?", 1)[0].split("#", 1)[0]
     if "@" in host:
         host = host.rpartition("@")[2]
-    if ":" in host and not host.startswith("["):
+    if host.startswith("["):
+        host = host[: host.index("]") + 1] if "]" in host else host  # [::1]:8080
+    elif ":" in host:
         host = host.partition(":")[0]
     return site_of_host(host.lower()) if host else None
+
+
+def site_of_record(record: Mapping[str, Any], canon: Canonicalizer | None = None) -> str:
+    """The site of a record: its ``site`` field, else the registered domain of its
+    ``url`` (parsed by ``canon``, or read cheaply with :func:`site_of_url` without one).
+
+    The one home of this rule for every stage (shard routing, fetch and frontier
+    ownership, dedup's per-site counts). Raises :class:`InvalidURL` when neither
+    gives a site.
+    """
+    site = record.get("site")
+    if isinstance(site, str) and site:
+        return site
+    url = record.get("url")
+    if not isinstance(url, str):
+        raise InvalidURL("record has neither 'site' nor 'url'")
+    if canon is not None:
+        return canon.parse(url).site
+    found = site_of_url(url)
+    if not found:
+        raise InvalidURL(f"no host in {url[:200]!r}")
+    return found
 
 
 def read_denylist(lines: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:

@@ -34,28 +34,24 @@
 
 * :func:`update_collection_index` keeps ``index.cdxj`` beside the WARC files.
 
-:class:`Excludes` reads ``--exclude`` patterns and an ignore file (one regular
-expression a line, ``#`` comments and blank lines skipped), searched in the
-canonical URL. The file is read again whenever its modification time or size
-changes; a file that has become unreadable or holds a bad pattern keeps the
-patterns read before (one warning per change), so a typo in a live edit never
-stops a crawl. At start the same problems are usage errors.
+:class:`~crawlkit.patterns.Excludes` (``--exclude``, ``--ignore-file``) lives in
+:mod:`crawlkit.patterns`, which ``seen-merge`` and ``frontier add``/``next`` use too;
+a URL over the length limit is refused (``url-length``) before any pattern runs.
 """
 
 from __future__ import annotations
 
 import heapq
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import InputError, UsageError
-from crawlkit.records import refusal
+from crawlkit.errors import InputError
+from crawlkit.patterns import Excludes
+from crawlkit.records import Record, refusal
 from crawlkit.warc.cdxj import index_lines
 
 __all__ = [
@@ -67,7 +63,6 @@ __all__ = [
     "update_collection_index",
 ]
 
-Record = dict[str, Any]
 MAX_REQUISITE_HOPS = 5
 INDEX_NAME = "index.cdxj"
 INDEX_DIR = "indexes"
@@ -82,85 +77,6 @@ class ArchiveOptions:
     ignore_file: Path | None = None
     max_requisite_hops: int = MAX_REQUISITE_HOPS
     index: bool = True  # keep index.cdxj beside the WARC files
-
-
-def compile_pattern(pattern: str, where: str) -> re.Pattern[str]:
-    """``pattern`` compiled, or :class:`UsageError` naming ``where`` it came from."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"{where}: bad regular expression {pattern!r}: {exc}") from exc
-
-
-def read_ignore_file(path: Path) -> list[tuple[str, re.Pattern[str]]]:
-    """The patterns of an ignore file; :class:`UsageError` names the file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--ignore-file {path}: cannot read it ({exc})") from exc
-    out: list[tuple[str, re.Pattern[str]]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        pattern = line.strip()
-        if not pattern or pattern.startswith("#"):
-            continue
-        out.append((pattern, compile_pattern(pattern, f"{path}:{number}")))
-    return out
-
-
-class Excludes:
-    """``--exclude`` patterns and the live ignore file (see the module docstring)."""
-
-    def __init__(
-        self,
-        patterns: Iterable[str] = (),
-        ignore_file: Path | None = None,
-        *,
-        reporter: Reporter | None = None,
-    ):
-        self.fixed = [(p, compile_pattern(p, "--exclude")) for p in patterns]
-        self.ignore_file = ignore_file
-        self.rep = reporter or NullReporter()
-        self._from_file: list[tuple[str, re.Pattern[str]]] = []
-        self._stamp: tuple[int, int] | None = None
-        if ignore_file is not None:
-            self._from_file = read_ignore_file(ignore_file)
-            self._stamp = self._file_stamp()
-
-    def _file_stamp(self) -> tuple[int, int] | None:
-        assert self.ignore_file is not None
-        try:
-            st = self.ignore_file.stat()
-        except OSError:
-            return None
-        return (st.st_mtime_ns, st.st_size)
-
-    def refresh(self) -> None:
-        """Read the ignore file again if it changed since the last read."""
-        if self.ignore_file is None:
-            return
-        stamp = self._file_stamp()
-        if stamp == self._stamp:
-            return
-        self._stamp = stamp
-        try:
-            self._from_file = read_ignore_file(self.ignore_file)
-        except UsageError as exc:
-            self.rep.warn(f"{exc}; the patterns read before stay in force", "ignore file")
-            return
-        self.rep.info(f"{self.ignore_file}: {len(self._from_file)} patterns in force")
-
-    def match(self, url: str) -> str | None:
-        """The detail of the first pattern that matches ``url``, or None."""
-        for pattern, regex in self.fixed:
-            if regex.search(url):
-                return f"--exclude {pattern}"
-        for pattern, regex in self._from_file:
-            if regex.search(url):
-                return f"{self.ignore_file}: {pattern}"
-        return None
-
-    def __bool__(self) -> bool:
-        return bool(self.fixed) or self.ignore_file is not None
 
 
 def _refuse(rec: Record, reason: str, detail: str) -> Record:
@@ -225,9 +141,9 @@ class LinkPolicy:
             elif not in_scope(rec):
                 refused.append(_refuse(rec, "out-of-scope", f"scope {scope_name}".strip()))
                 continue
-            detail = self.excludes.match(str(rec.get("url"))) if self.excludes else None
-            if detail is not None:
-                refused.append(_refuse(rec, "excluded", detail))
+            out = self.excludes.refusal(rec) if self.excludes else None
+            if out is not None:  # url-length (before any pattern) or excluded
+                refused.append(out)
                 continue
             candidates.append(rec)
         return candidates, refused
@@ -240,11 +156,11 @@ class LinkPolicy:
         kept: list[Record] = []
         refused: list[Record] = []
         for rec in records:
-            detail = self.excludes.match(str(rec.get("url")))
-            if detail is None:
+            out = self.excludes.refusal(rec)
+            if out is None:
                 kept.append(rec)
             else:
-                refused.append(_refuse(rec, "excluded", detail))
+                refused.append(out)
         return kept, refused
 
 

@@ -82,6 +82,8 @@ class CycleSteps(Admission):
             started_with = None
         self.summary.pages += stats.pages
         self.summary.links += stats.links
+        self.summary.capped_pages += stats.capped
+        self.summary.page_errors += stats.errors
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
     def _step_dedup(self, cycle: Path) -> None:

@@ -1,7 +1,7 @@
 """``crawlkit crawl``: the whole loop in one command, as a composition of the stages.
 
 A crawl is a state directory and a sequence of *cycles*. Each cycle runs the steps of
-:data:`crawlkit.crawl.steps.STEPS` (the DESIGN.md pipeline) with the stages' own
+:data:`crawlkit.crawl.steps.STEPS` (the docs/design.md pipeline) with the stages' own
 library functions, on the same state directory:
 
     frontier next  →  fetch  →  extract  →  dedup  →  seen-merge  →  frontier add
@@ -26,14 +26,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.feed import Feed
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Recovery
-from crawlkit.crawl.retry import retry_records
+from crawlkit.crawl.retry import ANSWERED, retry_records
 from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.summary import CrawlSummary, save_totals
@@ -74,7 +74,9 @@ class Crawl(Feed, Recovery):
             pending = []
             if self.post_error is not None:
                 raise self.post_error
-            reason = self._exhausted()
+            # A stop asked for is the reason, also when the frontier looks empty (the
+            # stopped run's cycles may not be post-processed yet).
+            reason = self._should_stop() if self.interrupted else self._exhausted()
             if reason:
                 self.summary.stopped = reason
                 break
@@ -87,6 +89,11 @@ class Crawl(Feed, Recovery):
                     # Free the slice (a job runner's allocation) instead of sleeping
                     # it away: the next run fetches the deferred URLs when they are due.
                     self.summary.stopped = "nothing due before the time limit (--for)"
+                    break
+                if self._failed_so_far():
+                    # Not one answer over HTTP in any run, and failures (a seed's host
+                    # down): say so now rather than sleep until the retry time.
+                    self.summary.stopped = "nothing could be fetched; deferred URLs wait"
                     break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
@@ -107,6 +114,11 @@ class Crawl(Feed, Recovery):
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
+
+    def _failed_so_far(self) -> bool:
+        """No URL answered over HTTP in this run or any before, and some failed."""
+        answered = any(self.summary.outcomes[o] for o in ANSWERED)
+        return not (self.fetched_before or answered) and bool(self.summary.errors.counts)
 
     def _exhausted(self) -> str:
         stats = self._frontier_stats()
@@ -153,6 +165,7 @@ def crawl(
             )
             run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
+            run.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
 
         try:
             run.widen_scope(seeds)
@@ -161,13 +174,20 @@ def crawl(
             run.close()
 
 
-def explain(state: str, options: CrawlOptions) -> str:
-    """The equivalent pipeline of stage commands for one cycle (``--explain``), rendered
-    from the same list of steps the crawl runs (:data:`crawlkit.crawl.steps.STEPS`)."""
-    net = "".join(f" --allow-net {c}" for c in options.allow_net)
-    if options.hosts_file:
-        net += f" --hosts-file {options.hosts_file}"
-    net += options.net.flags()
+def explain(
+    state: str,
+    options: CrawlOptions,
+    flags: Mapping[str, str] | None = None,
+    seeds: Sequence[str] = (),
+) -> str:
+    """The equivalent pipeline of stage commands (``--explain``): the seeds' admission,
+    then one cycle, rendered from the same list of steps the crawl runs
+    (:data:`crawlkit.crawl.steps.STEPS`).
+
+    ``flags`` holds, per stage (``fetch_flags``, ``seen_flags``, ``add_flags``,
+    ``next_flags``), the flags of the other options crawl was given; the CLI reads
+    them off its own options (``crawlkit_cli.explain``).
+    """
     return render(
         ExplainContext(
             state=state,
@@ -175,12 +195,11 @@ def explain(state: str, options: CrawlOptions) -> str:
             batch=options.batch_size,
             per_host=options.per_host,
             budgets=options.budgets,
-            min_delay=options.fetch.min_delay,
-            concurrency=options.fetch.concurrency,
             jobs=options.jobs,
-            net=net,
             scope=shlex.quote(options.scope),
             shard=_shard_flags(options),
+            seeds=" ".join(shlex.quote(s) for s in seeds),
+            **dict(flags or {}),
         )
     )
 

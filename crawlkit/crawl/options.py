@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlkit.crawl.archive import ArchiveOptions
-from crawlkit.fetch.engine import FetchConfig
+from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.traps import TrapLimits
@@ -26,8 +26,7 @@ class CrawlOptions:
     jobs: int = 1
     budgets: bool = True
     warc_dir: Path | None = None
-    warc_size: int = 1_000_000_000  # a new WARC file past this size
-    warc_prefix: str = "crawlkit"
+    warc: WarcOptions = DEFAULT_WARC  # --warc-size, --warc-prefix, --warc-version
     warc_info: dict[str, str] = field(default_factory=dict)  # operator, isPartOf, ...
     fetch: FetchConfig = field(default_factory=FetchConfig)
     allow_net: tuple[str, ...] = ()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["POST_STEPS", "STEPS", "ExplainContext", "Step", "render"]
+__all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "render"]
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,16 @@ class ExplainContext:
     batch: int
     per_host: int
     budgets: bool
-    min_delay: float
-    concurrency: int
     jobs: int
-    net: str  # --allow-net and --hosts-file options, as given
     scope: str
     shard: str = ""  # " --shard K --shards N" (or --slot-map FILE) of a fleet's shard
+    # The other options crawl was given, as flags of each stage that has them (the CLI
+    # reads them off its own options: crawlkit_cli.explain); each empty or " --x y".
+    fetch_flags: str = ""
+    seen_flags: str = ""
+    add_flags: str = ""
+    next_flags: str = ""
+    seeds: str = ""  # the seed files or URLs, quoted, when crawl was given some
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ STEPS: tuple[Step, ...] = (
         "frontier next: the next URLs, at most --per-host of a host in the fetcher",
         (
             "crawlkit frontier next --state {state}{shard} --max {batch} --per-host {per_host}"
-            "{no_budgets} > $C/batch.ndjson.zst",
+            "{no_budgets}{next_flags} > $C/batch.ndjson.zst",
         ),
         post=False,
     ),
@@ -58,9 +62,8 @@ STEPS: tuple[Step, ...] = (
         "fetch",
         "fetch: polite, into WARC files; a cycle is cut every 500 records or 2 s",
         (
-            "crawlkit fetch --state {state}{shard} $C/batch.ndjson.zst --warc-dir {warc} "
-            "--min-delay {min_delay:g}s --concurrency {concurrency}{net} --log $C/fetch.ndjson "
-            "--redirects $C/redirects.ndjson",
+            "crawlkit fetch --state {state}{shard} $C/batch.ndjson.zst --warc-dir {warc}"
+            "{fetch_flags} --log $C/fetch.ndjson --redirects $C/redirects.ndjson",
         ),
         post=False,
     ),
@@ -70,6 +73,8 @@ STEPS: tuple[Step, ...] = (
         (
             "crawlkit extract -j {jobs} {warc}/new/*.warc.gz --pages $C/pages.ndjson.zst "
             "--links $C/links.ndjson.zst",
+            # extracted files join the collection, so the next cycle reads only its own
+            "mv {warc}/new/*.warc.gz {warc}/",
         ),
     ),
     Step(
@@ -77,8 +82,8 @@ STEPS: tuple[Step, ...] = (
         "dedup: exact and near duplicates; site yields feed the budgets",
         (
             "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope} "
-            "$C/sites.ndjson.zst",
+            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope}"
+            "{add_flags} $C/sites.ndjson.zst",
         ),
     ),
     Step(
@@ -88,9 +93,10 @@ STEPS: tuple[Step, ...] = (
         "room until their retry time",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
-            "crawlkit seen-merge --state {state} --scope {scope} --refused "
+            "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} "
+            "--fetched $C/fetch.ndjson --refused "
             "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
-            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
     ),
     Step(
@@ -99,20 +105,32 @@ STEPS: tuple[Step, ...] = (
         "they wait in the waiting room only)",
         (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
-            "| crawlkit frontier add --state {state}{shard} --scope {scope}",
+            "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
     ),
 )
 
 POST_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.post)
 
+#: How crawl admits its seeds, as stage commands.
+SEED_COMMAND = (
+    "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} --reason seed {seeds} "
+    "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}"
+)
+
 
 def render(ctx: ExplainContext) -> str:
     """The loop as shell commands for one cycle, one comment line per step."""
     fields = {**ctx.__dict__, "no_budgets": "" if ctx.budgets else " --no-budgets"}
-    lines = [
+    lines = []
+    if ctx.seeds:
+        lines += [
+            "# once, the seeds: they widen --scope, are marked seen and queued",
+            " ".join(SEED_COMMAND.format(**fields).split()),
+        ]
+    lines.append(
         f"# one cycle of: crawlkit crawl --state {ctx.state} (C = {ctx.state}/crawl/cycles/NNNNNN)"
-    ]
+    )
     for step in STEPS:
         lines.append(f"# {step.what}")
         lines.extend(" ".join(c.format(**fields).split()) for c in step.commands)

@@ -21,6 +21,8 @@ class CrawlSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     pages: int = 0
     links: int = 0
+    capped_pages: int = 0  # page records with "capped" (depth, attributes, time, ...)
+    page_errors: int = 0  # page records with "error" (a parse step raised, a worker died)
     new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
@@ -45,6 +47,8 @@ class CrawlSummary:
             "fetched": self.outcomes["fetched"],
             "pages": self.pages,
             "links": self.links,
+            "capped_pages": self.capped_pages,
+            "page_errors": self.page_errors,
             "new_urls": self.new_urls,
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
@@ -108,7 +112,8 @@ def summary_text(summary: dict[str, Any]) -> str:
         f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
         f"{summary['cycles']} cycles",
         f"  fetch outcomes: {outcomes}",
-        f"  pages parsed {summary['pages']}, links {summary['links']}, "
+        f"  pages parsed {summary['pages']} ({summary['capped_pages']} capped, "
+        f"{summary['page_errors']} page errors), links {summary['links']}, "
         f"new URLs {summary['new_urls']}",
         f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
     ]

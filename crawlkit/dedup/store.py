@@ -1,6 +1,6 @@
 """The durable state of ``crawlkit dedup``: pages seen, their digests and simhashes.
 
-Files under ``DIR/dedup/`` (the directory is locked while open, DESIGN.md invariant 6):
+Files under ``DIR/dedup/`` (the directory is locked while open, docs/design.md invariant 6):
 
 ``pages.bin``
     Append-only, one 40-byte little-endian entry per stored page: simhash, 64-bit

@@ -1,7 +1,7 @@
 """Polite, safe fetching into WARC (the library behind ``crawlkit fetch``).
 
 * :mod:`~crawlkit.fetch.scheduler` — one FIFO per host, a heap of hosts by
-  next-allowed time, per-IP limits, backoff (DESIGN.md invariant 2).
+  next-allowed time, per-IP limits, backoff (docs/design.md invariant 2).
 * :mod:`~crawlkit.fetch.netpolicy` — which addresses may be connected to (invariant 7).
 * :mod:`~crawlkit.fetch.resolver` — hosts file, TTL cache, bounded negative cache.
 * :mod:`~crawlkit.fetch.dns` — the ``--dns-server`` stub resolver (UDP, dnslib).

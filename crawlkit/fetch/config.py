@@ -1,4 +1,6 @@
-"""The knobs of a fetch run (:class:`FetchConfig`) and the default User-Agent.
+"""The knobs of a fetch run (:class:`FetchConfig`), of its WARC files
+(:class:`WarcOptions`) and the default User-Agent: each default is written here once
+(the CLI shows these as its defaults; ``crawlkit crawl`` passes them on whole).
 
 Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine composes
 (the robots flow, the host table) read the same record without importing the engine.
@@ -6,10 +8,14 @@ Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine compos
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_AGENT", "FetchConfig"]
+from crawlkit.masking import mask_url
+from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
+
+__all__ = ["DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
 
 # The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
 # are matched by its product token, "crawlkit".
@@ -18,7 +24,7 @@ DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
 
 @dataclass
 class FetchConfig:
-    """Every knob of a fetch run, with DESIGN.md's defaults."""
+    """Every knob of a fetch run, with docs/design.md's defaults ("Numbers")."""
 
     agent: str = DEFAULT_AGENT
     concurrency: int = 100
@@ -43,3 +49,11 @@ class FetchConfig:
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
     proxy: str | None = None  # every request through this HTTP proxy (--proxy)
     trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
+
+    def to_json(self) -> dict[str, Any]:
+        """The knobs as they may be shown or stored (settings.json, the report, warcinfo):
+        the proxy's userinfo masked (docs/design.md invariant 9); ``request`` keeps its own
+        ``to_json``, which shows no secret either."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["proxy"] = mask_url(self.proxy) if self.proxy else self.proxy
+        return out

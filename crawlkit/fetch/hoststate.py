@@ -13,7 +13,7 @@ One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
   table once lookups have cost as much as reading it): a payload it has never seen
   then costs no query.
 
-Durability contract (DESIGN.md invariant 2, "a restart never bursts"):
+Durability contract (docs/design.md invariant 2, "a restart never bursts"):
 
 * :meth:`HostState.begin_run` durably marks the state as *running*; a clean
   :meth:`HostState.close` clears the mark. Finding the mark at the next start means

@@ -1,4 +1,4 @@
-"""Which addresses a fetch may connect to (DESIGN.md invariant 7, SSRF).
+"""Which addresses a fetch may connect to (docs/design.md invariant 7, SSRF).
 
 A URL chosen by a stranger must not reach a private network. The check is made on the
 *address* the connection will use (the resolver pins it, see :mod:`resolver`), never

@@ -1,6 +1,6 @@
 """Shaping outcomes: the fetch record of a URL, from its input record and what happened.
 
-Every input URL record gets exactly one fetch record (DESIGN.md invariant 1); the
+Every input URL record gets exactly one fetch record (docs/design.md invariant 1); the
 outcomes are listed in :mod:`crawlkit.fetch.engine`. This module knows what each
 record says and nothing about when it is made:
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import calendar
 import email.utils
-import time
 from collections import deque
 from typing import Any, cast
 from urllib.parse import urljoin
@@ -26,7 +25,8 @@ from urllib.parse import urljoin
 from crawlkit import records
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.client import FetchResult
-from crawlkit.records import error_code
+from crawlkit.records import Record, error_code
+from crawlkit.times import iso
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -43,14 +43,12 @@ __all__ = [
     "timing_fields",
 ]
 
-Record = dict[str, Any]
-
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
 
 
 def iso_time(t: float) -> str:
     """UTC ISO 8601 with milliseconds: ``2026-11-30T07:31:36.123Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+    return iso(t, 3)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

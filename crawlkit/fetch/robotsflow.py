@@ -2,7 +2,7 @@
 
 For each origin (``scheme://host:port``) :class:`RobotsFlow` keeps the
 :class:`~crawlkit.robots.RobotsEntry` that a :class:`~crawlkit.robots.RobotsPolicy`
-made of the last answer, in memory and in the host state (DESIGN.md invariant 3):
+made of the last answer, in memory and in the host state (docs/design.md invariant 3):
 
 * **Fetching.** When a host's next URL has no fresh entry, a :class:`RobotsTask` goes
   first, through the same politeness clock as any request. A 3xx is followed by the

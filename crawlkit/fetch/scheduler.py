@@ -1,6 +1,6 @@
 """The back half of a Mercator frontier: one FIFO per host, a heap of hosts by time.
 
-This is where politeness (DESIGN.md invariant 2) is enforced, as a property of the data
+This is where politeness (docs/design.md invariant 2) is enforced, as a property of the data
 structure rather than of the callers' good intentions:
 
 * A host is in the heap at most once and is *out* of the heap while it is being
@@ -30,6 +30,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlkit.fetch.config import FetchConfig
+
 __all__ = ["HostQueue", "Scheduler"]
 
 MAX_RETRY_AFTER = 86_400.0
@@ -54,27 +56,31 @@ class HostQueue:
         return self.backoff_until > now
 
 
+_DEFAULT = FetchConfig()
+
+
 class Scheduler:
     """Hands out hosts whose time has come, one request per host at a time."""
 
     def __init__(
         self,
         *,
-        min_delay: float = 1.0,
-        delay_factor: float = 10.0,
-        per_ip: int = 2,
-        per_ip_delay: float = 0.25,
-        backoff: float = 60.0,
-        max_backoff: float = 3600.0,
+        min_delay: float = _DEFAULT.min_delay,
+        delay_factor: float = _DEFAULT.delay_factor,
+        per_ip: int = _DEFAULT.per_ip,
+        per_ip_delay: float | None = None,
+        backoff: float = _DEFAULT.backoff,
+        max_backoff: float = _DEFAULT.max_backoff,
         host_min_delay: dict[str, float] | None = None,
     ):
+        """Defaults are :class:`FetchConfig`'s; ``per_ip_delay`` None is ``min_delay / 4``."""
         if per_ip < 1:
             raise ValueError("per_ip must be at least 1")
         self.min_delay = min_delay
         self.host_min_delay = dict(host_min_delay or {})  # by host name (a config file's)
         self.delay_factor = delay_factor
         self.per_ip = per_ip
-        self.per_ip_delay = per_ip_delay
+        self.per_ip_delay = min_delay / 4 if per_ip_delay is None else per_ip_delay
         self.backoff_base = backoff
         self.max_backoff = max_backoff
         self._heap: list[tuple[float, int, HostQueue]] = []
@@ -83,6 +89,19 @@ class Scheduler:
         self._ip_next: dict[str, float] = {}
         self._parked: dict[str, list[tuple[float, int, HostQueue]]] = {}
         self.busy = 0
+
+    @classmethod
+    def from_config(cls, config: FetchConfig) -> Scheduler:
+        """The scheduler of a fetch run's politeness knobs (``--min-delay`` and the rest)."""
+        return cls(
+            min_delay=config.min_delay,
+            delay_factor=config.delay_factor,
+            per_ip=config.per_ip,
+            per_ip_delay=config.per_ip_delay,
+            backoff=config.backoff,
+            max_backoff=config.max_backoff,
+            host_min_delay=dict(config.host_min_delay),
+        )
 
     # -- queue membership ---------------------------------------------------------------
     def push(self, host: HostQueue) -> None:

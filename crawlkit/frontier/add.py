@@ -15,7 +15,7 @@
    when a buffer holds ``SEGMENT_LINES``) and counted.
 
 Every record with a ``url`` is queued, refused or counted as a duplicate, never dropped
-(DESIGN.md invariant 1). Nothing here is durable before the frontier's commit.
+(docs/design.md invariant 1). Nothing here is durable before the frontier's commit.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Per-site page budgets (IRLbot's STAR idea) and what the frontier knows of each site.
 
-A *site* is a registered domain (DESIGN.md), so a million subdomains of one site
+A *site* is a registered domain (docs/design.md), so a million subdomains of one site
 share one budget. Each site may be handed out at most ``budget(site)`` URLs per
 cycle; URLs over budget are parked, not dropped, and come back next cycle.
 

@@ -13,7 +13,7 @@ Contract:
   end) changes only the in-memory :class:`SegmentQueue`; it becomes durable when the
   owner commits a manifest holding the queue's :meth:`SegmentQueue.to_json`. Until
   then the old manifest still names the old segments and offset, so a crash loses
-  nothing (DESIGN.md invariant 5): new segment files not named by any manifest are
+  nothing (docs/design.md invariant 5): new segment files not named by any manifest are
   leftovers that the owner deletes on the next open, and segments emptied by a take
   are retired, deleted only after the commit. A commit that fails without a crash (a
   full disk) deletes the segments written since the last commit at once
@@ -90,8 +90,9 @@ class SegmentStore:
         """The decompressed contents of a segment."""
         try:
             data = self.path(seg_id).read_bytes()
-        except OSError as exc:
+        except FileNotFoundError as exc:
             raise StateError(f"frontier segment {self.path(seg_id)} is missing: {exc}") from exc
+        # any other OSError (EMFILE, EIO, EACCES) is passed on and said as what it is
         try:
             raw = self._dctx.decompressobj().decompress(data)
         except zstandard.ZstdError as exc:

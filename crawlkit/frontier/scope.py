@@ -8,7 +8,9 @@ URL found while outside the scope is still new once a later seed widens it;
 ``host`` and ``site`` are relative to the seeds: a URL record with ``reason: "seed"``
 widens the scope (its host, its registered domain) and is always let in; any other
 URL record must be on a seed's host (``host``) or site (``site``). A regex is
-searched in the URL. ``any`` lets everything in.
+searched in the URL, in linear time (:mod:`crawlkit.patterns`: RE2 syntax), and a
+URL longer than 2,000 characters is refused (``url-length``) before it runs.
+``any`` lets everything in.
 
 Two kinds of record pass whatever the scope: records without a URL (dedup's site
 records, which only tune budgets) and page requisites (``reason: "requisite"``, or
@@ -23,14 +25,14 @@ is read when the first one is missing.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from crawlkit import io
 from crawlkit.errors import InvalidURL, UsageError
-from crawlkit.io import Record
+from crawlkit.patterns import MAX_URL_LENGTH, Pattern, compile_pattern, too_long
+from crawlkit.records import Record
 from crawlkit.url import Canonicalizer
 
 __all__ = ["SCOPES", "Scope", "scope_file"]
@@ -47,18 +49,19 @@ def scope_file(state: str | Path) -> Path:
 class Scope:
     """A scope spec and the seeds' hosts and sites it is relative to."""
 
-    def __init__(self, spec: str):
+    def __init__(self, spec: str, *, max_url_length: int = MAX_URL_LENGTH):
         self.spec = spec
+        self.max_url_length = max_url_length
         self.hosts: set[str] = set()
         self.sites: set[str] = set()
         self.state: Path | None = None  # where it is kept (see load and save)
         self.changed = False  # seeds added since it was loaded or saved
-        self.regex: re.Pattern[str] | None = None
+        self.regex: Pattern | None = None
         if spec not in SCOPES:
             try:
-                self.regex = re.compile(spec)
-            except re.error as exc:
-                raise UsageError(f"--scope: not host, site, any or a valid regex: {exc}") from exc
+                self.regex = compile_pattern(spec, "--scope")
+            except UsageError as exc:
+                raise UsageError(f"{exc} (--scope is host, site, any or a regex)") from exc
 
     def add_seed(self, record: Record) -> None:
         """Widen the scope by a seed's host and site (canonical URL record fields)."""
@@ -118,6 +121,10 @@ class Scope:
         if rec.get("reason") == "seed":
             self.add_seed(fields)
             return None
+        if self.regex is not None:
+            length = too_long(str(fields["url"]), self.max_url_length)
+            if length is not None:  # before the pattern runs on it
+                return {**rec, "outcome": "refused", "refused": "url-length", "detail": length}
         why = self.why_not(fields)
         if why is None:
             return None

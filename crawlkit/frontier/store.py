@@ -25,7 +25,7 @@ first URL of a site never handed out yet), ``recrawl-0`` .. ``recrawl-3``, and f
 each of them a parked twin holding URLs over their site's budget until the next
 cycle.
 
-Durability (DESIGN.md invariants 1 and 5): the directory is a
+Durability (docs/design.md invariants 1 and 5): the directory is a
 :class:`~crawlkit.durable.DurableDir`. Nothing changes on disk until
 :meth:`Frontier.commit`, which writes new segments and side files, fsyncs them and
 then replaces the manifest. A crash before the replacement leaves the previous

@@ -2,7 +2,7 @@
 
 Each rule looks at one canonical URL (and its depth from a seed) and answers with a
 refusal reason, or None to accept. The reasons are the ``refused`` field of the
-refused records the frontier writes (DESIGN.md invariant 1: a refused URL comes out
+refused records the frontier writes (docs/design.md invariant 1: a refused URL comes out
 as a record with its reason, never silently dropped):
 
 ``url-length``
@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawlkit.patterns import MAX_URL_LENGTH
 from crawlkit.url import read_denylist
 
 __all__ = ["DEFAULT_PARAM_DENYLIST", "REASONS", "TrapChecker", "TrapLimits", "read_denylist"]
@@ -88,9 +89,9 @@ _ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
 
 @dataclass(frozen=True)
 class TrapLimits:
-    """The trap limits (DESIGN.md "Numbers"); every one can be changed by a flag."""
+    """The trap limits (docs/design.md "Numbers"); every one can be changed by a flag."""
 
-    max_url_length: int = 2000
+    max_url_length: int = MAX_URL_LENGTH
     max_path_depth: int = 15
     max_segment_repeats: int = 3
     max_query_params: int = 10

@@ -11,7 +11,7 @@ Three parts, each usable on its own:
     last good body and the effective rules. JSON-safe through ``to_dict``/``from_dict``.
 :class:`RobotsPolicy`
     Turns the outcome of fetching robots.txt (a status and a body, or a network error)
-    into a :class:`RobotsEntry` by RFC 9309 section 2.3 and DESIGN.md invariant 3.
+    into a :class:`RobotsEntry` by RFC 9309 section 2.3 and docs/design.md invariant 3.
 
 Modules: ``_parse`` (the file to groups), ``_normalize`` (percent-encoding, paths,
 product tokens), ``_match`` (the compiled matcher of one group), ``_rules`` (the

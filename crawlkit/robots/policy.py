@@ -2,7 +2,7 @@
 
 :class:`RobotsPolicy` turns a status and body (or a network error) into a
 :class:`RobotsEntry`, the per-host cache record the fetcher keeps and persists
-(DESIGN.md invariant 3).
+(docs/design.md invariant 3).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class RobotsEntry:
 
 
 class RobotsPolicy:
-    """RFC 9309 section 2.3-2.4 and DESIGN.md invariant 3, as one small object.
+    """RFC 9309 section 2.3-2.4 and docs/design.md invariant 3, as one small object.
 
     * 2xx: the body's rules, trusted for ``max_age`` (at most 24 h).
     * 3xx: the fetcher follows up to ``max_redirects`` hops itself (RFC: at least

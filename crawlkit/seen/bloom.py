@@ -1,6 +1,6 @@
 """A Bloom filter over 64-bit fingerprints, kept in a memory-mapped file.
 
-Sizing (DESIGN.md "Numbers"): for a design count ``n`` and a false-positive rate
+Sizing (docs/design.md "Numbers"): for a design count ``n`` and a false-positive rate
 ``p`` the filter has ``m = -n ln p / (ln 2)^2`` bits (rounded up to whole 64-bit
 words) and ``k = round((m / n) ln 2)`` probes: 14.4 bits and 10 probes per URL at
 0.1 %.

@@ -1,18 +1,18 @@
 """The seen set of one state directory: a Bloom filter in front of exact sorted runs.
 
 Layout under ``--state DIR`` (the whole directory is locked by
-:func:`crawlkit.state.open_state`, DESIGN.md invariant 6)::
+:func:`crawlkit.state.open_state`, docs/design.md invariant 6)::
 
     DIR/seen/manifest.json     the commit point: capacity, fp_rate, filter, runs
     DIR/seen/filter-NNNNNNNN.bloom   the Bloom filter (see crawlkit.seen.bloom)
     DIR/seen/run-NNNNNNNN.u64  sorted distinct little-endian uint64 fingerprints
     DIR/seen/run-NNNNNNNN.p48  the same for big runs, packed to 6 bytes a key
 
-Answers (DESIGN.md invariant 4): :meth:`SeenStore.lookup` asks the filter about a
+Answers (docs/design.md invariant 4): :meth:`SeenStore.lookup` asks the filter about a
 whole batch; every "maybe" is confirmed against the exact runs, so a false positive of
 the filter costs a binary search, never a lost URL.
 
-Commits (DESIGN.md invariant 5): :meth:`SeenStore.commit` writes a new run under a
+Commits (docs/design.md invariant 5): :meth:`SeenStore.commit` writes a new run under a
 fresh name (temp, fsync, rename), sets the keys' bits in the memory-mapped filter and
 msyncs it, and then replaces the manifest atomically (the directory is a
 :class:`~crawlkit.durable.DurableDir`). Until that rename the old

@@ -47,7 +47,7 @@ from crawlkit.errors import InvalidURL, StateError, UsageError
 from crawlkit.io import Record
 from crawlkit.records import refusal
 from crawlkit.shard.slots import SlotMap, slot_of
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, site_of_record
 
 __all__ = [
     "ShardRole",
@@ -163,12 +163,9 @@ def role_from_options(
 
 
 def record_site(record: Record, canon: Canonicalizer) -> str | None:
-    """A record's "site", or its URL's when it has none; None when neither is usable."""
-    site = record.get("site")
-    if isinstance(site, str) and site:
-        return site
+    """:func:`crawlkit.url.site_of_record`, or None when the record has no usable site."""
     try:
-        return canon.parse(str(record.get("url") or "")).site
+        return site_of_record(record, canon)
     except InvalidURL:
         return None
 

@@ -1,4 +1,4 @@
-"""Sites to slots to shards (DESIGN.md "Distribution").
+"""Sites to slots to shards (docs/design.md "Distribution").
 
 A site (registered domain) hashes to one of ``slots`` slots (xxh3_64 mod slots); a
 slot map says which shard owns each slot and at which epoch. Adding a node moves

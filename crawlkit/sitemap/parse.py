@@ -6,7 +6,7 @@ character is ``<`` is XML and is told apart by its root element (``urlset``,
 ``sitemapindex``, ``rss``, ``rdf:RDF``, ``feed``), and anything else is a plain text
 sitemap (one URL a line).
 
-Records (DESIGN.md "Records"): every URL becomes a URL record ``{"url", "host",
+Records (docs/design.md "Records"): every URL becomes a URL record ``{"url", "host",
 "site", "fp", "depth": 0, "priority", "reason": "sitemap"}`` with ``lastmod`` (ISO
 8601 in UTC, ``2024-05-01T12:00:00Z``) and ``changefreq`` when the document gives
 them, and ``via`` (the sitemap's own URL) when it is known. ``priority`` is the

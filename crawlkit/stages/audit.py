@@ -7,7 +7,7 @@ exists, crawlkit's own fetch records (url, fetched_at, elapsed_ms, ip, status). 
 rules come from a test web manifest (``manifest.json``; found next to the log when not
 given) and are matched with :mod:`crawlkit.robots`.
 
-Checks, per host (DESIGN.md invariants 2 and 3), each a *violation*:
+Checks, per host (docs/design.md invariants 2 and 3), each a *violation*:
 
 * ``conns``: most requests in flight at once from distinct connections (overlap of
   [t_start, t_end]); more than ``per_host`` (1) is a violation. For fetch logs every

@@ -1,7 +1,7 @@
 """``crawlkit dedup``: page records to dedup records (exact, near, or unique).
 
 For every input page record with a ``url``, exactly one dedup record comes out, in
-input order (DESIGN.md invariant 1)::
+input order (docs/design.md invariant 1)::
 
     {"url", "kind": "exact"|"near"|"unique", "dup_of", "distance", "site", "fp",
      "digest", "simhash"}
@@ -42,10 +42,11 @@ import xxhash
 from crawlkit.dedup.nearindex import table_keys
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
 from crawlkit.records import dedup_record
 from crawlkit.state import open_substate
-from crawlkit.url import fingerprint, fingerprint_int, site_of_host
+from crawlkit.url import fingerprint, fingerprint_int, site_of_record
 
 __all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
 
@@ -87,15 +88,11 @@ def _digest_hash(digest: object) -> int:
     return xxhash.xxh3_64_intdigest(digest.strip().encode("utf-8", "surrogatepass")) or 1
 
 
-def _site_of(record: Record, url: str) -> str:
-    site = record.get("site")
-    if isinstance(site, str) and site:
-        return site
-    # scheme://[userinfo@]host[:port]/...: enough to name the site of a page URL.
-    authority = url.split("/", 3)[2] if url.count("/") >= 2 else ""
-    host = authority.rpartition("@")[2]
-    host = host[: host.index("]") + 1] if host.startswith("[") else host.partition(":")[0]
-    return site_of_host(host.lower()) if host else ""
+def _site_of(record: Record) -> str:
+    try:
+        return site_of_record(record)
+    except InvalidURL:
+        return ""
 
 
 def _parse(source: str, lineno: int, record: Record, reporter: Reporter) -> _Item | None:
@@ -125,7 +122,7 @@ def _parse(source: str, lineno: int, record: Record, reporter: Reporter) -> _Ite
         _digest_hash(record.get("digest")),
         sh,
         eligible,
-        _site_of(record, url),
+        _site_of(record),
     )
 
 

@@ -6,7 +6,7 @@ Content-Type or by sniffing) and hands them in chunks to ``jobs`` worker process
 results come back in submission order, so the output is the same bytes for any
 ``jobs`` (same input, same bytes out).
 
-Per parsed page one page record (DESIGN.md "Page record", plus ``status``,
+Per parsed page one page record (docs/design.md "Page record", plus ``status``,
 ``fetched_at``, ``host``, ``site``, ``fp``, ``depth``, ``content_type``,
 ``requisites``) and one link record per distinct outgoing http(s) link (a URL record
 with ``depth`` + 1, ``reason: "link"``, ``via`` and ``from`` the page URL,
@@ -19,22 +19,30 @@ a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or fee
 (told by its content) the sitemap stage's URL records, both with ``reason:
 "sitemap"`` (see :mod:`crawlkit.sitemap.discover`).
 
-A stylesheet stored as a ``revisit`` (the same bytes as one captured at another URL)
-is parsed against its own URL, from the body of the capture it repeats (see
-:func:`extract_warcs`). Counted and passed over, never fatal: other revisit records,
-non-200 responses, non-HTML
-bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
-parse (reported on stderr with the URL). A page over a parse-time cap (HTML bytes,
-links, nesting depth, attributes a tag: see :mod:`crawlkit.html.guard`) is parsed up to
-the cap, written with ``"capped": [...]`` and counted as an error. A truncated or
-damaged WARC ends that file with one line on stderr after the records before the damage
-were processed; the next file is read.
+Counted and passed over, never fatal: revisit records other than stylesheets, non-200
+responses, non-HTML bodies and records whose target URI is not a usable http(s) URL. A
+stylesheet stored as a ``revisit`` (the same bytes as one captured at another URL) is
+parsed against its own URL, from the body of the capture it repeats (see
+:func:`extract_warcs`). Every page gets its
+page record: a page over a parse-time cap (HTML bytes, links, nesting depth, attributes
+a tag: see :mod:`crawlkit.html.guard`) is parsed up to the cap and written with
+``"capped": [...]``; a page whose parse raised, or whose worker died on it, is recorded
+from a bounded scan of its bytes (its title and ``<a href>`` links, see
+:mod:`crawlkit.html.fallback`) with ``"error": "..."``, or with ``"capped": ["time"]``
+when it ran out of its CPU deadline (see :mod:`crawlkit.stages.extract_page`). Capped
+pages and page errors are counted apart and reported on stderr with the URL. Pages
+are always parsed in worker processes (``jobs`` of them, one at least), so no page
+holds up the process that reads the WARC. A truncated or damaged WARC ends that file
+with one line on stderr after the records before the damage were processed; the next
+file is read.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import multiprocessing
+import signal
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -59,6 +67,7 @@ from crawlkit.stages.extract_page import (
     WarcSource,
     init_worker,
     link_priority,
+    lost_page,
     process_chunk,
     worker_extractor,
 )
@@ -315,12 +324,14 @@ def extract_warcs(
     from files that hold many cycles, and may still be growing).
 
     ``write_pages`` / ``write_links`` receive whole chunks of NDJSON lines, in input
-    order; ``write_links`` None drops link records. ``jobs`` > 1 parses in that many
-    worker processes (at most ``2 * jobs`` chunks in flight, so memory stays bounded).
+    order; ``write_links`` None drops link records. Pages are parsed in ``jobs`` worker
+    processes (one at least; at most ``2 * jobs`` chunks in flight, so memory stays
+    bounded), each page under the CPU deadline of ``options``; with ``extractor``
+    given and ``jobs`` 1 they are parsed in this process (a worker of
+    :class:`ExtractWorkers`, which runs under the deadline itself).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
-    run on a chunk (tests use it to make a worker die); ``extractor`` is the parser
-    ``jobs`` 1 uses (one is made when None).
+    run on a chunk (tests use it to make a worker die).
 
     A stylesheet stored as a revisit (the same bytes as one captured at another URL)
     is parsed against its own URL: its body is the one read earlier in ``paths``, or
@@ -337,17 +348,12 @@ def extract_warcs(
     def take(result: ChunkResult) -> None:
         _take(result, stats, write_pages, write_links, reporter)
 
-    if jobs <= 1:
-        extractor = extractor or HtmlExtractor(
-            Canonicalizer(options.rules),
-            max_html_bytes=options.max_html_bytes,
-            max_links=options.max_links,
-        )
+    if jobs <= 1 and extractor is not None:
         for chunk in chunks:
             take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
-    pool = _Pool(jobs, options, worker)
+    pool = _Pool(max(1, jobs), options, worker)
     try:
         pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
@@ -364,11 +370,12 @@ def extract_warcs(
 class _Pool:
     """Worker processes that survive a worker's death.
 
-    If a worker dies (a crash in the C parser on one page, the OOM killer), every
-    chunk in flight fails with BrokenProcessPool. The pool is then rebuilt, the chunk
-    at the head is redone one page at a time so the page that kills a worker is found,
-    counted as an error and passed over, and the chunks behind it are resubmitted; the
-    output order does not change.
+    If a worker dies (the CPU deadline on one page, a crash in the C parser, the OOM
+    killer), every chunk in flight fails with BrokenProcessPool. The pool is then
+    rebuilt, the chunk at the head is redone one page at a time so the page that kills
+    a worker is found and recorded by :func:`lost_page` (here, from a bounded scan of
+    its bytes), and the chunks behind it are resubmitted; the output order does not
+    change.
     """
 
     def __init__(
@@ -378,6 +385,16 @@ class _Pool:
         self.options = options
         self.worker = worker
         self.executor = self._new()
+        self._parser: HtmlExtractor | None = None  # this process's, for lost pages
+
+    def _lost(self, job: Job, exitcode: int | None) -> ChunkResult:
+        if self._parser is None:
+            self._parser = HtmlExtractor(
+                Canonicalizer(self.options.rules),
+                max_html_bytes=self.options.max_html_bytes,
+                max_links=self.options.max_links,
+            )
+        return lost_page(job, self._parser, exitcode, self.options.requisites)
 
     def _new(self) -> cf.ProcessPoolExecutor:
         return _executor(self.jobs, self.options)
@@ -404,8 +421,14 @@ class _Pool:
         try:
             result = future.result()
         except cf.process.BrokenProcessPool:
-            self._restart()
-            result = self._one_by_one(chunk)
+            if self.jobs == 1 and len(chunk) == 1:
+                # One worker runs the chunks in order: the one it died on is this page.
+                code = _death(list(getattr(self.executor, "_processes", {}).values()))
+                self._restart()
+                result = self._lost(chunk[0], code)
+            else:
+                self._restart()
+                result = self._one_by_one(chunk)
             for i in range(1, len(pending)):
                 pending[i] = (pending[i][0], self.submit(pending[i][0]))
         pending.popleft()
@@ -417,18 +440,13 @@ class _Pool:
         counts: Counter[str] = Counter()
         warnings: list[tuple[str, str]] = []
         for job in chunk:
+            future = self.submit([job])
+            workers = list(getattr(self.executor, "_processes", {}).values())
             try:
-                p, lk, c, w = self.submit([job]).result()
+                p, lk, c, w = future.result()
             except cf.process.BrokenProcessPool:
                 self._restart()
-                counts["errors"] += 1
-                warnings.append(
-                    (
-                        f"{job[0][:200]}: the parser process died on this page; passed over",
-                        "page error",
-                    )
-                )
-                continue
+                p, lk, c, w = self._lost(job, _death(workers))
             pages.append(p)
             links.append(lk)
             counts.update(c)
@@ -437,6 +455,18 @@ class _Pool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _death(workers: list[Any]) -> int | None:
+    """How the worker that died ended (its exit code: -SIGPROF for the CPU deadline),
+    from the pool's processes as they were when the page was handed out; None if not
+    known. The others are ended by the pool itself, with SIGTERM."""
+    codes = []
+    for proc in workers:
+        proc.join(5)
+        codes.append(proc.exitcode)
+    died = [code for code in codes if code not in (None, 0, -signal.SIGTERM)]
+    return died[0] if died else None
 
 
 def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
@@ -453,9 +483,13 @@ def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
         method = "forkserver"
     else:
         method = "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # The server imports the parser once; each worker forked from it starts warm.
+        context.set_forkserver_preload(["crawlkit.stages.extract_page"])
     return cf.ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=multiprocessing.get_context(method),
+        mp_context=context,
         initializer=init_worker,
         initargs=(options,),
     )
@@ -548,15 +582,17 @@ class ExtractWorkers:
         try:
             pages, links, stats, warnings = future.result()
         except cf.process.BrokenProcessPool:
-            # A page killed its worker (a crash in the C parser, the OOM killer). Start
-            # afresh and redo these files with the per-page recovery of extract_warcs.
+            # A page killed its worker (its CPU deadline, a crash in the C parser, the
+            # OOM killer). Start afresh and redo these files with the per-page recovery
+            # of extract_warcs.
+
             self.close()
             return extract_warcs(
                 paths,
                 write_pages,
                 write_links,
-                jobs=max(2, self.jobs),
-                options=self.options,
+                # a page a chunk, in one worker: the page it dies on is known at once
+                options=dataclasses.replace(self.options, chunk_records=1),
                 reporter=reporter,
                 originals=originals,
             )

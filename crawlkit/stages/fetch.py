@@ -30,15 +30,15 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.tls import verifying_context
+from crawlkit.records import Record
 from crawlkit.robots import RobotsPolicy
 from crawlkit.shard.routing import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.state import open_state
 from crawlkit.url import Canonicalizer
-from crawlkit.warc.write import WarcWriter
+from crawlkit.warc.write import DEFAULT_WARC, WarcOptions, WarcWriter
 
 __all__ = ["fetch_records", "warc_new_dir"]
 
-Record = dict[str, Any]
 Refill = Callable[[Fetcher], Coroutine[Any, Any, list[Record] | None]]
 
 
@@ -54,9 +54,7 @@ def fetch_records(
     state_dir: str | os.PathLike[str],
     config: FetchConfig | None = None,
     warc_dir: str | os.PathLike[str] | None = None,
-    warc_version: str = "1.1",
-    warc_size: int = 1_000_000_000,
-    warc_prefix: str = "crawlkit",
+    warc: WarcOptions = DEFAULT_WARC,
     warc_info: dict[str, str] | None = None,
     warc_index: bool = False,
     allow_net: Sequence[str] = (),
@@ -95,6 +93,7 @@ def fetch_records(
     every URL not fetched yet comes out ``deferred``, so the output stays complete;
     ``on_interrupt`` is told the signal's name (``crawlkit crawl`` then stops too).
 
+    ``warc`` says how big files get, their name prefix and WARC version.
     ``warc_info`` adds fields to each file's warcinfo record (``operator``,
     ``isPartOf``, ``description``). ``warc_dir`` defaults to ``STATE/warc``; files are
     written into ``warc_dir/new`` as ``*.warc.gz.open`` and renamed when complete;
@@ -120,11 +119,9 @@ def fetch_records(
             stack.callback(host_state.end_run)
         state_path = Path(state_dir)
         target = warc_new_dir(warc_dir if warc_dir is not None else state_path / "warc")
-        writer = WarcWriter(
+        writer = WarcWriter.from_options(
             target,
-            prefix=warc_prefix,
-            version=warc_version,
-            max_size=warc_size,
+            warc,
             index=warc_index,
             info={
                 "http-header-user-agent": config.agent,

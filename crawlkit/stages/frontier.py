@@ -25,18 +25,20 @@ from typing import IO
 
 import orjson
 
-from crawlkit.diag import NullReporter, Reporter
+from crawlkit.diag import Reporter
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.io import Record, read_records
+from crawlkit.io import read_records
+from crawlkit.patterns import Excludes
+from crawlkit.records import Record
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
-from crawlkit.state import StateDir, open_state
+from crawlkit.state import StateDir, lock_state, open_state
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -51,31 +53,6 @@ __all__ = [
     "lock_state",
     "take_batch",
 ]
-
-
-def lock_state(
-    path: str | os.PathLike[str], *, wait: float, reporter: Reporter | None = None
-) -> StateDir:
-    """Lock the state directory, waiting up to ``wait`` seconds for another owner.
-
-    Raises :class:`LockedError` when the owner keeps it longer, and at once when the
-    owner is a running crawl (it keeps the directory for its whole run).
-    """
-    reporter = reporter or NullReporter()
-    deadline = time.monotonic() + wait
-    told = False
-    while True:
-        try:
-            return open_state(path)
-        except LockedError as exc:
-            if exc.holder.endswith("(crawl)"):
-                raise LockedError(f"{exc}: a crawl keeps it for its whole run") from None
-            if time.monotonic() >= deadline:
-                raise
-            if not told:
-                reporter.info(f"{exc}; waiting up to {wait:g} s")
-                told = True
-            time.sleep(0.05)
 
 
 def _spool(records: Iterable[Record]) -> IO[bytes]:
@@ -128,15 +105,20 @@ def add_to(
     scope: Scope | None = None,
     canonicalizer: Canonicalizer | None = None,
     now: float | None = None,
+    excludes: Excludes | None = None,
 ) -> AddResult:
     """``frontier add`` on an opened frontier: queue ``records`` and commit.
 
-    With a ``scope``, URLs outside it go to ``on_refused`` (``"refused":
-    "out-of-scope"``, and a ``detail`` naming the scope); seed records widen it, and a
-    widened scope is saved (:meth:`Scope.save`) before the commit, so no queued seed is
-    missing from it. All or nothing: the records are committed together at the end.
+    With ``excludes``, URLs over the length limit (``url-length``) and URLs a pattern
+    matches (``excluded``) go to ``on_refused`` first. With a ``scope``, URLs outside
+    it go to ``on_refused`` (``"refused": "out-of-scope"``, and a ``detail`` naming the
+    scope); seed records widen it, and a widened scope is saved (:meth:`Scope.save`)
+    before the commit, so no queued seed is missing from it. All or nothing: the
+    records are committed together at the end.
     """
     out_of_scope: list[Record] = []
+    if excludes:
+        records = excludes.sort(records, out_of_scope)
     if scope is not None:
         records = scope.sort(records, out_of_scope, canonicalizer or Canonicalizer())
     result = frontier.add_records(records, now=now, on_refused=on_refused)
@@ -181,12 +163,14 @@ def frontier_add(
     reporter: Reporter | None = None,
     role: ShardRole | None = None,
     scope: str | None = None,
+    excludes: Excludes | None = None,
 ) -> AddResult:
     """Queue ``records`` in the frontier under ``state_path``; refusals go to ``on_refused``.
 
     ``scope`` (``host``, ``site``, ``any`` or a regex; see
     :mod:`crawlkit.frontier.scope`) refuses URLs outside it, relative to the seeds
-    kept in the state directory and those among ``records``.
+    kept in the state directory and those among ``records``; ``excludes``
+    (:mod:`crawlkit.patterns`) refuses URLs its patterns match, and over-long ones.
 
     ``read_first`` reads all of ``records`` (into a temporary file) before taking the
     lock; use it when they come from a pipe, whose writer may be another stage
@@ -219,6 +203,7 @@ def frontier_add(
                     scope=scoped,
                     canonicalizer=canon,
                     now=now,
+                    excludes=excludes,
                 )
             others: dict[int, list[Record]] = defaultdict(list)
             inbox = inbox_files(state.path, reporter)
@@ -238,6 +223,8 @@ def frontier_add(
                     fresh, mark_seen = new.records, new.commit
                 out_of_scope: list[Record] = []
                 candidates: Iterable[Record] = itertools.chain(records, fresh)
+                if excludes:
+                    candidates = excludes.sort(candidates, out_of_scope)
                 if scoped is not None:
                     candidates = scoped.sort(candidates, out_of_scope, canon)
                 mine = _keep_own(role, canon, candidates, others)
@@ -311,11 +298,16 @@ def frontier_next(
     lock_wait: float = 3600.0,
     reporter: Reporter | None = None,
     role: ShardRole | None = None,
+    excludes: Excludes | None = None,
 ) -> Batch:
     """Hand out one batch: ``write(batch)`` must make it safe, then the removal commits.
 
     At least once: if ``write`` raises or the process dies before the commit, the
     same URLs are still queued and come out again.
+
+    With ``excludes``, queued URLs its patterns match now (the ignore file may have
+    changed since they were queued) are not in the batch: they are among its
+    ``refused`` records (``excluded``, or ``url-length``), and leave the queues with it.
 
     With a shard ``role``, each URL record carries ``shard_epoch`` (its slot's epoch
     in the map), which fetchers check (invariant 6); a queued URL of a slot the map
@@ -327,11 +319,32 @@ def frontier_next(
             batch = frontier.next(opts)
             if opts.budgets and len(batch.lines) < opts.max_urls:  # short: say what waits
                 batch.over_budget = frontier.over_budget(limit=3)
+            if excludes:
+                batch = _without_excluded(batch, excludes)
             if role is not None:
                 batch = _stamped(state.path, role, batch)
             write(batch)
             frontier.commit()
     return batch
+
+
+def _without_excluded(batch: Batch, excludes: Excludes) -> Batch:
+    """``batch`` with the URLs ``excludes`` refuses moved to its refused records."""
+    refused = list(batch.refused)
+    lines = []
+    excludes.refresh()
+    for line in batch.lines:
+        out = excludes.refusal(orjson.loads(line))
+        if out is None:
+            lines.append(line)
+        else:
+            refused.append(out)
+    return Batch(
+        lines=lines,
+        refused=refused,
+        held_per_host=batch.held_per_host,
+        over_budget=batch.over_budget,
+    )
 
 
 def _stamped(state: Path, role: ShardRole, batch: Batch) -> Batch:

@@ -39,10 +39,12 @@ from typing import Any
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
+from crawlkit.fetch.config import FetchConfig
 from crawlkit.html.page import media_type
 from crawlkit.masking import mask_secrets
-from crawlkit.records import refusal_reason
+from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
+from crawlkit.times import iso
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -53,7 +55,6 @@ __all__ = [
     "warcinfo_fields",
 ]
 
-Record = dict[str, Any]
 _OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
 
 
@@ -85,9 +86,9 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     data["settings"] = mask_secrets(_plain(options))
     warc_dir = getattr(options, "warc_dir", None) or Path(state_path) / "warc"
     data["warc_dir"] = str(Path(warc_dir).resolve())
-    data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    data["started"] = iso(time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
-    io.atomic_write_json(path, data)
+    io.atomic_write_json(path, data, mode=0o600)  # it names hosts with credentials
 
 
 def warcinfo_fields(options: Any) -> dict[str, str]:
@@ -105,7 +106,8 @@ def warcinfo_fields(options: Any) -> dict[str, str]:
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(state_path) / "crawl" / "settings.json"
-    return io.read_json(path) if path.exists() else {}
+    # masked on reading too: an older version wrote a proxy's password there
+    return mask_secrets(io.read_json(path)) if path.exists() else {}
 
 
 def _sha256(warc: Path, cache_dir: Path) -> str:
@@ -293,7 +295,7 @@ def collection_section(
     missing += _unanswered(requisite_links, answered | refused_urls, locate)
     warc_dir = Path(saved.get("warc_dir") or state / "warc")
     warc_files = warc_files_of(warc_dir)
-    min_gap = (settings.get("fetch") or {}).get("min_delay", 1.0)
+    min_gap = (settings.get("fetch") or {}).get("min_delay", FetchConfig.min_delay)
     audit: dict[str, Any] | None = None
     if fetch_logs:
         full = run_audit(

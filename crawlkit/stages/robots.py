@@ -40,7 +40,7 @@ def check_lines(
     is neither (not UTF-8, over the line cap, a broken object, an object without a
     string ``url``) gives
     ``{"url": null, "allowed": false, "rule": null, "error": ...}`` and is reported, so
-    every input line is answered (DESIGN.md invariant 1). Streams; constant memory.
+    every input line is answered (docs/design.md invariant 1). Streams; constant memory.
     """
     reporter = reporter if reporter is not None else NullReporter()
     for source, lineno, text in lines:

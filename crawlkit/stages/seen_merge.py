@@ -5,12 +5,14 @@ URL) in chunks of ``chunk_size``. For each chunk:
 
 1. records without ``fp`` are canonicalized (``url``, ``host``, ``site`` and ``fp`` are
    set; a URL that cannot be used is reported as a bad record and skipped);
-   with a scope (``--scope``), a record outside it is passed to the caller as a refused
-   record instead, never checked nor marked seen;
+   a URL longer than ``max_url_length`` is passed to the caller as a refused record
+   (``url-length``) before any pattern runs on it; so is one an exclude pattern
+   matches (``excluded``, ``--exclude``/``--ignore-file``) and, with a scope
+   (``--scope``), one outside it: refused records are never checked nor marked seen;
 2. repeats within the input are dropped, the first occurrence wins and input order
    is kept;
 3. the store is asked about the whole chunk at once: Bloom filter, then an exact
-   check of every "maybe" against the sorted runs (DESIGN.md invariant 4);
+   check of every "maybe" against the sorted runs (docs/design.md invariant 4);
 4. the never-seen records are written, all their fields kept (a record that already
    had ``fp`` is written byte for byte as it came);
 5. only after the write has succeeded are their fingerprints committed to the store.
@@ -47,7 +49,8 @@ from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
 from crawlkit.frontier.scope import Scope
-from crawlkit.io import Record
+from crawlkit.patterns import MAX_URL_LENGTH, Excludes, too_long
+from crawlkit.records import Record, refusal
 from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
 from crawlkit.url import Canonicalizer, ParsedURL
@@ -91,6 +94,8 @@ class SeenMergeStats:
     committed: int = 0
     chunks: int = 0  # chunks processed; --stats names it "batches", as it always did
     out_of_scope: int = 0  # refused by --scope, not checked, never marked seen
+    excluded: int = 0  # refused by --exclude / --ignore-file, likewise
+    too_long: int = 0  # refused as longer than --max-url-length, likewise
 
     @property
     def measured_fp_rate(self) -> float | None:
@@ -188,7 +193,11 @@ class SeenMerge:
         dry_run: bool = False,
         scope: Scope | None = None,
         on_refused: Callable[[Record], None] | None = None,
+        excludes: Excludes | None = None,
+        max_url_length: int = MAX_URL_LENGTH,
+        reason: str | None = None,
     ):
+        """``reason`` is given to bare URL lines (``--reason seed`` for a seeds file)."""
         if chunk_size < 1:
             raise UsageError(f"chunk size must be at least 1, not {chunk_size}")
         if not dry_run and not store.writable:
@@ -204,6 +213,9 @@ class SeenMerge:
         # would refuse them too, but only after they were marked seen).
         self.scope = scope
         self.on_refused = on_refused or (lambda rec: None)
+        self.excludes = excludes if excludes else None
+        self.max_url_length = max_url_length
+        self.reason = reason
         self._pending: list[npt.NDArray[np.uint64]] = []
         self._cache: dict[str, ParsedURL] = {}
 
@@ -228,6 +240,8 @@ class SeenMerge:
                     self._bad(source, lineno, "invalid UTF-8")
                     return None
                 record, raw = {"url": text}, None
+                if self.reason is not None:
+                    record["reason"] = self.reason
         else:
             record, raw = item, None
         fp = record.get("fp")
@@ -247,23 +261,40 @@ class SeenMerge:
                     self._cache.clear()
                 self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
-            if self.scope is not None and self._refused(record):
+            if self._refused(record):
                 return None
             return int(parsed.fp, 16), orjson.dumps(record)
         if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
             self._bad(source, lineno, '"fp" is not 16 hex digits')
             return None
-        if self.scope is not None and self._refused(record):
+        if self._refused(record):
             return None
         return int(fp, 16), (raw if raw is not None else orjson.dumps(record))
 
     def _refused(self, record: Record) -> bool:
-        assert self.scope is not None
-        refusal = self.scope.refusal(record, self.canon)
-        if refusal is None:
+        """True if ``record`` was refused (and handed to ``on_refused``): too long
+        first, so no pattern runs on an unbounded URL, then excluded, then out of
+        scope (the order ``crawl`` refuses in)."""
+        url = record.get("url")
+        if isinstance(url, str):
+            length = too_long(url, self.max_url_length)
+            if length is not None:
+                self.stats.too_long += 1
+                self.on_refused(dict(refusal(record, "url-length", length)))
+                return True
+            if self.excludes is not None:
+                detail = self.excludes.match(url)
+                if detail is not None:
+                    self.stats.excluded += 1
+                    self.on_refused(dict(refusal(record, "excluded", detail)))
+                    return True
+        if self.scope is None:
+            return False
+        out = self.scope.refusal(record, self.canon)
+        if out is None:
             return False
         self.stats.out_of_scope += 1
-        self.on_refused(refusal)
+        self.on_refused(out)
         return True
 
     def _bad(self, source: str, lineno: int, message: str) -> None:

@@ -14,20 +14,9 @@ from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
 from crawlkit.records import where_record
 from crawlkit.shard.slots import SlotMap, slot_of
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, site_of_record
 
 __all__ = ["route_lines", "route_records", "site_of_record", "which"]
-
-
-def site_of_record(record: Record, canon: Canonicalizer) -> str:
-    """The record's ``site``, or the registered domain of its ``url``."""
-    site = record.get("site")
-    if isinstance(site, str) and site:
-        return site
-    url = record.get("url")
-    if not isinstance(url, str):
-        raise InvalidURL("record has neither 'site' nor 'url'")
-    return canon.parse(url).site
 
 
 def route_records(

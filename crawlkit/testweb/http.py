@@ -393,6 +393,8 @@ class HttpProtocol(asyncio.Protocol):
             "if_none_match": headers.get("if-none-match"),
             "if_modified_since": headers.get("if-modified-since"),
             "user_agent": headers.get("user-agent"),
+            # every request header (names lowercased): tests compare what two runs sent
+            "headers": dict(headers),
             "conn": self.conn,
             "special": special,
             "conn_opened": self.opened,

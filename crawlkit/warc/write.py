@@ -5,7 +5,7 @@ records, one gzip member each (any record can be read alone from its offset). Fi
 start with a ``warcinfo`` record, are written under ``NAME.open`` and renamed to
 ``NAME`` (``PREFIX-YYYYMMDDhhmmss-SERIAL-HOST-PID.warc.gz``) when closed, after an
 fsync, so a reader that globs ``*.warc.gz`` never sees a half-written file and a crash
-leaves only a ``.open`` file behind (DESIGN.md invariant 5); the next writer in the same
+leaves only a ``.open`` file behind (docs/design.md invariant 5); the next writer in the same
 directory cuts such a file after its last complete record and renames it
 (:func:`salvage_open_files`), so what was archived before the crash is kept. A file is
 rotated once it passes ``max_size`` bytes; a capture never spans two files.
@@ -46,13 +46,17 @@ from typing import BinaryIO, TextIO
 
 from crawlkit.errors import UsageError
 from crawlkit.io import atomic_write_bytes, fsync_dir
+from crawlkit.times import iso
 from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records
 
 __all__ = [
+    "DEFAULT_MAX_SIZE",
+    "DEFAULT_WARC",
     "INDEX_SUFFIX",
     "Capture",
     "WarcLocation",
+    "WarcOptions",
     "WarcWriter",
     "discard_index",
     "finish_open_file",
@@ -62,6 +66,23 @@ __all__ = [
     "sha1_digest",
     "warc_date",
 ]
+
+#: A new WARC file is started past this size (``--warc-size``), as Heritrix does.
+DEFAULT_MAX_SIZE = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class WarcOptions:
+    """How fetch and crawl write WARC files (``--warc-size``, ``--warc-prefix``,
+    ``--warc-version``), with their defaults written once; passed whole to
+    :meth:`WarcWriter.from_options`."""
+
+    size: int = DEFAULT_MAX_SIZE  # a new file past this many bytes
+    prefix: str = "crawlkit"  # file names start with it
+    version: str = "1.1"  # WARC/1.1 or WARC/1.0
+
+
+DEFAULT_WARC = WarcOptions()
 
 _PROFILE = {
     "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -92,10 +113,7 @@ def gzip_member(raw: bytes, level: int) -> bytes:
 
 def warc_date(t: float, version: str = "1.1") -> str:
     """WARC-Date: microseconds in WARC/1.1, whole seconds in WARC/1.0 (both UTC)."""
-    base = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
-    if version == "1.0":
-        return base + "Z"
-    return f"{base}.{int((t % 1) * 1_000_000):06d}Z"
+    return iso(t, 0 if version == "1.0" else 6)
 
 
 @dataclass(frozen=True)
@@ -233,9 +251,9 @@ class WarcWriter:
         self,
         directory: str | os.PathLike[str],
         *,
-        prefix: str = "crawlkit",
-        version: str = "1.1",
-        max_size: int = 1_000_000_000,
+        prefix: str = DEFAULT_WARC.prefix,
+        version: str = DEFAULT_WARC.version,
+        max_size: int = DEFAULT_WARC.size,
         level: int = 6,
         info: dict[str, str] | None = None,
         index: bool = False,
@@ -260,6 +278,26 @@ class WarcWriter:
         self._salvage_checked = False
 
     # -- files -------------------------------------------------------------------------
+
+    @classmethod
+    def from_options(
+        cls,
+        directory: str | os.PathLike[str],
+        options: WarcOptions,
+        *,
+        info: dict[str, str] | None = None,
+        index: bool = False,
+    ) -> WarcWriter:
+        """A writer of ``options`` (size, prefix, version) into ``directory``."""
+        return cls(
+            directory,
+            prefix=options.prefix,
+            version=options.version,
+            max_size=options.size,
+            info=info,
+            index=index,
+        )
+
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._salvage_checked:

@@ -1,7 +1,7 @@
-"""The records of DESIGN.md as typed definitions: field names, types, constructors, wire.
+"""The records of docs/design.md as typed definitions: field names, types, constructors, wire.
 
 Each constructor's output is checked against its TypedDict (every key declared, every
-value of the declared type), the TypedDicts against DESIGN.md's field lists, and a
+value of the declared type), the TypedDicts against docs/design.md's field lists, and a
 record of each kind goes through io's NDJSON writer and reader unchanged.
 """
 
@@ -32,7 +32,7 @@ from crawlkit.url import Canonicalizer
 
 PARSED = Canonicalizer().parse("HTTP://Example.COM:80/a/../b?x=1#frag")
 
-# DESIGN.md "Records", field by field.
+# docs/design.md "Records", field by field.
 DESIGN_URL = {"url", "host", "site", "fp", "depth", "priority", "reason", "via", "lastmod", "due"}
 DESIGN_FETCH = {
     "url",

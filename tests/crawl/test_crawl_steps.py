@@ -231,8 +231,6 @@ def test_seen_merge_scope_refuses_before_marking_seen(tmp_path: Path) -> None:
     res = crawlkit("seen-merge", "--state", state, "--scope", "site", input=seed_b + link)
     assert res.code == 0, res.stderr
     assert [r["url"] for r in _records(res.text)] == ["http://b.test/", "http://b.test/page"]
-    # --refused without --scope, and a bad --scope, are usage errors
-    res = crawlkit("seen-merge", "--state", state, "--refused", str(refused), input=link)
-    assert res.code == 2 and res.stderr.startswith("crawlkit seen-merge: --refused")
+    # a bad --scope is a usage error (--refused alone holds --exclude's refusals)
     res = crawlkit("seen-merge", "--state", state, "--scope", "(", input=link)
     assert res.code == 2 and res.stderr.startswith("crawlkit seen-merge: --scope")

@@ -247,3 +247,39 @@ def test_a_url_twice_in_a_batch_is_asked_once_and_again_once_answered() -> None:
     again = asyncio.run(go())
     assert [r["outcome"] for r in again] == ["fetched", "fetched"]
     assert [u for u, _ in client2.seen].count("http://a.test/x") == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_cuts_a_request_that_would_hold_it_for_the_whole_timeout() -> None:
+    """Issue 25 (stops that wait): a page that drips or stalls held a stop for the
+    whole --timeout (30 s); it gets DEADLINE_GRACE and comes out deferred."""
+
+    class StallingClient(FakeClient):
+        started: ClassVar[list[str]] = []
+
+        async def fetch(self, request: FetchRequest) -> FetchResult:
+            self.started.append(request.url)
+            if not request.url.endswith("robots.txt"):
+                await asyncio.sleep(request.timeout)  # the server never finishes
+            return await super().fetch(request)
+
+    client = StallingClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0, timeout=120.0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+    )
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([{"url": "http://a.test/stall"}])]
+
+    async def main() -> list[dict]:
+        task = asyncio.create_task(go())
+        while len(client.started) < 2:  # robots.txt, then the page is in flight
+            await asyncio.sleep(0.01)
+        fetcher.stop()
+        return await asyncio.wait_for(task, 30)  # far below the 120-s timeout
+
+    (rec,) = asyncio.run(main())
+    assert rec["outcome"] == "deferred" and rec["stopped"] is True, rec

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Distribution names whose import name is not the name with "-" turned into "_".
-IMPORT_NAMES = {"ada-url": "ada_url", "pyyaml": "yaml"}
+IMPORT_NAMES = {"ada-url": "ada_url", "pyyaml": "yaml", "google-re2": "re2"}
 
 
 def distribution(requirement: str) -> str:

@@ -908,7 +908,7 @@ def test_typical_file_fixture() -> None:
     assert len(robots.sitemaps) == 2
 
 
-# ---- the fetch policy (RFC 9309 2.3, 2.4; DESIGN.md invariant 3)
+# ---- the fetch policy (RFC 9309 2.3, 2.4; docs/design.md invariant 3)
 
 GOOD = b"User-agent: *\nDisallow: /private/\n"
 T0 = 1_700_000_000.0
@@ -922,7 +922,7 @@ STATUS_CASES = [
     (404, True, True, "2.3.1.3: 4xx: unavailable, allow all"),
     (401, True, True, "2.3.1.3: 4xx (also 401/403): allow all"),
     (410, True, True, "2.3.1.3: 4xx: allow all"),
-    (429, False, False, "2.3.1.4 + DESIGN.md invariant 3: 429 like 5xx: disallow all"),
+    (429, False, False, "2.3.1.4 + docs/design.md invariant 3: 429 like 5xx: disallow all"),
     (500, False, False, "2.3.1.4: 5xx: unreachable, disallow all"),
     (503, False, False, "2.3.1.4: 5xx: disallow all"),
     (0, False, False, "2.3.1.4: network error (on_error): disallow all"),

@@ -2,7 +2,7 @@
 
 After any number of kills the store must open, a clean rerun must finish the job, and
 the URLs emitted over all the runs together must be exactly the distinct inputs: a
-kill may repeat a URL, never lose one (DESIGN.md invariants 4 and 5).
+kill may repeat a URL, never lose one (docs/design.md invariants 4 and 5).
 """
 
 from __future__ import annotations

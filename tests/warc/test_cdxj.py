@@ -66,7 +66,7 @@ def test_index_to_stdout_and_errors(tmp_path):
     cut = tmp_path / "cut.warc.gz"
     cut.write_bytes(warc.read_bytes()[:-100])  # warcio alone reads this without a word
     res = crawlkit("index", str(cut))
-    assert res.code == 1 and "cut.warc.gz: ends in the middle of a record" in res.stderr
+    assert res.code == 1 and "cut.warc.gz: WARC ends inside" in res.stderr
 
 
 _label = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
