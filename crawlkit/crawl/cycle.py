@@ -31,6 +31,7 @@ from crawlkit.warc.write import index_of
 __all__ = ["CycleSteps", "PostWorker"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
+_SHEETS_LOCK = threading.Lock()
 
 
 class CycleSteps(Admission):
@@ -186,7 +187,13 @@ class CycleSteps(Admission):
         stylesheet the cycle fetched: a copy of it at another URL is stored as a
         revisit, and extract reads the body from there to parse the copy against its
         own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
-        (one line each, appended), so a later cycle or run finds them."""
+        (one line each, appended), so a later cycle or run finds them. Called from the
+        fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
+        one at a time, so the first capture of a digest is the one both see."""
+        with _SHEETS_LOCK:
+            return self._first_captures(cycle)
+
+    def _first_captures(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
         known = self._stylesheets()
         path = self.dir.root / STYLESHEETS
         out: dict[str, tuple[str, int, int]] = {}
