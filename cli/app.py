@@ -49,7 +49,7 @@ class LazyGroup(typer.core.TyperGroup):
             assert isinstance(built, click.Group)
             for name, command in built.commands.items():
                 if name not in self.commands:
-                    self.commands[name] = _without_envvar_hints(command)
+                    self.commands[name] = _verbatim_blocks(_without_envvar_hints(command))
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -74,6 +74,26 @@ class LazyGroup(typer.core.TyperGroup):
                 suggestions = ", ".join(f"{m!r}" for m in matches)
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {suggestions}?"
             raise
+
+
+def _verbatim_blocks(command: click.Command) -> click.Command:
+    """Keep each indented block of a help text (an example's lines) line by line.
+
+    click rewraps an indented paragraph to the terminal's width, so on a wide one
+    the two example commands of `crawlkit crawl --help` ran into one line; a
+    paragraph that starts with click's no-rewrap mark (a line of "\\b") is kept.
+    """
+    if command.help:
+        paras = command.help.split("\n\n")
+        for i, para in enumerate(paras):
+            lines = [line for line in para.split("\n") if line.strip()]
+            if lines and all(line.startswith("    ") for line in lines):
+                paras[i] = "\b\n" + para
+        command.help = "\n\n".join(paras)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _verbatim_blocks(sub)
+    return command
 
 
 def _without_envvar_hints(command: click.Command) -> click.Command:
@@ -113,6 +133,7 @@ class Invocation:
 
     command: str = ""
     debug: bool = False
+    argv: tuple[str, ...] = ()  # the words after "crawlkit" as given (for provenance)
 
 
 invocation = Invocation()

@@ -56,6 +56,10 @@ COMMANDS: dict[str, Entry] = {
     "wacz": Entry(
         "wacz", "Package WARC files as a WACZ 1.1.1 file that replay tools load as it is."
     ),
+    "archive": Entry(
+        "archive",
+        "Archive one site with everything its pages need: WARC, CDXJ, report, WACZ.",
+    ),
     "crawl": Entry(
         "crawl",
         "Crawl from seeds until the frontier is empty or a limit is reached; resumable.",

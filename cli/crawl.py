@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import gc
+import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import click
 import orjson
 import typer
-from crawlkit_cli.app import app, reporter
+from crawlkit_cli.app import app, invocation, reporter
 from crawlkit_cli.archive_options import archive_options
 from crawlkit_cli.config_option import ConfigOption
 from crawlkit_cli.explain import stage_flags
@@ -77,9 +78,11 @@ from crawlkit_cli.progress import progress_printer
 from crawlkit import io
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
+from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.masking import mask_argv
 from crawlkit.times import parse_duration
 
 
@@ -98,32 +101,6 @@ def read_seeds(items: list[str]) -> list[str]:
             if line:
                 seeds.append(line)
     return seeds
-
-
-def _error_lines(errors: dict[str, Any]) -> list[str]:
-    """One line per reason of the failed fetches, with an example URL."""
-    return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
-
-
-def summary_text(summary: dict[str, Any]) -> str:
-    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
-    refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items())) or "none"
-    dedup = summary["dedup"]
-    return "\n".join(
-        [
-            f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
-            f"{summary['cycles']} cycles",
-            f"  fetch outcomes: {outcomes}",
-            f"  pages parsed {summary['pages']}, links {summary['links']}, "
-            f"new URLs {summary['new_urls']}",
-            f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
-            f"  refused: {refused}",
-            *_error_lines(summary.get("errors") or {}),
-            f"  still queued {summary['queued']}, waiting (deferred) {summary['waiting']} "
-            f"({summary['unstarted']} not started before the stop), "
-            f"refetched after a crash {summary['refetched']}",
-        ]
-    )
 
 
 @app.command("crawl")
@@ -225,6 +202,11 @@ def crawl_command(
 ) -> None:
     """Crawl from seeds until the frontier is empty or a limit is reached; resumable.
 
+    To archive a site (every page, every requisite, a report and a WACZ), use
+    'crawlkit archive URL OUT' instead: this command keeps per-site page budgets
+    (--no-budgets turns them off), and the summary says on a line of its own how
+    many URLs (pages and requisites) they left parked.
+
     The whole loop in one command, composed of the stages' own library functions on
     one state directory: frontier next, fetch (async, polite, into WARC), extract,
     dedup, seen-merge, frontier add, recrawl. Each cycle's records stay in
@@ -236,15 +218,18 @@ def crawl_command(
     503, robots.txt unavailable, not started before the stop) wait in one place,
     STATE/crawl/waiting.ndjson.zst, until their retry time, and are queued once;
     out-of-scope, excluded and trap URLs are refused with a reason. A seed named
-    again that was never fetched (it failed, was refused, or was never reached) is
-    queued again by every run that names it; other failed URLs come back once their
-    backoff (1 h, doubling) has run out. The summary names each error reason with an
-    example URL, and a crawl that could fetch nothing at all exits 1. A host that
+    again that was never fetched (it failed, was refused or deferred, or was never
+    reached) is due at once in every run that names it: a robots.txt that could not
+    be had and a failed name lookup are asked again first; other failed URLs come
+    back once their backoff (1 h, doubling) has run out. The summary names each
+    error reason (robots.txt unavailable too) with an example URL, and a crawl that
+    could fetch nothing at all exits 1, without waiting for its retries. A host that
     answers 429 or 503 waits 60 s doubling to 1 h, at least its Retry-After, which is
     capped at 24 h (a server asking for a week is asked again the next day). The first
-    SIGINT or SIGTERM (Ctrl-C, a job runner's stop) stops the crawl gracefully:
-    requests in flight finish, the rest waits for the next run, the summary says
-    "interrupted", exit 0; a second signal stops it at once (a restart recovers).
+    SIGINT or SIGTERM (Ctrl-C, a job runner's stop), also while the crawl starts,
+    stops the crawl gracefully: requests in flight finish, name lookups under way
+    are abandoned, the rest waits for the next run, the summary says "interrupted",
+    exit 0; a second signal stops it at once (a restart recovers).
 
     Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
     no more while post-processing has 2 cut cycles waiting. --for stops fetching at
@@ -309,7 +294,7 @@ def crawl_command(
             trust_env=trust_env,
         ),
         warc=warc_options(warc_size, warc_prefix, warc_version),
-        warc_info=warc_info(operator, collection, description),
+        warc_info={**warc_info(operator, collection, description), "command-line": command_line()},
         allow_net=tuple(allow_net or ()),
         hosts_file=hosts_file,
         net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
@@ -342,6 +327,11 @@ def crawl_command(
             f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
         )
         raise CrawlkitError(f"nothing was fetched ({why or 'see the outcomes above'})")
+
+
+def command_line() -> str:
+    """This process's command line, secrets masked, for the WARC's warcinfo record."""
+    return shlex.join(["crawlkit", *mask_argv(list(invocation.argv))])
 
 
 def long_running_gc() -> None:

@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 from crawlkit_cli.app import app, reporter
-from crawlkit_cli.crawl import summary_text
 from crawlkit_cli.progress import progress_printer
 
+from crawlkit.crawl.summary import summary_text
 from crawlkit.demo import run_demo
 from crawlkit.errors import UsageError
 from crawlkit.stages.audit import format_report

@@ -43,7 +43,9 @@ def extract(
     ] = None,
     jobs: Annotated[
         int,
-        typer.Option("--jobs", "-j", help="Worker processes that parse (1 parses in-process)."),
+        typer.Option(
+            "--jobs", "-j", help="Worker processes that parse, each page under a CPU deadline."
+        ),
     ] = 1,
     max_html: Annotated[
         str,
@@ -118,16 +120,20 @@ def extract(
     with from and via the sitemap's URL.
 
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
-    fetcher's business), bodies that are not HTML. A page that fails to parse is
-    reported and counted; one over --max-html or --max-links is parsed up to the cap,
-    marked "capped", and counted as an error. So is one nested deeper than 128
-    elements or with a tag of more than 256 attributes: the excess tags are dropped
-    before parsing ("capped": ["depth"] or ["attributes"]), so every page up to
-    --max-html parses in bounded time. A truncated WARC is reported in one line
-    after the records before the damage were written, and the exit status is 1.
+    fetcher's business), bodies that are not HTML. Every page gets its page record.
+    One over --max-html or --max-links is parsed up to the cap and marked "capped";
+    so is one nested deeper than 128 elements or with a tag of more than 256
+    attributes: the excess tags are dropped before parsing ("capped": ["depth"] or
+    ["attributes"]). Each page is parsed in a worker process under a CPU deadline
+    (0.5 s plus 0.5 s a MB); a page that runs out of it, or whose parse fails, is
+    recorded from a bounded scan of its bytes (title and <a href> links) with
+    "capped": ["time"] or "error": "...". Capped pages and page errors are reported
+    and counted apart. A truncated WARC is reported in one line after the records
+    before the damage were written, and the exit status is 1.
 
     Streams: memory holds a few chunks of responses per worker. Same input, same
-    bytes out, for any --jobs. Touches no state.
+    bytes out, for any --jobs (unless a page is near its CPU deadline). Touches no
+    state.
 
     Example:
 

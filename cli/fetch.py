@@ -195,7 +195,8 @@ def fetch(
     tls-handshake-timeout or tls-protocol (also on URLs deferred because robots.txt
     failed that way), and the host's clock moves on as after any error. A name that does
     not resolve (system resolver, or --dns-server) is an error record with error_code
-    dns-nxdomain, dns-no-address, dns-timeout, dns-servfail, dns-refused or dns-error.
+    dns-nxdomain, dns-no-address, dns-timeout, dns-temporary (the system resolver's
+    EAI_AGAIN), dns-servfail, dns-refused or dns-error.
     Redirects are not followed: each target comes out as a URL record (--redirects), at
     most 5 hops. Request settings (--header, --cookies, --netrc, --proxy,
     --trust-env, --ignore-robots-for, and a --config file's [hosts."NAME"] tables)

@@ -13,6 +13,7 @@ import click
 from crawlkit.errors import UsageError
 from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
 from crawlkit.fetch.request_settings import RequestSettings, parse_header, read_cookies, read_netrc
+from crawlkit.masking import mask_url
 from crawlkit.times import parse_duration, parse_size
 from crawlkit.warc.write import check_warc_prefix
 
@@ -104,7 +105,10 @@ def request_settings(
     )
     saved = state / SITE_COOKIES if state is not None else None
     if cookies is not None and saved is not None and saved.exists():
-        for cookie in read_cookies(saved):
+        from crawlkit_cli.app import reporter
+
+        # the crawl's own jar: a bad line is skipped with a warning, never fatal
+        for cookie in read_cookies(saved, on_bad=reporter().warn):
             settings.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
     return settings or None
 
@@ -115,7 +119,8 @@ def proxy_url(value: str | None) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
-        raise UsageError(f"--proxy: {value!r} is not http://HOST[:PORT] of an HTTP proxy")
+        shown = mask_url(value)  # never echo a password
+        raise UsageError(f"--proxy: {shown!r} is not http://HOST[:PORT] of an HTTP proxy")
     return value
 
 

@@ -39,9 +39,18 @@ def index(
     'wb-manager' can use the file as it is (pywb: put it in the collection's
     indexes/ directory as index.cdxj).
 
-    Buffers: every line is held and sorted in memory (about 250 bytes a capture).
-    A file that is not a WARC, or ends in the middle of a record, is an error naming
-    it, and nothing is written. Touches no state.
+    Odd URIs (dns:, data:, urn:, a URL without a host, a port that is not one) are
+    keyed as cdxj-indexer keys them. A record without a WARC-Date, or with one that
+    is not a date, and a response, revisit or resource without a WARC-Target-URI are
+    errors; a date given to the year, month or day ("2026") is indexed from its
+    first second.
+
+    Buffers: at most about 64 MiB of lines are held in memory; more are sorted in
+    temporary run files (an external sort, in $TMPDIR) and merged, so memory stays
+    bounded whatever the number of captures. A file that is not a WARC, ends inside
+    a record (whatever its Content-Length says) or has a WARC head over 256 KiB is an
+    error naming it and the record (the reader and limits of 'crawlkit extract' and
+    'crawlkit wacz'), and nothing is written. Touches no state.
 
     Example:
 

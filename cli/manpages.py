@@ -32,7 +32,7 @@ def _paragraphs(text: str) -> str:
     """Help text to roff: blank-line paragraphs, indented blocks kept verbatim."""
     blocks: list[str] = []
     for para in text.strip().split("\n\n"):
-        lines = para.split("\n")
+        lines = [line for line in para.split("\n") if line != "\b"]  # click's no-rewrap mark
         if all(line.startswith("    ") for line in lines if line.strip()):
             body = "\n".join(line[4:] for line in lines)
             blocks.append(".PP\n.RS 4\n.nf\n" + _roff(body) + "\n.fi\n.RE")

@@ -28,21 +28,29 @@ def report(
 
     Reads what 'crawlkit crawl' leaves in STATE (fetch logs, dedup records, refusals
     of every cycle, the seen set's and frontier's counters) and prints one JSON
-    object: fetches, outcomes, status mix, hosts, fetch rate, smallest gap between
-    fetches of one host, dedup savings, refusals by reason, the Bloom filter's measured
-    false-positive rate, and the data of each plot. --html writes a single file (inline
-    CSS and SVG, no scripts) with the plots: fetch rate over time, status mix, gap
-    distribution per host, top hosts, trap and budget refusals, dedup.
+    object: fetches, outcomes, status mix, hosts (and a row per host: URLs, fetched,
+    errors, bytes, smallest gap), fetch rate, smallest gap between fetches of one
+    host, dedup savings, refusals by reason, the Bloom filter's measured
+    false-positive rate, and the data of each plot. --html writes a single file
+    (inline CSS and SVG, no scripts): at a glance first (pages, requisites, errors,
+    time, the politeness verdict), then the plots (fetch rate over time, status mix,
+    gap distribution per host, top hosts, refusals, dedup), then the tables (seeds,
+    hosts, content types, status codes, errors, requisites missing, WARC files, the
+    audit), and last, collapsed, the settings as text and the internal counters.
 
     For archivists the "collection" section (and its HTML tables) says what the
     collection holds and how it was made: the seeds and the effective settings of the
-    last run, responses by content type, status codes and errors and refusals with
-    example URLs, page requisites fetched and missing (and why), the WARC files with
+    last run, each seed's answer and the pages fetched on its host, responses by
+    content type, status codes and errors and refusals with example URLs, page
+    requisites fetched and every one missing with why (an error, a refusal, parked
+    over a site's budget, queued or deferred when the crawl stopped, not followed),
+    the WARC files with
     their sizes and SHA-256 (cached in the WARC directory's indexes/), the CDXJ index,
     and the politeness audit ('crawlkit audit') of the crawl's own fetch log.
 
-    Streams the logs; memory grows with the number of hosts. Reads STATE without
-    locking it, so it can run beside a crawl in progress.
+    Streams the logs; memory grows with the number of hosts and of URLs fetched (to
+    find the requisites never fetched). Reads STATE without locking it, so it can run
+    beside a crawl in progress.
 
     Example:
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit.errors import UsageError
-from crawlkit.stages.wacz import write_wacz
+from crawlkit.stages.wacz import archive_names, write_wacz
 
 
 @app.command("wacz")
@@ -58,16 +59,25 @@ def wacz(
 
     Writes a ZIP with archive/ (the WARC files, stored uncompressed so a reader can
     seek into them), indexes/index.cdx (their CDXJ index, as 'crawlkit index' writes
-    it), pages/pages.jsonl (a header line, then one line per page with id, url, ts
-    and title: the HTTP 200 HTML responses, in capture order), reports/ (the files
-    given with --report; one named like a Frictionless descriptor, such as
-    report.json, is stored as report.data.json so validators do not misread it),
-    datapackage.json (every file with its size and sha256, the title, created,
-    wacz_version 1.1.1) and datapackage-digest.json (the sha256 of datapackage.json).
-    ReplayWeb.page opens it; 'wacz validate' accepts it.
+    it; above 100,000 lines a compressed ZipNum index instead, indexes/index.cdx.gz
+    and indexes/index.idx, as py-wacz writes it, which replay tools read a block at
+    a time), pages/pages.jsonl (a header line, then one line per page with id, url,
+    ts, title and text, the page's visible text for full-text search: the HTTP 200
+    HTML responses, in capture order), reports/ (the files given with --report; one
+    named like a Frictionless descriptor, such as report.json, is stored as
+    report.data.json so validators do not misread it), datapackage.json (every file
+    with its size and sha256, the title, created, wacz_version 1.1.1) and
+    datapackage-digest.json (the sha256 of datapackage.json). ReplayWeb.page opens
+    it (a test checks every page and requisite); 'wacz validate' accepts it. ZIP64
+    fields are written only for a member or offset of 4 GiB or more.
 
-    Streams the WARC bytes; holds the index and the page list in memory. Written to
-    a temporary name and renamed when complete. Touches no state.
+    A WARC keeps its base name under archive/; bytes of the name that are not UTF-8
+    are written as %XX, and a name equal to an earlier one but for case gets -2, -3
+    before its .warc. One file given twice is an error.
+
+    Streams the WARC bytes; the index and the page list are sorted in bounded memory
+    (an external sort, with temporary files beside the output). Written to a
+    temporary name and renamed when complete. Touches no state.
 
     Example:
 
@@ -79,6 +89,10 @@ def wacz(
         warcs, out, title=title, description=description, main_url=main_url, reports=report or []
     )
     if not quiet:
+        for path, name in zip(warcs, archive_names(warcs), strict=True):
+            if name != path.name:
+                shown = os.fsencode(path.name).decode("utf-8", "backslashreplace")
+                reporter().info(f"{shown}: stored as archive/{name}")
         size = out.stat().st_size
         reporter().info(
             f"{out}: {len(warcs)} WARC files, {len(package['resources'])} files, {size} bytes"

@@ -614,13 +614,17 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
 
 @contextlib.contextmanager
 def atomic_file(
-    path: str | os.PathLike[str], *, tmp: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    tmp: str | os.PathLike[str] | None = None,
+    mode: int | None = None,
 ) -> Iterator[BinaryIO]:
     """A binary file that replaces ``path`` only when the block ends without error.
 
     Written under ``tmp`` (a fresh hidden name beside ``path`` by default; stages that
     clean up their own leftovers pass a name they recognise), then flushed, fsynced,
     renamed and the directory fsynced, so a crash leaves the old file or the new one.
+    ``mode`` (0600 for a file that holds secrets) replaces the umask's mode.
     A target that :func:`writes_through` (``/dev/null``) is written in place.
     """
     target = Path(path)
@@ -634,7 +638,7 @@ def atomic_file(
     else:
         name = str(tmp)
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, _file_mode())
+    os.fchmod(fd, _file_mode() if mode is None else mode)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -657,14 +661,17 @@ def write_array(f: BinaryIO, array: Any) -> None:
     f.write(memoryview(array).cast("B"))
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
-    with atomic_file(path) as f:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, mode: int | None = None
+) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file
+    (``mode``: see :func:`atomic_file`)."""
+    with atomic_file(path, mode=mode) as f:
         f.write(data)
 
 
-def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:
-    atomic_write_bytes(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+def atomic_write_json(path: str | os.PathLike[str], value: Any, *, mode: int | None = None) -> None:
+    atomic_write_bytes(path, orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n", mode=mode)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

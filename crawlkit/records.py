@@ -240,7 +240,8 @@ class PageRecord(TypedDict, total=False):
     requisites: int  #: requisite records found (count; written with --requisites)
     text_bytes: int  #: UTF-8 bytes of the visible text
     truncated: str  #: the capture's truncation reason (WARC-Truncated)
-    capped: list[str]  #: the parse caps it hit (depth, attributes, ...)
+    capped: list[str]  #: the parse caps it hit (depth, attributes, time, ...)
+    error: str  #: what went wrong on the page (a parse step raised, its parser died)
 
 
 class DedupRecord(TypedDict):

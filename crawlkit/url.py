@@ -41,6 +41,7 @@ __all__ = [
     "Rules",
     "fingerprint",
     "fingerprint_int",
+    "is_public_suffix",
     "load_param_denylist",
     "read_denylist",
     "site_of_host",
@@ -171,6 +172,14 @@ def site_of_host(hostname: str) -> str:
     if name.startswith("[") or name.replace(".", "").isdigit():
         return name
     return _suffix_list().registered_domain(name) or name
+
+
+def is_public_suffix(hostname: str) -> bool:
+    """Whether a host name is itself a public suffix by the PSL (``co.uk``,
+    ``github.io``, and any single label such as ``test``, by the rule ``*``)."""
+    name = hostname.rstrip(".").lower()
+    labels = name.split(".")
+    return bool(name) and _suffix_list().public_suffix_length(labels) >= len(labels)
 
 
 def site_of_url(url: Any) -> str | None:

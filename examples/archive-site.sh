@@ -5,11 +5,14 @@
 #
 #   examples/archive-site.sh https://example.org/ collection/ [crawl flags...]
 #
-#   collection/warc/             WARC/1.1 files and index.cdxj (pywb's CDXJ)
-#   collection/report.html       seeds, settings, content types, status codes and
-#   collection/report.json       errors with examples, requisites fetched and
-#                                missing, WARC files with SHA-256, and the politeness
-#                                audit of the crawl's own fetch log
+# This is `crawlkit archive` (see `crawlkit archive --help`), which ships with the
+# package; the script stays for the cron jobs and notes that call it.
+#
+#   collection/warc/             WARC/1.1 files and index.cdxj (pywb's CDXJ); the
+#                                last WARC file holds the crawl log and report
+#   collection/report.html       what was captured, requisites missing and why,
+#   collection/report.json       hosts and seeds, errors with examples, WARC files
+#                                with SHA-256, the politeness audit of the fetch log
 #   collection/collection.wacz   the WARC files, index, page list and both reports,
 #                                for ReplayWeb.page or pywb (WACZ 1.1.1)
 #
@@ -22,14 +25,13 @@ if [ $# -lt 2 ]; then
     echo "usage: $0 SEED_URL OUT_DIR [crawl flags...]" >&2
     exit 2
 fi
-seed=$1
-out=$2
-shift 2
-mkdir -p "$out"
-crawlkit crawl "$seed" --state "$out/state" --scope site --no-budgets \
-    --warc-dir "$out/warc" "$@"
-crawlkit report --state "$out/state" --html "$out/report.html" > "$out/report.json"
-crawlkit wacz "$out"/warc/*.warc.gz -o "$out/collection.wacz" --title "Archive of $seed" \
-    --main-url "$seed" --report "$out/report.json" --report "$out/report.html"
-warcs=$(find "$out/warc" -maxdepth 1 -name '*.warc.gz' | wc -l | tr -d ' ')
-echo "$warcs WARC files in $out/warc; package: $out/collection.wacz" >&2
+if command -v crawlkit >/dev/null 2>&1; then
+    exec crawlkit archive "$@"
+fi
+# Not on PATH (a new shell after `make demo`): the checkout's .venv, if there is one.
+venv="$(dirname "$0")/../.venv/bin/crawlkit"
+if [ -x "$venv" ]; then
+    exec "$venv" archive "$@"
+fi
+echo "$0: crawlkit is not on PATH: install it (README \"Install\": pip install .) or activate .venv" >&2
+exit 127

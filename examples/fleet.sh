@@ -29,6 +29,17 @@
 # summary FLEET_DIR/shard-K.last.json is missing or empty): the round is delivered
 # first, and the next run continues where the shard stopped. A task killed at its
 # time limit stops gracefully (SIGTERM) and counts as busy, not failed.
+#
+# SIGTERM, SIGINT or SIGHUP to this script stops the round: with the parallel and
+# xargs runners every process of the round (the runner, the shards' crawls, which end
+# their slice as on any SIGTERM) is signalled, this script waits until all have
+# ended, so their state directories are free for the next run, and exits 128 + the
+# signal. With slurm and k8s the tasks run elsewhere: cancel them there (scancel,
+# kubectl delete job).
+#
+# Any FLEET_DIR and any crawl flags: the flags reach each task through the file
+# FLEET_DIR/crawl-flags (NUL-separated, read with xargs -0), never through a runner's
+# command template, so '{}' in a flag stays '{}', and paths may hold spaces.
 set -eu
 if [ $# -lt 3 ]; then
     echo "usage: $0 FLEET_DIR N SEEDS [crawl flags...]" >&2
@@ -74,6 +85,7 @@ case $SLICE in
 *) slice_s=${SLICE%s} ;;
 esac
 export CRAWLKIT_EXAMPLES="$here"  # where the Slurm job finds crawl-shard.sh
+export FLEET_DIR="$fleet" FLEET_SEEDS="$seeds"  # what a parallel or xargs task reads
 
 [ -f "$fleet/map.json" ] || crawlkit shard --shards "$n" --save-map "$fleet/map.json"
 shards=$(seq 0 $((n - 1)))
@@ -81,18 +93,38 @@ for k in $shards; do
     mkdir -p "$fleet/shard-$k"
 done
 mkdir -p "$fleet/logs"
+: > "$fleet/.crawl-flags.$$"
+[ $# -eq 0 ] || printf '%s\0' "$@" > "$fleet/.crawl-flags.$$"
+mv -f "$fleet/.crawl-flags.$$" "$fleet/crawl-flags"
+
+# One task of the parallel and xargs runners: shard $1's slice, the crawl flags read
+# from the file (xargs -0 runs crawl-shard.sh once, with none when the file is empty).
+# The template holds no runner placeholder and no user data.
+task='exec xargs -0 -x sh "$CRAWLKIT_EXAMPLES/crawl-shard.sh" "$1" "$FLEET_DIR" "$FLEET_SEEDS" < "$FLEET_DIR/crawl-flags"'
 
 # run_round CRAWL_FLAGS...: one slice of every shard; its status is only reported (the
-# summaries say what each shard did)
+# summaries say what each shard did). The parallel and xargs runners start in a
+# process group of their own (setsid) whose id is kept in round_pid for on_signal.
 run_round() {
+    group=""
+    command -v setsid > /dev/null 2>&1 && group=setsid
     case $RUNNER in
     parallel)
         # shellcheck disable=SC2086
-        parallel --will-cite ${PARALLEL_SSH:-} -q -j "$n" \
-            sh "$here/crawl-shard.sh" {} "$fleet" "$seeds" "$@" ::: $shards
+        # parallel puts each job in a process group of its own and, stopped, signals
+        # them by --termseq: one TERM (a second would end a crawl without its
+        # summary), a minute to end the slice, then KILL
+        $group parallel --will-cite ${PARALLEL_SSH:-} -q -j "$n" --env FLEET_DIR \
+            --env FLEET_SEEDS --env CRAWLKIT_EXAMPLES --env SLICE --termseq TERM,60000,KILL,25 \
+            sh -c "$task" sh ::: $shards < /dev/null &
+        round_pid=$!
+        wait "$round_pid"
         ;;
     xargs)
-        echo "$shards" | xargs -P "$n" -I{} sh "$here/crawl-shard.sh" {} "$fleet" "$seeds" "$@"
+        # shellcheck disable=SC2086
+        printf '%s\n' $shards | $group xargs -P "$n" -n 1 sh -c "$task" sh &
+        round_pid=$!
+        wait "$round_pid"
         ;;
     slurm)
         # --wait returns when every task has ended, whatever its state: no dependency
@@ -132,10 +164,34 @@ due_at() {
     if [ -n "$at" ]; then date -u -d "$at" +%s; else echo 99999999999; fi
 }
 
-deliver_args=""
-for k in $shards; do
-    deliver_args="$deliver_args --deliver $fleet/shard-$k"
-done
+# deliver: every shard's outboxes into the owners' inboxes (crawlkit shard --deliver)
+deliver() {
+    set --
+    for k in $shards; do
+        set -- "$@" --deliver "$fleet/shard-$k"
+    done
+    crawlkit shard "$@"
+}
+
+# on_signal NAME NUMBER: stop the round's processes, wait until they have ended (their
+# crawls end the slice as on any SIGTERM and free their state), exit 128 + NUMBER
+round_pid=""
+on_signal() {
+    trap '' TERM INT HUP
+    echo "$0: stopped by SIG$1 in round $round; stopping the round's shards" >&2
+    if [ -n "$round_pid" ]; then
+        if kill -s TERM -- "-$round_pid" 2> /dev/null; then
+            while kill -0 -- "-$round_pid" 2> /dev/null; do sleep 0.1; done
+        else  # no process group of its own (no setsid): the runner alone
+            kill -s TERM "$round_pid" 2> /dev/null || true
+            wait "$round_pid" || true
+        fi
+    fi
+    exit $((128 + $2))
+}
+trap 'on_signal TERM 15' TERM
+trap 'on_signal INT 2' INT
+trap 'on_signal HUP 1' HUP
 round=0
 while :; do
     round=$((round + 1))
@@ -143,8 +199,8 @@ while :; do
         rm -f "$fleet/shard-$k.last.json"  # a summary always comes from this round
     done
     run_round "$@" || echo "round $round: the $RUNNER runner reported a failure" >&2
-    # shellcheck disable=SC2086
-    if said=$(crawlkit shard $deliver_args 2>&1); then delivery_ok=1; else
+    round_pid=""
+    if said=$(deliver 2>&1); then delivery_ok=1; else
         delivery_ok=""
         echo "$said" >&2
     fi

@@ -12,9 +12,13 @@ from collections.abc import Iterable
 
 from crawlkit.crawl.core import CrawlCore
 from crawlkit.crawl.files import read_file
+from crawlkit.crawl.retry import never_fetched
 from crawlkit.errors import InvalidURL
+from crawlkit.fetch.hosts import split_url
+from crawlkit.fetch.robotsflow import unavailable
 from crawlkit.io import Record
 from crawlkit.records import url_record
+from crawlkit.robots import RobotsEntry
 from crawlkit.shard.routing import inbox_files, write_outbox
 from crawlkit.url import site_of_url
 
@@ -46,6 +50,46 @@ class Admission(CrawlCore):
         if not records:
             return 0
         return self._admit(records, "seeds")
+
+    def recheck_seeds(self, urls: Iterable[str]) -> None:
+        """Make the seeds never fetched due now, asking again what kept them out.
+
+        The operator named them again: each seed with no answer over HTTP leaves the
+        waiting room (call this once they are queued: a crash in between queues a
+        seed twice, never loses it), its origin's robots.txt, if it could not be had
+        (a network error, 5xx, 429), is asked again before it instead of waiting out
+        the retry time, and a failed name lookup is not taken from the DNS cache.
+        A host's backoff after 429/503 still holds (politeness, invariant 2).
+        """
+        seeds = never_fetched(self.state.path, urls, self.canon, self.history)
+        if not seeds:
+            return
+        with self.lock:
+            if self.waiting.take(str(r["url"]) for r in seeds):
+                self.waiting.save()
+        now = self.clock()
+        names: set[str] = set()
+        origins: set[str] = set()
+        for rec in seeds:
+            try:
+                sp = split_url(str(rec["url"]))
+            except InvalidURL:
+                continue
+            names.add(sp.hostname.lower())
+            origins.add(sp.origin)
+        for origin in origins:
+            saved = self.hosts.robots(origin)
+            try:
+                entry = RobotsEntry.from_dict(saved) if saved is not None else None
+            except (KeyError, TypeError, ValueError):
+                entry = None
+            if entry is not None and unavailable(entry) and entry.expires_at > now:
+                self.hosts.put_robots(origin, {**entry.to_dict(), "expires_at": now})
+        cache = self.hosts.dns()
+        failed = {n for n, v in cache.items() if n in names and not v[0]}
+        if failed:
+            self.hosts.save_dns({n: v for n, v in cache.items() if n not in failed})
+        self.hosts.commit()
 
     def widen_scope(self, urls: Iterable[str]) -> None:
         """Widen the scope by the seeds alone, queueing nothing (:meth:`add_seeds`

@@ -12,20 +12,22 @@ table of per-host settings::
     exclude = ["/calendar/", "\\\\?replytocom="]
     requisites = true
 
-    [hosts."www.example.org"]
+    [hosts."www.example.org"]        # one exact host (or IP address), every port
     min-delay = "0.2s"            # this host's smallest gap instead of --min-delay
     ignore-robots = true          # as --ignore-robots-for www.example.org
     headers = { "X-Archive" = "yes" }
 
 A key the command does not have, a value of the wrong type (a string where a number
-belongs, one value where a list belongs), or a host setting other than the ones
-:data:`HOST_KEYS` lists is a :class:`~crawlkit.errors.UsageError` naming the file
-and the line of the key. tomllib reports syntax errors with their line; those are
+belongs, one value where a list belongs), a ``[hosts."KEY"]`` whose KEY is not a host
+name or IP address (``name:port``, a URL, a wildcard), or a host setting other than
+the ones :data:`HOST_KEYS` lists is a :class:`~crawlkit.errors.UsageError` naming the
+file and the line of the key. tomllib reports syntax errors with their line; those are
 passed on the same way.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -132,6 +134,14 @@ def load_config(path: str | Path, options: dict[str, str]) -> ConfigFile:
             if not isinstance(value, dict):
                 raise UsageError(f'{at(key)}: hosts must be a table of [hosts."name"] tables')
             for host, settings in value.items():
+                name = _host_name(host)
+                if name is None:
+                    # a table that names no host would match nothing, silently
+                    raise UsageError(
+                        f'{at(key, host)}: [hosts."{host}"] is not a host name (one exact '
+                        "host such as www.example.org or an IP address, covering every "
+                        "port; no scheme, port, path or wildcard)"
+                    )
                 if not isinstance(settings, dict):
                     raise UsageError(f'{at(key, host)}: [hosts."{host}"] must be a table')
                 for hkey, hvalue in settings.items():
@@ -143,7 +153,7 @@ def load_config(path: str | Path, options: dict[str, str]) -> ConfigFile:
                         )
                     if not _kind_ok(hvalue, kind):
                         raise UsageError(f"{at(key, host, hkey)}: {hkey} must be {kind}")
-                out.hosts[host.lower()] = dict(settings)
+                out.hosts[name] = dict(settings)
             continue
         kind = options.get(key)
         if kind is None:
@@ -156,6 +166,20 @@ def load_config(path: str | Path, options: dict[str, str]) -> ConfigFile:
             raise UsageError(f"{at(key)}: {key} must be {kind}, not {_describe(value)}")
         out.options[key] = value
     return out
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?")
+
+
+def _host_name(key: str) -> str | None:
+    """A [hosts."KEY"] table's host as requests are matched to it (lowercase, no
+    trailing dot, an IPv6 address without brackets), or None when KEY is no host."""
+    name = key.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(name.removeprefix("[").removesuffix("]")))
+    except ValueError:
+        pass
+    return name if _HOST_NAME.fullmatch(name) and ".." not in name else None
 
 
 def _describe(value: Any) -> str:

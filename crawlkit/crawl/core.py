@@ -85,9 +85,11 @@ class CrawlCore:
         self._pending_batches: list[Path] = []
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
         self.interrupted = ""  # the name of the signal that asked the run to stop
-        # With -j N >= 2, N extract processes live for the whole run and a cycle's
-        # extract starts the moment it is cut (see _start_extract).
-        self.extract_workers = ExtractWorkers(options.jobs) if options.jobs >= 2 else None
+        # N extract processes (-j N, one at least) live for the whole run and a cycle's
+        # extract starts the moment it is cut (see _start_extract): a page's parse never
+        # holds this process (its fetch threads, its stop), and each page runs under the
+        # workers' CPU deadline.
+        self.extract_workers: ExtractWorkers | None = ExtractWorkers(max(1, options.jobs))
         self._extracting: dict[Path, tuple[list[Any], cf.Future[FilesResult]]] = {}
         totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))

@@ -20,14 +20,18 @@ from crawlkit.crawl.archive import adopt_file_index
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
 from crawlkit.crawl.steps import POST_STEPS
 from crawlkit.crawl.summary import progress_info
+from crawlkit.html.page import media_type
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.extract import ExtractOptions, ExtractStopped, extract_warcs
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.warc.write import index_of
 
 __all__ = ["CycleSteps", "PostWorker"]
+
+STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
+_SHEETS_LOCK = threading.Lock()
 
 
 class CycleSteps(Admission):
@@ -40,6 +44,8 @@ class CycleSteps(Admission):
                 if self.clock() >= self.hard_stop:
                     return False
                 getattr(self, f"_step_{step.marker}")(cycle)
+                if not is_done(cycle, step.marker):  # (extract stopped at the hard stop)
+                    return False
         mark_done(cycle, "cycle")
         self.summary.cycles += 1
         self.progress(progress_info(self.summary, cycle.name, self.clock() - self.start))
@@ -49,26 +55,35 @@ class CycleSteps(Admission):
         started_with, started = self._extracting.pop(cycle, (None, None))
         while True:
             sources = self._cycle_sources(cycle)
-            with (
-                io.open_output(cycle / "pages.ndjson.zst") as pages,
-                io.open_output(cycle / "links.ndjson.zst") as links,
-            ):
-                if self.extract_workers is not None:
-                    stats = self.extract_workers.extract(
-                        sources,
-                        pages.write,
-                        links.write,
-                        reporter=self.rep,
-                        started=started if started_with == sources else None,
-                    )
-                else:
-                    stats = extract_warcs(
-                        sources,
-                        pages.write,
-                        links.write,
-                        options=ExtractOptions(),
-                        reporter=self.rep,
-                    )
+            try:
+                with (
+                    io.open_output(cycle / "pages.ndjson.zst") as pages,
+                    io.open_output(cycle / "links.ndjson.zst") as links,
+                ):
+                    originals = self._stylesheet_originals(cycle)
+                    if self.extract_workers is not None:
+                        stats = self.extract_workers.extract(
+                            sources,
+                            pages.write,
+                            links.write,
+                            reporter=self.rep,
+                            started=started if started_with == sources else None,
+                            originals=originals,
+                            # A page's CPU deadline does not bound the wall clock of a
+                            # loaded machine: the hard stop does.
+                            stop=lambda: self.clock() >= self.hard_stop,
+                        )
+                    else:
+                        stats = extract_warcs(
+                            sources,
+                            pages.write,
+                            links.write,
+                            options=ExtractOptions(),
+                            reporter=self.rep,
+                            originals=originals,
+                        )
+            except ExtractStopped:
+                return  # not marked done: the next run extracts this cycle
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read: again.
             if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
@@ -76,6 +91,8 @@ class CycleSteps(Admission):
             started_with = None
         self.summary.pages += stats.pages
         self.summary.links += stats.links
+        self.summary.capped_pages += stats.capped
+        self.summary.page_errors += stats.errors
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
     def _step_dedup(self, cycle: Path) -> None:
@@ -165,6 +182,57 @@ class CycleSteps(Admission):
             self.waiting.add(deferred)
             self.waiting.save()
 
+    def _stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
+        """payload digest -> (WARC file, offset, length) of the first capture of each
+        stylesheet the cycle fetched: a copy of it at another URL is stored as a
+        revisit, and extract reads the body from there to parse the copy against its
+        own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
+        (one line each, appended), so a later cycle or run finds them. Called from the
+        fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
+        one at a time, so the first capture of a digest is the one both see."""
+        with _SHEETS_LOCK:
+            return self._first_captures(cycle)
+
+    def _first_captures(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
+        known = self._stylesheets()
+        path = self.dir.root / STYLESHEETS
+        out: dict[str, tuple[str, int, int]] = {}
+        new: list[Record] = []
+        for rec in self._fetch_log(cycle):
+            digest, warc = rec.get("digest"), rec.get("warc")
+            if rec.get("outcome") != "fetched" or not digest or not isinstance(warc, dict):
+                continue
+            if media_type(rec.get("content_type")) != "text/css":
+                continue
+            if digest not in known:
+                place = (Path(str(warc["file"])).name, int(warc["offset"]), int(warc["length"]))
+                known[str(digest)] = place
+                new.append(
+                    {"digest": digest, "file": place[0], "offset": place[1], "length": place[2]}
+                )
+            name, offset, length = known[str(digest)]
+            where = self._warc_path(name)
+            if where is not None:
+                out[str(digest)] = (str(where), offset, length)
+        if new:
+            with open(path, "ab") as f:
+                f.write(b"".join(io.dumps(r) for r in new))
+        return out
+
+    def _stylesheets(self) -> dict[str, tuple[str, int, int]]:
+        """The first captures of stylesheets, read once from ``STATE/crawl``."""
+        known: dict[str, tuple[str, int, int]] | None = getattr(self, "_first_sheets", None)
+        if known is None:
+            known = {}
+            path = self.dir.root / STYLESHEETS
+            if path.exists():
+                for rec in io.read_records([path], self.rep):
+                    digest = str(rec.get("digest"))
+                    if digest not in known:
+                        known[digest] = (str(rec["file"]), int(rec["offset"]), int(rec["length"]))
+            self._first_sheets = known
+        return known
+
     def _warc_path(self, name: str) -> Path | None:
         """Where the WARC file ``name`` is now: being written, closed, or archived.
 
@@ -205,7 +273,8 @@ class CycleSteps(Admission):
             return
         sources = self._cycle_sources(cycle)
         if sources:
-            self._extracting[cycle] = (sources, self.extract_workers.submit(sources))
+            originals = self._stylesheet_originals(cycle)
+            self._extracting[cycle] = (sources, self.extract_workers.submit(sources, originals))
 
     def _archive_closed_warcs(self) -> None:
         """Move closed WARC files from ``new/`` to the archive directory itself.

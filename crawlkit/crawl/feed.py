@@ -28,12 +28,14 @@ from crawlkit.io import Record
 from crawlkit.stages.fetch import fetch_records
 from crawlkit.stages.frontier import take_batch
 
-__all__ = ["CHUNK_RECORDS", "CHUNK_SECONDS", "POST_BACKLOG", "Feed", "LiveCycle"]
+__all__ = ["CHUNK_RECORDS", "CHUNK_SECONDS", "CUT_CHECK", "POST_BACKLOG", "Feed", "LiveCycle"]
 
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
+# Seconds between two looks at the clock for a cycle due to be cut (see cut_on_time).
+CUT_CHECK = 0.5
 # Cut cycles waiting for post-processing before the fetcher gets no more URLs.
 POST_BACKLOG = 2
 
@@ -110,6 +112,7 @@ class Feed(CycleSteps):
         cutting = False
         cut_asked: list[asyncio.Task[None]] = []  # the cut a fetch record asked for
         cut_failed: list[BaseException] = []
+        timer: list[asyncio.Task[None]] = []  # cut_on_time, held while the run lives
 
         def cut_due(now: float) -> bool:
             return live.records >= CHUNK_RECORDS or (
@@ -172,9 +175,23 @@ class Feed(CycleSteps):
             finally:
                 cutting = False
 
+        async def cut_on_time(fetcher: Any) -> None:
+            # A cycle is cut when a fetch record or a refill comes. While every request
+            # slot waits on a slow response (a drip) neither comes, and the cycle's
+            # links, other hosts' next pages, would wait for it: look on a timer too.
+            while fetcher.running:
+                await asyncio.sleep(CUT_CHECK)
+                if fetcher.running and not cut_asked and cut_due(self.clock()):
+                    try:
+                        await cut(fetcher)
+                    except Exception as exc:  # raised by the next refill
+                        cut_failed.append(exc)
+                        return
+
         async def refill(fetcher: Any) -> list[Record] | None:
             if not running:
                 running.append(fetcher)
+                timer.append(asyncio.get_running_loop().create_task(cut_on_time(fetcher)))
             post.raise_if_failed()
             if cut_failed:
                 raise cut_failed[0]
@@ -305,7 +322,11 @@ class Feed(CycleSteps):
         with self.lock:
             if self.role is not None:
                 self._ingest_inbox()
-            take_batch(self.frontier, opts, write=write)  # on disk before its removal commits
+            # A batch whose every URL an exclude pattern (a live ignore) refused is not
+            # "nothing to give": the URLs behind it may be fetchable. Take the next one,
+            # else the run ends with them queued ("nothing more can be fetched now").
+            while not out and take_batch(self.frontier, opts, write=write).lines:
+                pass  # on disk before its removal commits
         if refused:
             write_file(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self._count_refused(refused)

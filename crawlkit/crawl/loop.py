@@ -23,6 +23,7 @@ them to post-processing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,13 +33,13 @@ from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.feed import Feed
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Recovery
-from crawlkit.crawl.retry import retry_records
+from crawlkit.crawl.retry import ANSWERED, retry_records
 from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.summary import CrawlSummary, save_totals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.shard.routing import inbox_files
-from crawlkit.stages.report_collection import record_settings
+from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import open_state
 from crawlkit.times import iso
 
@@ -73,7 +74,9 @@ class Crawl(Feed, Recovery):
             pending = []
             if self.post_error is not None:
                 raise self.post_error
-            reason = self._exhausted()
+            # A stop asked for is the reason, also when the frontier looks empty (the
+            # stopped run's cycles may not be post-processed yet).
+            reason = self._should_stop() if self.interrupted else self._exhausted()
             if reason:
                 self.summary.stopped = reason
                 break
@@ -87,6 +90,11 @@ class Crawl(Feed, Recovery):
                     # it away: the next run fetches the deferred URLs when they are due.
                     self.summary.stopped = "nothing due before the time limit (--for)"
                     break
+                if self._failed_so_far():
+                    # Not one answer over HTTP in any run, and failures (a seed's host
+                    # down): say so now rather than sleep until the retry time.
+                    self.summary.stopped = "nothing could be fetched; deferred URLs wait"
+                    break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
                     break
@@ -94,7 +102,8 @@ class Crawl(Feed, Recovery):
             else:
                 idle_runs = 0
         stats = self._frontier_stats()
-        self.summary.queued = int(stats.get("queued", 0) or 0) + int(stats.get("parked", 0) or 0)
+        self.summary.parked = int(stats.get("parked", 0) or 0)
+        self.summary.queued = int(stats.get("queued", 0) or 0) + self.summary.parked
         self.summary.waiting = len(self.waiting)
         wake = self._next_waiting_time()
         self.summary.next_retry_at = iso(wake) if wake is not None else None
@@ -105,6 +114,11 @@ class Crawl(Feed, Recovery):
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
+
+    def _failed_so_far(self) -> bool:
+        """No URL answered over HTTP in this run or any before, and some failed."""
+        answered = any(self.summary.outcomes[o] for o in ANSWERED)
+        return not (self.fetched_before or answered) and bool(self.summary.errors.counts)
 
     def _exhausted(self) -> str:
         stats = self._frontier_stats()
@@ -137,6 +151,7 @@ def crawl(
     seeds = list(seeds)
     with open_state(state_path, owner="crawl") as state:
         record_settings(state.path, seeds, options)  # for the collection's report
+        options = dataclasses.replace(options, warc_info=warcinfo_fields(options))
         run = Crawl(state, options, reporter=reporter, progress=progress)
 
         def admit() -> None:
@@ -150,6 +165,7 @@ def crawl(
             )
             run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             run.add_seeds(seeds)
+            run.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
 
         try:
             run.widen_scope(seeds)

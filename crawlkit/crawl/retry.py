@@ -41,10 +41,12 @@ from crawlkit.seen.store import SeenStore
 from crawlkit.stages.recrawl import recrawl, recrawl_in
 from crawlkit.url import Canonicalizer
 
-__all__ = ["ErrorTally", "fetched_nothing", "retry_records"]
+__all__ = ["ErrorTally", "fetched_nothing", "never_fetched", "retry_records"]
 
 # Outcomes that mean the server answered over HTTP.
 ANSWERED = ("fetched", "not-modified", "redirect")
+# How a fetch record deferred for want of robots.txt starts its error (robotsflow).
+ROBOTS_UNAVAILABLE = "robots.txt unavailable"
 
 
 def retry_records(
@@ -93,6 +95,24 @@ def retry_records(
     return out
 
 
+def never_fetched(
+    state_path: str | os.PathLike[str],
+    seeds: Iterable[str],
+    canon: Canonicalizer,
+    history: History | None = None,
+) -> list[Record]:
+    """The URL records of ``seeds`` with no answer over HTTP in the recrawl history
+    (never tried, failed, refused or deferred), each once; bad URLs are left out."""
+    records: dict[str, Record] = {}
+    for raw in seeds:
+        try:
+            parsed = canon.parse(raw.strip())
+        except InvalidURL:
+            continue
+        records[parsed.url] = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
+    return _never_fetched(Path(state_path), list(records.values()), history)
+
+
 def _seen(state: Path, records: list[Record], store: SeenStore | None) -> list[Record]:
     """The records the seen set of ``state`` (opened as ``store``, if given) holds."""
     if not records:
@@ -125,26 +145,48 @@ def _never_fetched(state: Path, seeds: list[Record], opened: History | None) -> 
             history.close()
 
 
+def short_label(text: str, limit: int = 60) -> str:
+    """``text`` on one line, cut at a word boundary with "…" when longer than
+    ``limit`` (never mid-word, as "allow it with --allow-ne" was)."""
+    words = " ".join(text.split())
+    if len(words) <= limit:
+        return words
+    cut = words[: limit - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;(") + "…"
+
+
 @dataclass
 class ErrorTally:
     """Failed fetches of a run by reason (the record's ``error_code``, such as
     ``dns-nxdomain`` or ``tls-expired``, else the error's first words), with an example:
-    errors below HTTP, and URLs the fetcher refused (network policy, robots.txt
-    unreachable...) except repeats of a URL already in flight."""
+    errors below HTTP, URLs the fetcher refused (network policy...) except repeats of
+    a URL already in flight, and URLs deferred because their robots.txt could not be
+    had (``robots.txt unavailable``)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
 
     def note(self, record: Record) -> None:
-        """Count ``record`` (a fetch record) if it failed."""
+        """Count ``record`` (a fetch record) if it failed: an error, a refusal, or a
+        deferral because robots.txt could not be had (the host is down or failing;
+        a deferral by a backoff or by the run's end is no failure)."""
         outcome = record.get("outcome")
+        text = refusal_detail(record) or "unknown error"
+        code = record.get("error_code") or (record.get("refused") if outcome == "refused" else None)
+        if outcome == "deferred" and text.startswith(ROBOTS_UNAVAILABLE):
+            reason = f"{ROBOTS_UNAVAILABLE} ({code})" if code else ROBOTS_UNAVAILABLE
+            self._add(reason, record, text)
+            return
         if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
             return
-        text = refusal_detail(record) or "unknown error"
-        code = record.get("error_code")
-        reason = str(code) if code else text.split(":", 1)[0].strip()[:60] or "unknown error"
+        reason = str(code) if code else short_label(text.split(":", 1)[0]) or "unknown error"
         if outcome == "refused":
-            reason = f"refused ({reason})"
+            reason = f"refused ({reason})"  # the example says why in full
+        self._add(reason, record, text)
+
+    def _add(self, reason: str, record: Record, text: str) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + 1
         self.examples.setdefault(reason, f"{record.get('url')} ({text[:200]})")
 
@@ -156,11 +198,11 @@ class ErrorTally:
 
 
 def fetched_nothing(state_path: str | os.PathLike[str], summary: dict[str, Any]) -> bool:
-    """True when a crawl failed as a whole: this run's fetches failed (errors or
-    refusals) or it could fetch nothing more, no URL was answered over HTTP, and no
-    earlier run in ``state_path`` fetched a page either. A run stopped by a signal,
-    one whose URLs were only deferred by its time limit, and a shard with nothing of
-    its own to fetch have not failed."""
+    """True when a crawl failed as a whole: this run's fetches failed (errors,
+    refusals, robots.txt unavailable) or it could fetch nothing more, no URL was
+    answered over HTTP, and no earlier run in ``state_path`` fetched a page either.
+    A run stopped by a signal, one whose URLs were only deferred by its time limit,
+    and a shard with nothing of its own to fetch have not failed."""
     outcomes: dict[str, int] = summary.get("outcomes") or {}
     stopped = str(summary.get("stopped", ""))
     if stopped.startswith("interrupted") or any(outcomes.get(o) for o in ANSWERED):

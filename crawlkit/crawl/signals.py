@@ -7,6 +7,8 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 
+from crawlkit import early_signals
+
 __all__ = ["graceful_signals"]
 
 
@@ -19,13 +21,14 @@ def graceful_signals(
     Yields a function that installs the handlers again unless ``caught()`` (a fetch
     run installs its own and leaves the defaults behind). Outside the main thread
     signals cannot be handled, so nothing is installed there. The previous handlers
-    come back at exit.
+    come back at exit. A signal held since :func:`crawlkit.early_signals.hold` (the
+    command line holds them from its start) is acted on at once, as the first one.
     """
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
-    kinds = (signal.SIGINT, signal.SIGTERM)
-    before = {sig: signal.getsignal(sig) for sig in kinds}
+    kinds = early_signals.KINDS
+    before = early_signals.defaults()  # not the holding handlers: the ones they replaced
 
     def handler(signum: int, _frame: object) -> None:
         for sig in kinds:  # the next one is not caught: stop now
@@ -39,6 +42,11 @@ def graceful_signals(
             signal.signal(sig, handler)
 
     install()
+    held = early_signals.take()  # after install: no moment without a handler
+    if held is not None:
+        for sig in kinds:  # the next one is not caught: stop now
+            signal.signal(sig, before[sig])
+        on_signal(held)
     try:
         yield install
     finally:

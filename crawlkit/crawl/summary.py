@@ -10,7 +10,7 @@ from typing import Any
 from crawlkit import io
 from crawlkit.crawl.retry import ErrorTally
 
-__all__ = ["CrawlSummary", "progress_info", "save_totals"]
+__all__ = ["CrawlSummary", "progress_info", "save_totals", "summary_text"]
 
 
 @dataclass
@@ -21,6 +21,8 @@ class CrawlSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     pages: int = 0
     links: int = 0
+    capped_pages: int = 0  # page records with "capped" (depth, attributes, time, ...)
+    page_errors: int = 0  # page records with "error" (a parse step raised, a worker died)
     new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
@@ -29,7 +31,8 @@ class CrawlSummary:
     unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
     next_retry_at: str | None = None  # when the first waiting URL is due (UTC ISO)
-    queued: int = 0
+    queued: int = 0  # queued or parked in the frontier at the end
+    parked: int = 0  # of those, parked over their site's budget until the next period
     stopped: str = ""
     routed: int = 0  # URLs written to other shards' outboxes
     elapsed_s: float = 0.0
@@ -44,6 +47,8 @@ class CrawlSummary:
             "fetched": self.outcomes["fetched"],
             "pages": self.pages,
             "links": self.links,
+            "capped_pages": self.capped_pages,
+            "page_errors": self.page_errors,
             "new_urls": self.new_urls,
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
@@ -54,6 +59,7 @@ class CrawlSummary:
             "waiting": self.waiting,
             "next_retry_at": self.next_retry_at,
             "queued": self.queued,
+            "parked": self.parked,
             "stopped": self.stopped,
             "elapsed_s": round(self.elapsed_s, 3),
             "warc_files": self.warc_files,
@@ -87,3 +93,42 @@ def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     totals["seen"] = dict(seen)
     totals["last_run"] = summary.to_json()
     io.atomic_write_json(path, totals)
+
+
+def _error_lines(errors: dict[str, Any]) -> list[str]:
+    """One line per reason of the failed fetches, with an example URL."""
+    return [f"  errors: {reason} {e['count']}, e.g. {e['example']}" for reason, e in errors.items()]
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The summary ``crawlkit crawl`` prints on stderr (``summary`` is
+    :meth:`CrawlSummary.to_json`). What a run left unfetched on purpose (URLs parked
+    over a site's budget) gets a line of its own, never only a word in the first."""
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary["outcomes"].items())) or "none"
+    refused = ", ".join(f"{k} {v}" for k, v in sorted(summary["refused"].items()))
+    dedup = summary["dedup"]
+    parked = int(summary.get("parked") or 0)
+    lines = [
+        f"crawl stopped: {summary['stopped']} after {summary['elapsed_s']:.1f} s, "
+        f"{summary['cycles']} cycles",
+        f"  fetch outcomes: {outcomes}",
+        f"  pages parsed {summary['pages']} ({summary['capped_pages']} capped, "
+        f"{summary['page_errors']} page errors), links {summary['links']}, "
+        f"new URLs {summary['new_urls']}",
+        f"  duplicates: exact {dedup.get('exact', 0)}, near {dedup.get('near', 0)}",
+    ]
+    if refused:
+        lines.append(f"  not queued (scope, patterns, trap limits, ...): {refused}")
+    lines += _error_lines(summary.get("errors") or {})
+    lines.append(
+        f"  still queued {int(summary['queued']) - parked}, waiting (deferred) "
+        f"{summary['waiting']} ({summary['unstarted']} not started before the stop), "
+        f"refetched after a crash {summary['refetched']}"
+    )
+    if parked:
+        lines.append(
+            f"  NOT FETCHED: {parked} URLs (pages and page requisites) of sites over their "
+            "page budget are parked until the next budget period; to archive whole sites "
+            "use 'crawlkit archive' or --no-budgets"
+        )
+    return "\n".join(lines)

@@ -112,6 +112,19 @@ class WaitingRoom:
             self.dirty = True
         return out
 
+    def take(self, urls: Iterable[str]) -> int:
+        """Take ``urls`` out (queued by other means, e.g. seeds named again); returns
+        how many were waiting."""
+        taken = 0
+        for url in urls:
+            rec = self._by_url.pop(url, None)
+            if rec is not None:
+                self._queue.remove(rec)
+                taken += 1
+        if taken:
+            self.dirty = True
+        return taken
+
     def save(self) -> None:
         """Write the room to disk (atomically) if it changed since the last save."""
         if not self.dirty:

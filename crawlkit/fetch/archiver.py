@@ -27,9 +27,22 @@ from crawlkit.fetch.client import FetchResult
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.warc.write import Capture, WarcWriter, sha1_digest, warc_date
 
-__all__ = ["WarcArchiver"]
+__all__ = ["WarcArchiver", "provenance_fields"]
 
 _Job = tuple[asyncio.Future[tuple[str, Any]], tuple[Any, ...]]
+
+
+def provenance_fields(rec: dict[str, Any]) -> dict[str, str]:
+    """How a URL record was reached, for its capture's metadata record (as Heritrix
+    writes ``via`` and ``hopsFromSeed``): ``via`` (the page or redirect that led
+    here), ``reason`` (seed, link, requisite, redirect, sitemap, recrawl) and
+    ``hopsFromSeed`` (the depth). Values are single lines; absent fields are left out."""
+    out: dict[str, str] = {}
+    for key, name in (("via", "via"), ("reason", "reason"), ("depth", "hopsFromSeed")):
+        value = rec.get(key)
+        if value is not None and value != "":
+            out[name] = " ".join(str(value).split())
+    return out
 
 
 class WarcArchiver:

@@ -12,7 +12,15 @@ Guarantees of :meth:`AiohttpClient.fetch`:
 
 * It connects only to ``request.address`` (a resolver that answers from pins set by
   the caller; a name without a pin fails, it never falls back to DNS), while the Host
-  header and TLS SNI stay the URL's name (docs/design.md invariant 7).
+  header and TLS SNI stay the URL's name (docs/design.md invariant 7). Through a proxy
+  the same holds: the proxy is sent the checked address, never the name (an http
+  request as ``GET http://ADDRESS:PORT/path`` with ``Host: name``, an https one as
+  ``CONNECT ADDRESS:PORT`` with SNI and certificate check for the name), so a proxy
+  whose resolver answers differently (split-horizon DNS, a rebinding answer) cannot
+  take a request elsewhere. A proxy that replaces ``Host`` by the request-target's
+  host (RFC 9112 3.2.2 allows it) then sends the address as Host over plain http.
+  A ``Proxy-Authorization`` header is not part of ``request_head`` (it went to the
+  proxy, not the site), and error texts have URL userinfo masked.
 * One total deadline (``timeout``) covers connect, headers, and every read of the
   body, so a server that goes silent mid-body costs at most ``timeout`` seconds.
 * At most ``max_body`` bytes are read off the wire and at most ``max_decoded`` bytes
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import socket
 import ssl
 import time
@@ -41,10 +50,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
+from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
+from crawlkit.masking import mask_url
 
-__all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient"]
+__all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient", "connection_budget"]
 
 
 @dataclass
@@ -131,6 +142,39 @@ class _PinnedResolver:
             self.pins[host.lower().rstrip(".")] = str(infos[0][4][0])
 
 
+def connection_budget() -> int:
+    """How many connections, in use and idle together, a client keeps open at most:
+    half the soft RLIMIT_NOFILE as it is when the client is made (the CLI raised it to
+    the hard limit at start), the other half left for WARC files, state, logs, DNS
+    sockets and the duplicates kept while a TLS handshake runs."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = _NO_FILE_LIMIT
+    return max(8, soft // 2)
+
+
+def _capped_connector(aiohttp: Any, idle_cap: int, **kwargs: Any) -> Any:
+    """An aiohttp TCPConnector that closes idle connections, the longest idle first,
+    past ``idle_cap``. aiohttp's own ``limit`` counts connections in use only, and with
+    a keep-alive connection per host a crawl of thousands of hosts ran out of files
+    on idle ones (issue 25). With ``limit_per_host=1`` a pool key holds at most one
+    connection, so the number of keys with idle connections is the idle count."""
+
+    class CappedConnector(aiohttp.TCPConnector):
+        def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
+            super()._release(key, protocol, should_close=should_close)
+            idle = self._conns
+            while len(idle) > idle_cap:
+                oldest = next(iter(idle))  # keys are added when a connection goes idle
+                for proto, _ in idle.pop(oldest):
+                    transport = proto.transport
+                    proto.close()
+                    if oldest.is_ssl and not self._cleanup_closed_disabled:
+                        self._cleanup_closed_transports.append(transport)
+
+    return CappedConnector(**kwargs)
+
+
 def _env_proxies() -> list[str]:
     """The proxies named by HTTP_PROXY / HTTPS_PROXY (either case)."""
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
@@ -139,6 +183,7 @@ def _env_proxies() -> list[str]:
 
 _MAX_DEFLATE_RATIO = 1032
 _MAX_PINS = 100_000  # names with a pinned address kept by the resolver
+_NO_FILE_LIMIT = 1 << 20  # what an unlimited RLIMIT_NOFILE counts as
 _MAX_UNVERIFIED = 100_000  # origins remembered as failing a TLS check (--insecure)
 # Failures --insecure fetches anyway (a stalled handshake is not a failed check).
 _INSECURE_RETRY = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-protocol")
@@ -268,10 +313,29 @@ class AiohttpClient:
         self._proxy = proxy
         for url in [proxy] if proxy else _env_proxies() if trust_env else []:
             self._resolver.pin_proxy(url)
-        self._connector = aiohttp.TCPConnector(
-            limit=0,
+        # --trust-env: the proxy per scheme, chosen here by the URL's *name* (NO_PROXY
+        # names hosts), since the session is given the address (see _attempt).
+        self._env_proxies: dict[str, Any] = {}
+        if trust_env and not proxy:
+            from aiohttp.helpers import proxies_from_env
+
+            for scheme, info in proxies_from_env().items():
+                env_proxy = info.proxy
+                if info.proxy_auth is not None:
+                    env_proxy = env_proxy.with_user(info.proxy_auth.login).with_password(
+                        info.proxy_auth.password
+                    )
+                self._env_proxies[scheme] = env_proxy
+        self._bypass: dict[str, bool] = {}  # host -> NO_PROXY says so
+        # In use and idle connections share connection_budget(), half each, so the
+        # pool never takes the process past its open-file limit.
+        budget = connection_budget()
+        self._connector = _capped_connector(
+            aiohttp,
+            budget - budget // 2,
+            limit=budget // 2,
             limit_per_host=1,  # belt and braces: the scheduler already serializes a host
-            resolver=self._resolver,  # type: ignore[arg-type]
+            resolver=self._resolver,
             use_dns_cache=False,
             keepalive_timeout=keepalive,
             ssl=self._verify,
@@ -282,7 +346,7 @@ class AiohttpClient:
             auto_decompress=False,  # the WARC keeps the body as received
             timeout=aiohttp.ClientTimeout(total=None),
             cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=trust_env,  # HTTP(S)_PROXY and NO_PROXY
+            trust_env=False,  # HTTP(S)_PROXY and NO_PROXY: see _proxy_for
             skip_auto_headers=("User-Agent",),
             read_bufsize=1 << 16,
         )
@@ -332,11 +396,36 @@ class AiohttpClient:
             pins.pop(name, None)  # re-insert: the dict's order is least recently used first
             pins[name] = address
 
+    def _proxy_for(self, url: Any) -> Any:
+        """The proxy for ``url`` (--proxy, or with --trust-env the environment's, unless
+        NO_PROXY names the host), or None."""
+        if self._proxy is not None or not self._env_proxies:
+            return self._proxy
+        proxy = self._env_proxies.get(url.scheme)
+        if proxy is None:
+            return None
+        host = url.raw_host or ""
+        bypass = self._bypass.get(host)
+        if bypass is None:
+            bypass = bool(proxy_bypass(host))
+            if len(self._bypass) >= _MAX_PINS:
+                self._bypass.clear()
+            self._bypass[host] = bypass
+        return None if bypass else proxy
+
     async def _attempt(
         self, request: FetchRequest, url: Any, ssl_context: ssl.SSLContext | None
     ) -> FetchResult:
         """One GET on one connection (``ssl_context``: None is the verifying one)."""
         aiohttp = self._aiohttp
+        proxy = self._proxy_for(url)
+        target, headers, server_hostname = url, request.headers, None
+        if proxy is not None and (url.raw_host or "").strip("[]") != request.address:
+            # The proxy gets the checked address, the name goes in Host and SNI: the
+            # proxy's own resolver may answer differently (invariant 7).
+            target = url.with_host(request.address)
+            headers = {"Host": url.host_port_subcomponent, **request.headers}
+            server_hostname = url.raw_host if url.scheme == "https" else None
         result = FetchResult(started=time.time(), address=request.address)
         t0 = time.perf_counter()
         watch: list[socket.socket] = []
@@ -347,12 +436,13 @@ class AiohttpClient:
         try:
             async with asyncio.timeout(request.timeout):
                 resp = await self._session.get(
-                    url,
-                    headers=request.headers,
+                    target,
+                    headers=headers,
                     allow_redirects=False,
                     max_redirects=0,
                     ssl=ssl_context or self._verify,
-                    proxy=self._proxy,
+                    proxy=proxy,
+                    server_hostname=server_hostname,
                 )
                 result.status = resp.status
                 result.headers = [
@@ -423,7 +513,7 @@ class AiohttpClient:
 
 def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:300]
+    return mask_url(f"{type(exc).__name__}: {text}")[:300]  # a proxy URL's password
 
 
 def _response_head(resp: Any) -> bytes:
@@ -437,5 +527,6 @@ def _request_head(resp: Any, url: Any) -> bytes:
     info = resp.request_info
     target = url.raw_path_qs or "/"
     lines = [f"GET {target} HTTP/1.1"]
-    lines.extend(f"{k}: {v}" for k, v in info.headers.items())
+    # Proxy-Authorization went to the proxy, not the site: it is not kept
+    lines.extend(f"{k}: {v}" for k, v in info.headers.items() if k.lower() != "proxy-authorization")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")

@@ -8,9 +8,11 @@ Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine compos
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from crawlkit.masking import mask_url
 from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
 
 __all__ = ["DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
@@ -47,3 +49,11 @@ class FetchConfig:
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
     proxy: str | None = None  # every request through this HTTP proxy (--proxy)
     trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
+
+    def to_json(self) -> dict[str, Any]:
+        """The knobs as they may be shown or stored (settings.json, the report, warcinfo):
+        the proxy's userinfo masked (docs/design.md invariant 9); ``request`` keeps its own
+        ``to_json``, which shows no secret either."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["proxy"] = mask_url(self.proxy) if self.proxy else self.proxy
+        return out

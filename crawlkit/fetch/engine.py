@@ -61,7 +61,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
 from crawlkit.errors import InvalidURL
-from crawlkit.fetch.archiver import WarcArchiver
+from crawlkit.fetch.archiver import WarcArchiver, provenance_fields
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.hosts import (
@@ -164,6 +164,9 @@ class Fetcher:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._failures: list[BaseException] = []
+        self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
+        self.running = False  # inside run(), until it starts to finish (WARC still open)
+        self._in_flight: set[asyncio.Timeout] = set()  # page requests' scopes (see stop)
         self.outbox = Outbox()
         self.commits = StateCommits(state, clock)
         # Responses waiting for the WARC thread; past the limit no request starts, so a
@@ -328,6 +331,7 @@ class Fetcher:
         The run ends when nothing is in flight or waiting and ``refill`` said None.
         """
         start = self.clock()
+        self.running = True
         if self.config.duration is not None:
             self.hosts.deadline = start + self.config.duration
         if self.state is not None:
@@ -370,12 +374,21 @@ class Fetcher:
                     refill_task = loop.create_task(refill())
                     refill_task.add_done_callback(lambda _t: self._wake.set())
                 self.hosts.defer_late(now)
+                if now >= self._deadline and self.hosts.resolving:
+                    self.hosts.abandon_lookups()
                 launches = self._launches(now)
                 if launches:
                     fresh = [h for h, _ in launches if not h.durable]
                     if self.state is not None and fresh:
                         # A host never seen is on disk before it is contacted (invariant 2).
-                        await self.commits.commit(loop)
+                        # Meanwhile the launched hosts are neither in the scheduler nor
+                        # tasks: counted apart, or a refill running during the commit
+                        # finds no work and says "no more" for the rest of the run.
+                        self._launching = len(launches)
+                        try:
+                            await self.commits.commit(loop)
+                        finally:
+                            self._launching = 0
                         for h in fresh:
                             h.durable = True
                     for host, task in launches:
@@ -425,6 +438,7 @@ class Fetcher:
             while self.outbox:
                 yield self.outbox.pop()
         finally:
+            self.running = False
             if refill_task is not None:
                 with contextlib.suppress(BaseException):
                     await refill_task
@@ -441,7 +455,7 @@ class Fetcher:
     def has_work(self) -> bool:
         """Whether URLs given to this run are still unanswered (queued, resolving, or
         in flight); their answers may lead the caller to more work."""
-        return bool(self._tasks or self.hosts.resolving or len(self.scheduler))
+        return bool(self._tasks or self._launching or self.hosts.resolving or len(self.scheduler))
 
     def _wants_work(self, now: float) -> bool:
         """Whether to ask ``refill`` for more: few hosts wait, or a request slot is free
@@ -457,11 +471,22 @@ class Fetcher:
     def stop(self) -> None:
         """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).
 
-        Requests in flight finish (within the timeout) and are reported as usual.
+        Requests in flight finish (robots.txt within the timeout, pages within
+        ``DEADLINE_GRACE``: one cut short comes out deferred) and are reported as usual.
         """
         self.hosts.deadline = min(self.hosts.deadline, self.clock())
         self.hosts.stop_reason = "fetch stopped before the host was due (interrupted)"
         self._wake.set()
+        # Page requests in flight get DEADLINE_GRACE more, as at the deadline (a drip
+        # or a stall would hold the stop for the whole --timeout); one cut short comes
+        # out deferred. (A robots.txt request is left to finish: cut, it would read
+        # as "unavailable" and defer its host for the retry time.)
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing in flight
+            cap = asyncio.get_running_loop().time() + DEADLINE_GRACE
+            for scope in self._in_flight:
+                when = scope.when()
+                if when is None or when > cap:
+                    scope.reschedule(cap)
 
     def _launches(self, now: float) -> list[tuple[Host, Task]]:
         """The requests to start now: due hosts, as many as the free request slots
@@ -531,22 +556,41 @@ class Fetcher:
         # The deadline can move earlier while the request runs (stop()), so the cap is
         # the time left at the start, and the cut is judged against the cap given.
         timeout = min(cfg.timeout, max(0.0, self._deadline + DEADLINE_GRACE - self.clock()))
-        res: FetchResult = await self.client.fetch(
-            FetchRequest(
-                item.url,
-                host.address or "",
-                self._request_headers(item),
-                timeout,
-                cfg.max_body,
-                cfg.max_decoded,
-            )
+        request = FetchRequest(
+            item.url,
+            host.address or "",
+            self._request_headers(item),
+            timeout,
+            cfg.max_body,
+            cfg.max_decoded,
         )
+        started = self.clock()
+        # A stop (stop()) gives the request DEADLINE_GRACE more through this scope.
+        scope = asyncio.timeout(None)
+        try:
+            async with scope:
+                self._in_flight.add(scope)
+                try:
+                    res: FetchResult = await self.client.fetch(request)
+                finally:
+                    self._in_flight.discard(scope)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            res = FetchResult(
+                error="timeout: the run was stopped during the request",
+                started=started,
+                elapsed=self.clock() - started,
+                address=host.address,
+            )
         if cfg.request:
             cfg.request.note_response(item.url, res.headers)
         now = self.hosts.finish(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self.hosts.schedule(host, now)
-        if timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res)):
+        if scope.expired() or (
+            timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res))
+        ):
             # Cut by the run's end, not by the server: nothing is archived, and the next
             # run asks again.
             self.outbox.emit(
@@ -567,6 +611,7 @@ class Fetcher:
             )
             return
         extra = {"tlsUnverified": res.tls_unverified} if res.tls_unverified else {}
+        extra.update(provenance_fields(rec))  # the hop path, in the capture's metadata
         digest, loc = await self.archiver.archive(res, item.url, rec.get("depth"), extra)
         outcome, fields = shape_response(
             rec, res, digest=digest, warc=loc, backoff_until=host.backoff_until

@@ -227,6 +227,7 @@ class HostTable:
         self.on_robots_task = on_robots_task
         self.hosts: dict[str, Host] = {}
         self.resolving = 0  # lookups under way
+        self._lookups: dict[str, asyncio.Task[Any]] = {}  # host key -> its lookup's task
         self.deadline = float("inf")
         self.stop_reason = "host not due before the run ends (--for)"
         self.sweep_every = 30.0
@@ -254,11 +255,30 @@ class HostTable:
         self.spawn(self._resolve(host))
 
     async def _resolve(self, host: Host) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._lookups[host.key] = task
         try:
             res = await self.resolver.resolve(host.name)
-            self._resolved(host, res)
+        except asyncio.CancelledError:
+            # The run stops (abandon_lookups): the host's URLs wait for the next run.
+            host.state = "new"
+            self.defer(host, self.clock(), self.stop_reason, stopped=True)
+            raise
         finally:
             self.resolving -= 1
+            self._lookups.pop(host.key, None)
+        self._resolved(host, res)
+
+    def abandon_lookups(self) -> int:
+        """Cancel the name lookups under way (the run's time is up: a DNS server that
+        never answers must not hold the stop); their hosts' URLs come out deferred
+        with ``stop_reason`` and ``"stopped": true``. Returns how many."""
+        lookups = list(self._lookups.values())
+        self._lookups.clear()
+        for task in lookups:
+            task.cancel()
+        return len(lookups)
 
     def _resolved(self, host: Host, res: Resolution) -> None:
         """Pin the first address the network policy allows, load the durable clock

@@ -7,15 +7,17 @@ policy, politeness, robots rules) is as without them.
 
 * ``headers``: ``Name: value`` pairs sent with every request; ``host_headers`` per
   exact host (from a config file's ``[hosts."name"]`` tables) add to or replace them.
-* ``cookies``: a Netscape cookies.txt as curl and wget write it (tab-separated:
-  domain, include-subdomains, path, secure, expiry, name, value; ``#HttpOnly_``
-  lines are cookies, other ``#`` lines comments). A cookie goes to a URL whose host is
-  its domain (or a subdomain, when the flag says so), whose path starts with its path,
-  over https only when it is secure, and only while unexpired (expiry 0: a session
-  cookie, always sent). With a cookies file, cookies the sites set (``Set-Cookie``,
-  RFC 6265: Domain only if it covers the host, Path, Expires or Max-Age, Secure) are
-  kept too, sent back by the same rules, and saved with :meth:`RequestSettings.save`
-  (the crawl keeps them in ``STATE/crawl/cookies.txt`` for its next run).
+* ``cookies``: a Netscape cookies.txt as curl and wget write it (see
+  :mod:`crawlkit.fetch.cookies`). A cookie goes to a URL whose host is its domain (or
+  a subdomain, when the flag says so; never for an IP address), whose path starts
+  with its path, over https only when it is secure, and only while unexpired (expiry
+  0: a session cookie, always sent). With a cookies file, cookies the sites set
+  (``Set-Cookie``, RFC 6265, checked as :func:`~crawlkit.fetch.cookies.parse_set_cookie`
+  says: no control characters, no Domain that is a public suffix or another site's)
+  are kept too, in a :class:`~crawlkit.fetch.cookies.CookieJar` capped at 180 a domain
+  and 3,000 in all, sent back by the same rules, and saved with
+  :meth:`RequestSettings.save` (the crawl keeps them in ``STATE/crawl/cookies.txt``,
+  mode 0600, for its next run, which skips a bad line of it with a warning).
 * ``credentials``: a netrc file's ``machine`` entries give HTTP basic auth for exactly
   that host (``default`` entries are ignored: credentials never go to a host the
   operator did not name).
@@ -30,23 +32,35 @@ header names, cookie counts and netrc hosts only.
 from __future__ import annotations
 
 import base64
-import contextlib
-import email.utils
 import netrc
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from crawlkit import io
 from crawlkit.errors import UsageError
+from crawlkit.fetch.cookies import (
+    TOKEN,
+    Cookie,
+    CookieJar,
+    cookie_problem,
+    parse_set_cookie,
+    read_cookies,
+)
 
-__all__ = ["Cookie", "RequestSettings", "parse_header", "read_cookies", "read_netrc"]
+__all__ = [
+    "Cookie",
+    "RequestSettings",
+    "parse_header",
+    "parse_set_cookie",
+    "read_cookies",
+    "read_netrc",
+]
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN = TOKEN
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
@@ -61,104 +75,6 @@ def parse_header(text: str, where: str = "--header") -> tuple[str, str]:
     if _BAD_VALUE.search(value):
         raise UsageError(f"{where}: the value of {name} holds a control character")
     return name, value
-
-
-@dataclass(frozen=True, slots=True)
-class Cookie:
-    domain: str
-    subdomains: bool
-    path: str
-    secure: bool
-    expires: int
-    name: str
-    value: str
-
-    def matches(self, scheme: str, host: str, path: str, now: float) -> bool:
-        if self.expires and self.expires < now:
-            return False
-        if self.secure and scheme != "https":
-            return False
-        if host != self.domain and not (self.subdomains and host.endswith("." + self.domain)):
-            return False
-        return path.startswith(self.path) if self.path else True
-
-
-def read_cookies(path: Path) -> list[Cookie]:
-    """The cookies of a Netscape cookies.txt (see the module docstring)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--cookies {path}: cannot read it ({exc})") from exc
-    out: list[Cookie] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("#HttpOnly_"):
-            line = line[len("#HttpOnly_") :]
-        elif not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) != 7:
-            raise UsageError(
-                f"{path}:{number}: a cookie line has 7 tab-separated fields "
-                f"(domain, subdomains, path, secure, expiry, name, value), "
-                f"not {len(fields)}"
-            )
-        domain, sub, cpath, secure, expiry, name, value = fields
-        if sub.upper() not in ("TRUE", "FALSE") or secure.upper() not in ("TRUE", "FALSE"):
-            raise UsageError(f"{path}:{number}: the subdomain and secure fields are TRUE or FALSE")
-        if not expiry.strip().isdigit():
-            raise UsageError(f"{path}:{number}: the expiry is seconds since 1970, not {expiry!r}")
-        if not domain.strip(". ") or not _TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
-            raise UsageError(
-                f"{path}:{number}: a cookie needs a domain, a name and a value "
-                "without control characters"
-            )
-        out.append(
-            Cookie(
-                domain.strip().lstrip(".").lower(),
-                sub.upper() == "TRUE",
-                cpath,
-                secure.upper() == "TRUE",
-                int(expiry),
-                name,
-                value,
-            )
-        )
-    return out
-
-
-def parse_set_cookie(value: str, url: str, now: float) -> Cookie | None:
-    """The cookie of a ``Set-Cookie`` value sent for ``url`` (RFC 6265 5.2-5.3), or
-    None when it is malformed or its Domain does not cover the host."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    pair, *attributes = value.split(";")
-    name, eq, cvalue = pair.partition("=")
-    name, cvalue = name.strip(), cvalue.strip()
-    if not eq or not _TOKEN.fullmatch(name) or _BAD_VALUE.search(cvalue):
-        return None
-    domain, subdomains = host, False
-    path = parts.path.rpartition("/")[0] or "/" if parts.path.count("/") > 1 else "/"
-    expires, secure = 0, False
-    for attribute in attributes:
-        key, _, arg = attribute.strip().partition("=")
-        key, arg = key.strip().lower(), arg.strip()
-        if key == "domain" and arg:
-            wanted = arg.lstrip(".").lower()
-            if host != wanted and not host.endswith("." + wanted):
-                return None  # a site may not set cookies for another
-            domain, subdomains = wanted, True
-        elif key == "path" and arg.startswith("/"):
-            path = arg
-        elif key == "max-age" and arg.lstrip("-").isdigit():
-            expires = int(now + int(arg)) if int(arg) > 0 else 1  # 1: already expired
-        elif key == "expires" and not any(
-            a.strip().lower().startswith("max-age") for a in attributes
-        ):
-            with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
-                expires = max(1, int(email.utils.parsedate_to_datetime(arg).timestamp()))
-        elif key == "secure":
-            secure = True
-    return Cookie(domain, subdomains, path, secure, expires, name, cvalue)
 
 
 def read_netrc(path: Path) -> dict[str, tuple[str, str]]:
@@ -193,10 +109,14 @@ class RequestSettings:
         self.headers = tuple(headers)
         self.host_headers = {h.lower(): tuple(v) for h, v in (host_headers or {}).items()}
         self.cookies = tuple(cookies)
+        # the operator's cookies, indexed by domain as the sites' are (never capped)
+        self._given = CookieJar(per_domain=None, total=None)
+        for cookie in self.cookies:
+            self._given.set(cookie)
         self.credentials = dict(credentials or {})
         self.keep_cookies = keep_cookies
         # cookies the sites set, by (domain, path, name); the newest wins
-        self.site_cookies: dict[tuple[str, str, str], Cookie] = {}
+        self.site_cookies = CookieJar()
         self.clock = clock
 
     def __bool__(self) -> bool:
@@ -219,10 +139,14 @@ class RequestSettings:
             out[name] = value
         if self.cookies or self.site_cookies:
             now = self.clock()
-            known = {(c.domain, c.path, c.name) for c in self.site_cookies.values()}
-            every = [c for c in self.cookies if (c.domain, c.path, c.name) not in known]
-            every += self.site_cookies.values()
-            jar = [c for c in every if c.matches(parts.scheme, host, parts.path or "/", now)]
+            path = parts.path or "/"
+            jar = self.site_cookies.matching(parts.scheme, host, path, now)
+            # a site's cookie replaces the operator's of the same key, sent or not
+            jar += [
+                c
+                for c in self._given.matching(parts.scheme, host, path, now)
+                if self.site_cookies.get(c.key) is None
+            ]
             if jar:  # longer paths first (RFC 6265 5.4)
                 jar.sort(key=lambda c: -len(c.path))
                 out["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in jar)
@@ -238,16 +162,19 @@ class RequestSettings:
             return
         for name, value in headers:
             if name.lower() == "set-cookie":
-                cookie = parse_set_cookie(value, url, self.clock())
+                now = self.clock()
+                cookie = parse_set_cookie(value, url, now)
                 if cookie is not None:
-                    self.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
+                    self.site_cookies.set(cookie, now)
 
     def save(self, path: Path) -> None:
-        """Write the cookies the sites set, unexpired, as a Netscape cookies.txt."""
+        """Write the cookies the sites set, unexpired, as a Netscape cookies.txt of
+        mode 0600 (cookies are secrets, docs/design.md invariant 9); a cookie that would not
+        read back (see :func:`~crawlkit.fetch.cookies.cookie_problem`) is left out."""
         now = self.clock()
         lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
         for c in self.site_cookies.values():
-            if c.expires and c.expires < now:
+            if (c.expires and c.expires < now) or cookie_problem(c) is not None:
                 continue
             lines.append(
                 "\t".join(
@@ -262,7 +189,7 @@ class RequestSettings:
                     ]
                 )
             )
-        io.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+        io.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
 
     def to_json(self) -> dict[str, Any]:
         """What may be shown: header names, cookie counts by domain, netrc hosts."""

@@ -12,7 +12,8 @@ honoured but kept between ``min_ttl`` (30 s: a TTL of 0 would mean a query per
 request) and ``max_ttl`` (1 h). Failures are kept for ``negative_ttl`` seconds
 (default 1 minute) and say what failed with a code at the start of the error
 (``dns-nxdomain``, ``dns-no-address``, ``dns-timeout``, ``dns-servfail``, ...,
-see :mod:`crawlkit.fetch.dns`). The negative cache holds at most
+see :mod:`crawlkit.fetch.dns`; getaddrinfo's EAI_AGAIN, which does not say whether
+it timed out, is ``dns-temporary``). The negative cache holds at most
 ``max_negative`` names, oldest dropped first, so a batch of junk names cannot grow
 memory without bound. A hosts file (``/etc/hosts`` format, as written by ``crawlkit
 testweb``) answers before any cache or DNS and never expires.
@@ -21,9 +22,11 @@ testweb``) answers before any cache or DNS and never expires.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import socket
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -164,6 +167,11 @@ class Resolver:
             self._store(name, res)
             future.set_result(res)
             return res
+        except asyncio.CancelledError:
+            # The run stops: the tasks waiting on this lookup stop too, rather than
+            # wait for an answer that will never be set.
+            future.cancel()
+            raise
         finally:
             self._inflight.pop(name, None)
 
@@ -177,9 +185,8 @@ class Resolver:
         return Resolution(answer.addresses, None, self._clock() + ttl)
 
     async def _ask_system(self, name: str) -> Resolution:
-        loop = asyncio.get_running_loop()
         try:
-            addrs = await loop.run_in_executor(None, self._lookup, name)
+            addrs = await _on_own_thread(self._lookup, name)
         except OSError as exc:
             code = _GAI_CODES.get(getattr(exc, "errno", None), "dns-error")
             msg = exc.strerror or str(exc)
@@ -204,9 +211,40 @@ class Resolver:
 _GAI_CODES = {
     socket.EAI_NONAME: "dns-nxdomain",
     getattr(socket, "EAI_NODATA", -5): "dns-no-address",
-    socket.EAI_AGAIN: "dns-timeout",  # "temporary failure": no answer in time
+    # "Temporary failure in name resolution": no resolver reachable (at once), a
+    # SERVFAIL or a timeout; getaddrinfo does not say which.
+    socket.EAI_AGAIN: "dns-temporary",
     socket.EAI_FAIL: "dns-servfail",
 }
+
+
+def _on_own_thread(lookup: Callable[[str], list[str]], name: str) -> asyncio.Future[list[str]]:
+    """``lookup(name)`` on a daemon thread of its own, its result in a future of the
+    running loop. Not the loop's executor: a lookup a stop abandons (getaddrinfo
+    cannot be cancelled, and may wait 10 s or more for a resolver) would hold the
+    loop's shutdown, which joins the executor's threads, and the process's exit.
+    The resolver's semaphore bounds how many run at once."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[list[str]] = loop.create_future()
+
+    def settle(result: list[str] | None, exc: BaseException | None) -> None:
+        if future.done():
+            return  # abandoned
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result or [])
+
+    def work() -> None:
+        try:
+            result, exc = lookup(name), None
+        except BaseException as caught:
+            result, exc = None, caught
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, exc)
+
+    threading.Thread(target=work, name="dns-lookup", daemon=True).start()
+    return future
 
 
 def _literal(name: str) -> str | None:

@@ -189,7 +189,7 @@ class RobotsFlow:
                     waiters.append(host)
                     return None
                 self._inflight[item.origin] = []
-                return RobotsTask(item.origin, item.origin + "/robots.txt", 0, entry, host.key)
+                return RobotsTask(item.origin, robots_url(item.origin), 0, entry, host.key)
             rules = entry.rules()
             verdict = rules.check(agent, item.url)
             if not verdict.allowed and not robots_ignored(item.origin, self.config):
@@ -319,3 +319,13 @@ def _decode_body(res: FetchResult, cap: int) -> bytes:
         except zlib.error:
             continue
     return b""
+
+
+def robots_url(origin: str) -> str:
+    """The robots.txt URL of ``origin`` (``scheme://host:port``), the default port left
+    out as in every other captured URL: a WARC-Target-URI with ``:80`` is a URL
+    replay tools and indexes do not match with the site's own."""
+    for scheme, port in (("http://", ":80"), ("https://", ":443")):
+        if origin.startswith(scheme) and origin.endswith(port):
+            return origin[: -len(port)] + "/robots.txt"
+    return origin + "/robots.txt"

@@ -90,8 +90,9 @@ class SegmentStore:
         """The decompressed contents of a segment."""
         try:
             data = self.path(seg_id).read_bytes()
-        except OSError as exc:
+        except FileNotFoundError as exc:
             raise StateError(f"frontier segment {self.path(seg_id)} is missing: {exc}") from exc
+        # any other OSError (EMFILE, EIO, EACCES) is passed on and said as what it is
         try:
             raw = self._dctx.decompressobj().decompress(data)
         except zstandard.ZstdError as exc:

@@ -46,16 +46,17 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from crawlkit.dedup.simhash import simhash
-from crawlkit.errors import InvalidURL
 from crawlkit.html.css import css_refs
 from crawlkit.html.encoding import codec_for_label
 from crawlkit.html.guard import guard_markup
-from crawlkit.url import Canonicalizer, ParsedURL, fingerprint, whatwg_href
+from crawlkit.html.resolve import LinkResolver
+from crawlkit.url import Canonicalizer, ParsedURL, whatwg_href
 
 __all__ = [
     "BOILERPLATE_TAGS",
     "HtmlExtractor",
     "Link",
+    "LinkResolver",
     "Page",
     "detect_charset",
     "looks_like_html",
@@ -84,11 +85,17 @@ _SELECTOR = (
     "img, source, script[src], video, audio, track[src], object[data], embed[src], "
     "input[src], image, style"
 )
+# Without url( or @import anywhere in the page, <style> blocks hold no requisite.
+_SELECTOR_NO_STYLE = _SELECTOR.removesuffix(", style")
 # Attribute selectors cost on every element, so style and background attributes are
-# looked for in a second pass, only on pages whose bytes can hold such a requisite.
+# looked for in a second pass, only on pages whose bytes can hold such a requisite: a
+# style attribute whose value has url( in it, a background attribute.
 # (Searched in the lowercased bytes, about 20 us for 20 KB: a case-insensitive
 # pattern loses re's fast scan for a literal prefix and cost ten times that.)
 _BACKGROUND_ATTR = re.compile(rb"background\s*=")
+_STYLE_URL = re.compile(
+    rb"""style[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*?url\(|'[^']*?url\(|[^\t\n\f\r >"']*?url\()"""
+)
 _LINK_RELS = frozenset({"canonical", "alternate", "next"})
 _REQUISITE_RELS = frozenset(
     {
@@ -303,129 +310,6 @@ def parse_srcset(value: str) -> list[str]:
     return urls
 
 
-# A path that every rule level leaves as it is: unreserved characters and "/" only
-# (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
-_CLEAN = re.compile(r"[A-Za-z0-9\-._~/]*")
-_CLEAN_HOST = re.compile(r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*(?::[0-9]{1,5})?")
-
-
-def _clean_path(path: str) -> bool:
-    return _CLEAN.fullmatch(path) is not None and "/." not in "/" + path
-
-
-class LinkResolver:
-    """Resolves and canonicalizes hrefs, with a bounded cache of results.
-
-    Navigation links repeat on every page of a site, so results are cached under a
-    key that holds exactly what the result depends on: the href alone for an
-    absolute http(s) URL, the base's scheme and authority for ``/path`` and
-    ``//host`` references, the whole base otherwise.
-
-    Most of the rest are plain paths (``/a/b.html``, ``b.html``,
-    ``https://host/a``) made only of unreserved characters: for those the canonical
-    URL is the base's authority (or directory) plus the path, at every rule level, so
-    they are joined here without a full parse. Everything else goes through
-    :meth:`Canonicalizer.parse`; a test checks that both ways agree.
-    """
-
-    def __init__(self, canon: Canonicalizer, max_entries: int = 200_000):
-        self._canon = canon
-        self._cache: dict[tuple[str, str], ParsedURL | None] = {}
-        self._authorities: dict[str, tuple[str, str] | None] = {}
-        self._dirs: dict[str, str | None] = {}
-        self._max = max_entries
-
-    def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
-        """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
-
-        ``base`` is a WHATWG serialization and ``authority`` its
-        ``scheme://userinfo@host:port`` part.
-        """
-        if href.startswith(("http://", "https://")) and "\t" not in href and "\n" not in href:
-            key = ("", href)
-        elif href.startswith("//"):
-            key = (authority.partition(":")[0], href)
-        elif href.startswith("/"):
-            key = (authority, href)
-        else:
-            key = (base, href)
-        try:
-            return self._cache[key]
-        except KeyError:
-            pass
-        parsed = self._fast(href, base, authority)
-        if parsed is None:
-            try:
-                parsed = self._canon.parse(href, base)
-            except InvalidURL:
-                parsed = None
-        if len(self._cache) >= self._max:
-            self._cache.clear()
-            self._authorities.clear()
-            self._dirs.clear()
-        self._cache[key] = parsed
-        return parsed
-
-    def _host_site(self, authority: str) -> tuple[str, str] | None:
-        """(host, site) when ``authority`` is already in canonical form, else None."""
-        try:
-            return self._authorities[authority]
-        except KeyError:
-            pass
-        info: tuple[str, str] | None = None
-        try:
-            parsed = self._canon.parse(authority + "/")
-            if parsed.url == authority + "/":
-                info = (parsed.host, parsed.site)
-        except InvalidURL:
-            pass
-        self._authorities[authority] = info
-        return info
-
-    def _directory(self, base: str, authority: str) -> str | None:
-        """The base URL up to the last "/" of its path, if that path is clean."""
-        try:
-            return self._dirs[base]
-        except KeyError:
-            pass
-        path = base[len(authority) :].split("?", 1)[0].split("#", 1)[0]
-        found = authority + path[: path.rfind("/") + 1] if _clean_path(path) else None
-        self._dirs[base] = found
-        return found
-
-    def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
-        """The plain-path cases (see the class docstring); None means "parse it"."""
-        path = href.split("#", 1)[0] if "#" in href else href
-        # _CLEAN has no ":", so absolute URLs fail it here and are checked below.
-        if (not path or not _clean_path(path)) and not path.startswith(("http://", "https://")):
-            return None
-        if path.startswith("/"):
-            if path.startswith("//") or not base.startswith(authority + "/"):
-                return None
-            info = self._host_site(authority)
-            url = authority + path
-        elif path.startswith(("http://", "https://")):
-            slash = path.find("/", path.index("//") + 2)
-            if slash < 0:
-                return None
-            auth = path[:slash]
-            if not _CLEAN_HOST.fullmatch(auth[auth.index("//") + 2 :]) or not _clean_path(
-                path[slash:]
-            ):
-                return None
-            info = self._host_site(auth)
-            url = path
-        else:
-            directory = self._directory(base, authority)
-            if directory is None:
-                return None
-            info = self._host_site(authority)
-            url = directory + path
-        if info is None:
-            return None
-        return ParsedURL(url, info[0], info[1], fingerprint(url))
-
-
 @dataclass(slots=True)
 class Link:
     """One outgoing link: its canonical URL, whether it is nofollow, and its element."""
@@ -437,7 +321,8 @@ class Link:
 
 @dataclass(slots=True)
 class Page:
-    """What an HTML page says. ``capped`` names the caps the page hit (empty if none)."""
+    """What an HTML page says. ``capped`` names the caps the page hit (empty if none);
+    ``error`` says what went wrong on the page (a step that raised), None if nothing."""
 
     title: str | None
     canonical: str | None
@@ -450,6 +335,7 @@ class Page:
     charset: str
     capped: list[str] = field(default_factory=list)
     requisites: list[Link] = field(default_factory=list)
+    error: str | None = None
 
     @property
     def text(self) -> str:
@@ -516,6 +402,18 @@ class HtmlExtractor:
         base = _serialize(base_url, None) or base_url
         return self.resolver.resolve(href, base, _authority(base))
 
+    def base_of(self, url: str, base_href: str | None) -> str:
+        """The WHATWG serialization of the base URL of a page at ``url`` with a
+        ``<base href>`` of ``base_href`` (None: no such element)."""
+        base = _serialize(url, None) or url
+        if base_href:
+            base = _serialize(base_href, base) or base
+        return base
+
+    def resolve_on(self, href: str, base: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` against ``base`` (from :meth:`base_of`)."""
+        return self.resolver.resolve(href, base, _authority(base))
+
     def decode(self, body: bytes, content_type: str | None) -> tuple[str | bytes, str]:
         """The markup to hand to Lexbor and the codec used.
 
@@ -541,8 +439,12 @@ class HtmlExtractor:
             body = body[: self.max_html_bytes]
             capped.append("html")
         markup, codec = self.decode(body, content_type)
-        markup, guarded = guard_markup(markup)  # depth and attribute caps (htmlguard)
-        capped += guarded
+        error: str | None = None
+        try:
+            markup, guarded = guard_markup(markup)  # depth and attribute caps
+            capped += guarded
+        except Exception as exc:  # a bug of the scan: parse the page as it is
+            error = f"guard: {type(exc).__name__}: {exc}"
         tree = LexborHTMLParser(markup)
         noindex, nofollow = parse_robots_directives(x_robots_tag)
 
@@ -552,14 +454,20 @@ class HtmlExtractor:
         raw_links: list[tuple[str, bool, str]] = []
         reqs: list[tuple[str, str]] = []  # (href, tag) of the page's requisites
         canonical_href: str | None = None
-        for node in tree.css(_SELECTOR):  # (no element matches two of its selectors)
+        # Lower-cased bytes, to tell cheaply whether the page can hold inline CSS
+        # requisites at all (most style blocks have no url() or @import).
+        raw = (body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")).lower()
+        css = b"url(" in raw or b"@import" in raw
+        # node.attributes (one call, all attributes) is cheaper than two attrs.get().
+        for node in tree.css(_SELECTOR if css else _SELECTOR_NO_STYLE):
             tag = node.tag
-            attrs = node.attrs
             if tag == "a" or tag == "area":
+                attrs = node.attributes
                 rel = attrs.get("rel")
                 nf = rel is not None and "nofollow" in rel.lower().split()
                 raw_links.append((attrs.get("href") or "", nf, tag))
             elif tag in _SRC_ATTRS:
+                attrs = node.attributes
                 for name in _SRC_ATTRS[tag]:
                     value = attrs.get(name)
                     if value:
@@ -569,6 +477,7 @@ class HtmlExtractor:
                     if srcset:
                         reqs.extend((u, tag) for u in parse_srcset(srcset))
             elif tag == "link":
+                attrs = node.attributes
                 rels = (attrs.get("rel") or "").lower().split()
                 href = attrs.get("href") or ""
                 if _REQUISITE_RELS.intersection(rels):
@@ -582,14 +491,8 @@ class HtmlExtractor:
                 if "canonical" in rels and canonical_href is None:
                     canonical_href = href
                 raw_links.append((href, "nofollow" in rels, "link"))
-            elif tag == "style":
-                reqs.extend((ref.url, "style") for ref in css_refs(node.text(deep=True)))
-            elif tag == "input":
-                if (attrs.get("type") or "").strip().lower() == "image":
-                    reqs.append((attrs.get("src") or "", "input"))
-            elif tag == "frame" or tag == "iframe":
-                raw_links.append((attrs.get("src") or "", False, tag))
             elif tag == "meta":
+                attrs = node.attributes
                 equiv = attrs.get("http-equiv")
                 if equiv is not None and equiv.strip().lower() == "refresh":
                     target = refresh_target(attrs.get("content") or "")
@@ -600,27 +503,32 @@ class HtmlExtractor:
                     ni, nf = parse_robots_directives(attrs.get("content"))
                     noindex = noindex or ni
                     nofollow = nofollow or nf
+            elif tag == "style":
+                reqs.extend((ref.url, "style") for ref in css_refs(node.text(deep=True)))
+            elif tag == "input":
+                attrs = node.attributes
+                if (attrs.get("type") or "").strip().lower() == "image":
+                    reqs.append((attrs.get("src") or "", "input"))
+            elif tag == "frame" or tag == "iframe":
+                raw_links.append((node.attributes.get("src") or "", False, tag))
             elif tag == "base":
                 if base_href is None:
-                    base_href = (attrs.get("href") or "").strip()
+                    base_href = (node.attributes.get("href") or "").strip()
             elif tag == "title" and title is None:
                 title = " ".join(node.text().split())
 
-        raw = (body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")).lower()
-        if b"url(" in raw:
+        if css and _STYLE_URL.search(raw):
             for node in tree.css("[style]"):
-                style = node.attrs.get("style")
+                style = node.attributes.get("style")
                 if style:
                     reqs.extend((ref.url, "style") for ref in css_refs(style))
         if _BACKGROUND_ATTR.search(raw):
             for node in tree.css("[background]"):
-                background = node.attrs.get("background")
+                background = node.attributes.get("background")
                 if background:
                     reqs.append((background, "background"))
 
-        base = _serialize(url, None) or url
-        if base_href:
-            base = _serialize(base_href, base) or base
+        base = self.base_of(url, base_href)
         authority = _authority(base)
 
         canonical: str | None = None
@@ -665,6 +573,7 @@ class HtmlExtractor:
             charset=codec,
             capped=capped,
             requisites=requisites,
+            error=error,
         )
 
     def _resolve_requisites(

@@ -19,22 +19,34 @@ a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or fee
 (told by its content) the sitemap stage's URL records, both with ``reason:
 "sitemap"`` (see :mod:`crawlkit.sitemap.discover`).
 
-Counted and passed over, never fatal: revisit records, non-200 responses, non-HTML
-bodies, records whose target URI is not a usable http(s) URL, and pages that fail to
-parse (reported on stderr with the URL). A page over a parse-time cap (HTML bytes,
-links, nesting depth, attributes a tag: see :mod:`crawlkit.html.guard`) is parsed up to
-the cap, written with ``"capped": [...]`` and counted as an error. A truncated or
-damaged WARC ends that file with one line on stderr after the records before the damage
-were processed; the next file is read.
+Counted and passed over, never fatal: revisit records other than stylesheets, non-200
+responses, non-HTML bodies and records whose target URI is not a usable http(s) URL. A
+stylesheet stored as a ``revisit`` (the same bytes as one captured at another URL) is
+parsed against its own URL, from the body of the capture it repeats (see
+:func:`extract_warcs`). Every page gets its
+page record: a page over a parse-time cap (HTML bytes, links, nesting depth, attributes
+a tag: see :mod:`crawlkit.html.guard`) is parsed up to the cap and written with
+``"capped": [...]``; a page whose parse raised, or whose worker died on it, is recorded
+from a bounded scan of its bytes (its title and ``<a href>`` links, see
+:mod:`crawlkit.html.fallback`) with ``"error": "..."``, or with ``"capped": ["time"]``
+when it ran out of its CPU deadline (see :mod:`crawlkit.stages.extract_page`). Capped
+pages and page errors are counted apart and reported on stderr with the URL. Pages
+are always parsed in worker processes (``jobs`` of them, one at least), so no page
+holds up the process that reads the WARC. A truncated or damaged WARC ends that file
+with one line on stderr after the records before the damage were processed; the next
+file is read.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import multiprocessing
+import os
+import signal
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
@@ -56,6 +68,7 @@ from crawlkit.stages.extract_page import (
     WarcSource,
     init_worker,
     link_priority,
+    lost_page,
     process_chunk,
     worker_extractor,
 )
@@ -65,6 +78,7 @@ from crawlkit.warc.read import WarcStats, iter_responses, iter_responses_at
 __all__ = [
     "ExtractOptions",
     "ExtractStats",
+    "ExtractStopped",
     "ExtractWorkers",
     "extract_warcs",
     "link_priority",
@@ -121,12 +135,65 @@ def _kind(target: str, ctype: str | None, body: bytes, options: ExtractOptions) 
     return None
 
 
+# Stylesheet bodies kept by payload digest while one input is read, so a revisit of
+# one (the same bytes at another URL) is parsed against its own URL.
+CSS_CACHE_BYTES = 16 * 1024 * 1024
+
+Originals = Mapping[str, tuple[str, int, int]]  # payload digest -> (WARC file, offset, length)
+
+
+class _Stylesheets:
+    """The bodies of the stylesheets an extract run has read, by payload digest (at
+    most :data:`CSS_CACHE_BYTES`), and where to read the others (``originals``)."""
+
+    def __init__(self, options: ExtractOptions, originals: Originals | None):
+        self.options = options
+        self.originals = originals or {}
+        self.bodies: dict[str, bytes] = {}
+        self.size = 0
+
+    def keep(self, digest: str | None, body: bytes) -> None:
+        if digest and digest not in self.bodies and self.size + len(body) <= CSS_CACHE_BYTES:
+            self.bodies[digest] = body
+            self.size += len(body)
+
+    def body_of(self, digest: str | None) -> bytes | None:
+        """The stylesheet with payload ``digest``: kept, or read from its original."""
+        if not digest:
+            return None
+        body = self.bodies.get(digest)
+        if body is not None or digest not in self.originals:
+            return body
+        path, offset, length = self.originals[digest]
+        try:
+            for resp in iter_responses_at(
+                path, [(offset, length)], want_body=_wanted, max_body=self.options.max_body
+            ):
+                if resp.record_type == "response" and resp.body is not None:
+                    self.keep(digest, resp.body)
+                    return resp.body
+        except (InputError, OSError):
+            return None
+        return None
+
+
+def _revisit_css(resp: Any, options: ExtractOptions, sheets: _Stylesheets) -> bytes | None:
+    """The body of a stylesheet stored as a revisit (identical payload), or None."""
+    if not options.requisites or resp.status != 200:
+        return None
+    if media_type(resp.content_type) != "text/css":
+        return None
+    return sheets.body_of(resp.payload_digest)
+
+
 def _jobs(
     paths: Sequence[WarcSource],
     options: ExtractOptions,
     stats: ExtractStats,
     reporter: Reporter,
+    originals: Originals | None = None,
 ) -> Iterator[Job]:
+    sheets = _Stylesheets(options, originals)
     for path in paths:
         wstats = WarcStats()
         kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body, "stats": wstats}
@@ -139,6 +206,22 @@ def _jobs(
                 stats.records += 1
                 if resp.record_type == "revisit":
                     stats.revisits += 1
+                    # A stylesheet's url() and @import resolve against its own URL: a
+                    # copy of one at another URL (/fr/ beside /en/) needs its own links.
+                    css = _revisit_css(resp, options, sheets)
+                    if css is not None:
+                        yield (
+                            resp.target_uri,
+                            resp.date,
+                            resp.payload_digest,
+                            200,
+                            resp.content_type,
+                            None,
+                            resp.depth,
+                            css,
+                            None,
+                            "css",
+                        )
                     continue
                 if resp.status is not None:
                     stats.by_status[resp.status] += 1
@@ -151,6 +234,8 @@ def _jobs(
                 if kind is None or body is None:
                     stats.not_html += 1
                     continue
+                if kind == "css":
+                    sheets.keep(resp.payload_digest, body)
                 if kind != "html":
                     yield (
                         resp.target_uri,
@@ -232,6 +317,9 @@ def extract_warcs(
     reporter: Reporter | None = None,
     worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
     extractor: HtmlExtractor | None = None,
+    originals: Originals | None = None,
+    fork: bool = True,
+    stop: Callable[[], bool] | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -240,33 +328,39 @@ def extract_warcs(
     from files that hold many cycles, and may still be growing).
 
     ``write_pages`` / ``write_links`` receive whole chunks of NDJSON lines, in input
-    order; ``write_links`` None drops link records. ``jobs`` > 1 parses in that many
-    worker processes (at most ``2 * jobs`` chunks in flight, so memory stays bounded).
+    order; ``write_links`` None drops link records. Pages are parsed in ``jobs`` worker
+    processes (one at least; at most ``2 * jobs`` chunks in flight, so memory stays
+    bounded), each page under the CPU deadline of ``options``; with ``extractor``
+    given and ``jobs`` 1 they are parsed in this process (a worker of
+    :class:`ExtractWorkers`, which runs under the deadline itself).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
-    run on a chunk (tests use it to make a worker die); ``extractor`` is the parser
-    ``jobs`` 1 uses (one is made when None).
+    run on a chunk (tests use it to make a worker die); ``fork`` False never forks the
+    workers from this process (see :func:`_executor`). ``stop``, when given, is asked
+    four times a second while a worker is waited for: once it says True the workers
+    are ended and :class:`ExtractStopped` is raised (a crawl's hard stop).
+
+    A stylesheet stored as a revisit (the same bytes as one captured at another URL)
+    is parsed against its own URL: its body is the one read earlier in ``paths``, or
+    the record ``originals`` names for its payload digest (``crawlkit crawl`` names
+    the first capture of each stylesheet it has fetched); with neither it is counted
+    as a revisit and passed over.
     """
     options = options or ExtractOptions()
     worker = worker or process_chunk
     reporter = reporter or NullReporter()
     stats = ExtractStats()
-    chunks = _chunks(_jobs(paths, options, stats, reporter), options)
+    chunks = _chunks(_jobs(paths, options, stats, reporter, originals), options)
 
     def take(result: ChunkResult) -> None:
         _take(result, stats, write_pages, write_links, reporter)
 
-    if jobs <= 1:
-        extractor = extractor or HtmlExtractor(
-            Canonicalizer(options.rules),
-            max_html_bytes=options.max_html_bytes,
-            max_links=options.max_links,
-        )
+    if jobs <= 1 and extractor is not None:
         for chunk in chunks:
             take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
-    pool = _Pool(jobs, options, worker)
+    pool = _Pool(max(1, jobs), options, worker, fork, stop)
     try:
         pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
@@ -283,23 +377,41 @@ def extract_warcs(
 class _Pool:
     """Worker processes that survive a worker's death.
 
-    If a worker dies (a crash in the C parser on one page, the OOM killer), every
-    chunk in flight fails with BrokenProcessPool. The pool is then rebuilt, the chunk
-    at the head is redone one page at a time so the page that kills a worker is found,
-    counted as an error and passed over, and the chunks behind it are resubmitted; the
-    output order does not change.
+    If a worker dies (the CPU deadline on one page, a crash in the C parser, the OOM
+    killer), every chunk in flight fails with BrokenProcessPool. The pool is then
+    rebuilt, the chunk at the head is redone one page at a time so the page that kills
+    a worker is found and recorded by :func:`lost_page` (here, from a bounded scan of
+    its bytes), and the chunks behind it are resubmitted; the output order does not
+    change.
     """
 
     def __init__(
-        self, jobs: int, options: ExtractOptions, worker: Callable[[Sequence[Job]], ChunkResult]
+        self,
+        jobs: int,
+        options: ExtractOptions,
+        worker: Callable[[Sequence[Job]], ChunkResult],
+        fork: bool = True,
+        stop: Callable[[], bool] | None = None,
     ):
         self.jobs = jobs
         self.options = options
         self.worker = worker
+        self.fork = fork
+        self.stop = stop
         self.executor = self._new()
+        self._parser: HtmlExtractor | None = None  # this process's, for lost pages
+
+    def _lost(self, job: Job, exitcode: int | None) -> ChunkResult:
+        if self._parser is None:
+            self._parser = HtmlExtractor(
+                Canonicalizer(self.options.rules),
+                max_html_bytes=self.options.max_html_bytes,
+                max_links=self.options.max_links,
+            )
+        return lost_page(job, self._parser, exitcode, self.options.requisites)
 
     def _new(self) -> cf.ProcessPoolExecutor:
-        return _executor(self.jobs, self.options)
+        return _executor(self.jobs, self.options, self.fork)
 
     def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
         try:
@@ -321,10 +433,16 @@ class _Pool:
         """The result of the head chunk (popped), recovering from a dead worker."""
         chunk, future = pending[0]
         try:
-            result = future.result()
+            result = _wait(future, self.stop, self.executor)
         except cf.process.BrokenProcessPool:
-            self._restart()
-            result = self._one_by_one(chunk)
+            if self.jobs == 1 and len(chunk) == 1:
+                # One worker runs the chunks in order: the one it died on is this page.
+                code = _death(list(getattr(self.executor, "_processes", {}).values()))
+                self._restart()
+                result = self._lost(chunk[0], code)
+            else:
+                self._restart()
+                result = self._one_by_one(chunk)
             for i in range(1, len(pending)):
                 pending[i] = (pending[i][0], self.submit(pending[i][0]))
         pending.popleft()
@@ -336,18 +454,13 @@ class _Pool:
         counts: Counter[str] = Counter()
         warnings: list[tuple[str, str]] = []
         for job in chunk:
+            future = self.submit([job])
+            workers = list(getattr(self.executor, "_processes", {}).values())
             try:
-                p, lk, c, w = self.submit([job]).result()
+                p, lk, c, w = _wait(future, self.stop, self.executor)
             except cf.process.BrokenProcessPool:
                 self._restart()
-                counts["errors"] += 1
-                warnings.append(
-                    (
-                        f"{job[0][:200]}: the parser process died on this page; passed over",
-                        "page error",
-                    )
-                )
-                continue
+                p, lk, c, w = self._lost(job, _death(workers))
             pages.append(p)
             links.append(lk)
             counts.update(c)
@@ -358,25 +471,74 @@ class _Pool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
+class ExtractStopped(Exception):
+    """Raised by a wait for a worker when its ``stop`` callable says so; the workers
+    are ended first (what they were parsing is redone by the next run)."""
+
+
+def _wait(
+    future: cf.Future[Any],
+    stop: Callable[[], bool] | None,
+    pool: cf.ProcessPoolExecutor | None,
+) -> Any:
+    """``future``'s result; with ``stop``, looked at four times a second, the pool's
+    workers are ended and :class:`ExtractStopped` raised once it returns True."""
+    if stop is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except cf.TimeoutError:
+            if stop():
+                if pool is not None:
+                    _end_workers(pool)
+                raise ExtractStopped("stopped while extracting") from None
+
+
+def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """End a pool's workers now (SIGTERM), whatever they are doing, and the pool."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _death(workers: list[Any]) -> int | None:
+    """How the worker that died ended (its exit code: -SIGPROF for the CPU deadline),
+    from the pool's processes as they were when the page was handed out; None if not
+    known. The others are ended by the pool itself, with SIGTERM."""
+    codes = []
+    for proc in workers:
+        proc.join(5)
+        codes.append(proc.exitcode)
+    died = [code for code in codes if code not in (None, 0, -signal.SIGTERM)]
+    return died[0] if died else None
+
+
+def _executor(jobs: int, options: ExtractOptions, fork: bool = True) -> cf.ProcessPoolExecutor:
     """Worker processes with a parser each.
 
     Forking is the cheapest start, but only safe while this process has one thread: a
     fork copies locks that other threads hold (``crawlkit crawl`` runs extract beside
-    its fetch threads), so a threaded process starts workers from a fork server.
+    its fetch threads), so a threaded process starts workers from a fork server. So
+    does one that holds files its workers must not keep open (``fork`` False: the
+    crawl's state lock, which a forked worker would hold after a crash of the crawl).
     """
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if fork and "fork" in methods and threading.active_count() == 1:
         method = "fork"
     elif "forkserver" in methods:
         method = "forkserver"
     else:
         method = "spawn"
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # The server imports the parser once; each worker forked from it starts warm.
+        context.set_forkserver_preload(["crawlkit.stages.extract_page"])
     return cf.ProcessPoolExecutor(
         max_workers=jobs,
-        mp_context=multiprocessing.get_context(method),
+        mp_context=context,
         initializer=init_worker,
-        initargs=(options,),
+        initargs=(options, os.getpid()),
     )
 
 
@@ -394,7 +556,9 @@ class _KeepWarnings(Reporter):
         self.kept.append((message, kind))
 
 
-def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> FilesResult:
+def extract_files(
+    paths: Sequence[WarcSource], options: ExtractOptions, originals: Originals | None = None
+) -> FilesResult:
     """Extract whole WARC files in a worker: ``(page lines, link lines, stats, warnings)``."""
     pages = bytearray()
     links = bytearray()
@@ -406,6 +570,7 @@ def extract_files(paths: Sequence[WarcSource], options: ExtractOptions) -> Files
         options=options,
         reporter=keep,
         extractor=worker_extractor(),
+        originals=originals,
     )
     return bytes(pages), bytes(links), stats, keep.kept
 
@@ -424,7 +589,7 @@ class ExtractWorkers:
         jobs: int,
         options: ExtractOptions | None = None,
         *,
-        worker: Callable[[Sequence[WarcSource], ExtractOptions], FilesResult] | None = None,
+        worker: Callable[..., FilesResult] | None = None,
     ):
         self.jobs = max(1, jobs)
         self.options = options or ExtractOptions()
@@ -432,12 +597,16 @@ class ExtractWorkers:
         self.worker = worker or extract_files
         self._pool: cf.ProcessPoolExecutor | None = None
 
-    def submit(self, paths: Sequence[WarcSource]) -> cf.Future[FilesResult]:
+    def submit(
+        self, paths: Sequence[WarcSource], originals: Originals | None = None
+    ) -> cf.Future[FilesResult]:
         """Start extracting ``paths``; the future fails with BrokenProcessPool if a
         worker dies (then :meth:`extract` redoes the files page by page)."""
         if self._pool is None:
-            self._pool = _executor(self.jobs, self.options)
+            self._pool = _executor(self.jobs, self.options, fork=False)
         try:
+            if originals:
+                return self._pool.submit(self.worker, list(paths), self.options, dict(originals))
             return self._pool.submit(self.worker, list(paths), self.options)
         except cf.process.BrokenProcessPool as exc:
             failed: cf.Future[FilesResult] = cf.Future()
@@ -452,23 +621,34 @@ class ExtractWorkers:
         *,
         reporter: Reporter,
         started: cf.Future[FilesResult] | None = None,
+        originals: Originals | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> ExtractStats:
         """Extract ``paths`` (or take the result of ``started``, a :meth:`submit` of the
-        same paths) and write the lines, as :func:`extract_warcs` would."""
-        future = started if started is not None else self.submit(paths)
+        same paths) and write the lines, as :func:`extract_warcs` would; ``stop`` as
+        there (:class:`ExtractStopped` once it says True)."""
+        future = started if started is not None else self.submit(paths, originals)
         try:
-            pages, links, stats, warnings = future.result()
+            pages, links, stats, warnings = _wait(future, stop, self._pool)
+        except ExtractStopped:
+            self._pool = None
+            raise
         except cf.process.BrokenProcessPool:
-            # A page killed its worker (a crash in the C parser, the OOM killer). Start
-            # afresh and redo these files with the per-page recovery of extract_warcs.
+            # A page killed its worker (its CPU deadline, a crash in the C parser, the
+            # OOM killer). Start afresh and redo these files with the per-page recovery
+            # of extract_warcs.
+
             self.close()
             return extract_warcs(
                 paths,
                 write_pages,
                 write_links,
-                jobs=max(2, self.jobs),
-                options=self.options,
+                # a page a chunk, in one worker: the page it dies on is known at once
+                options=dataclasses.replace(self.options, chunk_records=1),
+                fork=False,
+                stop=stop,
                 reporter=reporter,
+                originals=originals,
             )
         _take((pages, links, {}, warnings), stats, write_pages, write_links, reporter)
         return stats

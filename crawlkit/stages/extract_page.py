@@ -4,11 +4,26 @@
 values) into page records and link records; :func:`init_worker` gives each worker
 process its parser. :mod:`crawlkit.stages.extract` reads the WARC files, hands out the
 chunks and writes what comes back in order.
+
+Each record's work in a worker process runs under a CPU deadline
+(:func:`cpu_budget`: ``page_cpu`` seconds, plus ``page_cpu_per_mb`` for each MB of
+body): the kernel's profiling timer (``ITIMER_PROF``) delivers SIGPROF when the
+process has spent it, and SIGPROF's default action ends the process, wherever it is
+(in Lexbor's C code too, which no Python handler could interrupt). The parent sees
+the worker die, redoes the chunk a page at a time, and records the page that dies
+again from :func:`crawlkit.html.fallback.quick_page` with ``"capped": ["time"]``
+(:func:`lost_page`). No markup escapes that bound; the guard
+(:mod:`crawlkit.html.guard`) only makes the shapes it knows cheap and keeps their
+content.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,10 +32,11 @@ import orjson
 
 from crawlkit.errors import InvalidURL
 from crawlkit.html.css import css_refs, decode_css
-from crawlkit.html.page import MAX_HTML_BYTES, MAX_LINKS, HtmlExtractor, Link
+from crawlkit.html.fallback import quick_page
+from crawlkit.html.page import MAX_HTML_BYTES, MAX_LINKS, HtmlExtractor, Link, Page
 from crawlkit.records import link_fields, page_record
 from crawlkit.sitemap.discover import robots_records, sitemap_records
-from crawlkit.url import Canonicalizer, Rules
+from crawlkit.url import Canonicalizer, ParsedURL, Rules
 from crawlkit.warc.read import MAX_BODY
 
 __all__ = [
@@ -29,13 +45,22 @@ __all__ = [
     "ExtractStats",
     "Job",
     "WarcSource",
+    "cpu_budget",
     "init_worker",
     "link_priority",
+    "lost_page",
     "process_chunk",
     "worker_extractor",
 ]
 
 _NL = orjson.OPT_APPEND_NEWLINE
+
+PAGE_CPU = 0.5
+"""CPU seconds a worker may spend on one record, plus :data:`PAGE_CPU_PER_MB` a MB of
+its body. Real pages take a few ms: the slowest of 1,220 real pages took 0.1 s (0.43
+MB, 0.22 s a MB), seven times under its budget; every hostile shape the guard knows
+stays under 0.3 s at 5 MB (``bench/bench_extract.py --hostile``)."""
+PAGE_CPU_PER_MB = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +75,16 @@ class ExtractOptions:
     chunk_bytes: int = 4 * 1024 * 1024
     requisites: bool = True  # write requisite link records (pages' and stylesheets')
     sitemaps: bool = True  # write records for robots.txt Sitemap lines and sitemaps
+    page_cpu: float = PAGE_CPU  # a worker's CPU deadline per record (0: none) ...
+    page_cpu_per_mb: float = PAGE_CPU_PER_MB  # ... plus this a MB of body
 
 
 @dataclass(slots=True)
 class ExtractStats:
-    """Counts for the summary line. ``errors`` counts parse failures and capped pages."""
+    """Counts for the summary line. ``errors`` counts pages recorded with an ``error``
+    (a step raised, the parser died or ran out of time) and records that gave nothing
+    (a stylesheet or sitemap whose parser died); ``capped`` counts pages over a cap
+    (``time`` included). A page can be both."""
 
     records: int = 0
     pages: int = 0
@@ -78,7 +108,7 @@ class ExtractStats:
             f"{self.sitemaps} sitemaps and robots.txt read; "
             f"passed over {self.revisits} revisits, {self.non_200} non-200, "
             f"{self.not_html} not HTML, {self.bad_url} unusable URLs; "
-            f"{self.errors} page errors ({self.capped} over a cap)"
+            f"{self.errors} page errors, {self.capped} pages capped"
             + (
                 f"; {self.damaged_files} WARC files unreadable or damaged"
                 if self.damaged_files
@@ -137,8 +167,17 @@ def worker_extractor() -> HtmlExtractor | None:
     return _worker
 
 
-def init_worker(options: ExtractOptions) -> None:
-    global _worker, _want_requisites
+def cpu_budget(options: ExtractOptions, size: int) -> float:
+    """The CPU seconds a worker may spend on a record of ``size`` bytes (0: no limit)."""
+    if options.page_cpu <= 0:
+        return 0.0
+    return options.page_cpu + options.page_cpu_per_mb * size / 1e6
+
+
+def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
+    """Make this worker process's parser; ``owner`` is the process whose pool it is
+    (the worker ends itself when that one is gone)."""
+    global _worker, _want_requisites, _deadline
     # Ctrl-C reaches the whole process group. The parent decides what an interrupt
     # means (crawl and fetch stop gracefully on the first one) and shuts the workers
     # down; a worker dying of it mid-page would turn that into a failed run.
@@ -149,9 +188,58 @@ def init_worker(options: ExtractOptions) -> None:
         max_links=options.max_links,
     )
     _want_requisites = options.requisites
+    # Lazy set-up (tables, the suffix list) is paid here, not from the first page's time.
+    # (A page that fails the way the warm-up does is recorded with its error.)
+    with contextlib.suppress(Exception):
+        _worker.extract(b"<title>t</title><a href='/x'>x</a>", "http://warm-up.invalid/")
+    # The deadline's signal must end the process (its default action), whatever the
+    # parent had installed.
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)
+    _deadline = options
+    owner = owner or os.getppid()
+    threading.Thread(target=_orphan_watch, args=(owner,), daemon=True).start()
+
+
+def _orphan_watch(owner: int) -> None:
+    """End this worker once the process that owns its pool is gone (killed, say): a
+    pool worker waits on its task queue forever otherwise, and keeps what it holds (a
+    fork server's worker keeps the server alive too)."""
+    while _alive(owner):
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and (on Linux) is no zombie (a killed
+    process stays one until its parent waits for it, and a parent reading the
+    process's output waits for the pipes this worker also holds)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # (another user's process: reused)
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
 
 
 _want_requisites = True
+_deadline: ExtractOptions | None = None  # set in worker processes: arm the CPU timer
+
+
+def _arm(size: int) -> None:
+    """Start this worker's CPU deadline for a record of ``size`` bytes (no-op outside
+    a worker)."""
+    if _deadline is not None:
+        seconds = cpu_budget(_deadline, size)
+        if seconds > 0:
+            signal.setitimer(signal.ITIMER_PROF, seconds)
+
+
+def _disarm() -> None:
+    if _deadline is not None:
+        signal.setitimer(signal.ITIMER_PROF, 0)
 
 
 def _link_lines(
@@ -175,19 +263,31 @@ def _link_lines(
         )[1:-1]
         for nf in (False, True)
     ]
+    heads = _HEADS
+    if len(heads) > _MAX_HEADS:
+        heads.clear()
     for link in links:
         target_url = link.url
-        head = orjson.dumps(
-            {
-                "url": target_url.url,
-                "host": target_url.host,
-                "site": target_url.site,
-                "fp": target_url.fp,
-            }
-        )
-        out.append(
-            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
-        )
+        head = heads.get(target_url.url)
+        if head is None:
+            head = heads[target_url.url] = (
+                orjson.dumps(
+                    {
+                        "url": target_url.url,
+                        "host": target_url.host,
+                        "site": target_url.site,
+                        "fp": target_url.fp,
+                    }
+                )[:-1]
+                + b","
+            )
+        out.append(b"".join((head, tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')))
+
+
+# The "url" ... "fp" part of a link record by URL: a site's navigation links and
+# requisites repeat on every page, so most are serialized once a worker.
+_HEADS: dict[str, bytes] = {}
+_MAX_HEADS = 100_000
 
 
 def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
@@ -238,74 +338,149 @@ def process_chunk(
 ) -> ChunkResult:
     """Parse a chunk of responses: ``(page lines, link lines, counts, warnings)``.
 
-    Never raises for one page: a failure becomes a warning and a count. ``extractor``
-    and ``want_requisites`` are for the calling process; a worker process uses the
-    parser and setting its initializer made.
+    Never raises for one page: a page whose parse raises is recorded from the bounded
+    scan (:func:`crawlkit.html.fallback.quick_page`) with an ``error``, and counted.
+    ``extractor`` and ``want_requisites`` are for the calling process; a worker process
+    uses the parser and setting its initializer made, and runs each record under its
+    CPU deadline.
     """
     keep_requisites = _want_requisites if extractor is None else want_requisites
     ex = extractor if extractor is not None else _worker
     assert ex is not None, "worker not initialised"
-    pages: list[bytes] = []
-    links: list[bytes] = []
-    counts: Counter[str] = Counter()
-    warnings: list[tuple[str, str]] = []
+    out = _Out()
     for job in jobs:
-        target, fetched_at, digest, status, ctype, x_robots, depth, body, truncated, kind = job
-        if kind == "css":
-            if keep_requisites:
-                _stylesheet(job, ex, links, counts)
-            continue
-        if kind in ("robots", "sitemap"):
-            _discovered(job, ex, links, counts, warnings)
-            continue
+        _arm(len(job[7]))
         try:
-            page_url = ex.canon.parse(target)
-        except InvalidURL as exc:
-            counts["bad_url"] += 1
-            warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
-            continue
-        try:
-            page = ex.extract(body, target, content_type=ctype, x_robots_tag=x_robots)
-        except Exception as exc:  # one page never ends the run
-            counts["errors"] += 1
-            warnings.append(
-                (f"{page_url.url}: cannot parse ({type(exc).__name__}: {exc})", "page error")
-            )
-            continue
-        record = page_record(
-            page_url,
-            depth=depth,
-            status=status,
-            fetched_at=fetched_at,
-            content_type=ctype,
-            charset=page.charset,
-            digest=digest,
-            simhash=page.simhash,
-            title=page.title,
-            canonical=page.canonical,
-            noindex=page.noindex,
-            nofollow=page.nofollow,
-            links=len(page.links),
-            requisites=len(page.requisites),
-            text_bytes=page.text_bytes,
-        )
-        if truncated:
-            record["truncated"] = truncated
-        if page.capped:
-            record["capped"] = page.capped
-            counts["errors"] += 1
-            counts["capped"] += 1
-            warnings.append(
-                (
-                    f"{page_url.url}: over the {' and '.join(page.capped)} cap; parsed up to it",
-                    "page error",
-                )
-            )
-        pages.append(orjson.dumps(record, option=_NL))
-        counts["pages"] += 1
-        _link_lines(page.links, page_url.url, depth, "link", links)
+            _one(job, ex, keep_requisites, out)
+        finally:
+            _disarm()
+    return out.result()
+
+
+class _Out:
+    """The lines, counts and warnings of a chunk as they are made."""
+
+    def __init__(self) -> None:
+        self.pages: list[bytes] = []
+        self.links: list[bytes] = []
+        self.counts: Counter[str] = Counter()
+        self.warnings: list[tuple[str, str]] = []
+
+    def result(self) -> ChunkResult:
+        return b"".join(self.pages), b"".join(self.links), dict(self.counts), self.warnings
+
+
+def _one(job: Job, ex: HtmlExtractor, keep_requisites: bool, out: _Out) -> None:
+    """The records of one response, added to ``out``."""
+    target, _fa, _dg, _st, ctype, x_robots, _dp, body, _tr, kind = job
+    if kind == "css":
         if keep_requisites:
-            _link_lines(page.requisites, page_url.url, depth, "requisite", links)
-            counts["requisites"] += len(page.requisites)
-        counts["links"] += len(page.links)
-    return b"".join(pages), b"".join(links), dict(counts), warnings
+            _stylesheet(job, ex, out.links, out.counts)
+        return
+    if kind in ("robots", "sitemap"):
+        _discovered(job, ex, out.links, out.counts, out.warnings)
+        return
+    try:
+        page_url = ex.canon.parse(target)
+    except InvalidURL as exc:
+        out.counts["bad_url"] += 1
+        out.warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
+        return
+    try:
+        page = ex.extract(body, target, content_type=ctype, x_robots_tag=x_robots)
+    except Exception as exc:  # one page never ends the run, nor goes unrecorded
+        page = quick_page(
+            ex,
+            body,
+            target,
+            content_type=ctype,
+            x_robots_tag=x_robots,
+            error=f"cannot parse ({type(exc).__name__}: {exc})"[:500],
+        )
+    _write_page(job, page_url, page, keep_requisites, out)
+
+
+def _write_page(
+    job: Job, page_url: ParsedURL, page: Page, keep_requisites: bool, out: _Out
+) -> None:
+    """Add ``page``'s record and link records to ``out``, and count it."""
+    _url, fetched_at, digest, status, ctype, _xr, depth, _body, truncated, _kind = job
+    record = page_record(
+        page_url,
+        depth=depth,
+        status=status,
+        fetched_at=fetched_at,
+        content_type=ctype,
+        charset=page.charset,
+        digest=digest,
+        simhash=page.simhash,
+        title=page.title,
+        canonical=page.canonical,
+        noindex=page.noindex,
+        nofollow=page.nofollow,
+        links=len(page.links),
+        requisites=len(page.requisites),
+        text_bytes=page.text_bytes,
+    )
+    if truncated:
+        record["truncated"] = truncated
+    if page.capped:
+        record["capped"] = page.capped
+        out.counts["capped"] += 1
+        out.warnings.append(
+            (
+                f"{page_url.url}: over the {' and '.join(page.capped)} cap; parsed up to it",
+                "capped page",
+            )
+        )
+    if page.error:
+        record["error"] = page.error
+        out.counts["errors"] += 1
+        out.warnings.append((f"{page_url.url}: {page.error}", "page error"))
+    out.pages.append(orjson.dumps(record, option=_NL))
+    out.counts["pages"] += 1
+    _link_lines(page.links, page_url.url, depth, "link", out.links)
+    if keep_requisites:
+        _link_lines(page.requisites, page_url.url, depth, "requisite", out.links)
+        out.counts["requisites"] += len(page.requisites)
+    out.counts["links"] += len(page.links)
+
+
+def lost_page(
+    job: Job, ex: HtmlExtractor, exitcode: int | None, want_requisites: bool = True
+) -> ChunkResult:
+    """The records of a response whose worker process died on it (run in the parent).
+
+    A page is recorded from the bounded scan, with ``"capped": ["time"]`` when its
+    worker was ended by the CPU deadline (SIGPROF), else with an ``error`` naming how
+    it died. A stylesheet, robots.txt or sitemap gives a warning and an error count.
+    """
+    out = _Out()
+    target, kind, size = job[0], job[9], len(job[7])
+    timed_out = exitcode == -signal.SIGPROF
+    why = (
+        f"ran out of CPU time (deadline for {size:,} bytes)"
+        if timed_out
+        else f"the parser process died on it (exit code {exitcode})"
+    )
+    try:
+        page_url = ex.canon.parse(target) if kind == "html" else None
+    except InvalidURL as exc:
+        out.counts["bad_url"] += 1
+        out.warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
+        return out.result()
+    if page_url is None:
+        out.counts["errors"] += 1
+        out.warnings.append((f"{target[:200]}: {why}; passed over", "page error"))
+        return out.result()
+    page = quick_page(
+        ex,
+        job[7],
+        target,
+        content_type=job[4],
+        x_robots_tag=job[5],
+        capped=["time"] if timed_out else [],
+        error=None if timed_out else why,
+    )
+    _write_page(job, page_url, page, want_requisites, out)
+    return out.result()

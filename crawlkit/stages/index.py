@@ -1,23 +1,42 @@
 """``crawlkit index``: a CDXJ index of WARC files, as pywb and cdxj-indexer write it.
 
-The index lines are :mod:`crawlkit.warc.cdxj`'s; this stage sorts them into a file.
+The index lines are :mod:`crawlkit.warc.cdxj`'s; this stage sorts them into a file
+with an external sort (:func:`crawlkit.warc.cdxj.sorted_index`), so memory stays
+bounded by ``max_bytes`` whatever the number of captures.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from crawlkit import io
-from crawlkit.warc.cdxj import index_lines
+from crawlkit.warc.cdxj import sorted_index
 
 __all__ = ["write_index"]
 
 
-def write_index(paths: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> int:
+def write_index(
+    paths: Iterable[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    max_bytes: int = 0,
+    tmpdir: str | os.PathLike[str] | None = None,
+) -> int:
     """Write the sorted index of ``paths`` to ``out`` (``-`` is stdout; written to a
-    temporary name and renamed). Returns the number of lines."""
-    lines = index_lines(paths)
-    with io.open_output(out) as sink:
-        sink.write("".join(line + "\n" for line in lines).encode("utf-8"))
-    return len(lines)
+    temporary name and renamed). Returns the number of lines. ``max_bytes`` bounds
+    the lines held in memory (0: the default); the rest are sorted in run files in
+    ``tmpdir`` (default: the system's), removed when done."""
+    pairs = [(p, Path(p).name) for p in paths]
+    with sorted_index(pairs, tmpdir=tmpdir, max_bytes=max_bytes) as sorter:
+        with io.open_output(out) as sink:
+            batch: list[str] = []
+            for line in sorter:
+                batch.append(line)
+                if len(batch) >= 4096:
+                    sink.write(("\n".join(batch) + "\n").encode("utf-8"))
+                    batch.clear()
+            if batch:
+                sink.write(("\n".join(batch) + "\n").encode("utf-8"))
+        return sorter.count

@@ -15,8 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.durable import MANIFEST
+from crawlkit.errors import StateError
+from crawlkit.frontier.store import Frontier
 from crawlkit.io import Record
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
@@ -24,7 +29,7 @@ from crawlkit.stages.frontier import frontier_stats
 from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
 
-__all__ = ["crawl_report"]
+__all__ = ["crawl_report", "pending_urls"]
 
 
 def _records(paths: list[Path], reporter: Reporter) -> Iterator[Record]:
@@ -67,14 +72,48 @@ def crawl_report(
         refusals=_records(refused, reporter),
         counters=counters,
     )
+    links = [c / "links.ndjson.zst" for c in cycles if (c / "links.ndjson.zst").exists()]
     report["collection"] = collection_section(
         state,
         _records(fetch_logs, reporter),
         _records(refused, reporter),
         fetch_logs=[str(p) for p in fetch_logs],
         reporter=reporter,
+        requisite_links=(r for r in _records(links, reporter) if r.get("reason") == "requisite"),
+        locate=lambda urls: pending_urls(state, urls),
     )
     return report
+
+
+def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
+    """Where each of ``urls`` waits, if it does: ``parked`` (over its site's page
+    budget until the next budget period), ``queued`` (in the frontier when the crawl
+    stopped) or ``deferred`` (in the waiting room for a retry). Reads the frontier's
+    committed queues and the waiting room without a lock; memory grows with
+    ``urls`` only."""
+    out: dict[str, str] = {}
+    if not urls:
+        return out
+    directory = state / "frontier"
+    if (directory / MANIFEST).exists():
+        try:
+            frontier = Frontier.open(directory, read_only=True)
+            for where, queues in (("queued", frontier.queues), ("parked", frontier.parked)):
+                for queue in queues.values():
+                    for seg_id, count, start in queue.segs:
+                        for line in queue.store.read(seg_id)[start:count]:
+                            url = orjson.loads(line).get("url")
+                            if url in urls:
+                                out[url] = where
+        except (StateError, OSError, orjson.JSONDecodeError):
+            pass  # a crawl committing meanwhile: the report says "not fetched" instead
+    waiting = state / "crawl" / "waiting.ndjson.zst"
+    if waiting.exists():
+        for rec in io.read_records([waiting]):
+            url = rec.get("url")
+            if url in urls and url not in out:
+                out[str(url)] = "deferred"
+    return out
 
 
 def _seen_counters(state: Path) -> dict[str, Any]:

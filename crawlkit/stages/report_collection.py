@@ -28,22 +28,32 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from crawlkit import io
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL
 from crawlkit.fetch.config import FetchConfig
 from crawlkit.html.page import media_type
+from crawlkit.masking import mask_secrets
 from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
 from crawlkit.times import iso
+from crawlkit.url import Canonicalizer
 
-__all__ = ["collection_section", "record_settings", "settings_of"]
+__all__ = [
+    "collection_section",
+    "record_settings",
+    "settings_of",
+    "warc_files_of",
+    "warcinfo_fields",
+]
 
 _OK_OUTCOMES = frozenset({"fetched", "not-modified", "redirect"})
 
@@ -73,17 +83,31 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     known += [s for s in (x.strip() for x in seeds) if s and s not in known]
     data["seeds"] = known
     data["runs"] = int(data.get("runs", 0)) + 1
-    data["settings"] = _plain(options)
+    data["settings"] = mask_secrets(_plain(options))
     warc_dir = getattr(options, "warc_dir", None) or Path(state_path) / "warc"
     data["warc_dir"] = str(Path(warc_dir).resolve())
     data["started"] = iso(time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
-    io.atomic_write_json(path, data)
+    io.atomic_write_json(path, data, mode=0o600)  # it names hosts with credentials
+
+
+def warcinfo_fields(options: Any) -> dict[str, str]:
+    """The warcinfo fields that say how a crawl's WARC files were made, beside those
+    the fetch stage writes (``robots``, ``http-header-user-agent``, ``hostname``):
+    ``crawlkit-settings``, the effective settings as one line of JSON with secrets
+    masked (:mod:`crawlkit.masking`), then the fields the caller gave
+    (``options.warc_info``: operator, isPartOf, description, command-line)."""
+    settings = mask_secrets(_plain(options))
+    settings.pop("warc_info", None)  # its fields are in the record already
+    fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
+    given = {k: " ".join(str(v).split()) for k, v in (options.warc_info or {}).items()}
+    return {**fields, **mask_secrets(given)}
 
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(state_path) / "crawl" / "settings.json"
-    return io.read_json(path) if path.exists() else {}
+    # masked on reading too: an older version wrote a proxy's password there
+    return mask_secrets(io.read_json(path)) if path.exists() else {}
 
 
 def _sha256(warc: Path, cache_dir: Path) -> str:
@@ -101,6 +125,95 @@ def _sha256(warc: Path, cache_dir: Path) -> str:
     if cache_dir.is_dir():
         io.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
     return digest
+
+
+def warc_files_of(warc_dir: Path) -> list[dict[str, Any]]:
+    """Name, bytes and SHA-256 of each closed WARC file directly in ``warc_dir``."""
+    index_dir = warc_dir / "indexes"
+    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
+    return [
+        {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
+    ]
+
+
+class _Seeds:
+    """The seeds report: each seed's last answer (status, outcome, redirect target)
+    and the pages fetched on its host."""
+
+    def __init__(self, seeds: list[str]):
+        canon = Canonicalizer()
+        self.seeds = seeds
+        self.canonical: dict[str, str] = {}
+        for seed in seeds:
+            try:
+                self.canonical[canon.canonicalize(seed)] = seed
+            except (InvalidURL, ValueError):
+                self.canonical[seed] = seed
+        self.last: dict[str, Record] = {}
+        self.hosts = {_host(u) for u in self.canonical}
+        self.pages: Counter[str] = Counter()
+
+    def note(self, rec: Record) -> None:
+        url = str(rec.get("url") or "")
+        seed = self.canonical.get(url)
+        if seed is not None:
+            self.last[seed] = rec
+        host = _host(url)
+        status = rec.get("status")
+        if (
+            host in self.hosts
+            and rec.get("outcome") == "fetched"
+            and status == 200
+            and media_type(rec.get("content_type")) == "text/html"
+        ):
+            self.pages[host] += 1
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = []
+        for url, seed in self.canonical.items():
+            rec = self.last.get(seed) or {}
+            rows.append(
+                {
+                    "seed": seed,
+                    "status": rec.get("status"),
+                    "outcome": rec.get("outcome") or "not fetched",
+                    "location": rec.get("location"),
+                    "pages": self.pages[_host(url)],
+                }
+            )
+        return rows
+
+
+def _host(url: str) -> str:
+    parts = url.split("/", 3)
+    return parts[2].lower() if len(parts) > 2 else ""
+
+
+_WAITS = {
+    "parked": "parked: its site is over its page budget until the next budget period "
+    "(--no-budgets, or crawlkit archive, fetches it)",
+    "queued": "queued: not fetched before the crawl stopped (run it again to continue)",
+    "deferred": "deferred: waiting for a retry (run it again after its retry time)",
+}
+
+
+def _unanswered(
+    links: Iterable[Record],
+    known: set[str],
+    locate: Callable[[set[str]], dict[str, str]] | None,
+) -> list[dict[str, Any]]:
+    """The requisites found but neither fetched nor refused, with where they wait."""
+    waiting: dict[str, str | None] = {}
+    for rec in links:
+        url = rec.get("url")
+        if isinstance(url, str) and url not in known and url not in waiting:
+            waiting[url] = rec.get("from")
+    where = locate(set(waiting)) if locate is not None and waiting else {}
+    not_followed = "not followed (nofollow, --no-requisites, or a refused page's)"
+    return [
+        {"url": url, "why": _WAITS.get(where.get(url, ""), not_followed), "from": page}
+        for url, page in waiting.items()
+    ]
 
 
 def _examples(store: dict[str, dict[str, Any]], key: str, url: Any, limit: int) -> None:
@@ -123,8 +236,15 @@ def collection_section(
     fetch_logs: list[str] | None = None,
     examples: int = 3,
     reporter: Reporter | None = None,
+    requisite_links: Iterable[Record] = (),
+    locate: Callable[[set[str]], dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The ``collection`` section (see the module docstring)."""
+    """The ``collection`` section (see the module docstring).
+
+    ``requisite_links`` are the requisite link records the crawl found; one with no
+    fetch record and no refusal is missing too, and ``locate`` (URLs -> ``parked``,
+    ``queued`` or ``deferred``) says where it waits; the rest were not followed.
+    """
     reporter = reporter or NullReporter()
     state = Path(state_path)
     saved = settings_of(state)
@@ -134,8 +254,13 @@ def collection_section(
     statuses: dict[str, dict[str, Any]] = {}
     problems: dict[str, dict[str, Any]] = {}
     last_requisite: dict[str, Record] = {}
+    answered: set[str] = set()
+    seeds = _Seeds(saved.get("seeds", []))
     for rec in fetches:
         url = rec.get("url")
+        seeds.note(rec)
+        if isinstance(url, str) and rec.get("outcome") != "deferred":
+            answered.add(url)
         outcome = str(rec.get("outcome") or "unknown")
         if rec.get("status") is not None:
             _examples(statuses, str(rec["status"]), url, examples)
@@ -157,19 +282,19 @@ def collection_section(
         elif rec.get("outcome") != "deferred":
             why = rec.get("error") or (f"HTTP {status}" if status else rec.get("outcome"))
             missing.append({"url": url, "why": str(why), "from": rec.get("via")})
+    refused_urls: set[str] = set()
     for rec in refusals:
         reason = refusal_reason(rec)
         _examples(problems, f"refused: {reason}", rec.get("url"), examples)
-        if _is_requisite(rec):
+        if isinstance(rec.get("url"), str):
+            refused_urls.add(rec["url"])
+        if _is_requisite(rec) and rec.get("url") not in answered:
             detail = rec.get("detail")
             why = f"refused: {reason}" + (f" ({detail})" if detail else "")
             missing.append({"url": rec.get("url"), "why": why, "from": rec.get("from")})
+    missing += _unanswered(requisite_links, answered | refused_urls, locate)
     warc_dir = Path(saved.get("warc_dir") or state / "warc")
-    index_dir = warc_dir / "indexes"
-    warcs = sorted(p for p in warc_dir.glob("*.warc*") if p.is_file() and ".open" not in p.name)
-    warc_files = [
-        {"name": p.name, "bytes": p.stat().st_size, "sha256": _sha256(p, index_dir)} for p in warcs
-    ]
+    warc_files = warc_files_of(warc_dir)
     min_gap = (settings.get("fetch") or {}).get("min_delay", FetchConfig.min_delay)
     audit: dict[str, Any] | None = None
     if fetch_logs:
@@ -186,6 +311,7 @@ def collection_section(
     index = warc_dir / "index.cdxj"
     return {
         "seeds": saved.get("seeds", []),
+        "seeds_table": seeds.table(),
         "runs": saved.get("runs", 0),
         "settings": settings,
         "robots_ignored_for": list((settings.get("fetch") or {}).get("ignore_robots_for") or []),

@@ -5,9 +5,12 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
 
     archive/<name>.warc.gz         each WARC, stored (not compressed again), so a
                                    reader can seek to a record by its offset
-    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.warc.cdxj)
+    indexes/index.cdx              the CDXJ index of the WARCs (crawlkit.warc.cdxj);
+                                   above ZIPNUM_ABOVE lines, a ZipNum index instead:
+    indexes/index.cdx.gz             blocks of 1024 lines, each a gzip member
+    indexes/index.idx                the first key of each block, its offset, length
     pages/pages.jsonl              a header line, then one line per page:
-                                   {"id", "url", "ts", "title"}
+                                   {"id", "url", "ts", "title", "text"}
     reports/<name>                 extra files given by the caller (the crawl report,
                                    the politeness audit), deflated; a name that
                                    Frictionless (which `wacz validate` runs) would
@@ -23,29 +26,50 @@ with the title of the page (the ``<title>``, or "" when it has none), unless the
 caller gives the page list. ``id`` is 16 hex digits of the sha256 of ts and URL.
 
 The package is written to a temporary name and renamed when complete (invariant 5).
-Memory holds the index and the page list; WARC bytes are streamed.
+``text`` is the page's visible text as ``crawlkit extract`` computes it, for
+full-text search (py-wacz writes it with ``--text``). The WARCs are named as
+:func:`archive_names` says. The ZIP is written by :mod:`crawlkit.stages.wacz_zip`,
+with zip64 fields only where a member needs them (ReplayWeb.page rejects the rest).
+
+Memory: the index lines and the page lines are sorted with an external sort
+(:mod:`crawlkit.warc.extsort`, run files beside ``out``), so memory holds a bounded
+amount of them and the set of page URLs; WARC bytes are streamed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import tempfile
 import time
-import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from crawlkit import __version__, io
 from crawlkit.errors import InputError, UsageError
 from crawlkit.html.page import HtmlExtractor, looks_like_html, media_type
+from crawlkit.stages.wacz_zip import ZipWriter
 from crawlkit.url import Canonicalizer
-from crawlkit.warc.cdxj import index_lines
+from crawlkit.warc.cdxj import sorted_index, write_zipnum
+from crawlkit.warc.extsort import LineSorter
 from crawlkit.warc.read import iter_responses
 
-__all__ = ["WACZ_VERSION", "Page", "pages_of_warcs", "report_name", "write_wacz"]
+__all__ = [
+    "WACZ_VERSION",
+    "ZIPNUM_ABOVE",
+    "Page",
+    "archive_names",
+    "iter_pages",
+    "pages_of_warcs",
+    "report_name",
+    "write_wacz",
+]
 
 WACZ_VERSION = "1.1.1"
 _PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
@@ -54,42 +78,77 @@ _HTML_LIKE = frozenset({"", "text/html", "application/xhtml+xml", "text/plain"})
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One line of ``pages/pages.jsonl``: the URL, its capture time (ISO 8601), title."""
+    """One line of ``pages/pages.jsonl``: the URL, its capture time (ISO 8601), title,
+    and its visible text (as ``crawlkit extract`` computes it; None: left out)."""
 
     url: str
     ts: str
     title: str
+    text: str | None = None
 
     def to_json(self) -> dict[str, str]:
         ident = hashlib.sha256(f"{self.ts} {self.url}".encode()).hexdigest()[:16]
-        return {"id": ident, "url": self.url, "ts": self.ts, "title": self.title}
+        item = {"id": ident, "url": self.url, "ts": self.ts, "title": self.title}
+        if self.text is not None:
+            item["text"] = self.text
+        return item
 
 
-def pages_of_warcs(paths: Iterable[str | os.PathLike[str]]) -> list[Page]:
-    """The pages of the WARCs: HTTP 200 HTML responses, time order, once per URL."""
+def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
+    """The pages of the WARCs, in file order, once per URL: HTTP 200 HTML responses,
+    with title and text. Memory holds the URLs seen."""
     extractor = HtmlExtractor(Canonicalizer())
-    pages: dict[str, Page] = {}
+    seen: set[str] = set()
     for path in paths:
         for resp in iter_responses(
             path, want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE
         ):
             if resp.record_type != "response" or resp.status != 200 or resp.body is None:
                 continue
-            if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in pages:
+            if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
                 continue
-            title = extractor.extract(resp.body, resp.target_uri, content_type=resp.content_type)
-            pages[resp.target_uri] = Page(resp.target_uri, resp.date or "", title.title or "")
-    return sorted(pages.values(), key=lambda p: (p.ts, p.url))
+            seen.add(resp.target_uri)
+            page = extractor.extract(resp.body, resp.target_uri, content_type=resp.content_type)
+            yield Page(resp.target_uri, resp.date or "", page.title or "", page.text)
 
 
-def _sha256_of(path: Path) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, "sha256:" + digest.hexdigest()
+def pages_of_warcs(paths: Iterable[str | os.PathLike[str]]) -> list[Page]:
+    """The pages of the WARCs (:func:`iter_pages`) in time order."""
+    return sorted(iter_pages(paths), key=lambda p: (p.ts, p.url))
+
+
+def _write_pages(
+    warcs: Sequence[Path],
+    out: BinaryIO,
+    main_url: str | None,
+    tmpdir: Path,
+    max_bytes: int,
+) -> tuple[Page | None, Page | None]:
+    """Write ``pages.jsonl`` of the WARCs to ``out`` in time order, sorted on disk
+    past ``max_bytes``; returns (the first page, the page of ``main_url``)."""
+    out.write(_page_line_of(_PAGES_HEADER))
+    main: Page | None = None
+    with LineSorter(tmpdir=tmpdir, max_bytes=max_bytes) as sorter:
+        for page in iter_pages(warcs):
+            if page.url == main_url:
+                main = page
+            # the sort key goes before the line (no tab or newline in it)
+            key = f"{page.ts.translate(_NO_BREAKS)}\t{page.url.translate(_NO_BREAKS)}"
+            sorter.add(f"{key}\t" + json.dumps(page.to_json()))
+        first: Page | None = None
+        for line in sorter:
+            item = json.loads(line.split("\t", 2)[2])
+            if first is None:
+                first = Page(item["url"], item["ts"], item["title"])
+            out.write(_page_line_of(item))
+    return first, main
+
+
+_NO_BREAKS = {9: " ", 10: " ", 13: " "}
+
+
+def _page_line_of(item: dict[str, str]) -> bytes:
+    return json.dumps(item, ensure_ascii=False).encode("utf-8") + b"\n"
 
 
 # File names Frictionless takes for its own descriptors (it matches name endings).
@@ -122,8 +181,57 @@ def report_name(name: str) -> str:
     return name
 
 
-def _resource(path: str, size: int, digest: str) -> dict[str, Any]:
-    return {"name": os.path.basename(path).lower(), "path": path, "hash": digest, "bytes": size}
+def _resource(path: str, size: int, digest: str, name: str) -> dict[str, Any]:
+    return {"name": name, "path": path, "hash": digest, "bytes": size}
+
+
+_NAME_CHARS = re.compile(r"[^a-z0-9._-]+")
+
+
+def _resource_names(paths: Sequence[str]) -> list[str]:
+    """Frictionless resource names (lowercase ``[a-z0-9._-]``, unique) of ``paths``."""
+    seen: set[str] = set()
+    names: list[str] = []
+    for path in paths:
+        base = _NAME_CHARS.sub("-", os.path.basename(path).lower()) or "file"
+        name, n = base, 1
+        while name in seen:
+            n += 1
+            name = f"{base}-{n}"
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def archive_names(paths: Sequence[Path]) -> list[str]:
+    """The names the WARC files get under ``archive/`` (and in the index): the base
+    name, with bytes that are not UTF-8 written as ``%XX``, and ``-2``, ``-3``, ...
+    before the ``.warc`` of a name that another one before it already has (names
+    compared without case, so the package unpacks on a case-insensitive file system
+    and ``wacz validate``'s resource names stay distinct)."""
+    taken: set[str] = set()
+    names: list[str] = []
+    for path in paths:
+        raw = os.fsencode(path.name)
+        name = raw.decode("utf-8", "surrogateescape")
+        if any("\udc80" <= c <= "\udcff" for c in name):
+            name = "".join(
+                f"%{ord(c) - 0xDC00:02X}" if "\udc80" <= c <= "\udcff" else c for c in name
+            )
+        stem, dot, ext = name.partition(".warc")
+        candidate, n = name, 1
+        while candidate.lower() in taken:
+            n += 1
+            candidate = f"{stem}-{n}{dot}{ext}" if dot else f"{name}-{n}"
+        taken.add(candidate.lower())
+        names.append(candidate)
+    return names
+
+
+# A collection with more index lines than this gets a ZipNum index (indexes/index.cdx.gz
+# + indexes/index.idx), which replay tools load a block at a time, instead of one
+# indexes/index.cdx they load whole.
+ZIPNUM_ABOVE = 100_000
 
 
 def write_wacz(
@@ -136,76 +244,108 @@ def write_wacz(
     pages: Sequence[Page] | None = None,
     reports: Sequence[str | os.PathLike[str]] = (),
     created: float | None = None,
+    zipnum_above: int = ZIPNUM_ABOVE,
+    max_bytes: int = 0,
 ) -> dict[str, Any]:
     """Write the WACZ of ``warcs`` to ``out``; returns its ``datapackage.json`` dict.
 
     ``pages`` None finds the pages in the WARCs (:func:`pages_of_warcs`). ``reports``
     are files put under ``reports/`` by their base names. ``main_url`` (default: the
-    first page) becomes ``mainPageURL``. Raises :class:`UsageError` for two inputs of
-    one base name, :class:`InputError` for a file that is missing or not a WARC.
+    first page) becomes ``mainPageURL``. The WARCs are named as
+    :func:`archive_names` says. An index of more than ``zipnum_above`` lines is
+    written as a ZipNum index; ``max_bytes`` bounds the index lines held in memory
+    (0: the default of :func:`crawlkit.warc.cdxj.sorted_index`). Raises
+    :class:`UsageError` for one WARC given twice or two report files of one name,
+    :class:`InputError` for a file that is missing or not a WARC.
     """
     warc_paths = [Path(w) for w in warcs]
     report_paths = [Path(r) for r in reports]
-    names = [p.name for p in warc_paths]
-    if len(set(names)) != len(names):
-        raise UsageError("two WARC files have the same name; a WACZ keeps base names")
     if len({report_name(p.name) for p in report_paths}) != len(report_paths):
         raise UsageError("two report files have the same name")
     for p in [*warc_paths, *report_paths]:
         if not p.is_file():
-            raise InputError(f"{p}: no such file")
-    index = "".join(line + "\n" for line in index_lines(warc_paths)).encode("utf-8")
-    page_list = list(pages) if pages is not None else pages_of_warcs(warc_paths)
-    pages_bytes = b"".join(
-        json.dumps(item, ensure_ascii=False).encode("utf-8") + b"\n"
-        for item in [_PAGES_HEADER, *(p.to_json() for p in page_list)]
-    )
-    resources: list[dict[str, Any]] = []
+            raise InputError(f"{_shown(p)}: no such file")
+    for i, p in enumerate(warc_paths):
+        if any(os.path.samefile(p, q) for q in warc_paths[:i]):
+            raise UsageError(f"{_shown(p)}: given twice")
+    arc_names = archive_names(warc_paths)
+    tmpdir = Path(out).parent
     stamp = time.gmtime(created if created is not None else time.time())
-    date_time = stamp[:6]
-    with io.atomic_file(out) as f, zipfile.ZipFile(f, "w", allowZip64=True) as zf:
-
-        def put_bytes(arcname: str, data: bytes) -> None:
-            info = zipfile.ZipInfo(arcname, date_time)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-            resources.append(
-                _resource(arcname, len(data), "sha256:" + hashlib.sha256(data).hexdigest())
+    with contextlib.ExitStack() as stack:
+        sorter = stack.enter_context(
+            sorted_index(
+                zip(warc_paths, arc_names, strict=True), tmpdir=tmpdir, max_bytes=max_bytes
             )
+        )
+        pages_file = stack.enter_context(tempfile.TemporaryFile(dir=tmpdir))
+        if pages is None:
+            first, main = _write_pages(warc_paths, pages_file, main_url, tmpdir, max_bytes)
+        else:
+            pages_file.write(_page_line_of(_PAGES_HEADER))
+            for page in pages:
+                pages_file.write(_page_line_of(page.to_json()))
+            first = pages[0] if pages else None
+            main = next((p for p in pages if p.url == main_url), None)
+        index_file = stack.enter_context(tempfile.TemporaryFile(dir=tmpdir))
+        idx_lines: list[str] | None = None
+        if sorter.count > zipnum_above:
+            idx_lines = write_zipnum(sorter, index_file)
+        else:
+            for line in sorter:
+                index_file.write(line.encode("utf-8") + b"\n")
+        f = stack.enter_context(io.atomic_file(out))
+        zw = ZipWriter(f, stamp=stamp)
+        entries: list[tuple[str, int, str]] = []  # (name, size, sha256) of each member
 
-        for path in warc_paths:
-            arcname = f"archive/{path.name}"
-            info = zipfile.ZipInfo(arcname, date_time)
-            info.compress_type = zipfile.ZIP_STORED  # readers seek into stored WARCs
-            info.file_size = path.stat().st_size
-            with open(path, "rb") as src, zf.open(info, "w", force_zip64=True) as dst:
-                while chunk := src.read(1 << 20):
-                    dst.write(chunk)
-            resources.append(_resource(arcname, *_sha256_of(path)))
-        put_bytes("indexes/index.cdx", index)
-        put_bytes("pages/pages.jsonl", pages_bytes)
+        def put(name: str, src: BinaryIO, *, compress: bool) -> None:
+            entries.append((name, *zw.add(name, src, _size(src), compress=compress)))
+
+        for path, arc in zip(warc_paths, arc_names, strict=True):
+            with open(path, "rb") as src:
+                put(f"archive/{arc}", src, compress=False)  # readers seek into WARCs
+        if idx_lines is None:
+            put("indexes/index.cdx", index_file, compress=True)
+        else:  # stored: readers seek to its blocks by the offsets in index.idx
+            put("indexes/index.cdx.gz", index_file, compress=False)
+            put("indexes/index.idx", BytesIO("".join(idx_lines).encode("utf-8")), compress=True)
+        put("pages/pages.jsonl", pages_file, compress=True)
         for path in report_paths:
-            put_bytes(f"reports/{report_name(path.name)}", path.read_bytes())
+            with open(path, "rb") as src:
+                put(f"reports/{report_name(path.name)}", src, compress=True)
+        names = _resource_names([e[0] for e in entries])
+        resources = [
+            _resource(arc, size, digest, name)
+            for (arc, size, digest), name in zip(entries, names, strict=True)
+        ]
         package: dict[str, Any] = {"profile": "data-package", "resources": resources}
         if title:
             package["title"] = title
         if description:
             package["description"] = description
-        first = main_url or (page_list[0].url if page_list else None)
-        if first:
-            package["mainPageURL"] = first
-            match = next((p for p in page_list if p.url == first), None)
-            if match is not None and match.ts:
-                package["mainPageDate"] = match.ts
+        if main_url is None:
+            main = first
+        if main_url or main is not None:
+            package["mainPageURL"] = main_url or main.url  # type: ignore[union-attr]
+            if main is not None and main.ts:
+                package["mainPageDate"] = main.ts
         package["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", stamp)
         package["wacz_version"] = WACZ_VERSION
         package["software"] = f"crawlkit {__version__}"
         data = json.dumps(package, indent=2).encode("utf-8")
-        info = zipfile.ZipInfo("datapackage.json", date_time)
-        info.compress_type = zipfile.ZIP_DEFLATED
-        zf.writestr(info, data)
+        zw.add_bytes("datapackage.json", data)
         digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
-        info = zipfile.ZipInfo("datapackage-digest.json", date_time)
-        info.compress_type = zipfile.ZIP_DEFLATED
-        zf.writestr(info, json.dumps(digest, indent=2).encode("utf-8"))
+        zw.add_bytes("datapackage-digest.json", json.dumps(digest, indent=2).encode("utf-8"))
+        zw.close()
     return package
+
+
+def _size(f: BinaryIO) -> int:
+    """The size of an open file (or BytesIO), its position put at the start."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    return size
+
+
+def _shown(path: Path) -> str:
+    """A path as an error message shows it (bytes that are not UTF-8 as ``\\xNN``)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

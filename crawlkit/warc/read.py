@@ -22,6 +22,12 @@ Contracts:
 * ``payload_digest`` is the record's ``WARC-Payload-Digest`` as written; when absent,
   one is computed over the payload as stored (``sha1:`` + base32, as WARC writers do).
 
+* :func:`crawlkit.warc.records.iter_records` gives every record's head and its place
+  in the file as stored (for ``crawlkit index``), with the same parser and limits: a record's
+  WARC head (version line, each header line, all of them) is at most
+  :data:`MAX_HEADER_BYTES`, so a header line of 200 MB is refused after reading
+  256 KiB of it.
+
 The reader parses the format itself instead of going through warcio: warcio accepts a
 truncated last record silently, and a plain reader over the buffered, decompressed
 stream from :func:`crawlkit.io.open_input` is also faster. :func:`open_warc` is the one
@@ -31,6 +37,7 @@ place to swap in another reader.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import hashlib
 import io
@@ -46,10 +53,17 @@ import zstandard
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.io import display_name, is_stdio
 
-__all__ = ["WarcResponse", "WarcStats", "iter_responses", "iter_responses_at", "open_warc"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "WarcResponse",
+    "WarcStats",
+    "iter_responses",
+    "iter_responses_at",
+    "open_warc",
+]
 
 MAX_BODY = 10 * 1024 * 1024
-_MAX_HEADER_BYTES = 256 * 1024
+MAX_HEADER_BYTES = 256 * 1024  # a record's WARC head, and an HTTP head, at most
 _SKIP_CHUNK = 1 << 20
 
 try:  # optional: br content coding
@@ -116,6 +130,11 @@ class WarcStream:
         self.source = source
         self._buf = b""
         self._pos = 0
+        self._base = 0  # the decoded offset of _buf[0]
+        self._raw_read = 0  # raw bytes read from the file so far
+        # (decoded offset, raw offset) where each gzip member / zstd frame starts, from
+        # the one holding the oldest record still asked about (see raw_span)
+        self._members: collections.deque[tuple[int, int]] = collections.deque([(0, 0)])
         self._eof = False
         self.damage: str | None = None
         magic = self._peek_raw()
@@ -132,7 +151,31 @@ class WarcStream:
         self._raw_pending = magic
 
     def _peek_raw(self) -> bytes:
-        return self._raw.read(4) or b""
+        data = self._raw.read(4) or b""
+        self._raw_read += len(data)
+        return data
+
+    def tell(self) -> int:
+        """The decoded offset of the next byte :meth:`read` gives."""
+        return self._base + self._pos
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        """``(offset, length)`` in the file as stored of the decoded bytes from
+        ``start`` to ``end`` (as :meth:`tell` counts): for a compressed file, from the
+        start of the member that holds ``start`` to the start of the first member at
+        or after ``end`` (or the end of the file), as warcio and cdxj-indexer count a
+        record of a ``.warc.gz``; for a plain file, the bytes themselves. Calls must
+        come in file order (members before ``start`` are forgotten)."""
+        if self._mode == "plain":
+            return start, end - start
+        members = self._members
+        while len(members) > 1 and members[1][0] <= start:
+            members.popleft()
+        raw_start = members[0][1]
+        while not self._eof and members[-1][0] < end:
+            self._fill()
+        raw_end = next((raw for dec, raw in members if dec >= end), self._raw_read)
+        return raw_start, raw_end - raw_start
 
     def close(self) -> None:
         self._raw.close()
@@ -145,9 +188,16 @@ class WarcStream:
         decoded waits in ``_raw_pending``.
         """
         pending = self._raw_pending
-        chunk = pending if len(pending) >= _FILL else pending + (self._raw.read(_FILL) or b"")
+        if len(pending) >= _FILL:
+            chunk = pending
+        else:
+            more = self._raw.read(_FILL) or b""
+            self._raw_read += len(more)
+            chunk = pending + more
+        chunk_at = self._raw_read - len(chunk)  # the raw offset of chunk[0]
         self._raw_pending = b""
         if self._buf and self._pos:
+            self._base += self._pos
             self._buf = self._buf[self._pos :]
             self._pos = 0
         if not chunk:
@@ -177,6 +227,8 @@ class WarcStream:
                     pos += len(piece) - len(dec.unused_data)
                     self._dec = self._new_decompressor()
                     self._in_member = False
+                    decoded_at = self._base + len(self._buf) + produced
+                    self._members.append((decoded_at, chunk_at + pos))
                 else:
                     pos += len(piece) - (len(dec.unconsumed_tail) if gz else 0)
                     self._in_member = True
@@ -427,39 +479,11 @@ def _iter_stream(
     number = 0
     while True:
         try:
-            line = stream.readline(_MAX_HEADER_BYTES)
-            while line in (b"\r\n", b"\n"):
-                line = stream.readline(_MAX_HEADER_BYTES)
-            if not line:
+            head = _read_head(stream, number + 1, source)
+            if head is None:
                 break
             number += 1
-            if not line.startswith(b"WARC/"):
-                raise InputError(
-                    f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
-                )
-            header_lines: list[bytes] = []
-            size = 0
-            while True:
-                hline = stream.readline(_MAX_HEADER_BYTES)
-                if not hline:
-                    raise TruncatedInput(
-                        f"WARC ends inside the headers of record {number}", source=source
-                    )
-                if hline in (b"\r\n", b"\n"):
-                    break
-                size += len(hline)
-                if size > _MAX_HEADER_BYTES:
-                    raise InputError(f"record {number}: WARC headers too long", source=source)
-                header_lines.append(hline)
-            wh = _parse_warc_headers(header_lines)
-            try:
-                length = int(wh.get("content-length", ""))
-            except ValueError:
-                raise InputError(
-                    f"record {number}: missing or bad Content-Length", source=source
-                ) from None
-            if length < 0:
-                raise InputError(f"record {number}: negative Content-Length", source=source)
+            _, wh, length = head
             rec_type = wh.get("warc-type", "").lower()
             target = wh.get("warc-target-uri", "").strip("<> ")
             stats.records += 1
@@ -496,6 +520,54 @@ def _iter_stream(
         )
 
 
+def _read_head(
+    stream: WarcStream, number: int, source: str
+) -> tuple[int, dict[str, str], int] | None:
+    """The next record's head: ``(decoded offset of its first byte, WARC headers with
+    lowercased names, Content-Length)``, or None at the end of the stream. The one
+    place the limits on a record's head are kept (:data:`MAX_HEADER_BYTES` for the
+    version line, each header line and all of them together), for every reader."""
+    line = stream.readline(MAX_HEADER_BYTES)
+    while line in (b"\r\n", b"\n"):
+        line = stream.readline(MAX_HEADER_BYTES)
+    if not line:
+        return None
+    start = stream.tell() - len(line)
+    if not line.startswith(b"WARC/"):
+        raise InputError(
+            f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+        )
+    if not line.endswith(b"\n"):
+        if len(line) < MAX_HEADER_BYTES:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        raise InputError(f"record {number}: WARC version line too long", source=source)
+    header_lines: list[bytes] = []
+    size = 0
+    while True:
+        hline = stream.readline(MAX_HEADER_BYTES)
+        if not hline:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        if hline in (b"\r\n", b"\n"):
+            break
+        size += len(hline)
+        if not hline.endswith(b"\n") and len(hline) < MAX_HEADER_BYTES:
+            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
+        if size > MAX_HEADER_BYTES or not hline.endswith(b"\n"):
+            raise InputError(
+                f"record {number}: WARC headers longer than {MAX_HEADER_BYTES} bytes",
+                source=source,
+            )
+        header_lines.append(hline)
+    wh = _parse_warc_headers(header_lines)
+    try:
+        length = int(wh.get("content-length", ""))
+    except ValueError:
+        raise InputError(f"record {number}: missing or bad Content-Length", source=source) from None
+    if length < 0:
+        raise InputError(f"record {number}: negative Content-Length", source=source)
+    return start, wh, length
+
+
 def _bare(exc: InputError, source: str) -> str:
     text = str(exc)
     prefix = f"{source}: "
@@ -520,7 +592,7 @@ def _read_response(
     got = len(first)
     split = _split_http_head(first)
     if split is None and length > got:
-        more = _read_exact(stream, min(length - got, _MAX_HEADER_BYTES))
+        more = _read_exact(stream, min(length - got, MAX_HEADER_BYTES))
         first += more
         got += len(more)
         split = _split_http_head(first)

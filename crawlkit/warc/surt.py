@@ -15,7 +15,9 @@ The rules, in order (the "Google" then the "IA" canonicalizer of archive-commons
   escaped once and stripped of a leading ``www``, ``www2``, ... label. Its labels are
   reversed and joined by commas (``127.0.0.1`` is ``1,0,0,127``; an IPv6 literal has
   no dots and stays as it is, without brackets). A port other than the scheme's
-  default is kept (``example,com:8080)``). The scheme itself is not in the key.
+  default is kept (``example,com:8080)``). The scheme itself is not in the key,
+  except in an opaque URI (no ``//``: ``urn:crawlkit:report.json``, ``dns:x.org``),
+  which keeps it, as written.
 * The path is percent-decoded repeatedly, dot segments and empty segments resolved,
   escaped once (everything outside printable ASCII, ``%`` and ``#`` included), and
   lowercased; a trailing ``/`` goes unless the path is ``/``; ASP.NET session ids in
@@ -154,18 +156,23 @@ def surt_key(url: str) -> str:
     query = m.group(8) or None
     if netloc.endswith(b":"):
         netloc = netloc.rstrip(b":")
-    hostport = netloc.rpartition(b"@")[2]
-    port: int | None = None
-    if hostport.startswith(b"["):  # an IPv6 literal
-        close = hostport.find(b"]")
-        host = hostport[1:close] if close > 0 else hostport[1:]
-        rest = hostport[close + 1 :] if close > 0 else b""
-        if rest.startswith(b":") and rest[1:].isdigit():
-            port = int(rest[1:])
+    # Host and port as Python's urllib finds them (the surt package asks it); a port
+    # that is not a number from 0 to 65535 makes it raise, and cdxj-indexer then keys
+    # the line by the URL as it is.
+    hostinfo = netloc.rpartition(b"@")[2]
+    _, open_bracket, bracketed = hostinfo.partition(b"[")
+    if open_bracket:
+        host, _, after = bracketed.partition(b"]")
+        port_text = after.partition(b":")[2]
     else:
-        host, colon, port_text = hostport.partition(b":")
-        if colon and port_text.isdigit():
-            port = int(port_text)
+        host, _, port_text = hostinfo.partition(b":")
+    port: int | None = None
+    if port_text:
+        if not (port_text.isdigit() and port_text.isascii()):
+            return url
+        port = int(port_text)
+        if not 0 <= port <= 65535:
+            return url
     host = host.lower()
     if scheme.startswith(b"http") and not host and path:
         # "http:////www.example.com/x": the host is the first non-empty segment
@@ -180,10 +187,10 @@ def surt_key(url: str) -> str:
         if port is not None and port != _DEFAULT_PORTS.get(scheme, 0):
             out += b":%d" % port
         out += b")"
-    elif host:
-        # A host of dots only ("http://./x") is empty once its dots are stripped: the
-        # surt package then writes the scheme, as written, where the host would be
-        # ("http:/x", "HTTP:/x").
+    else:
+        # No host ("dns:example.com", "data:,", "http://"), or one of dots only
+        # ("http://./x", empty once its dots are stripped): the surt package then
+        # writes the scheme, as written, where the host would be ("http:/x", "HTTP:/x").
         out += (m.group(2) or b"") + b":"
     key_path = _escape(_path(_unescape(path)) if key_host else _unescape(path)).lower()
     for pattern in _PATH_SESSION:

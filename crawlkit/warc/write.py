@@ -353,6 +353,11 @@ class WarcWriter:
         os.replace(self.directory / (self._name + ".open"), final)
         fsync_dir(self.directory)
 
+    @property
+    def name(self) -> str:
+        """The final name of the file being written (or last written); "" before any."""
+        return self._name
+
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
@@ -469,6 +474,53 @@ class WarcWriter:
         if self._size >= self.max_size:
             self.close()
         return location
+
+    def write_resource(
+        self, uri: str, content_type: str, data: bytes, *, date: float | None = None
+    ) -> WarcLocation:
+        """One ``resource`` record (a file that says how the collection was made: the
+        crawl log, the report), its ``WARC-Block-Digest`` and payload digest the
+        SHA-1 of ``data``; returns its location."""
+        if self._file is None:
+            self._open()
+        offset, length = self._append(
+            [
+                ("WARC-Type", "resource"),
+                ("WARC-Record-ID", _rid()),
+                ("WARC-Target-URI", uri),
+                ("WARC-Date", warc_date(time.time() if date is None else date, self.version)),
+                ("WARC-Warcinfo-ID", self._warcinfo_id),
+                ("WARC-Block-Digest", sha1_digest(data)),
+                ("WARC-Payload-Digest", sha1_digest(data)),
+                ("Content-Type", content_type),
+            ],
+            data,
+        )
+        return WarcLocation(self._name, offset, length)
+
+    def write_metadata(
+        self, uri: str, fields: list[tuple[str, str]], *, refers_to: str | None, date: str
+    ) -> None:
+        """One ``metadata`` record (``application/warc-fields``) about the capture of
+        ``uri`` at ``date`` (a WARC-Date) whose record id is ``refers_to``: what was
+        learned after the capture was written (its outlinks)."""
+        if self._file is None:
+            self._open()
+        block = "".join(f"{k}: {' '.join(v.split())}\r\n" for k, v in fields).encode("utf-8")
+        headers = [
+            ("WARC-Type", "metadata"),
+            ("WARC-Record-ID", _rid()),
+            ("WARC-Target-URI", uri),
+            ("WARC-Date", date),
+            ("WARC-Warcinfo-ID", self._warcinfo_id),
+        ]
+        if refers_to:
+            headers.append(("WARC-Refers-To", refers_to))
+        headers += [
+            ("WARC-Block-Digest", sha1_digest(block)),
+            ("Content-Type", "application/warc-fields"),
+        ]
+        self._append(headers, block)
 
     def __enter__(self) -> WarcWriter:
         return self

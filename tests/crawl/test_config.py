@@ -71,6 +71,10 @@ def test_config_values_apply_and_flags_win(tmp_path):
             "unknown host setting 'timeout'",
         ),
         ('[hosts."a.org"]\nignore-robots = "yes"\n', 2, "ignore-robots must be true or false"),
+        ('[hosts."a.org:8080"]\nmin-delay = "1s"\n', 1, '[hosts."a.org:8080"] is not a host'),
+        ('\n[hosts."http://a.org/"]\nheaders = {}\n', 2, '[hosts."http://a.org/"] is not a'),
+        ('[hosts."*.a.org"]\nignore-robots = true\n', 1, '[hosts."*.a.org"] is not a host'),
+        ('[hosts."a b"]\n', 1, '[hosts."a b"] is not a host'),
         ('scope = "site\n', 1, "not valid TOML"),
     ],
 )

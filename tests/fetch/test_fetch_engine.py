@@ -21,10 +21,10 @@ from crawlkit.fetch.resolver import Resolver
 def test_engine_one_record_per_url_robots_first_and_redirects() -> None:
     robots = b"User-agent: *\nDisallow: /private\n"
     table = {
-        "http://a.test:80/robots.txt": (200, {}, robots),
+        "http://a.test/robots.txt": (200, {}, robots),
         "http://a.test/": (200, {"Content-Type": "text/html"}, b"<p>hi</p>"),
         "http://a.test/old": (301, {"Location": "/new"}, b""),
-        "http://b.test:80/robots.txt": (503, {"Retry-After": "5"}, b""),
+        "http://b.test/robots.txt": (503, {"Retry-After": "5"}, b""),
     }
     records = [
         {"url": u, "depth": 2, "x": "keep"}
@@ -63,7 +63,7 @@ def test_engine_one_record_per_url_robots_first_and_redirects() -> None:
         }
     ]
     a_requests = [u for u, _ in client.seen if "a.test" in u]
-    assert a_requests[0] == "http://a.test:80/robots.txt"
+    assert a_requests[0] == "http://a.test/robots.txt"
     assert all(addr == "8.8.8.8" for u, addr in client.seen if "a.test" in u)
     assert not [u for u, _ in client.seen if "lan.test" in u or "private" in u]
 
@@ -91,8 +91,8 @@ def test_every_input_url_gets_exactly_one_record(items, robots_a, robots_b) -> N
     records, table = (
         [],
         {
-            "http://a.test:80/robots.txt": ROBOTS[robots_a],
-            "http://b.test:80/robots.txt": ROBOTS[robots_b],
+            "http://a.test/robots.txt": ROBOTS[robots_a],
+            "http://b.test/robots.txt": ROBOTS[robots_b],
         },
     )
     for i, (host, answer) in enumerate(items):
@@ -130,7 +130,7 @@ def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> 
                 await asyncio.sleep(0.3)
             return await super().fetch(request)
 
-    client = SlowClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    client = SlowClient({"http://a.test/robots.txt": (404, {}, b"")})
     client.table.update({f"http://a.test/{i}": ANSWERS["ok"] for i in range(4)})
     fetcher = Fetcher(
         FetchConfig(min_delay=0.0, delay_factor=0.0),
@@ -158,7 +158,7 @@ def test_stop_with_requests_in_flight_lets_them_finish_and_defers_the_rest() -> 
 
 def test_records_refused_upstream_pass_through_unfetched() -> None:
     table = {
-        "http://a.test:80/robots.txt": (200, {}, b""),
+        "http://a.test/robots.txt": (200, {}, b""),
         "http://a.test/ok": (200, {}, b"fine"),
     }
     blocked = {
@@ -212,7 +212,7 @@ def test_a_run_with_a_deadline_and_an_idle_refill_ends_whatever_the_clock_reads(
 
 def test_a_url_twice_in_a_batch_is_asked_once_and_again_once_answered() -> None:
     table = {
-        "http://a.test:80/robots.txt": (200, {}, b""),
+        "http://a.test/robots.txt": (200, {}, b""),
         "http://a.test/x": (200, {"Content-Type": "text/html"}, b"<p>x</p>"),
     }
     records = [{"url": "http://a.test/x", "n": n} for n in range(3)]
@@ -247,3 +247,39 @@ def test_a_url_twice_in_a_batch_is_asked_once_and_again_once_answered() -> None:
     again = asyncio.run(go())
     assert [r["outcome"] for r in again] == ["fetched", "fetched"]
     assert [u for u, _ in client2.seen].count("http://a.test/x") == 2
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_cuts_a_request_that_would_hold_it_for_the_whole_timeout() -> None:
+    """Issue 25 (stops that wait): a page that drips or stalls held a stop for the
+    whole --timeout (30 s); it gets DEADLINE_GRACE and comes out deferred."""
+
+    class StallingClient(FakeClient):
+        started: ClassVar[list[str]] = []
+
+        async def fetch(self, request: FetchRequest) -> FetchResult:
+            self.started.append(request.url)
+            if not request.url.endswith("robots.txt"):
+                await asyncio.sleep(request.timeout)  # the server never finishes
+            return await super().fetch(request)
+
+    client = StallingClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0, timeout=120.0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+    )
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([{"url": "http://a.test/stall"}])]
+
+    async def main() -> list[dict]:
+        task = asyncio.create_task(go())
+        while len(client.started) < 2:  # robots.txt, then the page is in flight
+            await asyncio.sleep(0.01)
+        fetcher.stop()
+        return await asyncio.wait_for(task, 30)  # far below the 120-s timeout
+
+    (rec,) = asyncio.run(main())
+    assert rec["outcome"] == "deferred" and rec["stopped"] is True, rec

@@ -27,7 +27,7 @@ def test_split_url() -> None:
 
 
 def test_engine_defers_hosts_not_due_before_the_deadline() -> None:
-    table = {"http://a.test:80/robots.txt": (404, {}, b"")}
+    table = {"http://a.test/robots.txt": (404, {}, b"")}
     records = [{"url": f"http://a.test/{i}"} for i in range(5)]
     out, _client, _ = run_engine(records, table, duration=0.5, delay_factor=0, per_ip_delay=0)
     # min_delay 0 but Crawl-delay none: all five fit; now with a 1 s gap only some do
@@ -61,7 +61,7 @@ def test_after_a_crash_every_known_host_waits_its_full_gap(tmp_path: Path, crash
     s.commit()
     s.close(clean=not crashed)
     state = HostState(tmp_path)
-    client = FakeClient({"http://a.test:80/robots.txt": (404, {}, b"")})
+    client = FakeClient({"http://a.test/robots.txt": (404, {}, b"")})
     times: list[float] = []
     real_fetch = client.fetch
 
@@ -95,7 +95,7 @@ def test_idle_hosts_are_forgotten_and_come_back_from_the_state(tmp_path: Path) -
     state = HostState(tmp_path)
     client = FakeClient(
         {
-            "http://a.test:80/robots.txt": (200, {}, b"User-agent: *\nDisallow: /no\n"),
+            "http://a.test/robots.txt": (200, {}, b"User-agent: *\nDisallow: /no\n"),
             "http://a.test/1": ANSWERS["ok"],
             "http://a.test/2": ANSWERS["ok"],
         }
@@ -126,4 +126,4 @@ def test_idle_hosts_are_forgotten_and_come_back_from_the_state(tmp_path: Path) -
     state.close()
     assert fetcher.evicted >= 1
     assert sorted(r["outcome"] for r in out) == ["fetched", "fetched", "robots-denied"]
-    assert [u for u, _ in client.seen].count("http://a.test:80/robots.txt") == 1
+    assert [u for u, _ in client.seen].count("http://a.test/robots.txt") == 1

@@ -4,9 +4,16 @@ in the host state between runs."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
 from pathlib import Path
 
+import pytest
+from fetch_helpers import FakeClient
+
+from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 
 
@@ -59,3 +66,54 @@ def test_dns_cache_survives_in_the_state(tmp_path: Path) -> None:
     s.close()
     assert asyncio.run(resolve_all(second)) == [("93.184.216.34",), ()]
     assert calls == ["www.example.test", "gone.test"]  # the second resolver asked no one
+
+
+def test_an_immediate_eai_again_is_called_a_temporary_failure() -> None:
+    """Issue 24/25: EAI_AGAIN ("Temporary failure in name resolution", at once when no
+    resolver answers) was labelled dns-timeout."""
+
+    def lookup(name: str) -> list[str]:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    res = asyncio.run(Resolver(lookup=lookup).resolve("a.test"))
+    assert res.error == "dns-temporary: Temporary failure in name resolution"
+
+
+@pytest.mark.timeout(60)
+def test_a_stop_abandons_a_system_lookup_that_hangs() -> None:
+    """Issue 25 item 8: a stop defers the URLs of hosts still being looked up, and the
+    fetch run (``asyncio.run`` with it) ends without waiting for getaddrinfo."""
+    started = threading.Event()
+    release = threading.Event()
+    returned: list[str] = []
+
+    def lookup(name: str) -> list[str]:
+        started.set()
+        release.wait(20)  # a resolver that does not answer
+        returned.append(name)
+        raise OSError(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0),
+        client=FakeClient({}),
+        resolver=Resolver(lookup=lookup),
+        netpolicy=NetPolicy(),
+    )
+
+    async def main() -> list[dict]:
+        async def go() -> list[dict]:
+            return [r async for r in fetcher.run([{"url": f"http://h{i}.test/"} for i in range(3)])]
+
+        task = asyncio.create_task(go())
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        fetcher.stop()
+        return await task
+
+    try:
+        out = asyncio.run(main())
+        assert not returned, "the run waited for the lookup to come back"
+    finally:
+        release.set()
+    assert sorted(r["url"] for r in out) == [f"http://h{i}.test/" for i in range(3)]
+    assert {r["outcome"] for r in out} == {"deferred"} and all(r["stopped"] for r in out)

@@ -423,7 +423,12 @@ def test_depth_cap_keeps_deep_text_one_level_up(ex):
         # real pages: deep but under the cap, inline SVG icons, scripts full of tags
         b"<div>" * 100 + b"x" + b"</div>" * 100,
         b"<svg>" + b'<path d="M0 0"/>' * 5000 + b"</svg>" + b"<p>x" * 200,
-        b"<script>" + b'"<div>" + ' * 5000 + b"</script><!-- " + b"<div>" * 500 + b" -->",
+        # (scripts build markup in balanced strings; a comment holds a page's old markup)
+        b"<script>"
+        + b'"<div>" + x + "</div>" + ' * 3000
+        + b"</script><!-- "
+        + b"<div>" * 200
+        + b" -->",
         b"<ul>" + b"<li>item" * 5000 + b"</ul><table>" + b"<tr><td>c" * 2000 + b"</table>",
         b'<img alt="' + b"word " * 100 + b'" src="/a.png">' * 50,
     ],

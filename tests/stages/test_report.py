@@ -160,6 +160,50 @@ def test_collection_section_renders_well_formed() -> None:
         "HTTP 404",
         "ab" * 32,
         "2,048",
-        "ok: no violations",
+        "polite: no violations",
     ):
         assert text in page, text
+
+
+def test_report_reads_top_down_glance_charts_tables_then_settings() -> None:
+    """At a glance first (pages, requisites, errors, time, politeness), charts before
+    tables, per-host and per-seed tables, settings as text in a collapsed section,
+    the Bloom filter's numbers last."""
+    rep = build_report(_fetches(), counters={"bloom_fp_rate": 0.0009, "seen_urls": 41})
+    rep["collection"] = {
+        "seeds": ["http://a.test/"],
+        "seeds_table": [
+            {"seed": "http://a.test/", "status": 200, "outcome": "fetched", "pages": 30}
+        ],
+        "settings": {
+            "allow_net": ["127.0.0.0/9", "::1/128"],
+            "fetch": {"min_delay": 1.0, "proxy": None, "insecure": False},
+        },
+        "mime_types": [{"type": "text/html", "count": 35, "bytes": 4500}],
+        "requisites": {"fetched": 7, "missing": 2, "missing_examples": []},
+        "audit": {"ok": True, "requests": 41, "violations": [], "warnings": []},
+    }
+    page = render_html(rep)
+    glance = page[page.index("<div class=kpi>") : page.index("</div>\n")]
+    for label, value in (
+        ("pages", "35"),
+        ("requisites", "7 (2 missing)"),
+        ("errors", "5"),
+        ("time", "s"),
+        ("politeness", "polite: no violations"),
+    ):
+        assert f"<div>{label}<b>{value}" in glance or (label == "time" and "time<b>" in glance)
+    order = [
+        page.index("<div class=kpi>"),
+        page.index("<svg"),
+        page.index("<h2>Seeds</h2>"),
+        page.index("<h2>Hosts</h2>"),
+        page.index("<details><summary>Settings"),
+        page.index("Bloom") if "Bloom" in page else page.index("bloom_fp_rate"),
+    ]
+    assert order == sorted(order)
+    assert "<td>a.test</td><td>30</td><td>30</td><td>0</td>" in page  # host row
+    assert "<td>b.test</td><td>10</td><td>5</td><td>5</td>" in page
+    assert "allow_net = 127.0.0.0/9, ::1/128" in page  # text, not a Python repr
+    assert "fetch.insecure = no" in page and "fetch.proxy = (none)" in page
+    assert "[&#x27;" not in page and "['" not in page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -74,7 +75,8 @@ def test_wacz_is_valid_and_complete(tmp_path, warcs):
     assert pages[0] == {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
     home = next(p for p in pages[1:] if p["url"] == "http://site.test/")
     assert home["title"] == "Home" and home["ts"].startswith("20") and len(home["id"]) == 16
-    assert {"id", "url", "ts", "title"} == set(home)
+    # the page's text, as extract computes it, for full-text search (as py-wacz --text)
+    assert {"id", "url", "ts", "title", "text"} == set(home) and home["text"] == "About"
     # the stylesheets (text/css) of the site WARC are no pages
     assert not any(p["url"].startswith("http://site.test/css/") for p in pages[1:])
     assert len({p["id"] for p in pages[1:]}) == len(pages) - 1
@@ -98,14 +100,75 @@ def test_wacz_validate_catches_a_damaged_package(tmp_path, warcs):
 def test_wacz_usage_errors(tmp_path, warcs):
     res = crawlkit("wacz", str(warcs[0]), "-o", str(tmp_path / "x.zip"))
     assert res.code == 2 and "must end in .wacz" in res.stderr
-    twin = tmp_path / "twin"
-    twin.mkdir()
-    shutil.copy(warcs[0], twin / warcs[0].name)
-    res = crawlkit("wacz", str(warcs[0]), str(twin / warcs[0].name), "-o", str(tmp_path / "x.wacz"))
-    assert res.code == 2 and "same name" in res.stderr
+    res = crawlkit("wacz", str(warcs[0]), str(warcs[0]), "-o", str(tmp_path / "x.wacz"))
+    assert res.code == 2 and "given twice" in res.stderr
     res = crawlkit("wacz", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "x.wacz"))
     assert res.code == 1 and "missing.warc.gz" in res.stderr
     assert not (tmp_path / "x.wacz").exists()
+
+
+def test_wacz_names_warcs_that_collide_or_are_not_utf8(tmp_path, warcs):
+    """Two WARCs whose names differ only in case, another of the same name in another
+    directory, and one whose name is not UTF-8: each gets a distinct name in the
+    package (and in its index), and `wacz validate` accepts it."""
+    src = warcs[0].read_bytes()
+    (tmp_path / "x").mkdir()
+    upper, lower, twin = (
+        tmp_path / "A.warc.gz",
+        tmp_path / "a.warc.gz",
+        tmp_path / "x" / "a.warc.gz",
+    )
+    latin = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"caf\xe9.warc.gz"))
+    for p in (upper, lower, twin, latin):
+        Path(p).write_bytes(src)
+    out = tmp_path / "names.wacz"
+    res = crawlkit("wacz", str(upper), str(lower), str(twin), latin, "-o", str(out))
+    assert res.code == 0, res.stderr
+    assert "a.warc.gz: stored as archive/a-2.warc.gz" in res.stderr
+    assert "caf\\xe9.warc.gz: stored as archive/caf%E9.warc.gz" in res.stderr
+    check = wacz_validate(out)
+    assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
+    archived = ["A.warc.gz", "a-2.warc.gz", "a-3.warc.gz", "caf%E9.warc.gz"]
+    with zipfile.ZipFile(out) as zf:
+        assert [n for n in zf.namelist() if n.startswith("archive/")] == [
+            f"archive/{n}" for n in archived
+        ]
+        index = zf.read("indexes/index.cdx").decode()
+        package = json.loads(zf.read("datapackage.json"))
+    assert {json.loads(line.split(" ", 2)[2])["filename"] for line in index.splitlines()} == set(
+        archived
+    )
+    names = [r["name"] for r in package["resources"]]
+    assert len(set(names)) == len(names)
+
+
+def test_a_big_collection_gets_a_zipnum_index(tmp_path, warcs):
+    """Above the size (here lowered to 5 lines, with 1 byte of lines held so every
+    line goes through the external sort's run files), the index is a ZipNum index
+    (indexes/index.cdx.gz + indexes/index.idx, as py-wacz writes it), which `wacz
+    validate` accepts, holding the lines `crawlkit index` writes."""
+    import gzip
+
+    from crawlkit.stages.wacz import write_wacz
+
+    out = tmp_path / "big.wacz"
+    write_wacz(warcs, out, zipnum_above=5, max_bytes=1)
+    check = wacz_validate(out)
+    assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        assert "indexes/index.cdx" not in names
+        data = zf.read("indexes/index.cdx.gz")
+        assert zf.getinfo("indexes/index.cdx.gz").compress_type == zipfile.ZIP_STORED
+        idx = zf.read("indexes/index.idx").decode().splitlines()
+        pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert gzip.decompress(data).decode() == crawlkit("index", *map(str, warcs)).text
+    assert idx[0] == '!meta 0 {"format": "cdxj-gzip-1.0", "filename": "index.cdx.gz"}'
+    first = json.loads(idx[1].split(" ", 2)[2])
+    block = gzip.decompress(data[first["offset"] : first["offset"] + first["length"]])
+    assert block.decode().startswith(idx[1].split(" {", 1)[0])
+    assert [(p["ts"], p["url"]) for p in pages] == sorted((p["ts"], p["url"]) for p in pages)
+    assert list(tmp_path.glob("crawlkit-sort-*")) == []
 
 
 def test_pywb_replays_from_crawlkits_index(tmp_path, warcs):

@@ -1,16 +1,27 @@
 """A minimal HTTP forward proxy for tests: absolute-form GETs only, one request per
-connection, upstream addresses from a hosts file (so it never uses DNS).
+connection, upstream addresses from a hosts file (so it never uses DNS) unless the
+request-target holds an address.
 
     python tests/tools/forward_proxy.py HOSTS_FILE LOG_FILE
 
-Prints its port on the first line of stdout; appends each requested URL to LOG_FILE.
+Prints its port on the first line of stdout; appends each requested URL to LOG_FILE,
+with the Host header's name (the URL as the site sees it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import sys
 from urllib.parse import urlsplit
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def read_hosts(path: str) -> dict[str, str]:
@@ -34,8 +45,21 @@ async def main(hosts_path: str, log_path: str) -> None:
             line, _, rest = head.partition(b"\r\n")
             method, target, version = line.decode("latin-1").split(" ", 2)
             url = urlsplit(target)
-            log.write(target + "\n")
-            address = hosts.get((url.hostname or "").lower())
+            host = next(
+                (
+                    f.split(b":", 1)[1].strip().decode("latin-1")
+                    for f in rest.split(b"\r\n")
+                    if f.lower().startswith(b"host:")
+                ),
+                url.netloc,
+            )
+            # crawlkit sends the address it checked, the name in Host: log the URL as
+            # the site sees it
+            log.write(
+                f"{url.scheme}://{host}{url.path or '/'}{'?' + url.query if url.query else ''}\n"
+            )
+            name = (url.hostname or "").lower()
+            address = name if _is_address(name) else hosts.get(name)
             if method != "GET" or address is None:
                 writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
                 return

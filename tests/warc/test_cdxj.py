@@ -66,7 +66,7 @@ def test_index_to_stdout_and_errors(tmp_path):
     cut = tmp_path / "cut.warc.gz"
     cut.write_bytes(warc.read_bytes()[:-100])  # warcio alone reads this without a word
     res = crawlkit("index", str(cut))
-    assert res.code == 1 and "cut.warc.gz: ends in the middle of a record" in res.stderr
+    assert res.code == 1 and "cut.warc.gz: WARC ends inside" in res.stderr
 
 
 _label = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
@@ -120,3 +120,32 @@ def test_surt_key_agrees_with_the_surt_package(scheme, host, port, path, query, 
     except Exception:  # surt gives up on some inputs (cdxj-indexer then keeps the URL)
         return
     assert surt_key(url) == expected, url
+
+
+def test_resource_records_of_a_provenance_file_index_as_cdxj_indexer_does(tmp_path):
+    """The crawl log and report crawlkit archive stores as resource records have
+    opaque URIs (urn:...): their keys keep the scheme, as surt's do."""
+    from crawlkit.warc.write import WarcWriter
+
+    with WarcWriter(tmp_path) as writer:
+        writer.write_resource("urn:crawlkit:crawl-log.ndjson", "application/x-ndjson", b"{}\n")
+        writer.write_resource("urn:crawlkit:report.json", "application/json", b"{}")
+        writer.write_metadata(
+            "http://a.test/",
+            [("outlink", "http://a.test/x L a")],
+            refers_to=None,
+            date="2026-01-01T00:00:00Z",
+        )
+    warc = next(tmp_path.glob("*.warc.gz"))
+    out = tmp_path / "index.cdxj"
+    assert crawlkit("index", str(warc), "-o", str(out)).code == 0
+    ours = out.read_text()
+    assert ours == cdxj_indexer(warc)
+    assert ours.startswith("urn:crawlkit:crawl-log.ndjson ")
+
+
+@pytest.mark.parametrize(
+    "url", ["urn:crawlkit:report.json", "URN:X:Y", "mailto:a@b.c", "dns:WWW.Example.com"]
+)
+def test_opaque_uris_keep_their_scheme(url):
+    assert surt_key(url) == surt.surt(url)

@@ -1,0 +1,132 @@
+"""Resolving and canonicalizing a page's hrefs, with a cache (:class:`LinkResolver`)."""
+
+from __future__ import annotations
+
+import re
+
+from crawlkit.errors import InvalidURL
+from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
+
+__all__ = ["LinkResolver"]
+
+# A path that every rule level leaves as it is: unreserved characters and "/" only
+# (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
+_CLEAN = re.compile(r"[A-Za-z0-9\-._~/]*")
+_CLEAN_HOST = re.compile(r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*(?::[0-9]{1,5})?")
+
+
+def _clean_path(path: str) -> bool:
+    return _CLEAN.fullmatch(path) is not None and "/." not in "/" + path
+
+
+class LinkResolver:
+    """Resolves and canonicalizes hrefs, with a bounded cache of results.
+
+    Navigation links repeat on every page of a site, so results are cached under a
+    key that holds exactly what the result depends on: the href alone for an
+    absolute http(s) URL, the base's scheme and authority for ``/path`` and
+    ``//host`` references, the whole base otherwise.
+
+    Most of the rest are plain paths (``/a/b.html``, ``b.html``,
+    ``https://host/a``) made only of unreserved characters: for those the canonical
+    URL is the base's authority (or directory) plus the path, at every rule level, so
+    they are joined here without a full parse. Everything else goes through
+    :meth:`Canonicalizer.parse`; a test checks that both ways agree.
+    """
+
+    def __init__(self, canon: Canonicalizer, max_entries: int = 200_000):
+        self._canon = canon
+        self._cache: dict[tuple[str, str], ParsedURL | None] = {}
+        self._authorities: dict[str, tuple[str, str] | None] = {}
+        self._dirs: dict[str, str | None] = {}
+        self._max = max_entries
+
+    def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
+        """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
+
+        ``base`` is a WHATWG serialization and ``authority`` its
+        ``scheme://userinfo@host:port`` part.
+        """
+        if href.startswith(("http://", "https://")) and "\t" not in href and "\n" not in href:
+            key = ("", href)
+        elif href.startswith("//"):
+            key = (authority.partition(":")[0], href)
+        elif href.startswith("/"):
+            key = (authority, href)
+        else:
+            key = (base, href)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        parsed = self._fast(href, base, authority)
+        if parsed is None:
+            try:
+                parsed = self._canon.parse(href, base)
+            except InvalidURL:
+                parsed = None
+        if len(self._cache) >= self._max:
+            self._cache.clear()
+            self._authorities.clear()
+            self._dirs.clear()
+        self._cache[key] = parsed
+        return parsed
+
+    def _host_site(self, authority: str) -> tuple[str, str] | None:
+        """(host, site) when ``authority`` is already in canonical form, else None."""
+        try:
+            return self._authorities[authority]
+        except KeyError:
+            pass
+        info: tuple[str, str] | None = None
+        try:
+            parsed = self._canon.parse(authority + "/")
+            if parsed.url == authority + "/":
+                info = (parsed.host, parsed.site)
+        except InvalidURL:
+            pass
+        self._authorities[authority] = info
+        return info
+
+    def _directory(self, base: str, authority: str) -> str | None:
+        """The base URL up to the last "/" of its path, if that path is clean."""
+        try:
+            return self._dirs[base]
+        except KeyError:
+            pass
+        path = base[len(authority) :].split("?", 1)[0].split("#", 1)[0]
+        found = authority + path[: path.rfind("/") + 1] if _clean_path(path) else None
+        self._dirs[base] = found
+        return found
+
+    def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
+        """The plain-path cases (see the class docstring); None means "parse it"."""
+        path = href.split("#", 1)[0] if "#" in href else href
+        # _CLEAN has no ":", so absolute URLs fail it here and are checked below.
+        if (not path or not _clean_path(path)) and not path.startswith(("http://", "https://")):
+            return None
+        if path.startswith("/"):
+            if path.startswith("//") or not base.startswith(authority + "/"):
+                return None
+            info = self._host_site(authority)
+            url = authority + path
+        elif path.startswith(("http://", "https://")):
+            slash = path.find("/", path.index("//") + 2)
+            if slash < 0:
+                return None
+            auth = path[:slash]
+            if not _CLEAN_HOST.fullmatch(auth[auth.index("//") + 2 :]) or not _clean_path(
+                path[slash:]
+            ):
+                return None
+            info = self._host_site(auth)
+            url = path
+        else:
+            directory = self._directory(base, authority)
+            if directory is None:
+                return None
+            info = self._host_site(authority)
+            url = directory + path
+        if info is None:
+            return None
+        return ParsedURL(url, info[0], info[1], fingerprint(url))

@@ -1,0 +1,171 @@
+"""`crawlkit archive URL OUT` on a two-host site (pages, requisites on a "CDN" host):
+every page and reachable requisite captured once, politely by the server's log, and
+the WARC files say how they were made (warcinfo, metadata, resource records) with no
+secret in them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import orjson
+from conftest import crawlkit, start_testweb
+from warcio.archiveiterator import ArchiveIterator
+
+GAP = "0.05s"
+HEADER_SECRET = "SEKRET-HEADER-7f3a"
+COOKIE_SECRET = "SEKRET-COOKIE-91bc"
+
+
+def _records(warc: Path) -> list:
+    out = []
+    with open(warc, "rb") as f:
+        for r in ArchiveIterator(f):
+            body = r.content_stream().read()
+            out.append((r.rec_type, r.rec_headers, body))
+    return out
+
+
+def _warcs(out: Path) -> list[Path]:
+    return sorted(out.glob("warc/*.warc.gz"))
+
+
+def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
+    cookies = tmp_path / "cookies.txt"
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "3", "--special", "requisites") as web:
+        site = web.hosts_of_kind("requisites")[0]
+        host = site["name"]
+        cookies.write_text(f"{host}\tFALSE\t/\tFALSE\t0\tsid\t{COOKIE_SECRET}\n")
+        out = tmp_path / "coll"
+        args = [
+            "archive",
+            site["root"],
+            str(out),
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--min-delay",
+            GAP,
+            "--header",
+            f"Authorization: Bearer {HEADER_SECRET}",
+            "--cookies",
+            str(cookies),
+            "--warc-prefix",
+            "coll",
+        ]
+        first = crawlkit(*args)
+        assert first.code == 0, first.stderr
+        again = crawlkit(*args)  # resumed: nothing left, nothing fetched again
+        assert again.code == 0, again.stderr
+        web.flush()
+        requests = web.requests()
+        audit = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", GAP, "--json")
+        needed = {u for urls in site["notes"]["requisites"].values() for u in urls}
+        wanted = needed | set(site["pages"])
+    assert orjson.loads(audit.stdout)["ok"], audit.stdout[:2000]
+    asked = Counter(f"{q['host']}{q['path']}" for q in requests)
+    assert [k for k, n in asked.items() if n > 1] == []  # 0 fetched twice, over two runs
+    warcs = _warcs(out)
+    assert len(warcs) >= 3 and all(w.name.startswith("coll-") for w in warcs)  # provenance too
+    captured: set[str] = set()
+    by_file = {w.name: _records(w) for w in warcs}
+    for recs in by_file.values():
+        captured |= {
+            h.get_header("WARC-Target-URI") for t, h, _ in recs if t in ("response", "revisit")
+        }
+    assert wanted - captured == set()
+    for warc in warcs:  # every WARC file passes warcio's own check
+        check = subprocess.run(
+            [str(Path(sys.executable).parent / "warcio"), "check", str(warc)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+
+    # warcinfo: the effective settings and the command line
+    crawl_file = by_file[warcs[0].name]
+    info_type, _, info = crawl_file[0]
+    assert info_type == "warcinfo"
+    fields = dict(line.split(": ", 1) for line in info.decode().split("\r\n") if ": " in line)
+    assert fields["command-line"].startswith(f"crawlkit archive {site['root']} ")
+    assert fields["robots"] == "obey" and fields["http-header-user-agent"]
+    settings = json.loads(fields["crawlkit-settings"])
+    assert settings["scope"] == "site" and settings["budgets"] is False
+    assert settings["fetch"]["min_delay"] == 0.05
+
+    # each capture's metadata record says how it was reached
+    meta = {
+        h.get_header("WARC-Target-URI"): body.decode()
+        for recs in by_file.values()
+        for t, h, body in recs
+        if t == "metadata" and h.get_header("WARC-Concurrent-To")
+    }
+    requisite = sorted(needed & set(meta))[0]
+    assert "reason: requisite" in meta[requisite]
+    assert "\r\nvia: http" in meta[requisite]
+    assert "reason: seed" in meta[site["root"]]
+
+    # the last files of the runs hold outlinks, the crawl log and the report
+    last = by_file[warcs[-1].name]
+    resources = {h.get_header("WARC-Target-URI"): body for t, h, body in last if t == "resource"}
+    assert set(resources) == {"urn:crawlkit:crawl-log.ndjson", "urn:crawlkit:report.json"}
+    assert orjson.loads(resources["urn:crawlkit:report.json"])["collection"]["seeds"] == [
+        site["root"]
+    ]
+    all_resources = [
+        (h.get_header("WARC-Target-URI"), body)
+        for recs in by_file.values()
+        for t, h, body in recs
+        if t == "resource"
+    ]
+    logged = [
+        json.loads(line)["url"]
+        for uri, body in all_resources
+        if uri.endswith("crawl-log.ndjson")
+        for line in body.decode().splitlines()
+    ]
+    assert len(logged) == len(set(logged)) and site["root"] in logged  # each cycle once
+    outlinks = [
+        (h.get_header("WARC-Target-URI"), h.get_header("WARC-Refers-To"), body.decode())
+        for recs in by_file.values()
+        for t, h, body in recs
+        if t == "metadata" and h.get_header("WARC-Refers-To")
+    ]
+    roots = [o for o in outlinks if o[0] == site["root"]]
+    assert len(roots) == 1  # written once, though the collection was packaged twice
+    response_ids = {
+        h.get_header("WARC-Record-ID")
+        for recs in by_file.values()
+        for t, h, _ in recs
+        if t == "response"
+    }
+    assert roots[0][1] in response_ids
+    assert "outlink: " in roots[0][2] and " E " in roots[0][2]
+
+    # secrets: only in the request records, which are what was sent
+    for recs in by_file.values():
+        for t, h, body in recs:
+            if t == "request":
+                continue
+            text = str(h) + body.decode("utf-8", "replace")
+            assert HEADER_SECRET not in text and COOKIE_SECRET not in text, (t, text[:300])
+    for path in (
+        out / "report.json",
+        out / "report.html",
+        out / "state" / "crawl" / "settings.json",
+    ):
+        text = path.read_text()
+        assert HEADER_SECRET not in text and COOKIE_SECRET not in text, path
+    assert f"{len(warcs)} WARC files in {out}/warc" in again.stderr.splitlines()[-1]
+    assert (out / "collection.wacz").exists()
+
+
+def test_archive_refuses_state_and_warc_dir(tmp_path: Path) -> None:
+    res = crawlkit("archive", "http://x.test/", str(tmp_path / "c"), "--state", "elsewhere")
+    assert res.code == 2
+    assert "--state: the collection's is OUT/state, OUT/warc" in res.stderr

@@ -1,0 +1,79 @@
+"""A pattern appended to --ignore-file while the crawl runs never ends it early.
+
+The crawl used to stop with "nothing more can be fetched now" and fetchable URLs still
+queued: a batch from the frontier whose every URL the new pattern refused read as
+"the frontier has nothing to give", and three such fetch runs in a row ended the crawl.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import start_testweb
+
+from crawlkit import io
+from crawlkit.crawl import CrawlOptions, crawl
+from crawlkit.crawl.archive import ArchiveOptions
+from crawlkit.fetch.engine import FetchConfig
+
+
+def test_pattern_appended_mid_crawl_leaves_only_matching_urls(tmp_path: Path) -> None:
+    ignore = tmp_path / "ignore.txt"
+    ignore.write_text("# live ignores\n")
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "40", "--special", "none") as web:
+        host = web.host("h0.test")
+        pages = set(host["pages"])
+        state = tmp_path / "S"
+        options = CrawlOptions(
+            scope="site",
+            budgets=False,
+            per_host=4,
+            allow_net=(web.info["allow_net"],),
+            hosts_file=web.hosts_file,
+            fetch=FetchConfig(min_delay=0.02, delay_factor=1.0, timeout=5.0),
+            archive=ArchiveOptions(ignore_file=ignore),
+            idle_wait=0.2,
+        )
+        patterns: list[str] = []
+
+        def progress(info: dict) -> None:
+            # The event: the first cycle (the root) is done and its links are queued,
+            # in link order. The pattern refuses all but the last one: the frontier
+            # hands out at least three batches of four refused URLs before them.
+            if not patterns:
+                links = state / "crawl" / "cycles" / info["cycle"] / "links.ndjson.zst"
+                urls = [r["url"] for r in io.read_records([links]) if r["url"] in pages]
+                assert len(urls) >= 14, urls
+                patterns.append("^(" + "|".join(re.escape(u) for u in urls[:-1]) + ")$")
+                with open(ignore, "a") as f:
+                    f.write(patterns[0] + "\n")
+
+        summary = crawl(state, [host["root"]], options, progress=progress)
+    assert patterns, "no cycle finished"
+    pattern = patterns[0]
+    assert summary.stopped == "frontier empty", summary.to_json()
+    assert summary.queued == 0 and summary.waiting == 0
+    fetched = {
+        r["url"]
+        for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+        for r in io.read_records([log])
+        if r["outcome"] == "fetched"
+    }
+    excluded = {
+        r["url"]
+        for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
+        for r in io.read_records([p])
+        if r.get("refused") == "excluded"
+    }
+    assert excluded, "the pattern refused nothing: the test did not test"
+    assert all(re.search(pattern, u) for u in excluded)
+    found = {
+        r["url"]
+        for p in sorted(state.glob("crawl/cycles/*/links.ndjson.zst"))
+        for r in io.read_records([p])
+    }
+    # every page found that the pattern does not match was fetched; only matching
+    # pages are left out (refused, or linked only from refused pages: never found)
+    wanted = {u for u in pages & found if not re.search(pattern, u)}
+    assert len(wanted) >= 1 and wanted <= fetched

@@ -1,0 +1,189 @@
+"""crawlkit index (and wacz) on damaged and odd WARCs: one-line errors, never internal
+errors, never a silent rc 0 on a cut record; odd URIs keyed as cdxj-indexer keys them."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import crawlkit
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+# warcio's writer buffers payloads in SpooledTemporaryFiles it never closes.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
+)
+
+_HTTP = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello"
+
+
+def _record(*headers: str, block: bytes = _HTTP, length: int | None = None) -> bytes:
+    head = "".join(f"{h}\r\n" for h in headers)
+    size = len(block) if length is None else length
+    return f"WARC/1.1\r\n{head}Content-Length: {size}\r\n\r\n".encode() + block + b"\r\n\r\n"
+
+
+_GOOD = (
+    "WARC-Type: response",
+    "WARC-Target-URI: http://example.com/",
+    "WARC-Date: 2026-12-02T01:02:03Z",
+    "WARC-Record-ID: <urn:uuid:1>",
+    "Content-Type: application/http; msgtype=response",
+)
+
+
+def _without(name: str, *extra: str) -> tuple[str, ...]:
+    return tuple(h for h in _GOOD if not h.startswith(name)) + extra
+
+
+def _index(path: Path) -> tuple[int, str, str]:
+    res = crawlkit("index", str(path))
+    return res.code, res.text, res.stderr
+
+
+CASES = {
+    "empty-date": (_record(*_without("WARC-Date", "WARC-Date: ")), "no WARC-Date"),
+    "no-date": (_record(*_without("WARC-Date")), "no WARC-Date"),
+    "bad-date": (_record(*_without("WARC-Date", "WARC-Date: yesterday")), "is not a date"),
+    "no-uri": (_record(*_without("WARC-Target-URI")), "no WARC-Target-URI"),
+    "cut-in-headers": (_record(*_GOOD)[:40], "ends inside the headers of record 2"),
+    "cut-record": (_record(*_GOOD) + _record(*_GOOD)[:-30], "ends inside record 2"),
+    "huge-length": (_record(*_GOOD, length=10**15), "ends inside record 2"),
+    "not-a-warc": (b"GET / HTTP/1.1\r\n\r\n", "not a WARC record"),
+    "20mb-header-line": (
+        b"WARC/1.1\r\nWARC-Type: response\r\nX-Long: " + b"a" * (20 << 20) + b"\r\n\r\n",
+        "WARC headers longer than",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_damaged_warc_is_a_one_line_error(tmp_path: Path, case: str) -> None:
+    data, why = CASES[case]
+    warc = tmp_path / f"{case}.warc"
+    warc.write_bytes(_record(*_GOOD) + data if case != "cut-record" else data)
+    out = tmp_path / "out.cdxj"
+    res = crawlkit("index", str(warc), "-o", str(out))
+    assert res.code == 1, (case, res.stderr)
+    assert res.stderr.startswith(f"crawlkit index: {warc}: "), res.stderr
+    assert why in res.stderr and "internal error" not in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_200_mb_header_line_is_refused_at_once(tmp_path: Path) -> None:
+    """(Before: a 20 MB line took 7.9 s, a 200 MB one never ended.) The file is sparse:
+    200 MB of NUL bytes with no line end, of which the reader reads 256 KiB."""
+    warc = tmp_path / "long.warc"
+    with open(warc, "wb") as f:
+        f.write(_record(*_GOOD) + b"WARC/1.1\r\nWARC-Type: response\r\nX-Long: ")
+        f.truncate(200 << 20)
+    for stage in ("index", "wacz"):
+        extra = ("-o", str(tmp_path / "x.wacz")) if stage == "wacz" else ()
+        res = crawlkit(stage, str(warc), *extra)
+        assert res.code == 1 and "WARC headers longer than" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_year_only_date_is_indexed_from_its_first_second(tmp_path: Path) -> None:
+    warc = tmp_path / "year.warc"
+    warc.write_bytes(
+        _record(*_without("WARC-Date", "WARC-Date: 2026"))
+        + _record(*_without("WARC-Date", "WARC-Date: 2026-12"))
+    )
+    code, text, err = _index(warc)
+    assert code == 0, err
+    assert [line.split(" ")[1] for line in text.splitlines()] == [
+        "20260101000000",
+        "20261201000000",
+    ]
+
+
+def test_a_metadata_record_without_a_uri_is_keyed_as_cdxj_indexer_does(tmp_path: Path) -> None:
+    warc = tmp_path / "meta.warc"
+    meta = _record(
+        "WARC-Type: metadata",
+        "WARC-Date: 2026-12-02T01:02:03Z",
+        "Content-Type: text/plain",
+        block=b"a crawl log",
+    )
+    warc.write_bytes(_record(*_GOOD) + meta)
+    code, text, err = _index(warc)
+    assert code == 0, err
+    assert text == _cdxj_indexer(warc)
+    assert text.splitlines()[0].startswith('- 20261202010203 {"mime": "text/plain"')
+
+
+ODD_URIS = [
+    "dns:example.com",
+    "DNS:Example.COM",
+    "data:text/plain,hello",
+    "data:,",
+    "data:image/png;base64,iVBORw0KGgo=",
+    "file:///etc/passwd",
+    "file://host/share/x",
+    "file:/tmp/x",
+    "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
+    "urn:ISBN:0451450523",
+    "javascript:void(0)",
+    "javascript:alert('x')",
+    "mailto:a@b.c",
+    "about:blank",
+    "http://",
+    "https://",
+    "http:///",
+    "http://:80/",
+    "http://example.com:",
+    "http://example.com:abc/",
+    "http://example.com:99999/",
+    "http://example.com:-1/",
+    "http://example.com:0/",
+    "http://example.com:80:80/",
+    "http://[::1",
+    "http://[::1]:x/",
+    "http://user:pw@example.com:8080/p",
+    "ftp://ftp.example.com/pub/",
+    "ws://example.com/chat",
+    "whois://whois.example.com/example.com",
+    "HTTP://EXAMPLE.COM:080/",
+    "https://example.com:80/",
+    "blob:http://example.com/uuid",
+    "tel:+123",
+    "x-ms:foo",
+]
+
+
+def _cdxj_indexer(*paths: Path) -> str:
+    exe = Path(sys.executable).parent / "cdxj-indexer"
+    out = subprocess.run([str(exe), "--sort", *map(str, paths)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_odd_uris_are_keyed_as_cdxj_indexer_keys_them(tmp_path: Path) -> None:
+    """Before: 9 of these 35 got other keys (dns:, data:, file:, urn:, javascript:,
+    bare http://, bad ports)."""
+    warc = tmp_path / "odd.warc.gz"
+    with open(warc, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for uri in ODD_URIS:
+            w.write_record(
+                w.create_warc_record(
+                    uri, "resource", payload=io.BytesIO(b"x"), warc_content_type="text/plain"
+                )
+            )
+            if uri.lower().startswith("http"):
+                head = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], "HTTP/1.1")
+                w.write_record(
+                    w.create_warc_record(
+                        uri, "response", payload=io.BytesIO(b"<p>"), http_headers=head
+                    )
+                )
+    code, text, err = _index(warc)
+    assert code == 0, err
+    assert text == _cdxj_indexer(warc)
+    assert len(text.splitlines()) > len(ODD_URIS)
