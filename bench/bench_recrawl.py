@@ -388,17 +388,17 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
     }
 
 
-def accuracy(snapshots: dict[int, list[tuple[float, float]]]) -> list[str]:
+def accuracy(snapshots: dict[object, list[tuple[float, float]]]) -> list[str]:
     lines = []
     for visits, seen in snapshots.items():
         pairs = np.array([(e, t) for e, t in seen if t > 0]) if seen else np.zeros((0, 2))
         if len(pairs) == 0:
-            lines.append(f"  after {visits:>2} visits: no page got there")
+            lines.append(f"  after {visits!s:>8} visits: no page got there")
             continue
         ratio = pairs[:, 0] / pairs[:, 1]
         err = np.abs(ratio - 1)
         lines.append(
-            f"  after {visits:>2} visits: {len(pairs):>5} pages, median estimate/true "
+            f"  after {visits!s:>8} visits: {len(pairs):>5} pages, median estimate/true "
             f"{np.median(ratio):.3f}, median |error| {np.median(err):.1%}, "
             f"within ±25%: {np.mean(err <= 0.25):.1%}"
         )
@@ -488,7 +488,9 @@ def main() -> None:
                 f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s)"
             )
             if isinstance(policy, New):
-                snapshots = policy.snapshots
+                snapshots = dict(policy.snapshots)
+                done = (policy.visits >= 20) & (web.rate > 0)
+                snapshots["end, 20+"] = list(zip(policy.est[done], web.rate[done], strict=True))
         oracle = results["oracle"]["freshness"]
         for name in ("today", "uniform", "new", "stage"):
             if name not in results:
