@@ -4,7 +4,7 @@ freshness the schedule should give, and the URLs due each day ahead.
 :func:`collect` reads an opened :class:`~crawlkit.recrawl.history.History` (it writes
 nothing); :func:`format_lines` renders it for ``crawlkit recrawl --stats``;
 :func:`report_section` is the same for the crawl report, opening the history of a
-state directory read-only (it returns no lines when there is none).
+state directory (it returns no lines when there is none).
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def format_lines(stats: RecrawlStats) -> list[str]:
 
 def report_section(state: Path, now: float, policy: RecrawlPolicy | None = None) -> list[str]:
     """The recrawl lines of a crawl report for the state directory ``state``; no
-    lines when it has no recrawl history. Reads only (a copy is not made)."""
+    lines when it has no recrawl history. Reads only (SQLite WAL: a running crawl
+    may write meanwhile), except that a version 1 history is migrated on opening."""
     path = state / "recrawl" / "history.sqlite"
     if not path.exists():
         return []
