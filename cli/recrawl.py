@@ -113,7 +113,8 @@ def recrawl_command(
     freshness per fetch as the budget allows, weighted by importance 0..3 (0 most
     important, weight 2, 4/3, 1, 2/3); a URL changing faster than the budget can
     follow is not chased and one that never changes drifts to --max. A sitemap
-    lastmod newer than the last fetch makes the URL due now. deferred fetches are
+    URL record counts as a read of the page's lastmod (feed a sitemap when it was
+    fetched): a lastmod newer than the last fetch makes the URL due now. deferred fetches are
     due at their retry_at; errors back off from 1 h.
 
     Writes one URL record per URL picked, the one a fetch buys the most freshness
