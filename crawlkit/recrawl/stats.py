@@ -73,8 +73,8 @@ def collect(history: History, policy: RecrawlPolicy, now: float, days: int = 7) 
         return stats
     own = np.isfinite(t.rate) & (t.checks > 1)
     stats.estimated = int(own.sum())
-    priors = prior_rates(t, policy.initial)
-    lam = np.where(np.isfinite(t.rate), t.rate, [priors.get(s, 1 / policy.initial) for s in t.site])
+    priors, default = prior_rates(t, policy.initial)
+    lam = np.where(np.isfinite(t.rate), t.rate, [priors.get(s, default) for s in t.site])
     mean_gap = 1 / np.maximum(lam[own], 1e-300)
     lower = 0.0
     for label, upper in BINS:
