@@ -95,6 +95,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -459,6 +460,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
                 "--subprocesses",
                 "--nonblocking",
                 "--function",
+                "--threads",
                 "--format",
                 "raw",
                 "--rate",
@@ -610,6 +612,7 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
     own frame on top, C calls it makes included) and inclusive time."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
+    threads: dict[str, Counter[str]] = {}  # thread -> its first crawlkit frames
     total = 0
     for line in collapsed.read_text("utf-8", "replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -618,6 +621,14 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
         n = int(count)
         total += n
         frames = stack.split(";")
+        # py-spy --threads: "process ...;thread (0x...);frames": per thread, and
+        # named by the first crawlkit frame (asyncio's loop, the post thread, ...)
+        head = [f for f in frames if f.startswith(("process ", "thread ("))]
+        frames = [f for f in frames if f not in head]
+        if not frames:
+            continue
+        where = next((f for f in frames if "crawlkit/" in f), frames[0] if frames else "?")
+        threads.setdefault(";".join(head), Counter())[where.split(" (")[0]] += n
         own[frames[-1]] = own.get(frames[-1], 0) + n
         for frame in set(frames):
             inclusive[frame] = inclusive.get(frame, 0) + n
@@ -628,6 +639,12 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
         f"  py-spy: {total / PY_SPY_RATE:.1f} busy thread-seconds sampled = "
         f"{total * per_k:.2f} s per 1,000 pages ({pages} pages)"
     )
+    print("  -- per thread (busy share of the run's wall time, its top entry points)")
+    busiest = sorted(threads.items(), key=lambda kv: -sum(kv[1].values()))
+    for name, entries in busiest[:8]:
+        n = sum(entries.values())
+        tops = ", ".join(f"{w} {100 * c / n:.0f}%" for w, c in entries.most_common(3))
+        print(f"    {n / PY_SPY_RATE:7.1f} s  {name[-40:]}: {tops}")
     for title, table in (("self", own), ("inclusive", inclusive)):
         print(f"  -- {title} (s per 1,000 pages, share of samples)")
         for frame, n in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
