@@ -175,13 +175,18 @@ class RobotsFlow:
             self._bytes -= entry_cost(origin, old)
         self._entries[origin] = entry
         self._bytes += entry_cost(origin, entry)
-        if self.state is None or self._bytes <= self.max_bytes:
+        if self.state is None:
             return
-        for key in list(self._entries):
-            if self._bytes <= self.max_bytes or key == origin:
-                break
-            if key not in self._inflight:
-                self._bytes -= entry_cost(key, self._entries.pop(key))
+        # Oldest first; one being fetched is passed over (moved to the young end), so
+        # each eviction costs O(1), not a walk of every entry.
+        passed = 0
+        while self._bytes > self.max_bytes and passed < len(self._entries) - 1:
+            key = next(iter(self._entries))
+            if key in self._inflight:
+                self._entries.move_to_end(key)
+                passed += 1
+                continue
+            self._bytes -= entry_cost(key, self._entries.pop(key))
 
     def cache_bytes(self) -> int:
         """Estimated bytes of the entries in memory (see :func:`entry_cost`)."""

@@ -46,12 +46,15 @@ def test_robots_entries_in_memory_stay_within_their_byte_bound(tmp_path: Path) -
     flow.max_bytes = 400_000
     policy, now = RobotsPolicy(), time.time()
     origins = [f"http://h{i}.test:80" for i in range(200)]
+    fetching = "http://again.test:80"  # its robots.txt is being fetched anew: kept
+    flow.settle(fetching, policy.on_response(200, _body(0, 10), now))
+    flow._inflight[fetching] = []
     for i, origin in enumerate(origins):
         flow.settle(origin, policy.on_response(200, _body(i, 200), now))  # ~4 KB a file
         assert flow.cache_bytes() <= flow.max_bytes
     assert flow.cache_bytes() == sum(entry_cost(o, e) for o, e in flow._entries.items())
     assert 0 < len(flow._entries) < len(origins)  # the least recently used went out
-    assert origins[-1] in flow._entries
+    assert origins[-1] in flow._entries and fetching in flow._entries
     # An evicted entry is read back from the state, rules and all.
     first = flow.entry(origins[0])
     assert first is not None and not first.rules().check("crawlkit", "/h0/p5/x").allowed
