@@ -35,10 +35,12 @@ __all__ = [
     "CHUNK_RECORDS",
     "CHUNK_SECONDS",
     "CUT_CHECK",
+    "CUT_SCALE_MAX",
     "POST_BACKLOG",
     "POST_BACKLOG_MAX",
     "Feed",
     "LiveCycle",
+    "cut_scale",
     "refill_share",
 ]
 
@@ -55,6 +57,23 @@ CUT_CHECK = 0.5
 # CRAWLKIT_POST_BACKLOG_MAX=2 brings back the hard stop (a knob for bench_crawl's A/B).
 POST_BACKLOG = 2
 POST_BACKLOG_MAX = int(os.environ.get("CRAWLKIT_POST_BACKLOG_MAX") or 6)
+
+
+# While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
+# POST_BACKLOG, at most CUT_SCALE_MAX): post-processing pays a fixed cost per cycle
+# (seen set, frontier and step commits, each with fsyncs: half the post thread's time
+# in py-spy), so bigger cycles could let it take more records a second when it lags.
+# Off (1) by default: at 4 it did not measurably help (issue 27; 39 and 69 new
+# pages/s against 62 and 61 at load 10-12); CRAWLKIT_CUT_SCALE_MAX=4 to measure again.
+CUT_SCALE_MAX = int(os.environ.get("CRAWLKIT_CUT_SCALE_MAX") or 1)
+
+
+def cut_scale(backlog: int) -> int:
+    """How many times ``CHUNK_RECORDS`` and ``CHUNK_SECONDS`` a cycle may grow to
+    while ``backlog`` cut cycles wait for post-processing."""
+    if backlog < POST_BACKLOG:
+        return 1
+    return int(min(CUT_SCALE_MAX, 2 ** (backlog - POST_BACKLOG + 1)))
 
 
 def refill_share(backlog: int) -> float:
@@ -142,8 +161,9 @@ class Feed(CycleSteps):
         timer: list[asyncio.Task[None]] = []  # cut_on_time, held while the run lives
 
         def cut_due(now: float) -> bool:
-            return live.records >= CHUNK_RECORDS or (
-                live.records > 0 and now - live.started >= CHUNK_SECONDS
+            scale = cut_scale(post.backlog())
+            return live.records >= CHUNK_RECORDS * scale or (
+                live.records > 0 and now - live.started >= CHUNK_SECONDS * scale
             )
 
         def cut_done(task: asyncio.Task[None]) -> None:
@@ -344,6 +364,8 @@ class Feed(CycleSteps):
             post.close()
             self._archive_closed_warcs()
             if timeline is not None:
+                if running:  # the last window, short: every record and refill counted
+                    timeline.write({**sample(running[0]), "lag": 0.0})
                 timeline.close()
             self.held = 0  # every URL handed out has its record (or never will)
             self.held_by_host.clear()

@@ -80,12 +80,16 @@ def test_refills_shrink_with_the_backlog_and_stop_only_at_its_bound() -> None:
     assert shares[POST_BACKLOG_MAX:] == [0.0, 0.0]
 
 
-def test_cycles_are_cut_bigger_while_post_processing_lags_up_to_a_bound() -> None:
-    from crawlkit.crawl.feed import CUT_SCALE_MAX, POST_BACKLOG, POST_BACKLOG_MAX, cut_scale
+def test_cycles_are_cut_bigger_while_post_processing_lags_up_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crawlkit.crawl import feed
 
-    scales = [cut_scale(n) for n in range(POST_BACKLOG_MAX + 2)]
-    assert scales[:POST_BACKLOG] == [1] * POST_BACKLOG
-    assert scales == sorted(scales) and max(scales) == CUT_SCALE_MAX > 1
+    assert [feed.cut_scale(n) for n in range(8)] == [1] * 8  # off by default
+    monkeypatch.setattr(feed, "CUT_SCALE_MAX", 4)
+    scales = [feed.cut_scale(n) for n in range(feed.POST_BACKLOG_MAX + 2)]
+    assert scales[: feed.POST_BACKLOG] == [1] * feed.POST_BACKLOG
+    assert scales == sorted(scales) and max(scales) == 4
 
 
 def test_the_timeline_counts_every_fetch_record_and_refill(
