@@ -52,8 +52,8 @@ CHUNK_SECONDS = 2.0
 CUT_CHECK = 0.5
 # Cut cycles waiting for post-processing (the one in hand included) from which each
 # refill is halved per cycle more, and at which the fetcher gets no more URLs. A hard
-# stop at 2 left the fetcher with only URLs of hosts not yet due: windows went idle
-# with thousands of URLs queued (issue 27, measured with CRAWLKIT_TIMELINE).
+# stop at 2 left the fetcher with only URLs of hosts not yet due: 4 requests in flight
+# of 256 with 2,510 URLs queued (issue 27, measured with CRAWLKIT_TIMELINE).
 # CRAWLKIT_POST_BACKLOG_MAX=2 brings back the hard stop (a knob for bench_crawl's A/B).
 POST_BACKLOG = 2
 POST_BACKLOG_MAX = int(os.environ.get("CRAWLKIT_POST_BACKLOG_MAX") or 6)
