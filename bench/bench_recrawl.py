@@ -3,15 +3,18 @@ the change-rate estimates get to the truth.
 
 The web: ``--pages`` pages on ``--hosts`` hosts (Zipf sizes). Each page changes as a
 Poisson process or strictly periodically (``--periodic`` share), at a mean interval
-drawn log-uniformly from 1 hour to 1 year, or never (``--never`` share). Some pages
-give a Last-Modified header (``--lm`` share), some are in a sitemap read once a day
-(``--sitemap`` share). Every page is fetched at time 0.
+between 1 hour and 1 year: log-uniform for each host's centre, and around it by
+``--site-spread`` (sd of the log; 0: log-uniform for every page alike), or never
+(``--never`` share). Some pages give a Last-Modified header (``--lm`` share), some
+are in a sitemap read once a day (``--sitemap`` share). Changes start a month
+before time 0, when every page is fetched.
 
 Each step (``--step``, 1 hour) a policy picks up to budget × step pages, at most
 ``--host-cap`` per host per step (the fetcher's politeness), and fetches them: the
 copy becomes the live page, and the policy learns whether it changed (and, with
 Last-Modified, when). Freshness is exact: the share of time each stored copy equals
-the live page; age is the time since the live page first differed, averaged.
+the live page, over the year and over its second half (after the policies
+learned); age is the time since the live page first differed, averaged.
 
 Policies:
 
@@ -24,12 +27,18 @@ Policies:
               (:func:`crawlkit.recrawl.policy.value` and ``select``), as
               ``crawlkit recrawl --max-urls`` does.
 * ``oracle``  the same pick with the true rates.
+* ``stage``   (``--stage``) the real stage, ``crawlkit.stages.recrawl.recrawl``, on a
+              state directory, as ``crawlkit recrawl --now T --max-urls N`` in a
+              replay: fed each step the fetch records of the step before and the
+              sitemap. Slow (SQLite each step): use ``--pages 200 --days 30``.
 
 ``optimum`` is the analytic freshness of the Lagrangian solution for the true rates
 (:func:`crawlkit.recrawl.policy.solve`), the ceiling for a fixed-interval policy.
 
     nice .venv/bin/python bench/bench_recrawl.py              # 10,000 pages, a year
-    nice .venv/bin/python bench/bench_recrawl.py --pages 2000 --days 90   # quicker
+    nice .venv/bin/python bench/bench_recrawl.py --pages 2000 --hosts 50 --only new
+    nice .venv/bin/python bench/bench_recrawl.py --pages 200 --hosts 20 --days 30 \
+        --stage --budgets 0.5,0.15                # the stage, as a replay drives it
 """
 
 from __future__ import annotations
