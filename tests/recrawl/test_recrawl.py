@@ -437,3 +437,10 @@ def test_the_report_gets_a_recrawl_section(tmp_path: Path) -> None:
     page = html_section(data)
     assert page.startswith("<h2>Recrawl</h2>") and "3 URLs tracked" in page
     assert report_section(tmp_path, T0 + H)[0].startswith("URLs tracked: 3")
+    # and `crawlkit report` carries it, in its JSON and on its HTML page
+    from crawlkit.report import render_html
+    from crawlkit.stages.report import crawl_report
+
+    report = crawl_report(tmp_path)
+    assert report["recrawl"]["tracked"] == 3
+    assert "<h2>Recrawl</h2>" in render_html(report)
