@@ -316,6 +316,7 @@ def extract_warcs(
     worker: Callable[[Sequence[Job]], ChunkResult] | None = None,
     extractor: HtmlExtractor | None = None,
     originals: Originals | None = None,
+    fork: bool = True,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -331,7 +332,8 @@ def extract_warcs(
     :class:`ExtractWorkers`, which runs under the deadline itself).
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
-    run on a chunk (tests use it to make a worker die).
+    run on a chunk (tests use it to make a worker die); ``fork`` False never forks the
+    workers from this process (see :func:`_executor`).
 
     A stylesheet stored as a revisit (the same bytes as one captured at another URL)
     is parsed against its own URL: its body is the one read earlier in ``paths``, or
@@ -353,7 +355,7 @@ def extract_warcs(
             take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
-    pool = _Pool(max(1, jobs), options, worker)
+    pool = _Pool(max(1, jobs), options, worker, fork)
     try:
         pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
@@ -379,11 +381,16 @@ class _Pool:
     """
 
     def __init__(
-        self, jobs: int, options: ExtractOptions, worker: Callable[[Sequence[Job]], ChunkResult]
+        self,
+        jobs: int,
+        options: ExtractOptions,
+        worker: Callable[[Sequence[Job]], ChunkResult],
+        fork: bool = True,
     ):
         self.jobs = jobs
         self.options = options
         self.worker = worker
+        self.fork = fork
         self.executor = self._new()
         self._parser: HtmlExtractor | None = None  # this process's, for lost pages
 
@@ -397,7 +404,7 @@ class _Pool:
         return lost_page(job, self._parser, exitcode, self.options.requisites)
 
     def _new(self) -> cf.ProcessPoolExecutor:
-        return _executor(self.jobs, self.options)
+        return _executor(self.jobs, self.options, self.fork)
 
     def submit(self, chunk: list[Job]) -> cf.Future[ChunkResult]:
         try:
@@ -469,15 +476,17 @@ def _death(workers: list[Any]) -> int | None:
     return died[0] if died else None
 
 
-def _executor(jobs: int, options: ExtractOptions) -> cf.ProcessPoolExecutor:
+def _executor(jobs: int, options: ExtractOptions, fork: bool = True) -> cf.ProcessPoolExecutor:
     """Worker processes with a parser each.
 
     Forking is the cheapest start, but only safe while this process has one thread: a
     fork copies locks that other threads hold (``crawlkit crawl`` runs extract beside
-    its fetch threads), so a threaded process starts workers from a fork server.
+    its fetch threads), so a threaded process starts workers from a fork server. So
+    does one that holds files its workers must not keep open (``fork`` False: the
+    crawl's state lock, which a forked worker would hold after a crash of the crawl).
     """
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if fork and "fork" in methods and threading.active_count() == 1:
         method = "fork"
     elif "forkserver" in methods:
         method = "forkserver"
@@ -556,7 +565,7 @@ class ExtractWorkers:
         """Start extracting ``paths``; the future fails with BrokenProcessPool if a
         worker dies (then :meth:`extract` redoes the files page by page)."""
         if self._pool is None:
-            self._pool = _executor(self.jobs, self.options)
+            self._pool = _executor(self.jobs, self.options, fork=False)
         try:
             if originals:
                 return self._pool.submit(self.worker, list(paths), self.options, dict(originals))
@@ -593,6 +602,7 @@ class ExtractWorkers:
                 write_links,
                 # a page a chunk, in one worker: the page it dies on is known at once
                 options=dataclasses.replace(self.options, chunk_records=1),
+                fork=False,
                 reporter=reporter,
                 originals=originals,
             )

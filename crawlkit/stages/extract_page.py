@@ -20,7 +20,10 @@ content.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import os
 import signal
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -191,6 +194,21 @@ def init_worker(options: ExtractOptions) -> None:
     # parent had installed.
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _deadline = options
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+
+
+def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
+    """End this worker once the process that started it is gone (killed, say): a pool
+    worker waits on its task queue forever otherwise, and would keep what it holds.
+
+    Waits on the parent's sentinel (a pipe whose other end only the parent holds), not
+    on ``os.getppid()``: a fork server's worker is the server's child, and the server
+    lives as long as any of its workers holds the server's "alive" pipe, so a
+    worker's ppid never changes when the crawl that asked for it is killed."""
+    parent.join()
+    os._exit(0)
 
 
 _want_requisites = True
