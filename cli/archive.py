@@ -89,11 +89,14 @@ def archive_command(
     # The crawl command itself, with its own option parsing, checks and summary: the
     # archive cannot drift from it. Its errors end this command the same way.
     crawl.main(args=crawl_args, prog_name="crawlkit crawl", standalone_mode=False)
+    if "--explain" in extra:
+        return  # the crawl's stage commands were printed; nothing was crawled
     report = package_collection(
         collection,
         title=title or f"Archive of {url}",
         main_url=url,
         info={"command-line": command_line()},
+        prefix=_option(extra, "--warc-prefix") or "crawlkit",
         reporter=reporter(),
     )
     missing = (report.get("collection") or {}).get("requisites", {}).get("missing", 0)
@@ -104,3 +107,14 @@ def archive_command(
         f"{warcs} WARC files in {collection.warc_dir}; report: {collection.report_html}; "
         f"package: {collection.wacz}"
     )
+
+
+def _option(args: list[str], name: str) -> str | None:
+    """The last value of option ``name`` in ``args`` (``--name V`` or ``--name=V``)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1 :]
+    return value

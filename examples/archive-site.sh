@@ -25,4 +25,13 @@ if [ $# -lt 2 ]; then
     echo "usage: $0 SEED_URL OUT_DIR [crawl flags...]" >&2
     exit 2
 fi
-exec crawlkit archive "$@"
+if command -v crawlkit >/dev/null 2>&1; then
+    exec crawlkit archive "$@"
+fi
+# Not on PATH (a new shell after `make demo`): the checkout's .venv, if there is one.
+venv="$(dirname "$0")/../.venv/bin/crawlkit"
+if [ -x "$venv" ]; then
+    exec "$venv" archive "$@"
+fi
+echo "$0: crawlkit is not on PATH: install it (README \"Install\": pip install .) or activate .venv" >&2
+exit 127

@@ -12,6 +12,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from pathlib import Path
 
 from crawlkit import io
@@ -23,7 +24,7 @@ from crawlkit.crawl.summary import progress_info
 from crawlkit.html.page import media_type
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.extract import ExtractOptions, ExtractStopped, extract_warcs
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.warc.write import index_of
@@ -31,6 +32,7 @@ from crawlkit.warc.write import index_of
 __all__ = ["CycleSteps", "PostWorker"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
+_SHEETS_LOCK = threading.Lock()
 
 
 class CycleSteps(Admission):
@@ -43,6 +45,8 @@ class CycleSteps(Admission):
                 if self.clock() >= self.hard_stop:
                     return False
                 getattr(self, f"_step_{step.marker}")(cycle)
+                if not is_done(cycle, step.marker):  # (extract stopped at the hard stop)
+                    return False
         mark_done(cycle, "cycle")
         self.summary.cycles += 1
         self.progress(progress_info(self.summary, cycle.name, self.clock() - self.start))
@@ -52,29 +56,35 @@ class CycleSteps(Admission):
         started_with, started = self._extracting.pop(cycle, (None, None))
         while True:
             sources = self._cycle_sources(cycle)
-            with (
-                io.open_output(cycle / "pages.ndjson.zst") as pages,
-                io.open_output(cycle / "links.ndjson.zst") as links,
-            ):
-                originals = self._stylesheet_originals(cycle)
-                if self.extract_workers is not None:
-                    stats = self.extract_workers.extract(
-                        sources,
-                        pages.write,
-                        links.write,
-                        reporter=self.rep,
-                        started=started if started_with == sources else None,
-                        originals=originals,
-                    )
-                else:
-                    stats = extract_warcs(
-                        sources,
-                        pages.write,
-                        links.write,
-                        options=ExtractOptions(),
-                        reporter=self.rep,
-                        originals=originals,
-                    )
+            try:
+                with (
+                    io.open_output(cycle / "pages.ndjson.zst") as pages,
+                    io.open_output(cycle / "links.ndjson.zst") as links,
+                ):
+                    originals = self._stylesheet_originals(cycle)
+                    if self.extract_workers is not None:
+                        stats = self.extract_workers.extract(
+                            sources,
+                            pages.write,
+                            links.write,
+                            reporter=self.rep,
+                            started=started if started_with == sources else None,
+                            originals=originals,
+                            # A page's CPU deadline does not bound the wall clock of a
+                            # loaded machine: the hard stop does.
+                            stop=lambda: self.clock() >= self.hard_stop,
+                        )
+                    else:
+                        stats = extract_warcs(
+                            sources,
+                            pages.write,
+                            links.write,
+                            options=ExtractOptions(),
+                            reporter=self.rep,
+                            originals=originals,
+                        )
+            except ExtractStopped:
+                return  # not marked done: the next run extracts this cycle
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read: again.
             if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
@@ -178,7 +188,13 @@ class CycleSteps(Admission):
         stylesheet the cycle fetched: a copy of it at another URL is stored as a
         revisit, and extract reads the body from there to parse the copy against its
         own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
-        (one line each, appended), so a later cycle or run finds them."""
+        (one line each, appended), so a later cycle or run finds them. Called from the
+        fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
+        one at a time, so the first capture of a digest is the one both see."""
+        with _SHEETS_LOCK:
+            return self._first_captures(cycle)
+
+    def _first_captures(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
         known = self._stylesheets()
         path = self.dir.root / STYLESHEETS
         out: dict[str, tuple[str, int, int]] = {}
@@ -287,6 +303,9 @@ class PostWorker:
     def __init__(self, crawl: CycleSteps):
         self.crawl = crawl
         self.error: BaseException | None = None
+        # Seconds spent post-processing, and since when the current cycle (for a timeline)
+        self.busy_seconds = 0.0
+        self.busy_since: float | None = None
         self._queue: queue.Queue[Path | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="crawl-post", daemon=True)
         self._thread.start()
@@ -297,16 +316,24 @@ class PostWorker:
             if cycle is None:
                 self._queue.task_done()
                 return
+            self.busy_since = time.monotonic()
             try:
                 if self.error is None:
                     self.crawl._finish_cycle(cycle)
             except BaseException as exc:  # handed to the fetch loop, which stops
                 self.error = exc
             finally:
+                self.busy_seconds += time.monotonic() - self.busy_since
+                self.busy_since = None
                 self._queue.task_done()
 
     def submit(self, cycle: Path) -> None:
         self._queue.put(cycle)
+
+    def busy_total(self) -> float:
+        """Seconds spent post-processing so far, the cycle in hand included."""
+        total, since = self.busy_seconds, self.busy_since  # in this order: never twice
+        return total + (time.monotonic() - since if since is not None else 0.0)
 
     def backlog(self) -> int:
         """Cut cycles submitted and not yet post-processed."""

@@ -3,8 +3,10 @@
 The fetcher runs on an event loop and asks for more URLs (``refill``) whenever few
 hosts wait; each batch is written to ``STATE/crawl/batches`` before the frontier
 commits its removal. Back-pressure (invariant 8): the fetcher holds at most
-``--per-host`` unanswered URLs of a host and ``hold`` in all, and gets nothing while
-``POST_BACKLOG`` cut cycles wait for post-processing.
+``--per-host`` unanswered URLs of a host and ``hold`` in all; from ``POST_BACKLOG``
+cut cycles waiting for post-processing each refill is halved per cycle more (the
+fetcher slows to what post-processing takes, but never runs dry: its held URLs may
+all be on hosts not due), and at ``POST_BACKLOG_MAX`` it gets nothing.
 """
 
 from __future__ import annotations
@@ -22,13 +24,25 @@ from crawlkit import io
 from crawlkit.crawl.core import CrawlCore
 from crawlkit.crawl.cycle import CycleSteps, PostWorker
 from crawlkit.crawl.files import mark_done, write_file
+from crawlkit.crawl.timeline import TIMELINE_WINDOW, from_env
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
 from crawlkit.io import Record
 from crawlkit.stages.fetch import fetch_records
 from crawlkit.stages.frontier import take_batch
 
-__all__ = ["CHUNK_RECORDS", "CHUNK_SECONDS", "CUT_CHECK", "POST_BACKLOG", "Feed", "LiveCycle"]
+__all__ = [
+    "CHUNK_RECORDS",
+    "CHUNK_SECONDS",
+    "CUT_CHECK",
+    "CUT_SCALE_MAX",
+    "POST_BACKLOG",
+    "POST_BACKLOG_MAX",
+    "Feed",
+    "LiveCycle",
+    "cut_scale",
+    "refill_share",
+]
 
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
 # records or this many seconds, whichever comes first.
@@ -36,8 +50,39 @@ CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
 # Seconds between two looks at the clock for a cycle due to be cut (see cut_on_time).
 CUT_CHECK = 0.5
-# Cut cycles waiting for post-processing before the fetcher gets no more URLs.
+# Cut cycles waiting for post-processing (the one in hand included) from which each
+# refill is halved per cycle more, and at which the fetcher gets no more URLs. A hard
+# stop at 2 left the fetcher with only URLs of hosts not yet due: 4 requests in flight
+# of 256 with 2,510 URLs queued (issue 27, measured with CRAWLKIT_TIMELINE).
+# CRAWLKIT_POST_BACKLOG_MAX=2 brings back the hard stop (a knob for bench_crawl's A/B).
 POST_BACKLOG = 2
+POST_BACKLOG_MAX = int(os.environ.get("CRAWLKIT_POST_BACKLOG_MAX") or 6)
+
+
+# While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
+# POST_BACKLOG, at most CUT_SCALE_MAX): post-processing pays a fixed cost per cycle
+# (seen set, frontier and step commits, each with fsyncs: half the post thread's time
+# in py-spy), so bigger cycles could let it take more records a second when it lags.
+# Off (1) by default: at 4 it did not measurably help (issue 27; 39 and 69 new
+# pages/s against 62 and 61 at load 10-12); CRAWLKIT_CUT_SCALE_MAX=4 to measure again.
+CUT_SCALE_MAX = int(os.environ.get("CRAWLKIT_CUT_SCALE_MAX") or 1)
+
+
+def cut_scale(backlog: int) -> int:
+    """How many times ``CHUNK_RECORDS`` and ``CHUNK_SECONDS`` a cycle may grow to
+    while ``backlog`` cut cycles wait for post-processing."""
+    if backlog < POST_BACKLOG:
+        return 1
+    return int(min(CUT_SCALE_MAX, 2 ** (backlog - POST_BACKLOG + 1)))
+
+
+def refill_share(backlog: int) -> float:
+    """The share of a full refill the fetcher gets while ``backlog`` cut cycles wait."""
+    if backlog < POST_BACKLOG:
+        return 1.0
+    if backlog >= POST_BACKLOG_MAX:
+        return 0.0
+    return 0.5 ** (backlog - POST_BACKLOG + 1)
 
 
 class LiveCycle:
@@ -95,6 +140,7 @@ class Feed(CycleSteps):
         """
         post = PostWorker(self)
         live = LiveCycle(self, self.dir.new_cycle())
+        timeline = from_env()  # opt-in: CRAWLKIT_TIMELINE=FILE (see crawl/timeline.py)
         # url -> the batch files it is in, oldest first (the frontier may hand a URL out
         # twice; each fetch record settles one of them)
         outstanding: dict[str, list[Path]] = {}
@@ -115,8 +161,9 @@ class Feed(CycleSteps):
         timer: list[asyncio.Task[None]] = []  # cut_on_time, held while the run lives
 
         def cut_due(now: float) -> bool:
-            return live.records >= CHUNK_RECORDS or (
-                live.records > 0 and now - live.started >= CHUNK_SECONDS
+            scale = cut_scale(post.backlog())
+            return live.records >= CHUNK_RECORDS * scale or (
+                live.records > 0 and now - live.started >= CHUNK_SECONDS * scale
             )
 
         def cut_done(task: asyncio.Task[None]) -> None:
@@ -126,6 +173,8 @@ class Feed(CycleSteps):
 
         def sink(rec: Record) -> None:
             live.log(rec)
+            if timeline is not None:
+                timeline.records += 1
             if running and not cut_asked and cut_due(self.clock()):
                 # A busy fetcher asks for no refill, so a cycle is also cut here: else
                 # it grows while the fetcher is busy, and its links wait for all of it.
@@ -189,9 +238,25 @@ class Feed(CycleSteps):
                         return
 
         async def refill(fetcher: Any) -> list[Record] | None:
+            more = await _refill(fetcher)
+            if timeline is not None:
+                answer = "given" if more else last_refused[0] or "other"
+                timeline.refill(answer, len(more or []))
+            last_refused[0] = None
+            return more
+
+        last_refused: list[str | None] = [None]  # why the last refill gave nothing
+
+        async def _refill(fetcher: Any) -> list[Record] | None:
             if not running:
                 running.append(fetcher)
                 timer.append(asyncio.get_running_loop().create_task(cut_on_time(fetcher)))
+                if timeline is not None:
+                    timer.append(
+                        asyncio.get_running_loop().create_task(
+                            timeline.run(lambda: sample(fetcher), lambda: fetcher.running)
+                        )
+                    )
             post.raise_if_failed()
             if cut_failed:
                 raise cut_failed[0]
@@ -205,17 +270,22 @@ class Feed(CycleSteps):
                 await loop.run_in_executor(None, self._release_waiting)
             if self._pages_left() <= 0:
                 return [] if self.held else None  # --max-pages: wait for the answers
-            if self.held >= self.hold or post.backlog() >= POST_BACKLOG:
+            share = refill_share(post.backlog())
+            if self.held >= self.hold or share <= 0.0:
+                last_refused[0] = "hold" if self.held >= self.hold else "backlog"
                 return []  # back-pressure: the fetcher works off what it holds
             # Ask the frontier again only when something changed since it last had
             # nothing to give: URLs queued, or answers that free a host's share.
             changed = (self.frontier_version, sum(self.summary.outcomes.values()))
             if changed != last_empty[0] or self.role is not None:
                 held = dict(self.held_by_host)  # read on this thread; the loop changes it
-                batch = await loop.run_in_executor(None, self._next_batch, live.path, track, held)
+                batch = await loop.run_in_executor(
+                    None, self._next_batch, live.path, track, held, share
+                )
                 if batch:
                     return batch
                 last_empty[0] = changed
+            last_refused[0] = "empty"
             if live.records:
                 await cut(fetcher)
             if post.busy() or fetcher.has_work():
@@ -223,6 +293,28 @@ class Feed(CycleSteps):
                 # "no more" now would leave them to the next fetch run.
                 return []
             return None
+
+        busy_before = [0.0]
+
+        def sample(fetcher: Any) -> dict[str, Any]:
+            """The loop's states now, for the timeline."""
+            busy = post.busy_total()
+            share = (busy - busy_before[0]) / TIMELINE_WINDOW
+            busy_before[0] = busy
+            try:
+                queued = sum(len(q) for q in self.frontier.queues.values())
+            except Exception:  # read without the lock: it may change under us
+                queued = -1
+            return {
+                "in_flight": fetcher.scheduler.busy,
+                "waiting": len(fetcher.scheduler),
+                "due": fetcher.scheduler.due_count(fetcher.clock()),
+                "held": self.held,
+                "live": live.records,
+                "backlog": post.backlog(),
+                "post_busy": round(min(1.0, share), 2),
+                "queued": queued,
+            }
 
         initial: list[Record] = []
         if pending:
@@ -271,6 +363,10 @@ class Feed(CycleSteps):
                 shutil.rmtree(live.path, ignore_errors=True)
             post.close()
             self._archive_closed_warcs()
+            if timeline is not None:
+                if running:  # the last window, short: every record and refill counted
+                    timeline.write({**sample(running[0]), "lag": 0.0})
+                timeline.close()
             self.held = 0  # every URL handed out has its record (or never will)
             self.held_by_host.clear()
         self.post_error = post.error
@@ -280,14 +376,17 @@ class Feed(CycleSteps):
         cycle: Path,
         track: Callable[[Path, list[Record]], None],
         held: dict[str, int] | None = None,
+        share: float = 1.0,
     ) -> list[Record]:
         """The frontier's next batch, made durable in ``crawl/batches`` first.
 
         ``held`` counts, per host, URLs the fetcher holds unanswered: with them a host
         gets at most ``per_host`` in the fetcher at once, so the URLs held are spread
-        over the hosts that can be served, not piled on slow ones.
+        over the hosts that can be served, not piled on slow ones. ``share`` scales
+        the batch down (back-pressure, see :func:`refill_share`); at least one URL.
         """
-        size = int(min(self.opts.batch_size, self.hold - self.held, self._pages_left()))
+        full = max(1, int(self.opts.batch_size * share))
+        size = int(min(full, self.hold - self.held, self._pages_left()))
         if size <= 0:
             return []
         opts = NextOptions(

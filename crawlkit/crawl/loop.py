@@ -198,10 +198,25 @@ def explain(
             jobs=options.jobs,
             scope=shlex.quote(options.scope),
             shard=_shard_flags(options),
-            seeds=" ".join(shlex.quote(s) for s in seeds),
+            seeds=_seed_source(seeds),
             **dict(flags or {}),
         )
     )
+
+
+def _seed_source(seeds: Sequence[str]) -> str:
+    """A shell command that prints the seeds one a line: URLs as given, seed files'
+    lines without comments (as crawl reads them); empty without seeds."""
+    urls = [shlex.quote(s) for s in seeds if "://" in s]
+    files = [shlex.quote(s) for s in seeds if "://" not in s]
+    parts = []
+    if urls:
+        parts.append("printf '%s\\n' " + " ".join(urls))
+    if files:
+        parts.append("sed -e 's/#.*//' " + " ".join(files))
+    if len(parts) < 2:
+        return "".join(parts)
+    return "{ " + "; ".join(parts) + "; }"
 
 
 def _shard_flags(options: CrawlOptions) -> str:

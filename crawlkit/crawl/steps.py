@@ -33,7 +33,7 @@ class ExplainContext:
     seen_flags: str = ""
     add_flags: str = ""
     next_flags: str = ""
-    seeds: str = ""  # the seed files or URLs, quoted, when crawl was given some
+    seeds: str = ""  # a shell command printing the seeds, one a line (none: no seeds)
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ POST_STEPS: tuple[Step, ...] = tuple(s for s in STEPS if s.post)
 
 #: How crawl admits its seeds, as stage commands.
 SEED_COMMAND = (
-    "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} --reason seed {seeds} "
+    "{seeds} | crawlkit seen-merge --state {state} --scope {scope}{seen_flags} --reason seed "
     "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}"
 )
 

@@ -68,6 +68,39 @@ def _unescape(text: str) -> str:
     return _ESCAPE.sub(one, text) if "\\" in text else text
 
 
+# The same tokens as one pattern, for css_refs: finditer moves through the text in C,
+# with a Python step only per comment, string or reference (a few hundred in a large
+# style block), 5 to 10 times faster than a search per token. Every branch either
+# matches as far as it can without backtracking or fails at once, so it is linear too.
+_Q2 = r'(?:\\.|[^\\\n"])*+'
+_Q1 = r"(?:\\.|[^\\\n'])*+"
+_RAW_ARG = r"""(?:\\[0-9a-fA-F]{1,6}[ \t\n]?|\\.|[^)\s"'(\\])*+"""
+_W = r"[ \t\r\n\f]*+"
+
+
+def _arg(prefix: str) -> str:
+    """A url( argument (after the parenthesis) to its ")", its value in named groups."""
+    return (
+        rf"""{_W}(?:"(?P<{prefix}2>{_Q2})"|'(?P<{prefix}1>{_Q1})'|(?P<{prefix}r>{_RAW_ARG}))"""
+        rf"{_W}\)"
+    )
+
+
+# A url( argument the way a failed one is read: as far as the scanner goes before it
+# finds no ")" (it goes on from there, so the pattern must consume the same).
+_BAD_ARG = rf"""{_W}(?:"{_Q2}"?|'{_Q1}'?|{_RAW_ARG}){_W}"""
+_TOKEN = re.compile(
+    r"/\*(?:[^*]|\*(?!/))*+(?:\*/)?"
+    rf'|"{_Q2}"?'
+    rf"|'{_Q1}'?"
+    # (the look-behind after the "u", so the scan for a token's first character is fast)
+    rf"|u(?<![\w-]u)rl\((?:{_arg('u')}|{_BAD_ARG})"
+    rf"""|@import{_W}(?:"(?P<i2>{_Q2})"|'(?P<i1>{_Q1})'|"{_Q2}|'{_Q1}"""
+    rf"|url\((?:{_arg('iu')}|{_BAD_ARG})|)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def css_refs(
     text: str, *, max_bytes: int = MAX_CSS_BYTES, max_urls: int = MAX_CSS_URLS
 ) -> list[CssRef]:
@@ -81,6 +114,35 @@ def css_refs(
     lowered = text.lower()
     if "url(" not in lowered and "@import" not in lowered:
         return []  # most style blocks and attributes: no scan at all
+    refs: list[CssRef] = []
+    for m in _TOKEN.finditer(text):
+        if m.lastindex is None:
+            continue  # a comment or a string
+        groups = m.groupdict()
+        for name, kind in _GROUPS:
+            value = groups[name]
+            if value is not None:
+                _add(refs, value, kind)
+                break
+        if len(refs) >= max_urls:
+            break
+    return refs
+
+
+_GROUPS = (
+    ("u2", "url"),
+    ("u1", "url"),
+    ("ur", "url"),
+    ("i2", "import"),
+    ("i1", "import"),
+    ("iu2", "import"),
+    ("iu1", "import"),
+    ("iur", "import"),
+)
+
+
+def _css_refs_stepwise(text: str, max_urls: int = MAX_CSS_URLS) -> list[CssRef]:
+    """css_refs by a search per token (the reference :data:`_TOKEN` is tested against)."""
     refs: list[CssRef] = []
     pos = 0
     end = len(text)

@@ -49,6 +49,7 @@ parses in well under a second up to the 5 MB HTML cap.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 import numpy as np
@@ -266,14 +267,17 @@ def _guard(data: bytes) -> tuple[bytes, list[str]]:
     if n < SCAN_FROM:
         return data, []
     buf = np.frombuffer(data, dtype=np.uint8)
-    lt = np.flatnonzero(buf[:-2] == ord("<"))
+    # "<" and ">" in one pass: (byte | 2) == ">" holds for those two bytes only.
+    brackets = np.flatnonzero((buf[:-2] | 2) == ord(">"))
+    lt = brackets[buf[brackets] == ord("<")]
     c1 = buf[lt + 1]
     is_start = _LETTER[c1]
     is_end = (c1 == ord("/")) & _LETTER[buf[lt + 2]]
     tags = lt[is_start | is_end]
     is_end = is_end[is_start | is_end]
     # where each tag ends: its first ">", or the end of the page for a tag never closed
-    gts = np.append(np.flatnonzero(buf == ord(">")), n - 1)
+    gts = brackets[buf[brackets] == ord(">")]
+    gts = np.append(gts, [i for i in (n - 2, n - 1) if data[i] == ord(">")] + [n - 1])
     closes = gts[np.searchsorted(gts, tags)]
     scan = _Scan(data, buf, tags, is_end, closes)
     cuts: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
@@ -343,8 +347,6 @@ class _Scan:
         self.data, self.buf, self.tags, self.is_end, self.closes = data, buf, tags, is_end, closes
         self._keys: npt.NDArray[np.uint64] | None = None
         self._regions: tuple[list[int], list[int]] | None = None
-        opens, ends = _comment_bounds(buf)
-        self._comments = (opens.tolist(), ends.tolist())
 
     @property
     def keys(self) -> npt.NDArray[np.uint64]:
@@ -368,6 +370,12 @@ class _Scan:
                     keys[i] = _UNKNOWN
             self._keys = keys
         return self._keys
+
+    @functools.cached_property
+    def comments(self) -> tuple[list[int], list[int]]:
+        """Where comments open and where one can end (see :func:`_comment_bounds`)."""
+        opens, ends = _comment_bounds(self.buf)
+        return opens.tolist(), ends.tolist()
 
     def flags(self) -> npt.NDArray[np.uint8]:
         keys = self.keys
@@ -408,7 +416,7 @@ class _Scan:
     def _walk(self, raw: npt.NDArray[np.bool_]) -> tuple[list[int], list[int]]:
         """The regions of :meth:`regions` with the ``raw`` start tags as openers."""
         tags, is_end, keys, n = self.tags, self.is_end, self.keys, len(self.buf)
-        c_opens, c_ends = self._comments
+        c_opens, c_ends = self.comments
         ends: dict[int, list[int]] = {}
         raw_keys = keys[raw]
         for key in np.unique(raw_keys).tolist():

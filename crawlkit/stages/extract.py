@@ -42,6 +42,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import multiprocessing
+import os
 import signal
 import threading
 from collections import Counter, deque
@@ -50,6 +51,7 @@ from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
+from crawlkit.html.fallback import quick_page
 from crawlkit.html.page import (
     HtmlExtractor,
     looks_like_html,
@@ -69,6 +71,7 @@ from crawlkit.stages.extract_page import (
     link_priority,
     lost_page,
     process_chunk,
+    texts_chunk,
     worker_extractor,
 )
 from crawlkit.url import Canonicalizer
@@ -77,9 +80,11 @@ from crawlkit.warc.read import WarcStats, iter_responses, iter_responses_at
 __all__ = [
     "ExtractOptions",
     "ExtractStats",
+    "ExtractStopped",
     "ExtractWorkers",
     "extract_warcs",
     "link_priority",
+    "page_texts",
     "process_chunk",
 ]
 
@@ -317,6 +322,7 @@ def extract_warcs(
     extractor: HtmlExtractor | None = None,
     originals: Originals | None = None,
     fork: bool = True,
+    stop: Callable[[], bool] | None = None,
 ) -> ExtractStats:
     """Extract every WARC in ``paths`` (in order) and write NDJSON lines.
 
@@ -333,7 +339,9 @@ def extract_warcs(
     Returns the counts; ``damaged_files`` > 0 means a WARC was cut off or corrupt
     (the command exits 1 then). ``worker`` replaces the function the worker processes
     run on a chunk (tests use it to make a worker die); ``fork`` False never forks the
-    workers from this process (see :func:`_executor`).
+    workers from this process (see :func:`_executor`). ``stop``, when given, is asked
+    four times a second while a worker is waited for: once it says True the workers
+    are ended and :class:`ExtractStopped` is raised (a crawl's hard stop).
 
     A stylesheet stored as a revisit (the same bytes as one captured at another URL)
     is parsed against its own URL: its body is the one read earlier in ``paths``, or
@@ -355,7 +363,7 @@ def extract_warcs(
             take(process_chunk(chunk, extractor, options.requisites))
         return stats
 
-    pool = _Pool(max(1, jobs), options, worker, fork)
+    pool = _Pool(max(1, jobs), options, worker, fork, stop)
     try:
         pending: deque[tuple[list[Job], cf.Future[ChunkResult]]] = deque()
         for chunk in chunks:
@@ -386,11 +394,13 @@ class _Pool:
         options: ExtractOptions,
         worker: Callable[[Sequence[Job]], ChunkResult],
         fork: bool = True,
+        stop: Callable[[], bool] | None = None,
     ):
         self.jobs = jobs
         self.options = options
         self.worker = worker
         self.fork = fork
+        self.stop = stop
         self.executor = self._new()
         self._parser: HtmlExtractor | None = None  # this process's, for lost pages
 
@@ -426,7 +436,7 @@ class _Pool:
         """The result of the head chunk (popped), recovering from a dead worker."""
         chunk, future = pending[0]
         try:
-            result = future.result()
+            result = _wait(future, self.stop, self.executor)
         except cf.process.BrokenProcessPool:
             if self.jobs == 1 and len(chunk) == 1:
                 # One worker runs the chunks in order: the one it died on is this page.
@@ -450,7 +460,7 @@ class _Pool:
             future = self.submit([job])
             workers = list(getattr(self.executor, "_processes", {}).values())
             try:
-                p, lk, c, w = future.result()
+                p, lk, c, w = _wait(future, self.stop, self.executor)
             except cf.process.BrokenProcessPool:
                 self._restart()
                 p, lk, c, w = self._lost(job, _death(workers))
@@ -462,6 +472,37 @@ class _Pool:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class ExtractStopped(Exception):
+    """Raised by a wait for a worker when its ``stop`` callable says so; the workers
+    are ended first (what they were parsing is redone by the next run)."""
+
+
+def _wait(
+    future: cf.Future[Any],
+    stop: Callable[[], bool] | None,
+    pool: cf.ProcessPoolExecutor | None,
+) -> Any:
+    """``future``'s result; with ``stop``, looked at four times a second, the pool's
+    workers are ended and :class:`ExtractStopped` raised once it returns True."""
+    if stop is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except cf.TimeoutError:
+            if stop():
+                if pool is not None:
+                    _end_workers(pool)
+                raise ExtractStopped("stopped while extracting") from None
+
+
+def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """End a pool's workers now (SIGTERM), whatever they are doing, and the pool."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _death(workers: list[Any]) -> int | None:
@@ -500,8 +541,65 @@ def _executor(jobs: int, options: ExtractOptions, fork: bool = True) -> cf.Proce
         max_workers=jobs,
         mp_context=context,
         initializer=init_worker,
-        initargs=(options,),
+        initargs=(options, os.getpid()),
     )
+
+
+def page_texts(
+    items: Iterable[tuple[str, bytes, str | None]],
+    options: ExtractOptions | None = None,
+    chunk_records: int = 32,
+) -> Iterator[tuple[str | None, str]]:
+    """``(title, visible text)`` of each ``(url, body, content_type)``, in order, as
+    ``crawlkit extract`` computes them: parsed in one worker process under the CPU
+    deadline of ``options``, so no page holds the caller up (``crawlkit wacz``'s page
+    list). A page that runs out of its deadline, or kills the worker, gives the title
+    of a bounded scan of its bytes and an empty text."""
+    options = options or ExtractOptions()
+    pool = _executor(1, options)
+    parser: HtmlExtractor | None = None
+    pending: deque[tuple[list[tuple[str, bytes, str | None]], cf.Future[Any]]] = deque()
+
+    def lost(item: tuple[str, bytes, str | None]) -> tuple[str | None, str]:
+        nonlocal parser
+        parser = parser or HtmlExtractor(Canonicalizer(options.rules))
+        return quick_page(parser, item[1], item[0], content_type=item[2]).title, ""
+
+    def take() -> Iterator[tuple[str | None, str]]:
+        nonlocal pool
+        items_, future = pending.popleft()
+        try:
+            yield from future.result()
+            return
+        except cf.process.BrokenProcessPool:
+            pass
+        pool.shutdown(wait=True, cancel_futures=True)
+        pool = _executor(1, options)
+        for item in items_:  # one at a time: the page it dies on is known
+            try:
+                yield from pool.submit(texts_chunk, [item]).result()
+            except cf.process.BrokenProcessPool:
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = _executor(1, options)
+                yield lost(item)
+        for i, (later, _) in enumerate(pending):  # lost with the worker: again
+            pending[i] = (later, pool.submit(texts_chunk, later))
+
+    try:
+        batch: list[tuple[str, bytes, str | None]] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= chunk_records:
+                pending.append((batch, pool.submit(texts_chunk, batch)))
+                batch = []
+                while len(pending) >= 2:
+                    yield from take()
+        if batch:
+            pending.append((batch, pool.submit(texts_chunk, batch)))
+        while pending:
+            yield from take()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 FilesResult = tuple[bytes, bytes, ExtractStats, list[tuple[str, str]]]
@@ -584,12 +682,17 @@ class ExtractWorkers:
         reporter: Reporter,
         started: cf.Future[FilesResult] | None = None,
         originals: Originals | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> ExtractStats:
         """Extract ``paths`` (or take the result of ``started``, a :meth:`submit` of the
-        same paths) and write the lines, as :func:`extract_warcs` would."""
+        same paths) and write the lines, as :func:`extract_warcs` would; ``stop`` as
+        there (:class:`ExtractStopped` once it says True)."""
         future = started if started is not None else self.submit(paths, originals)
         try:
-            pages, links, stats, warnings = future.result()
+            pages, links, stats, warnings = _wait(future, stop, self._pool)
+        except ExtractStopped:
+            self._pool = None
+            raise
         except cf.process.BrokenProcessPool:
             # A page killed its worker (its CPU deadline, a crash in the C parser, the
             # OOM killer). Start afresh and redo these files with the per-page recovery
@@ -603,6 +706,7 @@ class ExtractWorkers:
                 # a page a chunk, in one worker: the page it dies on is known at once
                 options=dataclasses.replace(self.options, chunk_records=1),
                 fork=False,
+                stop=stop,
                 reporter=reporter,
                 originals=originals,
             )

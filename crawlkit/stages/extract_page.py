@@ -20,10 +20,10 @@ content.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +50,7 @@ __all__ = [
     "link_priority",
     "lost_page",
     "process_chunk",
+    "texts_chunk",
     "worker_extractor",
 ]
 
@@ -174,7 +175,9 @@ def cpu_budget(options: ExtractOptions, size: int) -> float:
     return options.page_cpu + options.page_cpu_per_mb * size / 1e6
 
 
-def init_worker(options: ExtractOptions) -> None:
+def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
+    """Make this worker process's parser; ``owner`` is the process whose pool it is
+    (the worker ends itself when that one is gone)."""
     global _worker, _want_requisites, _deadline
     # Ctrl-C reaches the whole process group. The parent decides what an interrupt
     # means (crawl and fetch stop gracefully on the first one) and shuts the workers
@@ -194,21 +197,32 @@ def init_worker(options: ExtractOptions) -> None:
     # parent had installed.
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _deadline = options
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+    owner = owner or os.getppid()
+    threading.Thread(target=_orphan_watch, args=(owner,), daemon=True).start()
 
 
-def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
-    """End this worker once the process that started it is gone (killed, say): a pool
-    worker waits on its task queue forever otherwise, and would keep what it holds.
-
-    Waits on the parent's sentinel (a pipe whose other end only the parent holds), not
-    on ``os.getppid()``: a fork server's worker is the server's child, and the server
-    lives as long as any of its workers holds the server's "alive" pipe, so a
-    worker's ppid never changes when the crawl that asked for it is killed."""
-    parent.join()
+def _orphan_watch(owner: int) -> None:
+    """End this worker once the process that owns its pool is gone (killed, say): a
+    pool worker waits on its task queue forever otherwise, and keeps what it holds (a
+    fork server's worker keeps the server alive too)."""
+    while _alive(owner):
+        time.sleep(0.5)
     os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and (on Linux) is no zombie (a killed
+    process stays one until its parent waits for it, and a parent reading the
+    process's output waits for the pipes this worker also holds)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # (another user's process: reused)
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
 
 
 _want_requisites = True
@@ -250,19 +264,31 @@ def _link_lines(
         )[1:-1]
         for nf in (False, True)
     ]
+    heads = _HEADS
+    if len(heads) > _MAX_HEADS:
+        heads.clear()
     for link in links:
         target_url = link.url
-        head = orjson.dumps(
-            {
-                "url": target_url.url,
-                "host": target_url.host,
-                "site": target_url.site,
-                "fp": target_url.fp,
-            }
-        )
-        out.append(
-            b"".join((head[:-1], b",", tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n'))
-        )
+        head = heads.get(target_url.url)
+        if head is None:
+            head = heads[target_url.url] = (
+                orjson.dumps(
+                    {
+                        "url": target_url.url,
+                        "host": target_url.host,
+                        "site": target_url.site,
+                        "fp": target_url.fp,
+                    }
+                )[:-1]
+                + b","
+            )
+        out.append(b"".join((head, tails[link.nofollow], b',"tag":"', _TAGS[link.tag], b'"}\n')))
+
+
+# The "url" ... "fp" part of a link record by URL: a site's navigation links and
+# requisites repeat on every page, so most are serialized once a worker.
+_HEADS: dict[str, bytes] = {}
+_MAX_HEADS = 100_000
 
 
 def _stylesheet(job: Job, ex: HtmlExtractor, links: list[bytes], counts: Counter[str]) -> None:
@@ -459,3 +485,23 @@ def lost_page(
     )
     _write_page(job, page_url, page, want_requisites, out)
     return out.result()
+
+
+def texts_chunk(items: Sequence[tuple[str, bytes, str | None]]) -> list[tuple[str | None, str]]:
+    """``(title, visible text)`` of each ``(url, body, content_type)``, in a worker
+    (under its CPU deadline); a page whose parse raises gives the title of the bounded
+    scan and no text."""
+    ex = _worker
+    assert ex is not None, "worker not initialised"
+    out: list[tuple[str | None, str]] = []
+    for url, body, ctype in items:
+        _arm(len(body))
+        try:
+            try:
+                page = ex.extract(body, url, content_type=ctype)
+            except Exception:
+                page = quick_page(ex, body, url, content_type=ctype)
+            out.append((page.title, page.text))
+        finally:
+            _disarm()
+    return out

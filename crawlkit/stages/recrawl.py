@@ -2,14 +2,17 @@
 
 Reads fetch records (an ``outcome``: fetched, not-modified, redirect, deferred,
 error, ...), page or dedup records (``digest``, ``simhash``) and sitemap URL records
-(``lastmod``), updates each URL's history (:mod:`crawlkit.recrawl`) and writes a URL
-record (``reason: "recrawl"``) for every URL now due, carrying ``etag`` and
-``last_modified`` for a conditional GET.
+(``lastmod``), updates each URL's history and change-rate estimate
+(:mod:`crawlkit.recrawl`), solves the budget's revisit intervals over the whole
+history (:mod:`crawlkit.recrawl.plan`) and writes a URL record (``reason:
+"recrawl"``) for every URL picked, the one a fetch buys the most freshness for
+first, carrying ``etag`` and ``last_modified`` for a conditional GET.
 
 Buffers: the input's events, one small object per record, until the input ends
 (a page record must meet its fetch record, and the two come from different files);
 then it takes the state lock, so it can read from a pipe of another stage on the
-same state directory. History lives on disk (SQLite), not in memory.
+same state directory. History lives on disk (SQLite); each run reads the planning
+columns of every tracked URL into arrays (about 100 bytes a URL) to solve the budget.
 """
 
 from __future__ import annotations
@@ -17,18 +20,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.io import Record
 from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
+from crawlkit.recrawl.plan import pick, replan
+from crawlkit.recrawl.stats import collect, format_lines
 from crawlkit.stages.frontier import lock_state
 from crawlkit.times import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
 
-__all__ = ["RecrawlSummary", "collect_events", "recrawl", "recrawl_in"]
+__all__ = ["RecrawlSummary", "collect_events", "recrawl", "recrawl_in", "recrawl_stats"]
 
 
 @dataclass
@@ -153,6 +158,7 @@ def recrawl(
     policy: RecrawlPolicy | None = None,
     now: float | None = None,
     max_urls: int | None = None,
+    host_max: int | None = None,
     lock_wait: float = 3600.0,
     reporter: Reporter | None = None,
 ) -> RecrawlSummary:
@@ -174,10 +180,36 @@ def recrawl(
                 policy=policy or RecrawlPolicy(),
                 now=now,
                 max_urls=max_urls,
+                host_max=host_max,
             )
         finally:
             history.close()
     return summary
+
+
+def recrawl_stats(
+    state_path: str | os.PathLike[str],
+    policy: RecrawlPolicy | None = None,
+    *,
+    now: float | None = None,
+    days: int = 7,
+    lock_wait: float = 3600.0,
+    reporter: Reporter | None = None,
+) -> list[str]:
+    """The text of ``crawlkit recrawl --stats``: the history under ``state_path`` read
+    under the state lock (:func:`crawlkit.recrawl.stats.collect`) as planned for
+    ``policy`` now; writes nothing but a migration of an old history (the plan is
+    rolled back)."""
+    now = time.time() if now is None else now
+    policy = policy or RecrawlPolicy()
+    with lock_state(state_path, wait=lock_wait, reporter=reporter or NullReporter()) as state:
+        history = History(state.sub("recrawl"))
+        try:
+            replan(history, policy)
+            return format_lines(collect(history, policy, now, days))
+        finally:
+            history.db.rollback()
+            history.close()
 
 
 def recrawl_in(
@@ -188,6 +220,7 @@ def recrawl_in(
     policy: RecrawlPolicy | None = None,
     now: float | None = None,
     max_urls: int | None = None,
+    host_max: int | None = None,
     reporter: Reporter | None = None,
 ) -> RecrawlSummary:
     """Update the opened ``history`` and ``write`` the URLs due at ``now``.
@@ -209,6 +242,7 @@ def recrawl_in(
         policy=policy or RecrawlPolicy(),
         now=now,
         max_urls=max_urls,
+        host_max=host_max,
     )
     return summary
 
@@ -223,23 +257,33 @@ def _update(
     policy: RecrawlPolicy,
     now: float,
     max_urls: int | None,
+    host_max: int | None = None,
 ) -> None:
+    priors = history.site_rates()
+    crawl_prior = history.meta("prior")  # for sites with no estimate yet
+    policy = replace(policy, mu=history.meta("mu") or 0.0)
+    known = {entry.fp: entry for entry in history.entries(list(events))}
     changed = []
     for fp, evs in events.items():
-        entry = history.get(fp)
+        entry = known.get(fp)
         before = entry
+        host, site = where.get(fp, (None, None))
+        prior = priors.get(site or (entry.site if entry else None) or "", crawl_prior)
         for event in sorted(evs, key=lambda e: e.at):
-            entry = apply_event(entry, event, fp, policy)
+            entry = apply_event(entry, event, fp, policy, prior=prior)
         if entry is not None and entry is not before:
-            host, site = where.get(fp, (None, None))
             entry.host = host or entry.host
             entry.site = site or entry.site
             changed.append(entry)
     history.put(changed)
     summary.updated = len(changed)
+    plan = replan(history, policy)
+    rows = pick(plan, policy, now, max_urls=max_urls, host_max=host_max)
+    chosen = [int(fp) for fp in plan.table.fp[rows]]
+    entries = {entry.fp: entry for entry in history.entries(chosen)}
     out: list[Record] = []
-    for entry in history.due(now, policy.reemit, max_urls):
-        wait = policy.wait(entry.interval, entry.importance)
+    for fp in chosen:
+        entry = entries[fp]
         due = recrawl_record(
             url=entry.url,
             host=entry.host,
@@ -248,7 +292,7 @@ def _update(
             depth=entry.depth if entry.depth is not None else 0,
             importance=entry.importance,
             due=iso(entry.due),
-            interval=round(wait, 3),
+            interval=round(entry.interval, 3),
             etag=entry.etag,
             last_modified=entry.last_modified,
             last_fetch=iso(entry.last_fetch) if entry.last_fetch else None,
@@ -257,7 +301,7 @@ def _update(
         )
         out.append(dict(due))
     write(out)
-    history.mark_emitted([int(r["fp"], 16) for r in out], now)
+    history.mark_emitted(chosen, now)
     history.commit()
     summary.emitted = len(out)
-    summary.tracked = history.count()
+    summary.tracked = len(plan.table.fp)

@@ -45,16 +45,18 @@ import os
 import re
 import tempfile
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from crawlkit import __version__, io
 from crawlkit.errors import InputError, UsageError
-from crawlkit.html.page import HtmlExtractor, looks_like_html, media_type
+from crawlkit.html.page import looks_like_html, media_type
+from crawlkit.stages.extract import page_texts
 from crawlkit.stages.wacz_zip import ZipWriter
-from crawlkit.url import Canonicalizer
 from crawlkit.warc.cdxj import sorted_index, write_zipnum
 from crawlkit.warc.extsort import LineSorter
 from crawlkit.warc.read import iter_responses
@@ -95,20 +97,30 @@ class Page:
 
 def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     """The pages of the WARCs, in file order, once per URL: HTTP 200 HTML responses,
-    with title and text. Memory holds the URLs seen."""
-    extractor = HtmlExtractor(Canonicalizer())
-    seen: set[str] = set()
-    for path in paths:
-        for resp in iter_responses(
-            path, want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE
-        ):
-            if resp.record_type != "response" or resp.status != 200 or resp.body is None:
-                continue
-            if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
-                continue
-            seen.add(resp.target_uri)
-            page = extractor.extract(resp.body, resp.target_uri, content_type=resp.content_type)
-            yield Page(resp.target_uri, resp.date or "", page.title or "", page.text)
+    with title and text as ``crawlkit extract`` computes them, parsed in a worker
+    under extract's CPU deadline (:func:`crawlkit.stages.extract.page_texts`), so a
+    hostile page cannot hold the package up (it gets its bounded scan's title and no
+    text). Memory holds the URLs seen and the pages waiting for the worker."""
+    waiting: deque[tuple[str, str]] = deque()  # (url, ts) of the pages sent, in order
+
+    def bodies() -> Iterator[tuple[str, bytes, str | None]]:
+        seen: set[str] = set()
+        for path in paths:
+            for resp in iter_responses(
+                path,
+                want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE,
+            ):
+                if resp.record_type != "response" or resp.status != 200 or resp.body is None:
+                    continue
+                if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
+                    continue
+                seen.add(resp.target_uri)
+                waiting.append((resp.target_uri, resp.date or ""))
+                yield resp.target_uri, resp.body, resp.content_type
+
+    for title, text in page_texts(bodies()):
+        url, ts = waiting.popleft()
+        yield Page(url, ts, title or "", text)
 
 
 def pages_of_warcs(paths: Iterable[str | os.PathLike[str]]) -> list[Page]:
@@ -255,8 +267,7 @@ def write_wacz(
     written as a ZipNum index; ``max_bytes`` bounds the index lines held in memory
     (0: the default of :func:`crawlkit.warc.cdxj.sorted_index`). Raises
     :class:`UsageError` for one WARC given twice or two report files of one name,
-    :class:`InputError` for
-    a file that is missing or not a WARC.
+    :class:`InputError` for a file that is missing or not a WARC.
     """
     warc_paths = [Path(w) for w in warcs]
     report_paths = [Path(r) for r in reports]
@@ -295,39 +306,23 @@ def write_wacz(
                 index_file.write(line.encode("utf-8") + b"\n")
         f = stack.enter_context(io.atomic_file(out))
         zw = ZipWriter(f, stamp=stamp)
-        entries: list[tuple[str, int, str]] = []
+        entries: list[tuple[str, int, str]] = []  # (name, size, sha256) of each member
+
+        def put(name: str, src: BinaryIO, *, compress: bool) -> None:
+            entries.append((name, *zw.add(name, src, _size(src), compress=compress)))
+
         for path, arc in zip(warc_paths, arc_names, strict=True):
             with open(path, "rb") as src:
-                size = os.fstat(src.fileno()).st_size
-                entries.append(
-                    (f"archive/{arc}", *zw.add(f"archive/{arc}", src, size, compress=False))
-                )
-        index_name = "indexes/index.cdx.gz" if idx_lines is not None else "indexes/index.cdx"
-        index_file.seek(0)
-        entries.append(
-            (
-                index_name,
-                *zw.add(
-                    index_name,
-                    index_file,
-                    index_file.tell() or _size(index_file),
-                    compress=idx_lines is None,
-                ),
-            )
-        )
-        if idx_lines is not None:
-            data = "".join(idx_lines).encode("utf-8")
-            entries.append(("indexes/index.idx", *zw.add_bytes("indexes/index.idx", data)))
-        pages_file.seek(0)
-        entries.append(
-            (
-                "pages/pages.jsonl",
-                *zw.add("pages/pages.jsonl", pages_file, _size(pages_file), compress=True),
-            )
-        )
+                put(f"archive/{arc}", src, compress=False)  # readers seek into WARCs
+        if idx_lines is None:
+            put("indexes/index.cdx", index_file, compress=True)
+        else:  # stored: readers seek to its blocks by the offsets in index.idx
+            put("indexes/index.cdx.gz", index_file, compress=False)
+            put("indexes/index.idx", BytesIO("".join(idx_lines).encode("utf-8")), compress=True)
+        put("pages/pages.jsonl", pages_file, compress=True)
         for path in report_paths:
-            arc = f"reports/{report_name(path.name)}"
-            entries.append((arc, *zw.add_bytes(arc, path.read_bytes())))
+            with open(path, "rb") as src:
+                put(f"reports/{report_name(path.name)}", src, compress=True)
         names = _resource_names([e[0] for e in entries])
         resources = [
             _resource(arc, size, digest, name)
@@ -356,7 +351,7 @@ def write_wacz(
 
 
 def _size(f: BinaryIO) -> int:
-    """The size of an open file, its position put back at the start."""
+    """The size of an open file (or BytesIO), its position put at the start."""
     size = f.seek(0, os.SEEK_END)
     f.seek(0)
     return size

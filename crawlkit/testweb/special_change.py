@@ -1,5 +1,9 @@
 """Kinds a recrawl meets: validators (ETag, Last-Modified, weak ETag, none) that
 answer correct 304s, and a page that changes every ``--change-every`` seconds.
+
+The changing page takes the time from an ``X-Testweb-Now`` request header (unix
+seconds) when one is sent, so a test can walk a simulated clock through days of
+changes in a second; without it, the server's clock.
 """
 
 from __future__ import annotations
@@ -71,7 +75,11 @@ def _changing(ctx: HostContext, web: Web, host: Host, req: Request) -> Response:
         return html_page(body, etag=f'"{stable_hash(body):016x}"', last_modified=_FIXED_LM)
     if r == "/clock.html":
         period = web.config.change_every
-        version = int(ctx.now() // period)
+        try:
+            clock = float(req.header("x-testweb-now") or ctx.now())
+        except ValueError:
+            clock = ctx.now()
+        version = int(clock // period)
         since = version * period
         rng = rng_for("clock", web.config.seed, version)
         body = (

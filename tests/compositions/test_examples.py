@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
@@ -209,3 +210,24 @@ def test_archive_site_keeps_every_requisite_and_replays_in_pywb(tmp_path: Path) 
     for url, digest in served.items():
         assert got[url]["status"] == 200, url
         assert got[url]["sha256"] == digest, url
+
+
+def test_archive_site_without_crawlkit_on_path(tmp_path: Path) -> None:
+    """A new shell without crawlkit on PATH: the checkout's .venv, else a clear error."""
+    import shutil
+
+    script = tmp_path / "examples" / "archive-site.sh"
+    script.parent.mkdir()
+    shutil.copy(EXAMPLES / "archive-site.sh", script)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    if shutil.which("crawlkit", path=env["PATH"]):
+        pytest.skip("crawlkit is installed system-wide here")
+    res = _run("sh", str(script), "http://x.test/", str(tmp_path / "c"), env=env)
+    assert res.returncode == 127
+    assert "crawlkit is not on PATH: install it" in res.stderr
+    venv = tmp_path / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "crawlkit").write_text('#!/bin/sh\necho "called: $*"\n')
+    (venv / "crawlkit").chmod(0o755)
+    res = _run("sh", str(script), "http://x.test/", "c", "--for", "1h", env=env)
+    assert res.returncode == 0 and res.stdout == "called: archive http://x.test/ c --for 1h\n"

@@ -54,6 +54,8 @@ def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
             f"Authorization: Bearer {HEADER_SECRET}",
             "--cookies",
             str(cookies),
+            "--warc-prefix",
+            "coll",
         ]
         first = crawlkit(*args)
         assert first.code == 0, first.stderr
@@ -68,6 +70,7 @@ def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
     asked = Counter(f"{q['host']}{q['path']}" for q in requests)
     assert [k for k, n in asked.items() if n > 1] == []  # 0 fetched twice, over two runs
     warcs = _warcs(out)
+    assert len(warcs) >= 3 and all(w.name.startswith("coll-") for w in warcs)  # provenance too
     captured: set[str] = set()
     by_file = {w.name: _records(w) for w in warcs}
     for recs in by_file.values():

@@ -58,3 +58,24 @@ def test_error_tally_groups_refusals_by_their_code_and_keeps_the_reason_whole() 
     assert list(out) == ["refused (address)"]
     assert out["refused (address)"]["count"] == 2
     assert out["refused (address)"]["example"].endswith("(allow it with --allow-net))")
+
+
+def test_warcinfo_says_how_the_crawl_was_made_without_secrets() -> None:
+    import json
+
+    from crawlkit.crawl import CrawlOptions
+    from crawlkit.fetch.engine import FetchConfig
+    from crawlkit.stages.report_collection import warcinfo_fields
+
+    line = "crawlkit crawl https://a.test/ --proxy http://***@p.test:3128 --header 'Cookie: ***'"
+    options = CrawlOptions(
+        fetch=FetchConfig(proxy="http://user:PASS@p.test:3128", min_delay=2.0),
+        warc_info={"operator": "Archive Team", "command-line": line},
+    )
+    fields = warcinfo_fields(options)
+    assert "PASS" not in repr(fields)
+    settings = json.loads(fields["crawlkit-settings"])
+    assert settings["fetch"]["proxy"] == "http://***@p.test:3128"
+    assert settings["fetch"]["min_delay"] == 2.0 and "warc_info" not in settings
+    assert fields["operator"] == "Archive Team" and fields["command-line"] == line
+    assert all("\n" not in v and "\r" not in v for v in fields.values())  # warc-fields lines

@@ -73,7 +73,16 @@ def test_the_explained_pipeline_fetches_what_crawl_fetches(tmp_path: Path) -> No
     ignore = tmp_path / "ignore.txt"
     ignore.write_text("# pages never to fetch\n/p1[0-9]*$\n")
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "6", "--special", "none") as web:
+        first, second = sorted(h for h in web.hosts if h.startswith("h"))[:2]
+        cookies = tmp_path / "cookies.txt"
+        cookies.write_text(f"{first}\tFALSE\t/\tFALSE\t0\tsession\tabc\n")
+        netrc = tmp_path / "netrc"
+        netrc.write_text(f"machine {second} login user password secret\n")
         settings = [
+            "--cookies",
+            str(cookies),
+            "--netrc",
+            str(netrc),
             str(web.seeds),
             "--scope",
             "any",
@@ -105,7 +114,7 @@ def test_the_explained_pipeline_fetches_what_crawl_fetches(tmp_path: Path) -> No
         pipe_state = tmp_path / "pipe"
         explained = crawlkit("crawl", *settings, "--state", str(pipe_state), "--explain")
         assert explained.code == 0, explained.stderr
-        for flag in ("--exclude", "--ignore-file", "--header", "--agent", "--per-ip"):
+        for flag in ("--exclude", "--ignore-file", "--header", "--cookies", "--netrc"):
             assert flag in explained.text
         cycles = _run_pipeline(explained.text, pipe_state)
         assert cycles >= 2
@@ -122,6 +131,14 @@ def test_the_explained_pipeline_fetches_what_crawl_fetches(tmp_path: Path) -> No
             if "x-pipeline" not in names:  # robots.txt goes without request settings
                 continue
             assert names["x-pipeline"] == "same"
+    # the request settings went where they belong, in both runs alike
+    sent_to = {host: set() for host, _ in crawl_sent}
+    for (host, _), sent in crawl_sent.items():
+        for headers in sent:
+            sent_to[host] |= {name for name, _ in headers}
+    assert "cookie" in sent_to[next(h for h in sent_to if h.startswith(first))]
+    assert "authorization" in sent_to[next(h for h in sent_to if h.startswith(second))]
+    assert "authorization" not in sent_to[next(h for h in sent_to if h.startswith(first))]
 
 
 def _checks(param: click.Option) -> tuple:

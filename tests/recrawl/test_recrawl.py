@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sqlite3
-import statistics
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import crawlkit
 
 from crawlkit.recrawl import Entry, Event, History, RecrawlPolicy, apply_event
-from crawlkit.stages.recrawl import recrawl
+from crawlkit.recrawl.estimate import CHANGED, UNCHANGED, unpack
+from crawlkit.recrawl.history import http_date
+from crawlkit.stages.recrawl import recrawl, recrawl_stats
+from crawlkit.url import fingerprint_int
 
 H = 3600.0
 DAY = 86400.0
 T0 = 1_780_000_000.0
-P = RecrawlPolicy()
+P = RecrawlPolicy(mu=0.2 * DAY)  # about 0.8 days for a page changing once a day
 
 
 def fetch(at: float, digest: str | None = "d", **kw) -> Event:
@@ -36,64 +42,83 @@ def run(state: Path, records: list[dict], now: float, **kw) -> list[dict]:
 # --------------------------------------------------------------------------- the rule
 
 
-def test_first_fetch_starts_at_initial_interval() -> None:
-    e = apply_event(None, fetch(T0), 1, P)
-    assert e is not None and e.interval == DAY and e.due == T0 + DAY and e.checks == 1
+def test_first_fetch_takes_the_prior_and_the_optimal_interval() -> None:
+    policy = RecrawlPolicy(mu=0.2 * DAY)
+    e = apply_event(None, fetch(T0), 1, policy)
+    assert e is not None and e.checks == 1 and e.observations is None
+    assert math.isclose(e.rate, 1 / DAY, rel_tol=1e-2)  # the prior: --initial
+    assert e.interval == policy.interval(e.rate, 2) and e.due == T0 + e.interval
+    site = apply_event(None, fetch(T0), 1, policy, prior=1 / H)
+    assert math.isclose(site.rate, 1 / H, rel_tol=0.1)  # the site's rate when known
+    lm = "Thu, 28 May 2026 08:26:40 GMT"  # 12 hours before the fetch
+    dated = apply_event(None, fetch(T0, last_modified=lm), 1, policy)
+    assert unpack(dated.observations) == [(12 * H, 12 * H)]  # no change for 12 h, one then
 
 
-def test_change_halves_no_change_grows_by_half() -> None:
-    e = apply_event(None, fetch(T0, "a"), 1, P)
-    e = apply_event(e, fetch(T0 + DAY, "b"), 1, P)
-    assert e.interval == DAY / 2 and e.changes == 1
-    e = apply_event(e, fetch(T0 + 2 * DAY, "b"), 1, P)
-    assert e.interval == DAY * 0.75 and e.changes == 1 and e.checks == 3
+def _codes(e: Entry) -> list[float]:
+    return [c for _, c in unpack(e.observations)]
 
 
-def test_not_modified_and_near_duplicate_count_as_no_change() -> None:
+def test_change_no_change_and_dates_are_observations() -> None:
     e = apply_event(None, fetch(T0, "a", simhash=0xFF00), 1, P)
+    changed = apply_event(e, fetch(T0 + DAY, "b"), 1, P)
+    assert _codes(changed) == [CHANGED] and changed.changes == 1 and changed.checks == 2
+    assert unpack(changed.observations)[0][0] == DAY
     e304 = apply_event(e, fetch(T0 + DAY, None, outcome="not-modified", status=304), 1, P)
-    assert e304.interval == 1.5 * DAY and e304.digest == "a"
+    assert _codes(e304) == [UNCHANGED] and e304.digest == "a"
+    same = apply_event(e, fetch(T0 + DAY, "a"), 1, P)
+    assert _codes(same) == [UNCHANGED]
     near = apply_event(e, fetch(T0 + DAY, "b", simhash=0xFF00 ^ 0b111), 1, P)  # 3 bits
-    assert near.interval == 1.5 * DAY
+    assert _codes(near) == [UNCHANGED]
     far = apply_event(e, fetch(T0 + DAY, "b", simhash=0xFF00 ^ 0b1111), 1, P)  # 4 bits
-    assert far.interval == 0.5 * DAY
+    assert _codes(far) == [CHANGED]
+    lm = "Fri, 29 May 2026 12:00:00 GMT"  # between the two fetches
+    dated = apply_event(e, fetch(T0 + DAY, "b", last_modified=lm), 1, P)
+    assert _codes(dated) == [T0 + DAY - http_date(lm)]
+    stale = apply_event(
+        e, fetch(T0 + DAY, "b", last_modified="Thu, 01 Jan 2026 00:00:00 GMT"), 1, P
+    )
+    assert _codes(stale) == [CHANGED]  # a date before the last fetch dates nothing
+    assert changed.rate > e.rate > same.rate
 
 
-def test_interval_is_clamped_between_one_hour_and_ninety_days() -> None:
-    e = apply_event(None, fetch(T0, "0"), 1, P)
+def test_intervals_stay_between_the_clamps_and_follow_importance() -> None:
+    policy = RecrawlPolicy(mu=3 * DAY)
+    fast = apply_event(None, fetch(T0, "0"), 1, policy)
+    still = fast
+    waits = [still.interval]
     for i in range(1, 40):
-        e = apply_event(e, fetch(e.due, str(i)), 1, P)
-    assert e.interval == H
-    for _ in range(60):
-        e = apply_event(e, fetch(e.due, "same"), 1, P)
-    assert e.interval == 90 * DAY
+        fast = apply_event(fast, fetch(T0 + i * H, str(i)), 1, policy)
+        still = apply_event(still, fetch(still.due, "0"), 1, policy)
+        waits.append(still.interval)
+        assert policy.min <= fast.interval <= policy.max
+    assert fast.interval == policy.max  # changes hourly: w/λ below μ, not chased
+    assert waits[1:] == sorted(waits[1:]) and waits[-1] == policy.max  # never changes: drifts up
+    waits = [P.interval(1 / DAY, importance) for importance in range(4)]
+    assert waits == sorted(waits) and waits[0] < waits[-1]  # 0 most important: soonest
 
 
-def test_importance_scales_the_wait() -> None:
-    waits = []
-    for prio in range(4):
-        e = apply_event(None, fetch(T0, importance=prio), 1, P)
-        waits.append(e.due - T0)
-    assert waits == [DAY * 0.5, DAY * 0.75, DAY, DAY * 1.5]
-
-
-def test_sitemap_lastmod_counts_as_a_change_once() -> None:
+def test_sitemap_reads_are_observations_and_count_a_change_once() -> None:
     e = apply_event(None, fetch(T0, "a"), 1, P)
     hint = Event(kind="lastmod", at=T0 + H, url="https://a.test/", lastmod=T0 + 60)
     e = apply_event(e, hint, 1, P)
-    assert e.interval == DAY / 2 and e.due == T0 + H and e.changes == 1
+    # the read: a change in the hour since the fetch, dated 60 s after it
+    assert e.pending_change and e.due == T0 + H and e.changes == 1
+    assert unpack(e.observations) == [(H, H - 60)]
     e = apply_event(e, fetch(T0 + 2 * H, "b"), 1, P)  # the change the sitemap announced
-    assert e.interval == DAY / 2 and e.changes == 1
-    old = Event(kind="lastmod", at=T0 + 3 * H, url="https://a.test/", lastmod=T0 - DAY)
-    assert apply_event(e, old, 1, P).interval == DAY / 2  # older than the fetch: no news
+    assert e.changes == 1 and not e.pending_change and len(unpack(e.observations)) == 1
+    same = Event(kind="lastmod", at=T0 + 5 * H, url="https://a.test/", lastmod=T0 + 60)
+    quiet = apply_event(e, same, 1, P)  # read again, nothing newer: 3 h without a change
+    assert not quiet.pending_change and unpack(quiet.observations)[-1] == (3 * H, UNCHANGED)
+    assert quiet.rate < e.rate
 
 
 def test_deferred_error_and_replays() -> None:
     e = apply_event(None, fetch(T0, "a"), 1, P)
     d = apply_event(e, fetch(T0 + DAY, None, outcome="deferred", retry_at=T0 + DAY + 600), 1, P)
-    assert d.due == T0 + DAY + 600 and d.interval == DAY
+    assert d.due == T0 + DAY + 600 and d.interval == e.interval
     err = apply_event(e, fetch(T0 + DAY, None, outcome="error", status=None), 1, P)
-    assert err.due == T0 + DAY + H and err.errors == 1 and err.interval == DAY
+    assert err.due == T0 + DAY + H and err.errors == 1 and err.interval == e.interval
     err2 = apply_event(err, fetch(T0 + DAY + H, None, outcome="error", status=None), 1, P)
     assert err2.due == T0 + DAY + H + 2 * H
     # the same fetch applied twice changes nothing the second time
@@ -101,65 +126,27 @@ def test_deferred_error_and_replays() -> None:
     assert again is e
 
 
-def _simulate(change_every: float, steps: int, *, poisson_seed: int | None = None) -> list[float]:
-    """Fetch whenever due; the page's content changes every ``change_every`` seconds."""
+@pytest.mark.parametrize("poisson", [False, True])
+def test_estimate_converges_on_a_page_fetched_when_due(poisson: bool) -> None:
+    """A page changing every 6 h (strictly, or at random), fetched whenever due: after
+    60 visits the estimated rate is within 25% of the truth."""
+    import bisect
     import random
 
-    rng = random.Random(poisson_seed)
-    changes: list[float] = []
-    t = 0.0
-    while len(changes) < 100000 and t < change_every * steps * 4:
-        t += rng.expovariate(1 / change_every) if poisson_seed is not None else change_every
+    period = 6 * H
+    rng = random.Random(5)
+    changes, t = [], 0.0
+    while t < 400 * DAY:
+        t += rng.expovariate(1 / period) if poisson else period
         changes.append(t)
-    import bisect
-
+    policy = RecrawlPolicy(mu=0.05 * period)
     e: Entry | None = None
     now = 1.0
-    intervals = []
-    for _ in range(steps):
-        version = (
-            bisect.bisect_right(changes, now)
-            if poisson_seed is not None
-            else int(now // change_every)
-        )
-        e = apply_event(
-            e,
-            Event(
-                kind="fetch", at=now, url="u", outcome="fetched", status=200, digest=f"v{version}"
-            ),
-            1,
-            P,
-        )
-        intervals.append(e.interval)
+    for _ in range(60):
+        version = bisect.bisect_right(changes, now)
+        e = apply_event(e, fetch(now, f"v{version}"), 1, policy)
         now = e.due
-    return intervals
-
-
-@pytest.mark.parametrize("period", [6 * H, DAY, 7 * DAY])
-def test_page_changing_every_t_settles_near_t(period: float) -> None:
-    intervals = _simulate(period, 300)
-    settled = intervals[100:]
-    gm = statistics.geometric_mean(settled)
-    # the fixed point of halve/grow-by-half: P(change seen) = ln 1.5 / ln 3, i.e. 0.37 T
-    assert 0.25 * period < gm < period
-    assert max(settled) < 1.0 * period and min(settled) > 0.15 * period
-    # and it does not depend on where it started: T and 20 T apart stay 20x apart
-    assert math.isclose(
-        gm / period,
-        statistics.geometric_mean(_simulate(20 * period, 300)[100:]) / (20 * period),
-        rel_tol=0.2,
-    )
-
-
-def test_random_changes_settle_near_mean_gap() -> None:
-    intervals = _simulate(DAY, 400, poisson_seed=7)[100:]
-    assert 0.3 * DAY < statistics.geometric_mean(intervals) < 1.0 * DAY
-
-
-def test_unchanged_page_drifts_to_the_maximum() -> None:
-    intervals = _simulate(10**12, 20)
-    assert intervals[-1] == 90 * DAY
-    assert intervals.index(90 * DAY) <= 12  # 1 d * 1.5^11 > 90 d
+    assert 0.75 / period < e.rate < 1.25 / period
 
 
 # --------------------------------------------------------------------------- the stage
@@ -175,7 +162,8 @@ def test_stage_emits_due_urls_once_with_validators(tmp_path: Path) -> None:
     state = tmp_path / "s"
     recs = [
         _fetch_rec("https://a.test/x", T0, "sha1:A", etag='"e1"'),
-        _fetch_rec("https://a.test/y", T0, "sha1:B", last_modified="Tue, 01 Jan 2026 00:00:00 GMT"),
+        # (a Last-Modified of the fetch time itself: no dated observation)
+        _fetch_rec("https://a.test/y", T0, "sha1:B", last_modified="Thu, 28 May 2026 20:26:40 GMT"),
         {"url": "https://a.test/x", "digest": "sha1:A", "simhash": "00000000000000ff"},
     ]
     assert run(state, recs, now=T0 + H) == []
@@ -184,19 +172,21 @@ def test_stage_emits_due_urls_once_with_validators(tmp_path: Path) -> None:
     x = next(r for r in due if r["url"].endswith("x"))
     assert x["reason"] == "recrawl" and x["etag"] == '"e1"' and x["last_modified"] is None
     assert x["host"] == "a.test" and x["site"] == "a.test" and len(x["fp"]) == 16
-    assert x["due"] == "2026-05-29T20:26:40Z" and x["interval"] == DAY
+    # the default budget, one visit a day per URL, split between two alike URLs
+    assert x["due"] == "2026-05-29T20:26:40Z" and math.isclose(x["interval"], DAY, rel_tol=1e-6)
     assert run(state, [], now=T0 + DAY + 2) == []  # emitted, not fetched since: not again
     assert len(run(state, [], now=T0 + 3 * DAY)) == 2  # ...until max(interval, 1 day) passes
-    # a 304 for x: no change, interval grows, not due again for 1.5 days
+    # a 304 for x: no change, its rate falls, its interval grows past y's
     run(
         state,
         [_fetch_rec("https://a.test/x", T0 + 3 * DAY, None, outcome="not-modified", status=304)],
         now=T0 + 3 * DAY,
     )
-    assert [r["url"] for r in run(state, [], now=T0 + 4.4 * DAY)] == ["https://a.test/y"]
-    later = run(state, [], now=T0 + 4.6 * DAY)
-    assert [r["url"] for r in later] == ["https://a.test/x"]
-    assert later[0]["interval"] == 1.5 * DAY and later[0]["checks"] == 2
+    history = History(state / "recrawl")
+    x_entry, y_entry = (history.get(fingerprint_int(f"https://a.test/{u}")) for u in "xy")
+    history.close()
+    assert x_entry.rate < y_entry.rate and x_entry.interval > DAY > y_entry.interval
+    assert x_entry.checks == 2 and x_entry.due == T0 + 3 * DAY + x_entry.interval
 
 
 def test_stage_page_record_decides_near_duplicate(tmp_path: Path) -> None:
@@ -214,7 +204,7 @@ def test_stage_page_record_decides_near_duplicate(tmp_path: Path) -> None:
         now=T0 + DAY,
     )
     (rec,) = run(state, [], now=T0 + 10 * DAY)
-    assert rec["interval"] == 1.5 * DAY and rec["changes"] == 0
+    assert rec["changes"] == 0 and rec["checks"] == 2
 
 
 def test_stage_rerun_on_same_input_is_harmless(tmp_path: Path) -> None:
@@ -226,7 +216,11 @@ def test_stage_rerun_on_same_input_is_harmless(tmp_path: Path) -> None:
     run(state, second, now=T0 + DAY)
     run(state, first + second, now=T0 + DAY)  # the whole log again
     (rec,) = run(state, [], now=T0 + 5 * DAY)
-    assert rec["interval"] == DAY / 2 and rec["changes"] == 1 and rec["checks"] == 2
+    assert rec["changes"] == 1 and rec["checks"] == 2
+    history = History(state / "recrawl")
+    entry = history.get(fingerprint_int(url))
+    history.close()
+    assert len(unpack(entry.observations)) == 1
 
 
 def test_stage_sitemap_lastmod_makes_url_due_now(tmp_path: Path) -> None:
@@ -242,8 +236,9 @@ def test_stage_sitemap_lastmod_makes_url_due_now(tmp_path: Path) -> None:
 
 
 def test_cli_converges_with_simulated_time(tmp_path: Path) -> None:
-    """Fourteen 12-hour cycles through the real command, time moved by --now: a page
-    changing every 6 hours drops to short intervals, an unchanged one keeps growing."""
+    """Fourteen 12-hour cycles through the real command, time moved by --now, 10
+    visits a day to spend: a page changing every 6 hours gets short intervals, an
+    unchanged one keeps growing."""
     state = str(tmp_path / "s")
     period = {"https://fast.test/": 6 * H, "https://still.test/": 10**12}
     now = T0
@@ -252,7 +247,7 @@ def test_cli_converges_with_simulated_time(tmp_path: Path) -> None:
     log = tmp_path / "fetched.ndjson"
     for _ in range(14):
         log.write_text("".join(json.dumps(r) + "\n" for r in fetched))
-        r = crawlkit("recrawl", "--state", state, "--now", str(now), str(log))
+        r = crawlkit("recrawl", "--state", state, "--now", str(now), "--budget", "10", str(log))
         assert r.code == 0, r.stderr
         due = [json.loads(x) for x in r.lines]
         fetched = [_fetch_rec(d["url"], now, f"v{int(now // period[d['url']])}") for d in due]
@@ -260,14 +255,14 @@ def test_cli_converges_with_simulated_time(tmp_path: Path) -> None:
             intervals[d["url"]] = d["interval"]
         now += 12 * H
     assert intervals["https://fast.test/"] <= 6 * H
-    assert intervals["https://still.test/"] >= 2 * DAY  # 1 d, 1.5 d, 2.25 d, ...
+    assert intervals["https://still.test/"] > 3 * intervals["https://fast.test/"]
 
 
 def test_cli_usage_errors(tmp_path: Path) -> None:
     r = crawlkit("recrawl", "--state", str(tmp_path / "s"), "--now", "yesterday", input=b"")
     assert r.code == 2 and "--now" in r.stderr
-    r = crawlkit("recrawl", "--state", str(tmp_path / "s"), "--min", "2d", input=b"")
-    assert r.code == 2
+    r = crawlkit("recrawl", "--state", str(tmp_path / "s"), "--min", "200d", input=b"")
+    assert r.code == 2 and "--min" in r.stderr
 
 
 def test_bad_times_are_bad_records_and_the_rest_commits(tmp_path: Path) -> None:
@@ -346,3 +341,99 @@ def test_importance_is_stored_in_the_history_tables_priority_column(tmp_path: Pa
     entry = again.get(7)
     again.close()
     assert entry is not None and entry.importance == 0
+
+
+def test_a_history_of_the_previous_release_opens_and_is_migrated(tmp_path: Path) -> None:
+    """tests/data/recrawl-v1 was written by crawlkit 1e5e1a1 (make.py says how)."""
+    state = tmp_path / "s"
+    shutil.copytree(Path(__file__).parent.parent / "data" / "recrawl-v1", state)
+    history = History(state / "recrawl")
+    fast = history.get(fingerprint_int("https://a.test/fast"))
+    still = history.get(fingerprint_int("https://a.test/still"))
+    new = history.get(fingerprint_int("https://b.test/new"))
+    history.close()
+    assert fast.checks == 8 and fast.changes == 7 and fast.etag == '"f7"'
+    assert _codes(fast) == [CHANGED] * 7 and _codes(still) == [UNCHANGED] * 7
+    assert fast.rate > 1 / DAY > still.rate and new.observations is None
+    db = sqlite3.connect(state / "recrawl" / "history.sqlite")
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    db.close()
+    # and the stage runs on it: at 3 visits a day the page changing hourly is not
+    # chased (the longest interval), the others are
+    run(state, [], now=T0 + 3 * DAY)
+    history = History(state / "recrawl")
+    fast = history.get(fingerprint_int("https://a.test/fast"))
+    new = history.get(fingerprint_int("https://b.test/new"))
+    history.close()
+    assert fast.interval == 90 * DAY and new.interval < 90 * DAY
+    lines = recrawl_stats(state, now=T0 + 3 * DAY)
+    assert lines[0].startswith("URLs tracked: 3, with a rate from their own visits: 2")
+
+
+def test_max_urls_alone_spends_them_where_freshness_is_bought(tmp_path: Path) -> None:
+    """Without --budget, --max-urls N emits N URLs by value, at most --host-max-urls
+    per host, due or not: a page seen changing beats a page seen unchanged."""
+    state = tmp_path / "s"
+    urls = [f"https://h{h}.test/{i}" for h in range(3) for i in range(4)]
+    run(state, [_fetch_rec(u, T0, "A") for u in urls], now=T0)
+    second = [_fetch_rec(u, T0 + H * 6, "B" if u.endswith(("0", "1")) else "A") for u in urls]
+    out = run(state, second, now=T0 + 7 * H, max_urls=5, host_max=2)
+    assert len(out) == 5
+    assert max(Counter(r["host"] for r in out).values()) <= 2
+    changing = {u for u in urls if u.endswith(("0", "1"))}
+    assert {r["url"] for r in out} <= changing
+
+
+def test_stats_show_rates_freshness_and_days_ahead(tmp_path: Path) -> None:
+    state = str(tmp_path / "s")
+    log = tmp_path / "f.ndjson"
+    log.write_text(
+        "".join(json.dumps(_fetch_rec(f"https://a.test/{i}", T0, "A")) + "\n" for i in range(5))
+    )
+    assert crawlkit("recrawl", "--state", state, "--now", str(T0), str(log)).code == 0
+    r = crawlkit("recrawl", "--state", state, "--stats", "--now", str(T0), input=b"")
+    assert r.code == 0, r.stderr
+    text = r.stdout.decode()
+    assert "URLs tracked: 5" in text and "expected freshness:" in text
+    assert "budget: 5 visits a day" in text  # one a day per URL by default
+    assert "URLs due per day ahead" in text and "d0:" in text and "d6:" in text
+    assert "estimated time between changes" in text
+
+
+def test_kill_9_while_writing_loses_nothing(tmp_path: Path) -> None:
+    """The history commits only after the due records are written: a run killed while
+    blocked writing them (its reader stopped) leaves the history as before, and the
+    same input run again emits every URL."""
+    log = tmp_path / "f.ndjson"
+    urls = [f"https://k{i % 7}.test/page/{i}" for i in range(600)]  # > a pipe's 64 KiB out
+    log.write_text("".join(json.dumps(_fetch_rec(u, T0, "A")) + "\n" for u in urls))
+    state = str(tmp_path / "s")
+    later = str(T0 + 100 * DAY)
+    args = [sys.executable, "-m", "crawlkit", "recrawl", "--state", state, "--now", later]
+    with subprocess.Popen(
+        [*args, str(log)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.read(1) == b"{"  # writing has begun; nobody reads the rest
+        proc.kill()
+        proc.wait()
+    history = History(Path(state) / "recrawl")
+    assert history.count() == 0  # nothing of the killed run committed
+    history.close()
+    r = crawlkit("recrawl", "--state", state, "--now", later, str(log))
+    assert r.code == 0, r.stderr
+    assert sorted(json.loads(x)["url"] for x in r.lines) == sorted(urls)
+
+
+def test_the_report_gets_a_recrawl_section(tmp_path: Path) -> None:
+    from crawlkit.recrawl.stats import html_section, report_data, report_section
+
+    assert report_data(tmp_path, T0) is None and html_section(None) == ""
+    assert report_section(tmp_path, T0) == []
+    run(tmp_path, [_fetch_rec(f"https://a.test/{i}", T0, "A") for i in range(3)], now=T0)
+    data = report_data(tmp_path, T0 + H)
+    assert data is not None and data["tracked"] == 3
+    json.dumps(data)  # goes into the report's JSON as it is
+    page = html_section(data)
+    assert page.startswith("<h2>Recrawl</h2>") and "3 URLs tracked" in page
+    assert report_section(tmp_path, T0 + H)[0].startswith("URLs tracked: 3")

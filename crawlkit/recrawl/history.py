@@ -1,0 +1,561 @@
+"""The recrawl history on disk, and the update of one URL's entry by one observation.
+
+For every URL that has been fetched, :class:`History` keeps one :class:`Entry`: the
+last fetch, its validators (ETag, Last-Modified), its content digest and simhash,
+how often it was checked and found changed, the newest :data:`~estimate.KEEP`
+observations of its visits, its estimated change rate, its revisit interval and
+when it is due. :func:`apply_event` is the update, a pure function:
+
+* a fetch compared with the one before is an observation of the time between them
+  (:mod:`crawlkit.recrawl.estimate`): no change (304 Not Modified, the same digest,
+  or a simhash within ``near_bits`` (3) bits), or a change (a new digest), dated when
+  the response's Last-Modified or a sitemap ``lastmod`` falls between the two
+  fetches (a first fetch's Last-Modified is one too: no change since, one then).
+  The rate is re-estimated from the kept observations, with the URL's site rate
+  (or ``initial``) as the prior (the posterior mean of log λ).
+* the revisit interval is the freshness-optimal one for that rate at the budget's
+  multiplier μ (:func:`crawlkit.recrawl.policy.intervals`), weighted by importance
+  (0..3, 0 most important: weight 2, 4/3, 1, 2/3), between ``min`` (1 h) and
+  ``max`` (90 days); the next visit is due that long after the fetch.
+  ``crawlkit recrawl`` re-solves μ for its budget each run (stages/recrawl.py).
+* a sitemap read (a ``lastmod`` event) is a visit without a fetch: its ``lastmod``
+  dates a change since the URL's last observation, or says there was none, so
+  feed a sitemap's records when it was read. A ``lastmod`` newer than the last
+  fetch makes the URL due now; the fetch that follows adds no observation (the
+  read counted the change).
+* ``deferred`` fetches are due again at their ``retry_at``; errors back off (1 h,
+  doubling, up to the interval); robots-denied URLs wait at least a day.
+
+Events older than the last one applied to a URL are ignored, so applying the same
+fetch log twice is harmless (docs/design.md invariant 5).
+
+Storage: ``DIR/recrawl/history.sqlite`` (SQLite, WAL, synchronous FULL). Each run is
+one transaction; due URLs are marked as emitted in the same transaction, which the
+caller commits only after writing them (at least once). A URL emitted and not
+fetched since is emitted again only after max(interval, ``reemit``) (1 day), in case
+the batch that carried it was lost. Version 1 (crawlkit before rate estimates) is
+migrated in place when opened: two columns are added and each URL's checks and
+changes become observations at its old interval, so its estimate starts where the
+old history left it.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crawlkit.errors import StateError
+from crawlkit.recrawl import estimate
+from crawlkit.recrawl import policy as optimum
+
+__all__ = ["Entry", "Event", "History", "RecrawlPolicy", "apply_event", "hamming"]
+
+SCHEMA_VERSION = 2
+_SIGN = 1 << 63
+_WRAP = 1 << 64
+DAY = 86400.0
+
+
+def _signed(fp: int) -> int:
+    return fp - _WRAP if fp >= _SIGN else fp
+
+
+def _unsigned(value: int) -> int:
+    return value + _WRAP if value < 0 else value
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
+
+
+@dataclass(frozen=True)
+class RecrawlPolicy:
+    """Revisit rules; durations in seconds, rates and budgets per second.
+
+    ``initial`` is the mean change interval assumed for a URL whose site has no
+    estimate yet (the prior's centre). ``budget`` is the visits per second the
+    recrawls of all URLs may spend (None: ``auto_budget`` per tracked URL, one a
+    day); ``host_budget`` the visits per second one host allows (None: no cap).
+    ``mu`` is the budget's multiplier, which the stage solves each run.
+    """
+
+    initial: float = DAY
+    min: float = 3600.0
+    max: float = 90 * DAY
+    near_bits: int = 3
+    weights: tuple[float, ...] = (2.0, 4 / 3, 1.0, 2 / 3)
+    reemit: float = DAY
+    error_backoff: float = 3600.0
+    budget: float | None = None
+    auto_budget: float = 1 / DAY
+    host_budget: float | None = None
+    mu: float = 0.0
+
+    def clamp(self, seconds: float) -> float:
+        return min(self.max, max(self.min, seconds))
+
+    def weight(self, importance: int) -> float:
+        return self.weights[min(max(importance, 0), len(self.weights) - 1)]
+
+    def interval(self, rate: float, importance: int) -> float:
+        """The optimal revisit interval at ``mu`` for a page changing at ``rate``."""
+        lam = np.array([rate])
+        return float(
+            optimum.intervals(lam, self.weight(importance), self.mu, self.min, self.max)[0]
+        )
+
+
+@dataclass
+class Entry:
+    """The history of one URL (one row of the history table)."""
+
+    fp: int
+    url: str
+    host: str | None = None
+    site: str | None = None
+    depth: int | None = None
+    importance: int = 2  # 0..3, 0 most important (the table's "priority" column)
+    last_fetch: float | None = None  # time of the last successful fetch (or 304)
+    last_event: float = 0.0  # time of the newest event applied (idempotence)
+    status: int | None = None
+    outcome: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+    simhash: int | None = None
+    lastmod: float | None = None
+    interval: float = DAY
+    changes: int = 0
+    checks: int = 0
+    errors: int = 0
+    pending_change: bool = False
+    due: float = 0.0
+    emitted: float | None = None
+    rate: float | None = None  # estimated changes per second (None: no estimate yet)
+    observations: bytes | None = None  # estimate.pack()ed (interval, code) pairs
+    observed: float | None = None  # the newest fetch or sitemap read (what is known)
+
+
+@dataclass
+class Event:
+    """One observation of a URL: a fetch (with its page's digest and simhash), or a
+    sitemap ``lastmod``. ``kind`` is ``fetch`` or ``lastmod``."""
+
+    kind: str
+    at: float
+    url: str
+    outcome: str | None = None
+    status: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+    simhash: int | None = None
+    retry_at: float | None = None
+    lastmod: float | None = None
+    importance: int | None = None
+    depth: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_NOT_MODIFIED = {"not-modified", "notmodified", "not_modified"}
+_FETCHED = {"fetched", "ok", "redirect", "truncated"}
+GOOD_OUTCOMES = _NOT_MODIFIED | _FETCHED
+
+
+def http_date(value: str | None) -> float | None:
+    """An HTTP date (Last-Modified) as unix seconds; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def apply_event(
+    entry: Entry | None,
+    event: Event,
+    fp: int,
+    policy: RecrawlPolicy,
+    *,
+    prior: float | None = None,
+) -> Entry | None:
+    """The entry after ``event``; None when the event says nothing to track.
+
+    ``prior`` is the change rate of the URL's site (per second; None: 1/``initial``).
+    An event not newer than the entry's ``last_event`` returns the entry unchanged.
+    """
+    if entry is not None and event.at <= entry.last_event:
+        return entry
+    if event.kind == "lastmod":
+        return _apply_lastmod(entry, event, policy, prior)
+    outcome = (event.outcome or "").lower()
+    if outcome == "refused":
+        return entry  # the frontier refused it: nothing to revisit
+    new = (
+        replace(entry, last_event=event.at)
+        if entry is not None
+        else Entry(fp=fp, url=event.url, interval=policy.initial, last_event=event.at)
+    )
+    if event.importance is not None:
+        new.importance = event.importance
+    if event.depth is not None:
+        new.depth = event.depth
+    new.outcome = outcome or None
+    new.status = event.status
+    not_modified = outcome in _NOT_MODIFIED or event.status == 304
+    if not_modified or outcome in _FETCHED or (not outcome and event.status is not None):
+        _apply_fetch(entry, new, event, not_modified, policy, prior)
+    elif outcome == "deferred":
+        new.due = event.retry_at if event.retry_at is not None else event.at + policy.error_backoff
+        new.emitted = None
+    elif outcome == "robots-denied":
+        new.due = event.at + max(new.interval, DAY)
+        new.emitted = None
+    else:  # error, timeout, and outcomes this version does not know: back off
+        new.errors += 1
+        backoff = policy.error_backoff * 2 ** min(new.errors - 1, 30)
+        new.due = event.at + min(max(backoff, policy.min), max(new.interval, policy.min))
+        new.emitted = None
+    return new
+
+
+def _apply_lastmod(
+    entry: Entry | None, event: Event, policy: RecrawlPolicy, prior: float | None
+) -> Entry | None:
+    """A sitemap read: a visit without a fetch. Its lastmod dates a change since the
+    URL's last observation (fetch or read), or says there was none."""
+    if entry is None or event.lastmod is None:
+        return entry
+    new = replace(entry, last_event=event.at)
+    since = entry.observed if entry.observed is not None else entry.last_fetch
+    if since is not None and not entry.pending_change and event.at > since:
+        changed = event.lastmod > since
+        code = estimate.UNCHANGED
+        if changed:
+            code = event.at - event.lastmod if event.lastmod < event.at else estimate.CHANGED
+        obs = estimate.unpack(entry.observations)
+        obs.append((event.at - since, code))
+        new.observations = estimate.pack(obs)
+        new.observed = event.at
+        new.rate = estimate.rate(obs, prior or 1 / policy.initial, point="mean")
+        new.interval = policy.interval(new.rate, new.importance)
+        if entry.last_fetch is not None and entry.outcome in GOOD_OUTCOMES:
+            new.due = entry.last_fetch + new.interval
+    if (entry.last_fetch is None or event.lastmod > entry.last_fetch) and (
+        entry.lastmod is None or event.lastmod > entry.lastmod
+    ):
+        new.lastmod = event.lastmod
+        if not entry.pending_change:
+            new.changes += 1
+            new.pending_change = True
+        new.due = min(entry.due, event.at)
+    return new
+
+
+def _changed(
+    old: Entry, digest: str | None, event: Event, not_modified: bool, near: int
+) -> bool | None:
+    """Whether the page changed since ``old``'s fetch; None when nothing tells."""
+    if (
+        not_modified
+        or (digest is not None and digest == old.digest)
+        or (
+            event.simhash is not None
+            and old.simhash is not None
+            and hamming(event.simhash, old.simhash) <= near
+        )
+    ):
+        return False
+    if (digest is None and event.simhash is None) or (old.digest is None and old.simhash is None):
+        return None
+    return True
+
+
+def _apply_fetch(
+    old: Entry | None,
+    new: Entry,
+    event: Event,
+    not_modified: bool,
+    policy: RecrawlPolicy,
+    prior: float | None,
+) -> None:
+    digest = event.digest
+    if digest is None and event.outcome == "redirect" and event.extra.get("location"):
+        digest = "redirect:" + str(event.extra["location"])
+    if old is not None and old.last_fetch is not None:
+        new.checks += 1
+        changed = _changed(old, digest, event, not_modified, policy.near_bits)
+        since = old.observed if old.observed is not None else old.last_fetch
+        # A change a sitemap announced was counted and observed when it was read.
+        if changed is True and not old.pending_change:
+            new.changes += 1
+        if changed is not None and event.at > since and not old.pending_change:
+            obs = estimate.unpack(old.observations)
+            obs.append((event.at - since, _code(old, event, changed)))
+            new.observations = estimate.pack(obs)
+    else:
+        new.checks = 1
+        modified = http_date(event.last_modified) if not not_modified else None
+        if modified is not None and modified < event.at:
+            # A first fetch's Last-Modified already says no change for that long, and
+            # one then: a dated change seen over exactly that span.
+            age = event.at - modified
+            new.observations = estimate.pack([(age, age)])
+    new.pending_change = False
+    new.last_fetch = event.at
+    new.observed = event.at
+    new.errors = 0
+    if event.etag is not None:
+        new.etag = event.etag
+    if event.last_modified is not None:
+        new.last_modified = event.last_modified
+    if digest is not None:
+        new.digest = digest
+    if event.simhash is not None:
+        new.simhash = event.simhash
+    new.rate = estimate.rate(
+        estimate.unpack(new.observations), prior or 1 / policy.initial, point="mean"
+    )
+    new.interval = policy.interval(new.rate, new.importance)
+    new.due = event.at + new.interval
+    new.emitted = None
+
+
+def _code(old: Entry, event: Event, changed: bool) -> float:
+    """The observation's code: unchanged, changed, or the age of a dated change."""
+    if not changed:
+        return estimate.UNCHANGED
+    assert old.last_fetch is not None
+    since = old.observed if old.observed is not None else old.last_fetch
+    when = http_date(event.last_modified)
+    # A date counts only after the last observation: a server that sends the time of
+    # the request, or an old one, says nothing about this change.
+    if when is not None and since < when < event.at:
+        return event.at - when
+    return estimate.CHANGED
+
+
+_FIELDS = list(Entry.__dataclass_fields__)
+# The table's column of each field: importance has always been stored as "priority",
+# and history tables written before keep opening.
+_COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
+
+
+@dataclass
+class Table:
+    """The columns the budget is solved from, one array per column, one row per URL."""
+
+    fp: np.ndarray
+    site: list[str]
+    host: np.ndarray  # host index into ``hosts``
+    hosts: list[str]
+    importance: np.ndarray
+    rate: np.ndarray  # NaN where no estimate yet
+    checks: np.ndarray
+    last_fetch: np.ndarray  # NaN where never fetched
+    due: np.ndarray
+    emitted: np.ndarray  # NaN where not emitted
+    interval: np.ndarray
+    good: np.ndarray  # the last fetch answered (fetched, not-modified, redirect)
+    pending: np.ndarray
+
+
+class History:
+    """The history table in ``DIR/recrawl/history.sqlite``; one transaction per commit.
+
+    It may be used from a thread other than the one that opened it (``crawlkit crawl``
+    opens it once and updates it from its post-processing thread), one at a time.
+    A version 1 table is migrated when opened (see the module doc).
+    """
+
+    def __init__(self, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "history.sqlite"
+        try:
+            self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                self._create()
+            elif version == 1:
+                self._migrate_v1()
+            elif version != SCHEMA_VERSION:
+                raise StateError(
+                    f"recrawl history {path} has version {version}; this crawlkit reads "
+                    f"versions 1 and {SCHEMA_VERSION}"
+                )
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"recrawl history {path} is unreadable: {exc}") from exc
+
+    def _create(self) -> None:
+        self.db.executescript(
+            """
+            CREATE TABLE IF NOT EXISTS history (
+                fp INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT, site TEXT,
+                depth INTEGER, priority INTEGER NOT NULL, last_fetch REAL,
+                last_event REAL NOT NULL, status INTEGER, outcome TEXT, etag TEXT,
+                last_modified TEXT, digest TEXT, simhash INTEGER, lastmod REAL,
+                interval REAL NOT NULL, changes INTEGER NOT NULL, checks INTEGER NOT NULL,
+                errors INTEGER NOT NULL, pending_change INTEGER NOT NULL, due REAL NOT NULL,
+                emitted REAL, rate REAL, observations BLOB, observed REAL
+            );
+            CREATE INDEX IF NOT EXISTS history_due ON history (due);
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
+            CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL);
+            PRAGMA user_version = 2;
+            """
+        )
+        self.db.commit()
+
+    def _migrate_v1(self) -> None:
+        """Version 1 → 2 in one transaction: the rate columns, and each URL's checks
+        and changes as observations at its old interval (what it was visited at)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        if db.execute("PRAGMA user_version").fetchone()[0] != 1:  # another process did it
+            db.rollback()
+            return
+        db.execute("ALTER TABLE history ADD COLUMN rate REAL")
+        db.execute("ALTER TABLE history ADD COLUMN observations BLOB")
+        db.execute("ALTER TABLE history ADD COLUMN observed REAL")
+        db.execute("UPDATE history SET observed = last_fetch")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL)")
+        db.execute("CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL)")
+        rows = db.execute(
+            "SELECT fp, checks, changes, interval FROM history WHERE checks > 1"
+        ).fetchall()
+        updates = []
+        for fp, checks, changes, interval in rows:
+            seen = min(checks - 1, estimate.KEEP)
+            changed = min(changes, seen)
+            obs = [(interval, estimate.CHANGED)] * changed
+            obs += [(interval, estimate.UNCHANGED)] * (seen - changed)
+            updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY, point="mean"), fp))
+        db.executemany("UPDATE history SET observations = ?, rate = ? WHERE fp = ?", updates)
+        db.execute("PRAGMA user_version = 2")
+        db.commit()
+
+    def get(self, fp: int) -> Entry | None:
+        row = self.db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM history WHERE fp = ?", (_signed(fp),)
+        ).fetchone()
+        return self._entry(row) if row else None
+
+    @staticmethod
+    def _entry(row: tuple[Any, ...]) -> Entry:
+        values = dict(zip(_FIELDS, row, strict=True))
+        values["fp"] = _unsigned(values["fp"])
+        if values["simhash"] is not None:
+            values["simhash"] = _unsigned(values["simhash"])
+        values["pending_change"] = bool(values["pending_change"])
+        return Entry(**values)
+
+    def put(self, entries: list[Entry]) -> None:
+        rows = []
+        for entry in entries:
+            values = asdict(entry)
+            values["fp"] = _signed(entry.fp)
+            if entry.simhash is not None:
+                values["simhash"] = _signed(entry.simhash)
+            values["pending_change"] = int(entry.pending_change)
+            rows.append(tuple(values[f] for f in _FIELDS))
+        marks = ", ".join("?" for _ in _COLUMNS)
+        self.db.executemany(
+            f"INSERT OR REPLACE INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", rows
+        )
+
+    def entries(self, fps: list[int]) -> Iterator[Entry]:
+        """The entries of ``fps`` (those tracked), in no particular order."""
+        for i in range(0, len(fps), 500):
+            chunk = [_signed(fp) for fp in fps[i : i + 500]]
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT {', '.join(_COLUMNS)} FROM history WHERE fp IN ({marks})"
+            for row in self.db.execute(sql, chunk):
+                yield self._entry(row)
+
+    def due(self, now: float, reemit: float, limit: int | None = None) -> Iterator[Entry]:
+        """Entries due at ``now`` and not emitted since (or emitted long ago), soonest first."""
+        sql = (
+            f"SELECT {', '.join(_COLUMNS)} FROM history WHERE due <= ? AND "
+            "(emitted IS NULL OR emitted + MAX(interval, ?) <= ?) ORDER BY due, fp"
+        )
+        params: tuple[Any, ...] = (now, reemit, now)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params += (limit,)
+        for row in self.db.execute(sql, params):
+            yield self._entry(row)
+
+    def table(self) -> Table:
+        """Every URL's planning columns as arrays (one pass over the table)."""
+        rows = self.db.execute(
+            "SELECT fp, site, host, priority, rate, checks, last_fetch, due, emitted, interval, "
+            "outcome, pending_change FROM history ORDER BY fp"
+        ).fetchall()
+        hosts: dict[str, int] = {}
+        host_ix = [hosts.setdefault(r[2] or r[1] or "", len(hosts)) for r in rows]
+
+        def column(i: int, dtype: Any = np.float64) -> np.ndarray:
+            return np.array([math.nan if r[i] is None else r[i] for r in rows], dtype)
+
+        return Table(
+            fp=np.array([_unsigned(r[0]) for r in rows], np.uint64),
+            site=[r[1] or "" for r in rows],
+            host=np.array(host_ix, np.int64),
+            hosts=list(hosts),
+            importance=np.array([r[3] for r in rows], np.int64),
+            rate=column(4),
+            checks=np.array([r[5] for r in rows], np.int64),
+            last_fetch=column(6),
+            due=column(7),
+            emitted=column(8),
+            interval=column(9),
+            good=np.array([(r[10] or "") in GOOD_OUTCOMES for r in rows], bool),
+            pending=np.array([bool(r[11]) for r in rows], bool),
+        )
+
+    def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:
+        self.db.executemany(
+            "UPDATE history SET interval = ?, due = ? WHERE fp = ?",
+            [
+                (float(i), float(d), _signed(int(fp)))
+                for fp, i, d in zip(fps, intervals, dues, strict=True)
+            ],
+        )
+
+    def meta(self, key: str) -> float | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else float(row[0])
+
+    def set_meta(self, key: str, value: float) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def site_rates(self) -> dict[str, float]:
+        return {str(s): float(r) for s, r in self.db.execute("SELECT site, rate FROM sites")}
+
+    def set_site_rates(self, rates: dict[str, float]) -> None:
+        self.db.execute("DELETE FROM sites")
+        self.db.executemany("INSERT INTO sites (site, rate) VALUES (?, ?)", rates.items())
+
+    def mark_emitted(self, fps: list[int], now: float) -> None:
+        self.db.executemany(
+            "UPDATE history SET emitted = ? WHERE fp = ?", [(now, _signed(fp)) for fp in fps]
+        )
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM history").fetchone()[0])
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,241 @@
+"""Revisit rates that buy the most freshness for a budget (Cho & Garcia-Molina 2003).
+
+A page changing as a Poisson process of rate λ and visited every ``τ = 1/f`` seconds
+is fresh (the stored copy equals the live page) a share of the time
+
+    F(λ, f) = (f/λ) (1 − e^{−λ/f})
+
+The freshness-optimal policy maximises ``Σ w_i F(λ_i, f_i)`` subject to
+``Σ f_i = B`` (Cho & Garcia-Molina, "Effective page refresh policies for Web
+crawlers", ACM TODS 2003). ``F`` is concave in ``f``; its Lagrangian gives, for each
+page, ``w ∂F/∂f = μ``, i.e. with ``x = λτ`` (changes per interval)
+
+    value(λ, w, τ) = w (1 − (1 + x) e^{−x}) / λ = μ
+
+``value`` rises with τ towards ``w/λ``: a page with ``w/λ ≤ μ`` (changing faster
+than the budget can follow) is not chased (``f = 0``, here the longest interval).
+:func:`solve` finds μ by bisection so that the rates spend the budget, with the
+intervals clamped to [``tau_min``, ``tau_max``] (F is concave, so clamping each page
+to its box keeps the solution optimal) and, after Kolobov et al. ("Optimal
+freshness crawl under politeness constraints", SIGIR 2019), a politeness cap per
+host: a host whose pages would exceed its cap gets its own multiplier
+``μ_h > μ``, found by the same bisection on its pages alone, so each host spends
+at most its cap and the rest of the budget goes to the other hosts.
+
+The same index drives a run that has only a number of URLs to spend
+(:func:`select`): the URLs whose ``value`` at the time since their last visit is
+highest are the ones a fetch now buys the most freshness for; fetching a page when
+its value reaches μ is the optimal policy above, so taking the top B each run
+follows it without knowing μ.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "age",
+    "freshness",
+    "intervals",
+    "select",
+    "solve",
+    "value",
+]
+
+Array = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_TINY = 1e-12
+
+
+def freshness(lam: Array | float, tau: Array | float) -> Array:
+    """Expected share of time fresh for visits every ``tau`` seconds (1 if λ = 0)."""
+    lam_a = np.asarray(lam, np.float64)
+    x = lam_a * np.asarray(tau, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(x > 1e-9, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0 - x / 2)
+    result: Array = np.where(np.isinf(x), 0.0, f)
+    return result
+
+
+def age(lam: Array | float, tau: Array | float) -> Array:
+    """Expected age (seconds since the live page first differed from the copy, 0 when
+    fresh), averaged over time, for visits every ``tau`` seconds."""
+    lam_a = np.asarray(lam, np.float64)
+    tau_a = np.asarray(tau, np.float64)
+    x = lam_a * tau_a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exact = tau_a / 2 - 1 / lam_a + (-np.expm1(-x)) / (lam_a * lam_a * tau_a)
+        # Small x: the series x τ/6 − x² τ/24 avoids cancelling the terms above.
+        series = tau_a * (x / 6 - x * x / 24)
+    result: Array = np.where(x < 1e-3, series, exact)
+    return result
+
+
+def value(lam: Array, w: Array | float, tau: Array) -> Array:
+    """``w (1 − (1 + λτ) e^{−λτ}) / λ``: the freshness a visit now buys per unit of
+    budget (``w ∂F/∂f`` at ``f = 1/τ``). Rises with ``tau`` towards ``w/λ``."""
+    lam = np.asarray(lam, np.float64)
+    x = lam * np.asarray(tau, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        g = np.where(x > 1e-4, -np.expm1(-x) - x * np.exp(-x), x * x / 2 - x**3 / 3)
+        v = np.where(lam > 0, g / np.maximum(lam, _TINY), 0.0)
+    result: Array = np.asarray(w, np.float64) * np.where(np.isinf(x), 1 / np.maximum(lam, _TINY), v)
+    return result
+
+
+def _g(x: Array) -> Array:
+    result: Array = -np.expm1(-x) - x * np.exp(-x)
+    return result
+
+
+# g(x) = 1 - (1 + x) e^{-x} on a log grid, for a first guess by interpolation.
+_X_GRID = np.exp(np.linspace(math.log(1e-8), math.log(60.0), 1024))
+_G_GRID = np.maximum.accumulate(_g(_X_GRID))
+
+
+def _inverse_g(y: Array) -> Array:
+    """x with ``1 − (1 + x) e^{−x} = y`` for y in (0, 1); inf at y >= 1, 0 at y <= 0.
+
+    Interpolation on a log grid, then three Newton steps (g'(x) = x e^{−x})."""
+    y = np.asarray(y, np.float64)
+    inside = (y > 0) & (y < 1)
+    yy = np.where(inside, y, 0.5)
+    logx = np.interp(yy, _G_GRID, np.log(_X_GRID))
+    x = np.exp(logx)
+    for _ in range(3):
+        slope = x * np.exp(-x)
+        step = (_g(x) - yy) / np.maximum(slope, 1e-300)
+        x = np.clip(x - step, x / 4, x * 4)
+    result: Array = np.where(y >= 1.0, np.inf, np.where(y <= 0.0, 0.0, x))
+    return result
+
+
+def intervals(
+    lam: Array, w: Array | float, mu: Array | float, tau_min: float, tau_max: float
+) -> Array:
+    """The optimal revisit interval of each page at multiplier ``mu``, clamped.
+
+    ``value(λ, w, τ) = μ`` solved for τ; a page that never changes (λ ≈ 0) or changes
+    too fast to be worth chasing (``w/λ ≤ μ``) gets ``tau_max``.
+    """
+    lam = np.asarray(lam, np.float64)
+    w = np.broadcast_to(np.asarray(w, np.float64), lam.shape)
+    mu_a = np.broadcast_to(np.asarray(mu, np.float64), lam.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(w > 0, mu_a * lam / np.where(w > 0, w, 1.0), np.inf)
+    x = _inverse_g(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(lam > 0, x / np.maximum(lam, _TINY), np.inf)
+    result: Array = np.clip(np.nan_to_num(tau, nan=tau_max, posinf=tau_max), tau_min, tau_max)
+    return result
+
+
+def _spend(lam: Array, w: Array, mu: Array, tau_min: float, tau_max: float) -> Array:
+    return 1.0 / intervals(lam, w, mu, tau_min, tau_max)
+
+
+def _bisect_mu(
+    lam: Array,
+    w: Array,
+    groups: IntArray,
+    caps: Array,
+    floor: Array,
+    tau_min: float,
+    tau_max: float,
+) -> Array:
+    """Per group g, the smallest μ_g >= floor_g whose rates sum to at most caps[g]."""
+    k = len(caps)
+    top = float(np.max(w / np.maximum(lam, _TINY))) if len(lam) else 1.0
+    lo = np.log(np.maximum(floor, 1e-300))
+    hi = np.full(k, math.log(max(top, 1.0) * 4.0))
+    need = np.bincount(groups, _spend(lam, w, np.exp(lo)[groups], tau_min, tau_max), k) > caps
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        over = np.bincount(groups, _spend(lam, w, np.exp(mid)[groups], tau_min, tau_max), k) > caps
+        lo = np.where(over, mid, lo)
+        hi = np.where(over, hi, mid)
+    result: Array = np.where(need, np.exp(hi), floor)
+    return result
+
+
+def solve(
+    lam: Array,
+    w: Array,
+    budget: float,
+    *,
+    tau_min: float,
+    tau_max: float,
+    hosts: IntArray | None = None,
+    host_cap: float | Array | None = None,
+) -> tuple[float, Array]:
+    """The multiplier μ and each page's interval for ``budget`` visits per second.
+
+    ``hosts`` gives each page's host index (0..h-1) and ``host_cap`` the visits per
+    second each host allows (one number or one per host). The intervals never spend
+    more than ``budget`` overall, nor a host more than its cap, unless the longest
+    interval alone already does (then every page of it waits ``tau_max``).
+    """
+    lam = np.asarray(lam, np.float64)
+    w = np.broadcast_to(np.asarray(w, np.float64), lam.shape).copy()
+    n = len(lam)
+    if n == 0:
+        return 0.0, np.zeros(0)
+    host_mu = np.zeros(n)
+    if hosts is not None and host_cap is not None:
+        k = int(hosts.max()) + 1
+        caps = np.broadcast_to(np.asarray(host_cap, np.float64), (k,)).copy()
+        host_mu = _bisect_mu(lam, w, hosts, caps, np.zeros(k), tau_min, tau_max)[hosts]
+    one = np.zeros(n, np.int64)
+    mu = float(_bisect_mu(lam, w, one, np.array([budget]), np.zeros(1), tau_min, tau_max)[0])
+    if hosts is not None and host_cap is not None:
+        # μ so that Σ f(max(μ, μ_h)) = B: the capped hosts spend less, so μ falls.
+        lo, hi = math.log(1e-300), math.log(max(mu, 1e-300))
+        if _spend(lam, w, np.maximum(math.exp(hi), host_mu), tau_min, tau_max).sum() <= budget:
+            for _ in range(80):
+                mid = 0.5 * (lo + hi)
+                if (
+                    _spend(lam, w, np.maximum(math.exp(mid), host_mu), tau_min, tau_max).sum()
+                    > budget
+                ):
+                    lo = mid
+                else:
+                    hi = mid
+            mu = math.exp(hi) if hi > math.log(1e-299) else 0.0
+    tau = intervals(lam, w, np.maximum(mu, host_mu), tau_min, tau_max)
+    return mu, tau
+
+
+def select(
+    values: Array,
+    eligible: npt.NDArray[np.bool_],
+    count: int,
+    *,
+    hosts: IntArray | None = None,
+    host_max: int | None = None,
+) -> IntArray:
+    """Indices of at most ``count`` eligible pages with the highest ``values``, at most
+    ``host_max`` from one host; highest value first."""
+    idx = np.flatnonzero(eligible)
+    if len(idx) == 0 or count <= 0:
+        return np.zeros(0, np.int64)
+    if hosts is None or host_max is None:
+        top = idx[np.argpartition(-values[idx], count - 1)[:count]] if count < len(idx) else idx
+        return top[np.argsort(-values[top], kind="stable")].astype(np.int64)
+    # The best few first (cheap); all of them only when the host cap leaves too few.
+    few = min(len(idx), 4 * count + 64)
+    for pool in (few, len(idx)):
+        cand = idx[np.argpartition(-values[idx], pool - 1)[:pool]] if pool < len(idx) else idx
+        cand = cand[np.argsort(-values[cand], kind="stable")]
+        h = hosts[cand]
+        order = np.argsort(h, kind="stable")  # by host, best first within a host
+        sorted_h = h[order]
+        rank = np.empty(len(cand), np.int64)
+        rank[order] = np.arange(len(order)) - np.searchsorted(sorted_h, sorted_h, side="left")
+        kept = cand[rank < host_max][:count]
+        if len(kept) == count or pool == len(idx):
+            return kept.astype(np.int64)
+    raise AssertionError("unreachable")

@@ -1,0 +1,93 @@
+"""The freshness-optimal policy: its closed forms, the budget, host politeness."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crawlkit.recrawl.policy import age, freshness, intervals, select, solve, value
+
+H = 3600.0
+DAY = 86400.0
+
+
+def test_freshness_and_age_closed_forms() -> None:
+    # F = (1 - e^{-x}) / x with x = λτ; λ = 0 is always fresh
+    assert math.isclose(float(freshness(1 / DAY, DAY)), 1 - math.exp(-1), rel_tol=1e-12)
+    assert float(freshness(0.0, DAY)) == 1.0
+    # A = τ/2 - 1/λ + (1 - e^{-λτ}) / (λ² τ)
+    lam, tau = 1 / DAY, 2 * DAY
+    want = tau / 2 - 1 / lam + (1 - math.exp(-lam * tau)) / (lam * lam * tau)
+    assert math.isclose(float(age(lam, tau)), want, rel_tol=1e-9)
+    assert math.isclose(float(age(1e-12, DAY)), 1e-12 * DAY * DAY / 6, rel_tol=1e-6)  # λτ²/6
+
+
+def test_interval_makes_the_value_equal_the_multiplier() -> None:
+    lam = np.array([1 / H, 1 / DAY, 1 / (30 * DAY)])
+    mu = 0.3 * H
+    tau = intervals(lam, 1.0, mu, 1.0, 1e12)
+    # each page chased is visited when its value reaches μ
+    assert np.allclose(value(lam, 1.0, tau), mu, rtol=1e-6)
+    # a page with w/λ <= μ is not chased: the longest interval
+    assert intervals(np.array([1 / (0.2 * H)]), 1.0, mu, H, 90 * DAY)[0] == 90 * DAY
+    assert intervals(np.array([0.0]), 1.0, mu, H, 90 * DAY)[0] == 90 * DAY
+
+
+def test_solution_is_the_lagrangian_optimum() -> None:
+    """Moving a little budget between two pages never raises the weighted freshness."""
+    rng = np.random.default_rng(1)
+    lam = np.exp(rng.uniform(math.log(1 / (30 * DAY)), math.log(1 / H), 50))
+    w = rng.uniform(0.5, 2, 50)
+    budget = 20 / DAY
+    _, tau = solve(lam, w, budget, tau_min=1.0, tau_max=1e9)
+    f = 1 / tau
+    assert math.isclose(f.sum(), budget, rel_tol=1e-6)
+    best = float((w * freshness(lam, tau)).sum())
+    inside = np.flatnonzero((tau > 1.0) & (tau < 1e9))  # pages at a clamp may not move
+    assert len(inside) >= 10
+    for i, j in zip(inside[:5], inside[5:10], strict=True):
+        for d in (1e-2, -1e-2):
+            g = f.copy()
+            step = d * min(g[i], g[j])
+            g[i] += step
+            g[j] -= step
+            assert (w * freshness(lam, 1 / g)).sum() <= best * (1 + 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(-16, -6), min_size=1, max_size=60),
+    st.integers(1, 5),
+    st.floats(0.1, 50),
+    st.floats(0.05, 20),
+)
+def test_never_exceeds_the_budget_or_a_hosts_cap(
+    log_rates: list[float], n_hosts: int, per_url: float, cap: float
+) -> None:
+    lam = np.exp(np.array(log_rates))
+    n = len(lam)
+    hosts = np.arange(n, dtype=np.int64) % n_hosts
+    budget = per_url * n / DAY
+    host_cap = cap / DAY
+    tau_min, tau_max = H, 90 * DAY
+    _, tau = solve(
+        lam, 1.0, budget, tau_min=tau_min, tau_max=tau_max, hosts=hosts, host_cap=host_cap
+    )
+    assert np.all((tau >= tau_min) & (tau <= tau_max))
+    floor = n / tau_max  # the longest interval spends this much whatever the budget
+    assert (1 / tau).sum() <= max(budget, floor) * (1 + 1e-6)
+    per_host = np.bincount(hosts, 1 / tau)
+    floor_host = np.bincount(hosts) / tau_max
+    assert np.all(per_host <= np.maximum(host_cap, floor_host) * (1 + 1e-6))
+
+
+def test_select_takes_the_best_within_the_host_cap() -> None:
+    values = np.array([9.0, 8, 7, 6, 5, 4])
+    hosts = np.array([0, 0, 0, 1, 1, 2])
+    eligible = np.array([True, True, True, True, False, True])
+    got = select(values, eligible, 4, hosts=hosts, host_max=2)
+    assert list(got) == [0, 1, 3, 5]
+    assert list(select(values, eligible, 2)) == [0, 1]
