@@ -153,7 +153,7 @@ def test_zstd_page_records_are_readable_and_counted(demo: Demo) -> None:
     for path in files:
         with path.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as stream:
             records += [json.loads(line) for line in stream.read().splitlines()]
-    parsed = int(demo.printed(r"^\s+pages parsed (\d+),").group(1))
+    parsed = int(demo.printed(r"^\s+pages parsed (\d+) \(").group(1))
     assert len(records) == parsed > 0
     captures = warc_captures(demo.directory)
     assert sorted({r["url"] for r in records} - set(captures)) == []

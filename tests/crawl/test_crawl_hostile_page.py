@@ -88,8 +88,15 @@ def _crawl(tmp_path: Path, seed: str, *extra: str) -> subprocess.Popen[bytes]:
 
 
 def _hostile_record(state: Path) -> dict | None:
+    """The hostile page's record from a cycle whose extract is done. A cycle's pages
+    file without extract.done is not a finished extract (a pass redone because the
+    WARC file rotated, then cut by the hard stop): it is not counted, and the next
+    run extracts the cycle again."""
     records = [
-        r for p in state.glob("crawl/cycles/*/pages.ndjson.zst") for r in io.read_records([p])
+        r
+        for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+        if (p.parent / "extract.done").exists()
+        for r in io.read_records([p])
     ]
     return next((r for r in records if str(r["url"]).endswith("/hostile")), None)
 

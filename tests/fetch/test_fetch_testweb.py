@@ -170,11 +170,17 @@ def test_429_backs_off_honours_retry_after_and_persists(web: TestWeb, tmp_path: 
     assert retry_at - t429 >= retry_after - 1  # Retry-After (3 s) beats the 1 s backoff
     after = [r for r in records if r["outcome"] == "deferred" and r["status"] is None]
     assert after and all(r["retry_at"] == hit[0]["retry_at"] for r in after)
-    # a restart right away still honours the backoff: no request reaches the host
+    # a restart right away still honours the backoff: no request reaches the host before
+    # the time the 429 named (the server's clock). A restart normally comes well inside
+    # those 3 s; on a loaded machine its start-up alone can outlast them, and then the
+    # URLs are rightly fetched again, none early.
+    (until,) = [r["retry_until"] for r in web.requests()[mark:] if r.get("status") == 429]
     mark2 = log_mark(web)
     again = fetch(web, state, url_records(urls[:2]), "--backoff", "1s")
-    assert [r["outcome"] for r in again] == ["deferred", "deferred"]
-    assert not [r for r in web.requests()[mark2:] if r["host"].startswith(host["name"])]
+    to_host = [r for r in web.requests()[mark2:] if r["host"].startswith(host["name"])]
+    assert not [r for r in to_host if r["t_start"] < until], (until, to_host)
+    if not to_host:
+        assert [r["outcome"] for r in again] == ["deferred", "deferred"]
     report = audit(web, mark, tmp_path, "--min-backoff", "1s")
     assert report.returncode == 0, report.stdout[-3000:]
 
