@@ -10,7 +10,13 @@ user reads in ``--explain`` is the loop that runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the runner imports this list; the steps only name its methods
+    from crawlkit.crawl.cycle import CycleRunner
 
 __all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "render"]
 
@@ -38,14 +44,15 @@ class ExplainContext:
 
 @dataclass(frozen=True)
 class Step:
-    """One step of the loop: ``marker`` names its done-file in a cycle directory (and
-    the ``Crawl._step_<marker>`` method that runs it); ``commands`` are the stage
-    commands it equals, as format strings over :class:`ExplainContext` fields."""
+    """One step of the loop: ``marker`` names its done-file in a cycle directory;
+    ``commands`` are the stage commands it equals, as format strings over
+    :class:`ExplainContext` fields; ``run`` (a post step's) runs it on a cycle."""
 
     marker: str
     what: str
     commands: tuple[str, ...]
     post: bool = True  # runs once per cut cycle (False: on the fetch side, as it goes)
+    run: Callable[[CycleRunner, Path], None] | None = field(default=None, compare=False)
 
 
 STEPS: tuple[Step, ...] = (
@@ -76,6 +83,7 @@ STEPS: tuple[Step, ...] = (
             # extracted files join the collection, so the next cycle reads only its own
             "mv {warc}/new/*.warc.gz {warc}/",
         ),
+        run=lambda cycles, cycle: cycles.extract(cycle),
     ),
     Step(
         "dedup",
@@ -85,6 +93,7 @@ STEPS: tuple[Step, ...] = (
             "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope}"
             "{add_flags} $C/sites.ndjson.zst",
         ),
+        run=lambda cycles, cycle: cycles.dedup(cycle),
     ),
     Step(
         "links",
@@ -98,6 +107,7 @@ STEPS: tuple[Step, ...] = (
             "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
+        run=lambda cycles, cycle: cycles.links(cycle),
     ),
     Step(
         "recrawl",
@@ -107,6 +117,7 @@ STEPS: tuple[Step, ...] = (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
+        run=lambda cycles, cycle: cycles.recrawl(cycle),
     ),
 )
 
