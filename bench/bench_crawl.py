@@ -95,11 +95,15 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crawl_timeline import loop_idle, loop_windows, print_loop
+
 from crawlkit import io
+from crawlkit.crawl.timeline import ENV as TIMELINE_ENV
 from crawlkit.errors import InvalidURL
 from crawlkit.url import Canonicalizer
 
@@ -107,7 +111,10 @@ NETNS_MARK = "CRAWLKIT_BENCH_NETNS"
 PR_SET_CHILD_SUBREAPER = 36
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
-TOOLS = ("crawlkit", "scrapy", "wget2")
+# crawlkit-b: crawlkit with --b-env set (an A/B within the same run, e.g. an old
+# behaviour behind a debug knob read from the environment; crawl/feed.py's
+# POST_BACKLOG_MAX and CUT_SCALE_MAX are plain constants now: edit them for an A/B)
+TOOLS = ("crawlkit", "crawlkit-b", "scrapy", "wget2")
 PY_SPY_RATE = 50  # samples a second: each sample of a busy thread is 1/50 CPU s
 
 # (hosts, pages) per scenario: quick defaults, and issue 13's sizes with --full.
@@ -445,7 +452,8 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     work = tmp / f"{tool}-{time.time_ns()}"
     work.mkdir()
     limit = args.duration + args.hard_grace
-    if tool == "crawlkit":
+    ck = tool.startswith("crawlkit")
+    if ck:
         cmd = crawlkit_cmd(web, work / "state", args)
         if args.py_spy:
             spy = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
@@ -455,6 +463,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
                 "--subprocesses",
                 "--nonblocking",
                 "--function",
+                "--threads",
                 "--format",
                 "raw",
                 "--rate",
@@ -500,8 +509,17 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         )
     load = os.getloadavg()[0]
     start = time.time()
-    usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
-    if tool == "crawlkit":
+    loop_log = work / "timeline.ndjson"
+    env = dict(kv.split("=", 1) for kv in args.b_env) if tool == "crawlkit-b" else {}
+    if ck and args.timeline:
+        env[TIMELINE_ENV] = str(loop_log)  # the crawl loop's states, per second
+    os.environ.update(env)
+    try:
+        usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+    if ck:
         pages = crawlkit_pages(work / "state", web["wanted"])
     elif tool == "scrapy":
         urls = (work / "urls.txt").read_text().split() if (work / "urls.txt").exists() else []
@@ -512,7 +530,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     time.sleep(1.0)
     times = [t for t in server_times(Path(web["log"])) if t >= start]
     n = len(pages)
-    if tool == "crawlkit" and args.py_spy:
+    if ck and args.py_spy:
         print_profile(args.py_spy, n)
     result = {
         "tool": tool,
@@ -531,6 +549,9 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "rss": usage.rss,
         "per_5s": per_window(times, start),
     }
+    if loop_log.exists():
+        result["loop"] = loop_windows(loop_log)
+        result["loop_idle"] = loop_idle(result["loop"])
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return result
@@ -545,6 +566,7 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
     own frame on top, C calls it makes included) and inclusive time."""
     own: dict[str, int] = {}
     inclusive: dict[str, int] = {}
+    threads: dict[str, Counter[str]] = {}  # thread -> its first crawlkit frames
     total = 0
     for line in collapsed.read_text("utf-8", "replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -553,6 +575,14 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
         n = int(count)
         total += n
         frames = stack.split(";")
+        # py-spy --threads: "process ...;thread (0x...);frames": per thread, and
+        # named by the first crawlkit frame (asyncio's loop, the post thread, ...)
+        head = [f for f in frames if f.startswith(("process ", "thread ("))]
+        frames = [f for f in frames if f not in head]
+        if not frames:
+            continue
+        where = next((f for f in frames if "crawlkit/" in f), frames[0] if frames else "?")
+        threads.setdefault(";".join(head), Counter())[where.split(" (")[0]] += n
         own[frames[-1]] = own.get(frames[-1], 0) + n
         for frame in set(frames):
             inclusive[frame] = inclusive.get(frame, 0) + n
@@ -563,6 +593,12 @@ def print_profile(collapsed: Path, pages: int, top: int = 25) -> None:
         f"  py-spy: {total / PY_SPY_RATE:.1f} busy thread-seconds sampled = "
         f"{total * per_k:.2f} s per 1,000 pages ({pages} pages)"
     )
+    print("  -- per thread (busy share of the run's wall time, its top entry points)")
+    busiest = sorted(threads.items(), key=lambda kv: -sum(kv[1].values()))
+    for name, entries in busiest[:8]:
+        n = sum(entries.values())
+        tops = ", ".join(f"{w} {100 * c / n:.0f}%" for w, c in entries.most_common(3))
+        print(f"    {n / PY_SPY_RATE:7.1f} s  {name[-40:]}: {tops}")
     for title, table in (("self", own), ("inclusive", inclusive)):
         print(f"  -- {title} (s per 1,000 pages, share of samples)")
         for frame, n in sorted(table.items(), key=lambda kv: -kv[1])[:top]:
@@ -612,7 +648,9 @@ def report(
             )
     for name in names:
         all_runs = ", ".join(
-            f"{r['pages_per_s']:.0f}/s {r['cpu_per_1000']:.2f}cpu{' KILLED' if r['killed'] else ''}"
+            f"{r['pages_per_s']:.0f}/s {r['cpu_per_1000']:.2f}cpu stall {r['stall_s']:.0f}s"
+            + (f" loop-idle {r['loop_idle']}" if "loop_idle" in r else "")
+            + (" KILLED" if r["killed"] else "")
             for r in runs[name]
         )
         print(f"  {name} runs: {all_runs}")
@@ -684,7 +722,17 @@ def main() -> None:
         help="more options for crawlkit crawl (an experiment, e.g. '--delay-factor 0')",
     )
     ap.add_argument(
-        "--timeline", action="store_true", help="print server-side requests per 5 s of each run"
+        "--timeline",
+        action="store_true",
+        help="print server-side requests per 5 s of each run, and crawlkit's loop states "
+        "(CRAWLKIT_TIMELINE) per 5 s with its idle windows",
+    )
+    ap.add_argument(
+        "--b-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the environment of the crawlkit-b tool (repeatable), e.g. a debug knob",
     )
     ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
     args = ap.parse_args()
@@ -694,11 +742,11 @@ def main() -> None:
     become_subreaper()
     tools = [t for t in args.tools.split(",") if t]
     if args.tls or not isolated:
-        dropped = [t for t in tools if t != "crawlkit"]
+        dropped = [t for t in tools if not t.startswith("crawlkit")]
         if dropped:
             why = "--tls" if args.tls else "no loopback-only namespace (run as root)"
             print(f"skipping {', '.join(dropped)}: {why}")
-        tools = ["crawlkit"]
+        tools = [t for t in tools if t.startswith("crawlkit")]
     if "wget2" in tools and not shutil.which("wget2"):
         print("skipping wget2: not installed (apt-get install -y wget2)")
         tools.remove("wget2")
@@ -729,6 +777,7 @@ def main() -> None:
                     )
                     if args.timeline:
                         print(f"    server requests per 5 s: {result['per_5s']}", flush=True)
+                        print_loop(result.get("loop", []))
             report(scenario, hosts, pages, runs, args)
     finally:
         if args.keep:
@@ -739,7 +788,10 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                [{k: v for k, v in r.items() if k not in ("rss", "per_5s")} for r in everything],
+                [
+                    {k: v for k, v in r.items() if k not in ("rss", "per_5s", "loop")}
+                    for r in everything
+                ],
                 indent=1,
             )
         )

@@ -3,15 +3,18 @@ the change-rate estimates get to the truth.
 
 The web: ``--pages`` pages on ``--hosts`` hosts (Zipf sizes). Each page changes as a
 Poisson process or strictly periodically (``--periodic`` share), at a mean interval
-drawn log-uniformly from 1 hour to 1 year, or never (``--never`` share). Some pages
-give a Last-Modified header (``--lm`` share), some are in a sitemap read once a day
-(``--sitemap`` share). Every page is fetched at time 0.
+between 1 hour and 1 year: log-uniform for each host's centre, and around it by
+``--site-spread`` (sd of the log; 0: log-uniform for every page alike), or never
+(``--never`` share). Some pages give a Last-Modified header (``--lm`` share), some
+are in a sitemap read once a day (``--sitemap`` share). Changes start a month
+before time 0, when every page is fetched.
 
 Each step (``--step``, 1 hour) a policy picks up to budget × step pages, at most
 ``--host-cap`` per host per step (the fetcher's politeness), and fetches them: the
 copy becomes the live page, and the policy learns whether it changed (and, with
 Last-Modified, when). Freshness is exact: the share of time each stored copy equals
-the live page; age is the time since the live page first differed, averaged.
+the live page, over the year and over its second half (after the policies
+learned); age is the time since the live page first differed, averaged.
 
 Policies:
 
@@ -24,12 +27,18 @@ Policies:
               (:func:`crawlkit.recrawl.policy.value` and ``select``), as
               ``crawlkit recrawl --max-urls`` does.
 * ``oracle``  the same pick with the true rates.
+* ``stage``   (``--stage``) the real stage, ``crawlkit.stages.recrawl.recrawl``, on a
+              state directory, as ``crawlkit recrawl --now T --max-urls N`` in a
+              replay: fed each step the fetch records of the step before and the
+              sitemap. Slow (SQLite each step): use ``--pages 200 --days 30``.
 
 ``optimum`` is the analytic freshness of the Lagrangian solution for the true rates
 (:func:`crawlkit.recrawl.policy.solve`), the ceiling for a fixed-interval policy.
 
     nice .venv/bin/python bench/bench_recrawl.py              # 10,000 pages, a year
-    nice .venv/bin/python bench/bench_recrawl.py --pages 2000 --days 90   # quicker
+    nice .venv/bin/python bench/bench_recrawl.py --pages 2000 --hosts 50 --only new
+    nice .venv/bin/python bench/bench_recrawl.py --pages 200 --hosts 20 --days 30 \
+        --stage --budgets 0.5,0.15                # the stage, as a replay drives it
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
+GLOBAL_PRIOR = True  # sites without estimates take the crawl's rate
 
 
 @dataclass
@@ -266,14 +276,18 @@ class New(ValuePolicy):
         )
 
     def refresh_priors(self) -> None:
-        """Each host's prior: the geometric mean rate of its pages seen 5+ times."""
+        """Each host's prior, as the stage's (plan.prior_rates): the geometric mean
+        rate of its pages seen PRIOR_VISITS times, shrunk towards the crawl's."""
         known = self.visits >= PRIOR_VISITS
         hosts = self.web.host
         k = int(hosts.max()) + 1
-        total = np.bincount(hosts[known], np.log(self.est[known]), k)
+        logs = np.log(self.est[known])
+        base = math.log(PRIOR)
+        if GLOBAL_PRIOR and len(logs):
+            base = (logs.sum() + 2 * base) / (len(logs) + 2)
+        total = np.bincount(hosts[known], logs, k)
         number = np.bincount(hosts[known], minlength=k)
-        # Shrink towards the default with two pseudo-pages of it.
-        site = np.exp((total + 2 * math.log(PRIOR)) / (number + 2))
+        site = np.exp((total + 2 * base) / (number + 2))
         self.prior = site[hosts]
 
 
@@ -388,17 +402,17 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
     }
 
 
-def accuracy(snapshots: dict[int, list[tuple[float, float]]]) -> list[str]:
+def accuracy(snapshots: dict[object, list[tuple[float, float]]]) -> list[str]:
     lines = []
     for visits, seen in snapshots.items():
         pairs = np.array([(e, t) for e, t in seen if t > 0]) if seen else np.zeros((0, 2))
         if len(pairs) == 0:
-            lines.append(f"  after {visits:>2} visits: no page got there")
+            lines.append(f"  after {visits!s:>8} visits: no page got there")
             continue
         ratio = pairs[:, 0] / pairs[:, 1]
         err = np.abs(ratio - 1)
         lines.append(
-            f"  after {visits:>2} visits: {len(pairs):>5} pages, median estimate/true "
+            f"  after {visits!s:>8} visits: {len(pairs):>5} pages, median estimate/true "
             f"{np.median(ratio):.3f}, median |error| {np.median(err):.1%}, "
             f"within ±25%: {np.mean(err <= 0.25):.1%}"
         )
@@ -430,6 +444,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
+    ap.add_argument("--no-global-prior", action="store_true", help="sites shrink to --initial")
     ap.add_argument(
         "--no-sitemap-obs", action="store_true", help="sitemap reads are no observations"
     )
@@ -443,6 +458,7 @@ def main() -> None:
     globals()["PRIOR_WEIGHT"] = args.prior_weight
     globals()["SITE_PRIOR"] = not args.no_site_prior
     globals()["SITEMAP_OBS"] = not args.no_sitemap_obs
+    globals()["GLOBAL_PRIOR"] = not args.no_global_prior
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
@@ -488,7 +504,9 @@ def main() -> None:
                 f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s)"
             )
             if isinstance(policy, New):
-                snapshots = policy.snapshots
+                snapshots = dict(policy.snapshots)
+                done = (policy.visits >= 20) & (web.rate > 0)
+                snapshots["end, 20+"] = list(zip(policy.est[done], web.rate[done], strict=True))
         oracle = results["oracle"]["freshness"]
         for name in ("today", "uniform", "new", "stage"):
             if name not in results:

@@ -44,7 +44,7 @@ COMMANDS: dict[str, Entry] = {
         "Pass on only URLs never seen before, and remember them (Bloom filter + exact set).",
     ),
     "recrawl": Entry(
-        "recrawl", "Keep each URL's change history and print URL records for URLs now due."
+        "recrawl", "Keep each URL's change history and print URL records for URLs worth a visit."
     ),
     "shard": Entry(
         "shard", "Split a record stream by registered-domain hash slot into N shard files."

@@ -61,6 +61,7 @@ from crawlkit_cli.options import (
     PerIpDelay,
     Proxy,
     Requisites,
+    ScopeOption,
     Shards,
     Sitemap,
     SlotMapFile,
@@ -110,14 +111,7 @@ def crawl_command(
     ] = None,
     state: StateDir = ...,  # type: ignore[assignment]
     config: ConfigOption = None,
-    scope: Annotated[
-        str,
-        typer.Option(
-            "--scope",
-            help="Follow links on the seeds' hosts (host), their registered domains (site), "
-            "anywhere (any), or to URLs matching a regular expression.",
-        ),
-    ] = "site",
+    scope: ScopeOption = "site",
     max_pages: Annotated[
         int | None, typer.Option("--max-pages", help="Stop after this many fetched pages.")
     ] = None,
@@ -268,7 +262,7 @@ def crawl_command(
     """
     rep = reporter()
     io.check_output_dir(warc_dir, "--warc-dir")
-    if scope not in ("host", "site", "any") and not scope:
+    if not scope:
         raise UsageError("--scope must not be empty")
     options = CrawlOptions(
         scope=scope,

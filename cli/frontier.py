@@ -23,6 +23,7 @@ from crawlkit_cli.options import (
     MaxUrlLength,
     OutFile,
     Quiet,
+    ScopeOption,
     Shards,
     SlotMapFile,
     StateDir,
@@ -161,15 +162,7 @@ def add(
         bool,
         typer.Option("--urls", help="Inputs are plain URLs, one a line (a seeds file)."),
     ] = False,
-    scope: Annotated[
-        str | None,
-        typer.Option(
-            "--scope",
-            help="Refuse URLs off the seeds' hosts (host) or registered domains (site), or "
-            "not matching a regular expression; any: refuse none (as crawl --scope).",
-            show_default=False,
-        ),
-    ] = None,
+    scope: ScopeOption = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     now: Now = None,

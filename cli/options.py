@@ -264,6 +264,15 @@ TrustEnv = Annotated[
 ]
 
 # -- URL patterns: shared by crawl, seen-merge and frontier add/next ----------------------
+ScopeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scope",
+        help="Follow links only on the seeds' hosts (host) or registered domains (site), "
+        "anywhere (any), or to URLs a regular expression (RE2 syntax) finds; the others are "
+        "refused out-of-scope, before they are marked seen. Seeds widen it.",
+    ),
+]
 Exclude = Annotated[
     list[str] | None,
     typer.Option(

@@ -26,8 +26,8 @@ def recrawl_command(
         str,
         typer.Option(
             "--initial",
-            help="Mean time between changes assumed for a URL until its site has an "
-            "estimate (the estimator's prior).",
+            help="Mean time between changes assumed for a URL until its site or the "
+            "crawl has an estimate (the estimator's prior).",
         ),
     ] = "1d",
     min_interval: Annotated[str, typer.Option("--min", help="Shortest revisit interval.")] = "1h",
@@ -106,14 +106,15 @@ def recrawl_command(
     within 3 bits) or a change, dated by Last-Modified or a sitemap lastmod when
     one falls between two visits. From them it estimates the URL's change rate
     (Cho & Garcia-Molina's estimators, bias-corrected; a URL with few visits leans
-    on its site's rate, or --initial).
+    on its site's rate, else the crawl's, else --initial).
 
     The revisit intervals are the freshness-optimal ones for --budget visits a day
     (at most --host-budget per host): each URL is visited when a visit buys as much
     freshness per fetch as the budget allows, weighted by importance 0..3 (0 most
     important, weight 2, 4/3, 1, 2/3); a URL changing faster than the budget can
     follow is not chased and one that never changes drifts to --max. A sitemap
-    lastmod newer than the last fetch makes the URL due now. deferred fetches are
+    URL record counts as a read of the page's lastmod (feed a sitemap when it was
+    fetched): a lastmod newer than the last fetch makes the URL due now. deferred fetches are
     due at their retry_at; errors back off from 1 h.
 
     Writes one URL record per URL picked, the one a fetch buys the most freshness

@@ -20,6 +20,7 @@ from crawlkit_cli.options import (
     MaxUrlLength,
     OutFile,
     Requisites,
+    ScopeOption,
     StateDir,
     excludes,
     renamed,
@@ -90,16 +91,7 @@ def seen_merge(
             show_default=False,
         ),
     ] = None,
-    scope: Annotated[
-        str | None,
-        typer.Option(
-            "--scope",
-            help="Refuse URLs off the seeds' hosts (host) or registered domains (site), or "
-            "not matching a regular expression, before they are marked seen (as crawl "
-            "--scope); they go to --refused.",
-            show_default=False,
-        ),
-    ] = None,
+    scope: ScopeOption = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,

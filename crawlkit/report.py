@@ -20,6 +20,7 @@ from typing import Any
 
 from crawlkit.io import Record
 from crawlkit.records import refusal_reason
+from crawlkit.recrawl.stats import html_section as recrawl_html
 from crawlkit.times import parse_time
 
 __all__ = [
@@ -497,6 +498,12 @@ def counters_section(report: dict[str, Any]) -> str:
     )
 
 
+def recrawl_section(report: dict[str, Any]) -> str:
+    """Estimated change rates, expected freshness and URLs due per day ahead; empty
+    for a crawl with no recrawl history yet."""
+    return recrawl_html(report.get("recrawl"))
+
+
 # The page, top to bottom. Another section (a recrawl summary, ...) is one function
 # of the report dict added here.
 SECTIONS: list[Callable[[dict[str, Any]], str]] = [
@@ -507,6 +514,7 @@ SECTIONS: list[Callable[[dict[str, Any]], str]] = [
     contents_section,
     files_section,
     audit_section,
+    recrawl_section,
     settings_section,
     counters_section,
 ]

@@ -14,6 +14,7 @@ import itertools
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -391,6 +392,9 @@ class PostWorker:
     def __init__(self, cycles: CycleRunner):
         self.cycles = cycles
         self.error: BaseException | None = None
+        # Seconds spent post-processing, and since when the current cycle (for a timeline)
+        self.busy_seconds = 0.0
+        self.busy_since: float | None = None
         self._queue: queue.Queue[Path | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="crawl-post", daemon=True)
         self._thread.start()
@@ -401,16 +405,24 @@ class PostWorker:
             if cycle is None:
                 self._queue.task_done()
                 return
+            self.busy_since = time.monotonic()
             try:
                 if self.error is None:
                     self.cycles.finish_cycle(cycle)
             except BaseException as exc:  # handed to the fetch loop, which stops
                 self.error = exc
             finally:
+                self.busy_seconds += time.monotonic() - self.busy_since
+                self.busy_since = None
                 self._queue.task_done()
 
     def submit(self, cycle: Path) -> None:
         self._queue.put(cycle)
+
+    def busy_total(self) -> float:
+        """Seconds spent post-processing so far, the cycle in hand included."""
+        total, since = self.busy_seconds, self.busy_since  # in this order: never twice
+        return total + (time.monotonic() - since if since is not None else 0.0)
 
     def backlog(self) -> int:
         """Cut cycles submitted and not yet post-processed."""

@@ -3,8 +3,10 @@
 The fetcher runs on an event loop and asks for more URLs (``refill``) whenever few
 hosts wait; each batch is written to ``STATE/crawl/batches`` before the frontier
 commits its removal. Back-pressure (invariant 8): the fetcher holds at most
-``--per-host`` unanswered URLs of a host and ``hold`` in all, and gets nothing while
-``POST_BACKLOG`` cut cycles wait for post-processing.
+``--per-host`` unanswered URLs of a host and ``hold`` in all; from ``POST_BACKLOG``
+cut cycles waiting for post-processing each refill is halved per cycle more (the
+fetcher slows to what post-processing takes, but never runs dry: its held URLs may
+all be on hosts not due), and at ``POST_BACKLOG_MAX`` it gets nothing.
 
 :class:`Feed` lives for the run (what the fetcher holds, the batch numbers);
 :class:`FetchRun` is one fetch run, its callbacks (``refill``, ``sink``, the cuts)
@@ -33,6 +35,7 @@ from crawlkit.crawl.files import CrawlDir, mark_done, write_file
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Leftover
 from crawlkit.crawl.stores import Stores
+from crawlkit.crawl.timeline import TIMELINE_WINDOW, Timeline, from_env
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
@@ -44,10 +47,14 @@ __all__ = [
     "CHUNK_RECORDS",
     "CHUNK_SECONDS",
     "CUT_CHECK",
+    "CUT_SCALE_MAX",
     "POST_BACKLOG",
+    "POST_BACKLOG_MAX",
     "Feed",
     "FetchRun",
     "LiveCycle",
+    "cut_scale",
+    "refill_share",
 ]
 
 # A cycle is cut (WARC closed, handed to post-processing) after this many fetch
@@ -56,8 +63,39 @@ CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
 # Seconds between two looks at the clock for a cycle due to be cut (see cut_on_time).
 CUT_CHECK = 0.5
-# Cut cycles waiting for post-processing before the fetcher gets no more URLs.
+# Cut cycles waiting for post-processing (the one in hand included) from which each
+# refill is halved per cycle more, and at which the fetcher gets no more URLs. A hard
+# stop at 2 left the fetcher with only URLs of hosts not yet due: 4 requests in flight
+# of 256 with 2,510 URLs queued (issue 27, measured with CRAWLKIT_TIMELINE, against
+# POST_BACKLOG_MAX = 2, the old hard stop, in bench_crawl's A/B).
 POST_BACKLOG = 2
+POST_BACKLOG_MAX = 6
+
+
+# While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
+# POST_BACKLOG, at most CUT_SCALE_MAX): post-processing pays a fixed cost per cycle
+# (seen set, frontier and step commits, each with fsyncs: half the post thread's time
+# in py-spy), so bigger cycles could let it take more records a second when it lags.
+# Off (1) by default: at 4 it did not measurably help (issue 27; 39 and 69 new
+# pages/s against 62 and 61 at load 10-12).
+CUT_SCALE_MAX = 1
+
+
+def cut_scale(backlog: int) -> int:
+    """How many times ``CHUNK_RECORDS`` and ``CHUNK_SECONDS`` a cycle may grow to
+    while ``backlog`` cut cycles wait for post-processing."""
+    if backlog < POST_BACKLOG:
+        return 1
+    return int(min(CUT_SCALE_MAX, 2 ** (backlog - POST_BACKLOG + 1)))
+
+
+def refill_share(backlog: int) -> float:
+    """The share of a full refill the fetcher gets while ``backlog`` cut cycles wait."""
+    if backlog < POST_BACKLOG:
+        return 1.0
+    if backlog >= POST_BACKLOG_MAX:
+        return 0.0
+    return 0.5 ** (backlog - POST_BACKLOG + 1)
 
 
 class LiveCycle:
@@ -148,14 +186,17 @@ class Feed:
         cycle: Path,
         track: Callable[[Path, list[Record]], None],
         held: dict[str, int] | None = None,
+        share: float = 1.0,
     ) -> list[Record]:
         """The frontier's next batch, made durable in ``crawl/batches`` first.
 
         ``held`` counts, per host, URLs the fetcher holds unanswered: with them a host
         gets at most ``per_host`` in the fetcher at once, so the URLs held are spread
-        over the hosts that can be served, not piled on slow ones.
+        over the hosts that can be served, not piled on slow ones. ``share`` scales
+        the batch down (back-pressure, see :func:`refill_share`); at least one URL.
         """
-        size = int(min(self.opts.batch_size, self.hold - self.held, self.pages_left()))
+        full = max(1, int(self.opts.batch_size * share))
+        size = int(min(full, self.hold - self.held, self.pages_left()))
         if size <= 0:
             return []
         opts = NextOptions(
@@ -230,6 +271,10 @@ class FetchRun:
         self.cut_asked: asyncio.Task[None] | None = None  # the cut a fetch record asked for
         self.cut_failed: list[BaseException] = []
         self.timer: asyncio.Task[None] | None = None  # cut_on_time, held while the run lives
+        # opt-in: CRAWLKIT_TIMELINE=FILE (see crawl/timeline.py)
+        timeline = from_env()
+        self.probe = LoopProbe(self, timeline) if timeline is not None else None
+        self.refused: str | None = None  # why the last refill gave nothing (for the probe)
 
     def track(self, path: Path, records: list[Record]) -> None:
         """``records`` were handed to the fetcher from the batch file ``path``."""
@@ -241,8 +286,9 @@ class FetchRun:
 
     def cut_due(self, now: float) -> bool:
         live = self.live
-        return live.records >= CHUNK_RECORDS or (
-            live.records > 0 and now - live.started >= CHUNK_SECONDS
+        scale = cut_scale(self.post.backlog())
+        return live.records >= CHUNK_RECORDS * scale or (
+            live.records > 0 and now - live.started >= CHUNK_SECONDS * scale
         )
 
     def _cut_done(self, task: asyncio.Task[None]) -> None:
@@ -255,6 +301,8 @@ class FetchRun:
         feed = self.feed
         summary = feed.gate.summary
         self.live.log(rec)
+        if self.probe is not None:
+            self.probe.timeline.records += 1
         if self.fetcher is not None and self.cut_asked is None and self.cut_due(self.clock()):
             # A busy fetcher asks for no refill, so a cycle is also cut here: else
             # it grows while the fetcher is busy, and its links wait for all of it.
@@ -321,10 +369,21 @@ class FetchRun:
     async def refill(self, fetcher: Any) -> list[Record] | None:
         """The fetcher's call for more: a batch, ``[]`` (nothing now, ask again) or
         ``None`` (no more: the fetch run ends once the fetcher is done)."""
+        more = await self._refill(fetcher)
+        if self.probe is not None:
+            answer = "given" if more else self.refused or "other"
+            self.probe.timeline.refill(answer, len(more or []))
+        self.refused = None
+        return more
+
+    async def _refill(self, fetcher: Any) -> list[Record] | None:
         feed = self.feed
         if self.fetcher is None:
             self.fetcher = fetcher
-            self.timer = asyncio.get_running_loop().create_task(self.cut_on_time(fetcher))
+            loop = asyncio.get_running_loop()
+            self.timer = loop.create_task(self.cut_on_time(fetcher))
+            if self.probe is not None:
+                self.probe.task = loop.create_task(self.probe.run(fetcher))
         self.post.raise_if_failed()
         if self.cut_failed:
             raise self.cut_failed[0]
@@ -338,7 +397,9 @@ class FetchRun:
             await loop.run_in_executor(None, feed.gate.release_waiting)
         if feed.pages_left() <= 0:
             return [] if feed.held else None  # --max-pages: wait for the answers
-        if feed.held >= feed.hold or self.post.backlog() >= POST_BACKLOG:
+        share = refill_share(self.post.backlog())
+        if feed.held >= feed.hold or share <= 0.0:
+            self.refused = "hold" if feed.held >= feed.hold else "backlog"
             return []  # back-pressure: the fetcher works off what it holds
         # Ask the frontier again only when something changed since it last had
         # nothing to give: URLs queued, or answers that free a host's share.
@@ -346,11 +407,12 @@ class FetchRun:
         if changed != self.last_empty or feed.gate.role is not None:
             held = dict(feed.held_by_host)  # read on this thread; the loop changes it
             batch = await loop.run_in_executor(
-                None, feed.next_batch, self.live.path, self.track, held
+                None, feed.next_batch, self.live.path, self.track, held, share
             )
             if batch:
                 return batch
             self.last_empty = changed
+        self.refused = "empty"
         if self.live.records:
             await self.cut(fetcher)
         if self.post.busy() or fetcher.has_work():
@@ -410,6 +472,49 @@ class FetchRun:
                 shutil.rmtree(live.path, ignore_errors=True)
             self.post.close()
             feed.cycles.archive_closed_warcs()
+            if self.probe is not None:
+                self.probe.close()
             feed.held = 0  # every URL handed out has its record (or never will)
             feed.held_by_host.clear()
         feed.post_error = self.post.error
+
+
+class LoopProbe:
+    """The opt-in timeline of one fetch run (``CRAWLKIT_TIMELINE``): counts its records
+    and refills, and samples its states once a window (see crawl/timeline.py)."""
+
+    def __init__(self, run: FetchRun, timeline: Timeline):
+        self.fetch_run = run
+        self.timeline = timeline
+        self.busy_before = 0.0  # the post thread's busy seconds at the last sample
+        self.task: asyncio.Task[None] | None = None  # the sampler, held while the run lives
+
+    async def run(self, fetcher: Any) -> None:
+        await self.timeline.run(lambda: self.sample(fetcher), lambda: fetcher.running)
+
+    def sample(self, fetcher: Any) -> dict[str, Any]:
+        """The loop's states now, for the timeline."""
+        run = self.fetch_run
+        busy = run.post.busy_total()
+        share = (busy - self.busy_before) / TIMELINE_WINDOW
+        self.busy_before = busy
+        try:
+            queued = sum(len(q) for q in run.feed.stores.frontier.queues.values())
+        except Exception:  # read without the lock: it may change under us
+            queued = -1
+        return {
+            "in_flight": fetcher.scheduler.busy,
+            "waiting": len(fetcher.scheduler),
+            "due": fetcher.scheduler.due_count(fetcher.clock()),
+            "held": run.feed.held,
+            "live": run.live.records,
+            "backlog": run.post.backlog(),
+            "post_busy": round(min(1.0, share), 2),
+            "queued": queued,
+        }
+
+    def close(self) -> None:
+        """Write the last window, short (every record and refill counted), and close."""
+        if self.fetch_run.fetcher is not None:
+            self.timeline.write({**self.sample(self.fetch_run.fetcher), "lag": 0.0})
+        self.timeline.close()

@@ -23,6 +23,13 @@ made of the last answer, in memory and in the host state (docs/design.md invaria
 
 Hosts waiting on a robots.txt being fetched through another host (a redirect) are
 rescheduled when it is settled.
+
+Memory: with a state directory the entries in memory are a cache of the state's,
+least recently used first out past ``ROBOTS_CACHE_BYTES`` (an estimate:
+:func:`entry_cost`, ~1.5 KB for a small file, ~10 x the body for a big one, whose
+parsed rules dominate; a 512 KiB file costs ~5 MB). An entry evicted is read back from
+the state when its origin shows up again. Without a state nothing is evicted (the
+entry would be fetched again).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
@@ -51,10 +59,28 @@ from crawlkit.fetch.hoststate import HostState
 from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time
 from crawlkit.robots import RobotsEntry, RobotsPolicy
 
-__all__ = ["MAX_CRAWL_DELAY", "ROBOTS_MAX_BYTES", "RobotsFlow", "unavailable"]
+__all__ = [
+    "MAX_CRAWL_DELAY",
+    "ROBOTS_CACHE_BYTES",
+    "ROBOTS_MAX_BYTES",
+    "RobotsFlow",
+    "entry_cost",
+    "unavailable",
+]
 
 MAX_CRAWL_DELAY = 86_400.0
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
+# Entries kept in memory (with a state directory), by estimated bytes (entry_cost).
+ROBOTS_CACHE_BYTES = 64 * 1024 * 1024
+# Measured with tracemalloc (bench/bench_host_memory.py): an entry with its parsed
+# rules costs ~1.5 KB for a few lines and ~9 x its body for a 575 KiB file.
+_ENTRY_BYTES = 1600
+_BODY_FACTOR = 10
+
+
+def entry_cost(origin: str, entry: RobotsEntry) -> int:
+    """Estimated bytes of ``entry`` in memory, its parsed rules included."""
+    return _ENTRY_BYTES + len(origin) + _BODY_FACTOR * len(entry.body or b"")
 
 
 def robots_ignored(origin: str, config: FetchConfig) -> bool:
@@ -121,24 +147,55 @@ class RobotsFlow:
         self.archiver = archiver
         self.on_capture = on_capture
         self.clock = clock
-        self._entries: dict[str, RobotsEntry] = {}
+        # origin -> entry, least recently used first; _bytes: their entry_cost sum
+        self._entries: OrderedDict[str, RobotsEntry] = OrderedDict()
+        self._bytes = 0
+        self.max_bytes = ROBOTS_CACHE_BYTES
         self._inflight: dict[str, list[Host]] = {}  # origin -> hosts waiting on it
 
     # ------------------------------------------------------------------ the cache
     def entry(self, origin: str) -> RobotsEntry | None:
         """The entry of ``origin`` from memory, else from the state, else None."""
         entry = self._entries.get(origin)
-        if entry is None and self.state is not None:
+        if entry is not None:
+            self._entries.move_to_end(origin)
+        elif self.state is not None:
             saved = self.state.robots(origin)
             if saved is not None:
                 with contextlib.suppress(KeyError, TypeError, ValueError):
-                    entry = self._entries[origin] = RobotsEntry.from_dict(saved)
+                    entry = RobotsEntry.from_dict(saved)
+                    self._keep(origin, entry)
         return entry
+
+    def _keep(self, origin: str, entry: RobotsEntry) -> None:
+        """Keep ``entry`` in memory, the least recently used ones out past
+        ``max_bytes`` when they are on disk (not those being fetched)."""
+        old = self._entries.pop(origin, None)
+        if old is not None:
+            self._bytes -= entry_cost(origin, old)
+        self._entries[origin] = entry
+        self._bytes += entry_cost(origin, entry)
+        if self.state is None:
+            return
+        # Oldest first; one being fetched is passed over (moved to the young end), so
+        # each eviction costs O(1), not a walk of every entry.
+        passed = 0
+        while self._bytes > self.max_bytes and passed < len(self._entries) - 1:
+            key = next(iter(self._entries))
+            if key in self._inflight:
+                self._entries.move_to_end(key)
+                passed += 1
+                continue
+            self._bytes -= entry_cost(key, self._entries.pop(key))
+
+    def cache_bytes(self) -> int:
+        """Estimated bytes of the entries in memory (see :func:`entry_cost`)."""
+        return self._bytes
 
     def settle(self, origin: str, entry: RobotsEntry) -> None:
         """``origin``'s robots.txt is now ``entry``: kept, and the hosts waiting on it
         go back to the scheduler."""
-        self._entries[origin] = entry
+        self._keep(origin, entry)
         if self.state is not None:
             self.state.put_robots(origin, entry.to_dict())
             self.commits.mark_urgent()  # its Crawl-delay is part of the host's clock
@@ -165,7 +222,8 @@ class RobotsFlow:
         """Past ``limit`` entries in memory, keep only those being fetched (the rest
         are on disk)."""
         if len(self._entries) > limit:
-            self._entries = {o: e for o, e in self._entries.items() if o in self._inflight}
+            for origin in [o for o in self._entries if o not in self._inflight]:
+                self._bytes -= entry_cost(origin, self._entries.pop(origin))
 
     # ------------------------------------------------------------------ verdicts
     def next_task(self, host: Host, now: float) -> Task | None:

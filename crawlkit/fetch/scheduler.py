@@ -121,6 +121,10 @@ class Scheduler:
     def __len__(self) -> int:
         return len(self._heap) + self._n_parked
 
+    def due_count(self, now: float) -> int:
+        """Hosts in the heap due at ``now`` (a scan: for sampling, not the hot path)."""
+        return sum(1 for when, _, _ in self._heap if when <= now)
+
     @property
     def _n_parked(self) -> int:
         return sum(len(v) for v in self._parked.values())

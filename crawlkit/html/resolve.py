@@ -7,7 +7,13 @@ import re
 from crawlkit.errors import InvalidURL
 from crawlkit.url import Canonicalizer, ParsedURL, fingerprint
 
-__all__ = ["LinkResolver"]
+__all__ = ["RESOLVE_CACHE_BYTES", "LinkResolver"]
+
+# The cache's size bound (estimated bytes; each extract process has its own cache).
+RESOLVE_CACHE_BYTES = 48 * 1024 * 1024
+# An entry's bytes besides its strings (dict slot, key tuple, ParsedURL with host, site
+# and fp), measured with tracemalloc at ~525 B an entry of short URLs (~150 B of text).
+_ENTRY_BYTES = 400
 
 # A path that every rule level leaves as it is: unreserved characters and "/" only
 # (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
@@ -34,12 +40,22 @@ class LinkResolver:
     :meth:`Canonicalizer.parse`; a test checks that both ways agree.
     """
 
-    def __init__(self, canon: Canonicalizer, max_entries: int = 200_000):
+    def __init__(
+        self,
+        canon: Canonicalizer,
+        max_entries: int = 200_000,
+        max_bytes: int = RESOLVE_CACHE_BYTES,
+    ):
         self._canon = canon
         self._cache: dict[tuple[str, str], ParsedURL | None] = {}
         self._authorities: dict[str, tuple[str, str] | None] = {}
         self._dirs: dict[str, str | None] = {}
         self._max = max_entries
+        # Bounded by size, not by luck: URLs may be kilobytes long. Estimated bytes of
+        # the entries (see _cost); past max_bytes (or max_entries) all is cleared, which
+        # costs less per lookup than an LRU and refills with the pages at hand.
+        self.max_bytes = max_bytes
+        self.bytes = 0
 
     def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
         """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
@@ -65,11 +81,14 @@ class LinkResolver:
                 parsed = self._canon.parse(href, base)
             except InvalidURL:
                 parsed = None
-        if len(self._cache) >= self._max:
+        cost = _ENTRY_BYTES + 2 * (len(key[0]) + len(href)) + (len(parsed.url) if parsed else 0)
+        if len(self._cache) >= self._max or self.bytes + cost > self.max_bytes:
             self._cache.clear()
             self._authorities.clear()
             self._dirs.clear()
+            self.bytes = 0
         self._cache[key] = parsed
+        self.bytes += cost
         return parsed
 
     def _host_site(self, authority: str) -> tuple[str, str] | None:

@@ -34,7 +34,8 @@ __all__ = ["Plan", "pick", "prior_rates", "replan"]
 
 #: URLs of a site seen this many times give the site its prior.
 PRIOR_VISITS = 5
-#: The site prior is shrunk towards ``1/initial`` as if by this many URLs.
+#: The crawl's prior is shrunk towards ``1/initial``, a site's towards the crawl's,
+#: as if by this many URLs.
 PRIOR_SHRINK = 2.0
 
 
@@ -47,27 +48,32 @@ class Plan:
     weight: np.ndarray
 
 
-def prior_rates(table: Table, initial: float) -> dict[str, float]:
-    """Each site's prior: the geometric mean rate of its URLs seen ``PRIOR_VISITS``
-    times or more, shrunk towards ``1/initial``; sites with none are left out."""
+def prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float]:
+    """Each site's prior and the crawl's: the geometric mean rate of the URLs seen
+    more than ``PRIOR_VISITS`` times, the crawl's shrunk towards ``1/initial`` and each
+    site's towards the crawl's, each as if by ``PRIOR_SHRINK`` more URLs. A site with
+    no such URL is left out (it takes the crawl's)."""
     sums: dict[str, tuple[float, int]] = {}
     known = (table.checks > PRIOR_VISITS) & np.isfinite(table.rate) & (table.rate > 0)
-    for i in np.flatnonzero(known):
-        total, number = sums.get(table.site[i], (0.0, 0))
-        sums[table.site[i]] = (total + math.log(table.rate[i]), number + 1)
+    logs = np.log(table.rate[known])
     base = math.log(1 / initial)
-    return {
+    base = (float(logs.sum()) + PRIOR_SHRINK * base) / (len(logs) + PRIOR_SHRINK)
+    for i, log_rate in zip(np.flatnonzero(known), logs, strict=True):
+        total, number = sums.get(table.site[i], (0.0, 0))
+        sums[table.site[i]] = (total + float(log_rate), number + 1)
+    sites = {
         site: math.exp((total + PRIOR_SHRINK * base) / (number + PRIOR_SHRINK))
         for site, (total, number) in sums.items()
     }
+    return sites, math.exp(base)
 
 
 def replan(history: History, policy: RecrawlPolicy) -> Plan:
     """Solve μ for the budget, store it and the site priors, reschedule what moved."""
     table = history.table()
-    priors = prior_rates(table, policy.initial)
+    priors, default = prior_rates(table, policy.initial)
     history.set_site_rates(priors)
-    default = 1 / policy.initial
+    history.set_meta("prior", default)
     site_prior = np.array([priors.get(s, default) for s in table.site])
     lam = np.where(np.isfinite(table.rate), table.rate, site_prior)
     weights = np.asarray(policy.weights)

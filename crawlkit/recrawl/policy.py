@@ -87,17 +87,29 @@ def value(lam: Array, w: Array | float, tau: Array) -> Array:
     return result
 
 
+def _g(x: Array) -> Array:
+    result: Array = -np.expm1(-x) - x * np.exp(-x)
+    return result
+
+
+# g(x) = 1 - (1 + x) e^{-x} on a log grid, for a first guess by interpolation.
+_X_GRID = np.exp(np.linspace(math.log(1e-8), math.log(60.0), 1024))
+_G_GRID = np.maximum.accumulate(_g(_X_GRID))
+
+
 def _inverse_g(y: Array) -> Array:
-    """x with ``1 − (1 + x) e^{−x} = y`` for y in (0, 1); inf at y >= 1, 0 at y <= 0."""
-    lo = np.full(y.shape, math.log(1e-8))
-    hi = np.full(y.shape, math.log(60.0))
-    for _ in range(44):
-        mid = 0.5 * (lo + hi)
-        x = np.exp(mid)
-        below = (-np.expm1(-x) - x * np.exp(-x)) < y
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    x = np.exp(0.5 * (lo + hi))
+    """x with ``1 − (1 + x) e^{−x} = y`` for y in (0, 1); inf at y >= 1, 0 at y <= 0.
+
+    Interpolation on a log grid, then three Newton steps (g'(x) = x e^{−x})."""
+    y = np.asarray(y, np.float64)
+    inside = (y > 0) & (y < 1)
+    yy = np.where(inside, y, 0.5)
+    logx = np.interp(yy, _G_GRID, np.log(_X_GRID))
+    x = np.exp(logx)
+    for _ in range(3):
+        slope = x * np.exp(-x)
+        step = (_g(x) - yy) / np.maximum(slope, 1e-300)
+        x = np.clip(x - step, x / 4, x * 4)
     result: Array = np.where(y >= 1.0, np.inf, np.where(y <= 0.0, 0.0, x))
     return result
 

@@ -4,23 +4,35 @@ freshness the schedule should give, and the URLs due each day ahead.
 :func:`collect` reads an opened :class:`~crawlkit.recrawl.history.History` (it writes
 nothing); :func:`format_lines` renders it for ``crawlkit recrawl --stats``;
 :func:`report_section` is the same for the crawl report, opening the history of a
-state directory read-only (it returns no lines when there is none).
+state directory (it returns no lines when there is none). For the HTML report,
+:func:`report_data` gives the same as a JSON-able dict (a key of the report dict,
+say ``"recrawl"``) and :func:`html_section` renders it, in the shape of the report's
+sections (``section(report) -> str``): ``lambda r: html_section(r.get("recrawl"))``.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from crawlkit.errors import StateError
 from crawlkit.recrawl.history import History, RecrawlPolicy
 from crawlkit.recrawl.plan import prior_rates
 from crawlkit.recrawl.policy import freshness
 
-__all__ = ["RecrawlStats", "collect", "format_lines", "report_section"]
+__all__ = [
+    "RecrawlStats",
+    "collect",
+    "format_lines",
+    "html_section",
+    "report_data",
+    "report_section",
+]
 
 H = 3600.0
 DAY = 86400.0
@@ -61,8 +73,8 @@ def collect(history: History, policy: RecrawlPolicy, now: float, days: int = 7) 
         return stats
     own = np.isfinite(t.rate) & (t.checks > 1)
     stats.estimated = int(own.sum())
-    priors = prior_rates(t, policy.initial)
-    lam = np.where(np.isfinite(t.rate), t.rate, [priors.get(s, 1 / policy.initial) for s in t.site])
+    priors, default = prior_rates(t, policy.initial)
+    lam = np.where(np.isfinite(t.rate), t.rate, [priors.get(s, default) for s in t.site])
     mean_gap = 1 / np.maximum(lam[own], 1e-300)
     lower = 0.0
     for label, upper in BINS:
@@ -110,15 +122,61 @@ def format_lines(stats: RecrawlStats) -> list[str]:
 
 def report_section(state: Path, now: float, policy: RecrawlPolicy | None = None) -> list[str]:
     """The recrawl lines of a crawl report for the state directory ``state``; no
-    lines when it has no recrawl history. Reads only (a copy is not made)."""
-    path = state / "recrawl" / "history.sqlite"
-    if not path.exists():
-        return []
-    try:
-        history = History(path.parent)
-    except sqlite3.Error:
+    lines when it has no recrawl history. Reads only (SQLite WAL: a running crawl
+    may write meanwhile), except that a version 1 history is migrated on opening."""
+    history = _open_history(state)
+    if history is None:
         return []
     try:
         return format_lines(collect(history, policy or RecrawlPolicy(), now))
     finally:
         history.close()
+
+
+def _open_history(state: Path) -> History | None:
+    path = state / "recrawl" / "history.sqlite"
+    if not path.exists():
+        return None
+    try:
+        return History(path.parent)
+    except (sqlite3.Error, StateError):
+        return None
+
+
+def report_data(
+    state: Path, now: float, policy: RecrawlPolicy | None = None
+) -> dict[str, object] | None:
+    """:func:`collect` of the history of ``state`` as a JSON-able dict; None when it
+    has none. Reads only, as :func:`report_section`."""
+    history = _open_history(state)
+    if history is None:
+        return None
+    try:
+        return asdict(collect(history, policy or RecrawlPolicy(), now))
+    finally:
+        history.close()
+
+
+def html_section(data: dict[str, object] | None) -> str:
+    """A report section (HTML, no scripts) of :func:`report_data`; empty without it."""
+    if not data:
+        return ""
+    stats = RecrawlStats(**data)  # type: ignore[arg-type]
+    rows = "".join(
+        f"<tr><td>{html.escape(label)}</td><td>{count}</td></tr>"
+        for label, count in stats.histogram
+    )
+    days = "".join(
+        f"<tr><td>day {d}</td><td>{n}</td></tr>" for d, n in enumerate(stats.due_per_day)
+    )
+    budget = f" Budget: {stats.budget_per_day:,.0f} visits a day." if stats.budget_per_day else ""
+    return (
+        "<h2>Recrawl</h2>\n"
+        f"<p>{stats.tracked} URLs tracked, {stats.estimated} with a change rate from their "
+        f"own visits. Expected freshness {stats.freshness:.1%} (share of time a stored "
+        f"copy is current).{html.escape(budget)}</p>\n"
+        "<table><tr><th>Estimated time between changes</th><th>URLs</th></tr>"
+        f"{rows}</table>\n"
+        "<table><tr><th>Due (day 0 includes overdue)</th><th>URLs</th></tr>"
+        f"{days}</table>\n"
+    )

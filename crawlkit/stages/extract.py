@@ -51,6 +51,7 @@ from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
+from crawlkit.html.fallback import quick_page
 from crawlkit.html.page import (
     HtmlExtractor,
     looks_like_html,
@@ -70,6 +71,7 @@ from crawlkit.stages.extract_page import (
     link_priority,
     lost_page,
     process_chunk,
+    texts_chunk,
     worker_extractor,
 )
 from crawlkit.url import Canonicalizer
@@ -82,6 +84,7 @@ __all__ = [
     "ExtractWorkers",
     "extract_warcs",
     "link_priority",
+    "page_texts",
     "process_chunk",
 ]
 
@@ -540,6 +543,63 @@ def _executor(jobs: int, options: ExtractOptions, fork: bool = True) -> cf.Proce
         initializer=init_worker,
         initargs=(options, os.getpid()),
     )
+
+
+def page_texts(
+    items: Iterable[tuple[str, bytes, str | None]],
+    options: ExtractOptions | None = None,
+    chunk_records: int = 32,
+) -> Iterator[tuple[str | None, str]]:
+    """``(title, visible text)`` of each ``(url, body, content_type)``, in order, as
+    ``crawlkit extract`` computes them: parsed in one worker process under the CPU
+    deadline of ``options``, so no page holds the caller up (``crawlkit wacz``'s page
+    list). A page that runs out of its deadline, or kills the worker, gives the title
+    of a bounded scan of its bytes and an empty text."""
+    options = options or ExtractOptions()
+    pool = _executor(1, options)
+    parser: HtmlExtractor | None = None
+    pending: deque[tuple[list[tuple[str, bytes, str | None]], cf.Future[Any]]] = deque()
+
+    def lost(item: tuple[str, bytes, str | None]) -> tuple[str | None, str]:
+        nonlocal parser
+        parser = parser or HtmlExtractor(Canonicalizer(options.rules))
+        return quick_page(parser, item[1], item[0], content_type=item[2]).title, ""
+
+    def take() -> Iterator[tuple[str | None, str]]:
+        nonlocal pool
+        items_, future = pending.popleft()
+        try:
+            yield from future.result()
+            return
+        except cf.process.BrokenProcessPool:
+            pass
+        pool.shutdown(wait=True, cancel_futures=True)
+        pool = _executor(1, options)
+        for item in items_:  # one at a time: the page it dies on is known
+            try:
+                yield from pool.submit(texts_chunk, [item]).result()
+            except cf.process.BrokenProcessPool:
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = _executor(1, options)
+                yield lost(item)
+        for i, (later, _) in enumerate(pending):  # lost with the worker: again
+            pending[i] = (later, pool.submit(texts_chunk, later))
+
+    try:
+        batch: list[tuple[str, bytes, str | None]] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= chunk_records:
+                pending.append((batch, pool.submit(texts_chunk, batch)))
+                batch = []
+                while len(pending) >= 2:
+                    yield from take()
+        if batch:
+            pending.append((batch, pool.submit(texts_chunk, batch)))
+        while pending:
+            yield from take()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 FilesResult = tuple[bytes, bytes, ExtractStats, list[tuple[str, str]]]

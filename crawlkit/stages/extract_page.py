@@ -50,6 +50,7 @@ __all__ = [
     "link_priority",
     "lost_page",
     "process_chunk",
+    "texts_chunk",
     "worker_extractor",
 ]
 
@@ -484,3 +485,23 @@ def lost_page(
     )
     _write_page(job, page_url, page, want_requisites, out)
     return out.result()
+
+
+def texts_chunk(items: Sequence[tuple[str, bytes, str | None]]) -> list[tuple[str | None, str]]:
+    """``(title, visible text)`` of each ``(url, body, content_type)``, in a worker
+    (under its CPU deadline); a page whose parse raises gives the title of the bounded
+    scan and no text."""
+    ex = _worker
+    assert ex is not None, "worker not initialised"
+    out: list[tuple[str | None, str]] = []
+    for url, body, ctype in items:
+        _arm(len(body))
+        try:
+            try:
+                page = ex.extract(body, url, content_type=ctype)
+            except Exception:
+                page = quick_page(ex, body, url, content_type=ctype)
+            out.append((page.title, page.text))
+        finally:
+            _disarm()
+    return out

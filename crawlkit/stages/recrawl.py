@@ -260,6 +260,7 @@ def _update(
     host_max: int | None = None,
 ) -> None:
     priors = history.site_rates()
+    crawl_prior = history.meta("prior")  # for sites with no estimate yet
     policy = replace(policy, mu=history.meta("mu") or 0.0)
     known = {entry.fp: entry for entry in history.entries(list(events))}
     changed = []
@@ -267,7 +268,7 @@ def _update(
         entry = known.get(fp)
         before = entry
         host, site = where.get(fp, (None, None))
-        prior = priors.get(site or (entry.site if entry else None) or "")
+        prior = priors.get(site or (entry.site if entry else None) or "", crawl_prior)
         for event in sorted(evs, key=lambda e: e.at):
             entry = apply_event(entry, event, fp, policy, prior=prior)
         if entry is not None and entry is not before:

@@ -4,13 +4,16 @@ Reads what ``crawlkit crawl`` leaves in ``STATE/crawl/cycles/*`` (fetch logs, de
 records, refusals) and the counters of the frontier and the seen set, and folds them
 with :func:`crawlkit.report.build_report`; the ``collection`` section (seeds,
 settings, MIME types, problems with examples, requisites, WARC files with SHA-256, the
-politeness audit of the fetch log) comes from :mod:`crawlkit.stages.report_collection`. Reads only;
+politeness audit of the fetch log) comes from :mod:`crawlkit.stages.report_collection`,
+the ``recrawl`` section (estimated change rates, expected freshness, URLs due per
+day) from :mod:`crawlkit.recrawl.stats`. Reads only;
 takes no lock, so it can run beside a crawl in progress.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from crawlkit.durable import MANIFEST
 from crawlkit.errors import StateError
 from crawlkit.frontier.store import Frontier
 from crawlkit.io import Record
+from crawlkit.recrawl.stats import report_data
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
 from crawlkit.stages.frontier import frontier_stats
@@ -82,6 +86,7 @@ def crawl_report(
         requisite_links=(r for r in _records(links, reporter) if r.get("reason") == "requisite"),
         locate=lambda urls: pending_urls(state, urls),
     )
+    report["recrawl"] = report_data(state, time.time())  # None before any recrawl step
     return report
 
 

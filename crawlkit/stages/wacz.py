@@ -45,6 +45,7 @@ import os
 import re
 import tempfile
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from io import BytesIO
@@ -53,9 +54,9 @@ from typing import Any, BinaryIO
 
 from crawlkit import __version__, io
 from crawlkit.errors import InputError, UsageError
-from crawlkit.html.page import HtmlExtractor, looks_like_html, media_type
+from crawlkit.html.page import looks_like_html, media_type
+from crawlkit.stages.extract import page_texts
 from crawlkit.stages.wacz_zip import ZipWriter
-from crawlkit.url import Canonicalizer
 from crawlkit.warc.cdxj import sorted_index, write_zipnum
 from crawlkit.warc.extsort import LineSorter
 from crawlkit.warc.read import iter_responses
@@ -96,20 +97,30 @@ class Page:
 
 def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     """The pages of the WARCs, in file order, once per URL: HTTP 200 HTML responses,
-    with title and text. Memory holds the URLs seen."""
-    extractor = HtmlExtractor(Canonicalizer())
-    seen: set[str] = set()
-    for path in paths:
-        for resp in iter_responses(
-            path, want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE
-        ):
-            if resp.record_type != "response" or resp.status != 200 or resp.body is None:
-                continue
-            if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
-                continue
-            seen.add(resp.target_uri)
-            page = extractor.extract(resp.body, resp.target_uri, content_type=resp.content_type)
-            yield Page(resp.target_uri, resp.date or "", page.title or "", page.text)
+    with title and text as ``crawlkit extract`` computes them, parsed in a worker
+    under extract's CPU deadline (:func:`crawlkit.stages.extract.page_texts`), so a
+    hostile page cannot hold the package up (it gets its bounded scan's title and no
+    text). Memory holds the URLs seen and the pages waiting for the worker."""
+    waiting: deque[tuple[str, str]] = deque()  # (url, ts) of the pages sent, in order
+
+    def bodies() -> Iterator[tuple[str, bytes, str | None]]:
+        seen: set[str] = set()
+        for path in paths:
+            for resp in iter_responses(
+                path,
+                want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE,
+            ):
+                if resp.record_type != "response" or resp.status != 200 or resp.body is None:
+                    continue
+                if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
+                    continue
+                seen.add(resp.target_uri)
+                waiting.append((resp.target_uri, resp.date or ""))
+                yield resp.target_uri, resp.body, resp.content_type
+
+    for title, text in page_texts(bodies()):
+        url, ts = waiting.popleft()
+        yield Page(url, ts, title or "", text)
 
 
 def pages_of_warcs(paths: Iterable[str | os.PathLike[str]]) -> list[Page]:

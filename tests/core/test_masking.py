@@ -1,4 +1,4 @@
-"""crawlkit.masking: secrets never shown or stored (DESIGN.md invariant 9)."""
+"""crawlkit.masking: secrets never shown or stored (docs/design.md invariant 9)."""
 
 from __future__ import annotations
 

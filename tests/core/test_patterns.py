@@ -9,11 +9,14 @@ from pathlib import Path
 
 import orjson
 import pytest
+import re2
 from conftest import crawlkit
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crawlkit.errors import UsageError
 from crawlkit.frontier.scope import Scope
-from crawlkit.patterns import MAX_URL_LENGTH, Excludes, compile_pattern
+from crawlkit.patterns import MAX_URL_LENGTH, Excludes, PatternSet, compile_pattern
 from crawlkit.url import Canonicalizer
 
 # Backtracks for minutes in Python's re on a URL of many slashes that does not end in
@@ -172,3 +175,20 @@ def zstd_text(path: Path) -> str:
     from crawlkit import io
 
     return "".join((text or "") + "\n" for _, _, text in io.read_text_lines([path]))
+
+
+_POOL = [r"a+b", r"/a/", r"\?x=1", "é", r"^http://h1", r"b$", r"(a|b)/(a|b)", r"\d{2}"]
+_POOL += [r"[^/]{5,}", r"(?i)AB", r"\ba", r"%2[fF]", r"^(.*?/){3,}.*\.(jpg|png)$"]
+
+
+@given(
+    chosen=st.lists(st.sampled_from(_POOL), min_size=1, max_size=5, unique=True),
+    tail=st.text(alphabet="ab/.?=x19é%-_2fF", max_size=40),
+)
+def test_a_pattern_set_answers_as_the_patterns_one_by_one(chosen: list[str], tail: str) -> None:
+    url = "http://h" + tail
+    patterns = [compile_pattern(p, "--exclude") for p in chosen]
+    one_by_one = [re2.compile(p).search(url) is not None for p in chosen]
+    assert [p.search(url) for p in patterns] == one_by_one
+    first = next((n for n, found in enumerate(one_by_one) if found), None)
+    assert PatternSet(patterns).first(url) == first

@@ -67,3 +67,47 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
     assert second.stopped == "frontier empty"
     count = Counter((q["host"], q["path"]) for q in requests if q["path"] != "/robots.txt")
     assert len(count) >= len(pages) and max(count.values()) == 1
+
+
+def test_refills_shrink_with_the_backlog_and_stop_only_at_its_bound() -> None:
+    from crawlkit.crawl.feed import POST_BACKLOG, POST_BACKLOG_MAX, refill_share
+
+    shares = [refill_share(n) for n in range(POST_BACKLOG_MAX + 2)]
+    assert shares[:POST_BACKLOG] == [1.0] * POST_BACKLOG
+    # throttled, never stopped, while the backlog is under its bound (invariant 8)
+    assert all(0.0 < s < 1.0 for s in shares[POST_BACKLOG:POST_BACKLOG_MAX])
+    assert shares[POST_BACKLOG:POST_BACKLOG_MAX] == sorted(
+        shares[POST_BACKLOG:POST_BACKLOG_MAX], reverse=True
+    )
+    assert shares[POST_BACKLOG_MAX:] == [0.0, 0.0]
+
+
+def test_cycles_are_cut_bigger_while_post_processing_lags_up_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from crawlkit.crawl import feed
+
+    assert [feed.cut_scale(n) for n in range(8)] == [1] * 8  # off by default
+    monkeypatch.setattr(feed, "CUT_SCALE_MAX", 4)
+    scales = [feed.cut_scale(n) for n in range(feed.POST_BACKLOG_MAX + 2)]
+    assert scales[: feed.POST_BACKLOG] == [1] * feed.POST_BACKLOG
+    assert scales == sorted(scales) and max(scales) == 4
+
+
+def test_the_timeline_counts_every_fetch_record_and_refill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    timeline = tmp_path / "timeline.ndjson"
+    monkeypatch.setenv("CRAWLKIT_TIMELINE", str(timeline))
+    web_args = ("--hosts", "3", "--pages", "6", "--special", "none", "--seed", "8")
+    with start_testweb(tmp_path, *web_args) as web:
+        seeds = [h["pages"][0] for h in web.hosts_of_kind("ordinary")]
+        summary = crawl(tmp_path / "state", seeds, _options(web, duration=None))
+    lines = [json.loads(line) for line in timeline.read_text().splitlines()]
+    assert lines and all({"in_flight", "backlog", "post_busy", "due"} <= set(x) for x in lines)
+    assert sum(x["records"] for x in lines) == sum(summary.outcomes.values())
+    # the seeds go in before the first refill; every other URL came by a refill
+    assert sum(x["refill_urls"] for x in lines) >= sum(summary.outcomes.values()) - len(seeds)
+    assert sum(x["refill_given"] for x in lines) >= 1

@@ -423,3 +423,24 @@ def test_kill_9_while_writing_loses_nothing(tmp_path: Path) -> None:
     r = crawlkit("recrawl", "--state", state, "--now", later, str(log))
     assert r.code == 0, r.stderr
     assert sorted(json.loads(x)["url"] for x in r.lines) == sorted(urls)
+
+
+def test_the_report_gets_a_recrawl_section(tmp_path: Path) -> None:
+    from crawlkit.recrawl.stats import html_section, report_data, report_section
+
+    assert report_data(tmp_path, T0) is None and html_section(None) == ""
+    assert report_section(tmp_path, T0) == []
+    run(tmp_path, [_fetch_rec(f"https://a.test/{i}", T0, "A") for i in range(3)], now=T0)
+    data = report_data(tmp_path, T0 + H)
+    assert data is not None and data["tracked"] == 3
+    json.dumps(data)  # goes into the report's JSON as it is
+    page = html_section(data)
+    assert page.startswith("<h2>Recrawl</h2>") and "3 URLs tracked" in page
+    assert report_section(tmp_path, T0 + H)[0].startswith("URLs tracked: 3")
+    # and `crawlkit report` carries it, in its JSON and on its HTML page
+    from crawlkit.report import render_html
+    from crawlkit.stages.report import crawl_report
+
+    report = crawl_report(tmp_path)
+    assert report["recrawl"]["tracked"] == 3
+    assert "<h2>Recrawl</h2>" in render_html(report)

@@ -69,6 +69,15 @@ document.body.appendChild(el);
 """
 
 
+# The replay app's page, as ReplayWeb.page's service worker serves it at replay/ once it
+# controls the page; served here too for a frame that asks before it does (on a loaded
+# machine the frame then got a 404 and stayed on it).
+_REPLAY_INDEX = """<!doctype html>
+<html><head><script src="./ui.js"></script></head>
+<body><replay-app-main></replay-app-main></body></html>
+"""
+
+
 class _Files(BaseHTTPRequestHandler):
     """Serves a fixed set of files, with byte ranges (ReplayWeb.page reads a WACZ by
     ranges)."""
@@ -169,9 +178,13 @@ def _replay(tmp_path: Path, wacz: Path, requisites: dict[str, list[str]]) -> dic
     root = tmp_path / "www"
     root.mkdir(exist_ok=True)
     (root / "embed.html").write_text(_EMBED)
+    (root / "replay.html").write_text(_REPLAY_INDEX)
     files = {
         "/embed.html": root / "embed.html",
+        "/replay/": root / "replay.html",
+        "/replay/index.html": root / "replay.html",
         "/ui.js": MODULES / "replaywebpage" / "ui.js",
+        "/replay/ui.js": MODULES / "replaywebpage" / "ui.js",
         "/replay/sw.js": MODULES / "replaywebpage" / "sw.js",
         "/coll.wacz": wacz,
     }

@@ -105,3 +105,17 @@ def test_a_page_past_its_cpu_deadline_is_recorded_capped_time(tmp_path):
     assert "capped" not in pages[0] and "capped" not in pages[2]
     assert stats.capped == 1 and stats.errors == 0  # type: ignore[attr-defined]
     assert "h.example/slow: over the time cap" in errors
+
+
+def test_page_texts_bounds_each_page_and_keeps_the_order():
+    """What crawlkit wacz's page list can use: titles and text from a worker under the
+    deadline; the page that runs out of it gives its title and no text."""
+    from crawlkit.stages.extract import page_texts
+
+    slow = b"<title>slow</title><p>never read</p>" + b"<ul><li>" * 7_500
+    items = [(f"http://h.example/p{i}", PAGE % (i, i), "text/html") for i in range(5)]
+    items.insert(2, ("http://h.example/slow", slow, "text/html"))
+    options = ExtractOptions(page_cpu=0.03, page_cpu_per_mb=0.0)
+    got = list(page_texts(items, options, chunk_records=2))
+    assert [title for title, _ in got] == ["ok 0", "ok 1", "slow", "ok 2", "ok 3", "ok 4"]
+    assert got[2][1] == "" and got[0][1] == "page a b"

@@ -1,0 +1,163 @@
+"""Bytes per known host and per known site in a crawl process (issue 27 item 5).
+
+Builds the structures a crawl keeps per host and per site with N synthetic hosts (the
+real classes, filled as a crawl fills them) and measures each with tracemalloc:
+
+    .venv/bin/python bench/bench_host_memory.py                 # 10k and 100k hosts
+    .venv/bin/python bench/bench_host_memory.py --hosts 10000 --sites-per-host 1
+
+Per host: the fetcher's host (clock, address, empty queue) while it is in memory, its
+DNS cache entry, its address's network-policy verdict, its robots.txt entry (a few
+lines, parsed), its site in ``site_of_host``'s cache, and its count in the frontier.
+Per site: the frontier's site table entry with 3 linkers. Which of these are bounded,
+and how, is printed with them (the README's "Memory" section has the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from crawlkit.fetch.hosts import Host
+from crawlkit.fetch.netpolicy import NetPolicy
+from crawlkit.fetch.resolver import Resolution, Resolver
+from crawlkit.fetch.robotsflow import ROBOTS_CACHE_BYTES, entry_cost
+from crawlkit.frontier.budgets import SiteTable
+from crawlkit.frontier.journal import HostCounts
+from crawlkit.html.resolve import RESOLVE_CACHE_BYTES
+from crawlkit.robots import RobotsPolicy
+from crawlkit.url import site_of_host
+
+ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 1\nSitemap: http://h/s.xml\n"
+
+
+def measure(build: Callable[[], Any]) -> tuple[int, Any]:
+    """Bytes still held by what ``build`` returns (and its side effects)."""
+    gc.collect()
+    tracemalloc.start()
+    kept = build()
+    gc.collect()
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return held, kept
+
+
+def per_host(n: int, sites_per_host: float) -> list[tuple[str, float, str]]:
+    names = [f"www{i}.site{int(i * sites_per_host)}.example.com" for i in range(n)]
+    addrs = [f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}" for i in range(n)]
+    now = time.time()
+    rows: list[tuple[str, float, str]] = []
+
+    def hosts() -> dict[str, Host]:
+        table = {}
+        for name, addr in zip(names, addrs, strict=True):
+            key = f"{name}:80"
+            table[key] = Host(key, name=name, address=addr, durable=True, state="ready")
+            table[key].next_allowed = now
+        return table
+
+    held, _ = measure(hosts)
+    rows.append(("fetcher host (clock, address, queue)", held / n, "evicted idle past 10k"))
+
+    def dns() -> Resolver:
+        r = Resolver(max_positive=n + 1)
+        for name, addr in zip(names, addrs, strict=True):
+            r._store(name, Resolution((addr,), None, now + 300))
+        return r
+
+    held, _ = measure(dns)
+    rows.append(("DNS cache entry", held / n, "LRU, 200,000 entries"))
+
+    def net() -> NetPolicy:
+        policy = NetPolicy(["10.0.0.0/8"])
+        for addr in addrs:
+            policy.refusal(addr)
+        return policy
+
+    held, _ = measure(net)
+    rows.append(("network-policy verdict per address", held / n, "100,000 entries"))
+
+    def robots() -> list[Any]:
+        policy = RobotsPolicy()
+        out = []
+        for _ in names:
+            entry = policy.on_response(200, bytes(ROBOTS), now)
+            entry.rules()
+            out.append(entry)
+        return out
+
+    held, kept = measure(robots)
+    estimate = sum(entry_cost(f"http://{name}:80", e) for name, e in zip(names, kept, strict=True))
+    rows.append(
+        (
+            "robots.txt entry, parsed (a few lines)",
+            held / n,
+            f"LRU, {ROBOTS_CACHE_BYTES >> 20} MiB estimated ({estimate / n:.0f} B each)",
+        )
+    )
+
+    def sites() -> None:
+        site_of_host.cache_clear()
+        for name in names:
+            site_of_host(name)
+
+    site_of_host("warm.example.com")  # the suffix list is loaded once, not per host
+    held, _ = measure(sites)
+    rows.append(("site_of_host cache entry", held / n, "LRU, 262,144 entries"))
+
+    def counts() -> HostCounts:
+        c = HostCounts()
+        for name in names:
+            c[f"{name}:80"] = 3
+        c.changed.clear()
+        return c
+
+    held, _ = measure(counts)
+    rows.append(("frontier queued count per host", held / n, "only hosts with URLs queued"))
+    return rows
+
+
+def per_site(n: int) -> list[tuple[str, float, str]]:
+    names = [f"site{i}.example.com" for i in range(n)]
+
+    def table() -> SiteTable:
+        t = SiteTable()
+        for i, name in enumerate(names):
+            info = t.get(name)
+            info.queued, info.fetched = 5, 10
+            for j in (1, 2, 3):
+                t.note_link(name, names[(i + j) % n])
+        t.changed.clear()
+        return t
+
+    held, _ = measure(table)
+    return [("frontier site entry (3 linkers)", held / n, "one per known site, not evicted")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--hosts", type=int, action="append", help="default: 10000 and 100000")
+    ap.add_argument("--sites-per-host", type=float, default=1.0, help="sites / hosts")
+    args = ap.parse_args()
+    for n in args.hosts or [10_000, 100_000]:
+        print(f"\n{n:,} hosts, {int(n * args.sites_per_host):,} sites: bytes each")
+        rows = per_host(n, args.sites_per_host) + per_site(int(n * args.sites_per_host))
+        for label, size, bound in rows:
+            print(f"  {label:42s} {size:8.0f}  {bound}")
+        host_total = sum(size for label, size, _ in rows if "site entry" not in label)
+        site_total = sum(size for label, size, _ in rows if "site entry" in label)
+        print(f"  {'per known host, all of the above':42s} {host_total:8.0f}")
+        print(f"  {'per known site':42s} {site_total:8.0f}")
+    print(
+        f"\nBounded whatever the crawl: the link resolver's cache "
+        f"({RESOLVE_CACHE_BYTES >> 20} MiB estimated, per extract process), robots.txt "
+        f"entries ({ROBOTS_CACHE_BYTES >> 20} MiB estimated)."
+    )
+
+
+if __name__ == "__main__":
+    main()
