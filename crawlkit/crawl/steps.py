@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:  # the runner imports this list; the steps only name its methods
-    from crawlkit.crawl.cycle import CycleRunner
-
-__all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "render"]
+__all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "StepRunner", "render"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +39,16 @@ class ExplainContext:
     seeds: str = ""  # a shell command printing the seeds, one a line (none: no seeds)
 
 
+class StepRunner(Protocol):
+    """What runs the post steps of a cycle (:class:`crawlkit.crawl.cycle.CycleRunner`,
+    which imports this list: named here by its methods, not imported)."""
+
+    def extract(self, cycle: Path) -> None: ...
+    def dedup(self, cycle: Path) -> None: ...
+    def links(self, cycle: Path) -> None: ...
+    def recrawl(self, cycle: Path) -> None: ...
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of the loop: ``marker`` names its done-file in a cycle directory;
@@ -52,7 +59,7 @@ class Step:
     what: str
     commands: tuple[str, ...]
     post: bool = True  # runs once per cut cycle (False: on the fetch side, as it goes)
-    run: Callable[[CycleRunner, Path], None] | None = field(default=None, compare=False)
+    run: Callable[[StepRunner, Path], None] | None = field(default=None, compare=False)
 
 
 STEPS: tuple[Step, ...] = (
