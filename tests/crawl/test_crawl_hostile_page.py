@@ -88,9 +88,14 @@ def _crawl(tmp_path: Path, seed: str, *extra: str) -> subprocess.Popen[bytes]:
 
 
 def _hostile_record(state: Path) -> dict | None:
-    records = [
-        r for p in state.glob("crawl/cycles/*/pages.ndjson.zst") for r in io.read_records([p])
+    # Only cycles whose extract finished: a pass cut short (a WARC renamed under it,
+    # then the hard stop) may leave its pages file, which the next run writes again.
+    done = [
+        p
+        for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+        if (p.parent / "extract.done").exists()
     ]
+    records = [r for p in done for r in io.read_records([p])]
     return next((r for r in records if str(r["url"]).endswith("/hostile")), None)
 
 
