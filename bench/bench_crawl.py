@@ -112,7 +112,8 @@ PR_SET_CHILD_SUBREAPER = 36
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
 # crawlkit-b: crawlkit with --b-env set (an A/B within the same run, e.g. an old
-# behaviour behind a debug knob: --b-env CRAWLKIT_POST_BACKLOG_MAX=2)
+# behaviour behind a debug knob read from the environment; crawl/feed.py's
+# POST_BACKLOG_MAX and CUT_SCALE_MAX are plain constants now: edit them for an A/B)
 TOOLS = ("crawlkit", "crawlkit-b", "scrapy", "wget2")
 PY_SPY_RATE = 50  # samples a second: each sample of a busy thread is 1/50 CPU s
 
@@ -731,8 +732,7 @@ def main() -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="the environment of the crawlkit-b tool (repeatable), e.g. "
-        "CRAWLKIT_POST_BACKLOG_MAX=2 for the old hard stop of refills",
+        help="the environment of the crawlkit-b tool (repeatable), e.g. a debug knob",
     )
     ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
     args = ap.parse_args()

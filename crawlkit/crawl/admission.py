@@ -8,11 +8,13 @@ A URL marked seen is always queued (invariant 4): new URLs are written to
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from crawlkit.crawl.core import CrawlCore
-from crawlkit.crawl.files import read_file
+from crawlkit.crawl.core import Gate
+from crawlkit.crawl.files import CrawlDir, read_file
 from crawlkit.crawl.retry import never_fetched
+from crawlkit.crawl.stores import Stores
+from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.hosts import split_url
 from crawlkit.fetch.robotsflow import unavailable
@@ -25,31 +27,46 @@ from crawlkit.url import site_of_url
 __all__ = ["Admission"]
 
 
-class Admission(CrawlCore):
-    """Seeds, a shard's inbox and the routing of other shards' URLs to their outboxes."""
+class Admission:
+    """Seeds, a shard's inbox, what a crash left admitted, and the site links a shard
+    shares with the others; URLs enter through the run's :class:`Gate`."""
+
+    def __init__(
+        self,
+        gate: Gate,
+        stores: Stores,
+        dir: CrawlDir,
+        reporter: Reporter,
+        clock: Callable[[], float],
+    ):
+        self.gate = gate
+        self.stores = stores
+        self.dir = dir
+        self.rep = reporter
+        self.clock = clock
 
     def add_seeds(self, urls: Iterable[str]) -> int:
         """Canonicalize seeds, widen the scope, and queue those never seen before."""
         records: list[Record] = []
         for raw in urls:
             try:
-                parsed = self.canon.parse(raw.strip())
+                parsed = self.gate.canon.parse(raw.strip())
             except InvalidURL as exc:
                 self.rep.warn(f"seed skipped: {exc}", "bad seed")
                 continue
             rec: Record = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
             records.append(rec)
-            self.scope.add_seed(rec)  # every shard's scope has every seed
-        self.scope.save()
-        if self.role is not None:  # every shard gets every seed and keeps its own
+            self.gate.scope.add_seed(rec)  # every shard's scope has every seed
+        self.gate.scope.save()
+        if self.gate.role is not None:  # every shard gets every seed and keeps its own
             # ... but trusts every seed's site, as one shard would (site budgets)
-            with self.lock:
-                self.frontier.note_seeds({str(r["site"]) for r in records})
-                self.frontier.commit()
-            records = [r for r in records if self.role.owns(str(r["site"]))]
+            with self.stores.lock:
+                self.stores.frontier.note_seeds({str(r["site"]) for r in records})
+                self.stores.frontier.commit()
+            records = [r for r in records if self.gate.role.owns(str(r["site"]))]
         if not records:
             return 0
-        return self._admit(records, "seeds")
+        return self.admit(records, "seeds")
 
     def recheck_seeds(self, urls: Iterable[str]) -> None:
         """Make the seeds never fetched due now, asking again what kept them out.
@@ -61,12 +78,12 @@ class Admission(CrawlCore):
         the retry time, and a failed name lookup is not taken from the DNS cache.
         A host's backoff after 429/503 still holds (politeness, invariant 2).
         """
-        seeds = never_fetched(self.state.path, urls, self.canon, self.history)
+        seeds = never_fetched(self.dir.state_path, urls, self.gate.canon, self.stores.history)
         if not seeds:
             return
-        with self.lock:
-            if self.waiting.take(str(r["url"]) for r in seeds):
-                self.waiting.save()
+        with self.stores.lock:
+            if self.stores.waiting.take(str(r["url"]) for r in seeds):
+                self.stores.waiting.save()
         now = self.clock()
         names: set[str] = set()
         origins: set[str] = set()
@@ -78,18 +95,18 @@ class Admission(CrawlCore):
             names.add(sp.hostname.lower())
             origins.add(sp.origin)
         for origin in origins:
-            saved = self.hosts.robots(origin)
+            saved = self.stores.hosts.robots(origin)
             try:
                 entry = RobotsEntry.from_dict(saved) if saved is not None else None
             except (KeyError, TypeError, ValueError):
                 entry = None
             if entry is not None and unavailable(entry) and entry.expires_at > now:
-                self.hosts.put_robots(origin, {**entry.to_dict(), "expires_at": now})
-        cache = self.hosts.dns()
+                self.stores.hosts.put_robots(origin, {**entry.to_dict(), "expires_at": now})
+        cache = self.stores.hosts.dns()
         failed = {n for n, v in cache.items() if n in names and not v[0]}
         if failed:
-            self.hosts.save_dns({n: v for n, v in cache.items() if n not in failed})
-        self.hosts.commit()
+            self.stores.hosts.save_dns({n: v for n, v in cache.items() if n not in failed})
+        self.stores.hosts.commit()
 
     def widen_scope(self, urls: Iterable[str]) -> None:
         """Widen the scope by the seeds alone, queueing nothing (:meth:`add_seeds`
@@ -97,13 +114,13 @@ class Admission(CrawlCore):
         links are judged by the run's whole scope."""
         for raw in urls:
             try:
-                parsed = self.canon.parse(raw.strip())
+                parsed = self.gate.canon.parse(raw.strip())
             except InvalidURL:
                 continue
-            self.scope.add_seed(dict(url_record(parsed, depth=0, priority=1.0, reason="seed")))
-        self.scope.save()
+            self.gate.scope.add_seed(dict(url_record(parsed, depth=0, priority=1.0, reason="seed")))
+        self.gate.scope.save()
 
-    def _admit(self, records: list[Record], tag: str) -> int:
+    def admit(self, records: list[Record], tag: str) -> int:
         """Queue the records never seen before; returns how many.
 
         The new URLs are written to ``STATE/crawl/admitted/`` before the seen set
@@ -112,39 +129,41 @@ class Admission(CrawlCore):
         (invariant 4): a crash repeats it, never loses it.
         """
         path = self.dir.admitted / f"{time.time_ns():020d}-{tag}.ndjson.zst"
-        fresh = self._seen_merge(records, path, self.dir.root / f"{tag}-scope-refused.ndjson.zst")
-        self._queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
+        fresh = self.gate.seen_merge(
+            records, path, self.dir.root / f"{tag}-scope-refused.ndjson.zst"
+        )
+        self.gate.queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
         path.unlink(missing_ok=True)
         return len(fresh)
 
     def requeue_admitted(self) -> None:
         for path in sorted(self.dir.admitted.glob("*.ndjson.zst")):
             tag = path.name.split("-", 1)[1].split(".", 1)[0]
-            self._queue(read_file(path), self.dir.root / f"{tag}-refused.ndjson.zst")
+            self.gate.queue(read_file(path), self.dir.root / f"{tag}-refused.ndjson.zst")
             path.unlink()
 
-    def _ingest_inbox(self) -> bool:
+    def ingest_inbox(self) -> bool:
         """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
-        files = inbox_files(self.state.path, self.rep)
+        files = inbox_files(self.dir.state_path, self.rep)
         for path in files:
             records = list(read_file(path))
             # Delivered links (and other shards' site links) complete this shard's site
             # graph, on which site budgets rest; then the URLs among them are admitted.
-            self._note_links(records)
+            self.gate.note_links(records)
             urls = [r for r in records if r.get("url")]
-            mine = self._route(urls, "reroute")
-            self.summary.new_urls += self._admit(mine, "inbox")
+            mine = self.gate.route(urls, "reroute")
+            self.gate.summary.new_urls += self.admit(mine, "inbox")
             path.unlink()
         return bool(files)
 
-    def _share_site_links(self, links: list[Record], tag: str) -> None:
+    def share_site_links(self, links: list[Record], tag: str) -> None:
         """Send the cycle's cross-site links, as site pairs, to every other shard.
 
         Site budgets trust a site by who links to it, transitively from the seeds, so
         each shard needs the whole site graph, not only the links to its own sites
         (which reach it as URLs): one record per distinct pair ``from`` -> ``site``.
         """
-        if self.role is None or self.role.slot_map.shards < 2:
+        if self.gate.role is None or self.gate.role.slot_map.shards < 2:
             return
         pairs: set[tuple[str, str]] = set()
         for rec in links:
@@ -163,5 +182,7 @@ class Admission(CrawlCore):
             {"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
             for from_site, site in sorted(pairs)
         ]
-        others = {k: edges for k in range(self.role.slot_map.shards) if k != self.role.shard}
-        write_outbox(self.state.path, others, tag)
+        others = {
+            k: edges for k in range(self.gate.role.slot_map.shards) if k != self.gate.role.shard
+        }
+        write_outbox(self.dir.state_path, others, tag)

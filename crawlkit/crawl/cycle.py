@@ -1,69 +1,239 @@
 """The post-processing of a cut cycle: extract → dedup → seen-merge and frontier add → recrawl.
 
-:meth:`CycleSteps._finish_cycle` runs the steps of :data:`~crawlkit.crawl.steps.POST_STEPS`
-not yet done, in order, each by its ``_step_<marker>`` method, each marking itself
+:meth:`CycleRunner.finish_cycle` runs the steps of :data:`~crawlkit.crawl.steps.POST_STEPS`
+not yet done, in order, each by the function the step carries, each marking itself
 done; :class:`PostWorker` runs it on its own thread for the cycles the fetch side
-cuts, so parsing overlaps fetching.
+cuts, so parsing overlaps fetching. :class:`CycleWarcs` finds a cycle's WARC records
+wherever their file is now (being written, closed, archived).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import itertools
 import os
 import queue
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crawlkit import io
 from crawlkit.crawl.admission import Admission
-from crawlkit.crawl.archive import adopt_file_index
+from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
+from crawlkit.crawl.core import Gate, Limits
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
 from crawlkit.crawl.steps import POST_STEPS
-from crawlkit.crawl.summary import progress_info
+from crawlkit.crawl.stores import Stores
+from crawlkit.crawl.summary import CrawlSummary, progress_info
+from crawlkit.diag import Reporter
 from crawlkit.html.page import media_type
 from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
-from crawlkit.stages.extract import ExtractOptions, ExtractStopped, extract_warcs
+from crawlkit.stages.extract import (
+    ExtractOptions,
+    ExtractStopped,
+    ExtractWorkers,
+    FilesResult,
+    extract_warcs,
+)
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.warc.write import index_of
 
-__all__ = ["CycleSteps", "PostWorker"]
+__all__ = ["CycleRunner", "CycleWarcs", "PostWorker", "fetch_log"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
 _SHEETS_LOCK = threading.Lock()
 
 
-class CycleSteps(Admission):
-    """The post-fetch steps of a cut cycle, one method per step of :data:`POST_STEPS`."""
+class CycleWarcs:
+    """Where a cycle's WARC records are: its fetch log names them, their file moves
+    (``.open`` → ``new/`` → the archive directory); and the first capture of each
+    stylesheet, which a copy at another URL is parsed against."""
 
-    def _finish_cycle(self, cycle: Path) -> bool:
+    def __init__(self, warc_root: Path, crawl_root: Path, reporter: Reporter):
+        self.root = warc_root
+        self.crawl_root = crawl_root  # STATE/crawl: the stylesheets' first captures
+        self.rep = reporter
+        self._first_sheets: dict[str, tuple[str, int, int]] | None = None
+
+    def stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
+        """payload digest -> (WARC file, offset, length) of the first capture of each
+        stylesheet the cycle fetched: a copy of it at another URL is stored as a
+        revisit, and extract reads the body from there to parse the copy against its
+        own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
+        (one line each, appended), so a later cycle or run finds them. Called from the
+        fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
+        one at a time, so the first capture of a digest is the one both see."""
+        with _SHEETS_LOCK:
+            return self._first_captures(cycle)
+
+    def _first_captures(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
+        known = self._stylesheets()
+        path = self.crawl_root / STYLESHEETS
+        out: dict[str, tuple[str, int, int]] = {}
+        new: list[Record] = []
+        for rec in fetch_log(cycle):
+            digest, warc = rec.get("digest"), rec.get("warc")
+            if rec.get("outcome") != "fetched" or not digest or not isinstance(warc, dict):
+                continue
+            if media_type(rec.get("content_type")) != "text/css":
+                continue
+            if digest not in known:
+                place = (Path(str(warc["file"])).name, int(warc["offset"]), int(warc["length"]))
+                known[str(digest)] = place
+                new.append(
+                    {"digest": digest, "file": place[0], "offset": place[1], "length": place[2]}
+                )
+            name, offset, length = known[str(digest)]
+            where = self.path_of(name)
+            if where is not None:
+                out[str(digest)] = (str(where), offset, length)
+        if new:
+            with open(path, "ab") as f:
+                f.write(b"".join(io.dumps(r) for r in new))
+        return out
+
+    def _stylesheets(self) -> dict[str, tuple[str, int, int]]:
+        """The first captures of stylesheets, read once from ``STATE/crawl``."""
+        known = self._first_sheets
+        if known is None:
+            known = {}
+            path = self.crawl_root / STYLESHEETS
+            if path.exists():
+                for rec in io.read_records([path], self.rep):
+                    digest = str(rec.get("digest"))
+                    if digest not in known:
+                        known[digest] = (str(rec["file"]), int(rec["offset"]), int(rec["length"]))
+            self._first_sheets = known
+        return known
+
+    def path_of(self, name: str) -> Path | None:
+        """Where the WARC file ``name`` is now: being written, closed, or archived.
+
+        Looked up in the order a file moves (``.open`` → ``new/`` → the archive), so a
+        rename between two lookups cannot hide it.
+        """
+        new_dir = warc_new_dir(self.root)
+        for path in (new_dir / f"{name}.open", new_dir / name, self.root / name):
+            if path.exists():
+                return path
+        return None
+
+    def sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
+        """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.
+
+        WARC files rotate by size (``--warc-size``), not by cycle: one file holds many
+        cycles, and may still be written to while a cycle is extracted; the fetcher
+        flushes it when it cuts the cycle, so every record named here is whole.
+        """
+        ranges: dict[str, list[tuple[int, int]]] = {}
+        # robots.txt captures too: extract takes their Sitemap lines
+        for rec in itertools.chain(fetch_log(cycle), read_file(cycle / "robots.ndjson")):
+            warc = rec.get("warc")
+            if isinstance(warc, dict) and warc.get("file"):
+                name = Path(str(warc["file"])).name
+                ranges.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
+        out = []
+        for name, spans in ranges.items():
+            path = self.path_of(name)
+            if path is not None:
+                out.append((str(path), spans))
+        return out
+
+    def archive_closed(self) -> int:
+        """Move closed WARC files from ``new/`` to the archive directory itself; returns
+        how many.
+
+        Called only while no cycle is being extracted (a cycle finds its files in
+        either place, see :meth:`path_of`).
+        """
+        moved = 0
+        new_dir = warc_new_dir(self.root)
+        for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
+            target = self.root / path.name
+            if not target.exists():
+                adopt_file_index(index_of(path), self.root, path.name)
+                os.replace(path, target)
+                moved += 1
+        return moved
+
+
+class CycleRunner:
+    """The post-fetch steps of a cut cycle, one public method per step of
+    :data:`POST_STEPS` (each step carries the function that calls it)."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits,
+        stores: Stores,
+        gate: Gate,
+        admission: Admission,
+        warcs: CycleWarcs,
+        workers: ExtractWorkers | None,
+        link_policy: LinkPolicy,
+        recrawl: bool,
+        reporter: Reporter,
+        progress: Callable[[dict[str, Any]], None],
+    ):
+        self.limits = limits
+        self.stores = stores
+        self.gate = gate
+        self.summary: CrawlSummary = gate.summary
+        self.admission = admission
+        self.warcs = warcs
+        # N extract processes (-j N, one at least) live for the whole run and a cycle's
+        # extract starts the moment it is cut (see start_extract): a page's parse never
+        # holds this process (its fetch threads, its stop), and each page runs under the
+        # workers' CPU deadline.
+        self.workers = workers
+        self._extracting: dict[Path, tuple[list[Any], cf.Future[FilesResult]]] = {}
+        self.link_policy = link_policy
+        self.recrawl_due = recrawl
+        self.rep = reporter
+        self.progress = progress
+
+    def close(self) -> None:
+        """Stop the extract processes (a run that ends or fails)."""
+        for _files, future in self._extracting.values():
+            future.cancel()
+        self._extracting.clear()
+        if self.workers is not None:
+            self.workers.close()
+
+    def finish_cycle(self, cycle: Path) -> bool:
         """Run the cycle's steps not yet done; False if the hard stop came first."""
         for step in POST_STEPS:
             if not is_done(cycle, step.marker):
-                if self.clock() >= self.hard_stop:
+                if self.limits.past_hard_stop():
                     return False
-                getattr(self, f"_step_{step.marker}")(cycle)
+                assert step.run is not None  # every post step carries its function
+                step.run(self, cycle)
                 if not is_done(cycle, step.marker):  # (extract stopped at the hard stop)
                     return False
         mark_done(cycle, "cycle")
         self.summary.cycles += 1
-        self.progress(progress_info(self.summary, cycle.name, self.clock() - self.start))
+        self.progress(
+            progress_info(self.summary, cycle.name, self.limits.clock() - self.limits.start)
+        )
         return True
 
-    def _step_extract(self, cycle: Path) -> None:
+    def extract(self, cycle: Path) -> None:
+        """extract: the pages and links of the cycle's WARC records."""
         started_with, started = self._extracting.pop(cycle, (None, None))
         while True:
-            sources = self._cycle_sources(cycle)
+            sources = self.warcs.sources(cycle)
             try:
                 with (
                     io.open_output(cycle / "pages.ndjson.zst") as pages,
                     io.open_output(cycle / "links.ndjson.zst") as links,
                 ):
-                    originals = self._stylesheet_originals(cycle)
-                    if self.extract_workers is not None:
-                        stats = self.extract_workers.extract(
+                    originals = self.warcs.stylesheet_originals(cycle)
+                    if self.workers is not None:
+                        stats = self.workers.extract(
                             sources,
                             pages.write,
                             links.write,
@@ -72,7 +242,7 @@ class CycleSteps(Admission):
                             originals=originals,
                             # A page's CPU deadline does not bound the wall clock of a
                             # loaded machine: the hard stop does.
-                            stop=lambda: self.clock() >= self.hard_stop,
+                            stop=self.limits.past_hard_stop,
                         )
                     else:
                         stats = extract_warcs(
@@ -96,22 +266,23 @@ class CycleSteps(Admission):
         self.summary.page_errors += stats.errors
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
-    def _step_dedup(self, cycle: Path) -> None:
+    def dedup(self, cycle: Path) -> None:
+        """dedup: exact and near duplicates; the site records go to the frontier."""
         stats = DedupStats()
         records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
         write_file(
             cycle / "dedup.ndjson.zst",
-            dedup_records(records, self.dedup, stats=stats, reporter=self.rep),
+            dedup_records(records, self.stores.dedup, stats=stats, reporter=self.rep),
         )
-        sites = list(site_records(self.dedup, stats.sites))
+        sites = list(site_records(self.stores.dedup, stats.sites))
         write_file(cycle / "sites.ndjson.zst", sites)
-        self._queue(sites, cycle / "sites-refused.ndjson.zst")
+        self.gate.queue(sites, cycle / "sites-refused.ndjson.zst")
         self.summary.dedup.update(
             {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
         )
         mark_done(cycle, "dedup", {"exact": stats.exact, "near": stats.near})
 
-    def _step_links(self, cycle: Path) -> None:
+    def links(self, cycle: Path) -> None:
         """Links and redirects → seen-merge --scope → frontier add; deferred → waiting room.
 
         Each attempt writes its new URLs to its own file before the seen set commits
@@ -125,18 +296,18 @@ class CycleSteps(Admission):
         refused_path = cycle / "links-refused.ndjson.zst"
         if not is_done(cycle, "seen"):
             links = list(read_file(cycle / "links.ndjson.zst"))
-            self._note_links(links)  # every link, not only new URLs, feeds site importance
-            self._share_site_links(links, f"c{cycle.name}-sites")
-            fetched = {str(r.get("url")): r for r in self._fetch_log(cycle)}
+            self.gate.note_links(links)  # every link, not only new URLs, feeds site importance
+            self.admission.share_site_links(links, f"c{cycle.name}-sites")
+            fetched = {str(r.get("url")): r for r in fetch_log(cycle)}
             candidates, refused = self.link_policy.sort(
                 [*links, *read_file(cycle / "redirects.ndjson")], lambda _rec: True, fetched
             )
             write_file(refused_path, refused)
-            self._count_refused(refused)
-            candidates = self._route(candidates, f"c{cycle.name}")
+            self.gate.count_refused(refused)
+            candidates = self.gate.route(candidates, f"c{cycle.name}")
             earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
             attempt = _attempt(earlier[-1]) + 1 if earlier else 1
-            fresh = self._seen_merge(
+            fresh = self.gate.seen_merge(
                 candidates,
                 cycle / f"new-{attempt}.ndjson.zst",
                 cycle / "scope-refused.ndjson.zst",
@@ -152,13 +323,14 @@ class CycleSteps(Admission):
             # queued twice is handed out twice, and counted twice against its budget).
             queued = cycle / (path.name.split(".", 1)[0] + ".queued")
             if not queued.exists():
-                self._queue(read_file(path), cycle / "new-refused.ndjson.zst")
+                self.gate.queue(read_file(path), cycle / "new-refused.ndjson.zst")
                 queued.touch()
         self._wait_deferred(cycle)
         mark_done(cycle, "links")
 
-    def _step_recrawl(self, cycle: Path) -> None:
-        if not self.opts.recrawl:
+    def recrawl(self, cycle: Path) -> None:
+        """recrawl: the change history; URLs due again are queued."""
+        if not self.recrawl_due:
             mark_done(cycle, "recrawl", {"due": 0})
             return
         due: list[Record] = []
@@ -170,126 +342,43 @@ class CycleSteps(Admission):
             for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
             if item[2].get("outcome") != "deferred"
         )
-        recrawl_in(self.history, records, write=due.extend, now=self.clock(), reporter=self.rep)
-        self._queue(due, cycle / "recrawl-refused.ndjson.zst")
+        recrawl_in(
+            self.stores.history,
+            records,
+            write=due.extend,
+            now=self.limits.clock(),
+            reporter=self.rep,
+        )
+        self.gate.queue(due, cycle / "recrawl-refused.ndjson.zst")
         mark_done(cycle, "recrawl", {"due": len(due)})
 
     def _wait_deferred(self, cycle: Path) -> None:
         """The cycle's deferred URLs into the waiting room (again after a crash: once)."""
-        deferred = [r for r in self._fetch_log(cycle) if r.get("outcome") == "deferred"]
+        deferred = [r for r in fetch_log(cycle) if r.get("outcome") == "deferred"]
         if not deferred:
             return
-        with self.lock:
-            self.waiting.add(deferred)
-            self.waiting.save()
+        with self.stores.lock:
+            self.stores.waiting.add(deferred)
+            self.stores.waiting.save()
 
-    def _stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
-        """payload digest -> (WARC file, offset, length) of the first capture of each
-        stylesheet the cycle fetched: a copy of it at another URL is stored as a
-        revisit, and extract reads the body from there to parse the copy against its
-        own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
-        (one line each, appended), so a later cycle or run finds them. Called from the
-        fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
-        one at a time, so the first capture of a digest is the one both see."""
-        with _SHEETS_LOCK:
-            return self._first_captures(cycle)
-
-    def _first_captures(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
-        known = self._stylesheets()
-        path = self.dir.root / STYLESHEETS
-        out: dict[str, tuple[str, int, int]] = {}
-        new: list[Record] = []
-        for rec in self._fetch_log(cycle):
-            digest, warc = rec.get("digest"), rec.get("warc")
-            if rec.get("outcome") != "fetched" or not digest or not isinstance(warc, dict):
-                continue
-            if media_type(rec.get("content_type")) != "text/css":
-                continue
-            if digest not in known:
-                place = (Path(str(warc["file"])).name, int(warc["offset"]), int(warc["length"]))
-                known[str(digest)] = place
-                new.append(
-                    {"digest": digest, "file": place[0], "offset": place[1], "length": place[2]}
-                )
-            name, offset, length = known[str(digest)]
-            where = self._warc_path(name)
-            if where is not None:
-                out[str(digest)] = (str(where), offset, length)
-        if new:
-            with open(path, "ab") as f:
-                f.write(b"".join(io.dumps(r) for r in new))
-        return out
-
-    def _stylesheets(self) -> dict[str, tuple[str, int, int]]:
-        """The first captures of stylesheets, read once from ``STATE/crawl``."""
-        known: dict[str, tuple[str, int, int]] | None = getattr(self, "_first_sheets", None)
-        if known is None:
-            known = {}
-            path = self.dir.root / STYLESHEETS
-            if path.exists():
-                for rec in io.read_records([path], self.rep):
-                    digest = str(rec.get("digest"))
-                    if digest not in known:
-                        known[digest] = (str(rec["file"]), int(rec["offset"]), int(rec["length"]))
-            self._first_sheets = known
-        return known
-
-    def _warc_path(self, name: str) -> Path | None:
-        """Where the WARC file ``name`` is now: being written, closed, or archived.
-
-        Looked up in the order a file moves (``.open`` → ``new/`` → the archive), so a
-        rename between two lookups cannot hide it.
-        """
-        new_dir = warc_new_dir(self.warc_root)
-        for path in (new_dir / f"{name}.open", new_dir / name, self.warc_root / name):
-            if path.exists():
-                return path
-        return None
-
-    def _cycle_sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
-        """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.
-
-        WARC files rotate by size (``--warc-size``), not by cycle: one file holds many
-        cycles, and may still be written to while a cycle is extracted; the fetcher
-        flushes it when it cuts the cycle, so every record named here is whole.
-        """
-        ranges: dict[str, list[tuple[int, int]]] = {}
-        # robots.txt captures too: extract takes their Sitemap lines
-        for rec in itertools.chain(self._fetch_log(cycle), read_file(cycle / "robots.ndjson")):
-            warc = rec.get("warc")
-            if isinstance(warc, dict) and warc.get("file"):
-                name = Path(str(warc["file"])).name
-                ranges.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
-        out = []
-        for name, spans in ranges.items():
-            path = self._warc_path(name)
-            if path is not None:
-                out.append((str(path), spans))
-        return out
-
-    def _start_extract(self, cycle: Path) -> None:
+    def start_extract(self, cycle: Path) -> None:
         """Hand a cut cycle's WARC records to an extract process now (``-j`` >= 2), so
         it parses while the post thread still works on the cycles before it."""
-        if self.extract_workers is None:
+        if self.workers is None:
             return
-        sources = self._cycle_sources(cycle)
+        sources = self.warcs.sources(cycle)
         if sources:
-            originals = self._stylesheet_originals(cycle)
-            self._extracting[cycle] = (sources, self.extract_workers.submit(sources, originals))
+            originals = self.warcs.stylesheet_originals(cycle)
+            self._extracting[cycle] = (sources, self.workers.submit(sources, originals))
 
-    def _archive_closed_warcs(self) -> None:
-        """Move closed WARC files from ``new/`` to the archive directory itself.
+    def archive_closed_warcs(self) -> None:
+        """Move closed WARC files to the archive directory (no cycle being extracted)."""
+        self.summary.warc_files += self.warcs.archive_closed()
 
-        Called only while no cycle is being extracted (a cycle finds its files in
-        either place, see :meth:`_warc_path`).
-        """
-        new_dir = warc_new_dir(self.warc_root)
-        for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
-            target = self.warc_root / path.name
-            if not target.exists():
-                adopt_file_index(index_of(path), self.warc_root, path.name)
-                os.replace(path, target)
-                self.summary.warc_files += 1
+
+def fetch_log(cycle: Path) -> list[Record]:
+    """The fetch records of ``cycle``."""
+    return list(read_file(cycle / "fetch.ndjson"))
 
 
 def _attempt(path: Path) -> int:
@@ -300,8 +389,8 @@ def _attempt(path: Path) -> int:
 class PostWorker:
     """One thread that runs the post-fetch steps of cut cycles, in order."""
 
-    def __init__(self, crawl: CycleSteps):
-        self.crawl = crawl
+    def __init__(self, cycles: CycleRunner):
+        self.cycles = cycles
         self.error: BaseException | None = None
         # Seconds spent post-processing, and since when the current cycle (for a timeline)
         self.busy_seconds = 0.0
@@ -319,7 +408,7 @@ class PostWorker:
             self.busy_since = time.monotonic()
             try:
                 if self.error is None:
-                    self.crawl._finish_cycle(cycle)
+                    self.cycles.finish_cycle(cycle)
             except BaseException as exc:  # handed to the fetch loop, which stops
                 self.error = exc
             finally:

@@ -26,6 +26,7 @@ class CrawlDir:
     """The ``STATE/crawl`` directory: cycles, the waiting room, totals, the scope."""
 
     def __init__(self, state: StateDir):
+        self.state_path = state.path
         self.root = state.sub("crawl")
         self.cycles = self.root / "cycles"
         self.cycles.mkdir(exist_ok=True)

@@ -14,11 +14,14 @@ recover what the last run left, then until a limit or an empty frontier, queue t
 deferred URLs now due and run the fetch side, which cuts cycles as it goes and hands
 them to post-processing.
 
-:class:`Crawl` is put together from one module per job (see ``README.md`` here):
-:mod:`~crawlkit.crawl.core` (the run's state and opened stores),
-:mod:`~crawlkit.crawl.admission` (seeds, a shard's inbox),
-:mod:`~crawlkit.crawl.cycle` (the post-fetch steps), :mod:`~crawlkit.crawl.recovery`
-(what a killed run left) and :mod:`~crawlkit.crawl.feed` (the fetch side).
+:class:`Crawl` holds one collaborator per job (see ``README.md`` here), each given
+the few others it uses: :class:`~crawlkit.crawl.stores.Stores` (the opened stores and
+their locks), :class:`~crawlkit.crawl.core.Limits` (when to stop),
+:class:`~crawlkit.crawl.core.Gate` (seen-merge and frontier add),
+:class:`~crawlkit.crawl.admission.Admission` (seeds, a shard's inbox),
+:class:`~crawlkit.crawl.cycle.CycleRunner` (the post-fetch steps),
+:class:`~crawlkit.crawl.recovery.Recovery` (what a killed run left) and
+:class:`~crawlkit.crawl.feed.Feed` (the fetch side).
 """
 
 from __future__ import annotations
@@ -26,57 +29,138 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from crawlkit.crawl.archive import update_collection_index
+from crawlkit import io
+from crawlkit.crawl.admission import Admission
+from crawlkit.crawl.archive import LinkPolicy, update_collection_index
+from crawlkit.crawl.core import Gate, Limits
+from crawlkit.crawl.cycle import CycleRunner, CycleWarcs
 from crawlkit.crawl.feed import Feed
+from crawlkit.crawl.files import CrawlDir
 from crawlkit.crawl.options import CrawlOptions
-from crawlkit.crawl.recovery import Recovery
+from crawlkit.crawl.recovery import Leftover, Recovery
 from crawlkit.crawl.retry import ANSWERED, retry_records
 from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.steps import ExplainContext, render
+from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, save_totals
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.shard.routing import inbox_files
+from crawlkit.frontier.scope import Scope
+from crawlkit.shard.routing import inbox_files, role_from_options
+from crawlkit.stages.extract import ExtractWorkers
 from crawlkit.stages.report_collection import record_settings, warcinfo_fields
-from crawlkit.state import open_state
+from crawlkit.state import StateDir, open_state
 from crawlkit.times import iso
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 
 
-class Crawl(Feed, Recovery):
-    """One run of ``crawlkit crawl`` over a locked state directory."""
+class Crawl:
+    """One run of ``crawlkit crawl`` over a locked state directory: the loop, over
+    the collaborators it builds (one object per job, each with the few it uses)."""
+
+    def __init__(
+        self,
+        state: StateDir,
+        options: CrawlOptions,
+        *,
+        reporter: Reporter,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.state = state
+        self.opts = options
+        self.rep = reporter
+        self.dir = CrawlDir(state)
+        self.summary = CrawlSummary()
+        totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        self.fetched_before = int(totals.get("fetched", 0))
+        requests_before = int(totals.get("requests", totals.get("fetched", 0)))
+        self.limits = Limits(options, self.summary, requests_before, clock)
+        warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
+        # N extract processes (-j N, one at least) live for the whole run.
+        workers = ExtractWorkers(max(1, options.jobs))
+        try:
+            role = role_from_options(state.path, options.shard, options.shards, options.slot_map)
+            link_policy = LinkPolicy(options.archive, reporter)
+            saved = Scope.saved(state.path)
+            if saved is not None and saved.spec != options.scope:
+                reporter.info(
+                    f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})"
+                )
+            scope = Scope.load(state.path, saved.spec if saved is not None else options.scope)
+            # The stores are opened once for the run (the state directory is locked by
+            # it) and committed by the stage functions after every change.
+            self.stores = Stores(state, options, reporter, self.dir.waiting)
+        except BaseException:
+            workers.close()
+            raise
+        self.gate = Gate(self.stores, self.dir, scope, role, self.summary, reporter, clock)
+        self.admission = Admission(self.gate, self.stores, self.dir, reporter, clock)
+        self.cycles = CycleRunner(
+            limits=self.limits,
+            stores=self.stores,
+            gate=self.gate,
+            admission=self.admission,
+            warcs=CycleWarcs(warc_root, self.dir.root, reporter),
+            workers=workers,
+            link_policy=link_policy,
+            recrawl=options.recrawl,
+            reporter=reporter,
+            progress=progress or (lambda info: None),
+        )
+        self.recovery = Recovery(self.dir, self.cycles, self.summary, reporter)
+        self.feed = Feed(
+            options=options,
+            limits=self.limits,
+            stores=self.stores,
+            gate=self.gate,
+            admission=self.admission,
+            cycles=self.cycles,
+            link_policy=link_policy,
+            dir=self.dir,
+            reporter=reporter,
+        )
+
+    def close(self) -> None:
+        """Stop the extract processes and close the stores (a run that ends or fails)."""
+        self.cycles.close()
+        self.stores.close()
 
     def run(self, admit: Callable[[], None] | None = None) -> CrawlSummary:
         """Recover what the last run left, call ``admit`` (queue seeds and retries),
         then crawl until a limit or nothing is left."""
-        with graceful_signals(self._on_signal, lambda: bool(self.interrupted)) as reinstall:
+        limits = self.limits
+        with graceful_signals(limits.on_signal, lambda: bool(limits.interrupted)) as reinstall:
             return self._run(reinstall, admit)
 
     def _run(
         self, reinstall: Callable[[], None], admit: Callable[[], None] | None = None
     ) -> CrawlSummary:
-        pending = self._recover()
+        limits = self.limits
+        leftover: Leftover | None = self.recovery.recover()
         if admit is not None:
             admit()
         idle_runs = 0
         while True:
-            reason = self._should_stop()
+            reason = limits.should_stop()
             if reason:
                 self.summary.stopped = reason
                 break
-            self._release_waiting()
+            self.gate.release_waiting()
             before = sum(self.summary.outcomes.values())
-            self._fetch_run(pending)
+            self.feed.run(leftover)
             reinstall()  # the fetch run's own handlers are gone with it
-            pending = []
-            if self.post_error is not None:
-                raise self.post_error
+            leftover = None
+            if self.feed.post_error is not None:
+                raise self.feed.post_error
             # A stop asked for is the reason, also when the frontier looks empty (the
             # stopped run's cycles may not be post-processed yet).
-            reason = self._should_stop() if self.interrupted else self._exhausted()
+            reason = limits.should_stop() if limits.interrupted else self._exhausted()
             if reason:
                 self.summary.stopped = reason
                 break
@@ -84,8 +168,8 @@ class Crawl(Feed, Recovery):
                 # Nothing could be fetched: only deferred URLs wait. Sleep until the
                 # first is due (bounded), never spin.
                 idle_runs += 1
-                wake = self._next_waiting_time()
-                if self._nothing_due_in_time(wake):
+                wake = self.stores.next_waiting_time()
+                if limits.nothing_due_in_time(wake):
                     # Free the slice (a job runner's allocation) instead of sleeping
                     # it away: the next run fetches the deferred URLs when they are due.
                     self.summary.stopped = "nothing due before the time limit (--for)"
@@ -98,18 +182,18 @@ class Crawl(Feed, Recovery):
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
                     break
-                self._sleep_until(wake or self.clock() + self.opts.idle_wait)
+                limits.sleep_until(wake or limits.clock() + self.opts.idle_wait)
             else:
                 idle_runs = 0
-        stats = self._frontier_stats()
+        stats = self.stores.frontier_stats()
         self.summary.parked = int(stats.get("parked", 0) or 0)
         self.summary.queued = int(stats.get("queued", 0) or 0) + self.summary.parked
-        self.summary.waiting = len(self.waiting)
-        wake = self._next_waiting_time()
+        self.summary.waiting = len(self.stores.waiting)
+        wake = self.stores.next_waiting_time()
         self.summary.next_retry_at = iso(wake) if wake is not None else None
-        self.summary.elapsed_s = self.clock() - self.start
+        self.summary.elapsed_s = limits.clock() - limits.start
         if self.opts.archive.index:
-            update_collection_index(self.warc_root, self.rep)
+            update_collection_index(self.cycles.warcs.root, self.rep)
         if self.opts.fetch.request is not None and self.opts.fetch.request.keep_cookies:
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
@@ -121,10 +205,10 @@ class Crawl(Feed, Recovery):
         return not (self.fetched_before or answered) and bool(self.summary.errors.counts)
 
     def _exhausted(self) -> str:
-        stats = self._frontier_stats()
-        if int(stats.get("queued", 0) or 0) or len(self.waiting) or self.dir.batch_files():
+        stats = self.stores.frontier_stats()
+        if int(stats.get("queued", 0) or 0) or len(self.stores.waiting) or self.dir.batch_files():
             return ""
-        if self.role is not None and inbox_files(self.state.path):
+        if self.gate.role is not None and inbox_files(self.state.path):
             return ""
         parked = int(stats.get("parked", 0) or 0)
         if parked:
@@ -154,21 +238,28 @@ def crawl(
         options = dataclasses.replace(options, warc_info=warcinfo_fields(options))
         run = Crawl(state, options, reporter=reporter, progress=progress)
 
+        gate, admission = run.gate, run.admission
+
         def admit() -> None:
-            run.requeue_admitted()  # what a crash left between the seen set and the frontier
+            admission.requeue_admitted()  # what a crash left between seen set and frontier
             # seeds seen before but never fetched, and due retries; asked after the
             # recovery has put the cycles a crash left into the recrawl history, else a
             # seed fetched in one of them reads as never fetched and is queued again
-            owns = run.role.owns if run.role is not None else None
+            owns = gate.role.owns if gate.role is not None else None
             retry = retry_records(
-                state.path, seeds, run.canon, owns=owns, seen=run.seen, history=run.history
+                state.path,
+                seeds,
+                gate.canon,
+                owns=owns,
+                seen=run.stores.seen,
+                history=run.stores.history,
             )
-            run._queue(retry, run.dir.root / "retry-refused.ndjson.zst")
-            run.add_seeds(seeds)
-            run.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
+            gate.queue(retry, run.dir.root / "retry-refused.ndjson.zst")
+            admission.add_seeds(seeds)
+            admission.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
 
         try:
-            run.widen_scope(seeds)
+            admission.widen_scope(seeds)
             return run.run(admit)
         finally:
             run.close()

@@ -9,35 +9,56 @@ URLs without a fetch record (in flight at the crash) are fetched again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlkit import io
-from crawlkit.crawl.cycle import CycleSteps
-from crawlkit.crawl.files import is_done, mark_done, read_file
+from crawlkit.crawl.cycle import CycleRunner
+from crawlkit.crawl.files import CrawlDir, is_done, mark_done, read_file
+from crawlkit.crawl.summary import CrawlSummary
+from crawlkit.diag import Reporter
 from crawlkit.io import Record
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.warc.write import finish_open_file
 
-__all__ = ["Recovery"]
+__all__ = ["Leftover", "Recovery"]
 
 
-class Recovery(CycleSteps):
+@dataclass
+class Leftover:
+    """What a recovery leaves to fetch again: the URLs handed to the fetcher before the
+    stop that have no fetch record, and the batch files they are in (deleted once the
+    URLs are in a batch file of the new run)."""
+
+    records: list[Record] = field(default_factory=list)
+    batches: list[Path] = field(default_factory=list)
+
+
+class Recovery:
     """What a run does first: finish what a stopped or killed run left."""
 
-    def _recover(self) -> list[Record]:
+    def __init__(
+        self, dir: CrawlDir, cycles: CycleRunner, summary: CrawlSummary, reporter: Reporter
+    ):
+        self.dir = dir
+        self.cycles = cycles
+        self.summary = summary
+        self.rep = reporter
+
+    def recover(self) -> Leftover:
         """Finish what a stopped or killed run left: returns the URLs to fetch again."""
         unfinished = [c for c in self.dir.cycle_dirs() if not is_done(c, "cycle")]
         if not unfinished and not self.dir.batch_files():
-            return []
-        self._close_open_warcs()
+            return Leftover()
+        valid_end = self._close_open_warcs()
         for cycle in unfinished:
             if not is_done(cycle, "fetch"):
-                self._salvage(cycle)
+                _salvage(cycle, valid_end)
                 mark_done(cycle, "fetch", {"salvaged": True})
             self.rep.info(f"finishing cycle {cycle.name} left by an earlier run")
-            if not self._finish_cycle(cycle):
-                return []  # out of time: the next run goes on from here
-        self._archive_closed_warcs()
+            if not self.cycles.finish_cycle(cycle):
+                return Leftover()  # out of time: the next run goes on from here
+        self.cycles.archive_closed_warcs()
         pending: list[Record] = []
         batches = self.dir.batch_files()
         if batches:
@@ -60,39 +81,41 @@ class Recovery(CycleSteps):
         if pending:
             self.rep.info(f"{len(pending)} URLs handed to the fetcher before the stop go again")
         self.summary.refetched += len(pending)
-        self._pending_batches = batches
-        return pending
+        return Leftover(pending, batches)
 
-    def _close_open_warcs(self) -> None:
-        """Cut every ``.open`` WARC file after its last whole record and close it."""
-        self.valid_warc_end: dict[str, int] = {}
-        new_dir = warc_new_dir(self.warc_root)
+    def _close_open_warcs(self) -> dict[str, int]:
+        """Cut every ``.open`` WARC file after its last whole record and close it;
+        returns each file's valid end."""
+        valid_end: dict[str, int] = {}
+        new_dir = warc_new_dir(self.cycles.warcs.root)
         for partial in sorted(new_dir.glob("*.warc.gz.open")) if new_dir.exists() else []:
-            self.valid_warc_end[partial.name[: -len(".open")]] = finish_open_file(partial)
+            valid_end[partial.name[: -len(".open")]] = finish_open_file(partial)
+        return valid_end
 
-    def _salvage(self, cycle: Path) -> None:
-        """Keep the fetch records of ``cycle`` whose WARC records are whole on disk.
 
-        Records pointing past the end of a WARC file cut by :meth:`_close_open_warcs`
-        are dropped (and a torn last line); their URLs are fetched again.
-        """
-        log = cycle / "fetch.ndjson"
-        if not log.exists():
-            return
-        kept: list[Record] = []
-        with open(log, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    continue  # torn last line
-                try:
-                    rec = io.parse_record(line)
-                except ValueError:
+def _salvage(cycle: Path, valid_end: dict[str, int]) -> None:
+    """Keep the fetch records of ``cycle`` whose WARC records are whole on disk.
+
+    Records pointing past the ``valid_end`` of a WARC file cut by the recovery are
+    dropped (and a torn last line); their URLs are fetched again.
+    """
+    log = cycle / "fetch.ndjson"
+    if not log.exists():
+        return
+    kept: list[Record] = []
+    with open(log, "rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                continue  # torn last line
+            try:
+                rec = io.parse_record(line)
+            except ValueError:
+                continue
+            warc = rec.get("warc")
+            if isinstance(warc, dict):
+                name = Path(str(warc.get("file"))).name
+                end = int(warc.get("offset", 0)) + int(warc.get("length", 0))
+                if name in valid_end and end > valid_end[name]:
                     continue
-                warc = rec.get("warc")
-                if isinstance(warc, dict):
-                    name = Path(str(warc.get("file"))).name
-                    end = int(warc.get("offset", 0)) + int(warc.get("length", 0))
-                    if name in self.valid_warc_end and end > self.valid_warc_end[name]:
-                        continue
-                kept.append(rec)
-        io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))
+            kept.append(rec)
+    io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))

@@ -10,9 +10,12 @@ user reads in ``--explain`` is the loop that runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
-__all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "render"]
+__all__ = ["POST_STEPS", "SEED_COMMAND", "STEPS", "ExplainContext", "Step", "StepRunner", "render"]
 
 
 @dataclass(frozen=True)
@@ -36,16 +39,27 @@ class ExplainContext:
     seeds: str = ""  # a shell command printing the seeds, one a line (none: no seeds)
 
 
+class StepRunner(Protocol):
+    """What runs the post steps of a cycle (:class:`crawlkit.crawl.cycle.CycleRunner`,
+    which imports this list: named here by its methods, not imported)."""
+
+    def extract(self, cycle: Path) -> None: ...
+    def dedup(self, cycle: Path) -> None: ...
+    def links(self, cycle: Path) -> None: ...
+    def recrawl(self, cycle: Path) -> None: ...
+
+
 @dataclass(frozen=True)
 class Step:
-    """One step of the loop: ``marker`` names its done-file in a cycle directory (and
-    the ``Crawl._step_<marker>`` method that runs it); ``commands`` are the stage
-    commands it equals, as format strings over :class:`ExplainContext` fields."""
+    """One step of the loop: ``marker`` names its done-file in a cycle directory;
+    ``commands`` are the stage commands it equals, as format strings over
+    :class:`ExplainContext` fields; ``run`` (a post step's) runs it on a cycle."""
 
     marker: str
     what: str
     commands: tuple[str, ...]
     post: bool = True  # runs once per cut cycle (False: on the fetch side, as it goes)
+    run: Callable[[StepRunner, Path], None] | None = field(default=None, compare=False)
 
 
 STEPS: tuple[Step, ...] = (
@@ -76,6 +90,7 @@ STEPS: tuple[Step, ...] = (
             # extracted files join the collection, so the next cycle reads only its own
             "mv {warc}/new/*.warc.gz {warc}/",
         ),
+        run=lambda cycles, cycle: cycles.extract(cycle),
     ),
     Step(
         "dedup",
@@ -85,6 +100,7 @@ STEPS: tuple[Step, ...] = (
             "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope}"
             "{add_flags} $C/sites.ndjson.zst",
         ),
+        run=lambda cycles, cycle: cycles.dedup(cycle),
     ),
     Step(
         "links",
@@ -98,6 +114,7 @@ STEPS: tuple[Step, ...] = (
             "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
+        run=lambda cycles, cycle: cycles.links(cycle),
     ),
     Step(
         "recrawl",
@@ -107,6 +124,7 @@ STEPS: tuple[Step, ...] = (
             "crawlkit recrawl --state {state} $C/fetch.ndjson $C/pages.ndjson.zst "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
+        run=lambda cycles, cycle: cycles.recrawl(cycle),
     ),
 )
 

@@ -226,13 +226,13 @@ def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path)
         run = Crawl(
             state, CrawlOptions(scope="any", batch_size=2, budgets=False), reporter=NullReporter()
         )
-        assert run.add_seeds(seeds) == 6
+        assert run.admission.add_seeds(seeds) == 6
         cycle = run.dir.new_cycle()
         batches: list[list[str]] = []
 
         def take() -> Path:
             before = set(run.dir.batch_files())
-            urls = [r["url"] for r in run._next_batch(cycle, lambda path, recs: None)]
+            urls = [r["url"] for r in run.feed.next_batch(cycle, lambda path, recs: None)]
             batches.append(urls)
             (path,) = set(run.dir.batch_files()) - before
             return path

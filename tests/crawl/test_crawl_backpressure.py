@@ -9,7 +9,8 @@ import pytest
 from conftest import start_testweb
 
 from crawlkit.crawl import core
-from crawlkit.crawl.loop import Crawl, CrawlOptions, crawl
+from crawlkit.crawl.cycle import CycleRunner
+from crawlkit.crawl.loop import CrawlOptions, crawl
 from crawlkit.fetch.engine import FetchConfig
 
 
@@ -28,16 +29,17 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     web_args = ("--hosts", "8", "--pages", "40", "--special", "none", "--seed", "8")
-    real_dedup = Crawl._step_dedup
+    real_dedup = CycleRunner.dedup
     blocked: list[str] = []
 
-    def dedup_stuck_until_the_deadline(self: Crawl, cycle: Path) -> None:
+    def dedup_stuck_until_the_deadline(self: CycleRunner, cycle: Path) -> None:
         # The first cycle's dedup takes until the run's deadline (a slow disk, a huge
         # page): post-processing falls behind everything fetched after it.
-        if not blocked and self.deadline is not None:
+        limits = self.limits
+        if not blocked and limits.deadline is not None:
             blocked.append(cycle.name)
-            while self.clock() < self.deadline:
-                self._sleep_until(self.deadline)
+            while limits.clock() < limits.deadline:
+                limits.sleep_until(limits.deadline)
         real_dedup(self, cycle)
 
     with start_testweb(tmp_path, *web_args) as web:
@@ -46,9 +48,9 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
         # only back-pressure keeps the fetcher from running through it.
         state = tmp_path / "state"
         monkeypatch.setattr(core, "STOP_GRACE", 0.0)
-        monkeypatch.setattr(Crawl, "_step_dedup", dedup_stuck_until_the_deadline)
+        monkeypatch.setattr(CycleRunner, "dedup", dedup_stuck_until_the_deadline)
         first = crawl(state, pages, _options(web, duration=10.0))
-        monkeypatch.setattr(Crawl, "_step_dedup", real_dedup)
+        monkeypatch.setattr(CycleRunner, "dedup", real_dedup)
         cycles = sorted(p for p in (state / "crawl" / "cycles").iterdir() if p.is_dir())
         unfinished = [c.name for c in cycles if not (c / "cycle.done").exists()]
         second = crawl(state, [], _options(web, duration=None))

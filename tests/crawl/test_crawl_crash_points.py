@@ -16,9 +16,9 @@ import pytest
 from conftest import ROOT, crawlkit, start_testweb
 from test_crawl import _crawl_args, _strip_port
 
-# Runs ``crawlkit ARGS`` and dies at the first seen-set commit of a cycle's links step,
-# before it or after it (``when``): the cycle's new URLs are in its new-1 file, marked
-# seen or not, and not queued.
+# Runs ``crawlkit ARGS`` and dies at the first seen-set commit of a cycle's links step
+# (``CycleRunner.links``), before it or after it (``when``): the cycle's new URLs are in
+# its new-1 file, marked seen or not, and not queued.
 CHILD = """
 import os, sys, traceback
 from crawlkit.seen.store import SeenStore
@@ -28,7 +28,10 @@ when = sys.argv[1]
 real_commit = SeenStore.commit
 
 def commit(self, *args, **kw):
-    links_step = any(frame.name == "_step_links" for frame in traceback.extract_stack())
+    links_step = any(
+        frame.name == "links" and frame.filename.endswith("cycle.py")  # CycleRunner.links
+        for frame in traceback.extract_stack()
+    )
     if links_step and when == "before":
         os._exit(9)
     real_commit(self, *args, **kw)

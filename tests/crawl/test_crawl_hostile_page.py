@@ -92,12 +92,12 @@ def _hostile_record(state: Path) -> dict | None:
     file without extract.done is not a finished extract (a pass redone because the
     WARC file rotated, then cut by the hard stop): it is not counted, and the next
     run extracts the cycle again."""
-    records = [
-        r
+    done = [
+        p
         for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
         if (p.parent / "extract.done").exists()
-        for r in io.read_records([p])
     ]
+    records = [r for p in done for r in io.read_records([p])]
     return next((r for r in records if str(r["url"]).endswith("/hostile")), None)
 
 

@@ -161,7 +161,7 @@ def test_a_url_cut_in_flight_by_a_crash_is_fetched_again_despite_its_duplicate(
             for step in ("fetch", "extract", "dedup", "links", "recrawl", "cycle"):
                 mark_done(cycle, step)
             write_file(run.dir.batches / f"{cycle.name}-0001.ndjson.zst", [rec])  # ... its batch
-            pending = run._recover()
+            pending = run.recovery.recover().records
         finally:
             run.close()
     assert [r["url"] for r in pending] == [url]

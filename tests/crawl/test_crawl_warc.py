@@ -127,7 +127,7 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
     with open_state(state) as sdir:
         run = Crawl(sdir, options, reporter=NullReporter())
         try:
-            run._step_extract(cycle)
+            run.cycles.extract(cycle)
         finally:
             run.close()
     assert [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])] == before

@@ -355,18 +355,18 @@ def test_shards_share_the_site_graph_that_site_budgets_rest_on(tmp_path: Path) -
 
     with open_state(dirs[0]) as state:
         run = crawl_of(0, state)
-        run.add_seeds([f"http://{seed}/"])
+        run.admission.add_seeds([f"http://{seed}/"])
         # shard 0 fetched its seed page, which links to a (shard 0) and to b (shard 1)
         links = [{"url": f"http://{t}/p", "site": t, "from": f"http://{seed}/"} for t in (a, b)]
-        run._share_site_links(links, "t")
+        run.admission.share_site_links(links, "t")
         run.close()
     with open_state(dirs[1]) as state:
         crawl_of(1, state).close()
     assert deliver(dirs)["files"] >= 1
     with open_state(dirs[1]) as state:
         run = crawl_of(1, state)
-        run.add_seeds([f"http://{seed}/"])  # every shard gets every seed
-        run._ingest_inbox()
+        run.admission.add_seeds([f"http://{seed}/"])  # every shard gets every seed
+        run.admission.ingest_inbox()
         run.close()
         frontier = Frontier.open(state.sub("frontier"))
         table = frontier.sites
