@@ -102,7 +102,7 @@ from pathlib import Path
 
 from crawl_timeline import loop_idle, loop_windows, print_loop
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.timeline import ENV as TIMELINE_ENV
 from crawlkit.errors import InvalidURL
 from crawlkit.url import Canonicalizer
@@ -393,7 +393,7 @@ def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
 def crawlkit_pages(state: Path, wanted: set[str]) -> set[str]:
     """Pages in crawlkit's page records (written once a page is parsed)."""
     files = sorted(state.glob("crawl/**/pages*.ndjson*"))
-    return canonical_set((str(r["url"]) for r in io.read_records(files)), wanted)
+    return canonical_set((str(r["url"]) for r in streams.read_records(files)), wanted)
 
 
 SPIDER = textwrap.dedent(

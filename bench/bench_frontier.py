@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 
 from crawlkit.frontier.store import Frontier, NextOptions
-from crawlkit.io import read_records
+from crawlkit.streams import read_records
 from crawlkit.url import fingerprint
 
 NOW = 1_780_000_000.0

@@ -9,7 +9,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.stages.canon import canon_records
 from crawlkit.url import Canonicalizer, Rules, load_param_denylist
 
@@ -74,8 +74,8 @@ def canon(
     """
     rep = reporter()
     canonicalizer = Canonicalizer(rules, param_denylist=load_param_denylist(param_denylist or []))
-    lines = io.read_text_lines(files, rep, aligned=True)
-    with io.open_output(out) as sink:
+    lines = streams.read_text_lines(files, rep, aligned=True)
+    with streams.open_output(out) as sink:
         for record in canon_records(lines, canonicalizer, base=base, reporter=rep):
             if as_json:
                 sink.write_record(record)

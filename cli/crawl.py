@@ -75,7 +75,7 @@ from crawlkit_cli.options import (
 )
 from crawlkit_cli.progress import progress_printer
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
@@ -96,7 +96,7 @@ def read_seeds(items: list[str]) -> list[str]:
         path = Path(item)
         if not path.exists():
             raise UsageError(f"{item}: neither a URL nor a file")
-        for _, _, text in io.read_text_lines([path]):
+        for _, _, text in streams.read_text_lines([path]):
             line = (text or "").split("#", 1)[0].strip()
             if line:
                 seeds.append(line)
@@ -261,7 +261,7 @@ def crawl_command(
         crawlkit crawl seeds.txt --state S --explain
     """
     rep = reporter()
-    io.check_output_dir(warc_dir, "--warc-dir")
+    streams.check_output_dir(warc_dir, "--warc-dir")
     if not scope:
         raise UsageError("--scope must not be empty")
     options = CrawlOptions(

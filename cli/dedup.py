@@ -8,7 +8,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.stages.dedup import DedupStats, dedup_records, open_dedup_store, site_records
 
@@ -71,19 +71,19 @@ def dedup(
         raise UsageError("--max-distance must be between 0 and 3 (the 20-table index finds 3)")
     if window < 1:
         raise UsageError("--window must be at least 1")
-    if sites is not None and io.is_stdio(sites) and io.is_stdio(out):
+    if sites is not None and streams.is_stdio(sites) and streams.is_stdio(out):
         raise UsageError("--out and --sites cannot both be stdout")
-    io.check_output(out, "--out")
-    io.check_output(sites, "--sites")
+    streams.check_output(out, "--out")
+    streams.check_output(sites, "--sites")
     rep = reporter()
     stats = DedupStats()
     with open_dedup_store(state, window=window) as store:
-        records = io.read_records_with_lines(files, rep)
-        with io.open_output(out) as sink:
+        records = streams.read_records_with_lines(files, rep)
+        with streams.open_output(out) as sink:
             for record in dedup_records(records, store, k=max_distance, reporter=rep, stats=stats):
                 sink.write_record(record)
         if sites is not None:
-            with io.open_output(sites) as site_sink:
+            with streams.open_output(sites) as site_sink:
                 site_sink.write_records(site_records(store, stats.sites))
     if not quiet:
         rep.info(stats.summary())

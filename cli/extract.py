@@ -9,7 +9,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.stages.extract import ExtractOptions, extract_warcs
 from crawlkit.times import parse_size
@@ -144,8 +144,8 @@ def extract(
     if max_links < 1:
         raise UsageError("--max-links must be at least 1")
     files = list(warcs or ["-"])
-    io.check_single_stdin(files)
-    if links is not None and io.is_stdio(links) and io.is_stdio(pages):
+    streams.check_single_stdin(files)
+    if links is not None and streams.is_stdio(links) and streams.is_stdio(pages):
         raise UsageError("--pages and --links cannot both be stdout")
     options = ExtractOptions(
         rules=rules,
@@ -156,8 +156,8 @@ def extract(
     )
     rep = reporter()
     with contextlib.ExitStack() as stack:
-        page_sink = stack.enter_context(io.open_output(pages))
-        link_sink = stack.enter_context(io.open_output(links)) if links is not None else None
+        page_sink = stack.enter_context(streams.open_output(pages))
+        link_sink = stack.enter_context(streams.open_output(links)) if links is not None else None
         stats = extract_warcs(
             files,
             page_sink.write,

@@ -66,7 +66,7 @@ from crawlkit_cli.options import (
     warc_info,
 )
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
 from crawlkit.fetch.netoptions import NetOptions
@@ -76,7 +76,7 @@ from crawlkit.stages.fetch import fetch_records
 
 def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, Any]]:
     """NDJSON URL records; a line that is a bare URL counts as ``{"url": LINE}``."""
-    for source, lineno, text in io.read_text_lines(files, rep):
+    for source, lineno, text in streams.read_text_lines(files, rep):
         if text is None:
             continue
         line = text.strip()
@@ -86,7 +86,7 @@ def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, A
             yield {"url": line}
             continue
         try:
-            yield io.parse_record(line.encode("utf-8"))
+            yield streams.parse_record(line.encode("utf-8"))
         except ValueError as exc:
             rep.bad_record(source, lineno, str(exc))
 
@@ -226,7 +226,7 @@ def fetch(
     """
     rep = reporter()
     warc = warc_options(warc_size, warc_prefix, warc_version)
-    io.check_output_dir(warc_dir, "--warc-dir")
+    streams.check_output_dir(warc_dir, "--warc-dir")
     fetch = fetch_config(
         state=state,
         agent=agent,
@@ -251,11 +251,11 @@ def fetch(
     role = role_from_options(state, shard, shards, slot_map)
     records = _url_records(files, rep)
     with contextlib.ExitStack() as stack:
-        sink = stack.enter_context(io.open_output(log))
-        redirect_out = stack.enter_context(io.open_output(redirects)) if redirects else None
-        if redirects is not None and io.is_stdio(redirects) and io.is_stdio(log):
+        sink = stack.enter_context(streams.open_output(log))
+        redirect_out = stack.enter_context(streams.open_output(redirects)) if redirects else None
+        if redirects is not None and streams.is_stdio(redirects) and streams.is_stdio(log):
             raise UsageError("--redirects and the fetch log cannot both be stdout")
-        flush = sys.stdout.buffer.flush if io.is_stdio(log) else None
+        flush = sys.stdout.buffer.flush if streams.is_stdio(log) else None
         counts = fetch_records(
             records,
             sink.write_record,

@@ -31,14 +31,13 @@ from crawlkit_cli.options import (
     renamed,
 )
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.io import Record
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.frontier import (
     frontier_add,
@@ -48,6 +47,7 @@ from crawlkit.stages.frontier import (
     frontier_stats,
 )
 from crawlkit.state import require_existing_state
+from crawlkit.streams import Record
 from crawlkit.times import iso, parse_duration, parse_time, time_problem
 
 frontier_app = typer.Typer(
@@ -240,16 +240,16 @@ def add(
         Scope(scope)  # a bad regex is a usage error before any input is read
     patterns = excludes(exclude, ignore_file, max_url_length)
     if plain_urls:
-        records = _plain_urls(io.read_text_lines(files, rep), reason)
+        records = _plain_urls(streams.read_text_lines(files, rep), reason)
     else:
         records = _with_reason(
-            _url_or_site_records(io.read_records_with_lines(files, rep), rep), reason
+            _url_or_site_records(streams.read_records_with_lines(files, rep), rep), reason
         )
     role = role_from_options(state, shard, shards, slot_map)
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = _reading_a_pipe(files)
-    with io.open_output(refused or "-") as sink:
+    with streams.open_output(refused or "-") as sink:
         result = frontier_add(
             state,
             records,
@@ -280,7 +280,7 @@ def add(
 
 def _reading_a_pipe(files: list[str] | None) -> bool:
     """True when an input is standard input and that is not a regular file."""
-    if files and not any(io.is_stdio(f) for f in files):
+    if files and not any(streams.is_stdio(f) for f in files):
         return False
     try:
         return not stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
@@ -316,7 +316,7 @@ def links(
     rep = reporter()
     read, noted = frontier_links(
         state,
-        io.read_records(files, rep),
+        streams.read_records(files, rep),
         lock_wait=parse_duration(lock_wait),
         read_first=_reading_a_pipe(files),
         reporter=rep,
@@ -433,8 +433,8 @@ def next_batch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst
     """
     rep = reporter()
-    io.check_output(out, "--out")
-    io.check_output(refused, "--refused")
+    streams.check_output(out, "--out")
+    streams.check_output(refused, "--refused")
     if max_urls < 0 or per_host < 0:
         raise UsageError("--max and --per-host must not be negative")
     for name, share in (("--recrawl-share", recrawl_share), ("--discovery-share", discovery_share)):
@@ -455,13 +455,13 @@ def next_batch(
     patterns = excludes(exclude, ignore_file)
 
     def write(batch: Batch) -> None:
-        with io.open_output(out) as sink:
+        with streams.open_output(out) as sink:
             for line in batch.lines:
                 sink.write(line)
             if refused is None:
                 sink.write_records(batch.refused)
         if refused is not None:
-            with io.open_output(refused) as side:
+            with streams.open_output(refused) as side:
                 side.write_records(batch.refused)
 
     role = role_from_options(state, shard, shards, slot_map)
@@ -530,7 +530,7 @@ def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
         crawlkit frontier stats --state S | jq .levels
     """
     require_existing_state(state)
-    with io.open_output("-") as sink:
+    with streams.open_output("-") as sink:
         sink.write_record(frontier_stats(state))
 
 

@@ -8,11 +8,11 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
-from crawlkit.io import Record
 from crawlkit.recrawl import RecrawlPolicy
 from crawlkit.stages.recrawl import recrawl, recrawl_stats
+from crawlkit.streams import Record
 from crawlkit.times import parse_duration, parse_time
 
 DAY = 86400.0
@@ -144,7 +144,7 @@ def recrawl_command(
         crawlkit recrawl --state S --stats < /dev/null
     """
     rep = reporter()
-    io.check_output(out, "--out")  # written only after the state is updated
+    streams.check_output(out, "--out")  # written only after the state is updated
     moment = None
     if now is not None:
         moment = parse_time(now)
@@ -161,17 +161,17 @@ def recrawl_command(
         raise UsageError("need 0 < --min <= --max and --initial > 0")
     if stats:
         lines = recrawl_stats(state, policy, now=moment, lock_wait=parse_duration(lock_wait))
-        with io.open_output(out) as sink:
+        with streams.open_output(out) as sink:
             sink.write("".join(line + "\n" for line in lines).encode())
         return
 
     def write(records: list[Record]) -> None:
-        with io.open_output(out) as sink:
+        with streams.open_output(out) as sink:
             sink.write_records(records)
 
     summary = recrawl(
         state,
-        io.read_records_with_lines(files, rep),
+        streams.read_records_with_lines(files, rep),
         write=write,
         policy=policy,
         now=moment,

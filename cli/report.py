@@ -11,7 +11,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import ExistingStateDir
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.report import render_html
 from crawlkit.stages.report import crawl_report
 from crawlkit.state import require_existing_state
@@ -58,8 +58,8 @@ def report(
     """
     rep = reporter()
     require_existing_state(state)
-    io.check_output(html, "--html")
+    streams.check_output(html, "--html")
     data = crawl_report(state, reporter=rep)
     if html is not None:
-        io.atomic_write_bytes(html, render_html(data).encode("utf-8"))
+        streams.atomic_write_bytes(html, render_html(data).encode("utf-8"))
     sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")

@@ -10,7 +10,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.robots import RobotsTxt, rules_for_status
 from crawlkit.stages.robots import check_lines, read_robots
@@ -89,8 +89,8 @@ def check(
     if urls:
         lines = (("<args>", n, u) for n, u in enumerate(urls, 1))
     else:
-        lines = io.read_text_lines(None, rep, aligned=True)
-    with io.open_output(out) as sink:
+        lines = streams.read_text_lines(None, rep, aligned=True)
+    with streams.open_output(out) as sink:
         for record in check_lines(rules, agent, lines, rep):
             sink.write_record(record)
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
@@ -134,5 +134,5 @@ def parse(
             "crawl_delay": parsed.crawl_delay(agent),
         }
     del doc["mode"]
-    with io.open_output("-") as sink:
+    with streams.open_output("-") as sink:
         sink.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))

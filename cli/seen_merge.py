@@ -26,7 +26,7 @@ from crawlkit_cli.options import (
     renamed,
 )
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.frontier.scope import Scope
@@ -192,8 +192,8 @@ def seen_merge(
     """
     rep = reporter()
     want_stats = stats or stats_file is not None
-    io.check_output(out, "--out")
-    io.check_output(stats_file, "--stats-file")
+    streams.check_output(out, "--out")
+    streams.check_output(stats_file, "--stats-file")
     if contains:
         _contains(state, [*contains, *(files or [])])
         return
@@ -208,7 +208,7 @@ def seen_merge(
                 _emit_stats(stats_file, store_stats(store))
         return
     if refused is not None:
-        io.check_output(refused, "--refused")
+        streams.check_output(refused, "--refused")
     _check_scope(scope)
     patterns = excludes(exclude, ignore_file, max_url_length)
     scoped = Scope.load(state, scope) if scope is not None else None
@@ -217,12 +217,12 @@ def seen_merge(
     link_refused: list[Record] = []
     if fetched is not None or not requisites:
         lines, link_refused = _link_step(lines, fetched, requisites, rep)
-    to_stdout = io.is_stdio(out)
+    to_stdout = streams.is_stdio(out)
     with (
         SeenStore.open(
             state, writable=not dry_run, capacity=capacity, fp_rate=fp_rate, reporter=rep
         ) as store,
-        io.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
+        streams.open_output(refused) if refused is not None else contextlib.nullcontext() as side,
     ):
         size = renamed(chunk_size, old_chunk_size, "--chunk-size", "--batch-size", DEFAULT_CHUNK)
         if side is not None:
@@ -240,7 +240,7 @@ def seen_merge(
             max_url_length=max_url_length,
             reason=reason,
         )
-        with io.open_output(out) as sink:
+        with streams.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
             # pipe has it. A file counts as written only once it is renamed (below).
             merger.run(
@@ -273,13 +273,13 @@ def _link_step(
     input, which it reads whole (one cycle's links): ``(lines that go on, refused)``."""
     from crawlkit.crawl.archive import ArchiveOptions, LinkPolicy
 
-    found = io.read_records([fetched], rep) if fetched is not None else ()
+    found = streams.read_records([fetched], rep) if fetched is not None else ()
     sources = {str(r.get("url")): r for r in found}
     records: list[Record] = []
     for source, lineno, item in lines:
         if isinstance(item, bytes) and item.lstrip()[:1] == b"{":
             try:
-                records.append(io.parse_record(item))
+                records.append(streams.parse_record(item))
             except ValueError as exc:
                 rep.bad_record(source, lineno, str(exc))
         elif isinstance(item, bytes):
@@ -303,7 +303,10 @@ def _check_scope(spec: str | None) -> None:
 def _contains(state: Path, urls: list[str]) -> None:
     rep = reporter()
     canon = Canonicalizer()
-    with SeenStore.open(state, writable=False, reporter=rep) as store, io.open_output("-") as sink:
+    with (
+        SeenStore.open(state, writable=False, reporter=rep) as store,
+        streams.open_output("-") as sink,
+    ):
         for text in urls:
             try:
                 url = canon.canonicalize(text)
@@ -320,7 +323,7 @@ def _emit_stats(path: Path | None, figures: dict[str, Any]) -> None:
     """The figures as one JSON line: to ``path`` (atomically) or, if None, on stderr."""
     data = orjson.dumps(figures) + b"\n"
     if path is not None:
-        io.atomic_write_bytes(path, data)
+        streams.atomic_write_bytes(path, data)
     else:
         sys.stderr.buffer.write(data)
         sys.stderr.flush()

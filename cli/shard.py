@@ -10,7 +10,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OldSlotMapName, Quiet, SlotMapFile, renamed
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.shard.routing import deliver, grow
 from crawlkit.shard.slots import DEFAULT_SLOTS, SlotMap
@@ -119,7 +119,7 @@ def shard(
                 "(linkers, budget used, dedup yield)"
             )
         return
-    io.check_output_dir(out_dir, "--out-dir")
+    streams.check_output_dir(out_dir, "--out-dir")
     if map_file is not None:
         slot_map = SlotMap.load(map_file)
     elif shards is not None:
@@ -137,7 +137,7 @@ def shard(
         if not which_urls and out_dir is None:
             return
     if which_urls:
-        with io.open_output("-") as sink:
+        with streams.open_output("-") as sink:
             for url in which_urls:
                 try:
                     sink.write_record(which(url, slot_map))
@@ -150,10 +150,10 @@ def shard(
     per_shard = [0] * slot_map.shards
     with contextlib.ExitStack() as stack:
         sinks = [
-            stack.enter_context(io.open_output(out_dir / f"shard-{k}.ndjson.zst"))
+            stack.enter_context(streams.open_output(out_dir / f"shard-{k}.ndjson.zst"))
             for k in range(slot_map.shards)
         ]
-        records = io.read_records_with_lines(files, rep)
+        records = streams.read_records_with_lines(files, rep)
         for k, record in route_lines(records, slot_map, reporter=rep):
             sinks[k].write_record(record)
             per_shard[k] += 1

@@ -8,7 +8,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile, Quiet
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.sitemap.parse import DEFAULT_PRIORITY, MAX_SITEMAP_URLS
 from crawlkit.stages.sitemap import SitemapRun, read_sitemaps
@@ -96,9 +96,9 @@ def sitemap(
     if same_host and via is None:
         raise UsageError("--same-host needs --base (the sitemap's own URL)")
     inputs = list(files) if files else ["-"]
-    io.check_single_stdin(inputs)
+    streams.check_single_stdin(inputs)
     run = SitemapRun()
-    with io.open_output(out) as sink:
+    with streams.open_output(out) as sink:
         records = read_sitemaps(
             inputs,
             run,

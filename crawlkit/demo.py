@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, CrawlSummary, crawl
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.engine import FetchConfig
@@ -131,7 +131,7 @@ def run_demo(
     )
     html_path = root / "report.html"
     html_path.write_text(render_html(report, "crawlkit demo crawl"), encoding="utf-8")
-    manifest = io.read_json(info["manifest"])
+    manifest = streams.read_json(info["manifest"])
     # The manifest's reachable pages (R) are those of public hosts: a private host's
     # page must be refused, and is not one of them.
     reachable = {
@@ -140,7 +140,7 @@ def run_demo(
     fetched = {
         str(rec.get("url"))
         for log in sorted((root / "state" / "crawl" / "cycles").glob("*/fetch.ndjson"))
-        for rec in io.read_records([log])
+        for rec in streams.read_records([log])
         if rec.get("outcome") in ("fetched", "not-modified", "robots-denied", "refused")
     }
     return DemoResult(summary, audit, report, html_path, info, len(reachable & fetched))

@@ -44,7 +44,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from crawlkit.errors import StateError
-from crawlkit.io import fsync_dir
+from crawlkit.streams import fsync_dir
 
 __all__ = ["MANIFEST", "TEMP_PREFIX", "DurableDir", "is_temp", "temp_path"]
 

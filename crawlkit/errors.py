@@ -59,7 +59,8 @@ class TruncatedInput(InputError):
 
 class OutputError(CrawlkitError):
     """An output cannot be written: its file system is read-only or full, or access is
-    denied. Checked before the work starts where it can be (:func:`crawlkit.io.check_output`)."""
+    denied. Checked before the work starts where it can be
+    (:func:`crawlkit.streams.check_output`)."""
 
 
 class InvalidURL(CrawlkitError, ValueError):

@@ -18,9 +18,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from crawlkit.io import Record
 from crawlkit.records import refusal_reason
 from crawlkit.recrawl.stats import html_section as recrawl_html
+from crawlkit.streams import Record
 from crawlkit.times import parse_time
 
 __all__ = [

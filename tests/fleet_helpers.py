@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from conftest import crawlkit
 
-from crawlkit import io
+from crawlkit import streams
 
 GAP = "0.05s"  # the gap between requests to one host that the fleet tests configure
 # Over HTTPS, as most of the web is: seeds and links are https (testweb --tls).
@@ -46,7 +46,7 @@ def fetched_pages(dirs: list[Path]) -> Counter[str]:
     c: Counter[str] = Counter()
     for d in dirs:
         for log in d.glob("crawl/cycles/*/fetch.ndjson"):
-            for r in io.read_records([log]):
+            for r in streams.read_records([log]):
                 if r["outcome"] == "fetched":
                     path = r["url"].split("//", 1)[1].split("/", 1)[1]
                     c[path + "@" + r["host"].split(":")[0]] += 1

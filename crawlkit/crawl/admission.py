@@ -18,10 +18,10 @@ from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.hosts import split_url
 from crawlkit.fetch.robotsflow import unavailable
-from crawlkit.io import Record
 from crawlkit.records import url_record
 from crawlkit.robots import RobotsEntry
 from crawlkit.shard.routing import inbox_files, write_outbox
+from crawlkit.streams import Record
 from crawlkit.url import site_of_url
 
 __all__ = ["Admission"]

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.patterns import Excludes
@@ -209,12 +209,12 @@ def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) ->
             except InputError as exc:
                 reporter.warn(f"not indexed: {exc}", "index")
                 continue
-            io.atomic_write_bytes(part, "".join(line + "\n" for line in lines).encode())
+            streams.atomic_write_bytes(part, "".join(line + "\n" for line in lines).encode())
         parts.append(part)
     count = 0
     files = [open(p, encoding="utf-8") for p in parts]  # noqa: SIM115
     try:
-        with io.open_output(warc_dir / INDEX_NAME) as out:
+        with streams.open_output(warc_dir / INDEX_NAME) as out:
             for line in heapq.merge(*files):
                 out.write(line.encode("utf-8"))
                 count += 1

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.files import is_done, mark_done, read_file
 from crawlkit.diag import NullReporter, Reporter
@@ -196,10 +196,12 @@ def package_collection(
     section["warc_files"] = warc_files_of(collection.warc_dir)
     section["warc_bytes"] = sum(w["bytes"] for w in section["warc_files"])
     section["provenance_file"] = provenance.name if provenance is not None else None
-    io.atomic_write_bytes(
+    streams.atomic_write_bytes(
         collection.report_json, orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n"
     )
-    io.atomic_write_bytes(collection.report_html, render_html(report, title=title).encode("utf-8"))
+    streams.atomic_write_bytes(
+        collection.report_html, render_html(report, title=title).encode("utf-8")
+    )
     update_collection_index(collection.warc_dir, reporter)
     warcs = sorted(
         p for p in collection.warc_dir.glob("*.warc.gz") if p.is_file() and ".open" not in p.name

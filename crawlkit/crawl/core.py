@@ -19,11 +19,11 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.diag import Reporter
 from crawlkit.frontier.scope import Scope
-from crawlkit.io import Record
 from crawlkit.records import refusal_reason
 from crawlkit.shard.routing import ShardRole, split_by_owner, write_outbox
 from crawlkit.stages.frontier import add_to, links_to
 from crawlkit.stages.seen_merge import fresh_in
+from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
 __all__ = ["HOLD_PER_SLOT", "STOP_GRACE", "Gate", "Limits"]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
 from crawlkit.crawl.core import Gate, Limits
@@ -29,7 +29,6 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import Reporter
 from crawlkit.html.page import media_type
-from crawlkit.io import Record
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import (
     ExtractOptions,
@@ -40,6 +39,7 @@ from crawlkit.stages.extract import (
 )
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.stages.recrawl import recrawl_in
+from crawlkit.streams import Record
 from crawlkit.warc.write import index_of
 
 __all__ = ["CycleRunner", "CycleWarcs", "PostWorker", "fetch_log"]
@@ -93,7 +93,7 @@ class CycleWarcs:
                 out[str(digest)] = (str(where), offset, length)
         if new:
             with open(path, "ab") as f:
-                f.write(b"".join(io.dumps(r) for r in new))
+                f.write(b"".join(streams.dumps(r) for r in new))
         return out
 
     def _stylesheets(self) -> dict[str, tuple[str, int, int]]:
@@ -103,7 +103,7 @@ class CycleWarcs:
             known = {}
             path = self.crawl_root / STYLESHEETS
             if path.exists():
-                for rec in io.read_records([path], self.rep):
+                for rec in streams.read_records([path], self.rep):
                     digest = str(rec.get("digest"))
                     if digest not in known:
                         known[digest] = (str(rec["file"]), int(rec["offset"]), int(rec["length"]))
@@ -228,8 +228,8 @@ class CycleRunner:
             sources = self.warcs.sources(cycle)
             try:
                 with (
-                    io.open_output(cycle / "pages.ndjson.zst") as pages,
-                    io.open_output(cycle / "links.ndjson.zst") as links,
+                    streams.open_output(cycle / "pages.ndjson.zst") as pages,
+                    streams.open_output(cycle / "links.ndjson.zst") as links,
                 ):
                     originals = self.warcs.stylesheet_originals(cycle)
                     if self.workers is not None:
@@ -269,7 +269,7 @@ class CycleRunner:
     def dedup(self, cycle: Path) -> None:
         """dedup: exact and near duplicates; the site records go to the frontier."""
         stats = DedupStats()
-        records = io.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+        records = streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
         write_file(
             cycle / "dedup.ndjson.zst",
             dedup_records(records, self.stores.dedup, stats=stats, reporter=self.rep),
@@ -339,7 +339,7 @@ class CycleRunner:
         # would become due a second time, as recrawls.
         records = (
             item
-            for item in io.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+            for item in streams.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
             if item[2].get("outcome") != "deferred"
         )
         recrawl_in(

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy
 from crawlkit.crawl.core import HOLD_PER_SLOT, Gate, Limits
@@ -39,9 +39,9 @@ from crawlkit.crawl.timeline import TIMELINE_WINDOW, Timeline, from_env
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
-from crawlkit.io import Record
 from crawlkit.stages.fetch import fetch_records
 from crawlkit.stages.frontier import take_batch
+from crawlkit.streams import Record
 
 __all__ = [
     "CHUNK_RECORDS",
@@ -117,16 +117,16 @@ class LiveCycle:
         return any(self.dir.batches.glob(f"{self.path.name}-*.ndjson.zst"))
 
     def log(self, rec: Record) -> None:
-        self._log.write(io.dumps(rec))
+        self._log.write(streams.dumps(rec))
         self._log.flush()
         self.records += 1
 
     def redirect(self, rec: Record) -> None:
-        self._redirects.write(io.dumps(rec))
+        self._redirects.write(streams.dumps(rec))
         self._redirects.flush()
 
     def robots_capture(self, rec: Record) -> None:
-        self._robots.write(io.dumps(rec))
+        self._robots.write(streams.dumps(rec))
         self._robots.flush()
 
     def close(self) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from crawlkit import io
-from crawlkit.io import Record
+from crawlkit import streams
 from crawlkit.state import StateDir
+from crawlkit.streams import Record
 
 __all__ = ["CYCLE_FORMAT", "CrawlDir", "is_done", "mark_done", "read_file", "write_file"]
 
@@ -62,14 +62,14 @@ def is_done(cycle: Path, step: str) -> bool:
 
 
 def mark_done(cycle: Path, step: str, info: dict[str, Any] | None = None) -> None:
-    io.atomic_write_bytes(cycle / f"{step}.done", orjson.dumps(info or {}) + b"\n")
+    streams.atomic_write_bytes(cycle / f"{step}.done", orjson.dumps(info or {}) + b"\n")
 
 
 def read_file(path: Path) -> Iterator[Record]:
     if path.exists():
-        yield from io.read_records([path])
+        yield from streams.read_records([path])
 
 
 def write_file(path: Path, records: Iterable[Record]) -> int:
-    with io.open_output(path) as out:
+    with streams.open_output(path) as out:
         return out.write_records(records)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, update_collection_index
 from crawlkit.crawl.core import Gate, Limits
@@ -77,7 +77,7 @@ class Crawl:
         self.rep = reporter
         self.dir = CrawlDir(state)
         self.summary = CrawlSummary()
-        totals = io.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        totals = streams.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
         requests_before = int(totals.get("requests", totals.get("fetched", 0)))
         self.limits = Limits(options, self.summary, requests_before, clock)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.cycle import CycleRunner
 from crawlkit.crawl.files import CrawlDir, is_done, mark_done, read_file
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.diag import Reporter
-from crawlkit.io import Record
 from crawlkit.stages.fetch import warc_new_dir
+from crawlkit.streams import Record
 from crawlkit.warc.write import finish_open_file
 
 __all__ = ["Leftover", "Recovery"]
@@ -108,7 +108,7 @@ def _salvage(cycle: Path, valid_end: dict[str, int]) -> None:
             if not line.endswith(b"\n"):
                 continue  # torn last line
             try:
-                rec = io.parse_record(line)
+                rec = streams.parse_record(line)
             except ValueError:
                 continue
             warc = rec.get("warc")
@@ -118,4 +118,4 @@ def _salvage(cycle: Path, valid_end: dict[str, int]) -> None:
                 if name in valid_end and end > valid_end[name]:
                     continue
             kept.append(rec)
-    io.atomic_write_bytes(log, b"".join(io.dumps(r) for r in kept))
+    streams.atomic_write_bytes(log, b"".join(streams.dumps(r) for r in kept))

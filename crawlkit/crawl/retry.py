@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import InvalidURL
-from crawlkit.io import Record
 from crawlkit.records import refusal_detail, url_record
 from crawlkit.recrawl import History
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.seen.store import SeenStore
 from crawlkit.stages.recrawl import recrawl, recrawl_in
+from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
 __all__ = ["ErrorTally", "fetched_nothing", "never_fetched", "retry_records"]
@@ -86,7 +86,7 @@ def retry_records(
     waiting_path = state / "crawl" / "waiting.ndjson.zst"
     skip = {str(r["url"]) for r in out}
     if waiting_path.exists():
-        skip.update(str(r.get("url")) for r in io.read_records([waiting_path]))
+        skip.update(str(r.get("url")) for r in streams.read_records([waiting_path]))
     out += [
         r
         for r in due
@@ -210,5 +210,5 @@ def fetched_nothing(state_path: str | os.PathLike[str], summary: dict[str, Any])
     if not summary.get("errors") and stopped != "nothing more can be fetched now":
         return False
     totals_path = Path(state_path) / "crawl" / "totals.json"
-    totals = io.read_json(totals_path) if totals_path.exists() else {}
+    totals = streams.read_json(totals_path) if totals_path.exists() else {}
     return not int(totals.get("fetched", 0) or 0)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.retry import ErrorTally
 
 __all__ = ["CrawlSummary", "progress_info", "save_totals", "summary_text"]
@@ -84,7 +84,7 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
 
 def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``)."""
-    totals: dict[str, Any] = io.read_json(path) if path.exists() else {}
+    totals: dict[str, Any] = streams.read_json(path) if path.exists() else {}
     totals["fetched"] = fetched_before + summary.outcomes["fetched"]
     totals["runs"] = int(totals.get("runs", 0)) + 1
     totals["refetched"] = int(totals.get("refetched", 0)) + summary.refetched
@@ -92,7 +92,7 @@ def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     seen.update(summary.seen)
     totals["seen"] = dict(seen)
     totals["last_run"] = summary.to_json()
-    io.atomic_write_json(path, totals)
+    streams.atomic_write_json(path, totals)
 
 
 def _error_lines(errors: dict[str, Any]) -> list[str]:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from sortedcontainers import SortedKeyList
 
-from crawlkit import io
-from crawlkit.io import Record
+from crawlkit import streams
+from crawlkit.streams import Record
 from crawlkit.times import parse_time
 
 __all__ = ["WaitingRoom"]
@@ -62,7 +62,7 @@ class WaitingRoom:
         self._by_url: dict[str, Record] = {}
         self.dirty = False
         if path.exists():
-            for rec in io.read_records([path]):
+            for rec in streams.read_records([path]):
                 self._put(rec, float(parse_time(rec.get("retry_at")) or 0.0))
             self.dirty = False
 
@@ -129,6 +129,6 @@ class WaitingRoom:
         """Write the room to disk (atomically) if it changed since the last save."""
         if not self.dirty:
             return
-        with io.open_output(self.path) as out:
+        with streams.open_output(self.path) as out:
             out.write_records({k: v for k, v in r.items() if k != "_retry"} for r in self._queue)
         self.dirty = False

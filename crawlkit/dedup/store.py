@@ -45,7 +45,7 @@ import orjson
 from crawlkit.dedup.nearindex import NearIndex
 from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
-from crawlkit.io import write_array
+from crawlkit.streams import write_array
 
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.fetch.cookies import (
     TOKEN,
@@ -189,7 +189,7 @@ class RequestSettings:
                     ]
                 )
             )
-        io.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
+        streams.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
 
     def to_json(self) -> dict[str, Any]:
         """What may be shown: header names, cookie counts by domain, netrc hosts."""

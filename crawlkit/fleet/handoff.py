@@ -13,14 +13,14 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.store import Frontier
-from crawlkit.io import Record
 from crawlkit.shard.routing import SHARD_FILE, file_stamp, inbox_dir, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap
 from crawlkit.state import open_state
+from crawlkit.streams import Record
 from crawlkit.url import site_of_host
 
 __all__ = ["handoff"]
@@ -79,7 +79,7 @@ def handoff(
         # 3. queued and waiting URLs to their new owners
         taken = frontier.take_where(lambda r: moved(str(r.get("site") or "")))
         waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
-        waiting = list(io.read_records([waiting_path])) if waiting_path.exists() else []
+        waiting = list(streams.read_records([waiting_path])) if waiting_path.exists() else []
         keep = [r for r in waiting if not moved(str(r.get("site") or ""))]
         leaving = [  # the new owner stamps its own epoch when it hands them out
             {k: v for k, v in r.items() if k not in ("retry_at", "shard_epoch")}
@@ -92,18 +92,18 @@ def handoff(
         for shard, records in by_owner.items():
             if shard == new_role.shard:
                 name = f"{file_stamp()}-handoff.ndjson.zst"
-                with io.open_output(inbox_dir(dst.path) / name) as out:
+                with streams.open_output(inbox_dir(dst.path) / name) as out:
                     out.write_records(records)
             else:
                 write_outbox(src.path, {shard: records}, "handoff")
         frontier.commit()
         if waiting_path.exists():
-            with io.open_output(waiting_path) as out:
+            with streams.open_output(waiting_path) as out:
                 out.write_records(keep)
         counts["urls"] = len(taken)
         counts["waiting"] = len(leaving)
         # 4. both follow the new map from now on
         for state, role in ((src.path, old_role), (dst.path, new_role)):
             role.slot_map, role.map_path = new_map, Path(map_path)
-            io.atomic_write_json(state / SHARD_FILE, role.to_json())
+            streams.atomic_write_json(state / SHARD_FILE, role.to_json())
     return counts

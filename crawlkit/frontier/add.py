@@ -39,8 +39,8 @@ from crawlkit.frontier.priority import (
 )
 from crawlkit.frontier.queues import SEGMENT_LINES, SegmentQueue
 from crawlkit.frontier.traps import TrapChecker, TrapLimits
-from crawlkit.io import Record
 from crawlkit.records import importance_of
+from crawlkit.streams import Record
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 

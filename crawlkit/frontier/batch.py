@@ -27,7 +27,7 @@ from crawlkit.frontier.priority import (
     split,
 )
 from crawlkit.frontier.queues import SegmentQueue
-from crawlkit.io import Record
+from crawlkit.streams import Record
 
 __all__ = ["WINDOW_CAP", "Batch", "NextOptions", "Picker", "pick", "plan"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from crawlkit.io import atomic_write_json
+from crawlkit.streams import atomic_write_json
 
 __all__ = ["Commands", "is_blocked", "normalize_target", "post_command", "read_commands"]
 

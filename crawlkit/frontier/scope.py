@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.patterns import MAX_URL_LENGTH, Pattern, compile_pattern, too_long
 from crawlkit.records import Record
@@ -145,7 +145,7 @@ class Scope:
         """The scope kept in the state directory ``state``, or None."""
         for path in (scope_file(state), Path(state) / _LEGACY):
             if path.exists():
-                return cls.from_json(io.read_json(path))
+                return cls.from_json(streams.read_json(path))
         return None
 
     @classmethod
@@ -164,7 +164,7 @@ class Scope:
         where = Path(state) if state is not None else self.state
         if where is None:
             raise ValueError("Scope.save: no state directory")
-        io.atomic_write_json(scope_file(where), self.to_json())
+        streams.atomic_write_json(scope_file(where), self.to_json())
         self.state, self.changed = where, False
 
 

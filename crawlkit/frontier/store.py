@@ -66,7 +66,7 @@ from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.io import Record
+from crawlkit.streams import Record
 from crawlkit.times import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 

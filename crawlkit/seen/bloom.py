@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from crawlkit.durable import temp_path
 from crawlkit.errors import StateError, UsageError
-from crawlkit.io import atomic_file, write_array
+from crawlkit.streams import atomic_file, write_array
 
 __all__ = ["BloomFilter", "bloom_size"]
 

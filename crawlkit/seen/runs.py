@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from crawlkit.durable import MANIFEST, DurableDir, temp_path
 from crawlkit.errors import StateError
-from crawlkit.io import atomic_file, write_array
+from crawlkit.streams import atomic_file, write_array
 
 __all__ = [
     "FORMAT",

@@ -41,12 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, StateError, UsageError
-from crawlkit.io import Record
 from crawlkit.records import refusal
 from crawlkit.shard.slots import SlotMap, slot_of
+from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer, site_of_record
 
 __all__ = [
@@ -113,7 +113,7 @@ def read_role(state: str | os.PathLike[str]) -> ShardRole | None:
     path = Path(state) / SHARD_FILE
     if not path.exists():
         return None
-    data = io.read_json(path)
+    data = streams.read_json(path)
     map_path = Path(data["map"]) if data.get("map") else None
     if map_path is not None:
         slot_map = SlotMap.load(map_path)
@@ -128,7 +128,7 @@ def adopt_role(state: str | os.PathLike[str], role: ShardRole) -> ShardRole:
     if saved is None:
         if not 0 <= role.shard < role.slot_map.shards:
             raise UsageError(f"--shard {role.shard} is outside 0..{role.slot_map.shards - 1}")
-        io.atomic_write_json(Path(state) / SHARD_FILE, role.to_json())
+        streams.atomic_write_json(Path(state) / SHARD_FILE, role.to_json())
         return role
     if saved.shard != role.shard:
         raise StateError(f"{state} is the state of shard {saved.shard}, not shard {role.shard}")
@@ -251,7 +251,7 @@ def write_outbox(
         if not records:
             continue
         name = f"{file_stamp()}{'-' + tag if tag else ''}.ndjson.zst"
-        with io.open_output(outbox_dir(state, shard) / name) as out:
+        with streams.open_output(outbox_dir(state, shard) / name) as out:
             written += out.write_records(records)
     return written
 
@@ -288,7 +288,7 @@ def _move_file(src: Path, dest_dir: Path) -> Path:
             os.fsync(f.fileno())
         os.replace(tmp, final)
         src.unlink()
-    io.fsync_dir(dest_dir)
+    streams.fsync_dir(dest_dir)
     return final
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import xxhash
 
 from crawlkit.errors import InputError, UsageError
-from crawlkit.io import atomic_write_json, read_json
+from crawlkit.streams import atomic_write_json, read_json
 from crawlkit.url import site_of_host
 
 DEFAULT_SLOTS = 4096

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.robots import RobotsTxt, agent_token
@@ -505,18 +505,20 @@ def run_audit(
     events: list[Event] = []
     if server_logs:
         events += events_from_server_log(
-            io.read_records_with_lines(server_logs, reporter), reporter
+            streams.read_records_with_lines(server_logs, reporter), reporter
         )
     if fetch_logs:
         events += events_from_fetch_log(
-            io.read_records_with_lines(fetch_logs, reporter), reporter, config.agent or "crawlkit"
+            streams.read_records_with_lines(fetch_logs, reporter),
+            reporter,
+            config.agent or "crawlkit",
         )
     if manifest is None and server_logs:
         manifest = find_manifest(server_logs[0])
     rules = None
     if manifest is not None:
         try:
-            rules = rules_from_manifest(io.read_json(manifest))
+            rules = rules_from_manifest(streams.read_json(manifest))
         except (OSError, ValueError) as exc:
             raise InputError(f"cannot read manifest {manifest}: {exc}") from exc
     report = audit(events, rules, config)

@@ -14,8 +14,8 @@ import orjson
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.io import LineError, Record
 from crawlkit.records import canon_record
+from crawlkit.streams import LineError, Record
 from crawlkit.url import Canonicalizer
 
 
@@ -30,7 +30,7 @@ def canon_records(
 
     ``url`` is None and ``error`` says why when the line cannot be used; such lines are
     also reported (with their line number) and counted as bad records. ``lines`` are
-    as :func:`crawlkit.io.read_text_lines` yields them with ``aligned=True``: a line
+    as :func:`crawlkit.streams.read_text_lines` yields them with ``aligned=True``: a line
     it could not read (None or a :class:`LineError`: not UTF-8, over the line cap)
     still gets its record, so outputs stay aligned with inputs. With ``base``, an
     empty (or all-blank) line is the empty reference, which the WHATWG URL Standard

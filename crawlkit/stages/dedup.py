@@ -43,9 +43,9 @@ from crawlkit.dedup.nearindex import table_keys
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.io import Record
 from crawlkit.records import dedup_record
 from crawlkit.state import open_substate
+from crawlkit.streams import Record
 from crawlkit.url import fingerprint, fingerprint_int, site_of_record
 
 __all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
@@ -266,7 +266,7 @@ def dedup_records(
     """One dedup record per page record (see the module docstring), in input order.
 
     ``records`` are ``(source, line, record)`` triples (as from
-    :func:`crawlkit.io.read_records_with_lines`); a record without ``url`` is reported
+    :func:`crawlkit.streams.read_records_with_lines`); a record without ``url`` is reported
     as a bad record and skipped. The store is committed every ``commit_every`` pages
     and when the input ends.
     """

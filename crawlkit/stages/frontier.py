@@ -32,13 +32,13 @@ from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.io import read_records
 from crawlkit.patterns import Excludes
 from crawlkit.records import Record
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, lock_state, open_state
+from crawlkit.streams import read_records
 from crawlkit.url import Canonicalizer
 
 __all__ = [

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.warc.cdxj import sorted_index
 
 __all__ = ["write_index"]
@@ -30,7 +30,7 @@ def write_index(
     ``tmpdir`` (default: the system's), removed when done."""
     pairs = [(p, Path(p).name) for p in paths]
     with sorted_index(pairs, tmpdir=tmpdir, max_bytes=max_bytes) as sorter:
-        with io.open_output(out) as sink:
+        with streams.open_output(out) as sink:
             batch: list[str] = []
             for line in sorter:
                 batch.append(line)

@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.io import Record
 from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
 from crawlkit.recrawl.plan import pick, replan
 from crawlkit.recrawl.stats import collect, format_lines
 from crawlkit.stages.frontier import lock_state
+from crawlkit.streams import Record
 from crawlkit.times import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
 

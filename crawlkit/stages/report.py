@@ -20,25 +20,25 @@ from typing import Any
 
 import orjson
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import StateError
 from crawlkit.frontier.store import Frontier
-from crawlkit.io import Record
 from crawlkit.recrawl.stats import report_data
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
 from crawlkit.stages.frontier import frontier_stats
 from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
+from crawlkit.streams import Record
 
 __all__ = ["crawl_report", "pending_urls"]
 
 
 def _records(paths: list[Path], reporter: Reporter) -> Iterator[Record]:
     for path in paths:
-        yield from io.read_records([path], reporter)
+        yield from streams.read_records([path], reporter)
 
 
 def crawl_report(
@@ -58,7 +58,7 @@ def crawl_report(
     counters: dict[str, Any] = {"cycles": len(cycles)}
     totals = state / "crawl" / "totals.json"
     if totals.exists():
-        data = io.read_json(totals)
+        data = streams.read_json(totals)
         counters["runs"] = data.get("runs")
         counters["refetched_after_crashes"] = data.get("refetched")
         seen = data.get("seen") or {}
@@ -114,7 +114,7 @@ def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
             pass  # a crawl committing meanwhile: the report says "not fetched" instead
     waiting = state / "crawl" / "waiting.ndjson.zst"
     if waiting.exists():
-        for rec in io.read_records([waiting]):
+        for rec in streams.read_records([waiting]):
             url = rec.get("url")
             if url in urls and url not in out:
                 out[str(url)] = "deferred"

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.config import FetchConfig
@@ -78,7 +78,7 @@ def _plain(value: Any) -> Any:
 def record_settings(state_path: str | os.PathLike[str], seeds: list[str], options: Any) -> None:
     """Add this run's seeds and effective options to ``STATE/crawl/settings.json``."""
     path = Path(state_path) / "crawl" / "settings.json"
-    data: dict[str, Any] = io.read_json(path) if path.exists() else {}
+    data: dict[str, Any] = streams.read_json(path) if path.exists() else {}
     known = list(data.get("seeds", []))
     known += [s for s in (x.strip() for x in seeds) if s and s not in known]
     data["seeds"] = known
@@ -88,7 +88,7 @@ def record_settings(state_path: str | os.PathLike[str], seeds: list[str], option
     data["warc_dir"] = str(Path(warc_dir).resolve())
     data["started"] = iso(time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
-    io.atomic_write_json(path, data, mode=0o600)  # it names hosts with credentials
+    streams.atomic_write_json(path, data, mode=0o600)  # it names hosts with credentials
 
 
 def warcinfo_fields(options: Any) -> dict[str, str]:
@@ -107,7 +107,7 @@ def warcinfo_fields(options: Any) -> dict[str, str]:
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(state_path) / "crawl" / "settings.json"
     # masked on reading too: an older version wrote a proxy's password there
-    return mask_secrets(io.read_json(path)) if path.exists() else {}
+    return mask_secrets(streams.read_json(path)) if path.exists() else {}
 
 
 def _sha256(warc: Path, cache_dir: Path) -> str:
@@ -123,7 +123,7 @@ def _sha256(warc: Path, cache_dir: Path) -> str:
             h.update(chunk)
     digest = h.hexdigest()
     if cache_dir.is_dir():
-        io.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
+        streams.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
     return digest
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.robots import MAX_ROBOTS_BYTES, RobotsTxt
 
@@ -21,7 +21,7 @@ __all__ = ["check_lines", "read_robots"]
 
 def read_robots(path: str) -> bytes:
     """The first 512 KiB (plus one byte, so a cut line is noticed) of a robots.txt."""
-    with contextlib.closing(io.open_input(path)) as stream:
+    with contextlib.closing(streams.open_input(path)) as stream:
         return stream.read(MAX_ROBOTS_BYTES + 1)
 
 
@@ -34,7 +34,8 @@ def check_lines(
     """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
 
     ``lines`` are ``(source, line_number, text)`` as from
-    :func:`crawlkit.io.read_text_lines` (``aligned=True``). A line is a URL, or a JSON object with a
+    :func:`crawlkit.streams.read_text_lines` (``aligned=True``). A line is a URL, or a JSON
+    object with a
     ``"url"`` (a URL record from another stage): then the output is that record with
     ``"allowed"`` and ``"rule"`` added, every other field passed through. A line that
     is neither (not UTF-8, over the line cap, a broken object, an object without a
@@ -46,7 +47,7 @@ def check_lines(
     for source, lineno, text in lines:
         record: dict[str, Any] | None = None
         error = None
-        if not isinstance(text, str):  # None or an io.LineError: reported by the reader
+        if not isinstance(text, str):  # None or an streams.LineError: reported by the reader
             error = getattr(text, "reason", "invalid UTF-8")
         url = text.strip() if isinstance(text, str) else ""
         if url.startswith("{"):

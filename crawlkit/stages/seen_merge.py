@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
 from crawlkit.frontier.scope import Scope
@@ -114,21 +114,21 @@ def read_lines(
     paths: Sequence[str | os.PathLike[str]] | None,
     reporter: Reporter | None = None,
     *,
-    max_line: int = io.DEFAULT_MAX_LINE,
+    max_line: int = streams.DEFAULT_MAX_LINE,
 ) -> Iterator[tuple[str, int, bytes]]:
     """``(source, line_number, line)`` of every non-blank line of the inputs, in order.
 
-    Same contract as :func:`crawlkit.io.iter_lines` (overlong lines reported and
+    Same contract as :func:`crawlkit.streams.iter_lines` (overlong lines reported and
     skipped, a damaged compressed stream reported and the lines before it kept), but
     it splits blocks of up to 1 MiB instead of calling ``readline`` per line, which is several
     times faster and matters at hundreds of thousands of lines per second.
     """
     reporter = reporter if reporter is not None else NullReporter()
     inputs: Sequence[str | os.PathLike[str]] = list(paths) if paths else ["-"]
-    io.check_single_stdin(inputs)
+    streams.check_single_stdin(inputs)
     for path in inputs:
-        source = io.display_name(path)
-        with contextlib.closing(io.open_input(path)) as stream:
+        source = streams.display_name(path)
+        with contextlib.closing(streams.open_input(path)) as stream:
             yield from _block_lines(stream, source, reporter, max_line)
 
 
@@ -228,7 +228,7 @@ class SeenMerge:
         if isinstance(item, bytes):
             if item[:1] == b"{" or item.lstrip()[:1] == b"{":
                 try:
-                    record = io.parse_record(item)
+                    record = streams.parse_record(item)
                 except ValueError as exc:
                     self._bad(source, lineno, str(exc))
                     return None

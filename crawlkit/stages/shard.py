@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.io import Record
 from crawlkit.records import where_record
 from crawlkit.shard.slots import SlotMap, slot_of
+from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer, site_of_record
 
 __all__ = ["route_lines", "route_records", "site_of_record", "which"]
@@ -43,7 +43,7 @@ def route_lines(
     reporter: Reporter | None = None,
 ) -> Iterator[tuple[int, Record]]:
     """Like :func:`route_records`, for ``(source, line_number, record)`` as
-    :func:`crawlkit.io.read_records_with_lines` yields them; a record without a usable
+    :func:`crawlkit.streams.read_records_with_lines` yields them; a record without a usable
     site is reported as ``FILE:LINE: reason``."""
     canon = canon or Canonicalizer()
     reporter = reporter or NullReporter()

@@ -11,10 +11,9 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InputError
-from crawlkit.io import Record
 from crawlkit.sitemap.parse import (
     DEFAULT_PRIORITY,
     MAX_SITEMAP_BYTES,
@@ -22,6 +21,7 @@ from crawlkit.sitemap.parse import (
     SitemapReader,
     SitemapStats,
 )
+from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
 __all__ = ["SitemapRun", "read_sitemaps"]
@@ -63,7 +63,7 @@ def read_sitemaps(
     for path in paths:
         reader = SitemapReader(
             base=base,
-            source=io.display_name(path),
+            source=streams.display_name(path),
             reporter=reporter,
             canonicalizer=canon,
             max_urls=max_urls,
@@ -72,7 +72,7 @@ def read_sitemaps(
             same_host=same_host,
         )
         try:
-            with contextlib.closing(io.open_input(path)) as stream:
+            with contextlib.closing(streams.open_input(path)) as stream:
                 yield from reader.read(stream)
         except InputError as exc:
             run.failed += 1

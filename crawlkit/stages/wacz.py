@@ -52,7 +52,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from crawlkit import __version__, io
+from crawlkit import __version__, streams
 from crawlkit.errors import InputError, UsageError
 from crawlkit.html.page import looks_like_html, media_type
 from crawlkit.stages.extract import page_texts
@@ -304,7 +304,7 @@ def write_wacz(
         else:
             for line in sorter:
                 index_file.write(line.encode("utf-8") + b"\n")
-        f = stack.enter_context(io.atomic_file(out))
+        f = stack.enter_context(streams.atomic_file(out))
         zw = ZipWriter(f, stamp=stamp)
         entries: list[tuple[str, int, str]] = []  # (name, size, sha256) of each member
 

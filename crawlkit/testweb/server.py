@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.errors import CrawlkitError
-from crawlkit.io import atomic_write_bytes, atomic_write_json
+from crawlkit.streams import atomic_write_bytes, atomic_write_json
 from crawlkit.testweb import dns as dnsweb
 from crawlkit.testweb import pages, specials
 from crawlkit.testweb import tls as tlsweb

@@ -49,7 +49,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.timeutils import iso_date_to_timestamp
 
 from crawlkit.errors import InputError
-from crawlkit.io import display_name
+from crawlkit.streams import display_name
 from crawlkit.warc.extsort import LineSorter
 from crawlkit.warc.records import WarcRecord, iter_records
 from crawlkit.warc.surt import surt_key

@@ -30,7 +30,7 @@ Contracts:
 
 The reader parses the format itself instead of going through warcio: warcio accepts a
 truncated last record silently, and a plain reader over the buffered, decompressed
-stream from :func:`crawlkit.io.open_input` is also faster. :func:`open_warc` is the one
+stream from :func:`crawlkit.streams.open_input` is also faster. :func:`open_warc` is the one
 place to swap in another reader.
 """
 
@@ -51,7 +51,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from crawlkit.errors import InputError, TruncatedInput
-from crawlkit.io import display_name, is_stdio
+from crawlkit.streams import display_name, is_stdio
 
 __all__ = [
     "MAX_HEADER_BYTES",

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crawlkit.errors import InputError, TruncatedInput
-from crawlkit.io import display_name
+from crawlkit.streams import display_name
 from crawlkit.warc.read import (
     MAX_HEADER_BYTES,
     WarcStream,

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from crawlkit.errors import UsageError
-from crawlkit.io import atomic_write_bytes, fsync_dir
+from crawlkit.streams import atomic_write_bytes, fsync_dir
 from crawlkit.times import iso
 from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from conftest import crawlkit
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.seen.runs import write_run
 
 
@@ -173,10 +173,10 @@ def test_an_out_dir_or_warc_dir_that_is_a_file(tmp_path: Path) -> None:
 
 
 def test_check_output_passes_what_can_be_written(tmp_path: Path) -> None:
-    io.check_output("-")
-    io.check_output(tmp_path / "new" / "deeper" / "x.ndjson")
-    io.check_output("/dev/null")
-    io.check_output_dir(tmp_path / "new-dir", "--out-dir")
+    streams.check_output("-")
+    streams.check_output(tmp_path / "new" / "deeper" / "x.ndjson")
+    streams.check_output("/dev/null")
+    streams.check_output_dir(tmp_path / "new-dir", "--out-dir")
     assert os.listdir(tmp_path) == []  # checking makes nothing
 
 

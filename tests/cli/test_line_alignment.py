@@ -15,7 +15,7 @@ import pytest
 import zstandard
 from conftest import crawlkit
 
-from crawlkit.io import DEFAULT_MAX_LINE
+from crawlkit.streams import DEFAULT_MAX_LINE
 
 
 def _cut_zstd(path: Path, data: bytes) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import crawlkit
 
-from crawlkit import io
+from crawlkit import streams
 
 URLS = b"http://a.example/x\nhttp://b.example/y\n"
 
@@ -118,15 +118,15 @@ def test_writes_through_is_false_for_plain_and_missing_files(tmp_path: Path) -> 
     plain = tmp_path / "plain"
     plain.write_bytes(b"")
     (tmp_path / "link").symlink_to(plain)
-    assert not io.writes_through(plain)
-    assert not io.writes_through(tmp_path / "link")
-    assert not io.writes_through(tmp_path / "missing")
+    assert not streams.writes_through(plain)
+    assert not streams.writes_through(tmp_path / "link")
+    assert not streams.writes_through(tmp_path / "missing")
     if os.geteuid() == 0:  # the machine's /dev/null may itself have been clobbered
-        assert io.writes_through(_null_device(tmp_path))
-    assert io.writes_through("/dev/stdout") or not os.path.exists("/dev/stdout")
+        assert streams.writes_through(_null_device(tmp_path))
+    assert streams.writes_through("/dev/stdout") or not os.path.exists("/dev/stdout")
 
 
 def test_atomic_write_to_a_device_keeps_it(tmp_path: Path) -> None:
     dev = _null_device(tmp_path)
-    io.atomic_write_bytes(dev, b"discarded\n")
+    streams.atomic_write_bytes(dev, b"discarded\n")
     assert stat.S_ISCHR(dev.stat().st_mode)

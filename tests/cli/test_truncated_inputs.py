@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from conftest import crawlkit
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.stages.seen_merge import read_lines
 from crawlkit.url import Canonicalizer
@@ -59,7 +59,7 @@ def test_gzip_cut_in_half_keeps_the_decodable_half(tmp_path: Path) -> None:
     path = tmp_path / "cut.ndjson.gz"
     path.write_bytes(cut)
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert len(got) == expected
     assert got[-1]["url"] == f"http://a.example/{expected - 1}"
     assert rep.counts["truncated input"] == 1
@@ -73,7 +73,7 @@ def test_multi_member_gzip_cut_in_the_second_member(tmp_path: Path) -> None:
     path = tmp_path / "members.gz"
     path.write_bytes(cut)
     rep, _ = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert len(got) == 500 + _complete_lines_gzip(second[: len(second) // 2])
     assert rep.counts["truncated input"] == 1
 
@@ -82,7 +82,7 @@ def test_whole_multi_member_gzip_with_trailing_padding_reads_whole(tmp_path: Pat
     path = tmp_path / "members.gz"
     path.write_bytes(gzip.compress(_lines(3)) + gzip.compress(_lines(2, 3)) + b"\x00" * 8)
     rep, _ = _reporter()
-    assert len(list(io.read_records([path], rep))) == 5
+    assert len(list(streams.read_records([path], rep))) == 5
     assert sum(rep.counts.values()) == 0
 
 
@@ -92,7 +92,7 @@ def test_corrupt_gzip_is_reported_as_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "bad.gz"
     path.write_bytes(bytes(data))
     rep, buf = _reporter()
-    list(io.read_records([path], rep))
+    list(streams.read_records([path], rep))
     assert rep.counts["corrupt input"] == 1
     assert "corrupt gzip data" in buf.getvalue()
 
@@ -142,7 +142,7 @@ def test_a_corrupt_zstd_frame_keeps_the_frames_before_it(tmp_path: Path) -> None
     path = tmp_path / "corrupt.ndjson.zst"
     path.write_bytes(b"".join(frames[:5]) + bytes(damaged) + b"".join(frames[6:]))
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert [r["url"] for r in got] == [f"http://a.example/{i}" for i in range(500)]
     assert rep.counts["corrupt input"] == 1
     assert "corrupt zstd data" in buf.getvalue()

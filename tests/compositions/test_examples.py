@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlkit import io
+from crawlkit import streams
 
 EXAMPLES = ROOT / "examples"
 
@@ -93,13 +93,13 @@ def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> N
         finally:
             _, err = first.communicate(timeout=120)
         assert first.returncode == 0, err
-        totals = io.read_json(d / "state" / "crawl" / "totals.json")
+        totals = streams.read_json(d / "state" / "crawl" / "totals.json")
         assert totals["runs"] == 1
         summary = orjson.loads((d / "last-run.json").read_text())
         assert summary["fetched"] >= 30
         again = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
         assert again.returncode == 0, again.stderr
-        assert io.read_json(d / "state" / "crawl" / "totals.json")["runs"] == 2
+        assert streams.read_json(d / "state" / "crawl" / "totals.json")["runs"] == 2
         _audit_ok(web)
 
 
@@ -115,7 +115,7 @@ def test_one_cycle_as_stage_commands(tmp_path: Path) -> None:
             stats = orjson.loads(res.stdout)
             fetched |= {
                 r["url"]
-                for r in io.read_records([work / "fetched.ndjson.zst"])
+                for r in streams.read_records([work / "fetched.ndjson.zst"])
                 if r["outcome"] == "fetched"
             }
         _audit_ok(web)

@@ -172,9 +172,9 @@ def test_a_crawl_with_a_backtracking_exclude_and_huge_links_ends(tmp_path: Path)
 
 
 def zstd_text(path: Path) -> str:
-    from crawlkit import io
+    from crawlkit import streams
 
-    return "".join((text or "") + "\n" for _, _, text in io.read_text_lines([path]))
+    return "".join((text or "") + "\n" for _, _, text in streams.read_text_lines([path]))
 
 
 _POOL = [r"a+b", r"/a/", r"\?x=1", "é", r"^http://h1", r"b$", r"(a|b)/(a|b)", r"\d{2}"]

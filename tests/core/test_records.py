@@ -2,7 +2,7 @@
 
 Each constructor's output is checked against its TypedDict (every key declared, every
 value of the declared type), the TypedDicts against docs/design.md's field lists, and a
-record of each kind goes through io's NDJSON writer and reader unchanged.
+record of each kind goes through the NDJSON writer and reader unchanged.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from crawlkit import io, records
+from crawlkit import records, streams
 from crawlkit.records import (
     CanonRecord,
     DedupRecord,
@@ -291,9 +291,9 @@ def test_priority_importance_and_level_are_told_apart() -> None:
 def test_records_round_trip_through_ndjson(tmp_path: Path, suffix: str) -> None:
     samples = [record for record, _ in _samples()]
     path = tmp_path / f"records.ndjson{suffix}"
-    with io.open_output(path) as out:
+    with streams.open_output(path) as out:
         assert out.write_records(samples) == len(samples)
-    back = list(io.read_records([path]))
+    back = list(streams.read_records([path]))
     assert back == samples
     assert [list(r) for r in back] == [list(r) for r in samples]  # key order kept
     for (_, cls), record in zip(_samples(), back, strict=True):

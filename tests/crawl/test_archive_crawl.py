@@ -15,7 +15,7 @@ import orjson
 import pytest
 from conftest import crawlkit, start_testweb
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl.archive import ArchiveOptions, Excludes, LinkPolicy
 from crawlkit.errors import UsageError
 
@@ -47,13 +47,15 @@ def fetch_records(state: Path) -> list[dict]:
     return [
         r
         for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-        for r in io.read_records([log])
+        for r in streams.read_records([log])
     ]
 
 
 def refused(state: Path) -> list[dict]:
     return [
-        r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst")) for r in io.read_records([p])
+        r
+        for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
+        for r in streams.read_records([p])
     ]
 
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlkit import io
+from crawlkit import streams
 
 GAP = "0.05s"
 
@@ -44,13 +44,15 @@ def _fetch_records(state: Path) -> list[dict]:
     return [
         r
         for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-        for r in io.read_records([log])
+        for r in streams.read_records([log])
     ]
 
 
 def _refused(state: Path) -> list[dict]:
     return [
-        r for p in sorted(state.glob("crawl/**/*refused.ndjson.zst")) for r in io.read_records([p])
+        r
+        for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
+        for r in streams.read_records([p])
     ]
 
 
@@ -99,7 +101,9 @@ def test_crawl_end_to_end(tmp_path: Path) -> None:
     calendar = [r for r in fetches if "calendar-0.test" in r["url"]]
     assert len(calendar) < 80
     # Duplicates are recorded, and the WARC keeps revisit records for them.
-    dedup = [r for p in state.glob("crawl/cycles/*/dedup.ndjson.zst") for r in io.read_records([p])]
+    dedup = [
+        r for p in state.glob("crawl/cycles/*/dedup.ndjson.zst") for r in streams.read_records([p])
+    ]
     assert any(r["kind"] == "exact" for r in dedup)
     types = []
     for warc in sorted((state / "warc").glob("*.warc.gz")):
@@ -157,7 +161,7 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
     assert kills >= 5  # most runs really were killed mid-crawl
     assert report["ok"], report["violations"][:5]
     assert _fetched_pages(state) == expected
-    totals = io.read_json(state / "crawl" / "totals.json")
+    totals = streams.read_json(state / "crawl" / "totals.json")
     # Refetches after crashes are counted and bounded by what can be in flight.
     assert 0 <= totals["refetched"] <= kills * 40
 
@@ -243,7 +247,7 @@ def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path)
         third = take()
         run.close()
     assert third != second
-    assert [r["url"] for r in io.read_records([second])] == batches[1]
+    assert [r["url"] for r in streams.read_records([second])] == batches[1]
     assert sorted(u for b in batches for u in b) == sorted(seeds)
 
 
@@ -251,7 +255,7 @@ def _page_lines(state: Path) -> set[tuple]:
     return {
         (_strip_port(r["url"]), r["simhash"], r["title"], r["links"])
         for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
-        for r in io.read_records([p])
+        for r in streams.read_records([p])
     }
 
 

@@ -23,7 +23,7 @@ import orjson
 import pytest
 from conftest import ROOT
 
-from crawlkit import io
+from crawlkit import streams
 
 HOSTILE = (
     b"<html><title>hostile</title><body><a href='/after'>after</a><div a0='>' "
@@ -97,7 +97,7 @@ def _hostile_record(state: Path) -> dict | None:
         for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
         if (p.parent / "extract.done").exists()
     ]
-    records = [r for p in done for r in io.read_records([p])]
+    records = [r for p in done for r in streams.read_records([p])]
     return next((r for r in records if str(r["url"]).endswith("/hostile")), None)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import start_testweb
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, crawl
 from crawlkit.crawl.archive import ArchiveOptions
 from crawlkit.fetch.engine import FetchConfig
@@ -43,7 +43,7 @@ def test_pattern_appended_mid_crawl_leaves_only_matching_urls(tmp_path: Path) ->
             # hands out at least three batches of four refused URLs before them.
             if not patterns:
                 links = state / "crawl" / "cycles" / info["cycle"] / "links.ndjson.zst"
-                urls = [r["url"] for r in io.read_records([links]) if r["url"] in pages]
+                urls = [r["url"] for r in streams.read_records([links]) if r["url"] in pages]
                 assert len(urls) >= 14, urls
                 patterns.append("^(" + "|".join(re.escape(u) for u in urls[:-1]) + ")$")
                 with open(ignore, "a") as f:
@@ -57,13 +57,13 @@ def test_pattern_appended_mid_crawl_leaves_only_matching_urls(tmp_path: Path) ->
     fetched = {
         r["url"]
         for log in sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
-        for r in io.read_records([log])
+        for r in streams.read_records([log])
         if r["outcome"] == "fetched"
     }
     excluded = {
         r["url"]
         for p in sorted(state.glob("crawl/**/*refused.ndjson.zst"))
-        for r in io.read_records([p])
+        for r in streams.read_records([p])
         if r.get("refused") == "excluded"
     }
     assert excluded, "the pattern refused nothing: the test did not test"
@@ -71,7 +71,7 @@ def test_pattern_appended_mid_crawl_leaves_only_matching_urls(tmp_path: Path) ->
     found = {
         r["url"]
         for p in sorted(state.glob("crawl/cycles/*/links.ndjson.zst"))
-        for r in io.read_records([p])
+        for r in streams.read_records([p])
     }
     # every page found that the pattern does not match was fetched; only matching
     # pages are left out (refused, or linked only from refused pages: never found)

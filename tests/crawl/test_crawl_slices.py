@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 from conftest import ROOT, crawlkit, start_testweb
 
-from crawlkit import io
+from crawlkit import streams
 
 PER_HOST = 3  # most URLs of one host the fetcher holds at once
 
@@ -45,7 +45,7 @@ def _given_back(state: Path, cycles_before: set[Path]) -> Counter[str]:
     out: Counter[str] = Counter()
     for log in state.glob("crawl/cycles/*/fetch.ndjson"):
         if log.parent not in cycles_before:
-            out.update(r["host"] for r in io.read_records([log]) if r.get("stopped"))
+            out.update(r["host"] for r in streams.read_records([log]) if r.get("stopped"))
     return out
 
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.crawl import Crawl, CrawlOptions, crawl
 from crawlkit.crawl import cycle as cycle_module
 from crawlkit.diag import NullReporter
@@ -78,7 +78,7 @@ def test_crawl_writes_warc_files_by_size_with_warcinfo(tmp_path: Path) -> None:
     pages = [
         r["url"]
         for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
-        for r in io.read_records([p])
+        for r in streams.read_records([p])
     ]
     assert len(pages) == len(set(pages)) >= manifest_pages
 
@@ -102,13 +102,13 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
     cycle = next(
         c
         for c in sorted((state / "crawl" / "cycles").iterdir())
-        if any(io.read_records([c / "pages.ndjson.zst"]))
+        if any(streams.read_records([c / "pages.ndjson.zst"]))
     )
-    before = [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])]
+    before = [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])]
     # Put the cycle's WARC file back where it was while being written.
     (name,) = {
         Path(r["warc"]["file"]).name
-        for r in io.read_records([cycle / "fetch.ndjson"])
+        for r in streams.read_records([cycle / "fetch.ndjson"])
         if r.get("warc")
     }
     live = state / "warc" / "new" / f"{name}.open"
@@ -130,4 +130,4 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
             run.cycles.extract(cycle)
         finally:
             run.close()
-    assert [r["url"] for r in io.read_records([cycle / "pages.ndjson.zst"])] == before
+    assert [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])] == before

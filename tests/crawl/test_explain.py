@@ -18,7 +18,7 @@ from crawlkit_cli.app import app
 from crawlkit_cli.explain import CRAWL_ONLY, STAGES, TEMPLATED
 from typer.main import get_command
 
-from crawlkit.io import read_records
+from crawlkit.streams import read_records
 
 BIN = Path(sys.executable).parent
 

@@ -14,7 +14,7 @@ import yaml
 from conftest import ROOT, crawlkit, start_testweb
 from fleet_helpers import GAP, WEB, audit_web, fetched_pages, fleet_env, net_flags
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import StateError
 from crawlkit.shard.routing import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap, slot_of
@@ -59,7 +59,7 @@ def test_deliver_moves_outboxes_to_the_owners_inboxes(tmp_path: Path) -> None:
     write_outbox(dirs[2], {1: [{"url": "http://c.test/", "n": 2}]})
     counts = deliver(dirs)
     assert counts == {"files": 3, "undeliverable": 0}
-    got = [r for f in sorted((dirs[1] / "inbox").iterdir()) for r in io.read_records([f])]
+    got = [r for f in sorted((dirs[1] / "inbox").iterdir()) for r in streams.read_records([f])]
     assert sorted(r.get("n") for r in got) == [1, 2]
     assert not list((dirs[0] / "outbox").rglob("*.zst"))
 
@@ -121,7 +121,7 @@ def test_four_shards_with_gnu_parallel_reach_what_one_shard_reaches(tmp_path: Pa
         sites = {
             r["site"]
             for log in d.glob("crawl/cycles/*/fetch.ndjson")
-            for r in io.read_records([log])
+            for r in streams.read_records([log])
         }
         assert all(role.owner(s) == k for s in sites)
         working += bool(sites)
@@ -200,7 +200,7 @@ def test_a_shard_already_owned_refuses_a_second_process(tmp_path: Path) -> None:
 
 
 def _records(paths) -> list[dict]:
-    return [r for p in sorted(paths) for r in io.read_records([p])]
+    return [r for p in sorted(paths) for r in streams.read_records([p])]
 
 
 def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_stage_commands_of_a_shard_route_deliver_and_ingest(tmp_path: Path) -> N
     assert res.code == 0, res.stderr
     # a crawl of another shard also sends site pairs (links between sites, for budgets)
     pair = {"site": "zz.example", "from": "http://s0.example/", "reason": "site-link"}
-    with io.open_output(s1 / "inbox" / "pairs.ndjson.zst") as out:
+    with streams.open_output(s1 / "inbox" / "pairs.ndjson.zst") as out:
         out.write_record(pair)
     # no --shard here: the state directory remembers it is shard 1
     res = crawlkit("frontier", "add", "--state", str(s1), input=b"")
@@ -491,7 +491,7 @@ def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -
             "1s",
         )
         assert res.code == 0, res.stderr
-        waiting = list(io.read_records([old / "crawl" / "waiting.ndjson.zst"]))
+        waiting = list(streams.read_records([old / "crawl" / "waiting.ndjson.zst"]))
         assert waiting and all(r.get("shard_epoch") == 0 for r in waiting)
         res = crawlkit("shard", "--map", str(the_map), "--grow", "2", "--save-map", str(the_map))
         assert res.code == 0, res.stderr

@@ -11,7 +11,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.shard.slots import SlotMap, slot_of
 from crawlkit.stages.shard import route_records
@@ -69,7 +69,11 @@ def test_cli_writes_every_shard_and_is_deterministic(tmp_path: Path, cli) -> Non
         assert [f.name for f in files] == [f"shard-{k}.ndjson.zst" for k in range(4)]
         outs.append([f.read_bytes() for f in files])
     assert outs[0] == outs[1]
-    got = [r for k in range(4) for r in io.read_records([tmp_path / "a" / f"shard-{k}.ndjson.zst"])]
+    got = [
+        r
+        for k in range(4)
+        for r in streams.read_records([tmp_path / "a" / f"shard-{k}.ndjson.zst"])
+    ]
     assert sorted(r["mine"] for r in got) == list(range(2000))
 
 

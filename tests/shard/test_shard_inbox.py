@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from conftest import crawlkit
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.shard.routing import inbox_files
 
@@ -34,7 +34,7 @@ def _queued(state: Path) -> list[str]:
 def test_a_symlink_in_the_inbox_is_not_followed(tmp_path: Path) -> None:
     state, _ = _shard_one(tmp_path)
     secret = tmp_path / "secret.ndjson.zst"
-    with io.open_output(secret) as out:  # records a symlink would smuggle in
+    with streams.open_output(secret) as out:  # records a symlink would smuggle in
         out.write_record({"url": "http://leak.example/secret", "reason": "seed"})
     inbox = state / "inbox"
     inbox.mkdir(exist_ok=True)
@@ -55,7 +55,7 @@ def test_a_directory_named_like_an_inbox_file_does_not_block(tmp_path: Path) -> 
     state, _ = _shard_one(tmp_path)
     inbox = state / "inbox"
     (inbox / "x.ndjson.zst").mkdir(parents=True)
-    with io.open_output(inbox / "good.ndjson.zst") as out:
+    with streams.open_output(inbox / "good.ndjson.zst") as out:
         out.write_record({"url": "http://s1.example/delivered", "reason": "link"})
     res = crawlkit("frontier", "add", "--state", str(state), input=b"")
     assert res.code == 0, res.stderr

@@ -13,9 +13,9 @@ from conftest import crawlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit.io import read_records
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import SeenMerge
+from crawlkit.streams import read_records
 from crawlkit.url import Canonicalizer, fingerprint
 
 CANON = Canonicalizer()

@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit import io
+from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InputError, UsageError
 
@@ -36,24 +36,24 @@ def _reporter() -> tuple[Reporter, pyio.StringIO]:
 def test_round_trip_by_extension_and_magic(tmp_path: Path, suffix: str) -> None:
     path = tmp_path / f"r.ndjson{suffix}"
     recs = _records(1000)
-    with io.open_output(path) as out:
+    with streams.open_output(path) as out:
         out.write_records(recs)
     raw = path.read_bytes()
     if suffix == ".zst":
-        assert raw.startswith(io.ZSTD_MAGIC)
+        assert raw.startswith(streams.ZSTD_MAGIC)
     elif suffix == ".gz":
-        assert raw.startswith(io.GZIP_MAGIC)
+        assert raw.startswith(streams.GZIP_MAGIC)
     # detection is by magic bytes, not the name: rename and read again
     renamed = tmp_path / "no-extension"
     path.rename(renamed)
-    assert list(io.read_records([renamed])) == recs
+    assert list(streams.read_records([renamed])) == recs
 
 
 def test_unknown_fields_pass_through(tmp_path: Path) -> None:
     rec = {"url": "http://a.com/", "mine": {"deep": [1, 2.5, "x", None, True]}, "ü": "ß"}
     path = tmp_path / "a.ndjson"
     path.write_bytes(orjson.dumps(rec) + b"\n")
-    assert list(io.read_records([path])) == [rec]
+    assert list(streams.read_records([path])) == [rec]
 
 
 def test_bad_lines_are_reported_counted_and_skipped(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_bad_lines_are_reported_counted_and_skipped(tmp_path: Path) -> None:
         b'{"n": 4}'  # no final newline
     )
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert [r["n"] for r in got] == [1, 2, 3, 4]
     assert rep.bad_records == 3
     lines = buf.getvalue().splitlines()
@@ -82,7 +82,7 @@ def test_blank_lines_are_skipped_silently_and_null_is_no_object(tmp_path) -> Non
     path = tmp_path / "blank.ndjson"
     path.write_bytes(b' \t\x0b\x0c \n{"n": 1}\nnull\n  {"n": 2}  \n\r\n\x85\n')
     rep, buf = _reporter()
-    got = list(io.read_records_with_lines([path], rep))
+    got = list(streams.read_records_with_lines([path], rep))
     assert [(line, r["n"]) for _, line, r in got] == [(2, 1), (4, 2)]
     lines = buf.getvalue().splitlines()
     assert rep.bad_records == 2  # "null", and a byte that is no ASCII whitespace
@@ -99,7 +99,7 @@ def test_empty_file_gives_no_records_and_no_errors(tmp_path: Path) -> None:
         path = tmp_path / name
         path.write_bytes(data)
         rep, _ = _reporter()
-        assert list(io.read_records([path], rep)) == []
+        assert list(streams.read_records([path], rep)) == []
         assert sum(rep.counts.values()) == 0
 
 
@@ -109,7 +109,7 @@ def test_truncated_zstd_keeps_records_before_the_damage(tmp_path: Path) -> None:
     path = tmp_path / "cut.ndjson.zst"
     path.write_bytes(data[: len(data) // 2])
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert 0 < len(got) < len(recs)
     assert got == recs[: len(got)]  # exactly a prefix, nothing invented
     assert rep.counts["truncated input"] == 1
@@ -122,7 +122,7 @@ def test_truncated_gzip_keeps_records_before_the_damage(tmp_path: Path) -> None:
     path = tmp_path / "cut.ndjson.gz"
     path.write_bytes(data[: len(data) // 2])
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep))
+    got = list(streams.read_records([path], rep))
     assert 0 < len(got) < len(recs)
     assert got == recs[: len(got)]
     assert rep.counts["truncated input"] == 1
@@ -135,7 +135,7 @@ def test_multi_frame_zstd_is_read_whole(tmp_path: Path) -> None:
     data = b"".join(comp.compress(_ndjson(recs[i : i + 100])) for i in range(0, 300, 100))
     path = tmp_path / "frames.zst"
     path.write_bytes(data)
-    assert list(io.read_records([path])) == recs
+    assert list(streams.read_records([path])) == recs
 
 
 def test_hundred_megabyte_line_is_skipped_not_held(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_hundred_megabyte_line_is_skipped_not_held(tmp_path: Path) -> None:
         f.write(b'"}\n')
         f.write(b'{"n": 2}\n')
     rep, buf = _reporter()
-    got = list(io.read_records([path], rep, max_line=1 << 20))
+    got = list(streams.read_records([path], rep, max_line=1 << 20))
     assert [r["n"] for r in got] == [1, 2]
     assert rep.bad_records == 1
     assert f"{path}:2: line longer than" in buf.getvalue()
@@ -157,28 +157,28 @@ def test_hundred_megabyte_line_is_skipped_not_held(tmp_path: Path) -> None:
 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"missing\.ndjson"):
-        list(io.read_records([tmp_path / "missing.ndjson"]))
+        list(streams.read_records([tmp_path / "missing.ndjson"]))
 
 
 def test_only_one_stdin() -> None:
     with pytest.raises(UsageError):
-        list(io.read_records(["-", "-"]))
+        list(streams.read_records(["-", "-"]))
 
 
 def test_failed_output_leaves_the_old_file(tmp_path: Path) -> None:
     path = tmp_path / "out.ndjson.zst"
-    with io.open_output(path) as out:
+    with streams.open_output(path) as out:
         out.write_record({"v": "old"})
-    with pytest.raises(RuntimeError), io.open_output(path) as out:
+    with pytest.raises(RuntimeError), streams.open_output(path) as out:
         out.write_record({"v": "new"})
         raise RuntimeError("crash mid-write")
-    assert list(io.read_records([path])) == [{"v": "old"}]
+    assert list(streams.read_records([path])) == [{"v": "old"}]
     assert [p.name for p in tmp_path.iterdir()] == ["out.ndjson.zst"]  # no temp left
 
 
 def test_output_is_invisible_until_complete(tmp_path: Path) -> None:
     path = tmp_path / "out.ndjson"
-    out = io.open_output(path)
+    out = streams.open_output(path)
     out.write_record({"a": 1})
     assert not path.exists()
     out.commit()
@@ -198,9 +198,9 @@ json_values = st.recursive(
 @given(st.lists(st.dictionaries(st.text(max_size=10), json_values, max_size=6), max_size=20))
 def test_ndjson_round_trip_keeps_every_field(tmp_path_factory, recs: list[dict]) -> None:
     path = tmp_path_factory.mktemp("rt") / "r.ndjson.zst"
-    with io.open_output(path) as out:
+    with streams.open_output(path) as out:
         out.write_records(recs)
-    assert list(io.read_records([path])) == recs
+    assert list(streams.read_records([path])) == recs
 
 
 def test_a_large_write_to_a_closed_pipe_raises_instead_of_counting_as_written() -> None:
@@ -209,8 +209,8 @@ def test_a_large_write_to_a_closed_pipe_raises_instead_of_counting_as_written() 
     # Output must raise (BrokenPipeError), or a caller commits what never got out.
     code = (
         "import sys\n"
-        "from crawlkit import io\n"
-        "out = io.Output('-')\n"
+        "from crawlkit import streams\n"
+        "out = streams.Output('-')\n"
         "try:\n"
         "    out.write(b'x' * 10**7)\n"
         "except BrokenPipeError:\n"
