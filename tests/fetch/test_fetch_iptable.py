@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
+from conftest import crawlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -261,3 +262,21 @@ def test_two_schedulers_through_one_gate_keep_the_limit_together(
         starts = [s for s, _ in spans]
         assert all(b - a >= gap - 1e-9 for a, b in itertools.pairwise(starts))
     assert not any(gate.held.values())  # every slot given back
+
+
+def test_fetch_names_a_file_that_is_not_a_table_in_one_line_and_keeps_it(
+    tmp_path: Path,
+) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    state = tmp_path / "S"
+    res = crawlkit(
+        "fetch", "--state", str(state), "--ip-table", str(seeds), input=b"http://a.test/\n"
+    )
+    assert res.code == 1
+    assert res.stderr.strip().splitlines() == [
+        f"crawlkit fetch: --ip-table {seeds}: not a crawlkit IP table (left untouched; "
+        "name a new or empty file)"
+    ]
+    assert seeds.read_text() == "http://a.test/\n"
+    assert not state.exists()  # refused before any work
