@@ -287,3 +287,21 @@ def test_fetch_names_a_file_that_is_not_a_table_in_one_line_and_keeps_it(
     ]
     assert seeds.read_text() == "http://a.test/\n"
     assert not state.exists()  # refused before any work
+
+
+def test_hosts_parked_behind_a_probe_are_not_stranded_when_it_is_deferred() -> None:
+    clock = [0.0]
+    gate = FakeGate(clock)
+    gate.held[IP] = {0}  # another process holds the only slot
+    sched = Scheduler(min_delay=0.0, per_ip=1, per_ip_delay=0.0, ip_gate=gate)
+    a, b = HostQueue("a", address=IP), HostQueue("b", address=IP)
+    for h in (a, b):
+        h.items.append("x")
+        sched.push(h)
+    assert sched.pop_ready(0.0) is None  # a: the probe, back at SLOT_POLL; b: parked
+    assert sched.next_time() == SLOT_POLL and len(sched) == 2
+    assert sched.pop_due_after(SLOT_POLL / 2) == [a]  # the probe is deferred ...
+    assert sched.next_time() == 0.0  # ... and b takes its place, not left parked
+    assert sched.pop_ready(0.0) is None  # b is the probe now
+    gate.held[IP].clear()
+    assert sched.pop_ready(SLOT_POLL) is b
