@@ -53,7 +53,15 @@ from pathlib import Path
 
 import numpy as np
 
-from crawlkit.recrawl.estimate import CHANGED, KEEP, UNCHANGED, estimate_rates
+from crawlkit.recrawl.estimate import (
+    CHANGED,
+    GRID,
+    KEEP,
+    UNCHANGED,
+    estimate_rates,
+    loglik_grid,
+    posterior_rate,
+)
 from crawlkit.recrawl.plan import PRIOR_VISITS
 from crawlkit.recrawl.policy import freshness, select, solve, value
 from crawlkit.stages.recrawl import recrawl
@@ -116,19 +124,28 @@ def make_web(args: argparse.Namespace, rng: np.random.Generator) -> Web:
     rate[rng.random(n) < args.never] = 0.0
     periodic = rng.random(n) < args.periodic
     span = 4 * horizon + 2 * BEFORE
-    chunks = []
-    for i in range(n):
-        if rate[i] == 0:
-            continue
-        # From a month before the first fetch, so a first Last-Modified has a date.
-        if periodic[i]:
-            period = 1 / rate[i]
-            times = np.arange(rng.uniform(-BEFORE, -BEFORE + period), horizon, period)
-        else:
-            count = rng.poisson(rate[i] * (horizon + BEFORE))
-            times = np.sort(rng.uniform(-BEFORE, horizon, count))
-        chunks.append(i * span + BEFORE + times)
-    keys = np.concatenate(chunks) if chunks else np.zeros(0)
+    # From a month before the first fetch, so a first Last-Modified has a date.
+    # All pages' change times at once: a count per page, then the times in one array.
+    length = horizon + BEFORE
+    changing = rate > 0
+    period = np.where(changing, 1 / np.where(changing, rate, 1.0), np.inf)
+    phase = rng.uniform(0, 1, n) * np.where(changing, period, 0.0)
+    regular = periodic & changing
+    count = np.where(
+        regular,
+        np.ceil((length - phase) / np.where(regular, period, 1.0)),
+        rng.poisson(np.where(changing, rate, 0.0) * length),
+    ).astype(np.int64)
+    count = np.where(changing, np.maximum(count, 0), 0)
+    page = np.repeat(np.arange(n), count)
+    rank = np.arange(len(page)) - np.repeat(np.cumsum(count) - count, count)
+    at = np.where(
+        regular[page],
+        phase[page] + rank * np.where(regular, period, 0.0)[page],
+        rng.uniform(0, length, len(page)),
+    )
+    keep = at < length
+    keys = np.sort(page[keep] * span + at[keep])  # time + BEFORE, page by page
     return Web(rate, host, rng.random(n) < args.lm, rng.random(n) < args.sitemap, keys, span)
 
 
@@ -228,10 +245,26 @@ class New(ValuePolicy):
         self.t[dated, 0] = age
         self.c[dated, 0] = age
         self.count[dated] = 1
-        self.est[dated] = estimate_rates(self.t[dated, :1], self.c[dated, :1], PRIOR, point=POINT)
+        # The log-likelihood on the estimator's grid, summed over the kept observations
+        # (loglik_grid is additive): one new row per observation, not all 64 again.
+        self.loglik = np.zeros((n, len(GRID)))
+        self.loglik[dated] = loglik_grid(self.t[dated, 0], self.c[dated, 0])
+        self.est[dated] = self._estimate(dated)
 
     def rates(self) -> np.ndarray:
         return self.est
+
+    def _estimate(self, pages: np.ndarray) -> np.ndarray:
+        if POINT == "mean":
+            return posterior_rate(self.loglik[pages], self.prior[pages], PRIOR_WEIGHT)
+        k = int(min(self.count[pages].max(), KEEP))
+        return estimate_rates(
+            self.t[pages, :k],
+            self.c[pages, :k],
+            self.prior[pages],
+            point=POINT,
+            prior_weight=PRIOR_WEIGHT,
+        )
 
     def observe(
         self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
@@ -262,18 +295,16 @@ class New(ValuePolicy):
         if len(pages) == 0:
             return
         slot = self.count[pages] % KEEP
+        full = self.count[pages] >= KEEP  # the oldest observation leaves the window
+        if full.any():
+            gone = pages[full]
+            self.loglik[gone] -= loglik_grid(self.t[gone, slot[full]], self.c[gone, slot[full]])
         self.t[pages, slot] = now - self.observed[pages]
         code = np.where(changed, np.where(np.isnan(dated), CHANGED, dated), UNCHANGED)
         self.c[pages, slot] = code
+        self.loglik[pages] += loglik_grid(self.t[pages, slot], code)
         self.count[pages] += 1
-        k = int(min(self.count[pages].max(), KEEP))
-        self.est[pages] = estimate_rates(
-            self.t[pages, :k],
-            self.c[pages, :k],
-            self.prior[pages],
-            point=POINT,
-            prior_weight=PRIOR_WEIGHT,
-        )
+        self.est[pages] = self._estimate(pages)
 
     def refresh_priors(self) -> None:
         """Each host's prior, as the stage's (plan.prior_rates): the geometric mean
