@@ -53,17 +53,19 @@ from pathlib import Path
 
 import numpy as np
 
+from crawlkit.recrawl import estimate, plan
 from crawlkit.recrawl.estimate import (
     CHANGED,
     GRID,
     KEEP,
+    PRIOR_SPREAD,
     UNCHANGED,
     estimate_rates,
     loglik_grid,
-    posterior_rate,
+    posterior_summary,
 )
-from crawlkit.recrawl.plan import PRIOR_VISITS
-from crawlkit.recrawl.policy import freshness, select, solve, value
+from crawlkit.recrawl.plan import site_priors
+from crawlkit.recrawl.policy import expected_value, freshness, select, solve, value
 from crawlkit.stages.recrawl import recrawl
 
 H = 3600.0
@@ -77,7 +79,8 @@ POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
-GLOBAL_PRIOR = True  # sites without estimates take the crawl's rate
+EMPIRICAL_SPREAD = True  # the prior's spread from the sites' (plan.site_priors)
+POSTERIOR_VALUE = True  # the value averaged over the posterior of λ
 
 
 @dataclass
@@ -211,7 +214,11 @@ class ValuePolicy(Policy):
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
         tau = now - self.last
         lam = np.maximum(self.rates(), 1e-12)
-        v = value(lam, 1.0, np.where(self.pending, np.inf, tau))
+        since = np.where(self.pending, np.inf, tau)
+        if POSTERIOR_VALUE and isinstance(self, New):
+            v = expected_value(lam, self.spread, 1.0, since)
+        else:
+            v = value(lam, 1.0, since)
         v = np.where(tau >= TAU_MAX, np.inf, v)
         return select(v, tau >= TAU_MIN, count, hosts=self.web.host, host_max=host_cap)
 
@@ -236,6 +243,8 @@ class New(ValuePolicy):
         self.observed = np.zeros(n)  # the newest fetch or sitemap read
         self.est = np.full(n, PRIOR)
         self.prior = np.full(n, PRIOR)
+        self.spread = np.full(n, PRIOR_SPREAD)  # sd of log λ: the prior's at first
+        self.prior_weight = PRIOR_WEIGHT
         self.snapshots: dict[int, list[tuple[float, float]]] = {5: [], 10: [], 20: []}
         # The first fetch's Last-Modified: a dated change over its age (as the stage).
         pages = np.flatnonzero(web.lm)
@@ -256,14 +265,17 @@ class New(ValuePolicy):
 
     def _estimate(self, pages: np.ndarray) -> np.ndarray:
         if POINT == "mean":
-            return posterior_rate(self.loglik[pages], self.prior[pages], PRIOR_WEIGHT)
+            rate, self.spread[pages] = posterior_summary(
+                self.loglik[pages], self.prior[pages], self.prior_weight
+            )
+            return rate
         k = int(min(self.count[pages].max(), KEEP))
         return estimate_rates(
             self.t[pages, :k],
             self.c[pages, :k],
             self.prior[pages],
             point=POINT,
-            prior_weight=PRIOR_WEIGHT,
+            prior_weight=self.prior_weight,
         )
 
     def observe(
@@ -307,19 +319,16 @@ class New(ValuePolicy):
         self.est[pages] = self._estimate(pages)
 
     def refresh_priors(self) -> None:
-        """Each host's prior, as the stage's (plan.prior_rates): the geometric mean
-        rate of its pages seen PRIOR_VISITS times, shrunk towards the crawl's."""
-        known = self.visits >= PRIOR_VISITS
-        hosts = self.web.host
-        k = int(hosts.max()) + 1
-        logs = np.log(self.est[known])
-        base = math.log(PRIOR)
-        if GLOBAL_PRIOR and len(logs):
-            base = (logs.sum() + 2 * base) / (len(logs) + 2)
-        total = np.bincount(hosts[known], logs, k)
-        number = np.bincount(hosts[known], minlength=k)
-        site = np.exp((total + 2 * base) / (number + 2))
-        self.prior = site[hosts]
+        """Each host's prior and the prior's spread, as the stage's
+        (:func:`crawlkit.recrawl.plan.site_priors`, the same function)."""
+        hosts = self.web.host.astype(np.int64)
+        checks = self.visits + 1  # the stage counts the first fetch
+        site, default, spread = site_priors(
+            self.est, checks, hosts, int(hosts.max()) + 1, 1 / PRIOR
+        )
+        self.prior = np.where(np.isfinite(site), site, default)[hosts]
+        if EMPIRICAL_SPREAD:
+            self.prior_weight = PRIOR_WEIGHT * (PRIOR_SPREAD / spread) ** 2
 
 
 class Stage(Policy):
@@ -475,9 +484,16 @@ def main() -> None:
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
-    ap.add_argument("--no-global-prior", action="store_true", help="sites shrink to --initial")
+    ap.add_argument(
+        "--fixed-spread", action="store_true", help="the prior's spread fixed at its widest"
+    )
     ap.add_argument(
         "--no-sitemap-obs", action="store_true", help="sitemap reads are no observations"
+    )
+    ap.add_argument("--initial", type=float, default=1.0, help="the prior's centre, days")
+    ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
+    ap.add_argument(
+        "--point-value", action="store_true", help="value at the point estimate, not averaged"
     )
     ap.add_argument(
         "--stage",
@@ -489,7 +505,12 @@ def main() -> None:
     globals()["PRIOR_WEIGHT"] = args.prior_weight
     globals()["SITE_PRIOR"] = not args.no_site_prior
     globals()["SITEMAP_OBS"] = not args.no_sitemap_obs
-    globals()["GLOBAL_PRIOR"] = not args.no_global_prior
+    globals()["EMPIRICAL_SPREAD"] = not args.fixed_spread
+    globals()["POSTERIOR_VALUE"] = not args.point_value
+    if args.point_value:  # the stage too: its pick at the point estimate
+        plan.expected_value = lambda lam, spread, w, tau: value(lam, w, tau)
+    globals()["PRIOR"] = 1 / (args.initial * DAY)
+    estimate.PRIOR_SPREAD = args.prior_spread
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
@@ -515,6 +536,7 @@ def main() -> None:
         optimum = float(freshness(web.rate, tau).mean())
         print(f"\nbudget {per_day:,.0f} fetches a day ({share:g} per page); optimum {optimum:.4f}")
         results = {}
+        snapshots: dict[object, list[tuple[float, float]]] = {}
         classes: list[type[Policy]] = [Today, Uniform, New, Oracle]
         if args.stage:
             classes.insert(3, Stage)
@@ -548,8 +570,9 @@ def main() -> None:
                 f"  {name:<8} / oracle {f / oracle:.1%}   / optimum {f / optimum:.1%}   "
                 f"2nd half / oracle {late:.1%}"
             )
-        print("  estimates (new policy), pages that change:")
-        print("\n".join(accuracy(snapshots)))
+        if snapshots:
+            print("  estimates (new policy), pages that change:")
+            print("\n".join(accuracy(snapshots)))
     print(f"\n{time.perf_counter() - started:.1f} s in all")
 
 

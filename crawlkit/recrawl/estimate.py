@@ -65,8 +65,10 @@ __all__ = [
     "pack",
     "posterior",
     "posterior_rate",
+    "posterior_summary",
     "rate",
     "regular_estimate",
+    "summarize",
     "unpack",
 ]
 
@@ -244,6 +246,27 @@ def posterior(loglik: Array, prior_rate: Array | float, prior_weight: float = 1.
     weights = np.exp(logpost)
     result: Array = weights / weights.sum(axis=1, keepdims=True)
     return result
+
+
+def posterior_summary(
+    loglik: Array, prior_rate: Array | float, prior_weight: float = 1.0
+) -> tuple[Array, Array]:
+    """``exp(E[log λ])`` and the standard deviation of log λ over the posterior: the
+    rate and how sure it is (what :func:`crawlkit.recrawl.policy.expected_value`
+    takes, a log-normal in place of the grid)."""
+    weights = posterior(loglik, prior_rate, prior_weight)
+    mean = weights @ GRID
+    var = weights @ (GRID * GRID) - mean * mean
+    return np.exp(mean), np.sqrt(np.maximum(var, 0.0))
+
+
+def summarize(
+    t: Array, c: Array, prior_rate: Array | float, prior_weight: float = 1.0
+) -> tuple[Array, Array]:
+    """:func:`posterior_summary` of (n, k) observations (as :func:`estimate_rates`)."""
+    n = np.asarray(t).shape[0]
+    prior = np.broadcast_to(np.asarray(prior_rate, np.float64), (n,))
+    return posterior_summary(loglik_grid(t, c), prior, prior_weight)
 
 
 def posterior_rate(loglik: Array, prior_rate: Array | float, prior_weight: float = 1.0) -> Array:

@@ -91,7 +91,9 @@ class RecrawlPolicy:
     estimate yet (the prior's centre). ``budget`` is the visits per second the
     recrawls of all URLs may spend (None: ``auto_budget`` per tracked URL, one a
     day); ``host_budget`` the visits per second one host allows (None: no cap).
-    ``mu`` is the budget's multiplier, which the stage solves each run.
+    ``mu`` is the budget's multiplier, which the stage solves each run, and
+    ``prior_weight`` the prior's weight in the estimates, ``(PRIOR_SPREAD/spread)²``
+    for the spread the crawl's sites show (:func:`crawlkit.recrawl.plan.site_priors`).
     """
 
     initial: float = DAY
@@ -105,6 +107,7 @@ class RecrawlPolicy:
     auto_budget: float = 1 / DAY
     host_budget: float | None = None
     mu: float = 0.0
+    prior_weight: float = 1.0
 
     def clamp(self, seconds: float) -> float:
         return min(self.max, max(self.min, seconds))
@@ -149,6 +152,7 @@ class Entry:
     rate: float | None = None  # estimated changes per second (None: no estimate yet)
     observations: bytes | None = None  # estimate.pack()ed (interval, code) pairs
     observed: float | None = None  # the newest fetch or sitemap read (what is known)
+    spread: float | None = None  # sd of log rate over its posterior (how sure the rate is)
 
 
 @dataclass
@@ -350,7 +354,9 @@ def _estimate(
     new: Entry, obs: list[tuple[float, float]], prior: float | None, policy: RecrawlPolicy
 ) -> None:
     """The rate from ``obs``, and the interval and due time that follow from it."""
-    new.rate = estimate.rate(obs, prior or 1 / policy.initial, point="mean")
+    t, c = estimate._matrix([obs])
+    rates, spreads = estimate.summarize(t, c, prior or 1 / policy.initial, policy.prior_weight)
+    new.rate, new.spread = float(rates[0]), float(spreads[0])
     _schedule(new, policy.interval(new.rate, new.importance))
 
 
@@ -374,11 +380,12 @@ def estimate_entries(
     obs = [estimate.unpack(entries[i].observations) for i in todo]
     t, c = estimate._matrix(obs)
     prior = np.array([priors[i] or 1 / policy.initial for i in todo])
-    rates = estimate.estimate_rates(t, c, prior, point="mean")
+    rates, spreads = estimate.summarize(t, c, prior, policy.prior_weight)
     weight = np.array([policy.weight(entries[i].importance) for i in todo])
     taus = optimum.intervals(rates, weight, policy.mu, policy.min, policy.max)
-    for i, rate, tau in zip(todo, rates, taus, strict=True):
+    for i, rate, spread, tau in zip(todo, rates, spreads, taus, strict=True):
         entries[i].rate = float(rate)
+        entries[i].spread = float(spread)
         _schedule(entries[i], float(tau))
 
 
@@ -419,6 +426,7 @@ class Table:
     interval: np.ndarray
     good: np.ndarray  # the last fetch answered (fetched, not-modified, redirect)
     pending: np.ndarray
+    spread: np.ndarray  # NaN where not known (the prior's spread)
 
 
 class History:
@@ -446,6 +454,7 @@ class History:
                     f"recrawl history {path} has version {version}; this crawlkit reads "
                     f"versions 1 and {SCHEMA_VERSION}"
                 )
+            self._add_spread()
         except sqlite3.DatabaseError as exc:
             raise StateError(f"recrawl history {path} is unreadable: {exc}") from exc
 
@@ -459,7 +468,7 @@ class History:
                 last_modified TEXT, digest TEXT, simhash INTEGER, lastmod REAL,
                 interval REAL NOT NULL, changes INTEGER NOT NULL, checks INTEGER NOT NULL,
                 errors INTEGER NOT NULL, pending_change INTEGER NOT NULL, due REAL NOT NULL,
-                emitted REAL, rate REAL, observations BLOB, observed REAL
+                emitted REAL, rate REAL, observations BLOB, observed REAL, spread REAL
             );
             CREATE INDEX IF NOT EXISTS history_due ON history (due);
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
@@ -468,6 +477,18 @@ class History:
             """
         )
         self.db.commit()
+
+    def _add_spread(self) -> None:
+        """Version 2 histories written before the ``spread`` column get it (NULL: the
+        prior's spread until the URL's next visit). Older readers ignore it."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(history)")}
+        if "spread" not in columns:
+            try:
+                self.db.execute("ALTER TABLE history ADD COLUMN spread REAL")
+                self.db.commit()
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def _migrate_v1(self) -> None:
         """Version 1 → 2 in one transaction: the rate columns, and each URL's checks
@@ -552,7 +573,7 @@ class History:
         """Every URL's planning columns as arrays (one pass over the table)."""
         rows = self.db.execute(
             "SELECT fp, site, host, priority, rate, checks, last_fetch, due, emitted, interval, "
-            "outcome, pending_change FROM history ORDER BY fp"
+            "outcome, pending_change, spread FROM history ORDER BY fp"
         ).fetchall()
         hosts: dict[str, int] = {}
         host_ix = [hosts.setdefault(r[2] or r[1] or "", len(hosts)) for r in rows]
@@ -574,6 +595,7 @@ class History:
             interval=column(9),
             good=np.array([(r[10] or "") in GOOD_OUTCOMES for r in rows], bool),
             pending=np.array([bool(r[11]) for r in rows], bool),
+            spread=column(12),
         )
 
     def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:

@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 __all__ = [
     "age",
+    "expected_value",
     "freshness",
     "intervals",
     "select",
@@ -92,6 +93,28 @@ def value(lam: Array, w: Array | float, tau: Array) -> Array:
     g /= np.maximum(lam, _TINY)
     g *= w
     return g
+
+
+# Gauss-Hermite nodes and weights for E[f(Z)], Z standard normal (probabilists').
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(7)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def expected_value(lam: Array, spread: Array, w: Array | float, tau: Array) -> Array:
+    """:func:`value` averaged over a log-normal posterior of the rate: log λ normal
+    around ``log lam`` with standard deviation ``spread`` (0: :func:`value` itself).
+
+    The marginal freshness of a visit under uncertainty is the posterior mean of the
+    marginal freshness (∂E[F]/∂f = E[∂F/∂f]). ``value`` tends to ``w/λ``, convex in
+    λ, so a page whose rate is uncertain is worth more than its point estimate says:
+    a page seen changed once after a long interval might change slowly."""
+    lam = np.asarray(lam, np.float64)
+    spread = np.asarray(spread, np.float64)
+    tau = np.asarray(tau, np.float64)
+    total = np.zeros(np.broadcast_shapes(lam.shape, spread.shape, tau.shape))
+    for x, weight in zip(_GH_X, _GH_W, strict=True):
+        total += weight * value(lam * np.exp(spread * x), w, tau)
+    return total
 
 
 def _g(x: Array) -> Array:

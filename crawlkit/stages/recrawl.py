@@ -26,6 +26,7 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
+from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.history import estimate_entries
 from crawlkit.recrawl.plan import pick, replan
 from crawlkit.recrawl.stats import collect, format_lines
@@ -262,7 +263,10 @@ def _update(
 ) -> None:
     priors = history.site_rates()
     crawl_prior = history.meta("prior")  # for sites with no estimate yet
-    policy = replace(policy, mu=history.meta("mu") or 0.0)
+    spread = history.meta("spread") or PRIOR_SPREAD
+    policy = replace(
+        policy, mu=history.meta("mu") or 0.0, prior_weight=(PRIOR_SPREAD / spread) ** 2
+    )
     known = {entry.fp: entry for entry in history.entries(list(events))}
     changed = []
     changed_priors: list[float | None] = []
