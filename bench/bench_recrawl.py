@@ -81,6 +81,7 @@ SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
 EMPIRICAL_SPREAD = True  # the prior's spread from the sites' (plan.site_priors)
 POSTERIOR_VALUE = True  # the value averaged over the posterior of λ
+SPREAD_SCALE = 1.0  # (an experiment: the posterior taken wider or narrower)
 
 
 @dataclass
@@ -216,7 +217,7 @@ class ValuePolicy(Policy):
         lam = np.maximum(self.rates(), 1e-12)
         since = np.where(self.pending, np.inf, tau)
         if POSTERIOR_VALUE and isinstance(self, New):
-            v = expected_value(lam, self.spread, 1.0, since)
+            v = expected_value(lam, SPREAD_SCALE * self.spread, 1.0, since)
         else:
             v = value(lam, 1.0, since)
         v = np.where(tau >= TAU_MAX, np.inf, v)
@@ -492,6 +493,7 @@ def main() -> None:
     )
     ap.add_argument("--initial", type=float, default=1.0, help="the prior's centre, days")
     ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
+    ap.add_argument("--spread-scale", type=float, default=1.0, help="experiment")
     ap.add_argument(
         "--point-value", action="store_true", help="value at the point estimate, not averaged"
     )
@@ -507,6 +509,7 @@ def main() -> None:
     globals()["SITEMAP_OBS"] = not args.no_sitemap_obs
     globals()["EMPIRICAL_SPREAD"] = not args.fixed_spread
     globals()["POSTERIOR_VALUE"] = not args.point_value
+    globals()["SPREAD_SCALE"] = args.spread_scale
     if args.point_value:  # the stage too: its pick at the point estimate
         plan.expected_value = lambda lam, spread, w, tau: value(lam, w, tau)
     globals()["PRIOR"] = 1 / (args.initial * DAY)
@@ -544,6 +547,7 @@ def main() -> None:
             if args.only and cls.name not in [*args.only.split(","), "oracle"]:
                 continue
             t0 = time.perf_counter()
+            c0 = time.process_time()
             if cls is Stage:
                 tmp = tempfile.TemporaryDirectory()
                 policy: Policy = Stage(web, Path(tmp.name))
@@ -554,7 +558,8 @@ def main() -> None:
             print(
                 f"  {cls.name:<8} freshness {r['freshness']:.4f} (2nd half {r['late']:.4f})  "
                 f"age {r['age_h']:9.1f} h  "
-                f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s)"
+                f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s, "
+                f"{time.process_time() - c0:.1f} s CPU)"
             )
             if isinstance(policy, New):
                 snapshots = dict(policy.snapshots)
@@ -573,7 +578,7 @@ def main() -> None:
         if snapshots:
             print("  estimates (new policy), pages that change:")
             print("\n".join(accuracy(snapshots)))
-    print(f"\n{time.perf_counter() - started:.1f} s in all")
+    print(f"\n{time.perf_counter() - started:.1f} s in all, {time.process_time():.1f} s CPU")
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def test_grid_loglik_is_additive_and_gives_the_posterior_mean() -> None:
 def test_posterior_spread_narrows_with_visits() -> None:
     few = [(DAY, CHANGED), (DAY, UNCHANGED)]
     many = few * 20
-    rates, spreads = summarize(*_rows([few, many]), 1 / DAY)
+    _, spreads = summarize(*_rows([few, many]), 1 / DAY)
     assert spreads[1] < spreads[0] < PRIOR_SPREAD
     # no observation: the prior itself (log-normal, sd PRIOR_SPREAD, on the grid)
     rate0, spread0 = summarize(np.zeros((1, 1)), np.full((1, 1), UNCHANGED), 1 / DAY)
