@@ -81,6 +81,7 @@ SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
 EMPIRICAL_SPREAD = True  # the prior's spread from the sites' (plan.site_priors)
 POSTERIOR_VALUE = True  # the value averaged over the posterior of λ
+KNOWN_FRESH = True  # value from the time the copy was last known fresh
 SPREAD_SCALE = 1.0  # (an experiment: the posterior taken wider or narrower)
 
 
@@ -161,6 +162,7 @@ class Policy:
         n = len(web.rate)
         self.last = np.zeros(n)  # time of the fetch that made the stored copy
         self.pending = np.zeros(n, bool)  # a sitemap said it changed since
+        self.known = np.zeros(n)  # the copy known fresh then (a fetch, or a sitemap read)
 
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
         raise NotImplementedError
@@ -213,7 +215,7 @@ class ValuePolicy(Policy):
         raise NotImplementedError
 
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
-        tau = now - self.last
+        tau = now - (np.maximum(self.last, self.known) if KNOWN_FRESH else self.last)
         lam = np.maximum(self.rates(), 1e-12)
         since = np.where(self.pending, np.inf, tau)
         if POSTERIOR_VALUE and isinstance(self, New):
@@ -409,6 +411,8 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
                 policy.sitemap_change(newer)
             if not isinstance(policy, Uniform):
                 policy.pending[newer] = True
+            same = on_map[lastmod <= policy.last[on_map]]
+            policy.known[same] = now  # the sitemap says the copy is still the live page
             if isinstance(policy, New) and SITE_PRIOR:
                 policy.refresh_priors()
         carry += per_day * step / DAY
@@ -495,6 +499,9 @@ def main() -> None:
     ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
     ap.add_argument("--spread-scale", type=float, default=1.0, help="experiment")
     ap.add_argument(
+        "--since-fetch", action="store_true", help="value from the fetch, not a sitemap read"
+    )
+    ap.add_argument(
         "--point-value", action="store_true", help="value at the point estimate, not averaged"
     )
     ap.add_argument(
@@ -510,6 +517,7 @@ def main() -> None:
     globals()["EMPIRICAL_SPREAD"] = not args.fixed_spread
     globals()["POSTERIOR_VALUE"] = not args.point_value
     globals()["SPREAD_SCALE"] = args.spread_scale
+    globals()["KNOWN_FRESH"] = not args.since_fetch
     if args.point_value:  # the stage too: its pick at the point estimate
         plan.expected_value = lambda lam, spread, w, tau: value(lam, w, tau)
     globals()["PRIOR"] = 1 / (args.initial * DAY)

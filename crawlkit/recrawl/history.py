@@ -427,6 +427,7 @@ class Table:
     good: np.ndarray  # the last fetch answered (fetched, not-modified, redirect)
     pending: np.ndarray
     spread: np.ndarray  # NaN where not known (the prior's spread)
+    observed: np.ndarray  # the newest fetch or sitemap read; NaN where none
 
 
 class History:
@@ -573,7 +574,7 @@ class History:
         """Every URL's planning columns as arrays (one pass over the table)."""
         rows = self.db.execute(
             "SELECT fp, site, host, priority, rate, checks, last_fetch, due, emitted, interval, "
-            "outcome, pending_change, spread FROM history ORDER BY fp"
+            "outcome, pending_change, spread, observed FROM history ORDER BY fp"
         ).fetchall()
         hosts: dict[str, int] = {}
         host_ix = [hosts.setdefault(r[2] or r[1] or "", len(hosts)) for r in rows]
@@ -596,6 +597,7 @@ class History:
             good=np.array([(r[10] or "") in GOOD_OUTCOMES for r in rows], bool),
             pending=np.array([bool(r[11]) for r in rows], bool),
             spread=column(12),
+            observed=column(13),
         )
 
     def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:
