@@ -85,14 +85,16 @@ def value(lam: Array, w: Array | float, tau: Array) -> Array:
     # λτ beyond 700 is the limit already (e^{−x} = 0), and clipping keeps inf·0 out.
     # For small x, −expm1(−x) − x e^{−x} loses only ~eps·x against its x²/2: fine.
     x = np.multiply(lam, tau)
+    shape = np.shape(x)
+    x = np.array(x, dtype=np.float64, ndmin=1)  # in-place steps need an array
     np.minimum(x, 700.0, out=x)
     g = np.exp(-x)
     g *= x
     g += np.expm1(-x)
     np.negative(g, out=g)
     g /= np.maximum(lam, _TINY)
-    g *= w
-    return g
+    result: Array = g.reshape(shape) * np.asarray(w, np.float64)
+    return result
 
 
 # Gauss-Hermite nodes and weights for E[f(Z)], Z standard normal (probabilists').
