@@ -84,10 +84,12 @@ def value(lam: Array, w: Array | float, tau: Array) -> Array:
     # Few temporaries: a run of the simulator calls this on every page every step.
     # λτ beyond 700 is the limit already (e^{−x} = 0), and clipping keeps inf·0 out.
     # For small x, −expm1(−x) − x e^{−x} loses only ~eps·x against its x²/2: fine.
-    x = np.multiply(lam, tau)
+    with np.errstate(invalid="ignore"):
+        x = np.multiply(lam, tau)  # 0 × inf: a page that never changes, value 0
     shape = np.shape(x)
     x = np.array(x, dtype=np.float64, ndmin=1)  # in-place steps need an array
     np.minimum(x, 700.0, out=x)
+    x[np.isnan(x)] = 0.0
     g = np.exp(-x)
     g *= x
     g += np.expm1(-x)

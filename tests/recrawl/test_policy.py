@@ -108,6 +108,8 @@ def test_expected_value_is_the_value_averaged_over_the_posterior() -> None:
     tau = np.array([5 * DAY, 5 * DAY])
     # plain numbers work too: (1 - 2/e) days for λτ = 1
     assert math.isclose(float(value(1 / DAY, 1.0, DAY)), (1 - 2 / math.e) * DAY, rel_tol=1e-12)
+    # a page that never changes is worth nothing, however long since its visit
+    assert value(np.array([0.0]), 1.0, np.array([np.inf]))[0] == 0.0
     # no spread: the value itself
     assert np.allclose(expected_value(lam, np.zeros(2), 1.0, tau), value(lam, 1.0, tau))
     # against a brute-force average over the log-normal
