@@ -21,11 +21,15 @@ Policies:
 * ``today``   the rule of crawlkit 0.x: an interval halved on a change, grown by
               half otherwise, between 1 h and 90 days; due URLs soonest first.
 * ``uniform`` every page as often as the budget allows, oldest copy first.
-* ``new``     crawlkit.recrawl: rates estimated from the visits
-              (:func:`crawlkit.recrawl.estimate.estimate_rates`, with a site prior),
-              and each step the pages whose fetch buys the most freshness
-              (:func:`crawlkit.recrawl.policy.value` and ``select``), as
-              ``crawlkit recrawl --max-urls`` does.
+* ``new``     crawlkit.recrawl: rates estimated from the visits (the posterior of
+              :mod:`crawlkit.recrawl.estimate`, kept as a running sum of
+              ``loglik_grid`` rows; the site priors and the prior's spread from
+              :func:`crawlkit.recrawl.plan.site_priors`), and each step the pages
+              whose fetch buys the most freshness, the value averaged over the
+              rate's posterior (:func:`crawlkit.recrawl.policy.expected_value` and
+              ``select``), as ``crawlkit recrawl --max-urls`` does. A value runs
+              from the time the copy was last known fresh (a fetch, or a sitemap
+              read that saw no change), for the oracle too.
 * ``oracle``  the same pick with the true rates.
 * ``stage``   (``--stage``) the real stage, ``crawlkit.stages.recrawl.recrawl``, on a
               state directory, as ``crawlkit recrawl --now T --max-urls N`` in a
