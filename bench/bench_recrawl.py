@@ -86,6 +86,9 @@ SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
 EMPIRICAL_SPREAD = True  # the prior's spread from the sites' (plan.site_priors)
 POSTERIOR_VALUE = True  # the value averaged over the posterior of λ
 KNOWN_FRESH = True  # value from the time the copy was last known fresh
+THOMPSON = False
+STEADY = False
+args_step = 1.0
 SPREAD_SCALE = 1.0  # (an experiment: the posterior taken wider or narrower)
 
 
@@ -222,7 +225,15 @@ class ValuePolicy(Policy):
         tau = now - (np.maximum(self.last, self.known) if KNOWN_FRESH else self.last)
         lam = np.maximum(self.rates(), 1e-12)
         since = np.where(self.pending, np.inf, tau)
-        if POSTERIOR_VALUE and isinstance(self, New):
+        if STEADY and isinstance(self, New):
+            # The steady-state optimum for this rate of fetches: each page's interval
+            # at the budget's μ (policy.solve), the most overdue first.
+            _, opt = solve(lam, 1.0, count / (args_step * H), tau_min=TAU_MIN, tau_max=TAU_MAX)
+            v = np.where(self.pending, np.inf, tau / opt)
+            return select(v, tau >= TAU_MIN, count, hosts=self.web.host, host_max=host_cap)
+        if THOMPSON and isinstance(self, New):
+            v = value(lam * np.exp(self.spread * self.z), 1.0, since)
+        elif POSTERIOR_VALUE and isinstance(self, New):
             v = expected_value(lam, SPREAD_SCALE * self.spread, 1.0, since)
         else:
             v = value(lam, 1.0, since)
@@ -252,6 +263,8 @@ class New(ValuePolicy):
         self.prior = np.full(n, PRIOR)
         self.spread = np.full(n, PRIOR_SPREAD)  # sd of log λ: the prior's at first
         self.prior_weight = PRIOR_WEIGHT
+        self.rng = np.random.default_rng(7)
+        self.z = self.rng.standard_normal(n)  # a Thompson draw per page, new each visit
         self.snapshots: dict[int, list[tuple[float, float]]] = {5: [], 10: [], 20: []}
         # The first fetch's Last-Modified: a dated change over its age (as the stage).
         pages = np.flatnonzero(web.lm)
@@ -272,6 +285,7 @@ class New(ValuePolicy):
 
     def _estimate(self, pages: np.ndarray) -> np.ndarray:
         if POINT == "mean":
+            self.z[pages] = self.rng.standard_normal(len(pages))
             rate, self.spread[pages] = posterior_summary(
                 self.loglik[pages], self.prior[pages], self.prior_weight
             )
@@ -502,6 +516,8 @@ def main() -> None:
     ap.add_argument("--initial", type=float, default=1.0, help="the prior's centre, days")
     ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
     ap.add_argument("--spread-scale", type=float, default=1.0, help="experiment")
+    ap.add_argument("--thompson", action="store_true", help="experiment")
+    ap.add_argument("--steady", action="store_true", help="experiment: steady-state pick")
     ap.add_argument(
         "--since-fetch", action="store_true", help="value from the fetch, not a sitemap read"
     )
@@ -521,6 +537,9 @@ def main() -> None:
     globals()["EMPIRICAL_SPREAD"] = not args.fixed_spread
     globals()["POSTERIOR_VALUE"] = not args.point_value
     globals()["SPREAD_SCALE"] = args.spread_scale
+    globals()["THOMPSON"] = args.thompson
+    globals()["STEADY"] = args.steady
+    globals()["args_step"] = args.step
     globals()["KNOWN_FRESH"] = not args.since_fetch
     if args.point_value:  # the stage too: its pick at the point estimate
         plan.expected_value = lambda lam, spread, w, tau: value(lam, w, tau)
