@@ -517,6 +517,7 @@ def main() -> None:
     ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
     ap.add_argument("--spread-scale", type=float, default=1.0, help="experiment")
     ap.add_argument("--thompson", action="store_true", help="experiment")
+    ap.add_argument("--prior-visits", type=int, default=plan.PRIOR_VISITS, help="experiment")
     ap.add_argument("--steady", action="store_true", help="experiment: steady-state pick")
     ap.add_argument(
         "--since-fetch", action="store_true", help="value from the fetch, not a sitemap read"
@@ -538,6 +539,7 @@ def main() -> None:
     globals()["POSTERIOR_VALUE"] = not args.point_value
     globals()["SPREAD_SCALE"] = args.spread_scale
     globals()["THOMPSON"] = args.thompson
+    plan.PRIOR_VISITS = args.prior_visits
     globals()["STEADY"] = args.steady
     globals()["args_step"] = args.step
     globals()["KNOWN_FRESH"] = not args.since_fetch
