@@ -103,7 +103,6 @@ from pathlib import Path
 from crawl_timeline import loop_idle, loop_windows, print_loop
 
 from crawlkit import streams
-from crawlkit.crawl.timeline import ENV as TIMELINE_ENV
 from crawlkit.errors import InvalidURL
 from crawlkit.url import Canonicalizer
 
@@ -253,6 +252,16 @@ def proc_table() -> dict[int, tuple[int, str, int]]:
     return table
 
 
+def proc_name(pid: int) -> str:
+    """``pid`` and the last words of its command line (a label for its RSS samples)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().split(b"\0")
+    except OSError:
+        return str(pid)
+    return f"{pid} " + " ".join(w.decode(errors="replace") for w in words[:4])[:80]
+
+
 def tree_of(table: dict[int, tuple[int, str, int]], roots: set[int]) -> set[int]:
     """``roots`` and all their descendants that are in ``table``."""
     children: dict[int, list[int]] = {}
@@ -277,6 +286,8 @@ class Usage:
     max_single_rss_mib: float = 0.0  # largest one process (wait4's ru_maxrss)
     killed: bool = False
     rss: list[tuple[float, float]] = field(default_factory=list)  # (s, MiB) samples
+    # Per process of the tree: "pid command" -> (s, MiB) samples (what grows where).
+    procs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Path) -> Usage:
@@ -308,7 +319,11 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
         tree = tree_of(table, orphans | ({proc.pid} if not root_done else set()))
         tree -= {p for p in tree if p in keep}
         rss = sum(table[p][2] for p in tree if table[p][1] != "Z") / 1024
-        usage.rss.append((round(time.time() - start, 2), round(rss, 1)))
+        now = round(time.time() - start, 2)
+        usage.rss.append((now, round(rss, 1)))
+        for p in tree:
+            if table[p][1] != "Z":
+                usage.procs.setdefault(proc_name(p), []).append((now, round(table[p][2] / 1024, 1)))
         usage.peak_rss_mib = max(usage.peak_rss_mib, rss)
         if not root_done and reap(proc.pid, os.WNOHANG):
             root_done = True
@@ -453,8 +468,11 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     work.mkdir()
     limit = args.duration + args.hard_grace
     ck = tool.startswith("crawlkit")
+    loop_log = work / "timeline.ndjson"
     if ck:
         cmd = crawlkit_cmd(web, work / "state", args)
+        if args.timeline:
+            cmd += ["--timeline", str(loop_log)]  # the crawl loop's states, per second
         if args.py_spy:
             spy = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
             cmd = [
@@ -509,10 +527,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         )
     load = os.getloadavg()[0]
     start = time.time()
-    loop_log = work / "timeline.ndjson"
     env = dict(kv.split("=", 1) for kv in args.b_env) if tool == "crawlkit-b" else {}
-    if ck and args.timeline:
-        env[TIMELINE_ENV] = str(loop_log)  # the crawl loop's states, per second
     os.environ.update(env)
     try:
         usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
@@ -547,6 +562,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "killed": usage.killed,
         "load_before": load,
         "rss": usage.rss,
+        "rss_procs": usage.procs,
         "per_5s": per_window(times, start),
     }
     if loop_log.exists():
@@ -725,7 +741,7 @@ def main() -> None:
         "--timeline",
         action="store_true",
         help="print server-side requests per 5 s of each run, and crawlkit's loop states "
-        "(CRAWLKIT_TIMELINE) per 5 s with its idle windows",
+        "(crawl --timeline) per 5 s with its idle windows",
     )
     ap.add_argument(
         "--b-env",
@@ -789,7 +805,7 @@ def main() -> None:
         args.json.write_text(
             json.dumps(
                 [
-                    {k: v for k, v in r.items() if k not in ("rss", "per_5s", "loop")}
+                    {k: v for k, v in r.items() if k not in ("rss", "rss_procs", "per_5s", "loop")}
                     for r in everything
                 ],
                 indent=1,
@@ -799,7 +815,12 @@ def main() -> None:
         args.rss_log.write_text(
             json.dumps(
                 [
-                    {"tool": r["tool"], "scenario": r["scenario"], "rss": r["rss"]}
+                    {
+                        "tool": r["tool"],
+                        "scenario": r["scenario"],
+                        "rss": r["rss"],
+                        "procs": r["rss_procs"],
+                    }
                     for r in everything
                 ]
             )

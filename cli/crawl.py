@@ -66,6 +66,7 @@ from crawlkit_cli.options import (
     Sitemap,
     SlotMapFile,
     StateDir,
+    TimelineFile,
     Timeout,
     TrustEnv,
     WarcPrefix,
@@ -194,6 +195,7 @@ def crawl_command(
     trust_env: TrustEnv = False,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
+    timeline: TimelineFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,
@@ -262,6 +264,7 @@ def crawl_command(
     """
     rep = reporter()
     streams.check_output_dir(warc_dir, "--warc-dir")
+    streams.check_output(timeline, "--timeline")
     if not scope:
         raise UsageError("--scope must not be empty")
     options = CrawlOptions(
@@ -303,6 +306,7 @@ def crawl_command(
         shards=shards,
         slot_map=slot_map,
         archive=archive_options(requisites, exclude, ignore_file),
+        timeline=timeline,
     )
     if do_explain:
         flags = stage_flags(click.get_current_context())
