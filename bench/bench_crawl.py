@@ -69,7 +69,14 @@ the machine's load falls on all of them alike):
   and wget2 past their own bound (CLOSESPIDER_TIMEOUT, ``timeout``).
 
 Ratios crawlkit / Scrapy and crawlkit / wget2 come from the same run. ``--json FILE``
-writes every run's figures; ``--rss-log FILE`` the RSS samples (for flatness).
+writes every run's figures; ``--rss-log FILE`` the RSS samples, the tree's and each
+process's (for flatness). Each run prints its RSS slope after warm-up: least squares
+from ``--slope-from`` (180 s) to the end of ``--for``, the tree's and each process's in
+MiB a minute, and the tree's per 1,000 server requests (a slope a minute depends on
+how fast the run went; memory that grows with the web crawled grows per request).
+
+    nice .venv/bin/python bench/bench_crawl.py --tools crawlkit --scenario few-seed \\
+        --hosts 15000 --pages 20 --for 600 --rss-log rss.json   # issue 27's 10 minutes
 
 Isolation: as root with ``unshare`` available, the bench re-executes itself in a new
 network and mount namespace whose only interface is loopback, so no tool can reach
@@ -345,6 +352,40 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
     return usage
 
 
+def slope(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (s, MiB) samples, in MiB a minute (0 with fewer than 2)."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mt = sum(t for t, _ in samples) / n
+    mv = sum(v for _, v in samples) / n
+    stt = sum((t - mt) ** 2 for t, _ in samples)
+    return 60 * sum((t - mt) * (v - mv) for t, v in samples) / stt if stt else 0.0
+
+
+def rss_slopes(usage: Usage, times: list[float], start: float, since: float, end: float) -> dict:
+    """RSS slopes after warm-up (from ``since`` s to ``end``, the end of ``--for``; the
+    stop's own work left out): the tree's and each process's in MiB a minute, and the
+    tree's per 1,000 server requests."""
+    window = [(t, v) for t, v in usage.rss if since <= t <= end]
+    requests = sum(1 for t in times if since <= t - start <= end)
+    tree = slope(window)
+    minutes = (end - since) / 60 if end > since else 0.0
+    return {
+        "from_s": since,
+        "tree_mib_min": round(tree, 2),
+        "tree_mib_per_1000_requests": round(tree * minutes * 1000 / requests, 3)
+        if requests
+        else None,
+        "requests": requests,
+        "procs_mib_min": {
+            name: round(slope([(t, v) for t, v in s if since <= t <= end]), 2)
+            for name, s in usage.procs.items()
+            if sum(1 for t, _ in s if since <= t <= end) >= 5
+        },
+    }
+
+
 # ------------------------------------------------------------------------ tools
 
 
@@ -564,6 +605,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "rss": usage.rss,
         "rss_procs": usage.procs,
         "per_5s": per_window(times, start),
+        "rss_slope": rss_slopes(usage, times, start, args.slope_from, args.duration),
     }
     if loop_log.exists():
         result["loop"] = loop_windows(loop_log)
@@ -723,6 +765,12 @@ def main() -> None:
     )
     ap.add_argument("--json", type=Path, default=None, help="write every run's figures here")
     ap.add_argument("--rss-log", type=Path, default=None, help="write the RSS samples here")
+    ap.add_argument(
+        "--slope-from",
+        type=float,
+        default=180.0,
+        help="RSS slope (least squares) from this second of a run to its end: warm-up left out",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the tools' output in /tmp")
     ap.add_argument(
         "--py-spy",
@@ -789,6 +837,15 @@ def main() -> None:
                         f"{result['wall_s']:.1f} s, {result['cpu_per_1000']:.2f} CPU s/1000, "
                         f"RSS {result['peak_rss_mib']:.0f} MiB, load "
                         f"{result['load_before']:.1f}",
+                        flush=True,
+                    )
+                    sl = result["rss_slope"]
+                    print(
+                        f"    RSS slope from {sl['from_s']:g} s: {sl['tree_mib_min']:+.2f} MiB/min "
+                        f"(tree), {sl['tree_mib_per_1000_requests']} MiB per 1,000 requests; "
+                        + ", ".join(
+                            f"{name.split()[0]} {v:+.2f}" for name, v in sl["procs_mib_min"].items()
+                        ),
                         flush=True,
                     )
                     if args.timeline:
