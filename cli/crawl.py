@@ -78,6 +78,7 @@ from crawlkit_cli.progress import progress_printer
 
 from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, crawl, explain
+from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
@@ -313,6 +314,7 @@ def crawl_command(
         print(explain(str(state), options, flags, [*(seeds or []), *(sitemap or [])]))
         return
     long_running_gc()
+    cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
     summary = crawl(
         state,
         read_seeds(seeds or []) + list(sitemap or []),
