@@ -5,11 +5,13 @@ crawl's threads (event loop, post-processing, WARC writer, frontier, host-state
 commits, name lookups) each allocate and free large, short-lived buffers (pages,
 records, parsed batches) in their own arena, and freed memory scattered over many
 arenas is seldom given back: the process's RSS keeps growing with nothing more live.
-Measured (issue 27, two 10-minute crawls at once on the same 15,000-host web, same
-code, 17,400 requests each): the crawl process's RSS grew 22.2 MiB from 3 to 10
-minutes with glibc's default and 11.4 MiB with ``MALLOC_ARENA_MAX=2``, ending at 219
-against 180 MiB; the by-design state of the hosts, sites and pages found meanwhile
-accounts for ~8 MB. The rate was the same (22 pages/s both).
+Measured (issue 27, pairs of 10-minute crawls run at the same time on the same
+15,000-host web, same code, as many requests each): the crawl process's RSS grew 22.2
+MiB from minute 3 to 10 with glibc's default and 11.4 MiB with ``MALLOC_ARENA_MAX=2``,
+ending at 219 against 180 MiB; in a second pair (this cap against
+``MALLOC_ARENA_MAX=16``, glibc's default on 2 cores) 19.4 against 16.3 MiB, ending at
+213 against 186 MiB. The state of the hosts, sites and pages found meanwhile accounts
+for ~8 MB.
 
 :func:`cap_arenas` does what ``MALLOC_ARENA_MAX`` does, from inside the process,
 through ``mallopt``; it must run before the threads start. An operator's own
