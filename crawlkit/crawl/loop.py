@@ -106,7 +106,12 @@ class Crawl:
             stores=self.stores,
             gate=self.gate,
             admission=self.admission,
-            warcs=CycleWarcs(warc_root, self.dir.root, reporter),
+            warcs=CycleWarcs(
+                warc_root,
+                self.dir.root,
+                reporter,
+                options.warc.prefix if options.linger is not None else None,
+            ),
             workers=workers,
             link_policy=link_policy,
             recrawl=options.recrawl,
@@ -161,6 +166,10 @@ class Crawl:
             # A stop asked for is the reason, also when the frontier looks empty (the
             # stopped run's cycles may not be post-processed yet).
             reason = limits.should_stop() if limits.interrupted else self._exhausted()
+            if reason and self._lingers():
+                if self.opts.linger(lambda: bool(limits.should_stop())):  # type: ignore[misc]
+                    continue  # a peer worker sent work to the inbox
+                reason = limits.should_stop() or reason
             if reason:
                 self.summary.stopped = reason
                 break
@@ -198,6 +207,15 @@ class Crawl:
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
         self._save_totals()
         return self.summary
+
+    def _lingers(self) -> bool:
+        """Whether this run, with nothing left, waits for its peers' links or their end
+        (a worker of ``crawl --workers``, see ``CrawlOptions.linger``) instead of ending."""
+        return (
+            self.opts.linger is not None
+            and self.gate.role is not None
+            and not (self.limits.interrupted)
+        )
 
     def _failed_so_far(self) -> bool:
         """No URL answered over HTTP in this run or any before, and some failed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,3 +41,7 @@ class CrawlOptions:
     shards: int | None = None
     slot_map: Path | None = None
     archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes
+    # A worker of ``crawl --workers`` (crawlkit.crawl.workers): called when nothing is
+    # left, with a "should the run stop" test; waits until its inbox has files (True:
+    # go on) or its peers are done too (False: end). None: an empty frontier ends it.
+    linger: Callable[[Callable[[], bool]], bool] | None = None
