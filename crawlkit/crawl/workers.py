@@ -70,7 +70,7 @@ __all__ = [
 
 WORKERS_DIR = "workers"
 DELIVER_EVERY = 0.5  # seconds between deliveries of the workers' outboxes
-KILL_AFTER = 9.0  # seconds past --for after which a worker still running is killed
+KILL_AFTER = 8.0  # seconds past --for after which a worker still running is killed
 LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
 
 
