@@ -55,6 +55,8 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
 from crawlkit.shard.routing import deliver, inbox_files
 from crawlkit.shard.slots import SlotMap
+from crawlkit.stages.report_collection import record_settings
+from crawlkit.state import open_state
 
 __all__ = [
     "DELIVER_EVERY",
@@ -164,7 +166,7 @@ class _Linger:
 
 
 def _worker_main(
-    k: int, state: str, seeds: list[str], options: CrawlOptions, conn: Any
+    k: int, state: str, seeds: list[str], options: CrawlOptions, conn: Any, deadline: float | None
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
     from crawlkit.crawl.loop import crawl
 
@@ -182,7 +184,10 @@ def _worker_main(
             conn.send(message)
 
     path = Path(state)
-    options = dataclasses.replace(options, linger=_Linger(path, send, conn))
+    # --for is the parent's deadline, not the start of this process plus the time left
+    # when it was spawned (importing takes seconds on a loaded machine)
+    duration = max(0.1, deadline - time.time()) if deadline is not None else None
+    options = dataclasses.replace(options, linger=_Linger(path, send, conn), duration=duration)
     rep = Reporter(f"crawlkit crawl: worker {k}")
     try:
         summary = crawl(
@@ -256,8 +261,15 @@ class WorkerFleet:
     def run(self) -> dict[str, Any]:
         """Run the crawl to its end; returns the merged summary (``failed`` in it
         says a worker died or failed: the CLI exits 1)."""
+        # the parent holds STATE's lock (a second crawl of it is refused, exit 1), each
+        # worker its own STATE/workers/K's
+        with open_state(self.state, owner="crawl"):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
         map_path = prepare(self.state, self.n)
         self.map_path = map_path
+        record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
         self.requests_before = sum(_totals(worker_dir(self.state, k)) for k in range(self.n))
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -291,7 +303,7 @@ class WorkerFleet:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
             target=_worker_main,
-            args=(w.k, str(worker_dir(self.state, w.k)), self.seeds, opts, child),
+            args=(w.k, str(worker_dir(self.state, w.k)), self.seeds, opts, child, self.deadline),
             name=f"crawl-worker-{w.k}",
         )
         proc.start()

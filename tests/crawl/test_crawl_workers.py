@@ -106,6 +106,10 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(tmp_path: Path
     assert responses >= len(expected)
     index = (state / "warc" / "index.cdxj").read_text().splitlines()
     assert len(index) >= responses
+    # one report of the whole crawl
+    res = crawlkit("report", "--state", str(state))
+    assert res.code == 0, res.stderr
+    assert orjson.loads(res.stdout)["fetches"] == len(_fetches(state))
     # the same state with another number of workers: a one-line refusal
     res = crawlkit("crawl", "--state", str(state), "--workers", "3")
     assert res.code != 0 and "--workers 2" in res.stderr and len(res.stderr.splitlines()) == 1
@@ -177,3 +181,16 @@ def test_merged_summary_sums_the_workers() -> None:
     assert merge_summaries([a, c], elapsed=1, stopped="interrupted (SIGTERM)")["stopped"] == (
         "interrupted (SIGTERM)"
     )
+
+
+def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    res = crawlkit(
+        "crawl", "https://example.org/", "--state", str(state), "--workers", "3", "--explain"
+    )
+    assert res.code == 0, res.stderr
+    out = res.stdout.decode()
+    assert "not a stage" in out and f"{state}/workers/0" in out
+    assert "--shard 0 --slot-map" in out and "prefix crawlkit-wK" in out
+    assert f"--deliver {state}/workers/2" in out
+    assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
