@@ -244,10 +244,15 @@ def crawl(
     *,
     reporter: Reporter | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    peer_seeds: Sequence[str] = (),
 ) -> CrawlSummary:
     """Run (or resume) a crawl in ``state_path`` until the frontier is empty or a limit.
 
-    Raises :class:`LockedError` when another process owns the state directory.
+    ``peer_seeds`` (a worker of ``crawl --workers``): the seeds the other workers own;
+    they widen the scope and their sites are trusted, but only ``seeds`` are queued
+    and rechecked here (N workers would otherwise each canonicalize, look up and
+    recheck every seed). Raises :class:`LockedError` when another process owns the
+    state directory.
     """
     reporter = reporter or NullReporter()
     seeds = list(seeds)
@@ -275,9 +280,10 @@ def crawl(
             gate.queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             admission.add_seeds(seeds)
             admission.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
+            admission.trust_seed_sites(peer_seeds)
 
         try:
-            admission.widen_scope(seeds)
+            admission.widen_scope([*seeds, *peer_seeds])
             return run.run(admit)
         finally:
             run.close()

@@ -52,11 +52,13 @@ from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import UsageError
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.records import url_record
 from crawlkit.shard.routing import deliver, inbox_files
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.report_collection import record_settings
 from crawlkit.state import open_state
+from crawlkit.url import Canonicalizer
 
 __all__ = [
     "DELIVER_EVERY",
@@ -66,13 +68,18 @@ __all__ = [
     "explain_workers",
     "merge_summaries",
     "prepare",
+    "split_seeds",
     "worker_options",
     "workers_fetched_nothing",
 ]
 
 WORKERS_DIR = "workers"
 DELIVER_EVERY = 0.5  # seconds between deliveries of the workers' outboxes
-KILL_AFTER = 8.0  # seconds past --for after which a worker still running is killed
+KILL_AFTER = 6.0  # seconds past --for after which a worker still running is killed
+# Workers stop fetching this long before the crawl's --for deadline: what a crawl does
+# after its deadline (in-flight requests, post-processing's 5 s, closing) takes longer
+# in N processes on a loaded machine, and the parent writes the index after them.
+WORKER_MARGIN = 3.0
 LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
 
 
@@ -139,6 +146,21 @@ def worker_options(
     )
 
 
+def split_seeds(seeds: Sequence[str], slot_map: SlotMap) -> list[list[str]]:
+    """The seeds each worker owns (by site, as its links are routed); a seed that does
+    not parse goes to worker 0, which reports it."""
+    canon = Canonicalizer()
+    out: list[list[str]] = [[] for _ in range(slot_map.shards)]
+    for raw in seeds:
+        try:
+            site = str(url_record(canon.parse(raw.strip()), depth=0, reason="seed")["site"])
+        except InvalidURL:
+            out[0].append(raw)
+            continue
+        out[slot_map.shard_of_site(site)].append(raw)
+    return out
+
+
 # -- the worker process ------------------------------------------------------------------
 class _Linger:
     """A worker's ``CrawlOptions.linger``: says "idle", waits for its inbox ("busy",
@@ -166,7 +188,12 @@ class _Linger:
 
 
 def _worker_main(
-    k: int, state: str, seeds: list[str], options: CrawlOptions, conn: Any, deadline: float | None
+    k: int,
+    state: str,
+    seeds: tuple[list[str], list[str]],
+    options: CrawlOptions,
+    conn: Any,
+    deadline: float | None,
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
     from crawlkit.crawl.loop import crawl
 
@@ -186,12 +213,18 @@ def _worker_main(
     path = Path(state)
     # --for is the parent's deadline, not the start of this process plus the time left
     # when it was spawned (importing takes seconds on a loaded machine)
-    duration = max(0.1, deadline - time.time()) if deadline is not None else None
+    duration = max(0.1, deadline - WORKER_MARGIN - time.time()) if deadline else None
     options = dataclasses.replace(options, linger=_Linger(path, send, conn), duration=duration)
     rep = Reporter(f"crawlkit crawl: worker {k}")
     try:
+        own, peers = seeds  # its own to queue, the others' to widen the scope
         summary = crawl(
-            path, seeds, options, reporter=rep, progress=lambda i: send(("progress", i))
+            path,
+            own,
+            options,
+            reporter=rep,
+            progress=lambda i: send(("progress", i)),
+            peer_seeds=peers,
         )
     except Exception as exc:  # a one-line error, as the CLI would print it
         send(("error", f"{type(exc).__name__}: {exc}"))
@@ -222,6 +255,7 @@ class _Worker:
     progress: dict[str, Any] = dataclasses.field(default_factory=dict)
     summaries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     error: str = ""
+    killed: bool = False  # by the parent, past --for: not a death that fails the crawl
 
 
 class WorkerFleet:
@@ -270,6 +304,7 @@ class WorkerFleet:
         map_path = prepare(self.state, self.n)
         self.map_path = map_path
         record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
+        self.own_seeds = split_seeds(self.seeds, SlotMap.load(map_path))
         self.requests_before = sum(_totals(worker_dir(self.state, k)) for k in range(self.n))
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -303,12 +338,24 @@ class WorkerFleet:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
             target=_worker_main,
-            args=(w.k, str(worker_dir(self.state, w.k)), self.seeds, opts, child, self.deadline),
+            args=(
+                w.k,
+                str(worker_dir(self.state, w.k)),
+                self._seeds_of(w.k),
+                opts,
+                child,
+                self.deadline,
+            ),
             name=f"crawl-worker-{w.k}",
         )
         proc.start()
         child.close()
         w.process, w.conn, w.state = proc, parent, "busy"
+
+    def _seeds_of(self, k: int) -> tuple[list[str], list[str]]:
+        """Worker k's own seeds, and the others'."""
+        peers = [u for j, own in enumerate(self.own_seeds) if j != k for u in own]
+        return self.own_seeds[k], peers
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
@@ -340,10 +387,12 @@ class WorkerFleet:
             now = self.clock()
             if self.deadline is not None and now >= self.deadline + KILL_AFTER:
                 for w in self.workers:
-                    if w.process is not None and w.process.is_alive():
+                    if w.process is not None and w.process.is_alive() and not w.killed:
                         self.rep.warn(
-                            f"worker {w.k} still runs {KILL_AFTER:g} s past --for: killed"
+                            f"worker {w.k} still runs {KILL_AFTER:g} s past --for: killed "
+                            "(the next run finishes what it cut)"
                         )
+                        w.killed = True
                         w.process.kill()
             if self.options.max_pages is not None and not self.stopped:
                 done = self.requests_before + sum(
@@ -354,6 +403,10 @@ class WorkerFleet:
             if now >= next_delivery:
                 next_delivery = now + DELIVER_EVERY
                 self._deliver_and_check()
+        self._drain()
+        self._reap()  # a death at the very end fails the crawl too
+        if all((worker_dir(self.state, w.k) / "shard.json").exists() for w in self.workers):
+            deliver([worker_dir(self.state, w.k) for w in self.workers], self.rep)
 
     def _drain(self) -> bool:
         """Read every message the workers sent; True if there was one."""
@@ -391,7 +444,8 @@ class WorkerFleet:
                 continue
             p.join()
             self._drain()  # its last words (summary or error) before the pipe closed
-            if p.exitcode == 0 and w.state == "ended":
+            if (p.exitcode == 0 and w.state == "ended") or w.killed:
+                w.state = "ended"
                 continue
             w.state = "failed"
             self.failed = True

@@ -194,3 +194,31 @@ def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_pat
     assert "--shard 0 --slot-map" in out and "prefix crawlkit-wK" in out
     assert f"--deliver {state}/workers/2" in out
     assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
+
+
+def test_sigterm_stops_every_worker_cleanly_and_a_rerun_finishes(tmp_path: Path) -> None:
+    slow = ("--min-delay", "0.15s", "--batch", "40", "--per-host", "5")
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "state"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *_args(web, state, *slow, "--workers", "2")],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 90
+        while len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson"))) < 2:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the workers fetched nothing in 90 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        assert orjson.loads(out)["stopped"] == "interrupted (SIGTERM)"
+        manifest = {_path(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
+        assert _pages(state) < manifest  # stopped early
+        assert not list(state.glob("warc/new/*.open"))  # every worker closed its WARC
+        res = crawlkit(*_args(web, state, *slow, "--workers", "2"), timeout=180)
+        assert res.code == 0, res.stderr
+    assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
+    assert manifest <= _pages(state)
