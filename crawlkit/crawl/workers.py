@@ -6,6 +6,8 @@ state directory, and moves files between them. Layout::
 
     STATE/workers/fleet.json    {"workers": N}: a state keeps its number of workers
     STATE/workers/map.json      the slot map (sites by registered-domain hash, N shards)
+    STATE/workers/ip-table      the per-IP table every worker shares (--per-ip, unless
+                                --ip-table names another file)
     STATE/workers/K/            worker K's state: a shard's state directory
     STATE/warc/                 every worker's WARC files (prefix PREFIX-wK), one index.cdxj
 
@@ -142,7 +144,13 @@ def worker_options(
         warc_dir=warc_dir.resolve(),
         warc=dataclasses.replace(options.warc, prefix=f"{options.warc.prefix}-w{k}"),
         archive=dataclasses.replace(options.archive, index=False),
-        fetch=dataclasses.replace(fetch, concurrency=max(1, math.ceil(fetch.concurrency / n))),
+        fetch=dataclasses.replace(
+            fetch,
+            concurrency=max(1, math.ceil(fetch.concurrency / n)),
+            # hosts of one IP address may belong to different workers: --per-ip holds
+            # across them through one table (crawlkit.fetch.iptable), the user's if named
+            ip_table=fetch.ip_table or str((state / WORKERS_DIR / "ip-table").resolve()),
+        ),
     )
 
 

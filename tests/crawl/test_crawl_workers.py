@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -222,3 +223,32 @@ def test_sigterm_stops_every_worker_cleanly_and_a_rerun_finishes(tmp_path: Path)
         assert res.code == 0, res.stderr
     assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
     assert manifest <= _pages(state)
+
+
+def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
+    gap = 0.08
+    web_args = ("--hosts", "1", "--pages", "2", "--special", "none,link-farm:6")
+    with start_testweb(tmp_path, *web_args) as web:
+        farm = [h for h in web.manifest["hosts"] if h["kind"] == "link-farm"]
+        (addr,) = {h["addr"] for h in farm}
+        state = tmp_path / "state"
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(f"{h['root']}\n" for h in farm))
+        args = _args(web, state, "--workers", "2", "--per-ip", "1")
+        args[1] = str(seeds)
+        args += ["--per-ip-delay", f"{gap}s", "--min-delay", "0s", "--max-pages", "60"]
+        res = crawlkit(*args, timeout=180)
+        assert res.code == 0, res.stderr
+        to_addr = sorted(
+            (r for r in web.requests() if r["addr"] == addr), key=lambda r: r["t_start"]
+        )
+    # the farm's hosts were crawled by both workers (so the limit had to hold across them)
+    hosts = [
+        {r["url"].split("/")[2] for r in _fetches(state / "workers" / str(k)) if "farm" in r["url"]}
+        for k in (0, 1)
+    ]
+    assert all(hosts), hosts
+    assert len(to_addr) >= 12
+    # never two requests in flight to the address, each the gap after the last one ended
+    for a, b in itertools.pairwise(to_addr):
+        assert b["t_start"] - a["t_end"] >= gap, (a, b)
