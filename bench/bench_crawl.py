@@ -120,7 +120,18 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
 # crawlkit-b: crawlkit with --b-env set (an A/B within the same run, e.g. an old
 # behaviour behind a debug knob read from the environment; crawl/feed.py's
 # POST_BACKLOG_MAX and CUT_SCALE_MAX are plain constants now: edit them for an A/B)
-TOOLS = ("crawlkit", "crawlkit-b", "scrapy", "wget2")
+# crawlkit-wN: crawlkit with --workers N (N processes, each a shard of the crawl);
+# crawlkit-j2: one crawl process with 2 extract processes (-j 2), the other design
+TOOLS = (
+    "crawlkit",
+    "crawlkit-j2",
+    "crawlkit-b",
+    "crawlkit-w2",
+    "crawlkit-w3",
+    "crawlkit-w4",
+    "scrapy",
+    "wget2",
+)
 PY_SPY_RATE = 50  # samples a second: each sample of a busy thread is 1/50 CPU s
 
 # (hosts, pages) per scenario: quick defaults, and issue 13's sizes with --full.
@@ -404,7 +415,14 @@ def with_hosts(hosts_file: str, cmd: list[str]) -> list[str]:
     ]
 
 
-def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
+def tool_workers(tool: str) -> int:
+    """The --workers of a crawlkit tool: N for crawlkit-wN, else 1."""
+    return int(tool[len("crawlkit-w") :]) if tool.startswith("crawlkit-w") else 1
+
+
+def crawlkit_cmd(
+    web: dict, state: Path, args: argparse.Namespace, workers: int = 1, jobs: int | None = None
+) -> list[str]:
     cmd = [
         sys.executable,
         "-m",
@@ -428,6 +446,10 @@ def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
         "-j",
         str(args.jobs),
     ]
+    if jobs is not None:
+        cmd[-1] = str(jobs)
+    if workers > 1:
+        cmd += ["--workers", str(workers)]
     cmd += shlex.split(args.crawlkit_args)
     if args.scenario == "classic":
         cmd += [
@@ -449,6 +471,7 @@ def crawlkit_cmd(web: dict, state: Path, args: argparse.Namespace) -> list[str]:
 def crawlkit_pages(state: Path, wanted: set[str]) -> set[str]:
     """Pages in crawlkit's page records (written once a page is parsed)."""
     files = sorted(state.glob("crawl/**/pages*.ndjson*"))
+    files += sorted(state.glob("workers/*/crawl/**/pages*.ndjson*"))  # --workers N
     return canonical_set((str(r["url"]) for r in streams.read_records(files)), wanted)
 
 
@@ -511,7 +534,8 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     ck = tool.startswith("crawlkit")
     loop_log = work / "timeline.ndjson"
     if ck:
-        cmd = crawlkit_cmd(web, work / "state", args)
+        jobs = 2 if tool == "crawlkit-j2" else None
+        cmd = crawlkit_cmd(web, work / "state", args, tool_workers(tool), jobs)
         if args.timeline:
             cmd += ["--timeline", str(loop_log)]  # the crawl loop's states, per second
         if args.py_spy:
@@ -594,6 +618,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "pages_per_s": n / usage.wall_s if usage.wall_s else 0.0,
         "cpu_per_1000": 1000 * usage.cpu_s / n if n else float("inf"),
         "cpu_s": usage.cpu_s,
+        "cores": usage.cpu_s / usage.wall_s if usage.wall_s else 0.0,
         "wall_s": usage.wall_s,
         "peak_rss_mib": usage.peak_rss_mib,
         "max_single_rss_mib": usage.max_single_rss_mib,
@@ -667,6 +692,7 @@ FIGURES = (
     ("new_pages", "new pages processed", "{:.0f}"),
     ("pages_per_s", "new pages/s (whole run)", "{:.1f}"),
     ("cpu_per_1000", "CPU s per 1,000 pages", "{:.2f}"),
+    ("cores", "CPU cores used (tree CPU s / wall s)", "{:.2f}"),
     ("peak_rss_mib", "peak RSS MiB (tree)", "{:.0f}"),
     ("stall_s", "longest stall s (5-s windows < 10% mean)", "{:.0f}"),
     ("requests", "server-side requests", "{:.0f}"),

@@ -82,6 +82,12 @@ from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
+from crawlkit.crawl.workers import (
+    WorkerFleet,
+    check_single,
+    explain_workers,
+    workers_fetched_nothing,
+)
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -187,6 +193,18 @@ def crawl_command(
         ),
     ] = None,
     shards: Shards = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Crawl processes: N >= 2 runs N workers, each a shard owning its sites by "
+            "registered-domain hash (STATE/workers/K/), the links between them handed on "
+            "every 0.5 s, one summary and one WARC directory; --concurrency is the whole "
+            "crawl's, -j per worker. A state keeps its number. See README \"Scaling with "
+            '--workers".',
+        ),
+    ] = 1,
     slot_map: SlotMapFile = None,
     requisites: Requisites = True,
     sitemap: Sitemap = None,
@@ -314,24 +332,34 @@ def crawl_command(
     )
     if do_explain:
         flags = stage_flags(click.get_current_context())
-        print(explain(str(state), options, flags, [*(seeds or []), *(sitemap or [])]))
+        given = [*(seeds or []), *(sitemap or [])]
+        if workers > 1:
+            print(explain_workers(str(state), options, workers, flags, given))
+        else:
+            print(explain(str(state), options, flags, given))
         return
     long_running_gc()
     cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
-    summary = crawl(
-        state,
-        read_seeds(seeds or []) + list(sitemap or []),
-        options,
-        reporter=rep,
-        progress=progress_printer(),
-    ).to_json()
+    all_seeds = read_seeds(seeds or []) + list(sitemap or [])
+    if workers > 1:
+        summary = WorkerFleet(
+            state, all_seeds, options, workers, reporter=rep, progress=progress_printer()
+        ).run()
+    else:
+        check_single(state)
+        summary = crawl(
+            state, all_seeds, options, reporter=rep, progress=progress_printer()
+        ).to_json()
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(summary) + b"\n")
     else:
         print(summary_text(summary), file=sys.stderr)
-    if fetched_nothing(state, summary):
+    if summary.get("failed"):
+        raise CrawlkitError(f"{summary['stopped']}; run the crawl again to finish what was cut")
+    failed = workers_fetched_nothing if workers > 1 else fetched_nothing
+    if failed(state, summary):
         why = "; ".join(
             f"{r} {e['count']}, e.g. {e['example']}" for r, e in summary["errors"].items()
         )

@@ -68,6 +68,21 @@ class Admission:
             return 0
         return self.admit(records, "seeds")
 
+    def trust_seed_sites(self, urls: Iterable[str]) -> None:
+        """Trust the sites of other shards' seeds (site budgets), queueing nothing: a
+        worker of ``crawl --workers`` is given only its own seeds to queue."""
+        sites: set[str] = set()
+        for raw in urls:
+            try:
+                parsed = self.gate.canon.parse(raw.strip())
+            except InvalidURL:
+                continue
+            sites.add(str(url_record(parsed, depth=0, reason="seed")["site"]))
+        if sites:
+            with self.stores.lock:
+                self.stores.frontier.note_seeds(sites)
+                self.stores.frontier.commit()
+
     def recheck_seeds(self, urls: Iterable[str]) -> None:
         """Make the seeds never fetched due now, asking again what kept them out.
 

@@ -53,10 +53,16 @@ class CycleWarcs:
     (``.open`` → ``new/`` → the archive directory); and the first capture of each
     stylesheet, which a copy at another URL is parsed against."""
 
-    def __init__(self, warc_root: Path, crawl_root: Path, reporter: Reporter):
+    def __init__(
+        self, warc_root: Path, crawl_root: Path, reporter: Reporter, prefix: str | None = None
+    ):
         self.root = warc_root
         self.crawl_root = crawl_root  # STATE/crawl: the stylesheets' first captures
         self.rep = reporter
+        # A worker of ``crawl --workers`` shares the WARC directory with its peers: it
+        # recovers and archives only the files of its own prefix (a peer's .open file
+        # is being written, a peer's closed one may be being extracted).
+        self.prefix = prefix
         self._first_sheets: dict[str, tuple[str, int, int]] | None = None
 
     def stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
@@ -143,6 +149,15 @@ class CycleWarcs:
                 out.append((str(path), spans))
         return out
 
+    def owns(self, name: str) -> bool:
+        """Whether the WARC file ``name`` is this crawl's to recover and archive: any
+        file, or with a prefix only ``PREFIX-<time>...`` (so ``crawlkit-w1-...`` is not
+        ``crawlkit``'s)."""
+        if self.prefix is None:
+            return True
+        head = f"{self.prefix}-"
+        return name.startswith(head) and name[len(head) : len(head) + 1].isdigit()
+
     def archive_closed(self) -> int:
         """Move closed WARC files from ``new/`` to the archive directory itself; returns
         how many.
@@ -153,6 +168,8 @@ class CycleWarcs:
         moved = 0
         new_dir = warc_new_dir(self.root)
         for path in sorted(new_dir.glob("*.warc.gz")) if new_dir.exists() else []:
+            if not self.owns(path.name):
+                continue
             target = self.root / path.name
             if not target.exists():
                 adopt_file_index(index_of(path), self.root, path.name)

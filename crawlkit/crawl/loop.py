@@ -106,7 +106,12 @@ class Crawl:
             stores=self.stores,
             gate=self.gate,
             admission=self.admission,
-            warcs=CycleWarcs(warc_root, self.dir.root, reporter),
+            warcs=CycleWarcs(
+                warc_root,
+                self.dir.root,
+                reporter,
+                options.warc.prefix if options.linger is not None else None,
+            ),
             workers=workers,
             link_policy=link_policy,
             recrawl=options.recrawl,
@@ -161,6 +166,10 @@ class Crawl:
             # A stop asked for is the reason, also when the frontier looks empty (the
             # stopped run's cycles may not be post-processed yet).
             reason = limits.should_stop() if limits.interrupted else self._exhausted()
+            if reason and self._lingers():
+                if self.opts.linger(lambda: bool(limits.should_stop())):  # type: ignore[misc]
+                    continue  # a peer worker sent work to the inbox
+                reason = limits.should_stop() or reason
             if reason:
                 self.summary.stopped = reason
                 break
@@ -199,6 +208,15 @@ class Crawl:
         self._save_totals()
         return self.summary
 
+    def _lingers(self) -> bool:
+        """Whether this run, with nothing left, waits for its peers' links or their end
+        (a worker of ``crawl --workers``, see ``CrawlOptions.linger``) instead of ending."""
+        return (
+            self.opts.linger is not None
+            and self.gate.role is not None
+            and not (self.limits.interrupted)
+        )
+
     def _failed_so_far(self) -> bool:
         """No URL answered over HTTP in this run or any before, and some failed."""
         answered = any(self.summary.outcomes[o] for o in ANSWERED)
@@ -226,10 +244,15 @@ def crawl(
     *,
     reporter: Reporter | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    peer_seeds: Sequence[str] = (),
 ) -> CrawlSummary:
     """Run (or resume) a crawl in ``state_path`` until the frontier is empty or a limit.
 
-    Raises :class:`LockedError` when another process owns the state directory.
+    ``peer_seeds`` (a worker of ``crawl --workers``): the seeds the other workers own;
+    they widen the scope and their sites are trusted, but only ``seeds`` are queued
+    and rechecked here (N workers would otherwise each canonicalize, look up and
+    recheck every seed). Raises :class:`LockedError` when another process owns the
+    state directory.
     """
     reporter = reporter or NullReporter()
     seeds = list(seeds)
@@ -257,9 +280,10 @@ def crawl(
             gate.queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             admission.add_seeds(seeds)
             admission.recheck_seeds(seeds)  # queued: due now, robots.txt asked again first
+            admission.trust_seed_sites(peer_seeds)
 
         try:
-            admission.widen_scope(seeds)
+            admission.widen_scope([*seeds, *peer_seeds])
             return run.run(admit)
         finally:
             run.close()

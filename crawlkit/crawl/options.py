@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,3 +42,7 @@ class CrawlOptions:
     slot_map: Path | None = None
     archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes
     timeline: Path | None = None  # the loop's states once a second (crawl/timeline.py)
+    # A worker of ``crawl --workers`` (crawlkit.crawl.workers): called when nothing is
+    # left, with a "should the run stop" test; waits until its inbox has files (True:
+    # go on) or its peers are done too (False: end). None: an empty frontier ends it.
+    linger: Callable[[Callable[[], bool]], bool] | None = None

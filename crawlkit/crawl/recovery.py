@@ -89,6 +89,8 @@ class Recovery:
         valid_end: dict[str, int] = {}
         new_dir = warc_new_dir(self.cycles.warcs.root)
         for partial in sorted(new_dir.glob("*.warc.gz.open")) if new_dir.exists() else []:
+            if not self.cycles.warcs.owns(partial.name):
+                continue  # a peer worker's file, being written
             valid_end[partial.name[: -len(".open")]] = finish_open_file(partial)
         return valid_end
 

@@ -78,6 +78,7 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
         "errors": summary.outcomes["error"],
         "deferred": summary.outcomes["deferred"],
         "new_urls": summary.new_urls,
+        "requests": summary.requests,
         "elapsed_s": elapsed,
     }
 

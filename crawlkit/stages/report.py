@@ -50,11 +50,13 @@ def crawl_report(
     """The report dict of the crawl in ``state_path`` (see :func:`build_report`)."""
     reporter = reporter or NullReporter()
     state = Path(state_path)
-    cycles = sorted((state / "crawl" / "cycles").glob("[0-9]*"))
+    # a crawl of --workers N keeps one ordinary crawl state per worker (one report)
+    roots = [state, *sorted((state / "workers").glob("[0-9]*"))]
+    cycles = [c for r in roots for c in sorted((r / "crawl" / "cycles").glob("[0-9]*"))]
     fetch_logs = [c / "fetch.ndjson" for c in cycles if (c / "fetch.ndjson").exists()]
     dedups = [c / "dedup.ndjson.zst" for c in cycles if (c / "dedup.ndjson.zst").exists()]
     refused = sorted(p for c in cycles for p in c.glob("*refused.ndjson.zst"))
-    refused += sorted((state / "crawl").glob("*refused.ndjson.zst"))
+    refused += [p for r in roots for p in sorted((r / "crawl").glob("*refused.ndjson.zst"))]
     counters: dict[str, Any] = {"cycles": len(cycles)}
     totals = state / "crawl" / "totals.json"
     if totals.exists():

@@ -1,0 +1,631 @@
+"""``crawlkit crawl --workers N``: one crawl as N worker processes; a machine is a fleet of one.
+
+The parent process (:class:`WorkerFleet`) is no stage: it starts N workers (spawned
+processes), each an ordinary ``crawl`` of shard K of an even slot map, on its own
+state directory, and moves files between them. Layout::
+
+    STATE/workers/fleet.json    {"workers": N}: a state keeps its number of workers
+    STATE/workers/map.json      the slot map (sites by registered-domain hash, N shards)
+    STATE/workers/ip-table      the per-IP table every worker shares (--per-ip, unless
+                                --ip-table names another file)
+    STATE/workers/K/            worker K's state: a shard's state directory
+    STATE/warc/                 every worker's WARC files (prefix PREFIX-wK), one index.cdxj
+
+Every site (so every host, its robots.txt and its politeness) belongs to one worker.
+A worker writes links of other workers' sites to its outbox
+(``STATE/workers/K/outbox/shard-J/``); every :data:`DELIVER_EVERY` seconds the
+parent moves them into the owner's inbox (:func:`crawlkit.shard.routing.deliver`),
+which the owner queues at its next refill, so links flow while the crawl runs.
+
+A worker with nothing left does not end: it *lingers* (``CrawlOptions.linger``),
+telling the parent "idle", until its inbox has files ("busy") or the parent says
+"end". The parent ends the crawl when every worker is idle (or has ended), nothing
+was delivered and no inbox has a file, and no worker spoke meanwhile: an idle worker
+writes nothing, and only the parent delivers, so no link can be on its way.
+
+Signals: workers run in process groups of their own; the parent forwards the first
+SIGINT/SIGTERM (each worker ends as a crawl does on one) and a second one. ``--for``:
+each worker gets the time left; one still running :data:`KILL_AFTER` seconds past
+the deadline is killed (kill -9 loses nothing). A worker that dies (kill -9, a crash)
+is reported in one line and the crawl stops with exit 1: every worker's state is an
+ordinary crawl state, so the next run finishes what was cut.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import dataclasses
+import gc
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from crawlkit import streams
+from crawlkit.crawl.archive import update_collection_index
+from crawlkit.crawl.options import CrawlOptions
+from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import InvalidURL, UsageError
+from crawlkit.records import url_record
+from crawlkit.shard.routing import deliver, inbox_files
+from crawlkit.shard.slots import SlotMap
+from crawlkit.stages.report_collection import record_settings
+from crawlkit.state import open_state
+from crawlkit.url import Canonicalizer
+
+__all__ = [
+    "DELIVER_EVERY",
+    "KILL_AFTER",
+    "WorkerFleet",
+    "check_single",
+    "explain_workers",
+    "merge_summaries",
+    "prepare",
+    "split_seeds",
+    "worker_options",
+    "workers_fetched_nothing",
+]
+
+WORKERS_DIR = "workers"
+DELIVER_EVERY = 0.5  # seconds between deliveries of the workers' outboxes
+KILL_AFTER = 6.0  # seconds past --for after which a worker still running is killed
+# Workers stop fetching this long before the crawl's --for deadline: what a crawl does
+# after its deadline (in-flight requests, post-processing's 5 s, closing) takes longer
+# in N processes on a loaded machine, and the parent writes the index after them.
+WORKER_MARGIN = 3.0
+LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
+
+
+def worker_dir(state: Path, k: int) -> Path:
+    return state / WORKERS_DIR / str(k)
+
+
+def check_single(state: Path) -> None:
+    """Refuse a one-process crawl (``--workers 1``) of a state crawled by workers."""
+    saved = state / WORKERS_DIR / "fleet.json"
+    if saved.exists():
+        n = int(streams.read_json(saved)["workers"])
+        raise UsageError(
+            f"{state} is a crawl of --workers {n}; run it with --workers {n} "
+            "(the number of workers of a state does not change)"
+        )
+
+
+def prepare(state: Path, n: int) -> Path:
+    """Lay out (or check) ``STATE/workers`` for ``n`` workers; returns the slot map's path.
+
+    A state keeps its number of workers: another ``n``, or a state a one-process crawl
+    made, is refused with a one-line error (no rebalancing here: see README, "Adding
+    a node", for a handoff between shards).
+    """
+    root = state / WORKERS_DIR
+    saved = root / "fleet.json"
+    map_path = root / "map.json"
+    if saved.exists():
+        had = int(streams.read_json(saved)["workers"])
+        if had != n:
+            raise UsageError(
+                f"{state} is a crawl of --workers {had}, not {n}; run it with --workers {had} "
+                "(the number of workers of a state does not change)"
+            )
+        return map_path
+    crawl = state / "crawl"
+    if (crawl / "cycles").exists() or (crawl / "totals.json").exists():
+        raise UsageError(f"{state} is a one-process crawl; run it with --workers 1")
+    root.mkdir(parents=True, exist_ok=True)
+    SlotMap.even(n).save(map_path)  # before fleet.json: a crash in between redoes both
+    streams.atomic_write_json(saved, {"workers": n})
+    return map_path
+
+
+def worker_options(
+    options: CrawlOptions, state: Path, map_path: Path, k: int, n: int, duration: float | None
+) -> CrawlOptions:
+    """Worker ``k``'s options: shard k of the map, the shared WARC directory (its own
+    file prefix, no index: the parent writes it once), its share of ``--concurrency``
+    and of the time left."""
+    warc_dir = Path(options.warc_dir) if options.warc_dir else state / "warc"
+    fetch = options.fetch
+    return dataclasses.replace(
+        options,
+        shard=k,
+        shards=None,
+        slot_map=map_path,
+        duration=duration,
+        warc_dir=warc_dir.resolve(),
+        warc=dataclasses.replace(options.warc, prefix=f"{options.warc.prefix}-w{k}"),
+        archive=dataclasses.replace(options.archive, index=False),
+        fetch=dataclasses.replace(
+            fetch,
+            concurrency=max(1, math.ceil(fetch.concurrency / n)),
+            # hosts of one IP address may belong to different workers: --per-ip holds
+            # across them through one table (crawlkit.fetch.iptable), the user's if named
+            ip_table=fetch.ip_table or str((state / WORKERS_DIR / "ip-table").resolve()),
+        ),
+    )
+
+
+def split_seeds(seeds: Sequence[str], slot_map: SlotMap) -> list[list[str]]:
+    """The seeds each worker owns (by site, as its links are routed); a seed that does
+    not parse goes to worker 0, which reports it."""
+    canon = Canonicalizer()
+    out: list[list[str]] = [[] for _ in range(slot_map.shards)]
+    for raw in seeds:
+        try:
+            site = str(url_record(canon.parse(raw.strip()), depth=0, reason="seed")["site"])
+        except InvalidURL:
+            out[0].append(raw)
+            continue
+        out[slot_map.shard_of_site(site)].append(raw)
+    return out
+
+
+# -- the worker process ------------------------------------------------------------------
+class _Linger:
+    """A worker's ``CrawlOptions.linger``: says "idle", waits for its inbox ("busy",
+    True) or the parent's "end" (False). "busy" is said before the inbox is read, so
+    the parent never sees an empty inbox and an idle worker that is not."""
+
+    def __init__(self, state: Path, send: Callable[[tuple[Any, ...]], None], conn: Any):
+        self.state = state
+        self.send = send
+        self.conn = conn
+
+    def __call__(self, stop: Callable[[], bool]) -> bool:
+        self.send(("idle",))
+        while True:
+            if inbox_files(self.state):
+                self.send(("busy",))
+                return True
+            try:
+                if self.conn.poll(LINGER_POLL) and self.conn.recv() == "end":
+                    return False
+            except (EOFError, OSError):
+                return False  # the parent is gone: end as an empty frontier would
+            if stop():
+                return False
+
+
+def _worker_main(
+    k: int,
+    state: str,
+    seeds: tuple[list[str], list[str]],
+    options: CrawlOptions,
+    conn: Any,
+    deadline: float | None,
+) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
+    from crawlkit.crawl.arenas import cap_arenas
+    from crawlkit.crawl.loop import crawl
+
+    cap_arenas()  # as the CLI does for one crawl process, before any thread starts
+    os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
+    _die_with_parent()
+    gc.freeze()  # as the CLI does for a crawl (crawlkit_cli.crawl.long_running_gc)
+    young, middle, _old = gc.get_threshold()
+    gc.set_threshold(young, middle, 100)
+    lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        # the post thread's progress and the loop's idle share the pipe; the parent
+        # gone, the crawl still ends cleanly
+        with lock, contextlib.suppress(OSError):
+            conn.send(message)
+
+    path = Path(state)
+    # --for is the parent's deadline, not the start of this process plus the time left
+    # when it was spawned (importing takes seconds on a loaded machine)
+    duration = max(0.1, deadline - WORKER_MARGIN - time.time()) if deadline else None
+    timeline = options.timeline
+    if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
+        timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")
+    options = dataclasses.replace(
+        options, linger=_Linger(path, send, conn), duration=duration, timeline=timeline
+    )
+    rep = Reporter(f"crawlkit crawl: worker {k}")
+    try:
+        own, peers = seeds  # its own to queue, the others' to widen the scope
+        summary = crawl(
+            path,
+            own,
+            options,
+            reporter=rep,
+            progress=lambda i: send(("progress", i)),
+            peer_seeds=peers,
+        )
+    except Exception as exc:  # a one-line error, as the CLI would print it
+        send(("error", f"{type(exc).__name__}: {exc}"))
+        raise SystemExit(1) from None
+    send(("summary", summary.to_json()))
+
+
+def _die_with_parent() -> None:
+    """Linux: this worker gets SIGKILL when the parent dies (a kill -9 of the parent
+    is one of the whole crawl, which loses nothing), instead of crawling on, orphaned,
+    holding its state. Elsewhere a worker ends when it finds the parent gone."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before the line above
+        os._exit(1)
+
+
+# -- the parent --------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Worker:
+    k: int
+    process: Any = None
+    conn: Any = None
+    state: str = "busy"  # busy, idle, ended (its summary arrived), failed
+    progress: dict[str, Any] = dataclasses.field(default_factory=dict)
+    summaries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    error: str = ""
+    killed: bool = False  # by the parent, past --for: not a death that fails the crawl
+
+
+class WorkerFleet:
+    """The parent of ``crawl --workers N``: runs the workers, delivers their links,
+    forwards signals, enforces ``--for``, sums their figures (see the module doc)."""
+
+    def __init__(
+        self,
+        state: Path,
+        seeds: Sequence[str],
+        options: CrawlOptions,
+        n: int,
+        *,
+        reporter: Reporter | None = None,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        if options.shard is not None or options.shards is not None or options.slot_map:
+            raise UsageError("--workers N > 1 shards the crawl itself: no --shard/--slot-map")
+        self.state = state.resolve()
+        self.seeds = list(seeds)
+        self.options = options
+        self.n = n
+        self.rep = reporter or NullReporter()
+        self.progress = progress
+        self.clock = clock
+        self.start = clock()
+        self.deadline = self.start + options.duration if options.duration else None
+        self.workers = [_Worker(k) for k in range(n)]
+        self.signals = 0
+        self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
+        self.failed = False
+        self.requests_before = 0
+        self._ctx = multiprocessing.get_context("spawn")
+
+    # -- running -------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run the crawl to its end; returns the merged summary (``failed`` in it
+        says a worker died or failed: the CLI exits 1)."""
+        # the parent holds STATE's lock (a second crawl of it is refused, exit 1), each
+        # worker its own STATE/workers/K's
+        with open_state(self.state, owner="crawl"):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
+        map_path = prepare(self.state, self.n)
+        self.map_path = map_path
+        record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
+        self.own_seeds = split_seeds(self.seeds, SlotMap.load(map_path))
+        self.requests_before = sum(_totals(worker_dir(self.state, k)) for k in range(self.n))
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for w in self.workers:
+                self._start(w)
+            self._loop()
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+            for w in self.workers:
+                if w.process is not None and w.process.is_alive():
+                    w.process.kill()  # only on an error of the parent itself
+                    w.process.join()
+        warc_root = Path(self.options.warc_dir) if self.options.warc_dir else self.state / "warc"
+        if self.options.archive.index and warc_root.exists():
+            update_collection_index(warc_root, self.rep)
+        summary = merge_summaries(
+            [s for w in self.workers for s in w.summaries],
+            elapsed=self.clock() - self.start,
+            stopped=self.stopped,
+        )
+        summary["workers"] = self.n
+        summary["failed"] = self.failed
+        return summary
+
+    def _start(self, w: _Worker) -> None:
+        left = None
+        if self.deadline is not None:
+            left = max(0.1, self.deadline - self.clock())
+        opts = worker_options(self.options, self.state, self.map_path, w.k, self.n, left)
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(
+                w.k,
+                str(worker_dir(self.state, w.k)),
+                self._seeds_of(w.k),
+                opts,
+                child,
+                self.deadline,
+            ),
+            name=f"crawl-worker-{w.k}",
+        )
+        proc.start()
+        child.close()
+        w.process, w.conn, w.state = proc, parent, "busy"
+
+    def _seeds_of(self, k: int) -> tuple[list[str], list[str]]:
+        """Worker k's own seeds, and the others'."""
+        peers = [u for j, own in enumerate(self.own_seeds) if j != k for u in own]
+        return self.own_seeds[k], peers
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signals += 1
+        if not self.stopped:
+            self.stopped = f"interrupted ({signal.Signals(signum).name})"
+        if self.signals <= 2:  # the first asks each worker to stop, the second at once
+            self._signal_all(signal.SIGTERM)
+
+    def _signal_all(self, signum: int) -> None:
+        for w in self.workers:
+            if w.process is not None and w.process.is_alive() and w.process.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(w.process.pid, signum)
+
+    def _stop(self, reason: str) -> None:
+        """Stop every worker as one signal would (once)."""
+        if not self.stopped:
+            self.stopped = reason
+            self._signal_all(signal.SIGTERM)
+
+    def _loop(self) -> None:
+        next_delivery = 0.0
+        while any(w.process is not None and w.process.is_alive() for w in self.workers):
+            ready = [w.conn for w in self.workers if w.process is not None and not w.conn.closed]
+            ready += [w.process.sentinel for w in self.workers if w.process is not None]
+            multiprocessing.connection.wait(ready, timeout=DELIVER_EVERY / 2)
+            self._drain()
+            self._reap()
+            now = self.clock()
+            if self.deadline is not None and now >= self.deadline + KILL_AFTER:
+                for w in self.workers:
+                    if w.process is not None and w.process.is_alive() and not w.killed:
+                        self.rep.warn(
+                            f"worker {w.k} still runs {KILL_AFTER:g} s past --for: killed "
+                            "(the next run finishes what it cut)"
+                        )
+                        w.killed = True
+                        w.process.kill()
+            if self.options.max_pages is not None and not self.stopped:
+                done = self.requests_before + sum(
+                    int(w.progress.get("requests", 0)) for w in self.workers
+                )
+                if done >= self.options.max_pages:
+                    self._stop("page limit (--max-pages)")
+            if now >= next_delivery:
+                next_delivery = now + DELIVER_EVERY
+                self._deliver_and_check()
+        self._drain()
+        self._reap()  # a death at the very end fails the crawl too
+        if all((worker_dir(self.state, w.k) / "shard.json").exists() for w in self.workers):
+            deliver([worker_dir(self.state, w.k) for w in self.workers], self.rep)
+
+    def _drain(self) -> bool:
+        """Read every message the workers sent; True if there was one."""
+        heard = False
+        for w in self.workers:
+            while w.conn is not None and not w.conn.closed:
+                try:
+                    if not w.conn.poll():
+                        break
+                    message = w.conn.recv()
+                except (EOFError, OSError):
+                    w.conn.close()
+                    break
+                heard = True
+                kind = message[0]
+                if kind == "progress":
+                    w.progress = {**message[1], "cycles": w.progress.get("cycles", 0) + 1}
+                    self._show_progress()
+                elif kind == "idle":
+                    w.state = "idle"
+                elif kind == "busy":
+                    w.state = "busy"
+                elif kind == "summary":
+                    w.summaries.append(message[1])
+                    w.state = "ended"
+                elif kind == "error":
+                    w.error = str(message[1])
+        return heard
+
+    def _reap(self) -> None:
+        """Notice workers that ended: a clean end, or a death that stops the crawl."""
+        for w in self.workers:
+            p = w.process
+            if p is None or p.is_alive() or w.state == "failed":
+                continue
+            p.join()
+            self._drain()  # its last words (summary or error) before the pipe closed
+            if (p.exitcode == 0 and w.state == "ended") or w.killed:
+                w.state = "ended"
+                continue
+            w.state = "failed"
+            self.failed = True
+            how = f"exit {p.exitcode}" if p.exitcode and p.exitcode > 0 else None
+            if how is None:
+                how = f"signal {signal.Signals(-(p.exitcode or 0)).name}" if p.exitcode else "?"
+            self.rep.warn(
+                f"worker {w.k} (pid {p.pid}) died ({how}{': ' + w.error if w.error else ''}); "
+                "stopping the crawl: run it again to finish what was cut",
+                "worker died",
+            )
+            self._stop(f"worker {w.k} died")
+
+    def _deliver_and_check(self) -> None:
+        dirs = [worker_dir(self.state, w.k) for w in self.workers]
+        if not all((d / "shard.json").exists() for d in dirs):
+            return  # a worker has not written its role yet
+        moved = deliver(dirs, self.rep)["files"]
+        if self.stopped:
+            return
+        # An ended worker (its run stopped for another reason) that was sent work
+        # is started again, while the crawl goes on.
+        for w in self.workers:
+            in_time = self.deadline is None or self.clock() < self.deadline
+            if w.state == "ended" and in_time and inbox_files(worker_dir(self.state, w.k)):
+                self._start(w)
+        if moved or any(w.state == "busy" for w in self.workers):
+            return
+        if any(inbox_files(d) for d in dirs):
+            return
+        if self._drain():
+            return  # someone spoke since: look again at the next delivery
+        for w in self.workers:
+            if w.state == "idle" and w.conn is not None and not w.conn.closed:
+                with contextlib.suppress(OSError):
+                    w.conn.send("end")
+
+    def _show_progress(self) -> None:
+        if self.progress is None:
+            return
+        parts = [w.progress for w in self.workers if w.progress]
+        elapsed = max(self.clock() - self.start, 1e-9)
+        fetched = sum(int(p.get("fetched", 0)) for p in parts)
+        self.progress(
+            {
+                "cycle": str(sum(int(p.get("cycles", 0)) for p in parts)),
+                "fetched": fetched,
+                "pages_per_s": fetched / elapsed,
+                "errors": sum(int(p.get("errors", 0)) for p in parts),
+                "deferred": sum(int(p.get("deferred", 0)) for p in parts),
+                "new_urls": sum(int(p.get("new_urls", 0)) for p in parts),
+                "requests": sum(int(p.get("requests", 0)) for p in parts),
+                "elapsed_s": elapsed,
+            }
+        )
+
+
+def _totals(state: Path) -> int:
+    path = state / "crawl" / "totals.json"
+    totals = streams.read_json(path) if path.exists() else {}
+    return int(totals.get("requests", totals.get("fetched", 0)) or 0)
+
+
+def workers_fetched_nothing(state: Path, summary: dict[str, Any]) -> bool:
+    """:func:`crawlkit.crawl.retry.fetched_nothing` for a crawl of workers: the run
+    failed as a whole and no worker fetched a page in any run."""
+    from crawlkit.crawl.retry import ANSWERED
+
+    outcomes: dict[str, int] = summary.get("outcomes") or {}
+    if str(summary.get("stopped", "")).startswith("interrupted") or any(
+        outcomes.get(o) for o in ANSWERED
+    ):
+        return False
+    if not summary.get("errors"):
+        return False
+    return not any(_totals(d) for d in (state / WORKERS_DIR).glob("[0-9]*"))
+
+
+# -- one summary for the crawl -----------------------------------------------------------
+_SUMMED_DICTS = ("outcomes", "refused", "dedup", "seen")
+
+
+def merge_summaries(
+    parts: Sequence[dict[str, Any]], *, elapsed: float, stopped: str = ""
+) -> dict[str, Any]:
+    """One summary (``CrawlSummary.to_json`` shape) of the workers' runs: counts
+    summed, errors by reason summed with the first example, the earliest retry; the
+    reason to stop is the parent's own, else the workers' (one reason, or each
+    worker's with its number)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in _SUMMED_DICTS:
+                acc = Counter(out.get(key) or {})
+                acc.update(value or {})
+                out[key] = dict(acc)
+            elif key == "errors":
+                errors = out.setdefault("errors", {})
+                for reason, e in (value or {}).items():
+                    have = errors.setdefault(reason, {"count": 0, "example": e.get("example")})
+                    have["count"] += int(e.get("count", 0))
+            elif key == "next_retry_at":
+                if value and (not out.get(key) or value < out[key]):
+                    out[key] = value
+                else:
+                    out.setdefault(key, None)
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = out.get(key, 0) + value
+            else:
+                out.setdefault(key, value)
+    for key in _SUMMED_DICTS:
+        out.setdefault(key, {})
+    out.setdefault("errors", {})
+    out.setdefault("next_retry_at", None)
+    for key in ("cycles", "fetched", "pages", "links", "capped_pages", "page_errors"):
+        out.setdefault(key, 0)
+    for key in ("new_urls", "refetched", "requests", "unstarted", "routed_to_other_shards"):
+        out.setdefault(key, 0)
+    for key in ("waiting", "queued", "parked", "warc_files"):
+        out.setdefault(key, 0)
+    out["fetched"] = int(out["outcomes"].get("fetched", 0))
+    out["elapsed_s"] = round(elapsed, 3)
+    out["stopped"] = stopped or _stopped(parts, int(out["parked"]))
+    return out
+
+
+def _stopped(parts: Sequence[dict[str, Any]], parked: int) -> str:
+    reasons = [str(p.get("stopped") or "") for p in parts]
+    done = {"frontier empty"} | {r for r in reasons if r.startswith("done for this budget")}
+    if reasons and all(r in done for r in reasons):
+        if parked:
+            return f"done for this budget period ({parked} URLs of over-budget sites parked)"
+        return "frontier empty"
+    if len(set(reasons)) == 1:
+        return reasons[0]
+    return "; ".join(f"worker {k}: {r}" for k, r in enumerate(reasons))
+
+
+def explain_workers(
+    state: str,
+    options: CrawlOptions,
+    n: int,
+    flags: dict[str, str] | None = None,
+    seeds: Sequence[str] = (),
+) -> str:
+    """``--explain`` of ``--workers N``: the parent is no stage; it runs worker 0's
+    pipeline (shown) and the others' (the same with their K) and delivers between them."""
+    from crawlkit.crawl.loop import explain
+
+    root = Path(state)
+    map_path = root / WORKERS_DIR / "map.json"
+    dirs = " ".join(f"--deliver {worker_dir(root, k)}" for k in range(n))
+    opts = worker_options(options, root, map_path, 0, n, options.duration)
+    opts = dataclasses.replace(opts, warc_dir=Path(options.warc_dir or root / "warc"))
+    return "\n".join(
+        [
+            f"# crawl --workers {n}: a parent process (not a stage) runs {n} worker processes,",
+            f"# worker K = 0..{n - 1} runs the pipeline below (worker 0's) on {root}/workers/K",
+            "# as shard K of the slot map (sites by registered-domain hash), with its share of",
+            f"# --concurrency and WARC prefix {options.warc.prefix}-wK; made once with:",
+            f"crawlkit shard --shards {n} --save-map {map_path}",
+            explain(str(worker_dir(root, 0)), opts, flags, seeds),
+            f"# the parent, every {DELIVER_EVERY:g} s while the workers run (a worker with",
+            "# nothing left waits for its inbox until every worker has nothing left):",
+            f"crawlkit shard {dirs}",
+            "# at the end, the parent keeps index.cdxj of the one WARC directory (as crawl does)",
+        ]
+    )

@@ -1,0 +1,254 @@
+"""`crawlkit crawl --workers N`: one crawl as N processes, judged from the server's log."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, crawlkit, start_testweb
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import streams
+from crawlkit.crawl.workers import merge_summaries, prepare
+from crawlkit.errors import UsageError
+
+GAP = "0.05s"
+WEB = ("--hosts", "6", "--pages", "25", "--special", "none", "--seed", "11")
+
+
+def _args(web, state: Path, *extra: str) -> list[str]:
+    return [
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--min-delay",
+        GAP,
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "3s",
+        "--no-budgets",
+        "--json",
+        *extra,
+    ]
+
+
+def _fetches(state: Path) -> list[dict]:
+    logs = sorted(state.glob("crawl/cycles/*/fetch.ndjson"))
+    logs += sorted(state.glob("workers/*/crawl/cycles/*/fetch.ndjson"))
+    return [r for log in logs for r in streams.read_records([log])]
+
+
+def _pages(state: Path) -> set[str]:
+    return {_path(r["url"]) for r in _fetches(state) if r["outcome"] == "fetched"}
+
+
+def _path(url: str) -> str:
+    head, _, rest = url.partition("://")
+    host, _, path = rest.partition("/")
+    return f"{head}://{host.split(':')[0]}/{path}"
+
+
+def _served(web) -> Counter[str]:
+    """Requests per URL (host and path) the server answered, robots.txt aside."""
+    return Counter(
+        f"{q['host'].split(':')[0]}{q['path']}"
+        for q in web.requests()
+        if not q["path"].startswith("/robots.txt")
+    )
+
+
+def test_two_workers_fetch_what_one_process_fetches_each_url_once(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, *WEB) as web:
+        one = crawlkit(*_args(web, tmp_path / "one"), timeout=180)
+        assert one.code == 0, one.stderr
+        expected = _pages(tmp_path / "one")
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "two"
+        res = crawlkit(*_args(web, state, "--workers", "2"), timeout=180)
+        assert res.code == 0, res.stderr
+        served = _served(web)
+        robots = Counter(
+            q["host"].split(":")[0] for q in web.requests() if q["path"] == "/robots.txt"
+        )
+    summary = orjson.loads(res.stdout)  # one summary for the crawl: one JSON document
+    assert summary["workers"] == 2 and summary["stopped"] == "frontier empty"
+    assert len(expected) >= 100
+    assert _pages(state) == expected
+    # each URL once, robots.txt once per host, from the server's log
+    assert served and max(served.values()) == 1, served.most_common(3)
+    assert robots and max(robots.values()) == 1, robots
+    # both workers worked, and their figures are summed
+    per_worker = [len(list(state.glob(f"workers/{k}/crawl/cycles/*"))) for k in (0, 1)]
+    assert all(per_worker), per_worker
+    assert summary["outcomes"]["fetched"] == sum(
+        1 for r in _fetches(state) if r["outcome"] == "fetched"
+    )
+    # one WARC directory, distinct names per worker, readable, and one CDXJ index
+    warcs = sorted((state / "warc").glob("*.warc.gz"))
+    assert {w.name.split("-")[1] for w in warcs} == {"w0", "w1"}, [w.name for w in warcs]
+    responses = 0
+    for warc in warcs:
+        with open(warc, "rb") as f:
+            responses += sum(rec.rec_type == "response" for rec in ArchiveIterator(f))
+    assert responses >= len(expected)
+    index = (state / "warc" / "index.cdxj").read_text().splitlines()
+    assert len(index) >= responses
+    # one report of the whole crawl
+    res = crawlkit("report", "--state", str(state))
+    assert res.code == 0, res.stderr
+    assert orjson.loads(res.stdout)["fetches"] == len(_fetches(state))
+    # the same state with another number of workers: a one-line refusal
+    res = crawlkit("crawl", "--state", str(state), "--workers", "3")
+    assert res.code != 0 and "--workers 2" in res.stderr and len(res.stderr.splitlines()) == 1
+    res = crawlkit("crawl", "--state", str(state))
+    assert res.code != 0 and "--workers 2" in res.stderr
+
+
+def test_kill9_of_one_worker_loses_nothing(tmp_path: Path) -> None:
+    slow = ("--min-delay", "0.15s", "--batch", "40", "--per-host", "5")
+    with start_testweb(tmp_path, *WEB) as web:
+        clean = tmp_path / "clean"
+        res = crawlkit(*_args(web, clean, *slow), timeout=180)
+        assert res.code == 0, res.stderr
+        expected = _pages(clean)
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "killed"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *_args(web, state, *slow, "--workers", "2")],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        # wait until worker 1 has written fetch records (an event, not a time)
+        deadline = time.monotonic() + 90
+        while not list(state.glob("workers/1/crawl/cycles/*/fetch.ndjson")):
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "worker 1 fetched nothing in 90 s"
+            time.sleep(0.02)
+        owner = (state / "workers" / "1" / "LOCK").read_text()
+        pid = int(next(w for w in owner.split() if w.isdigit()))
+        os.kill(pid, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err.decode()
+        assert "worker 1" in err.decode() and "died" in err.decode()
+        assert len(_pages(state)) < len(expected)  # cut mid-crawl
+        res = crawlkit(*_args(web, state, *slow, "--workers", "2"), timeout=180)
+        assert res.code == 0, res.stderr
+        served = _served(web)
+    assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
+    assert _pages(state) == expected
+    # fetched twice only what the killed worker had in flight (its cut cycle)
+    twice = [u for u, c in served.items() if c > 1]
+    assert len(twice) <= 40, twice[:5]
+
+
+def test_prepare_keeps_the_number_of_workers(tmp_path: Path) -> None:
+    prepare(tmp_path, 3)
+    prepare(tmp_path, 3)
+    with pytest.raises(UsageError, match="--workers 3, not 2"):
+        prepare(tmp_path, 2)
+    single = tmp_path / "single"
+    (single / "crawl" / "cycles").mkdir(parents=True)
+    with pytest.raises(UsageError, match="one-process crawl"):
+        prepare(single, 2)
+
+
+def test_merged_summary_sums_the_workers() -> None:
+    a = {"outcomes": {"fetched": 3, "error": 1}, "pages": 3, "stopped": "frontier empty"}
+    a |= {"errors": {"timeout": {"count": 1, "example": "http://a/"}}, "next_retry_at": None}
+    b = {"outcomes": {"fetched": 2}, "pages": 2, "stopped": "frontier empty", "parked": 0}
+    b |= {"errors": {"timeout": {"count": 2, "example": "http://b/"}}}
+    b |= {"next_retry_at": "2026-01-01T00:00:00Z"}
+    s = merge_summaries([a, b], elapsed=1.5)
+    assert s["outcomes"] == {"fetched": 5, "error": 1} and s["fetched"] == 5 and s["pages"] == 5
+    assert s["errors"] == {"timeout": {"count": 3, "example": "http://a/"}}
+    assert s["next_retry_at"] == "2026-01-01T00:00:00Z" and s["stopped"] == "frontier empty"
+    c = {**b, "stopped": "time limit (--for)"}
+    assert merge_summaries([a, c], elapsed=1).get("stopped").startswith("worker 0: frontier")
+    assert merge_summaries([a, c], elapsed=1, stopped="interrupted (SIGTERM)")["stopped"] == (
+        "interrupted (SIGTERM)"
+    )
+
+
+def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    res = crawlkit(
+        "crawl", "https://example.org/", "--state", str(state), "--workers", "3", "--explain"
+    )
+    assert res.code == 0, res.stderr
+    out = res.stdout.decode()
+    assert "not a stage" in out and f"{state}/workers/0" in out
+    assert "--shard 0 --slot-map" in out and "prefix crawlkit-wK" in out
+    assert f"--deliver {state}/workers/2" in out
+    assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
+
+
+def test_sigterm_stops_every_worker_cleanly_and_a_rerun_finishes(tmp_path: Path) -> None:
+    slow = ("--min-delay", "0.15s", "--batch", "40", "--per-host", "5")
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "state"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *_args(web, state, *slow, "--workers", "2")],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 90
+        while len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson"))) < 2:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the workers fetched nothing in 90 s"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        assert orjson.loads(out)["stopped"] == "interrupted (SIGTERM)"
+        manifest = {_path(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
+        assert _pages(state) < manifest  # stopped early
+        assert not list(state.glob("warc/new/*.open"))  # every worker closed its WARC
+        res = crawlkit(*_args(web, state, *slow, "--workers", "2"), timeout=180)
+        assert res.code == 0, res.stderr
+    assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
+    assert manifest <= _pages(state)
+
+
+def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
+    gap = 0.08
+    web_args = ("--hosts", "1", "--pages", "2", "--special", "none,link-farm:6")
+    with start_testweb(tmp_path, *web_args) as web:
+        farm = [h for h in web.manifest["hosts"] if h["kind"] == "link-farm"]
+        (addr,) = {h["addr"] for h in farm}
+        state = tmp_path / "state"
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(f"{h['root']}\n" for h in farm))
+        args = _args(web, state, "--workers", "2", "--per-ip", "1")
+        args[1] = str(seeds)
+        args += ["--per-ip-delay", f"{gap}s", "--min-delay", "0s", "--max-pages", "60"]
+        res = crawlkit(*args, timeout=180)
+        assert res.code == 0, res.stderr
+        to_addr = sorted(
+            (r for r in web.requests() if r["addr"] == addr), key=lambda r: r["t_start"]
+        )
+    # the farm's hosts were crawled by both workers (so the limit had to hold across them)
+    hosts = [
+        {r["url"].split("/")[2] for r in _fetches(state / "workers" / str(k)) if "farm" in r["url"]}
+        for k in (0, 1)
+    ]
+    assert all(hosts), hosts
+    assert len(to_addr) >= 12
+    # never two requests in flight to the address, each the gap after the last one ended
+    for a, b in itertools.pairwise(to_addr):
+        assert b["t_start"] - a["t_end"] >= gap, (a, b)
