@@ -1,17 +1,22 @@
-"""The waiting room: the one place where a crawl's deferred URLs wait for ``retry_at``.
+"""The waiting room: where a state directory's URLs wait for their time
+(``STATE/crawl/waiting.ndjson.zst``), for ``crawlkit crawl`` and the frontier stage alike.
 
-A fetch record with ``outcome: "deferred"`` (429 or 503 backoff, robots.txt
-unavailable, the host not due before the run ends) says when to try again. The crawl
-puts its URL record here, and :meth:`WaitingRoom.due` hands it back once, when that
-time has come, to be queued in the frontier. Nothing else re-queues a deferred URL:
-the crawl does not feed deferred records to the recrawl history (which would make
-the same URL due a second time), so a deferred URL is fetched once after its retry.
+Two kinds of record wait here. A fetch record with ``outcome: "deferred"`` (429 or
+503 backoff, robots.txt unavailable, the host not due before the run ends) waits for
+its ``retry_at`` (:meth:`WaitingRoom.add`; ``crawl`` after each cycle, ``frontier add
+--deferred`` in a pipeline); a URL record whose ``due`` time lies ahead waits for it
+(:meth:`WaitingRoom.hold`, ``frontier add``). :meth:`WaitingRoom.due` hands each back
+once, when its time has come, to be queued in the frontier (``crawl`` as it refills,
+``frontier next`` before it takes a batch). Nothing else re-queues a deferred URL:
+deferred records are not fed to the recrawl history (which would make the same URL
+due a second time), so a deferred URL is fetched once after its retry.
 
-In memory a due-time queue (a ``SortedKeyList`` by ``retry_at``, then URL) plus a
-map by URL, so adding, releasing and "when is the next one due" cost O(log n). On
-disk ``STATE/crawl/waiting.ndjson.zst``, rewritten atomically by :meth:`save`, which
-the crawl calls after every change: a crash between queueing released URLs and the
-save repeats them (the frontier gets a URL twice), it never loses one.
+In memory a due-time queue (a ``SortedKeyList`` by time, then URL) plus a map by URL,
+so adding, releasing and "when is the next one due" cost O(log n). On disk
+``STATE/crawl/waiting.ndjson.zst``, rewritten atomically by :meth:`save`, which its
+users call after every change, once the frontier has committed what was released: a
+crash between queueing released URLs and the save repeats them (the frontier gets a
+URL twice), it never loses one.
 """
 
 from __future__ import annotations
@@ -22,10 +27,13 @@ from pathlib import Path
 from sortedcontainers import SortedKeyList
 
 from crawlkit import streams
-from crawlkit.streams import Record
+from crawlkit.records import Record, URLRecord
 from crawlkit.times import parse_time
 
-__all__ = ["WaitingRoom"]
+__all__ = ["FETCH_FIELDS", "WAITING", "WaitingRoom"]
+
+#: The room of a state directory, relative to it.
+WAITING = Path("crawl") / "waiting.ndjson.zst"
 
 # Fields of a fetch record that describe the attempt, not the URL: dropped, so the
 # record queued again is the URL record the frontier first handed out.
@@ -53,6 +61,11 @@ def _key(rec: Record) -> tuple[float, str]:
     return (float(rec["_retry"]), str(rec["url"]))
 
 
+def _when(rec: Record) -> float:
+    """When a record is due: a deferred one's ``retry_at``, else its ``due`` (0: now)."""
+    return float(parse_time(rec.get("retry_at")) or parse_time(rec.get("due")) or 0.0)
+
+
 class WaitingRoom:
     """Deferred URL records by retry time; at most one per URL."""
 
@@ -63,7 +76,7 @@ class WaitingRoom:
         self.dirty = False
         if path.exists():
             for rec in streams.read_records([path]):
-                self._put(rec, float(parse_time(rec.get("retry_at")) or 0.0))
+                self._put(rec, _when(rec))
             self.dirty = False
 
     def __len__(self) -> int:
@@ -95,6 +108,16 @@ class WaitingRoom:
             keep = {k: v for k, v in rec.items() if k not in FETCH_FIELDS}
             keep["retry_at"] = rec.get("retry_at")
             taken += self._put(keep, float(parse_time(rec.get("retry_at")) or 0.0))
+        return taken
+
+    def hold(self, records: Iterable[URLRecord]) -> int:
+        """Put URL records in until their ``due`` time, whole (a URL already waiting
+        keeps the later time). Returns how many were taken in."""
+        taken = 0
+        for rec in records:
+            url = rec.get("url")
+            if isinstance(url, str) and url:
+                taken += self._put(dict(rec), float(parse_time(rec.get("due")) or 0.0))
         return taken
 
     def next_time(self) -> float | None:
@@ -129,6 +152,7 @@ class WaitingRoom:
         """Write the room to disk (atomically) if it changed since the last save."""
         if not self.dirty:
             return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         with streams.open_output(self.path) as out:
             out.write_records({k: v for k, v in r.items() if k != "_retry"} for r in self._queue)
         self.dirty = False
