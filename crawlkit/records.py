@@ -445,7 +445,7 @@ def importance_of(rec: Mapping[str, Any]) -> int | None:
     """A page's importance 0..3 from a recrawl or fetch record, None when it has none.
 
     ``importance`` first; else the frontier's level it was queued at (``level``, or
-    an integer ``priority`` as the frontier of this release writes it).
+    an integer ``priority`` as frontiers of older releases wrote it).
     """
     value = rec.get("importance")
     if type(value) is int:

@@ -15,9 +15,9 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crawlkit import streams
 from crawlkit.crawl.admission import Admission
@@ -29,6 +29,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import Reporter
 from crawlkit.html.page import media_type
+from crawlkit.records import PageRecord
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import (
     ExtractOptions,
@@ -269,14 +270,18 @@ class CycleRunner:
     def dedup(self, cycle: Path) -> None:
         """dedup: exact and near duplicates; the site records go to the frontier."""
         stats = DedupStats()
-        records = streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+        records = cast(
+            "Iterator[tuple[str, int, PageRecord]]",
+            streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep),
+        )
         write_file(
             cycle / "dedup.ndjson.zst",
             dedup_records(records, self.stores.dedup, stats=stats, reporter=self.rep),
         )
         sites = list(site_records(self.stores.dedup, stats.sites))
         write_file(cycle / "sites.ndjson.zst", sites)
-        self.gate.queue(sites, cycle / "sites-refused.ndjson.zst")
+        # (site records take the frontier's generic record path)
+        self.gate.queue(cast("list[Record]", sites), cycle / "sites-refused.ndjson.zst")
         self.summary.dedup.update(
             {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
         )
