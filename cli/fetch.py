@@ -46,6 +46,7 @@ from crawlkit_cli.options import (
     IgnoreRobotsFor,
     InputFiles,
     Insecure,
+    IpTableFile,
     MaxBackoff,
     MaxBody,
     MaxDecoded,
@@ -132,6 +133,7 @@ def fetch(
     delay_factor: DelayFactor = DELAY_FACTOR_DEFAULT,
     per_ip: PerIp = PER_IP_DEFAULT,
     per_ip_delay: PerIpDelay = None,
+    ip_table: IpTableFile = None,
     duration: Annotated[
         str | None,
         typer.Option(
@@ -238,6 +240,7 @@ def fetch(
         delay_factor=delay_factor,
         per_ip=per_ip,
         per_ip_delay=per_ip_delay,
+        ip_table=ip_table,
         timeout=timeout,
         max_body=max_body,
         max_decoded=max_decoded,

@@ -171,6 +171,7 @@ def fetch_config(
     proxy: str | None,
     trust_env: bool,
     run_for: str | None = None,
+    ip_table: Path | None = None,
 ) -> FetchConfig:
     """The :class:`FetchConfig` of the fetch options as given: one builder, so
     ``crawlkit fetch`` and ``crawlkit crawl`` check and mean the same values."""
@@ -192,6 +193,7 @@ def fetch_config(
         host_min_delay=host_min_delays(),
         proxy=proxy_url(proxy),
         trust_env=trust_env,
+        ip_table=None if ip_table is None else str(ip_table),
     )
 
 

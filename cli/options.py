@@ -163,6 +163,17 @@ PerIpDelay = Annotated[
         show_default=False,
     ),
 ]
+IpTableFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--ip-table",
+        metavar="FILE",
+        help="Share --per-ip limits (concurrency and start gap per IP address) with every "
+        "crawlkit process on this machine that names the same FILE.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
 MaxDecoded = Annotated[
     str,
     typer.Option("--max-decoded", help="Decoded (gunzipped) bytes per response (gzip bombs)."),

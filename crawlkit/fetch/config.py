@@ -49,6 +49,9 @@ class FetchConfig:
     host_min_delay: tuple[tuple[str, float], ...] = ()  # (host name, seconds): overrides
     proxy: str | None = None  # every request through this HTTP proxy (--proxy)
     trust_env: bool = False  # HTTP(S)_PROXY / NO_PROXY from the environment (--trust-env)
+    # A file shared with other crawlkit processes on this machine: per_ip and
+    # per_ip_delay then hold across all of them (crawlkit.fetch.iptable, --ip-table).
+    ip_table: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The knobs as they may be shown or stored (settings.json, the report, warcinfo):

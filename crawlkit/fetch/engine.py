@@ -521,6 +521,7 @@ class Fetcher:
         """Wait for the tasks, close the WARC file, commit the state, stop the threads."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.scheduler.close()  # per-IP slots of requests cut off (--ip-table)
         await self.archiver.close()
         await self.commits.finish(loop, self.resolver.export)
         self.archiver.shutdown()

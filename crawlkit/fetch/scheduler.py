@@ -17,6 +17,16 @@ structure rather than of the callers' good intentions:
   address that ends puts the parked host due first back into the heap (O(log n), so
   thousands of hosts behind one shared address cost nothing per request), and so does
   :meth:`Scheduler.release` of a host that was handed out but not started.
+* With an ``ip_gate`` (:class:`~crawlkit.fetch.iptable.IpTable`, ``--ip-table``) the
+  per-IP limit holds across every process sharing the table: once this scheduler's own
+  limits allow a start, the gate is asked too, without blocking. When it refuses, the
+  host becomes its address's *probe*: back in the heap at the time the gate named,
+  while the address's other hosts park behind it (one retry per address, however many
+  hosts share it). A start through the gate unparks one more host of the address, to
+  try for another slot. The scheduler's own counting is unchanged: the gate is an
+  extra condition, and holds one slot per request until :meth:`Scheduler.finish` or
+  :meth:`Scheduler.release` (or :meth:`Scheduler.close`). The table's gap is counted
+  from the last start *or end* of a request to the address, by any process.
 
 The scheduler does no I/O and reads time only from the ``now`` its callers pass, so it
 is tested with a fake clock. It knows nothing of URLs: a host's ``items`` are opaque.
@@ -26,11 +36,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from crawlkit.fetch.config import FetchConfig
+from crawlkit.fetch.iptable import IpClaim, IpGate, IpTable
 
 __all__ = ["HostQueue", "Scheduler"]
 
@@ -72,8 +84,11 @@ class Scheduler:
         backoff: float = _DEFAULT.backoff,
         max_backoff: float = _DEFAULT.max_backoff,
         host_min_delay: dict[str, float] | None = None,
+        ip_gate: IpGate | None = None,
     ):
-        """Defaults are :class:`FetchConfig`'s; ``per_ip_delay`` None is ``min_delay / 4``."""
+        """Defaults are :class:`FetchConfig`'s; ``per_ip_delay`` None is ``min_delay / 4``.
+        ``ip_gate`` shares the per-IP limit with other processes (see the module
+        docstring); its waits are added to the callers' ``now``."""
         if per_ip < 1:
             raise ValueError("per_ip must be at least 1")
         self.min_delay = min_delay
@@ -89,10 +104,15 @@ class Scheduler:
         self._ip_next: dict[str, float] = {}
         self._parked: dict[str, list[tuple[float, int, HostQueue]]] = {}
         self.busy = 0
+        self.ip_gate = ip_gate
+        self._claims: dict[HostQueue, IpClaim] = {}  # slots of the gate held, by host
+        self._probe: dict[str, HostQueue] = {}  # the host retrying the gate, by address
 
     @classmethod
     def from_config(cls, config: FetchConfig) -> Scheduler:
-        """The scheduler of a fetch run's politeness knobs (``--min-delay`` and the rest)."""
+        """The scheduler of a fetch run's politeness knobs (``--min-delay`` and the rest),
+        sharing the per-IP limit through the table at ``config.ip_table`` if named."""
+        gate = IpTable.open(config.ip_table) if config.ip_table else None
         return cls(
             min_delay=config.min_delay,
             delay_factor=config.delay_factor,
@@ -101,6 +121,7 @@ class Scheduler:
             backoff=config.backoff,
             max_backoff=config.max_backoff,
             host_min_delay=dict(config.host_min_delay),
+            ip_gate=gate,
         )
 
     # -- queue membership ---------------------------------------------------------------
@@ -136,6 +157,7 @@ class Scheduler:
             hosts.extend(h for _, _, h in parked)
         self._heap.clear()
         self._parked.clear()
+        self._probe.clear()
         for h in hosts:
             h.queued = False
         return hosts
@@ -154,6 +176,12 @@ class Scheduler:
             heapq.heapify(self._heap)
             for h in late:
                 h.queued = False
+                ip = h.address
+                if ip is not None and ip in self._parked and not self._ip_active.get(ip):
+                    # hosts parked behind a gate's probe, and no request of ours to
+                    # wake them: one takes its place in the heap
+                    self._probe.pop(ip, None)
+                    self._unpark_one(ip)
         return late
 
     # -- the fetch cycle ----------------------------------------------------------------
@@ -164,6 +192,8 @@ class Scheduler:
             _, _, host = heapq.heappop(heap)
             ip = host.address
             if ip is not None:
+                if self._probe and self._probe.get(ip) is host:
+                    del self._probe[ip]  # out of the heap: it is the probe again if refused
                 if self._ip_active.get(ip, 0) >= self.per_ip:
                     # woken by finish() or release() of a request to this address
                     heapq.heappush(
@@ -175,9 +205,31 @@ class Scheduler:
                 if ip_next > now:
                     heapq.heappush(heap, (ip_next, next(self._seq), host))
                     continue
+                if self.ip_gate is not None and not self._through_gate(host, ip, now):
+                    continue
             host.queued = False
             return host
         return None
+
+    def _through_gate(self, host: HostQueue, ip: str, now: float) -> bool:
+        """Whether the gate lets ``host`` start now (a slot is then held for it); if
+        not, ``host`` waits as its address's probe, or parked behind the probe."""
+        assert self.ip_gate is not None
+        if ip in self._probe:  # another host of the address retries for all of them
+            heapq.heappush(
+                self._parked.setdefault(ip, []), (host.next_allowed, next(self._seq), host)
+            )
+            return False
+        got = self.ip_gate.acquire(ip, self.per_ip, self.per_ip_delay)
+        if isinstance(got, IpClaim):
+            self._claims[host] = got
+            self._unpark_one(ip)  # it may find another slot free
+            return True
+        self._probe[ip] = host
+        # strictly later than now, or pop_ready would ask again at once, forever
+        when = max(now + got, math.nextafter(now, math.inf))
+        heapq.heappush(self._heap, (when, next(self._seq), host))
+        return False
 
     def start(self, host: HostQueue, now: float) -> None:
         """Mark ``host`` as fetching (it stays out of the heap until :meth:`finish`)."""
@@ -226,6 +278,8 @@ class Scheduler:
         elif status is not None:
             host.backoff = 0.0
             host.backoff_until = 0.0
+        if self._claims:
+            self._release_claim(host, True)
         ip = host.address
         if ip is not None:
             self._ip_active[ip] -= 1
@@ -236,8 +290,24 @@ class Scheduler:
     def release(self, host: HostQueue) -> None:
         """``host`` came out of :meth:`pop_ready` but will not be started (no work
         now); its turn on the address passes to a parked host."""
+        if self._claims:
+            self._release_claim(host, False)
         if host.address is not None:
             self._unpark_one(host.address)
+
+    def close(self) -> None:
+        """Give back every slot of the gate still held (requests cut off at the end of
+        a run never reach :meth:`finish`); the gate itself stays open."""
+        while self._claims:
+            _host, claim = self._claims.popitem()
+            assert self.ip_gate is not None
+            self.ip_gate.release(claim, True)
+
+    def _release_claim(self, host: HostQueue, started: bool) -> None:
+        claim = self._claims.pop(host, None)
+        if claim is not None:
+            assert self.ip_gate is not None
+            self.ip_gate.release(claim, started)
 
     def _unpark_one(self, ip: str) -> None:
         parked = self._parked.get(ip)

@@ -258,3 +258,16 @@ def test_seen_merge_with_the_fetch_log_applies_crawls_link_step(tmp_path: Path) 
     # --no-requisites passes requisites over, as crawl --no-requisites does
     res = crawlkit(*args, "--no-requisites", "--state", str(tmp_path / "S"), input=data)
     assert {r["url"] for r in map(orjson.loads, res.stdout.splitlines())} == {"http://a.test/next"}
+
+
+def test_explain_passes_the_ip_table_to_fetch(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    table = tmp_path / "ip.table"
+    res = crawlkit(
+        "crawl", str(seeds), "--state", str(tmp_path / "S"), "--ip-table", str(table), "--explain"
+    )
+    assert res.code == 0, res.stderr
+    (fetch_line,) = [line for line in res.text.splitlines() if line.startswith("crawlkit fetch")]
+    assert f"--ip-table {table}" in fetch_line
+    assert not table.exists()  # explaining opens nothing
