@@ -67,7 +67,8 @@ def _when(rec: Record) -> float:
 
 
 class WaitingRoom:
-    """Deferred URL records by retry time; at most one per URL."""
+    """URL records by the time they are due (a deferred one's ``retry_at``, else its
+    ``due``); at most one per URL."""
 
     def __init__(self, path: Path):
         self.path = path
