@@ -71,19 +71,29 @@ class WaitingRoom:
     ``due``); at most one per URL."""
 
     def __init__(self, path: Path):
+        """The room kept in ``path``, read on first use (a ``frontier add`` that holds
+        nothing never reads it)."""
         self.path = path
         self._queue: SortedKeyList = SortedKeyList(key=_key)
         self._by_url: dict[str, Record] = {}
         self.dirty = False
-        if path.exists():
-            for rec in streams.read_records([path]):
+        self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.path.exists():
+            for rec in streams.read_records([self.path]):
                 self._put(rec, _when(rec))
             self.dirty = False
 
     def __len__(self) -> int:
+        self._load()
         return len(self._by_url)
 
     def _put(self, rec: Record, retry: float) -> bool:
+        self._load()
         url = str(rec.get("url"))
         old = self._by_url.get(url)
         if old is not None:
@@ -123,10 +133,12 @@ class WaitingRoom:
 
     def next_time(self) -> float | None:
         """When the first waiting URL is due, or None when none waits."""
+        self._load()
         return float(self._queue[0]["_retry"]) if self._queue else None
 
     def due(self, now: float) -> list[Record]:
         """Take out every record due at ``now``, as URL records (without ``retry_at``)."""
+        self._load()
         out: list[Record] = []
         while self._queue and self._queue[0]["_retry"] <= now:
             rec = self._queue.pop(0)
@@ -139,6 +151,7 @@ class WaitingRoom:
     def take(self, urls: Iterable[str]) -> int:
         """Take ``urls`` out (queued by other means, e.g. seeds named again); returns
         how many were waiting."""
+        self._load()
         taken = 0
         for url in urls:
             rec = self._by_url.pop(url, None)
