@@ -69,7 +69,14 @@ the machine's load falls on all of them alike):
   and wget2 past their own bound (CLOSESPIDER_TIMEOUT, ``timeout``).
 
 Ratios crawlkit / Scrapy and crawlkit / wget2 come from the same run. ``--json FILE``
-writes every run's figures; ``--rss-log FILE`` the RSS samples (for flatness).
+writes every run's figures; ``--rss-log FILE`` the RSS samples, the tree's and each
+process's (for flatness). Each run prints its RSS slope after warm-up: least squares
+from ``--slope-from`` (180 s) to the end of ``--for``, the tree's and each process's in
+MiB a minute, and the tree's per 1,000 server requests (a slope a minute depends on
+how fast the run went; memory that grows with the web crawled grows per request).
+
+    nice .venv/bin/python bench/bench_crawl.py --tools crawlkit --scenario few-seed \\
+        --hosts 15000 --pages 20 --for 600 --rss-log rss.json   # issue 27's 10 minutes
 
 Isolation: as root with ``unshare`` available, the bench re-executes itself in a new
 network and mount namespace whose only interface is loopback, so no tool can reach
@@ -103,7 +110,6 @@ from pathlib import Path
 from crawl_timeline import loop_idle, loop_windows, print_loop
 
 from crawlkit import streams
-from crawlkit.crawl.timeline import ENV as TIMELINE_ENV
 from crawlkit.errors import InvalidURL
 from crawlkit.url import Canonicalizer
 
@@ -253,6 +259,16 @@ def proc_table() -> dict[int, tuple[int, str, int]]:
     return table
 
 
+def proc_name(pid: int) -> str:
+    """``pid`` and the last words of its command line (a label for its RSS samples)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().split(b"\0")
+    except OSError:
+        return str(pid)
+    return f"{pid} " + " ".join(w.decode(errors="replace") for w in words[:4])[:80]
+
+
 def tree_of(table: dict[int, tuple[int, str, int]], roots: set[int]) -> set[int]:
     """``roots`` and all their descendants that are in ``table``."""
     children: dict[int, list[int]] = {}
@@ -277,6 +293,8 @@ class Usage:
     max_single_rss_mib: float = 0.0  # largest one process (wait4's ru_maxrss)
     killed: bool = False
     rss: list[tuple[float, float]] = field(default_factory=list)  # (s, MiB) samples
+    # Per process of the tree: "pid command" -> (s, MiB) samples (what grows where).
+    procs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Path) -> Usage:
@@ -308,7 +326,11 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
         tree = tree_of(table, orphans | ({proc.pid} if not root_done else set()))
         tree -= {p for p in tree if p in keep}
         rss = sum(table[p][2] for p in tree if table[p][1] != "Z") / 1024
-        usage.rss.append((round(time.time() - start, 2), round(rss, 1)))
+        now = round(time.time() - start, 2)
+        usage.rss.append((now, round(rss, 1)))
+        for p in tree:
+            if table[p][1] != "Z":
+                usage.procs.setdefault(proc_name(p), []).append((now, round(table[p][2] / 1024, 1)))
         usage.peak_rss_mib = max(usage.peak_rss_mib, rss)
         if not root_done and reap(proc.pid, os.WNOHANG):
             root_done = True
@@ -328,6 +350,40 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
     # A sample each --sample seconds can miss a short peak that wait4 saw.
     usage.peak_rss_mib = max(usage.peak_rss_mib, usage.max_single_rss_mib)
     return usage
+
+
+def slope(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (s, MiB) samples, in MiB a minute (0 with fewer than 2)."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mt = sum(t for t, _ in samples) / n
+    mv = sum(v for _, v in samples) / n
+    stt = sum((t - mt) ** 2 for t, _ in samples)
+    return 60 * sum((t - mt) * (v - mv) for t, v in samples) / stt if stt else 0.0
+
+
+def rss_slopes(usage: Usage, times: list[float], start: float, since: float, end: float) -> dict:
+    """RSS slopes after warm-up (from ``since`` s to ``end``, the end of ``--for``; the
+    stop's own work left out): the tree's and each process's in MiB a minute, and the
+    tree's per 1,000 server requests."""
+    window = [(t, v) for t, v in usage.rss if since <= t <= end]
+    requests = sum(1 for t in times if since <= t - start <= end)
+    tree = slope(window)
+    minutes = (end - since) / 60 if end > since else 0.0
+    return {
+        "from_s": since,
+        "tree_mib_min": round(tree, 2),
+        "tree_mib_per_1000_requests": round(tree * minutes * 1000 / requests, 3)
+        if requests
+        else None,
+        "requests": requests,
+        "procs_mib_min": {
+            name: round(slope([(t, v) for t, v in s if since <= t <= end]), 2)
+            for name, s in usage.procs.items()
+            if sum(1 for t, _ in s if since <= t <= end) >= 5
+        },
+    }
 
 
 # ------------------------------------------------------------------------ tools
@@ -453,8 +509,11 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     work.mkdir()
     limit = args.duration + args.hard_grace
     ck = tool.startswith("crawlkit")
+    loop_log = work / "timeline.ndjson"
     if ck:
         cmd = crawlkit_cmd(web, work / "state", args)
+        if args.timeline:
+            cmd += ["--timeline", str(loop_log)]  # the crawl loop's states, per second
         if args.py_spy:
             spy = shutil.which("py-spy", path=Path(sys.executable).parent) or "py-spy"
             cmd = [
@@ -509,10 +568,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         )
     load = os.getloadavg()[0]
     start = time.time()
-    loop_log = work / "timeline.ndjson"
     env = dict(kv.split("=", 1) for kv in args.b_env) if tool == "crawlkit-b" else {}
-    if ck and args.timeline:
-        env[TIMELINE_ENV] = str(loop_log)  # the crawl loop's states, per second
     os.environ.update(env)
     try:
         usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
@@ -547,7 +603,9 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "killed": usage.killed,
         "load_before": load,
         "rss": usage.rss,
+        "rss_procs": usage.procs,
         "per_5s": per_window(times, start),
+        "rss_slope": rss_slopes(usage, times, start, args.slope_from, args.duration),
     }
     if loop_log.exists():
         result["loop"] = loop_windows(loop_log)
@@ -707,6 +765,12 @@ def main() -> None:
     )
     ap.add_argument("--json", type=Path, default=None, help="write every run's figures here")
     ap.add_argument("--rss-log", type=Path, default=None, help="write the RSS samples here")
+    ap.add_argument(
+        "--slope-from",
+        type=float,
+        default=180.0,
+        help="RSS slope (least squares) from this second of a run to its end: warm-up left out",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the tools' output in /tmp")
     ap.add_argument(
         "--py-spy",
@@ -725,7 +789,7 @@ def main() -> None:
         "--timeline",
         action="store_true",
         help="print server-side requests per 5 s of each run, and crawlkit's loop states "
-        "(CRAWLKIT_TIMELINE) per 5 s with its idle windows",
+        "(crawl --timeline) per 5 s with its idle windows",
     )
     ap.add_argument(
         "--b-env",
@@ -775,6 +839,15 @@ def main() -> None:
                         f"{result['load_before']:.1f}",
                         flush=True,
                     )
+                    sl = result["rss_slope"]
+                    print(
+                        f"    RSS slope from {sl['from_s']:g} s: {sl['tree_mib_min']:+.2f} MiB/min "
+                        f"(tree), {sl['tree_mib_per_1000_requests']} MiB per 1,000 requests; "
+                        + ", ".join(
+                            f"{name.split()[0]} {v:+.2f}" for name, v in sl["procs_mib_min"].items()
+                        ),
+                        flush=True,
+                    )
                     if args.timeline:
                         print(f"    server requests per 5 s: {result['per_5s']}", flush=True)
                         print_loop(result.get("loop", []))
@@ -789,7 +862,7 @@ def main() -> None:
         args.json.write_text(
             json.dumps(
                 [
-                    {k: v for k, v in r.items() if k not in ("rss", "per_5s", "loop")}
+                    {k: v for k, v in r.items() if k not in ("rss", "rss_procs", "per_5s", "loop")}
                     for r in everything
                 ],
                 indent=1,
@@ -799,7 +872,12 @@ def main() -> None:
         args.rss_log.write_text(
             json.dumps(
                 [
-                    {"tool": r["tool"], "scenario": r["scenario"], "rss": r["rss"]}
+                    {
+                        "tool": r["tool"],
+                        "scenario": r["scenario"],
+                        "rss": r["rss"],
+                        "procs": r["rss_procs"],
+                    }
                     for r in everything
                 ]
             )

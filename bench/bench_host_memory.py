@@ -9,7 +9,9 @@ real classes, filled as a crawl fills them) and measures each with tracemalloc:
 Per host: the fetcher's host (clock, address, empty queue) while it is in memory, its
 DNS cache entry, its address's network-policy verdict, its robots.txt entry (a few
 lines, parsed), its site in ``site_of_host``'s cache, and its count in the frontier.
-Per site: the frontier's site table entry with 3 linkers. Which of these are bounded,
+Per site: the frontier's site table entry with 3 linkers, and the trust and budget
+structures computed over it. Per distinct page: dedup's near-copy index (the crawl
+process keeps it whole in memory). Which of these are bounded,
 and how, is printed with them (the README's "Memory" section has the figures).
 """
 
@@ -22,6 +24,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from crawlkit.dedup.nearindex import NearIndex
 from crawlkit.fetch.hosts import Host
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolution, Resolver
@@ -129,13 +134,42 @@ def per_site(n: int) -> list[tuple[str, float, str]]:
         for i, name in enumerate(names):
             info = t.get(name)
             info.queued, info.fetched = 5, 10
+            if i % 100 == 0:
+                t.note_seed(name)  # a few seeds: trust spreads from them
             for j in (1, 2, 3):
                 t.note_link(name, names[(i + j) % n])
         t.changed.clear()
         return t
 
-    held, _ = measure(table)
-    return [("frontier site entry (3 linkers)", held / n, "one per known site, not evicted")]
+    held, kept = measure(table)
+    rows = [("frontier site entry (3 linkers)", held / n, "one per known site, not evicted")]
+    # What a crawl adds per site on top: the trusted set, its votes, ranks and out-links
+    # (kept up to date once computed) and the budgets' memo.
+
+    def trust() -> None:
+        kept.trusted()
+        for name in names:
+            kept.budget(name)
+
+    held, _ = measure(trust)
+    rows.append(("frontier site trust and budget memo", held / n, "one per known site"))
+    return rows
+
+
+def per_page(n: int) -> list[tuple[str, float, str]]:
+    """What the crawl process keeps per distinct page (dedup's near-copy index)."""
+    rng = np.random.default_rng(1)
+    simhashes = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
+
+    def index() -> NearIndex:
+        ix = NearIndex()
+        for start in range(0, n, 500):  # as cycles add them
+            chunk = simhashes[start : start + 500]
+            ix.add(np.arange(start, start + len(chunk), dtype=np.uint32), chunk)
+        return ix
+
+    held, _ = measure(index)
+    return [("dedup near-copy index", held / n, "none: all in memory (20 tables)")]
 
 
 def main() -> None:
@@ -148,10 +182,12 @@ def main() -> None:
         rows = per_host(n, args.sites_per_host) + per_site(int(n * args.sites_per_host))
         for label, size, bound in rows:
             print(f"  {label:42s} {size:8.0f}  {bound}")
-        host_total = sum(size for label, size, _ in rows if "site entry" not in label)
-        site_total = sum(size for label, size, _ in rows if "site entry" in label)
+        host_total = sum(size for label, size, _ in rows if "frontier site" not in label)
+        site_total = sum(size for label, size, _ in rows if "frontier site" in label)
         print(f"  {'per known host, all of the above':42s} {host_total:8.0f}")
         print(f"  {'per known site':42s} {site_total:8.0f}")
+        for label, size, bound in per_page(n):
+            print(f"  per distinct page: {label:23s} {size:8.0f}  {bound}")
     print(
         f"\nBounded whatever the crawl: the link resolver's cache "
         f"({RESOLVE_CACHE_BYTES >> 20} MiB estimated, per extract process), robots.txt "

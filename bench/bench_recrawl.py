@@ -21,11 +21,15 @@ Policies:
 * ``today``   the rule of crawlkit 0.x: an interval halved on a change, grown by
               half otherwise, between 1 h and 90 days; due URLs soonest first.
 * ``uniform`` every page as often as the budget allows, oldest copy first.
-* ``new``     crawlkit.recrawl: rates estimated from the visits
-              (:func:`crawlkit.recrawl.estimate.estimate_rates`, with a site prior),
-              and each step the pages whose fetch buys the most freshness
-              (:func:`crawlkit.recrawl.policy.value` and ``select``), as
-              ``crawlkit recrawl --max-urls`` does.
+* ``new``     crawlkit.recrawl: rates estimated from the visits (the posterior of
+              :mod:`crawlkit.recrawl.estimate`, kept as a running sum of
+              ``loglik_grid`` rows; the site priors and the prior's spread from
+              :func:`crawlkit.recrawl.plan.site_priors`), and each step the pages
+              whose fetch buys the most freshness, the value averaged over the
+              rate's posterior (:func:`crawlkit.recrawl.policy.expected_value` and
+              ``select``), as ``crawlkit recrawl --max-urls`` does. A value runs
+              from the time the copy was last known fresh (a fetch, or a sitemap
+              read that saw no change), for the oracle too.
 * ``oracle``  the same pick with the true rates.
 * ``stage``   (``--stage``) the real stage, ``crawlkit.stages.recrawl.recrawl``, on a
               state directory, as ``crawlkit recrawl --now T --max-urls N`` in a
@@ -53,9 +57,19 @@ from pathlib import Path
 
 import numpy as np
 
-from crawlkit.recrawl.estimate import CHANGED, KEEP, UNCHANGED, estimate_rates
-from crawlkit.recrawl.plan import PRIOR_VISITS
-from crawlkit.recrawl.policy import freshness, select, solve, value
+from crawlkit.recrawl import estimate, plan
+from crawlkit.recrawl.estimate import (
+    CHANGED,
+    GRID,
+    KEEP,
+    PRIOR_SPREAD,
+    UNCHANGED,
+    estimate_rates,
+    loglik_grid,
+    posterior_summary,
+)
+from crawlkit.recrawl.plan import site_priors
+from crawlkit.recrawl.policy import expected_value, freshness, select, solve, value
 from crawlkit.stages.recrawl import recrawl
 
 H = 3600.0
@@ -69,7 +83,13 @@ POINT = "mean"  # the estimate the stage uses (estimate_rates' point)
 PRIOR_WEIGHT = 1.0  # the stage's (estimate_rates' prior_weight)
 SITE_PRIOR = True  # each host's rate as its pages' prior (plan.prior_rates)
 SITEMAP_OBS = True  # a sitemap read is an observation (as the stage)
-GLOBAL_PRIOR = True  # sites without estimates take the crawl's rate
+EMPIRICAL_SPREAD = True  # the prior's spread from the sites' (plan.site_priors)
+POSTERIOR_VALUE = True  # the value averaged over the posterior of λ
+KNOWN_FRESH = True  # value from the time the copy was last known fresh
+THOMPSON = False
+STEADY = False
+args_step = 1.0
+SPREAD_SCALE = 1.0  # (an experiment: the posterior taken wider or narrower)
 
 
 @dataclass
@@ -116,19 +136,28 @@ def make_web(args: argparse.Namespace, rng: np.random.Generator) -> Web:
     rate[rng.random(n) < args.never] = 0.0
     periodic = rng.random(n) < args.periodic
     span = 4 * horizon + 2 * BEFORE
-    chunks = []
-    for i in range(n):
-        if rate[i] == 0:
-            continue
-        # From a month before the first fetch, so a first Last-Modified has a date.
-        if periodic[i]:
-            period = 1 / rate[i]
-            times = np.arange(rng.uniform(-BEFORE, -BEFORE + period), horizon, period)
-        else:
-            count = rng.poisson(rate[i] * (horizon + BEFORE))
-            times = np.sort(rng.uniform(-BEFORE, horizon, count))
-        chunks.append(i * span + BEFORE + times)
-    keys = np.concatenate(chunks) if chunks else np.zeros(0)
+    # From a month before the first fetch, so a first Last-Modified has a date.
+    # All pages' change times at once: a count per page, then the times in one array.
+    length = horizon + BEFORE
+    changing = rate > 0
+    period = np.where(changing, 1 / np.where(changing, rate, 1.0), np.inf)
+    phase = rng.uniform(0, 1, n) * np.where(changing, period, 0.0)
+    regular = periodic & changing
+    count = np.where(
+        regular,
+        np.ceil((length - phase) / np.where(regular, period, 1.0)),
+        rng.poisson(np.where(changing, rate, 0.0) * length),
+    ).astype(np.int64)
+    count = np.where(changing, np.maximum(count, 0), 0)
+    page = np.repeat(np.arange(n), count)
+    rank = np.arange(len(page)) - np.repeat(np.cumsum(count) - count, count)
+    at = np.where(
+        regular[page],
+        phase[page] + rank * np.where(regular, period, 0.0)[page],
+        rng.uniform(0, length, len(page)),
+    )
+    keep = at < length
+    keys = np.sort(page[keep] * span + at[keep])  # time + BEFORE, page by page
     return Web(rate, host, rng.random(n) < args.lm, rng.random(n) < args.sitemap, keys, span)
 
 
@@ -140,6 +169,7 @@ class Policy:
         n = len(web.rate)
         self.last = np.zeros(n)  # time of the fetch that made the stored copy
         self.pending = np.zeros(n, bool)  # a sitemap said it changed since
+        self.known = np.zeros(n)  # the copy known fresh then (a fetch, or a sitemap read)
 
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
         raise NotImplementedError
@@ -192,9 +222,21 @@ class ValuePolicy(Policy):
         raise NotImplementedError
 
     def choose(self, now: float, count: int, host_cap: int) -> np.ndarray:
-        tau = now - self.last
+        tau = now - (np.maximum(self.last, self.known) if KNOWN_FRESH else self.last)
         lam = np.maximum(self.rates(), 1e-12)
-        v = value(lam, 1.0, np.where(self.pending, np.inf, tau))
+        since = np.where(self.pending, np.inf, tau)
+        if STEADY and isinstance(self, New):
+            # The steady-state optimum for this rate of fetches: each page's interval
+            # at the budget's μ (policy.solve), the most overdue first.
+            _, opt = solve(lam, 1.0, count / (args_step * H), tau_min=TAU_MIN, tau_max=TAU_MAX)
+            v = np.where(self.pending, np.inf, tau / opt)
+            return select(v, tau >= TAU_MIN, count, hosts=self.web.host, host_max=host_cap)
+        if THOMPSON and isinstance(self, New):
+            v = value(lam * np.exp(self.spread * self.z), 1.0, since)
+        elif POSTERIOR_VALUE and isinstance(self, New):
+            v = expected_value(lam, SPREAD_SCALE * self.spread, 1.0, since)
+        else:
+            v = value(lam, 1.0, since)
         v = np.where(tau >= TAU_MAX, np.inf, v)
         return select(v, tau >= TAU_MIN, count, hosts=self.web.host, host_max=host_cap)
 
@@ -219,6 +261,10 @@ class New(ValuePolicy):
         self.observed = np.zeros(n)  # the newest fetch or sitemap read
         self.est = np.full(n, PRIOR)
         self.prior = np.full(n, PRIOR)
+        self.spread = np.full(n, PRIOR_SPREAD)  # sd of log λ: the prior's at first
+        self.prior_weight = PRIOR_WEIGHT
+        self.rng = np.random.default_rng(7)
+        self.z = self.rng.standard_normal(n)  # a Thompson draw per page, new each visit
         self.snapshots: dict[int, list[tuple[float, float]]] = {5: [], 10: [], 20: []}
         # The first fetch's Last-Modified: a dated change over its age (as the stage).
         pages = np.flatnonzero(web.lm)
@@ -228,10 +274,30 @@ class New(ValuePolicy):
         self.t[dated, 0] = age
         self.c[dated, 0] = age
         self.count[dated] = 1
-        self.est[dated] = estimate_rates(self.t[dated, :1], self.c[dated, :1], PRIOR, point=POINT)
+        # The log-likelihood on the estimator's grid, summed over the kept observations
+        # (loglik_grid is additive): one new row per observation, not all 64 again.
+        self.loglik = np.zeros((n, len(GRID)))
+        self.loglik[dated] = loglik_grid(self.t[dated, 0], self.c[dated, 0])
+        self.est[dated] = self._estimate(dated)
 
     def rates(self) -> np.ndarray:
         return self.est
+
+    def _estimate(self, pages: np.ndarray) -> np.ndarray:
+        if POINT == "mean":
+            self.z[pages] = self.rng.standard_normal(len(pages))
+            rate, self.spread[pages] = posterior_summary(
+                self.loglik[pages], self.prior[pages], self.prior_weight
+            )
+            return rate
+        k = int(min(self.count[pages].max(), KEEP))
+        return estimate_rates(
+            self.t[pages, :k],
+            self.c[pages, :k],
+            self.prior[pages],
+            point=POINT,
+            prior_weight=self.prior_weight,
+        )
 
     def observe(
         self, pages: np.ndarray, now: float, changed: np.ndarray, dated: np.ndarray
@@ -262,33 +328,28 @@ class New(ValuePolicy):
         if len(pages) == 0:
             return
         slot = self.count[pages] % KEEP
+        full = self.count[pages] >= KEEP  # the oldest observation leaves the window
+        if full.any():
+            gone = pages[full]
+            self.loglik[gone] -= loglik_grid(self.t[gone, slot[full]], self.c[gone, slot[full]])
         self.t[pages, slot] = now - self.observed[pages]
         code = np.where(changed, np.where(np.isnan(dated), CHANGED, dated), UNCHANGED)
         self.c[pages, slot] = code
+        self.loglik[pages] += loglik_grid(self.t[pages, slot], code)
         self.count[pages] += 1
-        k = int(min(self.count[pages].max(), KEEP))
-        self.est[pages] = estimate_rates(
-            self.t[pages, :k],
-            self.c[pages, :k],
-            self.prior[pages],
-            point=POINT,
-            prior_weight=PRIOR_WEIGHT,
-        )
+        self.est[pages] = self._estimate(pages)
 
     def refresh_priors(self) -> None:
-        """Each host's prior, as the stage's (plan.prior_rates): the geometric mean
-        rate of its pages seen PRIOR_VISITS times, shrunk towards the crawl's."""
-        known = self.visits >= PRIOR_VISITS
-        hosts = self.web.host
-        k = int(hosts.max()) + 1
-        logs = np.log(self.est[known])
-        base = math.log(PRIOR)
-        if GLOBAL_PRIOR and len(logs):
-            base = (logs.sum() + 2 * base) / (len(logs) + 2)
-        total = np.bincount(hosts[known], logs, k)
-        number = np.bincount(hosts[known], minlength=k)
-        site = np.exp((total + 2 * base) / (number + 2))
-        self.prior = site[hosts]
+        """Each host's prior and the prior's spread, as the stage's
+        (:func:`crawlkit.recrawl.plan.site_priors`, the same function)."""
+        hosts = self.web.host.astype(np.int64)
+        checks = self.visits + 1  # the stage counts the first fetch
+        site, default, spread = site_priors(
+            self.est, checks, hosts, int(hosts.max()) + 1, 1 / PRIOR
+        )
+        self.prior = np.where(np.isfinite(site), site, default)[hosts]
+        if EMPIRICAL_SPREAD:
+            self.prior_weight = PRIOR_WEIGHT * (PRIOR_SPREAD / spread) ** 2
 
 
 class Stage(Policy):
@@ -368,6 +429,8 @@ def run(policy: Policy, web: Web, args: argparse.Namespace, per_day: float) -> d
                 policy.sitemap_change(newer)
             if not isinstance(policy, Uniform):
                 policy.pending[newer] = True
+            same = on_map[lastmod <= policy.last[on_map]]
+            policy.known[same] = now  # the sitemap says the copy is still the live page
             if isinstance(policy, New) and SITE_PRIOR:
                 policy.refresh_priors()
         carry += per_day * step / DAY
@@ -444,9 +507,23 @@ def main() -> None:
     ap.add_argument("--only", default="", help="policies to run, comma-separated")
     ap.add_argument("--prior-weight", type=float, default=PRIOR_WEIGHT)
     ap.add_argument("--no-site-prior", action="store_true", help="one prior for all pages")
-    ap.add_argument("--no-global-prior", action="store_true", help="sites shrink to --initial")
+    ap.add_argument(
+        "--fixed-spread", action="store_true", help="the prior's spread fixed at its widest"
+    )
     ap.add_argument(
         "--no-sitemap-obs", action="store_true", help="sitemap reads are no observations"
+    )
+    ap.add_argument("--initial", type=float, default=1.0, help="the prior's centre, days")
+    ap.add_argument("--prior-spread", type=float, default=PRIOR_SPREAD, help="sd of log λ")
+    ap.add_argument("--spread-scale", type=float, default=1.0, help="experiment")
+    ap.add_argument("--thompson", action="store_true", help="experiment")
+    ap.add_argument("--prior-visits", type=int, default=plan.PRIOR_VISITS, help="experiment")
+    ap.add_argument("--steady", action="store_true", help="experiment: steady-state pick")
+    ap.add_argument(
+        "--since-fetch", action="store_true", help="value from the fetch, not a sitemap read"
+    )
+    ap.add_argument(
+        "--point-value", action="store_true", help="value at the point estimate, not averaged"
     )
     ap.add_argument(
         "--stage",
@@ -458,7 +535,18 @@ def main() -> None:
     globals()["PRIOR_WEIGHT"] = args.prior_weight
     globals()["SITE_PRIOR"] = not args.no_site_prior
     globals()["SITEMAP_OBS"] = not args.no_sitemap_obs
-    globals()["GLOBAL_PRIOR"] = not args.no_global_prior
+    globals()["EMPIRICAL_SPREAD"] = not args.fixed_spread
+    globals()["POSTERIOR_VALUE"] = not args.point_value
+    globals()["SPREAD_SCALE"] = args.spread_scale
+    globals()["THOMPSON"] = args.thompson
+    plan.PRIOR_VISITS = args.prior_visits
+    globals()["STEADY"] = args.steady
+    globals()["args_step"] = args.step
+    globals()["KNOWN_FRESH"] = not args.since_fetch
+    if args.point_value:  # the stage too: its pick at the point estimate
+        plan.expected_value = lambda lam, spread, w, tau: value(lam, w, tau)
+    globals()["PRIOR"] = 1 / (args.initial * DAY)
+    estimate.PRIOR_SPREAD = args.prior_spread
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     web = make_web(args, rng)
@@ -484,6 +572,7 @@ def main() -> None:
         optimum = float(freshness(web.rate, tau).mean())
         print(f"\nbudget {per_day:,.0f} fetches a day ({share:g} per page); optimum {optimum:.4f}")
         results = {}
+        snapshots: dict[object, list[tuple[float, float]]] = {}
         classes: list[type[Policy]] = [Today, Uniform, New, Oracle]
         if args.stage:
             classes.insert(3, Stage)
@@ -491,6 +580,7 @@ def main() -> None:
             if args.only and cls.name not in [*args.only.split(","), "oracle"]:
                 continue
             t0 = time.perf_counter()
+            c0 = time.process_time()
             if cls is Stage:
                 tmp = tempfile.TemporaryDirectory()
                 policy: Policy = Stage(web, Path(tmp.name))
@@ -501,7 +591,8 @@ def main() -> None:
             print(
                 f"  {cls.name:<8} freshness {r['freshness']:.4f} (2nd half {r['late']:.4f})  "
                 f"age {r['age_h']:9.1f} h  "
-                f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s)"
+                f"{r['fetches_day']:8.0f} fetches/day  ({time.perf_counter() - t0:.1f} s, "
+                f"{time.process_time() - c0:.1f} s CPU)"
             )
             if isinstance(policy, New):
                 snapshots = dict(policy.snapshots)
@@ -517,9 +608,10 @@ def main() -> None:
                 f"  {name:<8} / oracle {f / oracle:.1%}   / optimum {f / optimum:.1%}   "
                 f"2nd half / oracle {late:.1%}"
             )
-        print("  estimates (new policy), pages that change:")
-        print("\n".join(accuracy(snapshots)))
-    print(f"\n{time.perf_counter() - started:.1f} s in all")
+        if snapshots:
+            print("  estimates (new policy), pages that change:")
+            print("\n".join(accuracy(snapshots)))
+    print(f"\n{time.perf_counter() - started:.1f} s in all, {time.process_time():.1f} s CPU")
 
 
 if __name__ == "__main__":

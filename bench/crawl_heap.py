@@ -38,6 +38,9 @@ def snap():
                 f"{sum(size) >> 20} MiB\\n")
         for s in stats[:25]:
             f.write(f"{s.size_diff / 1024:+10.0f} KiB {s.count_diff:+8d} {s.traceback}\\n")
+        f.write("largest at the second snapshot:\\n")
+        for s in shots[1].statistics("lineno")[:15]:
+            f.write(f"{s.size / 1024:10.0f} KiB {s.count:8d} {s.traceback}\\n")
 def guarded():
     try:
         snap()
@@ -55,6 +58,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=15)
     ap.add_argument("--for", dest="duration", type=float, default=80.0)
     ap.add_argument("--at", default="20,60", help="the two snapshot times, seconds")
+    ap.add_argument("--concurrency", type=int, default=256, help="as bench_crawl's")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="crawl-heap-") as tmp:
         out = Path(tmp) / "growth.txt"
@@ -74,6 +78,8 @@ def main() -> None:
                     "any",
                     "--min-delay",
                     "0",
+                    "--concurrency",
+                    str(args.concurrency),
                     "--for",
                     f"{args.duration:g}s",
                     "--allow-net",

@@ -1,4 +1,4 @@
-"""The crawl loop's timeline (``CRAWLKIT_TIMELINE``, see crawlkit/crawl/timeline.py)
+"""The crawl loop's timeline (``crawl --timeline FILE``, see crawlkit/crawl/timeline.py)
 summed up per 5 s for ``bench_crawl.py --timeline``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def loop_windows(path: Path, width: int = 5) -> list[dict]:
-    """The crawl loop's timeline (``CRAWLKIT_TIMELINE``, one line a second) in
+    """The crawl loop's timeline (``crawl --timeline``, one line a second) in
     ``width``-s windows: fetch records and refills summed, states averaged (``backlog``:
     the largest), for telling why a window went idle."""
     lines = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]

@@ -67,6 +67,7 @@ from crawlkit_cli.options import (
     Sitemap,
     SlotMapFile,
     StateDir,
+    TimelineFile,
     Timeout,
     TrustEnv,
     WarcPrefix,
@@ -78,6 +79,7 @@ from crawlkit_cli.progress import progress_printer
 
 from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, crawl, explain
+from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
 from crawlkit.errors import CrawlkitError, UsageError
@@ -196,6 +198,7 @@ def crawl_command(
     trust_env: TrustEnv = False,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
+    timeline: TimelineFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     do_explain: Annotated[
         bool,
@@ -264,6 +267,7 @@ def crawl_command(
     """
     rep = reporter()
     streams.check_output_dir(warc_dir, "--warc-dir")
+    streams.check_output(timeline, "--timeline")
     if not scope:
         raise UsageError("--scope must not be empty")
     options = CrawlOptions(
@@ -306,12 +310,14 @@ def crawl_command(
         shards=shards,
         slot_map=slot_map,
         archive=archive_options(requisites, exclude, ignore_file),
+        timeline=timeline,
     )
     if do_explain:
         flags = stage_flags(click.get_current_context())
         print(explain(str(state), options, flags, [*(seeds or []), *(sitemap or [])]))
         return
     long_running_gc()
+    cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
     summary = crawl(
         state,
         read_seeds(seeds or []) + list(sitemap or []),

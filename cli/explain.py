@@ -53,6 +53,7 @@ CRAWL_ONLY = frozenset(
         "--sitemap",  # extra seeds
         "--json",
         "--explain",
+        "--timeline",  # the crawl loop's own states (no stage has that loop)
     }
 )
 

@@ -334,6 +334,15 @@ Sitemap = Annotated[
         show_default=False,
     ),
 ]
+TimelineFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--timeline",
+        help="Append the crawl loop's states once a second to this NDJSON file (in "
+        "flight, held, queued, post-processing backlog, refills), for finding stalls.",
+        show_default=False,
+    ),
+]
 
 
 def excludes(

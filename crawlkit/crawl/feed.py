@@ -35,7 +35,7 @@ from crawlkit.crawl.files import CrawlDir, mark_done, write_file
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Leftover
 from crawlkit.crawl.stores import Stores
-from crawlkit.crawl.timeline import TIMELINE_WINDOW, Timeline, from_env
+from crawlkit.crawl.timeline import TIMELINE_WINDOW, Timeline
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
@@ -67,7 +67,7 @@ CUT_CHECK = 0.5
 # Cut cycles waiting for post-processing (the one in hand included) from which each
 # refill is halved per cycle more, and at which the fetcher gets no more URLs. A hard
 # stop at 2 left the fetcher with only URLs of hosts not yet due: 4 requests in flight
-# of 256 with 2,510 URLs queued (issue 27, measured with CRAWLKIT_TIMELINE, against
+# of 256 with 2,510 URLs queued (issue 27, measured with the loop timeline, against
 # POST_BACKLOG_MAX = 2, the old hard stop, in bench_crawl's A/B).
 POST_BACKLOG = 2
 POST_BACKLOG_MAX = 6
@@ -272,9 +272,9 @@ class FetchRun:
         self.cut_asked: asyncio.Task[None] | None = None  # the cut a fetch record asked for
         self.cut_failed: list[BaseException] = []
         self.timer: asyncio.Task[None] | None = None  # cut_on_time, held while the run lives
-        # opt-in: CRAWLKIT_TIMELINE=FILE (see crawl/timeline.py)
-        timeline = from_env()
-        self.probe = LoopProbe(self, timeline) if timeline is not None else None
+        # opt-in: crawl --timeline FILE (see crawl/timeline.py)
+        path = feed.opts.timeline
+        self.probe = LoopProbe(self, Timeline(path)) if path is not None else None
         self.refused: str | None = None  # why the last refill gave nothing (for the probe)
 
     def track(self, path: Path, records: list[Record]) -> None:
@@ -481,7 +481,7 @@ class FetchRun:
 
 
 class LoopProbe:
-    """The opt-in timeline of one fetch run (``CRAWLKIT_TIMELINE``): counts its records
+    """The opt-in timeline of one fetch run (``crawl --timeline``): counts its records
     and refills, and samples its states once a window (see crawl/timeline.py)."""
 
     def __init__(self, run: FetchRun, timeline: Timeline):

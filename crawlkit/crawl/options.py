@@ -40,3 +40,4 @@ class CrawlOptions:
     shards: int | None = None
     slot_map: Path | None = None
     archive: ArchiveOptions = field(default_factory=ArchiveOptions)  # requisites, excludes
+    timeline: Path | None = None  # the loop's states once a second (crawl/timeline.py)

@@ -1,9 +1,9 @@
 """A timeline of the crawl loop's own states, for finding stop-and-go (issue 27).
 
-Opt-in, for benchmarks and debugging: with ``CRAWLKIT_TIMELINE=FILE`` in the
-environment, ``crawlkit crawl`` appends one NDJSON line per ``TIMELINE_WINDOW`` seconds
-of each fetch run to FILE (``bench/bench_crawl.py --timeline`` sets it and sums it up).
-Without it nothing is counted and nothing is written.
+Opt-in, for benchmarks and debugging: with ``crawl --timeline FILE``
+(``CrawlOptions.timeline``), each fetch run appends one NDJSON line per
+``TIMELINE_WINDOW`` seconds to FILE (``bench/bench_crawl.py --timeline`` gives it and
+sums it up). Without it nothing is counted and nothing is written.
 
 A line: ``t`` (seconds since the fetch run started, window end), ``records`` (fetch
 records in the window), ``in_flight`` (requests running at the sample), ``waiting``
@@ -21,7 +21,6 @@ late: a loop kept from running).
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -30,9 +29,8 @@ from typing import IO, Any
 
 import orjson
 
-__all__ = ["ENV", "TIMELINE_WINDOW", "Timeline", "from_env"]
+__all__ = ["TIMELINE_WINDOW", "Timeline"]
 
-ENV = "CRAWLKIT_TIMELINE"
 TIMELINE_WINDOW = 1.0
 
 
@@ -40,6 +38,7 @@ class Timeline:
     """Counts the loop's events and samples its states once a window (see module doc)."""
 
     def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
         self._out: IO[bytes] = open(path, "ab")  # noqa: SIM115
         self.refills: Counter[str] = Counter()
         self.records = 0
@@ -74,9 +73,3 @@ class Timeline:
 
     def close(self) -> None:
         self._out.close()
-
-
-def from_env() -> Timeline | None:
-    """The timeline ``CRAWLKIT_TIMELINE`` asks for, or None."""
-    path = os.environ.get(ENV)
-    return Timeline(Path(path)) if path else None

@@ -93,7 +93,7 @@ class RobotsTask:
 Task = Item | RobotsTask  # what a host's queue holds
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Host(HostQueue):
     """A :class:`HostQueue` with its name and where it is in its lifecycle."""
 
@@ -320,7 +320,7 @@ class HostTable:
     def fail(self, host: Host, outcome: str, error: str) -> None:
         """Every queued URL of a failed host comes out ``outcome`` with ``error``."""
         host.failure = (outcome, error)
-        while host.items:
+        while host.has_items:
             item = host.items.popleft()
             if isinstance(item, Item) and outcome == "refused":  # the address check
                 self.outbox.emit(fetch_refusal(item.record, item.url, "address", error))
@@ -328,10 +328,12 @@ class HostTable:
                 self.outbox.emit(fetch_record(item.record, item.url, outcome, error=error))
             else:
                 self.on_robots_task(item, error)
+        host.release_empty()
 
     def schedule(self, host: Host, now: float) -> None:
         """Back into the heap if it has work and can be served in time; else defer."""
-        if not host.items or host.state != "ready":
+        if not host.has_items or host.state != "ready":
+            host.release_empty()
             return
         if host.backing_off(now):
             self.defer(host, host.backoff_until, "host is backing off after HTTP 429/503")
@@ -345,7 +347,7 @@ class HostTable:
         (the run ends before the host is due) marks the records ``"stopped": true``."""
         extra = {"stopped": True} if stopped else {}
         stamp = iso_time(retry_at)
-        while host.items:
+        while host.has_items:
             item = host.items.popleft()
             if isinstance(item, Item):
                 self.outbox.emit(
@@ -355,6 +357,7 @@ class HostTable:
                 )
             else:
                 self.on_robots_task(item, why)
+        host.release_empty()
 
     def defer_late(self, now: float) -> None:
         """Defer the hosts the scheduler holds that are not due before the deadline
@@ -424,7 +427,7 @@ class HostTable:
         holds the ids of hosts waiting on a robots.txt fetched through another host."""
         for key, h in list(self.hosts.items()):
             if (
-                h.items
+                h.has_items
                 or h.busy
                 or h.queued
                 or h.state in ("new", "resolving")

@@ -61,9 +61,14 @@ __all__ = [
     "UNCHANGED",
     "estimate_rates",
     "lm_estimate",
+    "loglik_grid",
     "pack",
+    "posterior",
+    "posterior_rate",
+    "posterior_summary",
     "rate",
     "regular_estimate",
+    "summarize",
     "unpack",
 ]
 
@@ -131,6 +136,9 @@ def estimate_rates(
     n = t.shape[0]
     if n == 0:
         return np.zeros(0)
+    if point == "mean":
+        prior_m = np.broadcast_to(np.asarray(prior_rate, np.float64), (n,))
+        return posterior_rate(loglik_grid(t, c), prior_m, prior_weight)
     valid = t > 0
     unchanged = valid & (c == UNCHANGED)
     binary = valid & (c == CHANGED)
@@ -165,8 +173,6 @@ def estimate_rates(
     pull = 1.0 / (PRIOR_SPREAD * PRIOR_SPREAD) * prior_weight
     right = u_sum + s_sum
     tb = np.where(binary, t, 0.0)
-    if point == "mean":
-        return _posterior_mean(tb, binary, x_eff, right, m, pull)
 
     def slope(u: Array) -> tuple[Array, Array]:
         """d/d(log λ) of the log posterior, which falls monotonically in log λ, and
@@ -198,28 +204,74 @@ def estimate_rates(
 
 
 GRID = np.linspace(math.log(RATE_MIN), math.log(1 / 60.0), 40)  #: log λ, up to 1/min
+_LAM = np.exp(GRID)
 
 
-def _posterior_mean(
-    tb: Array, binary: npt.NDArray[np.bool_], x_eff: Array, right: Array, m: Array, pull: float
-) -> Array:
-    # Only undated changes need the grid per observation: move them left, cut the rest.
-    order = np.argsort(~binary, axis=1, kind="stable")
-    width = int(binary.sum(axis=1).max()) if binary.size else 0
-    tb = np.take_along_axis(tb, order, axis=1)[:, :width]
-    binary = tb > 0
-    lam = np.exp(GRID)  # (g,)
-    z = tb[:, :, None] * lam[None, None, :]  # (n, k, g)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        changed = np.where(binary[:, :, None], np.log(-np.expm1(-np.maximum(z, 1e-300))), 0.0)
-    loglik = changed.sum(axis=1) + x_eff[:, None] * GRID[None, :] - right[:, None] * lam[None, :]
-    logpost = loglik - 0.5 * pull * (GRID[None, :] - m[:, None]) ** 2
-    if pull == 0:
-        logpost = loglik
+def loglik_grid(t: Array, c: Array) -> Array:
+    """The log-likelihood of each row's observations at each rate of :data:`GRID`,
+    shape (n, len(GRID)), up to a constant per row.
+
+    Additive over observations: a caller that keeps the sum per URL (the simulator)
+    adds a new observation's row and subtracts the one :data:`KEEP` drops, and gets
+    what this function gives for the kept ones.
+    """
+    t = np.asarray(t, np.float64)
+    c = np.asarray(c, np.float64)
+    if t.ndim == 1:
+        t, c = t[:, None], c[:, None]
+    valid = t > 0
+    binary = valid & (c == CHANGED)
+    dated = valid & (c >= 0)
+    right = np.where(valid & (c == UNCHANGED), t, 0.0).sum(axis=1)
+    right += np.where(dated, np.minimum(np.maximum(c, 0.0), t), 0.0).sum(axis=1)
+    x = dated.sum(axis=1).astype(np.float64)
+    loglik = x[:, None] * GRID[None, :] - right[:, None] * _LAM[None, :]
+    rows, cols = np.nonzero(binary)  # only undated changes need the grid per observation
+    if len(rows):
+        z = t[rows, cols][:, None] * _LAM[None, :]
+        with np.errstate(divide="ignore"):
+            changed = np.log(-np.expm1(-np.maximum(z, 1e-300)))
+        np.add.at(loglik, rows, changed)
+    return loglik
+
+
+def posterior(loglik: Array, prior_rate: Array | float, prior_weight: float = 1.0) -> Array:
+    """Normalised posterior weights on :data:`GRID` (rows sum to 1) from
+    :func:`loglik_grid` and the log-normal prior around ``prior_rate``."""
+    loglik = np.asarray(loglik, np.float64)
+    m = np.log(np.maximum(np.asarray(prior_rate, np.float64), RATE_MIN))
+    pull = prior_weight / (PRIOR_SPREAD * PRIOR_SPREAD)
+    logpost = loglik - 0.5 * pull * (GRID[None, :] - np.reshape(m, (-1, 1))) ** 2
     logpost -= logpost.max(axis=1, keepdims=True)
     weights = np.exp(logpost)
-    mean_log = (weights * GRID[None, :]).sum(axis=1) / weights.sum(axis=1)
-    result: Array = np.exp(mean_log)
+    result: Array = weights / weights.sum(axis=1, keepdims=True)
+    return result
+
+
+def posterior_summary(
+    loglik: Array, prior_rate: Array | float, prior_weight: float = 1.0
+) -> tuple[Array, Array]:
+    """``exp(E[log λ])`` and the standard deviation of log λ over the posterior: the
+    rate and how sure it is (what :func:`crawlkit.recrawl.policy.expected_value`
+    takes, a log-normal in place of the grid)."""
+    weights = posterior(loglik, prior_rate, prior_weight)
+    mean = weights @ GRID
+    var = weights @ (GRID * GRID) - mean * mean
+    return np.exp(mean), np.sqrt(np.maximum(var, 0.0))
+
+
+def summarize(
+    t: Array, c: Array, prior_rate: Array | float, prior_weight: float = 1.0
+) -> tuple[Array, Array]:
+    """:func:`posterior_summary` of (n, k) observations (as :func:`estimate_rates`)."""
+    n = np.asarray(t).shape[0]
+    prior = np.broadcast_to(np.asarray(prior_rate, np.float64), (n,))
+    return posterior_summary(loglik_grid(t, c), prior, prior_weight)
+
+
+def posterior_rate(loglik: Array, prior_rate: Array | float, prior_weight: float = 1.0) -> Array:
+    """``exp(E[log λ])`` over the posterior (``point="mean"`` of :func:`estimate_rates`)."""
+    result: Array = np.exp(posterior(loglik, prior_rate, prior_weight) @ GRID)
     return result
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,15 @@ from crawlkit.errors import StateError
 from crawlkit.recrawl import estimate
 from crawlkit.recrawl import policy as optimum
 
-__all__ = ["Entry", "Event", "History", "RecrawlPolicy", "apply_event", "hamming"]
+__all__ = [
+    "Entry",
+    "Event",
+    "History",
+    "RecrawlPolicy",
+    "apply_event",
+    "estimate_entries",
+    "hamming",
+]
 
 SCHEMA_VERSION = 2
 _SIGN = 1 << 63
@@ -83,7 +91,9 @@ class RecrawlPolicy:
     estimate yet (the prior's centre). ``budget`` is the visits per second the
     recrawls of all URLs may spend (None: ``auto_budget`` per tracked URL, one a
     day); ``host_budget`` the visits per second one host allows (None: no cap).
-    ``mu`` is the budget's multiplier, which the stage solves each run.
+    ``mu`` is the budget's multiplier, which the stage solves each run, and
+    ``prior_weight`` the prior's weight in the estimates, ``(PRIOR_SPREAD/spread)²``
+    for the spread the crawl's sites show (:func:`crawlkit.recrawl.plan.site_priors`).
     """
 
     initial: float = DAY
@@ -97,6 +107,7 @@ class RecrawlPolicy:
     auto_budget: float = 1 / DAY
     host_budget: float | None = None
     mu: float = 0.0
+    prior_weight: float = 1.0
 
     def clamp(self, seconds: float) -> float:
         return min(self.max, max(self.min, seconds))
@@ -141,6 +152,7 @@ class Entry:
     rate: float | None = None  # estimated changes per second (None: no estimate yet)
     observations: bytes | None = None  # estimate.pack()ed (interval, code) pairs
     observed: float | None = None  # the newest fetch or sitemap read (what is known)
+    spread: float | None = None  # sd of log rate over its posterior (how sure the rate is)
 
 
 @dataclass
@@ -186,16 +198,20 @@ def apply_event(
     policy: RecrawlPolicy,
     *,
     prior: float | None = None,
+    estimate_now: bool = True,
 ) -> Entry | None:
     """The entry after ``event``; None when the event says nothing to track.
 
     ``prior`` is the change rate of the URL's site (per second; None: 1/``initial``).
     An event not newer than the entry's ``last_event`` returns the entry unchanged.
+    With ``estimate_now`` False an entry whose rate needs estimating again gets a NaN
+    rate, and the caller must pass it to :func:`estimate_entries` (one batch for
+    many entries, much faster than one at a time).
     """
     if entry is not None and event.at <= entry.last_event:
         return entry
     if event.kind == "lastmod":
-        return _apply_lastmod(entry, event, policy, prior)
+        return _apply_lastmod(entry, event, policy, prior, estimate_now)
     outcome = (event.outcome or "").lower()
     if outcome == "refused":
         return entry  # the frontier refused it: nothing to revisit
@@ -212,7 +228,7 @@ def apply_event(
     new.status = event.status
     not_modified = outcome in _NOT_MODIFIED or event.status == 304
     if not_modified or outcome in _FETCHED or (not outcome and event.status is not None):
-        _apply_fetch(entry, new, event, not_modified, policy, prior)
+        _apply_fetch(entry, new, event, not_modified, policy, prior, estimate_now)
     elif outcome == "deferred":
         new.due = event.retry_at if event.retry_at is not None else event.at + policy.error_backoff
         new.emitted = None
@@ -228,7 +244,11 @@ def apply_event(
 
 
 def _apply_lastmod(
-    entry: Entry | None, event: Event, policy: RecrawlPolicy, prior: float | None
+    entry: Entry | None,
+    event: Event,
+    policy: RecrawlPolicy,
+    prior: float | None,
+    estimate_now: bool,
 ) -> Entry | None:
     """A sitemap read: a visit without a fetch. Its lastmod dates a change since the
     URL's last observation (fetch or read), or says there was none."""
@@ -245,10 +265,10 @@ def _apply_lastmod(
         obs.append((event.at - since, code))
         new.observations = estimate.pack(obs)
         new.observed = event.at
-        new.rate = estimate.rate(obs, prior or 1 / policy.initial, point="mean")
-        new.interval = policy.interval(new.rate, new.importance)
-        if entry.last_fetch is not None and entry.outcome in GOOD_OUTCOMES:
-            new.due = entry.last_fetch + new.interval
+        if estimate_now:
+            _estimate(new, obs, prior, policy)
+        else:
+            new.rate = math.nan
     if (entry.last_fetch is None or event.lastmod > entry.last_fetch) and (
         entry.lastmod is None or event.lastmod > entry.lastmod
     ):
@@ -286,6 +306,7 @@ def _apply_fetch(
     not_modified: bool,
     policy: RecrawlPolicy,
     prior: float | None,
+    estimate_now: bool,
 ) -> None:
     digest = event.digest
     if digest is None and event.outcome == "redirect" and event.extra.get("location"):
@@ -321,12 +342,51 @@ def _apply_fetch(
         new.digest = digest
     if event.simhash is not None:
         new.simhash = event.simhash
-    new.rate = estimate.rate(
-        estimate.unpack(new.observations), prior or 1 / policy.initial, point="mean"
-    )
-    new.interval = policy.interval(new.rate, new.importance)
-    new.due = event.at + new.interval
     new.emitted = None
+    if estimate_now:
+        _estimate(new, estimate.unpack(new.observations), prior, policy)
+    else:
+        new.due = event.at + new.interval  # until estimate_entries sets both
+        new.rate = math.nan
+
+
+def _estimate(
+    new: Entry, obs: list[tuple[float, float]], prior: float | None, policy: RecrawlPolicy
+) -> None:
+    """The rate from ``obs``, and the interval and due time that follow from it."""
+    t, c = estimate._matrix([obs])
+    rates, spreads = estimate.summarize(t, c, prior or 1 / policy.initial, policy.prior_weight)
+    new.rate, new.spread = float(rates[0]), float(spreads[0])
+    _schedule(new, policy.interval(new.rate, new.importance))
+
+
+def _schedule(new: Entry, interval: float) -> None:
+    """The interval, and the due time it gives unless an error's backoff or a
+    sitemap's announced change set one (the last event was the fetch, or it answered)."""
+    new.interval = interval
+    fetched_last = new.last_event == new.last_fetch or new.outcome in GOOD_OUTCOMES
+    if new.last_fetch is not None and fetched_last and not new.pending_change:
+        new.due = new.last_fetch + interval
+
+
+def estimate_entries(
+    entries: list[Entry], priors: list[float | None], policy: RecrawlPolicy
+) -> None:
+    """Give every entry with a NaN rate (``apply_event(..., estimate_now=False)``) its
+    rate, interval and due time, as ``estimate_now`` would have, in one batch."""
+    todo = [i for i, e in enumerate(entries) if e.rate is not None and math.isnan(e.rate)]
+    if not todo:
+        return
+    obs = [estimate.unpack(entries[i].observations) for i in todo]
+    t, c = estimate._matrix(obs)
+    prior = np.array([priors[i] or 1 / policy.initial for i in todo])
+    rates, spreads = estimate.summarize(t, c, prior, policy.prior_weight)
+    weight = np.array([policy.weight(entries[i].importance) for i in todo])
+    taus = optimum.intervals(rates, weight, policy.mu, policy.min, policy.max)
+    for i, rate, spread, tau in zip(todo, rates, spreads, taus, strict=True):
+        entries[i].rate = float(rate)
+        entries[i].spread = float(spread)
+        _schedule(entries[i], float(tau))
 
 
 def _code(old: Entry, event: Event, changed: bool) -> float:
@@ -366,6 +426,8 @@ class Table:
     interval: np.ndarray
     good: np.ndarray  # the last fetch answered (fetched, not-modified, redirect)
     pending: np.ndarray
+    spread: np.ndarray  # NaN where not known (the prior's spread)
+    observed: np.ndarray  # the newest fetch or sitemap read; NaN where none
 
 
 class History:
@@ -393,6 +455,7 @@ class History:
                     f"recrawl history {path} has version {version}; this crawlkit reads "
                     f"versions 1 and {SCHEMA_VERSION}"
                 )
+            self._add_spread()
         except sqlite3.DatabaseError as exc:
             raise StateError(f"recrawl history {path} is unreadable: {exc}") from exc
 
@@ -406,7 +469,7 @@ class History:
                 last_modified TEXT, digest TEXT, simhash INTEGER, lastmod REAL,
                 interval REAL NOT NULL, changes INTEGER NOT NULL, checks INTEGER NOT NULL,
                 errors INTEGER NOT NULL, pending_change INTEGER NOT NULL, due REAL NOT NULL,
-                emitted REAL, rate REAL, observations BLOB, observed REAL
+                emitted REAL, rate REAL, observations BLOB, observed REAL, spread REAL
             );
             CREATE INDEX IF NOT EXISTS history_due ON history (due);
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
@@ -415,6 +478,18 @@ class History:
             """
         )
         self.db.commit()
+
+    def _add_spread(self) -> None:
+        """Version 2 histories written before the ``spread`` column get it (NULL: the
+        prior's spread until the URL's next visit). Older readers ignore it."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(history)")}
+        if "spread" not in columns:
+            try:
+                self.db.execute("ALTER TABLE history ADD COLUMN spread REAL")
+                self.db.commit()
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def _migrate_v1(self) -> None:
         """Version 1 → 2 in one transaction: the rate columns, and each URL's checks
@@ -462,12 +537,12 @@ class History:
     def put(self, entries: list[Entry]) -> None:
         rows = []
         for entry in entries:
-            values = asdict(entry)
+            values = {f: getattr(entry, f) for f in _FIELDS}  # (asdict deep-copies: slow)
             values["fp"] = _signed(entry.fp)
             if entry.simhash is not None:
                 values["simhash"] = _signed(entry.simhash)
             values["pending_change"] = int(entry.pending_change)
-            rows.append(tuple(values[f] for f in _FIELDS))
+            rows.append(tuple(values.values()))
         marks = ", ".join("?" for _ in _COLUMNS)
         self.db.executemany(
             f"INSERT OR REPLACE INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", rows
@@ -499,7 +574,7 @@ class History:
         """Every URL's planning columns as arrays (one pass over the table)."""
         rows = self.db.execute(
             "SELECT fp, site, host, priority, rate, checks, last_fetch, due, emitted, interval, "
-            "outcome, pending_change FROM history ORDER BY fp"
+            "outcome, pending_change, spread, observed FROM history ORDER BY fp"
         ).fetchall()
         hosts: dict[str, int] = {}
         host_ix = [hosts.setdefault(r[2] or r[1] or "", len(hosts)) for r in rows]
@@ -521,6 +596,8 @@ class History:
             interval=column(9),
             good=np.array([(r[10] or "") in GOOD_OUTCOMES for r in rows], bool),
             pending=np.array([bool(r[11]) for r in rows], bool),
+            spread=column(12),
+            observed=column(13),
         )
 
     def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:

@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 __all__ = [
     "age",
+    "expected_value",
     "freshness",
     "intervals",
     "select",
@@ -77,14 +78,47 @@ def age(lam: Array | float, tau: Array | float) -> Array:
 
 def value(lam: Array, w: Array | float, tau: Array) -> Array:
     """``w (1 − (1 + λτ) e^{−λτ}) / λ``: the freshness a visit now buys per unit of
-    budget (``w ∂F/∂f`` at ``f = 1/τ``). Rises with ``tau`` towards ``w/λ``."""
+    budget (``w ∂F/∂f`` at ``f = 1/τ``). Rises with ``tau`` towards ``w/λ``; 0 for
+    λ = 0, ``w/λ`` for τ = inf."""
     lam = np.asarray(lam, np.float64)
-    x = lam * np.asarray(tau, np.float64)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        g = np.where(x > 1e-4, -np.expm1(-x) - x * np.exp(-x), x * x / 2 - x**3 / 3)
-        v = np.where(lam > 0, g / np.maximum(lam, _TINY), 0.0)
-    result: Array = np.asarray(w, np.float64) * np.where(np.isinf(x), 1 / np.maximum(lam, _TINY), v)
+    # Few temporaries: a run of the simulator calls this on every page every step.
+    # λτ beyond 700 is the limit already (e^{−x} = 0), and clipping keeps inf·0 out.
+    # For small x, −expm1(−x) − x e^{−x} loses only ~eps·x against its x²/2: fine.
+    with np.errstate(invalid="ignore"):
+        x = np.multiply(lam, tau)  # 0 × inf: a page that never changes, value 0
+    shape = np.shape(x)
+    x = np.array(x, dtype=np.float64, ndmin=1)  # in-place steps need an array
+    np.minimum(x, 700.0, out=x)
+    x[np.isnan(x)] = 0.0
+    g = np.exp(-x)
+    g *= x
+    g += np.expm1(-x)
+    np.negative(g, out=g)
+    g /= np.maximum(lam, _TINY)
+    result: Array = g.reshape(shape) * np.asarray(w, np.float64)
     return result
+
+
+# Gauss-Hermite nodes and weights for E[f(Z)], Z standard normal (probabilists').
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(7)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def expected_value(lam: Array, spread: Array, w: Array | float, tau: Array) -> Array:
+    """:func:`value` averaged over a log-normal posterior of the rate: log λ normal
+    around ``log lam`` with standard deviation ``spread`` (0: :func:`value` itself).
+
+    The marginal freshness of a visit under uncertainty is the posterior mean of the
+    marginal freshness (∂E[F]/∂f = E[∂F/∂f]). ``value`` tends to ``w/λ``, convex in
+    λ, so a page whose rate is uncertain is worth more than its point estimate says:
+    a page seen changed once after a long interval might change slowly."""
+    lam = np.asarray(lam, np.float64)
+    spread = np.asarray(spread, np.float64)
+    tau = np.asarray(tau, np.float64)
+    total = np.zeros(np.broadcast_shapes(lam.shape, spread.shape, tau.shape))
+    for x, weight in zip(_GH_X, _GH_W, strict=True):
+        total += weight * value(lam * np.exp(spread * x), w, tau)
+    return total
 
 
 def _g(x: Array) -> Array:
@@ -225,9 +259,10 @@ def select(
     if hosts is None or host_max is None:
         top = idx[np.argpartition(-values[idx], count - 1)[:count]] if count < len(idx) else idx
         return top[np.argsort(-values[top], kind="stable")].astype(np.int64)
-    # The best few first (cheap); all of them only when the host cap leaves too few.
-    few = min(len(idx), 4 * count + 64)
-    for pool in (few, len(idx)):
+    # The best few first (cheap), four times as many each time the host cap leaves
+    # too few: a full sort of every eligible page only when the caps bite hard.
+    pool = min(len(idx), 4 * count + 64)
+    while True:
         cand = idx[np.argpartition(-values[idx], pool - 1)[:pool]] if pool < len(idx) else idx
         cand = cand[np.argsort(-values[cand], kind="stable")]
         h = hosts[cand]
@@ -238,4 +273,4 @@ def select(
         kept = cand[rank < host_max][:count]
         if len(kept) == count or pool == len(idx):
             return kept.astype(np.int64)
-    raise AssertionError("unreachable")
+        pool = min(len(idx), 4 * pool)

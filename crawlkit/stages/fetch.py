@@ -26,6 +26,7 @@ from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.iptable import IpTable
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
@@ -106,6 +107,8 @@ def fetch_records(
     net = net or NetOptions()
     if net.ca_file is not None:
         verifying_context(net.ca_file)  # a bad --ca-file is a usage error before any work
+    if config.ip_table:
+        IpTable.open(config.ip_table)  # so is a bad --ip-table (the scheduler reuses it)
     dns = DnsClient(parse_server(net.dns_server)) if net.dns_server else None
     reporter = reporter or NullReporter()
     policy = NetPolicy(allow_net)

@@ -26,6 +26,8 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import importance_of, recrawl_record
 from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
+from crawlkit.recrawl.estimate import PRIOR_SPREAD
+from crawlkit.recrawl.history import estimate_entries
 from crawlkit.recrawl.plan import pick, replan
 from crawlkit.recrawl.stats import collect, format_lines
 from crawlkit.stages.frontier import lock_state
@@ -261,20 +263,26 @@ def _update(
 ) -> None:
     priors = history.site_rates()
     crawl_prior = history.meta("prior")  # for sites with no estimate yet
-    policy = replace(policy, mu=history.meta("mu") or 0.0)
+    spread = history.meta("spread") or PRIOR_SPREAD
+    policy = replace(
+        policy, mu=history.meta("mu") or 0.0, prior_weight=(PRIOR_SPREAD / spread) ** 2
+    )
     known = {entry.fp: entry for entry in history.entries(list(events))}
     changed = []
+    changed_priors: list[float | None] = []
     for fp, evs in events.items():
         entry = known.get(fp)
         before = entry
         host, site = where.get(fp, (None, None))
         prior = priors.get(site or (entry.site if entry else None) or "", crawl_prior)
         for event in sorted(evs, key=lambda e: e.at):
-            entry = apply_event(entry, event, fp, policy, prior=prior)
+            entry = apply_event(entry, event, fp, policy, prior=prior, estimate_now=False)
         if entry is not None and entry is not before:
             entry.host = host or entry.host
             entry.site = site or entry.site
             changed.append(entry)
+            changed_priors.append(prior)
+    estimate_entries(changed, changed_priors, policy)  # one batch, not one per event
     history.put(changed)
     summary.updated = len(changed)
     plan = replan(history, policy)

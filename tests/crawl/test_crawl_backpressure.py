@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import start_testweb
+from conftest import crawlkit, start_testweb
 
 from crawlkit.crawl import core
 from crawlkit.crawl.cycle import CycleRunner
@@ -94,20 +94,40 @@ def test_cycles_are_cut_bigger_while_post_processing_lags_up_to_a_bound(
     assert scales == sorted(scales) and max(scales) == 4
 
 
-def test_the_timeline_counts_every_fetch_record_and_refill(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_timeline_counts_every_fetch_record_and_refill(tmp_path: Path) -> None:
+    """``crawl --timeline FILE`` reaches the loop: a line a second, every record and
+    refill counted; --explain leaves it out (no stage has that loop)."""
     import json
 
-    timeline = tmp_path / "timeline.ndjson"
-    monkeypatch.setenv("CRAWLKIT_TIMELINE", str(timeline))
+    timeline = tmp_path / "out" / "timeline.ndjson"  # its directory is made
     web_args = ("--hosts", "3", "--pages", "6", "--special", "none", "--seed", "8")
     with start_testweb(tmp_path, *web_args) as web:
         seeds = [h["pages"][0] for h in web.hosts_of_kind("ordinary")]
-        summary = crawl(tmp_path / "state", seeds, _options(web, duration=None))
+        common = ["--state", str(tmp_path / "state"), "--scope", "any", "--no-budgets"]
+        common += ["--min-delay", "0.2", "--allow-net", web.info["allow_net"]]
+        common += ["--hosts-file", str(web.hosts_file), "--timeline", str(timeline)]
+        explained = crawlkit("crawl", *seeds, *common, "--explain")
+        assert explained.code == 0 and "--timeline" not in explained.stdout.decode()
+        res = crawlkit("crawl", *seeds, *common, "--json")
+    assert res.code == 0, res.stderr
+    summary = json.loads(res.stdout)
     lines = [json.loads(line) for line in timeline.read_text().splitlines()]
     assert lines and all({"in_flight", "backlog", "post_busy", "due"} <= set(x) for x in lines)
-    assert sum(x["records"] for x in lines) == sum(summary.outcomes.values())
+    assert sum(x["records"] for x in lines) == sum(summary["outcomes"].values())
     # the seeds go in before the first refill; every other URL came by a refill
-    assert sum(x["refill_urls"] for x in lines) >= sum(summary.outcomes.values()) - len(seeds)
+    assert sum(x["refill_urls"] for x in lines) >= sum(summary["outcomes"].values()) - len(seeds)
     assert sum(x["refill_given"] for x in lines) >= 1
+
+
+def test_a_timeline_that_cannot_be_written_is_refused_before_the_crawl(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    res = crawlkit(
+        "crawl",
+        "http://127.0.0.1:9/",
+        "--state",
+        str(tmp_path / "state"),
+        "--timeline",
+        str(tmp_path / "file" / "timeline.ndjson"),
+    )
+    assert res.code == 2 and "--timeline" in res.stderr and "not a directory" in res.stderr
+    assert not (tmp_path / "state").exists()

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
+from conftest import crawlkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,8 +200,14 @@ class FakeGate:
             self.last[address] = self.clock[0]
 
 
-def _two_processes(scheds: list[Scheduler], hosts: list[list[HostQueue]], clock: list[float]):
-    """Drive two schedulers on one fake clock; (address, start, end) per request."""
+def _two_processes(
+    scheds: list[Scheduler],
+    hosts: list[list[HostQueue]],
+    took: dict[str, float],
+    clock: list[float],
+):
+    """Drive two schedulers on one fake clock, each request to host K taking
+    ``took[K]``; (address, start, end) per request."""
     for sched, mine in zip(scheds, hosts, strict=True):
         for h in mine:
             sched.push(h)
@@ -211,7 +218,7 @@ def _two_processes(scheds: list[Scheduler], hosts: list[list[HostQueue]], clock:
             while (h := sched.pop_ready(now)) is not None:
                 h.items.popleft()
                 sched.start(h, now)
-                running.append((now + h.items_time, sched, h, now))  # type: ignore[attr-defined]
+                running.append((now + took[h.key], sched, h, now))
         times = [t for s in scheds if (t := s.next_time()) is not None]
         ends = [r[0] for r in running]
         if not times and not ends:
@@ -247,12 +254,13 @@ def test_two_schedulers_through_one_gate_keep_the_limit_together(
         for _ in range(2)
     ]
     hosts: list[list[HostQueue]] = [[], []]
+    took: dict[str, float] = {}
     for i in range(2 * n_hosts):
         h = HostQueue(f"h{i}", address=f"10.0.0.{i % 3 == 0}")
         h.items.extend(range(per_host))
-        h.items_time = elapsed * (1 + i % 2)  # type: ignore[attr-defined]
+        took[h.key] = elapsed * (1 + i % 2)
         hosts[i % 2].append(h)
-    log = _two_processes(scheds, hosts, clock)
+    log = _two_processes(scheds, hosts, took, clock)
     assert len(log) == 2 * n_hosts * per_host  # nothing stranded behind a probe
     for ip in {a for a, _, _ in log}:
         spans = sorted((s, e) for a, s, e in log if a == ip)
@@ -261,3 +269,39 @@ def test_two_schedulers_through_one_gate_keep_the_limit_together(
         starts = [s for s, _ in spans]
         assert all(b - a >= gap - 1e-9 for a, b in itertools.pairwise(starts))
     assert not any(gate.held.values())  # every slot given back
+
+
+def test_fetch_names_a_file_that_is_not_a_table_in_one_line_and_keeps_it(
+    tmp_path: Path,
+) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    state = tmp_path / "S"
+    res = crawlkit(
+        "fetch", "--state", str(state), "--ip-table", str(seeds), input=b"http://a.test/\n"
+    )
+    assert res.code == 1
+    assert res.stderr.strip().splitlines() == [
+        f"crawlkit fetch: --ip-table {seeds}: not a crawlkit IP table (left untouched; "
+        "name a new or empty file)"
+    ]
+    assert seeds.read_text() == "http://a.test/\n"
+    assert not state.exists()  # refused before any work
+
+
+def test_hosts_parked_behind_a_probe_are_not_stranded_when_it_is_deferred() -> None:
+    clock = [0.0]
+    gate = FakeGate(clock)
+    gate.held[IP] = {0}  # another process holds the only slot
+    sched = Scheduler(min_delay=0.0, per_ip=1, per_ip_delay=0.0, ip_gate=gate)
+    a, b = HostQueue("a", address=IP), HostQueue("b", address=IP)
+    for h in (a, b):
+        h.items.append("x")
+        sched.push(h)
+    assert sched.pop_ready(0.0) is None  # a: the probe, back at SLOT_POLL; b: parked
+    assert sched.next_time() == SLOT_POLL and len(sched) == 2
+    assert sched.pop_due_after(SLOT_POLL / 2) == [a]  # the probe is deferred ...
+    assert sched.next_time() == 0.0  # ... and b takes its place, not left parked
+    assert sched.pop_ready(0.0) is None  # b is the probe now
+    gate.held[IP].clear()
+    assert sched.pop_ready(SLOT_POLL) is b

@@ -10,12 +10,16 @@ import pytest
 from crawlkit.recrawl.estimate import (
     CHANGED,
     KEEP,
+    PRIOR_SPREAD,
     UNCHANGED,
     estimate_rates,
     lm_estimate,
+    loglik_grid,
     pack,
+    posterior_rate,
     rate,
     regular_estimate,
+    summarize,
     unpack,
 )
 
@@ -74,3 +78,37 @@ def test_pack_keeps_the_newest_observations() -> None:
     obs = [(float(i), UNCHANGED) for i in range(1, KEEP + 11)]
     assert unpack(pack(obs)) == obs[-KEEP:]
     assert unpack(None) == []
+
+
+def test_grid_loglik_is_additive_and_gives_the_posterior_mean() -> None:
+    """The simulator keeps a running sum of loglik_grid rows: the sum of the rows of
+    single observations equals the rows of all of them, and gives estimate_rates."""
+    rng = np.random.default_rng(3)
+    t = rng.exponential(DAY, (20, 12))
+    c = rng.choice([UNCHANGED, CHANGED, 0.3 * H], (20, 12))
+    whole = loglik_grid(t, c)
+    parts = sum(loglik_grid(t[:, i], c[:, i]) for i in range(t.shape[1]))
+    assert np.allclose(whole, parts)
+    prior = np.full(20, 1 / DAY)
+    assert np.allclose(posterior_rate(parts, prior), estimate_rates(t, c, prior, point="mean"))
+
+
+def test_posterior_spread_narrows_with_visits() -> None:
+    few = [(DAY, CHANGED), (DAY, UNCHANGED)]
+    many = few * 20
+    _, spreads = summarize(*_rows([few, many]), 1 / DAY)
+    assert spreads[1] < spreads[0] < PRIOR_SPREAD
+    # no observation: the prior itself (log-normal, sd PRIOR_SPREAD, on the grid)
+    rate0, spread0 = summarize(np.zeros((1, 1)), np.full((1, 1), UNCHANGED), 1 / DAY)
+    assert math.isclose(float(rate0[0]), 1 / DAY, rel_tol=0.01)
+    assert math.isclose(float(spread0[0]), PRIOR_SPREAD, rel_tol=0.01)
+
+
+def _rows(observations: list[list[tuple[float, float]]]) -> tuple[np.ndarray, np.ndarray]:
+    k = max(len(o) for o in observations)
+    t = np.zeros((len(observations), k))
+    c = np.full((len(observations), k), UNCHANGED)
+    for i, obs in enumerate(observations):
+        t[i, : len(obs)] = [o[0] for o in obs]
+        c[i, : len(obs)] = [o[1] for o in obs]
+    return t, c

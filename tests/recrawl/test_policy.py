@@ -8,7 +8,17 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crawlkit.recrawl.policy import age, freshness, intervals, select, solve, value
+from crawlkit.recrawl.estimate import PRIOR_SPREAD
+from crawlkit.recrawl.plan import site_priors
+from crawlkit.recrawl.policy import (
+    age,
+    expected_value,
+    freshness,
+    intervals,
+    select,
+    solve,
+    value,
+)
 
 H = 3600.0
 DAY = 86400.0
@@ -91,3 +101,42 @@ def test_select_takes_the_best_within_the_host_cap() -> None:
     got = select(values, eligible, 4, hosts=hosts, host_max=2)
     assert list(got) == [0, 1, 3, 5]
     assert list(select(values, eligible, 2)) == [0, 1]
+
+
+def test_expected_value_is_the_value_averaged_over_the_posterior() -> None:
+    lam = np.array([1 / DAY, 1 / (30 * DAY)])
+    tau = np.array([5 * DAY, 5 * DAY])
+    # plain numbers work too: (1 - 2/e) days for λτ = 1
+    assert math.isclose(float(value(1 / DAY, 1.0, DAY)), (1 - 2 / math.e) * DAY, rel_tol=1e-12)
+    # a page that never changes is worth nothing, however long since its visit
+    assert value(np.array([0.0]), 1.0, np.array([np.inf]))[0] == 0.0
+    # no spread: the value itself
+    assert np.allclose(expected_value(lam, np.zeros(2), 1.0, tau), value(lam, 1.0, tau))
+    # against a brute-force average over the log-normal
+    z = np.linspace(-8, 8, 4001)
+    density = np.exp(-z * z / 2)
+    for i in range(2):
+        brute = (value(lam[i] * np.exp(1.5 * z), 1.0, tau[i]) * density).sum() / density.sum()
+        got = float(expected_value(lam[i : i + 1], np.array([1.5]), 1.0, tau[i : i + 1])[0])
+        assert math.isclose(got, brute, rel_tol=0.02)
+    # long past 1/λ the value is 1/λ, convex in λ: uncertainty makes it worth more
+    far = np.array([1e9])
+    assert expected_value(lam[:1], np.array([1.0]), 1.0, far)[0] > value(lam[:1], 1.0, far)[0]
+
+
+def test_site_priors_spread_follows_how_alike_a_sites_pages_change() -> None:
+    rng = np.random.default_rng(5)
+    site = np.repeat(np.arange(40), 25)
+    centre = rng.uniform(np.log(1 / (90 * DAY)), np.log(1 / H), 40)[site]
+    checks = np.full(len(site), 10)
+    for sd in (0.3, 1.0):
+        rate = np.exp(centre + rng.normal(0, sd, len(site)))
+        rates, _, spread = site_priors(rate, checks, site, 40, DAY)
+        assert abs(spread - max(sd, 0.5)) < 0.25
+        assert np.allclose(
+            np.log(rates), np.log([rate[site == s].mean() for s in range(40)]), atol=3 * sd
+        )
+    # nothing known yet: the widest prior and the crawl's default
+    rates, default, spread = site_priors(rate, np.ones(len(site), np.int64), site, 40, DAY)
+    assert np.isnan(rates).all() and math.isclose(default, 1 / DAY)
+    assert spread == PRIOR_SPREAD
