@@ -29,6 +29,7 @@ from crawlkit_cli.fetch_options import (
     WARC_PREFIX_DEFAULT,
     WARC_SIZE_DEFAULT,
     WARC_VERSION_DEFAULT,
+    MinDelay,
     fetch_config,
     warc_options,
 )
@@ -55,7 +56,6 @@ from crawlkit_cli.options import (
     MaxBody,
     MaxDecoded,
     MaxDepth,
-    MinDelay,
     Netrc,
     Operator,
     PerIp,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterator
+from typing import Annotated, cast
 
 import typer
 from crawlkit_cli.app import app, reporter
@@ -10,6 +11,7 @@ from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
+from crawlkit.records import PageRecord
 from crawlkit.stages.dedup import DedupStats, dedup_records, open_dedup_store, site_records
 
 
@@ -78,7 +80,11 @@ def dedup(
     rep = reporter()
     stats = DedupStats()
     with open_dedup_store(state, window=window) as store:
-        records = streams.read_records_with_lines(files, rep)
+        # page records, as far as dedup relies on them (a record without "url" is
+        # reported and skipped)
+        records = cast(
+            "Iterator[tuple[str, int, PageRecord]]", streams.read_records_with_lines(files, rep)
+        )
         with streams.open_output(out) as sink:
             for record in dedup_records(records, store, k=max_distance, reporter=rep, stats=stats):
                 sink.write_record(record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,7 +22,8 @@ def extract(
     warcs: Annotated[
         list[str] | None,
         typer.Argument(
-            help="WARC files (.warc, .warc.gz per record or whole, .warc.zst); '-' or none "
+            help="WARC files (.warc, .warc.gz per record or whole, .warc.zst); a directory "
+            "stands for its *.warc.gz files, in name order (none: no input); '-' or none "
             "reads stdin.",
             show_default=False,
         ),
@@ -143,7 +145,7 @@ def extract(
         raise UsageError("--jobs must be at least 1")
     if max_links < 1:
         raise UsageError("--max-links must be at least 1")
-    files = list(warcs or ["-"])
+    files = _inputs(warcs or ["-"])
     streams.check_single_stdin(files)
     if links is not None and streams.is_stdio(links) and streams.is_stdio(pages):
         raise UsageError("--pages and --links cannot both be stdout")
@@ -170,3 +172,16 @@ def extract(
         rep.info(stats.summary())
     if stats.damaged_files:
         raise typer.Exit(1)
+
+
+def _inputs(given: list[str]) -> list[str]:
+    """The WARC files of the arguments: a directory's ``*.warc.gz`` in name order (so
+    ``crawlkit extract DIR`` of a cycle that wrote no WARC file reads nothing and writes
+    empty outputs, where an unmatched shell glob would fail)."""
+    out: list[str] = []
+    for arg in given:
+        if not streams.is_stdio(arg) and Path(arg).is_dir():
+            out.extend(str(p) for p in sorted(Path(arg).glob("*.warc.gz")))
+        else:
+            out.append(arg)
+    return out

@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, cast
 
 import typer
 from crawlkit_cli.app import app, reporter
@@ -25,6 +25,7 @@ from crawlkit_cli.fetch_options import (
     WARC_PREFIX_DEFAULT,
     WARC_SIZE_DEFAULT,
     WARC_VERSION_DEFAULT,
+    MinDelay,
     fetch_config,
     save_site_cookies,
     warc_options,
@@ -49,7 +50,6 @@ from crawlkit_cli.options import (
     MaxBackoff,
     MaxBody,
     MaxDecoded,
-    MinDelay,
     Netrc,
     Operator,
     PerIp,
@@ -71,12 +71,14 @@ from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
 from crawlkit.fetch.netoptions import NetOptions
+from crawlkit.records import URLRecord
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
 
 
-def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, Any]]:
-    """NDJSON URL records; a line that is a bare URL counts as ``{"url": LINE}``."""
+def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[URLRecord]:
+    """NDJSON URL records; a line that is a bare URL counts as ``{"url": LINE}``. (Taken
+    as URL records: the fetcher answers one without a usable ``url`` with a refusal.)"""
     for source, lineno, text in streams.read_text_lines(files, rep):
         if text is None:
             continue
@@ -87,7 +89,7 @@ def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[dict[str, A
             yield {"url": line}
             continue
         try:
-            yield streams.parse_record(line.encode("utf-8"))
+            yield cast(URLRecord, streams.parse_record(line.encode("utf-8")))
         except ValueError as exc:
             rep.bad_record(source, lineno, str(exc))
 
@@ -102,7 +104,8 @@ def fetch(
         typer.Option(
             "--warc-dir",
             help="WARC directory (default STATE/warc). Finished files go into WARC_DIR/new/ "
-            "(where 'crawlkit extract' reads them); open ones end in .open.",
+            "(made at the start; 'crawlkit extract WARC_DIR/new' reads them); open ones "
+            "end in .open.",
             show_default=False,
         ),
     ] = None,

@@ -1,14 +1,17 @@
-"""The values of the fetch options (declared in :mod:`crawlkit_cli.options`), checked,
-and their defaults as flag text: one builder, :func:`fetch_config`, for ``fetch`` and
-``crawl``. Apart from ``options.py`` because it imports the fetch library."""
+"""The values of the fetch options, checked, and their defaults as flag text: one
+builder, :func:`fetch_config`, for ``fetch`` and ``crawl``. The options are declared in
+:mod:`crawlkit_cli.options`, but for ``--min-delay``, declared here. Apart from
+``options.py`` because it imports the fetch library."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Annotated
 from urllib.parse import urlsplit
 
 import click
+import typer
 
 from crawlkit.errors import UsageError
 from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
@@ -36,6 +39,17 @@ _FETCH = FetchConfig()
 AGENT_DEFAULT = _FETCH.agent
 CONCURRENCY_DEFAULT = _FETCH.concurrency
 MIN_DELAY_DEFAULT = _seconds_text(_FETCH.min_delay)
+# Declared here rather than in options.py, beside its default and its check
+# (fetch_config), so the flag travels: this module -> cli/fetch.py | cli/crawl.py ->
+# FetchConfig (crawlkit/fetch/config.py) -> the scheduler that reads it.
+MinDelay = Annotated[
+    str,
+    typer.Option(
+        "--min-delay",
+        help="Smallest gap between two requests to one host; the gap is "
+        "max(this, --delay-factor × the last fetch time, Crawl-delay).",
+    ),
+]
 DELAY_FACTOR_DEFAULT = _FETCH.delay_factor
 PER_IP_DEFAULT = _FETCH.per_ip
 TIMEOUT_DEFAULT = _seconds_text(_FETCH.timeout)

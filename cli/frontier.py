@@ -42,6 +42,7 @@ from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.frontier import (
     frontier_add,
     frontier_block,
+    frontier_defer,
     frontier_links,
     frontier_next,
     frontier_stats,
@@ -162,6 +163,15 @@ def add(
         bool,
         typer.Option("--urls", help="Inputs are plain URLs, one a line (a seeds file)."),
     ] = False,
+    deferred: Annotated[
+        bool,
+        typer.Option(
+            "--deferred",
+            help="Inputs are fetch logs: their deferred records wait in the waiting room "
+            "until their retry_at, then 'frontier next' queues them (what crawl does); "
+            "other records are passed over, nothing is queued now.",
+        ),
+    ] = False,
     scope: ScopeOption = None,
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
@@ -194,6 +204,11 @@ def add(
     full count). The frontier does not check history (that is seen-merge's job), but a
     recrawl of a URL whose recrawl is already queued is not queued twice.
 
+    The waiting room (DIR/crawl/waiting.ndjson.zst, crawl's too): a URL record whose
+    "due" time is still ahead waits there instead of being queued, and so do, with
+    --deferred, the deferred records of a fetch log ("outcome": "deferred") until
+    their "retry_at"; 'frontier next' queues each once its time has come.
+
     Scope (--scope, what crawl --scope does): seed records (reason seed) widen it
     and are kept in DIR/scope.json, so later adds judge by every seed so far; a URL
     off the seeds' hosts (host) or sites (site), or not matching the regular
@@ -214,15 +229,32 @@ def add(
     queued; the files delivered to DIR/inbox/ are queued with the input, those
     DIR/seen has seen left out, then removed.
 
-    State: DIR/frontier (queues, counters, manifest).
+    State: DIR/frontier (queues, counters, manifest), DIR/crawl/waiting.ndjson.zst.
 
     Example:
 
         crawlkit frontier add --state S --urls --reason seed seeds.txt
 
         crawlkit seen-merge --state S links | crawlkit frontier add --state S
+
+        crawlkit frontier add --state S --deferred fetched.ndjson
     """
     rep = reporter()
+    if deferred:
+        if plain_urls:
+            raise UsageError("--deferred reads fetch logs: not with --urls")
+        read, taken = frontier_defer(
+            state,
+            (rec for _, _, rec in streams.read_records_with_lines(files, rep)),
+            lock_wait=parse_duration(lock_wait),
+            read_first=_reading_a_pipe(files),
+            reporter=rep,
+        )
+        if not quiet:
+            rep.info(f"{read} deferred records, {taken} now in the waiting room")
+        if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+            raise typer.Exit(1)
+        return
     limits = TrapLimits(
         max_url_length=max_url_length,
         max_path_depth=max_path_depth,
@@ -271,7 +303,8 @@ def add(
         )
         rep.info(
             f"{result.queued} queued, {result.refused} refused, {result.duplicates} "
-            f"duplicate recrawls, {result.site_records} site records; "
+            f"duplicate recrawls, {result.site_records} site records"
+            f"{f', {result.held} waiting until due' if result.held else ''}; "
             f"{rep.bad_records} bad records skipped{sharded}"
         )
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
@@ -419,12 +452,15 @@ def next_batch(
     again, never loses them. Memory: the windows of records read from the queue
     heads (about twice --max) and the per-site counters.
 
+    The waiting room's URLs whose time has come ('frontier add' of a later "due",
+    or --deferred) are queued first, so they can be in the batch.
+
     Sharded (--shard K with --shards N or --slot-map FILE, or a DIR a sharded crawl
     made its shard's): each record carries "shard_epoch", its slot's epoch in the
     map, which 'crawlkit fetch' checks; queued URLs of slots the map has moved to
     another shard J go to DIR/outbox/shard-J/ instead of the batch.
 
-    State: DIR/frontier.
+    State: DIR/frontier, DIR/crawl/waiting.ndjson.zst.
 
     Example:
 

@@ -127,20 +127,13 @@ DnsServer = Annotated[
 # ranges before the command runs), so fetch and crawl accept the same values. Their
 # defaults are FetchConfig's and DEFAULT_WARC's, written there once and shown as flag
 # text by fetch_options.py (which imports the fetch library, so it is apart: commands
-# that do not fetch do not pay for it).
+# that do not fetch do not pay for it). --min-delay is declared there, beside its
+# default and its check, so the flag reaches the scheduler through 4 files.
 
 
 Concurrency = Annotated[
     int,
     typer.Option("--concurrency", min=1, help="Requests in flight at once, over all hosts."),
-]
-MinDelay = Annotated[
-    str,
-    typer.Option(
-        "--min-delay",
-        help="Smallest gap between two requests to one host; the gap is "
-        "max(this, --delay-factor × the last fetch time, Crawl-delay).",
-    ),
 ]
 DelayFactor = Annotated[
     float,

@@ -30,7 +30,7 @@ from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.frontier.scope import Scope
-from crawlkit.records import Record
+from crawlkit.records import Record, Refusal
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
 from crawlkit.url import Canonicalizer, fingerprint_int
@@ -214,7 +214,7 @@ def seen_merge(
     scoped = Scope.load(state, scope) if scope is not None else None
     canon = Canonicalizer()
     lines: Iterable[Line] = read_lines(files, rep)
-    link_refused: list[Record] = []
+    link_refused: list[Refusal] = []
     if fetched is not None or not requisites:
         lines, link_refused = _link_step(lines, fetched, requisites, rep)
     to_stdout = streams.is_stdio(out)
@@ -268,7 +268,7 @@ def seen_merge(
 
 def _link_step(
     lines: Iterable[Line], fetched: Path | None, requisites: bool, rep: Reporter
-) -> tuple[list[Line], list[Record]]:
+) -> tuple[list[Line], list[Refusal]]:
     """The link step of ``crawl`` (:class:`~crawlkit.crawl.archive.LinkPolicy`) over the
     input, which it reads whole (one cycle's links): ``(lines that go on, refused)``."""
     from crawlkit.crawl.archive import ArchiveOptions, LinkPolicy

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - an older or repackaged google-re2
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
-from crawlkit.records import Record, refusal
+from crawlkit.records import Record, Refusal, refusal
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -224,7 +224,7 @@ class Excludes:
             return f"--exclude {self.fixed[n].text}"
         return f"{self.ignore_file}: {self._from_file[n - len(self.fixed)].text}"
 
-    def refusal(self, rec: Mapping[str, Any]) -> Record | None:
+    def refusal(self, rec: Mapping[str, Any]) -> Refusal | None:
         """``rec`` refused (``url-length`` before any pattern, else ``excluded``), or
         None when it may pass. A record without a URL (a site record) passes."""
         url = rec.get("url")
@@ -232,11 +232,11 @@ class Excludes:
             return None
         length = too_long(url, self.max_url_length)
         if length is not None:
-            return dict(refusal(rec, "url-length", length))
+            return refusal(rec, "url-length", length)
         detail = self.match(url)
-        return dict(refusal(rec, "excluded", detail)) if detail is not None else None
+        return refusal(rec, "excluded", detail) if detail is not None else None
 
-    def sort(self, records: Iterable[Record], refused: list[Record]) -> Iterator[Record]:
+    def sort(self, records: Iterable[Record], refused: list[Refusal]) -> Iterator[Record]:
         """The records that pass; the refused ones are appended to ``refused``. The
         ignore file is read again first if it changed."""
         self.refresh()

@@ -1,7 +1,10 @@
 """The records stages exchange (docs/design.md "Records"), as typed dicts with constructors.
 
-:data:`Record` is the one alias for a record in flight (any JSON object); signatures
-that know the kind use the :class:`~typing.TypedDict` below.
+:data:`Record` is the one alias for a record in flight (any JSON object, or records of
+mixed kinds, such as ``frontier add``'s input); signatures that know the kind use the
+:class:`~typing.TypedDict` below: the stage functions of canon, sitemap, fetch, dedup
+and shard, and every ``on_refused`` callback (a :class:`Refusal`). Records read from a
+file are cast to their kind once, where they are read; writers take any mapping.
 
 Records are NDJSON objects on the wire, so in code they stay plain dicts (orjson
 writes a dict fastest, and unknown fields pass through untouched); the
@@ -15,8 +18,10 @@ Readers accept what older writers wrote; writers write only the names below.
 
 ``priority`` (URL record, fixed by docs/design.md)
     A hint from whoever found the URL, 0.0-1.0, **higher is sooner**: a sitemap's
-    ``<priority>`` (default 0.5), a seed's 1.0, a link's ``1/(depth + 1)`` halved
-    for nofollow, a recrawl's :func:`importance_priority`. Always a JSON float.
+    ``<priority>`` (default 0.5), a seed's 1.0 (``crawl``'s seeds; a seeds file given
+    to a stage carries none), a link's ``1/(depth + 1)`` halved for nofollow, a
+    recrawl's :func:`importance_priority`; a redirect keeps its source's. Always a
+    JSON float (an integer there is an older frontier's level, see ``level``).
 ``importance`` (recrawl records, page history)
     What a page is worth to the recrawl stage, 0..3, **0 is most important**; it
     scales the wait before the next visit (0 ×0.5 … 3 ×1.5). Older recrawl records
@@ -30,11 +35,14 @@ Readers accept what older writers wrote; writers write only the names below.
     type.
 A refusal's reason
     Every record of a URL that will not be fetched has ``outcome: "refused"``,
-    ``refused`` (a short code: ``blocked``, ``shard``, ``duplicate``, a trap limit
-    such as ``path-depth``, ``excluded``, ``url-length``) and ``detail`` (one
-    sentence for a person). A fetch record also keeps docs/design.md's ``error`` (the
-    same sentence), as every failed fetch does (:func:`fetch_refusal`; the network
-    policy's refusals, ``"refused": "address"``, too). :func:`refusal_reason` and
+    ``refused`` (a short code: ``blocked``, ``out-of-scope``, ``shard``,
+    ``duplicate``, ``address``, ``invalid-url``, a trap limit such as
+    ``path-depth``, ``excluded``, ``url-length``, crawl's link step's
+    ``requisite-depth`` and ``from-requisite``) and ``detail`` (one sentence for a
+    person). A fetch record of a refusal is a whole fetch record (its fetch fields
+    null) that also keeps docs/design.md's ``error`` (the same sentence), as every
+    failed fetch does: :func:`fetch_refusal` makes all of them (duplicates, invalid
+    URLs, the network policy's ``address``, a shard's ``shard``). :func:`refusal_reason` and
     :func:`refusal_detail` also read records of older fetchers, which carry only
     ``error``.
 Cycle
@@ -445,7 +453,7 @@ def importance_of(rec: Mapping[str, Any]) -> int | None:
     """A page's importance 0..3 from a recrawl or fetch record, None when it has none.
 
     ``importance`` first; else the frontier's level it was queued at (``level``, or
-    an integer ``priority`` as the frontier of this release writes it).
+    an integer ``priority`` as frontiers of older releases wrote it).
     """
     value = rec.get("importance")
     if type(value) is int:

@@ -28,7 +28,7 @@ import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -345,7 +345,7 @@ def read_text_lines(
                     yield source, lineno, LineError("invalid UTF-8") if aligned else None
 
 
-def dumps(record: Record) -> bytes:
+def dumps(record: Mapping[str, Any]) -> bytes:
     """One NDJSON line (with its newline)."""
     return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
@@ -512,10 +512,10 @@ class Output:
             view = view[n:]
             n = self._raw.write(view)
 
-    def write_record(self, record: Record) -> None:
+    def write_record(self, record: Mapping[str, Any]) -> None:
         self.write(dumps(record))
 
-    def write_records(self, records: Iterable[Record]) -> int:
+    def write_records(self, records: Iterable[Mapping[str, Any]]) -> int:
         n = 0
         for record in records:
             self.write(dumps(record))

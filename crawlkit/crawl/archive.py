@@ -51,7 +51,7 @@ from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.patterns import Excludes
-from crawlkit.records import Record, refusal
+from crawlkit.records import Record, Refusal, refusal
 from crawlkit.warc.cdxj import index_lines
 
 __all__ = [
@@ -79,8 +79,8 @@ class ArchiveOptions:
     index: bool = True  # keep index.cdxj beside the WARC files
 
 
-def _refuse(rec: Record, reason: str, detail: str) -> Record:
-    return dict(refusal(rec, reason, detail))
+def _refuse(rec: Record, reason: str, detail: str) -> Refusal:
+    return refusal(rec, reason, detail)
 
 
 @dataclass
@@ -101,7 +101,7 @@ class LinkPolicy:
         in_scope: Callable[[Record], bool],
         fetched: Mapping[str, Record],
         scope_name: str = "",
-    ) -> tuple[list[Record], list[Record]]:
+    ) -> tuple[list[Record], list[Refusal]]:
         """``(candidates, refused)`` of a cycle's link and redirect records.
 
         ``fetched`` maps the URLs of the cycle's fetch records to them: what each
@@ -111,7 +111,7 @@ class LinkPolicy:
         self.excludes.refresh()
         max_hops = self.options.max_requisite_hops
         candidates: list[Record] = []
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         for rec in records:
             if rec.get("nofollow"):
                 continue  # kept in the link file; not followed
@@ -148,13 +148,13 @@ class LinkPolicy:
             candidates.append(rec)
         return candidates, refused
 
-    def exclude_batch(self, records: list[Record]) -> tuple[list[Record], list[Record]]:
+    def exclude_batch(self, records: list[Record]) -> tuple[list[Record], list[Refusal]]:
         """``(kept, refused)``: a batch from the frontier without excluded URLs."""
         if not self.excludes:
             return records, []
         self.excludes.refresh()
         kept: list[Record] = []
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         for rec in records:
             out = self.excludes.refusal(rec)
             if out is None:

@@ -10,8 +10,9 @@ their outboxes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from crawlkit.crawl.files import CrawlDir, write_file
 from crawlkit.crawl.options import CrawlOptions
@@ -19,7 +20,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.diag import Reporter
 from crawlkit.frontier.scope import Scope
-from crawlkit.records import refusal_reason
+from crawlkit.records import Refusal, refusal_reason
 from crawlkit.shard.routing import ShardRole, split_by_owner, write_outbox
 from crawlkit.stages.frontier import add_to, links_to
 from crawlkit.stages.seen_merge import fresh_in
@@ -150,7 +151,7 @@ class Gate:
         retry are mostly the same URLs again, and ``out`` is queued once, so no URL
         is queued (and handed out, and counted against its site's budget) twice.
         """
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         with self.stores.seen_lock:
             fresh = fresh_in(
                 self.stores.seen,
@@ -171,7 +172,7 @@ class Gate:
 
     def queue(self, records: Iterable[Record], refused_path: Path) -> None:
         """Frontier add ``--scope``; the refused go to ``refused_path``."""
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         self.version += 1
         with self.stores.lock:
             add_to(
@@ -185,7 +186,7 @@ class Gate:
             write_file(refused_path, refused)
             self.count_refused(refused)
 
-    def count_refused(self, refused: Iterable[Record]) -> None:
+    def count_refused(self, refused: Iterable[Mapping[str, Any]]) -> None:
         for rec in refused:
             self.summary.refused[refusal_reason(rec)] += 1
 

@@ -15,9 +15,9 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crawlkit import streams
 from crawlkit.crawl.admission import Admission
@@ -29,6 +29,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import Reporter
 from crawlkit.html.page import media_type
+from crawlkit.records import PageRecord
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import (
     ExtractOptions,
@@ -243,6 +244,11 @@ class CycleRunner:
         started_with, started = self._extracting.pop(cycle, (None, None))
         while True:
             sources = self.warcs.sources(cycle)
+            # What start_extract handed out stands if only a file's name changed since
+            # (``.open`` renamed when it rotated, or at the end of the run): the records
+            # are the same bytes, and parsing them again could outlast the hard stop.
+            reuse = started_with is not None and _same_records(started_with, sources)
+            read = started_with if reuse and started_with is not None else sources
             try:
                 with (
                     streams.open_output(cycle / "pages.ndjson.zst") as pages,
@@ -255,7 +261,7 @@ class CycleRunner:
                             pages.write,
                             links.write,
                             reporter=self.rep,
-                            started=started if started_with == sources else None,
+                            started=started if reuse else None,
                             originals=originals,
                             # A page's CPU deadline does not bound the wall clock of a
                             # loaded machine: the hard stop does.
@@ -273,8 +279,11 @@ class CycleRunner:
             except ExtractStopped:
                 return  # not marked done: the next run extracts this cycle
             # The WARC file being written is renamed when it rotates; if that came
-            # between finding it and opening it, its records were not read: again.
-            if all(not name.endswith(".open") or Path(name).exists() for name, _ in sources):
+            # between finding it and opening it, its records were not read (a file that
+            # could not be opened counts as damaged): again. Opened before the rename,
+            # it was read whole.
+            renamed = any(name.endswith(".open") and not Path(name).exists() for name, _ in read)
+            if not (renamed and stats.damaged_files):
                 break
             started_with = None
         self.summary.pages += stats.pages
@@ -286,14 +295,18 @@ class CycleRunner:
     def dedup(self, cycle: Path) -> None:
         """dedup: exact and near duplicates; the site records go to the frontier."""
         stats = DedupStats()
-        records = streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep)
+        records = cast(
+            "Iterator[tuple[str, int, PageRecord]]",
+            streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep),
+        )
         write_file(
             cycle / "dedup.ndjson.zst",
             dedup_records(records, self.stores.dedup, stats=stats, reporter=self.rep),
         )
         sites = list(site_records(self.stores.dedup, stats.sites))
         write_file(cycle / "sites.ndjson.zst", sites)
-        self.gate.queue(sites, cycle / "sites-refused.ndjson.zst")
+        # (site records take the frontier's generic record path)
+        self.gate.queue(cast("list[Record]", sites), cycle / "sites-refused.ndjson.zst")
         self.summary.dedup.update(
             {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
         )
@@ -391,6 +404,18 @@ class CycleRunner:
     def archive_closed_warcs(self) -> None:
         """Move closed WARC files to the archive directory (no cycle being extracted)."""
         self.summary.warc_files += self.warcs.archive_closed()
+
+
+def _same_records(
+    a: list[tuple[str, list[tuple[int, int]]]], b: list[tuple[str, list[tuple[int, int]]]]
+) -> bool:
+    """Whether two lists of sources name the same records, wherever their file is now
+    (a file keeps its name but for ``.open`` as it moves, see :meth:`CycleWarcs.path_of`)."""
+
+    def key(sources: list[tuple[str, list[tuple[int, int]]]]) -> list[tuple[str, list[Any]]]:
+        return [(Path(path).name.removesuffix(".open"), spans) for path, spans in sources]
+
+    return key(a) == key(b)
 
 
 def fetch_log(cycle: Path) -> list[Record]:

@@ -22,7 +22,7 @@ import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -39,6 +39,7 @@ from crawlkit.crawl.timeline import TIMELINE_WINDOW, Timeline
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
+from crawlkit.records import FetchRecord, Refusal, URLRecord
 from crawlkit.stages.fetch import fetch_records
 from crawlkit.stages.frontier import take_batch
 from crawlkit.streams import Record
@@ -116,16 +117,16 @@ class LiveCycle:
     def batches(self) -> bool:
         return any(self.dir.batches.glob(f"{self.path.name}-*.ndjson.zst"))
 
-    def log(self, rec: Record) -> None:
+    def log(self, rec: FetchRecord) -> None:
         self._log.write(streams.dumps(rec))
         self._log.flush()
         self.records += 1
 
-    def redirect(self, rec: Record) -> None:
+    def redirect(self, rec: URLRecord) -> None:
         self._redirects.write(streams.dumps(rec))
         self._redirects.flush()
 
-    def robots_capture(self, rec: Record) -> None:
+    def robots_capture(self, rec: FetchRecord) -> None:
         self._robots.write(streams.dumps(rec))
         self._robots.flush()
 
@@ -206,7 +207,7 @@ class Feed:
             outstanding=held or {},
         )
         out: list[Record] = []
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         role = self.gate.role
         # Numbered by the run, never by counting files: a finished batch is deleted, and
         # a count would then name the next batch after one still in flight.
@@ -296,7 +297,7 @@ class FetchRun:
         if not task.cancelled() and task.exception() is not None:
             self.cut_failed.append(task.exception())  # type: ignore[arg-type]
 
-    def sink(self, rec: Record) -> None:
+    def sink(self, rec: FetchRecord) -> None:
         """A fetch record: into the live cycle's log, the summary, and the hold."""
         feed = self.feed
         summary = feed.gate.summary
@@ -438,7 +439,7 @@ class FetchRun:
             config = FetchConfig(**{**config.__dict__, "duration": left})
         try:
             fetch_records(
-                initial,
+                cast("list[URLRecord]", initial),  # the frontier's URL records
                 self.sink,
                 state_dir=feed.dir.state_path,
                 config=config,

@@ -7,7 +7,7 @@ dedup and refusal records; each step marks itself done with a ``<step>.done`` fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,6 @@ def read_file(path: Path) -> Iterator[Record]:
         yield from streams.read_records([path])
 
 
-def write_file(path: Path, records: Iterable[Record]) -> int:
+def write_file(path: Path, records: Iterable[Mapping[str, Any]]) -> int:
     with streams.open_output(path) as out:
         return out.write_records(records)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,7 +168,7 @@ class ErrorTally:
     counts: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
 
-    def note(self, record: Record) -> None:
+    def note(self, record: Mapping[str, Any]) -> None:
         """Count ``record`` (a fetch record) if it failed: an error, a refusal, or a
         deferral because robots.txt could not be had (the host is down or failing;
         a deferral by a backoff or by the run's end is no failure)."""
@@ -186,7 +186,7 @@ class ErrorTally:
             reason = f"refused ({reason})"  # the example says why in full
         self._add(reason, record, text)
 
-    def _add(self, reason: str, record: Record, text: str) -> None:
+    def _add(self, reason: str, record: Mapping[str, Any], text: str) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + 1
         self.examples.setdefault(reason, f"{record.get('url')} ({text[:200]})")
 

@@ -85,10 +85,12 @@ STEPS: tuple[Step, ...] = (
         "extract",
         "extract: pages and links of the cycle's WARC records",
         (
-            "crawlkit extract -j {jobs} {warc}/new/*.warc.gz --pages $C/pages.ndjson.zst "
+            # the directory, not a glob: a cycle that wrote no WARC file extracts nothing
+            "crawlkit extract -j {jobs} {warc}/new --pages $C/pages.ndjson.zst "
             "--links $C/links.ndjson.zst",
             # extracted files join the collection, so the next cycle reads only its own
-            "mv {warc}/new/*.warc.gz {warc}/",
+            # (find: none to move is no error)
+            "find {warc}/new -maxdepth 1 -name '*.warc.gz' -exec mv {{}} {warc}/ ';'",
         ),
         run=lambda cycles, cycle: cycles.extract(cycle),
     ),
@@ -106,13 +108,14 @@ STEPS: tuple[Step, ...] = (
         "links",
         "seen-merge and frontier add: new links and redirects are queued, those outside "
         "--scope refused before they are marked seen; deferred URLs wait in the waiting "
-        "room until their retry time",
+        "room until their retry time ('frontier next' queues them then)",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
             "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} "
             "--fetched $C/fetch.ndjson --refused "
             "$C/scope-refused.ndjson.zst $C/links.ndjson.zst $C/redirects.ndjson "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
+            "crawlkit frontier add --state {state} --deferred $C/fetch.ndjson",
         ),
         run=lambda cycles, cycle: cycles.links(cycle),
     ),

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.crawl.options import CrawlOptions
-from crawlkit.crawl.waiting import WaitingRoom
 from crawlkit.diag import Reporter
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.store import Frontier
+from crawlkit.frontier.waiting import WaitingRoom
 from crawlkit.recrawl import History
 from crawlkit.seen import SeenStore
 from crawlkit.stages.dedup import open_dedup_store

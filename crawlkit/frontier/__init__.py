@@ -8,6 +8,7 @@
 * :mod:`~crawlkit.frontier.batch` — the next path: the plan and the picker.
 * :mod:`~crawlkit.frontier.commands` — operator blocks posted to the inbox.
 * :mod:`~crawlkit.frontier.store` — :class:`Frontier`, the durable whole.
+* :mod:`~crawlkit.frontier.waiting` — the waiting room: URLs held until their time.
 
 How a batch is chosen (``Frontier.next``): the batch is split between recrawls and
 new URLs (``recrawl_share``, default 60%, when both wait; all to one kind when the

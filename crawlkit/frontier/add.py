@@ -59,6 +59,7 @@ class AddResult:
     site_records: int = 0
     routed: int = 0  # sharded: records written to other shards' outboxes
     delivered: int = 0  # sharded: inbox records new to this shard's seen set
+    held: int = 0  # URL records due later, put in the waiting room instead
 
 
 class PendingQueues:

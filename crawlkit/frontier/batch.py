@@ -27,7 +27,7 @@ from crawlkit.frontier.priority import (
     split,
 )
 from crawlkit.frontier.queues import SegmentQueue
-from crawlkit.streams import Record
+from crawlkit.records import Record, Refusal
 
 __all__ = ["WINDOW_CAP", "Batch", "NextOptions", "Picker", "pick", "plan"]
 
@@ -56,7 +56,7 @@ class Batch:
     lines, in the order to write them); ``refused`` are records of blocked URLs."""
 
     lines: list[bytes]
-    refused: list[Record]
+    refused: list[Refusal]
     held_per_host: int = 0  # URLs read but left for a later batch by --per-host
     over_budget: dict[str, Any] | None = None  # Frontier.over_budget(), when looked at
 

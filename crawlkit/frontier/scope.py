@@ -32,7 +32,7 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.patterns import MAX_URL_LENGTH, Pattern, compile_pattern, too_long
-from crawlkit.records import Record
+from crawlkit.records import Record, Refusal, refusal
 from crawlkit.url import Canonicalizer
 
 __all__ = ["SCOPES", "Scope", "scope_file"]
@@ -91,18 +91,18 @@ class Scope:
         return f"url does not match --scope {self.spec}"
 
     def sort(
-        self, records: Iterable[Record], refused: list[Record], canon: Canonicalizer
+        self, records: Iterable[Record], refused: list[Refusal], canon: Canonicalizer
     ) -> Iterator[Record]:
         """The records to queue; the others are appended to ``refused`` (see
         :meth:`refusal`)."""
         for rec in records:
-            refusal = self.refusal(rec, canon)
-            if refusal is None:
+            out = self.refusal(rec, canon)
+            if out is None:
                 yield rec
             else:
-                refused.append(refusal)
+                refused.append(out)
 
-    def refusal(self, rec: Record, canon: Canonicalizer) -> Record | None:
+    def refusal(self, rec: Record, canon: Canonicalizer) -> Refusal | None:
         """None if ``rec`` may pass, else its refused record (``"refused":
         "out-of-scope"`` and a ``detail`` saying why). A seed widens the scope as it
         passes. A URL that does not parse passes, for the next stage to refuse it."""
@@ -124,11 +124,11 @@ class Scope:
         if self.regex is not None:
             length = too_long(str(fields["url"]), self.max_url_length)
             if length is not None:  # before the pattern runs on it
-                return {**rec, "outcome": "refused", "refused": "url-length", "detail": length}
+                return refusal(rec, "url-length", length)
         why = self.why_not(fields)
         if why is None:
             return None
-        return {**rec, "outcome": "refused", "refused": "out-of-scope", "detail": why}
+        return refusal(rec, "out-of-scope", why)
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec, "hosts": sorted(self.hosts), "sites": sorted(self.sites)}

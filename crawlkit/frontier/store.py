@@ -66,7 +66,7 @@ from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.traps import TrapLimits
-from crawlkit.streams import Record
+from crawlkit.records import Record, Refusal, refusal
 from crawlkit.times import iso, parse_time
 from crawlkit.url import Canonicalizer, site_of_url
 
@@ -335,7 +335,7 @@ class Frontier:
         records: Iterable[Record],
         *,
         now: float | None = None,
-        on_refused: Callable[[Record], None],
+        on_refused: Callable[[Refusal], None],
     ) -> AddResult:
         """Queue URL records; every refused one is passed to ``on_refused``.
 
@@ -415,15 +415,11 @@ class Frontier:
         return read, noted
 
     def _refuse(
-        self, rec: Record, reason: str, detail: str, on_refused: Callable[[Record], None]
+        self, rec: Record, reason: str, detail: str, on_refused: Callable[[Refusal], None]
     ) -> None:
         """Count a refusal and pass on a copy of the record saying why."""
-        out = dict(rec)
-        out["outcome"] = "refused"
-        out["refused"] = reason
-        out["detail"] = detail
         self.refused[reason] += 1
-        on_refused(out)
+        on_refused(refusal(rec, reason, detail))
 
     # ----------------------------------------------------------------- next
 
@@ -439,7 +435,7 @@ class Frontier:
         """
         now = time.time() if opts.now is None else opts.now
         self._pending.flush()
-        refused: list[Record] = []
+        refused: list[Refusal] = []
         if self._new_blocks:
             self._purge_blocked(refused)
             self._new_blocks = False
@@ -491,7 +487,7 @@ class Frontier:
                 self.queues[name].extend_segments(parked)
         self.sites.unpark_all()
 
-    def _purge_blocked(self, refused: list[Record]) -> None:
+    def _purge_blocked(self, refused: list[Refusal]) -> None:
         """Take every queued URL of a blocked site or host out, as a refused record."""
         for queues, parked in ((self.queues, False), (self.parked, True)):
             for queue in queues.values():

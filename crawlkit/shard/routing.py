@@ -36,7 +36,7 @@ import shutil
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, StateError, UsageError
-from crawlkit.records import refusal
+from crawlkit.records import FetchRecord, fetch_refusal
 from crawlkit.shard.slots import SlotMap, slot_of
 from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer, site_of_record
@@ -162,7 +162,7 @@ def role_from_options(
     return adopt_role(state, ShardRole(shard, the_map, path))
 
 
-def record_site(record: Record, canon: Canonicalizer) -> str | None:
+def record_site(record: Mapping[str, Any], canon: Canonicalizer) -> str | None:
     """:func:`crawlkit.url.site_of_record`, or None when the record has no usable site."""
     try:
         return site_of_record(record, canon)
@@ -170,9 +170,10 @@ def record_site(record: Record, canon: Canonicalizer) -> str | None:
         return None
 
 
-def stale_refusal(record: Record, why: str) -> Record:
-    """The record a stage writes for a URL its shard must not fetch (one per URL)."""
-    return dict(refusal(record, "shard", why))
+def stale_refusal(record: Mapping[str, Any], why: str) -> FetchRecord:
+    """The fetch record of a URL its shard must not fetch (one per URL): a fetch
+    refusal like any other (``"refused": "shard"``, ``detail`` and ``error``)."""
+    return fetch_refusal(record, str(record.get("url")), "shard", why)
 
 
 def outbox_dir(state: str | os.PathLike[str], shard: int) -> Path:

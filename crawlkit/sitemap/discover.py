@@ -26,12 +26,11 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.records import url_record
+from crawlkit.records import LinkRecord, url_record
 from crawlkit.robots import RobotsTxt
 from crawlkit.sitemap.parse import SitemapError, parse_sitemap
 from crawlkit.url import Canonicalizer
@@ -77,16 +76,16 @@ def looks_like_sitemap(body: bytes) -> bool:
 
 def robots_records(
     body: bytes, robots_url: str, canon: Canonicalizer, warn: Callable[[str], None]
-) -> list[dict[str, Any]]:
-    """URL records of the ``Sitemap:`` lines of one robots.txt."""
-    out: list[dict[str, Any]] = []
+) -> list[LinkRecord]:
+    """The link records of the ``Sitemap:`` lines of one robots.txt."""
+    out: list[LinkRecord] = []
     for raw in RobotsTxt.parse(body).sitemaps:
         try:
             parsed = canon.parse(raw, robots_url)
         except InvalidURL as exc:
             warn(f"{robots_url}: Sitemap {raw[:200]!r} skipped: {exc}")
             continue
-        rec: dict[str, Any] = {
+        rec: LinkRecord = {
             **url_record(parsed, depth=0, reason="sitemap"),
             "kind": "sitemap",
             "via": robots_url,
@@ -109,17 +108,13 @@ class _Warn(Reporter):
         self._warn(message)
 
 
-def sitemap_records(
-    body: bytes, sitemap_url: str, warn: Callable[[str], None]
-) -> list[dict[str, Any]]:
-    """URL records of one sitemap document (the records before any damage)."""
-    out: list[dict[str, Any]] = []
+def sitemap_records(body: bytes, sitemap_url: str, warn: Callable[[str], None]) -> list[LinkRecord]:
+    """The link records of one sitemap document's URLs (those before any damage)."""
+    out: list[LinkRecord] = []
     try:
-        for rec in parse_sitemap(body, sitemap_url, reporter=_Warn(warn), same_host=True):
-            rec.setdefault("via", sitemap_url)
-            rec["from"] = sitemap_url
-            rec["nofollow"] = False
-            rec["tag"] = "sitemap"
+        for found in parse_sitemap(body, sitemap_url, reporter=_Warn(warn), same_host=True):
+            found.setdefault("via", sitemap_url)
+            rec: LinkRecord = {**found, "from": sitemap_url, "nofollow": False, "tag": "sitemap"}
             out.append(rec)
     except SitemapError as exc:
         warn(f"{sitemap_url}: {exc}")

@@ -53,7 +53,7 @@ from xml.parsers import expat
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
-from crawlkit.records import url_record
+from crawlkit.records import URLRecord, url_record
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
 
@@ -345,7 +345,7 @@ class SitemapReader:
         self.max_bytes = max_bytes
         self.default_priority = default_priority
         self.stats = SitemapStats()
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[URLRecord] = []
 
     # ---- input
 
@@ -373,7 +373,7 @@ class SitemapReader:
                 f"corrupt or truncated gzip data ({exc})", source=self.source
             ) from exc
 
-    def read(self, stream: BinaryIO) -> Iterator[dict[str, Any]]:
+    def read(self, stream: BinaryIO) -> Iterator[URLRecord]:
         """Yield the records of the document in ``stream`` (see the class docstring)."""
         chunks = self._chunks(stream)
         first = b""
@@ -410,7 +410,7 @@ class SitemapReader:
 
     # ---- XML
 
-    def _read_xml(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    def _read_xml(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[URLRecord]:
         declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
         encoding = declared.group(1).decode("ascii").lower() if declared else None
         if encoding is not None and encoding not in _EXPAT_ENCODINGS:
@@ -463,7 +463,7 @@ class SitemapReader:
             raise
         yield from self._drain()
 
-    def _drain(self) -> Iterator[dict[str, Any]]:
+    def _drain(self) -> Iterator[URLRecord]:
         pending, self._pending = self._pending, []
         yield from pending
 
@@ -540,7 +540,7 @@ class SitemapReader:
             stats.sitemaps += 1
         else:
             stats.urls += 1
-        self._pending.append(dict(record))
+        self._pending.append(record)
 
     def _priority(self, text: str | None, line: int) -> float:
         if text is None:
@@ -559,7 +559,7 @@ class SitemapReader:
 
     # ---- plain text
 
-    def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[dict[str, Any]]:
+    def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[URLRecord]:
         """One URL a line (UTF-8); blank lines skipped; overlong lines reported."""
         buf = first.removeprefix(b"\xef\xbb\xbf")
         lineno = 0  # lines completed so far
@@ -640,7 +640,7 @@ def parse_sitemap(
     max_bytes: int = MAX_SITEMAP_BYTES,
     default_priority: float = DEFAULT_PRIORITY,
     same_host: bool = False,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[URLRecord]:
     """The records of one sitemap document given as bytes (gzip or not).
 
     ``base`` is the sitemap's own URL: it becomes ``via``, and relative links in feeds

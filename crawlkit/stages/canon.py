@@ -14,8 +14,8 @@ import orjson
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.records import canon_record
-from crawlkit.streams import LineError, Record
+from crawlkit.records import CanonRecord, canon_record
+from crawlkit.streams import LineError
 from crawlkit.url import Canonicalizer
 
 
@@ -25,7 +25,7 @@ def canon_records(
     *,
     base: str | None = None,
     reporter: Reporter | None = None,
-) -> Iterator[Record]:
+) -> Iterator[CanonRecord]:
     """One ``{"input", "url", "host", "site", "fp", "error"}`` record per input line.
 
     ``url`` is None and ``error`` says why when the line cannot be used; such lines are
@@ -40,7 +40,7 @@ def canon_records(
     for source, lineno, text in lines:
         if not isinstance(text, str):
             error = text.reason if isinstance(text, LineError) else "invalid UTF-8"
-            yield dict(canon_record(None, None, error))
+            yield canon_record(None, None, error)
             continue
         raw = text.strip()
         try:
@@ -51,9 +51,9 @@ def canon_records(
             parsed = canon.parse(raw, base)
         except InvalidURL as exc:
             reporter.bad_record(source, lineno, str(exc))
-            yield dict(canon_record(text, None, str(exc)))
+            yield canon_record(text, None, str(exc))
             continue
-        yield dict(canon_record(text, parsed))
+        yield canon_record(text, parsed)
 
 
 def _url_of_record(line: str) -> str:

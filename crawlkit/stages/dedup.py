@@ -34,7 +34,6 @@ import contextlib
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import xxhash
@@ -43,9 +42,8 @@ from crawlkit.dedup.nearindex import table_keys
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.records import dedup_record
+from crawlkit.records import DedupRecord, PageRecord, SiteYieldRecord, dedup_record
 from crawlkit.state import open_substate
-from crawlkit.streams import Record
 from crawlkit.url import fingerprint, fingerprint_int, site_of_record
 
 __all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
@@ -73,7 +71,7 @@ class DedupStats:
 
 @dataclass(slots=True)
 class _Item:
-    record: Record
+    record: PageRecord
     url: str
     ufp: int
     d64: int
@@ -88,14 +86,14 @@ def _digest_hash(digest: object) -> int:
     return xxhash.xxh3_64_intdigest(digest.strip().encode("utf-8", "surrogatepass")) or 1
 
 
-def _site_of(record: Record) -> str:
+def _site_of(record: PageRecord) -> str:
     try:
         return site_of_record(record)
     except InvalidURL:
         return ""
 
 
-def _parse(source: str, lineno: int, record: Record, reporter: Reporter) -> _Item | None:
+def _parse(source: str, lineno: int, record: PageRecord, reporter: Reporter) -> _Item | None:
     url = record.get("url")
     if not isinstance(url, str) or not url:
         reporter.bad_record(source, lineno, 'no "url" (not a page record)')
@@ -173,7 +171,7 @@ def _decide_chunk(
     items: list[_Item],
     k: int,
     stats: DedupStats,
-) -> list[Record]:
+) -> list[DedupRecord]:
     first_id = store.n
     exact_main = store.exact_lookup(np.fromiter((it.d64 for it in items), np.uint64, len(items)))
     best_main, self_main = _main_near(store, items, k)
@@ -182,7 +180,7 @@ def _decide_chunk(
     keys = _colliding_keys(items)
     delta: list[dict[int, list[int]]] = [{} for _ in range(20)]
     delta_size = 0
-    out: list[Record] = []
+    out: list[DedupRecord] = []
     for i, it in enumerate(items):
         kind = "unique"
         dup_id = -1
@@ -248,13 +246,13 @@ def _decide_chunk(
             digest=rec.get("digest"),
             simhash=rec.get("simhash"),
         )
-        out.append(dict(verdict))
+        out.append(verdict)
     store.seal_batch(first_id)
     return out
 
 
 def dedup_records(
-    records: Iterable[tuple[str, int, Record]],
+    records: Iterable[tuple[str, int, PageRecord]],
     store: DedupStore,
     *,
     k: int = MAX_DISTANCE,
@@ -262,7 +260,7 @@ def dedup_records(
     commit_every: int = 200_000,
     reporter: Reporter | None = None,
     stats: DedupStats | None = None,
-) -> Iterator[Record]:
+) -> Iterator[DedupRecord]:
     """One dedup record per page record (see the module docstring), in input order.
 
     ``records`` are ``(source, line, record)`` triples (as from
@@ -275,7 +273,7 @@ def dedup_records(
     since_commit = 0
     chunk: list[_Item] = []
 
-    def flush() -> list[Record]:
+    def flush() -> list[DedupRecord]:
         nonlocal since_commit, chunk
         done = _decide_chunk(store, chunk, k, stats)
         since_commit += len(chunk)
@@ -318,9 +316,15 @@ def open_dedup_store(state: str | os.PathLike[str], *, window: int = 1000) -> It
             store.close()
 
 
-def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[dict[str, Any]]:
+def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[SiteYieldRecord]:
     """``{"site", "pages", "exact", "near", "yield"}`` for each site, sorted by name."""
     for site in sorted(sites):
         pages, exact, near = store.sites.get(site, [0, 0, 0])
         share = (exact + near) / pages if pages else 0.0
-        yield {"site": site, "pages": pages, "exact": exact, "near": near, "yield": round(share, 4)}
+        yield {
+            "site": site,
+            "pages": pages,
+            "exact": exact,
+            "near": near,
+            "yield": round(share, 4),
+        }

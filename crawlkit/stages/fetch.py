@@ -19,7 +19,7 @@ import socket
 from collections import Counter, defaultdict
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.client import AiohttpClient, HttpClient
@@ -31,7 +31,7 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolver, read_hosts_file
 from crawlkit.fetch.tls import verifying_context
-from crawlkit.records import Record
+from crawlkit.records import FetchRecord, Record, URLRecord
 from crawlkit.robots import RobotsPolicy
 from crawlkit.shard.routing import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.state import open_state
@@ -49,8 +49,8 @@ def warc_new_dir(warc_dir: str | os.PathLike[str]) -> Path:
 
 
 def fetch_records(
-    records: Iterable[Record],
-    sink: Callable[[Record], None],
+    records: Iterable[URLRecord],
+    sink: Callable[[FetchRecord], None],
     *,
     state_dir: str | os.PathLike[str],
     config: FetchConfig | None = None,
@@ -60,7 +60,7 @@ def fetch_records(
     warc_index: bool = False,
     allow_net: Sequence[str] = (),
     hosts_file: str | os.PathLike[str] | None = None,
-    on_redirect: Callable[[Record], None] | None = None,
+    on_redirect: Callable[[URLRecord], None] | None = None,
     client: HttpClient | None = None,
     reporter: Reporter | None = None,
     flush: Callable[[], None] | None = None,
@@ -68,7 +68,7 @@ def fetch_records(
     role: ShardRole | None = None,
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
-    on_robots_capture: Callable[[Record], None] | None = None,
+    on_robots_capture: Callable[[FetchRecord], None] | None = None,
     host_state: HostState | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
@@ -122,6 +122,9 @@ def fetch_records(
             stack.callback(host_state.end_run)
         state_path = Path(state_dir)
         target = warc_new_dir(warc_dir if warc_dir is not None else state_path / "warc")
+        # made now, not at the first record: after a run that wrote no WARC file,
+        # ``crawlkit extract WARC_DIR/new`` finds it empty (no input), not missing
+        target.mkdir(parents=True, exist_ok=True)
         writer = WarcWriter.from_options(
             target,
             warc,
@@ -161,11 +164,11 @@ def fetch_records(
 
 def _owned_by(
     role: ShardRole,
-    records: Iterable[Record],
-    sink: Callable[[Record], None],
+    records: Iterable[URLRecord],
+    sink: Callable[[FetchRecord], None],
     stale: Counter[str],
     state: Path,
-) -> Iterator[Record]:
+) -> Iterator[URLRecord]:
     """The records ``role`` may fetch; the others go to ``sink`` as refused records.
 
     A refused URL is not lost: it is also written to the outbox of the shard that
@@ -191,20 +194,20 @@ def _owned_by(
 
 
 def _run(
-    records: Iterable[Record],
-    sink: Callable[[Record], None],
+    records: Iterable[URLRecord],
+    sink: Callable[[FetchRecord], None],
     config: FetchConfig,
     policy: NetPolicy,
     resolver: Resolver,
     host_state: HostState,
     writer: WarcWriter,
-    on_redirect: Callable[[Record], None] | None,
+    on_redirect: Callable[[URLRecord], None] | None,
     client: HttpClient | None,
     flush: Callable[[], None] | None,
     refill: Refill | None = None,
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
-    on_robots_capture: Callable[[Record], None] | None = None,
+    on_robots_capture: Callable[[FetchRecord], None] | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         opts = net or NetOptions()
@@ -222,8 +225,9 @@ def _run(
             state=host_state,
             warc=writer,
             robots_policy=RobotsPolicy(),
-            on_redirect=on_redirect,
-            on_robots_capture=on_robots_capture,
+            # the fetcher's callbacks take its records as plain dicts
+            on_redirect=cast("Callable[[Record], None] | None", on_redirect),
+            on_robots_capture=cast("Callable[[Record], None] | None", on_robots_capture),
         )
         loop = asyncio.get_running_loop()
 
@@ -241,8 +245,8 @@ def _run(
                 loop.add_signal_handler(sig, interrupted, sig)
         try:
             more = None if refill is None else (lambda: refill(fetcher))
-            async for record in fetcher.run(records, refill=more):
-                sink(record)
+            async for record in fetcher.run(cast("Iterable[Record]", records), refill=more):
+                sink(cast(FetchRecord, record))
                 if flush is not None:
                     flush()
         finally:

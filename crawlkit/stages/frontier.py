@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import orjson
 
@@ -32,19 +32,22 @@ from crawlkit.frontier.budgets import BudgetPolicy
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
+from crawlkit.frontier.waiting import WAITING, WaitingRoom
 from crawlkit.patterns import Excludes
-from crawlkit.records import Record
+from crawlkit.records import Record, Refusal, URLRecord
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
 from crawlkit.state import StateDir, lock_state, open_state
 from crawlkit.streams import read_records
+from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
 
 __all__ = [
     "add_to",
     "frontier_add",
     "frontier_block",
+    "frontier_defer",
     "frontier_links",
     "frontier_next",
     "frontier_seed_sites",
@@ -52,6 +55,7 @@ __all__ = [
     "links_to",
     "lock_state",
     "take_batch",
+    "take_due",
 ]
 
 
@@ -101,11 +105,12 @@ def add_to(
     frontier: Frontier,
     records: Iterable[Record],
     *,
-    on_refused: Callable[[Record], None],
+    on_refused: Callable[[Refusal], None],
     scope: Scope | None = None,
     canonicalizer: Canonicalizer | None = None,
     now: float | None = None,
     excludes: Excludes | None = None,
+    waiting: WaitingRoom | None = None,
 ) -> AddResult:
     """``frontier add`` on an opened frontier: queue ``records`` and commit.
 
@@ -113,22 +118,80 @@ def add_to(
     matches (``excluded``) go to ``on_refused`` first. With a ``scope``, URLs outside
     it go to ``on_refused`` (``"refused": "out-of-scope"``, and a ``detail`` naming the
     scope); seed records widen it, and a widened scope is saved (:meth:`Scope.save`)
-    before the commit, so no queued seed is missing from it. All or nothing: the
-    records are committed together at the end.
+    before the commit, so no queued seed is missing from it. With ``waiting``, URL
+    records whose ``due`` is after ``now`` go there instead of the queues (saved before
+    the commit: a crash holds them again, never loses them), for :func:`take_due` to
+    queue when their time comes. All or nothing: the records are committed together
+    at the end.
     """
-    out_of_scope: list[Record] = []
+    out_of_scope: list[Refusal] = []
+    held: list[URLRecord] = []
     if excludes:
         records = excludes.sort(records, out_of_scope)
     if scope is not None:
         records = scope.sort(records, out_of_scope, canonicalizer or Canonicalizer())
+    if waiting is not None:
+        records = _not_due_yet(records, held, time.time() if now is None else now)
     result = frontier.add_records(records, now=now, on_refused=on_refused)
     for rec in out_of_scope:
         on_refused(rec)
     result.refused += len(out_of_scope)
     if scope is not None and scope.changed:
         scope.save()
+    if waiting is not None and held:
+        result.held = waiting.hold(held)
+        waiting.save()
     frontier.commit()
     return result
+
+
+def _not_due_yet(records: Iterable[Record], held: list[URLRecord], now: float) -> Iterator[Record]:
+    """``records`` but the URL records whose ``due`` is after ``now``: those go to ``held``."""
+    for rec in records:
+        due = parse_time(rec.get("due")) if rec.get("url") and rec.get("due") else None
+        if due is not None and due > now:
+            held.append(cast(URLRecord, rec))
+        else:
+            yield rec
+
+
+def take_due(
+    frontier: Frontier,
+    waiting: WaitingRoom,
+    *,
+    on_refused: Callable[[Refusal], None],
+    now: float | None = None,
+) -> AddResult:
+    """Queue the waiting room's URLs whose time has come (not committed: the caller
+    commits the frontier, then saves ``waiting``, so a crash between the two queues
+    them twice at worst, never loses them)."""
+    due = waiting.due(time.time() if now is None else now)
+    if not due:
+        return AddResult()
+    return frontier.add_records(due, now=now, on_refused=on_refused)
+
+
+def frontier_defer(
+    state_path: str | os.PathLike[str],
+    records: Iterable[Record],
+    *,
+    lock_wait: float = 3600.0,
+    read_first: bool = False,
+    reporter: Reporter | None = None,
+) -> tuple[int, int]:
+    """Put the deferred fetch records among ``records`` (``outcome: "deferred"``) in the
+    state directory's waiting room until their ``retry_at`` (what ``crawl`` does after
+    each cycle); returns (deferred records read, taken in: a URL already waiting keeps
+    the later time). Other records are passed over."""
+    with _locked_with_input(state_path, records, lock_wait, read_first, reporter) as (
+        state,
+        records,
+    ):
+        deferred = [rec for rec in records if rec.get("outcome") == "deferred"]
+        room = WaitingRoom(state.path / WAITING)
+        taken = room.add(deferred)
+        room.save()
+    return len(deferred), taken
 
 
 def links_to(frontier: Frontier, records: Iterable[Record]) -> tuple[int, int]:
@@ -154,7 +217,7 @@ def frontier_add(
     state_path: str | os.PathLike[str],
     records: Iterable[Record],
     *,
-    on_refused: Callable[[Record], None],
+    on_refused: Callable[[Refusal], None],
     limits: TrapLimits | None = None,
     policy: BudgetPolicy | None = None,
     now: float | None = None,
@@ -194,6 +257,7 @@ def frontier_add(
         frontier = Frontier.open(state.sub("frontier"), policy=policy, limits=limits)
         canon = Canonicalizer()
         scoped = Scope.load(state.path, scope) if scope is not None else None
+        room = WaitingRoom(state.path / WAITING)
         with frontier.discard_on_error():
             if role is None:
                 return add_to(
@@ -204,6 +268,7 @@ def frontier_add(
                     canonicalizer=canon,
                     now=now,
                     excludes=excludes,
+                    waiting=room,
                 )
             others: dict[int, list[Record]] = defaultdict(list)
             inbox = inbox_files(state.path, reporter)
@@ -221,13 +286,15 @@ def frontier_add(
                         fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
                     )
                     fresh, mark_seen = new.records, new.commit
-                out_of_scope: list[Record] = []
+                out_of_scope: list[Refusal] = []
                 candidates: Iterable[Record] = itertools.chain(records, fresh)
                 if excludes:
                     candidates = excludes.sort(candidates, out_of_scope)
                 if scoped is not None:
                     candidates = scoped.sort(candidates, out_of_scope, canon)
+                held: list[URLRecord] = []
                 mine = _keep_own(role, canon, candidates, others)
+                mine = _not_due_yet(mine, held, time.time() if now is None else now)
                 result = frontier.add_records(mine, now=now, on_refused=on_refused)
                 for rec in out_of_scope:
                     on_refused(rec)
@@ -235,6 +302,9 @@ def frontier_add(
                 result.routed = write_outbox(state.path, others, "add")
                 if scoped is not None and scoped.changed:
                     scoped.save()
+                if held:
+                    result.held = room.hold(held)
+                    room.save()
                 frontier.commit()
                 mark_seen()  # only now that they are queued (invariant 4)
             result.delivered = len(fresh)
@@ -312,11 +382,19 @@ def frontier_next(
     With a shard ``role``, each URL record carries ``shard_epoch`` (its slot's epoch
     in the map), which fetchers check (invariant 6); a queued URL of a slot the map
     has since moved to another shard goes to that shard's outbox, not into the batch.
+
+    First the waiting room's URLs whose time has come (``opts.now``) are queued
+    (:func:`take_due`; refused ones join the batch's refused records); the room is
+    saved after the commit.
     """
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         frontier = Frontier.open(state.sub("frontier"), policy=policy)
+        room = WaitingRoom(state.path / WAITING)
         with frontier.discard_on_error():
+            released: list[Refusal] = []
+            take_due(frontier, room, on_refused=released.append, now=opts.now)
             batch = frontier.next(opts)
+            batch.refused[:0] = released
             if opts.budgets and len(batch.lines) < opts.max_urls:  # short: say what waits
                 batch.over_budget = frontier.over_budget(limit=3)
             if excludes:
@@ -325,6 +403,7 @@ def frontier_next(
                 batch = _stamped(state.path, role, batch)
             write(batch)
             frontier.commit()
+        room.save()
     return batch
 
 

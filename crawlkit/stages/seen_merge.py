@@ -50,7 +50,7 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
 from crawlkit.frontier.scope import Scope
 from crawlkit.patterns import MAX_URL_LENGTH, Excludes, too_long
-from crawlkit.records import Record, refusal
+from crawlkit.records import Record, Refusal, refusal
 from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
 from crawlkit.url import Canonicalizer, ParsedURL
@@ -192,7 +192,7 @@ class SeenMerge:
         reporter: Reporter | None = None,
         dry_run: bool = False,
         scope: Scope | None = None,
-        on_refused: Callable[[Record], None] | None = None,
+        on_refused: Callable[[Refusal], None] | None = None,
         excludes: Excludes | None = None,
         max_url_length: int = MAX_URL_LENGTH,
         reason: str | None = None,
@@ -280,13 +280,13 @@ class SeenMerge:
             length = too_long(url, self.max_url_length)
             if length is not None:
                 self.stats.too_long += 1
-                self.on_refused(dict(refusal(record, "url-length", length)))
+                self.on_refused(refusal(record, "url-length", length))
                 return True
             if self.excludes is not None:
                 detail = self.excludes.match(url)
                 if detail is not None:
                     self.stats.excluded += 1
-                    self.on_refused(dict(refusal(record, "excluded", detail)))
+                    self.on_refused(refusal(record, "excluded", detail))
                     return True
         if self.scope is None:
             return False
@@ -421,7 +421,7 @@ def fresh_in(
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
     scope: Scope | None = None,
-    on_refused: Callable[[Record], None] | None = None,
+    on_refused: Callable[[Refusal], None] | None = None,
 ) -> FreshRecords:
     """The records the opened seen ``store`` has not seen (the stage on an opened store).
 

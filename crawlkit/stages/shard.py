@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.records import where_record
+from crawlkit.records import WhereRecord, where_record
 from crawlkit.shard.slots import SlotMap, slot_of
 from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer, site_of_record
@@ -56,11 +56,9 @@ def route_lines(
         yield slot_map.shard_of_site(site), record
 
 
-def which(url: str, slot_map: SlotMap, canon: Canonicalizer | None = None) -> Record:
+def which(url: str, slot_map: SlotMap, canon: Canonicalizer | None = None) -> WhereRecord:
     """Where a URL lives: its site, slot and shard (for operators)."""
     canon = canon or Canonicalizer()
     parsed = canon.parse(url)
     slot = slot_of(parsed.site, slot_map.slots)
-    return dict(
-        where_record(parsed.url, parsed.site, slot, slot_map.owner[slot], slot_map.epoch[slot])
-    )
+    return where_record(parsed.url, parsed.site, slot, slot_map.owner[slot], slot_map.epoch[slot])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InputError
+from crawlkit.records import URLRecord
 from crawlkit.sitemap.parse import (
     DEFAULT_PRIORITY,
     MAX_SITEMAP_BYTES,
@@ -21,7 +22,6 @@ from crawlkit.sitemap.parse import (
     SitemapReader,
     SitemapStats,
 )
-from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
 __all__ = ["SitemapRun", "read_sitemaps"]
@@ -53,7 +53,7 @@ def read_sitemaps(
     max_bytes: int = MAX_SITEMAP_BYTES,
     default_priority: float = DEFAULT_PRIORITY,
     same_host: bool = False,
-) -> Iterator[Record]:
+) -> Iterator[URLRecord]:
     """The URL records of every file in ``paths`` (``-`` is stdin), in order.
 
     A file that cannot be read on (malformed XML, corrupt gzip) keeps the records

@@ -64,6 +64,9 @@ def test_explain_names_the_scope_on_every_frontier_add() -> None:
     res = crawlkit("crawl", "--state", "S", "--explain", "--scope", "host")
     assert res.code == 0, res.stderr
     adds = [line for line in res.lines if "crawlkit frontier add" in line]
+    # the deferred URLs into the waiting room: queued (and judged) when due
+    assert sum("--deferred" in line for line in adds) == 1
+    adds = [line for line in adds if "--deferred" not in line]
     assert len(adds) == 3  # site records, new links, recrawls
     assert all(line.endswith("--scope host") or "--scope host $C/" in line for line in adds)
     assert "# crawl also" not in res.text  # nothing the pipeline leaves out

@@ -141,6 +141,36 @@ def test_the_explained_pipeline_fetches_what_crawl_fetches(tmp_path: Path) -> No
     assert "authorization" not in sent_to[next(h for h in sent_to if h.startswith(first))]
 
 
+@pytest.mark.skipif(
+    not (BIN / "crawlkit").exists() or shutil.which("bash") is None,
+    reason="needs the crawlkit command beside the interpreter, and bash",
+)
+def test_a_cycle_that_writes_no_warc_file_runs_through(tmp_path: Path) -> None:
+    """The fetcher refuses the only URL (a loopback address without --allow-net: no
+    request is made), so the cycle writes no WARC file: extract and the move of its
+    files still succeed, on an empty directory, and dedup reads extract's output."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/\n")
+    state = tmp_path / "pipe"
+    explained = crawlkit("crawl", str(seeds), "--state", str(state), "--explain")
+    assert explained.code == 0, explained.stderr
+    # the seed line and the cycle up to dedup (the rest is run by the test above)
+    lines = [line for line in explained.lines if not line.startswith("#")]
+    upto = next(i for i, line in enumerate(lines) if line.startswith("crawlkit frontier links"))
+    cycle = state / "crawl" / "cycles" / "000001"
+    cycle.mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "C": str(cycle)}
+    for command in lines[:upto]:
+        res = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, timeout=120
+        )
+        assert res.returncode == 0, (command, res.stderr.decode(errors="replace"))
+    (refused,) = list(read_records([cycle / "fetch.ndjson"]))
+    assert refused["outcome"] == "refused"
+    assert list(read_records([cycle / "pages.ndjson.zst"])) == []
+    assert not list((state / "warc").rglob("*.warc.gz"))
+
+
 def _checks(param: click.Option) -> tuple:
     kind = param.type
     return (type(kind).__name__, getattr(kind, "min", None), getattr(kind, "max", None))
