@@ -52,7 +52,10 @@ from typing import Any
 
 from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
+from crawlkit.crawl.arenas import cap_arenas
+from crawlkit.crawl.loop import crawl, explain
 from crawlkit.crawl.options import CrawlOptions
+from crawlkit.crawl.retry import ANSWERED
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.records import url_record
@@ -118,8 +121,8 @@ def prepare(state: Path, n: int) -> Path:
                 "(the number of workers of a state does not change)"
             )
         return map_path
-    crawl = state / "crawl"
-    if (crawl / "cycles").exists() or (crawl / "totals.json").exists():
+    one_process = state / "crawl"
+    if (one_process / "cycles").exists() or (one_process / "totals.json").exists():
         raise UsageError(f"{state} is a one-process crawl; run it with --workers 1")
     root.mkdir(parents=True, exist_ok=True)
     SlotMap.even(n).save(map_path)  # before fleet.json: a crash in between redoes both
@@ -203,9 +206,6 @@ def _worker_main(
     conn: Any,
     deadline: float | None,
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
-    from crawlkit.crawl.arenas import cap_arenas
-    from crawlkit.crawl.loop import crawl
-
     cap_arenas()  # as the CLI does for one crawl process, before any thread starts
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
     _die_with_parent()
@@ -527,7 +527,6 @@ def _totals(state: Path) -> int:
 def workers_fetched_nothing(state: Path, summary: dict[str, Any]) -> bool:
     """:func:`crawlkit.crawl.retry.fetched_nothing` for a crawl of workers: the run
     failed as a whole and no worker fetched a page in any run."""
-    from crawlkit.crawl.retry import ANSWERED
 
     outcomes: dict[str, int] = summary.get("outcomes") or {}
     if str(summary.get("stopped", "")).startswith("interrupted") or any(
@@ -608,7 +607,6 @@ def explain_workers(
 ) -> str:
     """``--explain`` of ``--workers N``: the parent is no stage; it runs worker 0's
     pipeline (shown) and the others' (the same with their K) and delivers between them."""
-    from crawlkit.crawl.loop import explain
 
     root = Path(state)
     map_path = root / WORKERS_DIR / "map.json"
