@@ -52,6 +52,17 @@ def _fetches(state: Path) -> list[dict]:
     return [r for log in logs for r in streams.read_records([log])]
 
 
+def _wait_for_fetch_logs(proc: subprocess.Popen, state: Path, where: str, n: int) -> None:
+    """Wait until ``n`` fetch logs exist under ``state/where`` (the event: a worker's
+    cycle has fetch records; polled, as a file has no other signal here), failing if
+    the crawl ends first or 90 s pass."""
+    deadline = time.monotonic() + 90
+    while len(list(state.glob(f"{where}/crawl/cycles/*/fetch.ndjson"))) < n:
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert time.monotonic() < deadline, f"{where} wrote {n} fetch logs not in 90 s"
+        time.sleep(0.02)
+
+
 def _pages(state: Path) -> set[str]:
     return {_path(r["url"]) for r in _fetches(state) if r["outcome"] == "fetched"}
 
@@ -133,12 +144,7 @@ def test_kill9_of_one_worker_loses_nothing(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        # wait until worker 1 has written fetch records (an event, not a time)
-        deadline = time.monotonic() + 90
-        while not list(state.glob("workers/1/crawl/cycles/*/fetch.ndjson")):
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            assert time.monotonic() < deadline, "worker 1 fetched nothing in 90 s"
-            time.sleep(0.02)
+        _wait_for_fetch_logs(proc, state, "workers/1", 1)  # worker 1 has fetched
         owner = (state / "workers" / "1" / "LOCK").read_text()
         pid = int(next(w for w in owner.split() if w.isdigit()))
         os.kill(pid, signal.SIGKILL)
@@ -207,11 +213,7 @@ def test_sigterm_stops_every_worker_cleanly_and_a_rerun_finishes(tmp_path: Path)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 90
-        while len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson"))) < 2:
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the workers fetched nothing in 90 s"
-            time.sleep(0.02)
+        _wait_for_fetch_logs(proc, state, "workers/*", 2)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
