@@ -422,8 +422,16 @@ class Fetcher:
                     left = max(0.0, self._deadline - self.clock())
                     timeout = left if timeout is None else min(timeout, left)
                 if not refill_done and refill_task is None and not past_deadline:
-                    wait = max(0.0, refill_after - self.clock())
-                    timeout = wait if timeout is None else min(timeout, wait)
+                    # A refill waits for its pause, or for the fetcher to want work. A
+                    # fetcher that wants none (every slot busy, enough hosts queued) is
+                    # changed only by a request ending (a wake-up) or a host coming due
+                    # (the scheduler's time above): waking at once would spin the loop
+                    # at a full core while the requests run.
+                    if refill_after > now:
+                        wait = max(0.0, refill_after - self.clock())
+                        timeout = wait if timeout is None else min(timeout, wait)
+                    elif self._wants_work(now):
+                        timeout = 0.0  # the launches above may have made room: ask now
                 if past_deadline and timeout == 0:
                     # After the deadline only requests in flight remain: wait for them to
                     # wake us. A zero timeout here would spin without letting them run.
