@@ -16,6 +16,7 @@ methods over its fields.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import shutil
@@ -47,10 +48,13 @@ from crawlkit.streams import Record
 __all__ = [
     "CHUNK_RECORDS",
     "CHUNK_SECONDS",
+    "CUT_AGE_MAX",
     "CUT_CHECK",
     "CUT_SCALE_MAX",
     "POST_BACKLOG",
     "POST_BACKLOG_MAX",
+    "REFILL_ANSWERS",
+    "REFILL_WAIT",
     "Feed",
     "FetchRun",
     "LiveCycle",
@@ -62,6 +66,8 @@ __all__ = [
 # records or this many seconds, whichever comes first.
 CHUNK_RECORDS = 500
 CHUNK_SECONDS = 2.0
+# A cycle is cut by age only while post-processing is idle, or at this age (see cut_due).
+CUT_AGE_MAX = 4 * CHUNK_SECONDS
 # Seconds between two looks at the clock for a cycle due to be cut (see cut_on_time).
 CUT_CHECK = 0.5
 # Cut cycles waiting for post-processing (the one in hand included) from which each
@@ -71,6 +77,11 @@ CUT_CHECK = 0.5
 # POST_BACKLOG_MAX = 2, the old hard stop, in bench_crawl's A/B).
 POST_BACKLOG = 2
 POST_BACKLOG_MAX = 6
+# Fetch records a refill waits for since the last batch before it asks the frontier
+# again (fewer when the fetcher holds few URLs), and the longest it waits for them
+# (see FetchRun._await_answers).
+REFILL_ANSWERS = 32
+REFILL_WAIT = 0.25
 
 
 # While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
@@ -276,6 +287,11 @@ class FetchRun:
         path = feed.opts.timeline
         self.probe = LoopProbe(self, Timeline(path)) if path is not None else None
         self.refused: str | None = None  # why the last refill gave nothing (for the probe)
+        # fetch records so far, and at the last batch (see _await_answers)
+        self.answers = 0
+        self.answers_at_batch = 0
+        self.answers_wanted = 0
+        self.answered: asyncio.Event | None = None  # set once answers_wanted is reached
 
     def track(self, path: Path, records: list[Record]) -> None:
         """``records`` were handed to the fetcher from the batch file ``path``."""
@@ -287,10 +303,18 @@ class FetchRun:
 
     def cut_due(self, now: float) -> bool:
         live = self.live
-        scale = cut_scale(self.post.backlog())
-        return live.records >= CHUNK_RECORDS * scale or (
-            live.records > 0 and now - live.started >= CHUNK_SECONDS * scale
-        )
+        backlog = self.post.backlog()
+        scale = cut_scale(backlog)
+        if live.records >= CHUNK_RECORDS * scale:
+            return True
+        if live.records == 0:
+            return False
+        age = now - live.started
+        # By age only once post-processing is idle (or the cycle is very old): while it
+        # works on an earlier cycle this one's links wait for that one anyway, and
+        # a cycle cut then would queue with half its records, paying post-processing's
+        # fixed costs (commits, fsyncs) twice as often per page.
+        return age >= CHUNK_SECONDS * scale and (backlog == 0 or age >= CUT_AGE_MAX)
 
     def _cut_done(self, task: asyncio.Task[None]) -> None:
         self.cut_asked = None
@@ -316,6 +340,9 @@ class FetchRun:
             summary.requests += 1
         stopped = bool(rec.get("stopped"))
         summary.unstarted += stopped
+        self.answers += 1
+        if self.answered is not None and self.answers >= self.answers_wanted:
+            self.answered.set()
         paths = self.outstanding.get(str(rec.get("url")))
         if paths:
             # The fetcher answers a URL it already holds "refused: duplicate" at once:
@@ -377,6 +404,26 @@ class FetchRun:
         self.refused = None
         return more
 
+    async def _await_answers(self, fetcher: Any) -> None:
+        """Before asking the frontier again, wait for a few answers since the last
+        batch (:data:`REFILL_ANSWERS`, fewer if the fetcher holds few URLs; at most
+        :data:`REFILL_WAIT` seconds). Each batch costs the frontier a fixed price
+        (a window read from the queue heads, a commit with fsyncs, a batch file): a
+        fetcher that asked again at once got a few URLs each time (the answers that
+        freed a host's share) and paid that price per few pages."""
+        if not fetcher.has_work():
+            return  # nothing held: ask at once
+        wanted = min(REFILL_ANSWERS, max(1, self.feed.held // 2))
+        if self.answers - self.answers_at_batch >= wanted:
+            return
+        self.answers_wanted = self.answers_at_batch + wanted
+        self.answered = asyncio.Event()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.answered.wait(), REFILL_WAIT)
+        finally:
+            self.answered = None
+
     async def _refill(self, fetcher: Any) -> list[Record] | None:
         feed = self.feed
         if self.fetcher is None:
@@ -406,15 +453,23 @@ class FetchRun:
         # nothing to give: URLs queued, or answers that free a host's share.
         changed = (feed.gate.version, sum(feed.gate.summary.outcomes.values()))
         if changed != self.last_empty or feed.gate.role is not None:
+            await self._await_answers(fetcher)
             held = dict(feed.held_by_host)  # read on this thread; the loop changes it
             batch = await loop.run_in_executor(
                 None, feed.next_batch, self.live.path, self.track, held, share
             )
+            self.answers_at_batch = self.answers
             if batch:
                 return batch
             self.last_empty = changed
         self.refused = "empty"
-        if self.live.records:
+        # Nothing to give: the live cycle's links may be what the crawl waits for, so
+        # it is cut now, unless post-processing is busy with an earlier cycle (whose
+        # links come first anyway): it is then cut once that is done (the next refill
+        # finds the post thread idle) or by its size or age. Cut at every empty
+        # refill, cycles were cut 4 times a second per process, and each pays
+        # post-processing's fixed costs (commits, fsyncs) whatever its size.
+        if self.live.records and not self.post.busy():
             await self.cut(fetcher)
         if self.post.busy() or fetcher.has_work():
             # Pages still to come, or links still to process, may queue more URLs:
