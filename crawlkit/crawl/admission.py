@@ -160,16 +160,22 @@ class Admission:
     def ingest_inbox(self) -> bool:
         """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
         files = inbox_files(self.dir.state_path, self.rep)
+        if not files:
+            return False
+        # All the files at once: each admission commits the site graph, the seen set
+        # and the frontier (fsyncs), and a worker of crawl --workers finds a file or
+        # two from each peer's every cycle. (A crash before the unlinks: the files
+        # are read again, and the seen set admits their URLs once.)
+        records = [rec for path in files for rec in read_file(path)]
+        # Delivered links (and other shards' site links) complete this shard's site
+        # graph, on which site budgets rest; then the URLs among them are admitted.
+        self.gate.note_links(records)
+        urls = [r for r in records if r.get("url")]
+        mine = self.gate.route(urls, "reroute")
+        self.gate.summary.new_urls += self.admit(mine, "inbox")
         for path in files:
-            records = list(read_file(path))
-            # Delivered links (and other shards' site links) complete this shard's site
-            # graph, on which site budgets rest; then the URLs among them are admitted.
-            self.gate.note_links(records)
-            urls = [r for r in records if r.get("url")]
-            mine = self.gate.route(urls, "reroute")
-            self.gate.summary.new_urls += self.admit(mine, "inbox")
             path.unlink()
-        return bool(files)
+        return True
 
     def share_site_links(self, links: list[Record], tag: str) -> None:
         """Send the cycle's cross-site links, as site pairs, to every other shard.

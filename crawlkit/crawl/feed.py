@@ -54,6 +54,7 @@ __all__ = [
     "POST_BACKLOG",
     "POST_BACKLOG_MAX",
     "REFILL_ANSWERS",
+    "REFILL_LOOK",
     "REFILL_WAIT",
     "Feed",
     "FetchRun",
@@ -78,10 +79,11 @@ CUT_CHECK = 0.5
 POST_BACKLOG = 2
 POST_BACKLOG_MAX = 6
 # Fetch records a refill waits for since the last batch before it asks the frontier
-# again (fewer when the fetcher holds few URLs), and the longest it waits for them
-# (see FetchRun._await_answers).
-REFILL_ANSWERS = 32
-REFILL_WAIT = 0.25
+# again (fewer when the fetcher holds few URLs), and the longest it waits for them;
+# URLs queued meanwhile end the wait (see FetchRun._await_answers).
+REFILL_ANSWERS = 64
+REFILL_WAIT = 1.0
+REFILL_LOOK = 0.25  # how often a waiting refill looks for URLs queued meanwhile
 
 
 # While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
@@ -291,6 +293,7 @@ class FetchRun:
         self.answers = 0
         self.answers_at_batch = 0
         self.answers_wanted = 0
+        self.version_at_batch = 0  # the gate's version then: URLs queued since?
         self.answered: asyncio.Event | None = None  # set once answers_wanted is reached
 
     def track(self, path: Path, records: list[Record]) -> None:
@@ -406,21 +409,33 @@ class FetchRun:
 
     async def _await_answers(self, fetcher: Any) -> None:
         """Before asking the frontier again, wait for a few answers since the last
-        batch (:data:`REFILL_ANSWERS`, fewer if the fetcher holds few URLs; at most
-        :data:`REFILL_WAIT` seconds). Each batch costs the frontier a fixed price
-        (a window read from the queue heads, a commit with fsyncs, a batch file): a
-        fetcher that asked again at once got a few URLs each time (the answers that
-        freed a host's share) and paid that price per few pages."""
+        batch (:data:`REFILL_ANSWERS`, fewer if the fetcher holds few URLs), or for
+        URLs queued since, at most :data:`REFILL_WAIT` seconds. Each batch costs the
+        frontier a fixed price (a window read from the queue heads, a commit with
+        fsyncs, a batch file): a fetcher that asked again at once got a few URLs each
+        time (those the answers since had freed) and paid that price per few pages."""
         if not fetcher.has_work():
             return  # nothing held: ask at once
         wanted = min(REFILL_ANSWERS, max(1, self.feed.held // 2))
         if self.answers - self.answers_at_batch >= wanted:
             return
         self.answers_wanted = self.answers_at_batch + wanted
-        self.answered = asyncio.Event()
+        answered = self.answered = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        until = loop.time() + REFILL_WAIT
+        gate = self.feed.gate
         try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.answered.wait(), REFILL_WAIT)
+            # New URLs queued (post-processing added a cycle's links) end the wait too:
+            # there is new work to hand out. Looked at every REFILL_LOOK seconds.
+            # A stop (a signal, --for, --max-pages) or the fetcher's end ends it as well.
+            while not answered.is_set() and gate.version == self.version_at_batch:
+                if not fetcher.running or self.feed.limits.should_stop():
+                    break
+                left = until - loop.time()
+                if left <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(answered.wait(), min(left, REFILL_LOOK))
         finally:
             self.answered = None
 
@@ -454,11 +469,14 @@ class FetchRun:
         changed = (feed.gate.version, sum(feed.gate.summary.outcomes.values()))
         if changed != self.last_empty or feed.gate.role is not None:
             await self._await_answers(fetcher)
+            if feed.limits.should_stop():
+                return None
             held = dict(feed.held_by_host)  # read on this thread; the loop changes it
             batch = await loop.run_in_executor(
                 None, feed.next_batch, self.live.path, self.track, held, share
             )
             self.answers_at_batch = self.answers
+            self.version_at_batch = feed.gate.version
             if batch:
                 return batch
             self.last_empty = changed
