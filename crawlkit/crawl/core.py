@@ -9,6 +9,7 @@ their outboxes.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -126,6 +127,9 @@ class Gate:
         self.clock = clock
         self.canon = Canonicalizer()
         self.version = 0  # counts additions to the frontier
+        # The post thread and the fetch side's refill (inbox, stale batches) both add
+        # to the summary's counters: one at a time, else an addition is lost.
+        self.counting = threading.Lock()
 
     def route(self, records: list[Record], tag: str) -> list[Record]:
         """This shard's records; the others go to the outboxes of their shards."""
@@ -133,7 +137,9 @@ class Gate:
             return records
         mine, others = split_by_owner(self.role, records)
         if others:
-            self.summary.routed += write_outbox(self.dir.state_path, others, tag)
+            routed = write_outbox(self.dir.state_path, others, tag)
+            with self.counting:
+                self.summary.routed += routed
         return mine
 
     def seen_merge(
@@ -166,8 +172,9 @@ class Gate:
         if refused:
             write_file(refused_path, refused)
             self.count_refused(refused)
-        for key in ("checked", "confirmed_seen", "false_positives", "new"):
-            self.summary.seen[key] += getattr(fresh.stats, key)
+        with self.counting:
+            for key in ("checked", "confirmed_seen", "false_positives", "new"):
+                self.summary.seen[key] += getattr(fresh.stats, key)
         return fresh.records
 
     def queue(self, records: Iterable[Record], refused_path: Path) -> None:
@@ -187,8 +194,9 @@ class Gate:
             self.count_refused(refused)
 
     def count_refused(self, refused: Iterable[Mapping[str, Any]]) -> None:
-        for rec in refused:
-            self.summary.refused[refusal_reason(rec)] += 1
+        reasons = [refusal_reason(rec) for rec in refused]
+        with self.counting:
+            self.summary.refused.update(reasons)
 
     def note_links(self, records: list[Record]) -> None:
         """Feed link records to the frontier's site graph (``frontier links``)."""

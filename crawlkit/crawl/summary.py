@@ -23,7 +23,11 @@ class CrawlSummary:
     links: int = 0
     capped_pages: int = 0  # page records with "capped" (depth, attributes, time, ...)
     page_errors: int = 0  # page records with "error" (a parse step raised, a worker died)
-    new_urls: int = 0
+    new_urls: int = 0  # new URLs of the run's own links (post-processing adds them)
+    # New URLs of links other shards delivered (the fetch side's refill adds them): a
+    # field of its own, because ``x += f()`` reads x before f runs, and the post
+    # thread adding to ``new_urls`` meanwhile was lost (2 workers counted 103 of 145).
+    inbox_new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
@@ -40,6 +44,10 @@ class CrawlSummary:
     seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
     errors: ErrorTally = field(default_factory=ErrorTally)  # failed fetches by reason
 
+    def all_new_urls(self) -> int:
+        """URLs this run queued for the first time: from its links and its inbox."""
+        return self.new_urls + self.inbox_new_urls
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cycles": self.cycles,
@@ -49,7 +57,7 @@ class CrawlSummary:
             "links": self.links,
             "capped_pages": self.capped_pages,
             "page_errors": self.page_errors,
-            "new_urls": self.new_urls,
+            "new_urls": self.all_new_urls(),
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
             "refetched": self.refetched,
@@ -77,7 +85,7 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
         "pages_per_s": summary.outcomes["fetched"] / elapsed,
         "errors": summary.outcomes["error"],
         "deferred": summary.outcomes["deferred"],
-        "new_urls": summary.new_urls,
+        "new_urls": summary.all_new_urls(),
         "requests": summary.requests,
         "elapsed_s": elapsed,
     }
