@@ -59,6 +59,10 @@ class Limits:
         self.idle_wait = options.idle_wait
         self.requests_before = requests_before
         self.interrupted = ""  # the name of the signal that asked the run to stop
+        # A worker of crawl --workers: --max-pages held with the others (crawl/budget.py)
+        self.budget = options.page_budget if self.max_pages is not None else None
+        if self.budget is not None:
+            self.budget.attach(self.pages_total)
 
     def on_signal(self, name: str) -> None:
         """The first SIGINT/SIGTERM: finish what is in flight, save, and stop."""
@@ -74,9 +78,14 @@ class Limits:
             return f"interrupted ({self.interrupted})"
         if self.deadline is not None and self.clock() >= self.deadline:
             return "time limit (--for)"
-        if self.max_pages is not None and self.pages_total() >= self.max_pages:
+        if self.max_pages is not None and self._pages_done():
             return "page limit (--max-pages)"
         return ""
+
+    def _pages_done(self) -> bool:
+        if self.budget is not None:  # the other workers' requests count too
+            return self.budget.exhausted(self.pages_total())
+        return self.max_pages is not None and self.pages_total() >= self.max_pages
 
     def pages_total(self) -> int:
         """Requests the server has seen from this crawl (robots.txt aside), all runs."""
@@ -86,6 +95,8 @@ class Limits:
         """Requests ``--max-pages`` still allows beyond the ``held`` handed to the fetcher."""
         if self.max_pages is None:
             return float("inf")
+        if self.budget is not None:
+            return self.budget.grant(self.pages_total(), held)
         return self.max_pages - self.pages_total() - held
 
     def nothing_due_in_time(self, wake: float | None) -> bool:

@@ -94,6 +94,9 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
 def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``)."""
     totals: dict[str, Any] = streams.read_json(path) if path.exists() else {}
+    # --max-pages counts requests over all runs (Crawl reads "requests", else "fetched")
+    requests_before = int(totals.get("requests", totals.get("fetched", 0)) or 0)
+    totals["requests"] = requests_before + summary.requests
     totals["fetched"] = fetched_before + summary.outcomes["fetched"]
     totals["runs"] = int(totals.get("runs", 0)) + 1
     totals["refetched"] = int(totals.get("refetched", 0)) + summary.refetched

@@ -8,6 +8,8 @@ state directory, and moves files between them. Layout::
     STATE/workers/map.json      the slot map (sites by registered-domain hash, N shards)
     STATE/workers/ip-table      the per-IP table every worker shares (--per-ip, unless
                                 --ip-table names another file)
+    STATE/workers/budget        --max-pages, held by the workers together
+                                (crawlkit.crawl.budget)
     STATE/workers/K/            worker K's state: a shard's state directory
     STATE/warc/                 every worker's WARC files (prefix PREFIX-wK), one index.cdxj
 
@@ -53,6 +55,8 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.arenas import cap_arenas
+from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
+from crawlkit.crawl.budget import reset as reset_budget
 from crawlkit.crawl.loop import crawl, explain
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.retry import ANSWERED
@@ -86,6 +90,7 @@ KILL_AFTER = 6.0  # seconds past --for after which a worker still running is kil
 # in N processes on a loaded machine, and the parent writes the index after them.
 WORKER_MARGIN = 3.0
 LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
+LIMIT = "page limit (--max-pages)"
 
 
 def worker_dir(state: Path, k: int) -> Path:
@@ -138,8 +143,13 @@ def worker_options(
     and of the time left."""
     warc_dir = Path(options.warc_dir) if options.warc_dir else state / "warc"
     fetch = options.fetch
+    budget = None
+    if options.max_pages is not None:  # every page request of every worker counts
+        path = (state / WORKERS_DIR / BUDGET_FILE).resolve()
+        budget = PageBudget(path, k, n, options.max_pages)
     return dataclasses.replace(
         options,
+        page_budget=budget,
         shard=k,
         shards=None,
         slot_map=map_path,
@@ -178,12 +188,21 @@ class _Linger:
     True) or the parent's "end" (False). "busy" is said before the inbox is read, so
     the parent never sees an empty inbox and an idle worker that is not."""
 
-    def __init__(self, state: Path, send: Callable[[tuple[Any, ...]], None], conn: Any):
+    def __init__(
+        self,
+        state: Path,
+        send: Callable[[tuple[Any, ...]], None],
+        conn: Any,
+        budget: PageBudget | None = None,
+    ):
         self.state = state
         self.send = send
         self.conn = conn
+        self.budget = budget
 
     def __call__(self, stop: Callable[[], bool]) -> bool:
+        if self.budget is not None:
+            self.budget.release()  # nothing in flight: the others may use the rest
         self.send(("idle",))
         while True:
             if inbox_files(self.state):
@@ -228,7 +247,10 @@ def _worker_main(
     if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
         timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")
     options = dataclasses.replace(
-        options, linger=_Linger(path, send, conn), duration=duration, timeline=timeline
+        options,
+        linger=_Linger(path, send, conn, options.page_budget),
+        duration=duration,
+        timeline=timeline,
     )
     rep = Reporter(f"crawlkit crawl: worker {k}")
     try:
@@ -244,6 +266,9 @@ def _worker_main(
     except Exception as exc:  # a one-line error, as the CLI would print it
         send(("error", f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None
+    finally:
+        if options.page_budget is not None:
+            options.page_budget.release()
     send(("summary", summary.to_json()))
 
 
@@ -303,7 +328,6 @@ class WorkerFleet:
         self.signals = 0
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
-        self.requests_before = 0
         self._ctx = multiprocessing.get_context("spawn")
 
     # -- running -------------------------------------------------------------------------
@@ -320,7 +344,9 @@ class WorkerFleet:
         self.map_path = map_path
         record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
         self.own_seeds = split_seeds(self.seeds, SlotMap.load(map_path))
-        self.requests_before = sum(_totals(worker_dir(self.state, k)) for k in range(self.n))
+        if self.options.max_pages is not None:  # each claim: that worker's earlier runs
+            used = [_totals(worker_dir(self.state, k)) for k in range(self.n)]
+            reset_budget(self.state / WORKERS_DIR / BUDGET_FILE, used)
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             for w in self.workers:
@@ -340,6 +366,7 @@ class WorkerFleet:
             [s for w in self.workers for s in w.summaries],
             elapsed=self.clock() - self.start,
             stopped=self.stopped,
+            last=[w.summaries[-1] for w in self.workers if w.summaries],
         )
         summary["workers"] = self.n
         summary["failed"] = self.failed
@@ -409,12 +436,6 @@ class WorkerFleet:
                         )
                         w.killed = True
                         w.process.kill()
-            if self.options.max_pages is not None and not self.stopped:
-                done = self.requests_before + sum(
-                    int(w.progress.get("requests", 0)) for w in self.workers
-                )
-                if done >= self.options.max_pages:
-                    self._stop("page limit (--max-pages)")
             if now >= next_delivery:
                 next_delivery = now + DELIVER_EVERY
                 self._deliver_and_check()
@@ -485,11 +506,13 @@ class WorkerFleet:
         # is started again, while the crawl goes on.
         for w in self.workers:
             in_time = self.deadline is None or self.clock() < self.deadline
-            if w.state == "ended" and in_time and inbox_files(worker_dir(self.state, w.k)):
+            if w.state == "ended" and in_time and self._has_work(w):
                 self._start(w)
         if moved or any(w.state == "busy" for w in self.workers):
             return
-        if any(inbox_files(d) for d in dirs):
+        if any(
+            inbox_files(d) for w, d in zip(self.workers, dirs, strict=True) if not self._at_limit(w)
+        ):
             return
         if self._drain():
             return  # someone spoke since: look again at the next delivery
@@ -497,6 +520,29 @@ class WorkerFleet:
             if w.state == "idle" and w.conn is not None and not w.conn.closed:
                 with contextlib.suppress(OSError):
                     w.conn.send("end")
+
+    def _at_limit(self, w: _Worker) -> bool:
+        """Worker w stopped on --max-pages and no page is left to the crawl now (its
+        inbox then waits for the next run, as one process leaves its frontier)."""
+        stopped = w.summaries[-1].get("stopped") if w.summaries else None
+        return stopped == LIMIT and w.state == "ended" and self._room() <= 0
+
+    def _room(self) -> int:
+        """Page requests --max-pages still leaves the crawl (claims of every worker)."""
+        if self.options.max_pages is None:
+            return 1
+        budget = PageBudget(self.state / WORKERS_DIR / BUDGET_FILE, 0, self.n, 0)
+        return self.options.max_pages - budget.total_claimed()
+
+    def _has_work(self, w: _Worker) -> bool:
+        """An ended worker to start again: sent links, or stopped on --max-pages
+        while others held the rest of it, now that none is busy (so every claim is
+        requests made) and the crawl has pages left."""
+        stopped = w.summaries[-1].get("stopped") if w.summaries else None
+        if stopped == LIMIT:
+            idle = not any(o.state == "busy" for o in self.workers if o is not w)
+            return idle and self._room() > 0
+        return bool(inbox_files(worker_dir(self.state, w.k)))
 
     def _show_progress(self) -> None:
         if self.progress is None:
@@ -543,12 +589,18 @@ _SUMMED_DICTS = ("outcomes", "refused", "dedup", "seen")
 
 
 def merge_summaries(
-    parts: Sequence[dict[str, Any]], *, elapsed: float, stopped: str = ""
+    parts: Sequence[dict[str, Any]],
+    *,
+    elapsed: float,
+    stopped: str = "",
+    last: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One summary (``CrawlSummary.to_json`` shape) of the workers' runs: counts
     summed, errors by reason summed with the first example, the earliest retry; the
     reason to stop is the parent's own, else the workers' (one reason, or each
-    worker's with its number)."""
+    worker's with its number) of each worker's ``last`` run (default: ``parts``).
+    Figures of the crawl's state at the end (queued, parked, waiting) are the last
+    runs' too: a worker started again reports them twice otherwise."""
     out: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
@@ -580,15 +632,20 @@ def merge_summaries(
         out.setdefault(key, 0)
     for key in ("waiting", "queued", "parked", "warc_files"):
         out.setdefault(key, 0)
+    finals = parts if last is None else last
+    for key in ("waiting", "queued", "parked"):
+        out[key] = sum(int(p.get(key) or 0) for p in finals)
     out["fetched"] = int(out["outcomes"].get("fetched", 0))
     out["elapsed_s"] = round(elapsed, 3)
-    out["stopped"] = stopped or _stopped(parts, int(out["parked"]))
+    out["stopped"] = stopped or _stopped(finals, int(out["parked"]))
     return out
 
 
 def _stopped(parts: Sequence[dict[str, Any]], parked: int) -> str:
     reasons = [str(p.get("stopped") or "") for p in parts]
     done = {"frontier empty"} | {r for r in reasons if r.startswith("done for this budget")}
+    if LIMIT in reasons and all(r in done or r == LIMIT for r in reasons):
+        return LIMIT  # as one process says it, the others had nothing left
     if reasons and all(r in done for r in reasons):
         if parked:
             return f"done for this budget period ({parked} URLs of over-budget sites parked)"

@@ -254,3 +254,20 @@ def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None
     # never two requests in flight to the address, each the gap after the last one ended
     for a, b in itertools.pairwise(to_addr):
         assert b["t_start"] - a["t_end"] >= gap, (a, b)
+
+
+def test_max_pages_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "state"
+        first = crawlkit(*_args(web, state, "--workers", "2", "--max-pages", "40"), timeout=180)
+        assert first.code == 0, first.stderr
+        after_first = sum(_served(web).values())
+        # the limit counts every run of the crawl: a second run with 70 adds 30
+        second = crawlkit(*_args(web, state, "--workers", "2", "--max-pages", "70"), timeout=180)
+        assert second.code == 0, second.stderr
+        served = _served(web)
+    assert orjson.loads(first.stdout)["stopped"] == "page limit (--max-pages)"
+    assert orjson.loads(second.stdout)["stopped"] == "page limit (--max-pages)"
+    # page requests (robots.txt aside) from the server's log, those in flight included
+    assert after_first == 40
+    assert sum(served.values()) == 70 and max(served.values()) == 1
