@@ -59,6 +59,7 @@ from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
 from crawlkit.crawl.loop import crawl, explain
 from crawlkit.crawl.options import CrawlOptions
+from crawlkit.crawl.rebalance import grow_workers
 from crawlkit.crawl.retry import ANSWERED
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL, UsageError
@@ -103,28 +104,30 @@ def check_single(state: Path) -> None:
     if saved.exists():
         n = int(streams.read_json(saved)["workers"])
         raise UsageError(
-            f"{state} is a crawl of --workers {n}; run it with --workers {n} "
-            "(the number of workers of a state does not change)"
+            f"{state} is a crawl of --workers {n}; run it with --workers {n} or more "
+            "(one process does not continue a crawl of workers)"
         )
 
 
-def prepare(state: Path, n: int) -> Path:
+def prepare(state: Path, n: int, reporter: Reporter | None = None) -> Path:
     """Lay out (or check) ``STATE/workers`` for ``n`` workers; returns the slot map's path.
 
-    A state keeps its number of workers: another ``n``, or a state a one-process crawl
-    made, is refused with a one-line error (no rebalancing here: see README, "Adding
-    a node", for a handoff between shards).
+    More workers than the state had: the sites are rebalanced first
+    (:func:`crawlkit.crawl.rebalance.grow_workers`, which a crash repeats). Fewer, a
+    rebalance to another number cut short, or a state a one-process crawl made, is
+    refused with a one-line error.
     """
     root = state / WORKERS_DIR
     saved = root / "fleet.json"
     map_path = root / "map.json"
     if saved.exists():
         had = int(streams.read_json(saved)["workers"])
-        if had != n:
-            raise UsageError(
-                f"{state} is a crawl of --workers {had}, not {n}; run it with --workers {had} "
-                "(the number of workers of a state does not change)"
-            )
+        shards = SlotMap.load(map_path).shards
+        if had > n or shards not in (had, n):
+            to = f"--workers {shards}" if shards != had else f"--workers {had} or more"
+            raise UsageError(f"{state} is a crawl of --workers {had}; run it with {to}")
+        if had < n:
+            grow_workers(root, had, n, reporter)
         return map_path
     one_process = state / "crawl"
     if (one_process / "cycles").exists() or (one_process / "totals.json").exists():
@@ -340,7 +343,7 @@ class WorkerFleet:
             return self._run()
 
     def _run(self) -> dict[str, Any]:
-        map_path = prepare(self.state, self.n)
+        map_path = prepare(self.state, self.n, self.rep)
         self.map_path = map_path
         record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
         self.own_seeds = split_seeds(self.seeds, SlotMap.load(map_path))

@@ -157,11 +157,6 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(
     for key in ("seen_urls", "frontier_queued", "frontier_parked", "runs"):
         assert counters.get(key) == one_counters.get(key) is not None, key
     assert report["recrawl"]["tracked"] == baseline["report"]["recrawl"]["tracked"] > 0
-    # the same state with another number of workers: a one-line refusal
-    res = crawlkit("crawl", "--state", str(state), "--workers", "3")
-    assert res.code != 0 and "--workers 2" in res.stderr and len(res.stderr.splitlines()) == 1
-    res = crawlkit("crawl", "--state", str(state))
-    assert res.code != 0 and "--workers 2" in res.stderr
 
 
 def _start(args: list[str]) -> subprocess.Popen:
@@ -212,7 +207,7 @@ def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: d
 def test_prepare_keeps_the_number_of_workers(tmp_path: Path) -> None:
     prepare(tmp_path, 3)
     prepare(tmp_path, 3)
-    with pytest.raises(UsageError, match="--workers 3, not 2"):
+    with pytest.raises(UsageError, match="--workers 3 or more"):
         prepare(tmp_path, 2)
     single = tmp_path / "single"
     (single / "crawl" / "cycles").mkdir(parents=True)
@@ -279,21 +274,39 @@ def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None
         assert b["t_start"] - a["t_end"] >= gap, (a, b)
 
 
-def test_max_pages_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
+def test_max_pages_holds_across_workers_and_more_workers_rebalance(
+    tmp_path: Path, baseline: dict
+) -> None:
+    """--max-pages from the server's log over runs of 2, then 3 workers; the third
+    worker takes its sites from the other two and the crawl finishes as one process
+    does, no URL requested twice."""
     with start_testweb(tmp_path, *WEB) as web:
         state = tmp_path / "state"
         first = crawlkit(*_args(web, state, "--workers", "2", "--max-pages", "40"), timeout=180)
         assert first.code == 0, first.stderr
         after_first = sum(_served(web).values())
         # the limit counts every run of the crawl: a second run with 70 adds 30
-        second = crawlkit(*_args(web, state, "--workers", "2", "--max-pages", "70"), timeout=180)
+        second = crawlkit(*_args(web, state, "--workers", "3", "--max-pages", "70"), timeout=180)
         assert second.code == 0, second.stderr
+        after_second = sum(_served(web).values())
+        third = crawlkit(*_args(web, state, "--workers", "3"), timeout=180)
+        assert third.code == 0, third.stderr
         served = _served(web)
     assert orjson.loads(first.stdout)["stopped"] == "page limit (--max-pages)"
     assert orjson.loads(second.stdout)["stopped"] == "page limit (--max-pages)"
     # page requests (robots.txt aside) from the server's log, those in flight included
-    assert after_first == 40
-    assert sum(served.values()) == 70 and max(served.values()) == 1
+    assert after_first == 40 and after_second == 70
+    # rebalanced: worker 2 fetched, nothing was lost, no URL was requested twice
+    assert "workers 2 -> 3" in second.stderr
+    assert list(state.glob("workers/2/crawl/cycles/*/fetch.ndjson"))
+    assert orjson.loads(third.stdout)["stopped"] == "frontier empty"
+    assert _pages(state) == baseline["pages"]
+    assert max(served.values()) == 1, served.most_common(3)
+    # fewer workers, or one process, are refused in one line
+    for fewer in ("2", "1"):
+        res = crawlkit("crawl", "--state", str(state), "--workers", fewer)
+        assert res.code != 0 and "--workers 3 or more" in res.stderr, res.stderr
+        assert len(res.stderr.splitlines()) == 1
 
 
 def test_page_budget_grants_never_pass_the_limit_and_come_back(tmp_path: Path) -> None:
