@@ -4,7 +4,7 @@ The parent process (:class:`WorkerFleet`) is no stage: it starts N workers (spaw
 processes), each an ordinary ``crawl`` of shard K of an even slot map, on its own
 state directory, and moves files between them. Layout::
 
-    STATE/workers/fleet.json    {"workers": N}: a state keeps its number of workers
+    STATE/workers/fleet.json    {"workers": N}: more is a rebalance (crawl/rebalance.py)
     STATE/workers/map.json      the slot map (sites by registered-domain hash, N shards)
     STATE/workers/ip-table      the per-IP table every worker shares (--per-ip, unless
                                 --ip-table names another file)
