@@ -13,6 +13,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -20,8 +21,12 @@ from conftest import ROOT, crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
+from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
+from crawlkit.crawl.files import write_file
+from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
+from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
 
 GAP = "0.05s"
@@ -334,3 +339,26 @@ def test_merged_summary_takes_the_end_figures_of_each_worker_last_run() -> None:
     s = merge_summaries([first, again, other], elapsed=1, last=[again, other])
     assert s["queued"] == 2 and s["requests"] == 13
     assert s["stopped"] == "page limit (--max-pages)"
+
+
+def test_new_urls_of_the_inbox_and_of_the_post_thread_are_both_counted(tmp_path: Path) -> None:
+    """The refill's inbox admission and the post thread's links add new URLs at once:
+    the post thread's count, added while an inbox file is admitted, is kept (2 workers
+    counted 103 new URLs where one process counted 145 when it was lost)."""
+    summary = CrawlSummary()
+    gate = SimpleNamespace(
+        summary=summary, note_links=lambda records: None, route=lambda records, tag: records
+    )
+    (tmp_path / "inbox").mkdir()
+    write_file(tmp_path / "inbox" / "1-a.ndjson.zst", [{"url": "http://a.test/"}] * 5)
+
+    class Racing(Admission):
+        def admit(self, records: list, tag: str) -> int:
+            summary.new_urls += 7  # the post thread, meanwhile
+            return len(records)
+
+    racing = Racing.__new__(Racing)
+    racing.gate, racing.rep = gate, NullReporter()  # type: ignore[assignment]
+    racing.dir = SimpleNamespace(state_path=tmp_path)  # type: ignore[assignment]
+    assert racing.ingest_inbox()
+    assert summary.to_json()["new_urls"] == 12
