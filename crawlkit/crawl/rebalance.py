@@ -44,7 +44,7 @@ from crawlkit.fleet.handoff import handoff
 from crawlkit.frontier.store import Frontier
 from crawlkit.recrawl.history import History
 from crawlkit.seen import SeenStore
-from crawlkit.shard.routing import ShardRole, adopt_role, grow, inbox_dir
+from crawlkit.shard.routing import SHARD_FILE, ShardRole, adopt_role, grow, inbox_dir
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.frontier import add_to
 from crawlkit.state import open_state
@@ -74,6 +74,8 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
         adopt_role(dirs[k], ShardRole(k, current, map_path))
     moved = {"urls": 0, "waiting": 0, "hosts": 0, "sites": 0, "seen_keys": 0, "history": 0}
     for src in range(had):  # 3.
+        if not (dirs[src] / SHARD_FILE).exists():
+            continue  # a worker that never ran (its role is written first): nothing to hand
         for dst in range(had, n):
             for key, count in handoff(map_path, dirs[src], dirs[dst]).items():
                 moved[key] += count

@@ -298,6 +298,7 @@ class _Worker:
     summaries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     error: str = ""
     killed: bool = False  # by the parent, past --for: not a death that fails the crawl
+    room: int = -1  # pages --max-pages left when it was last started again on it
 
 
 class WorkerFleet:
@@ -527,7 +528,10 @@ class WorkerFleet:
         """Worker w stopped on --max-pages and no page is left to the crawl now (its
         inbox then waits for the next run, as one process leaves its frontier)."""
         stopped = w.summaries[-1].get("stopped") if w.summaries else None
-        return stopped == LIMIT and w.state == "ended" and self._room() <= 0
+        if stopped != LIMIT or w.state != "ended":
+            return False
+        room = self._room()
+        return room <= 0 or room == w.room  # none left, or none it could use
 
     def _room(self) -> int:
         """Page requests --max-pages still leaves the crawl (claims of every worker)."""
@@ -542,8 +546,15 @@ class WorkerFleet:
         requests made) and the crawl has pages left."""
         stopped = w.summaries[-1].get("stopped") if w.summaries else None
         if stopped == LIMIT:
-            idle = not any(o.state == "busy" for o in self.workers if o is not w)
-            return idle and self._room() > 0
+            if any(o.state == "busy" for o in self.workers if o is not w):
+                return False
+            room = self._room()
+            # the same room as when it was last started again: that run used none of
+            # it; starting it once more would only repeat that (never in a loop)
+            if room <= 0 or room == w.room:
+                return False
+            w.room = room
+            return True
         return bool(inbox_files(worker_dir(self.state, w.k)))
 
     def _show_progress(self) -> None:

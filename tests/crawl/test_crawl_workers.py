@@ -28,6 +28,8 @@ from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
+from crawlkit.shard.routing import grow
+from crawlkit.shard.slots import SlotMap
 
 GAP = "0.05s"
 # 4 hosts of 20 pages (81 pages with the seeds): small enough for seconds a crawl,
@@ -210,10 +212,22 @@ def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: d
 
 
 def test_prepare_keeps_the_number_of_workers(tmp_path: Path) -> None:
-    prepare(tmp_path, 3)
+    prepare(tmp_path, 2)
+    prepare(tmp_path, 3)  # more: grown (workers that never ran have nothing to hand over)
+    assert streams.read_json(tmp_path / "workers" / "fleet.json") == {"workers": 3}
+    assert streams.read_json(tmp_path / "workers" / "map.json")["shards"] == 3
+    assert streams.read_json(tmp_path / "workers" / "2" / "shard.json")["shard"] == 2
     prepare(tmp_path, 3)
     with pytest.raises(UsageError, match="--workers 3 or more"):
         prepare(tmp_path, 2)
+    # a rebalance cut after the map grew: only its own number goes on with it
+    cut = tmp_path / "cut"
+    prepare(cut, 1)
+    grow(SlotMap.load(cut / "workers" / "map.json"), 2).save(cut / "workers" / "map.json")
+    with pytest.raises(UsageError, match=r"run it with --workers 2$"):
+        prepare(cut, 3)
+    prepare(cut, 2)
+    assert streams.read_json(cut / "workers" / "fleet.json") == {"workers": 2}
     single = tmp_path / "single"
     (single / "crawl" / "cycles").mkdir(parents=True)
     with pytest.raises(UsageError, match="one-process crawl"):
