@@ -20,7 +20,6 @@ import argparse
 import importlib.util
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -52,7 +51,7 @@ def baseline(rev: str) -> ModuleType:
 def pages(args: argparse.Namespace) -> list[tuple[str, bytes, str | None]]:
     """(url, body, content type) of each HTML page."""
     if args.html_dir:
-        out = []
+        out: list[tuple[str, bytes, str | None]] = []
         for folder in args.html_dir:
             urls = {}
             tsv = Path(folder) / "urls.tsv"
@@ -117,8 +116,8 @@ def main() -> None:
     ]
     print(f"{len(items)} pages, {len(calls)} resolve calls ({len(calls) / len(items):.1f} a page)")
     base_t = statistics.median(times["baseline"])
-    for name, spent in times.items():
-        t = statistics.median(spent)
+    for name, runs in times.items():
+        t = statistics.median(runs)
         print(
             f"  {name:10s} {1e6 * t / len(calls):6.2f} µs a call, "
             f"{1e6 * t / len(items):7.1f} µs a page ({t / base_t:.2f}x)"
