@@ -275,6 +275,17 @@ def test_powers_beyond_the_cap_equal_the_original(monkeypatch):
     assert len(module._POW_CACHE["inv2"]) == len(module._POW_CACHE["fwd"]) == cap
 
 
+@pytest.mark.parametrize("block", [3, 255, 256, 1_000])
+def test_votes_counted_in_blocks_equal_the_original(monkeypatch, block):
+    # Past _VOTE_BLOCK shingles the votes are counted a block at a time: block sizes
+    # on both sides of a byte lane's 255, texts of a few blocks and a partial one.
+    monkeypatch.setattr(module, "_VOTE_BLOCK", block)
+    rng = random.Random(block)
+    for words in (block + 2, block + 3, 2 * block + 2, 3 * block + 7):
+        assert_same(" ".join(rng.choice(WORDS) + str(i) for i in range(words)))
+    assert_same(random_text(rng, 12_000, NON_ASCII))
+
+
 def test_many_shingles_beyond_the_chunk_table_equal_the_original(monkeypatch):
     # Texts with more shingles than the cached chunk starts cover take the slow path.
     monkeypatch.setattr(module, "_CHUNKS", module._CHUNKS[:2])
