@@ -201,8 +201,8 @@ def crawl_command(
             help="Crawl processes: N >= 2 runs N workers, each a shard owning its sites by "
             "registered-domain hash (STATE/workers/K/), the links between them handed on "
             "every 0.5 s, one summary and one WARC directory; --concurrency is the whole "
-            "crawl's, -j per worker. A state keeps its number. See README \"Scaling with "
-            '--workers".',
+            "crawl's, -j per worker. A state takes more workers (its sites are handed "
+            'over first), never fewer. See README "Scaling with --workers".',
         ),
     ] = 1,
     slot_map: SlotMapFile = None,

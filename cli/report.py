@@ -27,7 +27,8 @@ def report(
     """Summarize a crawl: JSON on stdout, optionally an HTML page with plots.
 
     Reads what 'crawlkit crawl' leaves in STATE (fetch logs, dedup records, refusals
-    of every cycle, the seen set's and frontier's counters) and prints one JSON
+    of every cycle, the seen set's and frontier's counters; of a crawl with --workers N,
+    every worker's, summed: one report of the crawl) and prints one JSON
     object: fetches, outcomes, status mix, hosts (and a row per host: URLs, fetched,
     errors, bytes, smallest gap), fetch rate, smallest gap between fetches of one
     host, dedup savings, refusals by reason, the Bloom filter's measured

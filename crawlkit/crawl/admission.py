@@ -172,7 +172,7 @@ class Admission:
         self.gate.note_links(records)
         urls = [r for r in records if r.get("url")]
         mine = self.gate.route(urls, "reroute")
-        self.gate.summary.new_urls += self.admit(mine, "inbox")
+        self.gate.summary.inbox_new_urls += self.admit(mine, "inbox")  # this thread's
         for path in files:
             path.unlink()
         return True

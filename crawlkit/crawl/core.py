@@ -9,6 +9,7 @@ their outboxes.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -58,6 +59,10 @@ class Limits:
         self.idle_wait = options.idle_wait
         self.requests_before = requests_before
         self.interrupted = ""  # the name of the signal that asked the run to stop
+        # A worker of crawl --workers: --max-pages held with the others (crawl/budget.py)
+        self.budget = options.page_budget if self.max_pages is not None else None
+        if self.budget is not None:
+            self.budget.attach(self.pages_total)
 
     def on_signal(self, name: str) -> None:
         """The first SIGINT/SIGTERM: finish what is in flight, save, and stop."""
@@ -73,9 +78,14 @@ class Limits:
             return f"interrupted ({self.interrupted})"
         if self.deadline is not None and self.clock() >= self.deadline:
             return "time limit (--for)"
-        if self.max_pages is not None and self.pages_total() >= self.max_pages:
+        if self.max_pages is not None and self._pages_done():
             return "page limit (--max-pages)"
         return ""
+
+    def _pages_done(self) -> bool:
+        if self.budget is not None:  # the other workers' requests count too
+            return self.budget.exhausted(self.pages_total())
+        return self.max_pages is not None and self.pages_total() >= self.max_pages
 
     def pages_total(self) -> int:
         """Requests the server has seen from this crawl (robots.txt aside), all runs."""
@@ -85,6 +95,8 @@ class Limits:
         """Requests ``--max-pages`` still allows beyond the ``held`` handed to the fetcher."""
         if self.max_pages is None:
             return float("inf")
+        if self.budget is not None:
+            return self.budget.grant(self.pages_total(), held)
         return self.max_pages - self.pages_total() - held
 
     def nothing_due_in_time(self, wake: float | None) -> bool:
@@ -126,6 +138,9 @@ class Gate:
         self.clock = clock
         self.canon = Canonicalizer()
         self.version = 0  # counts additions to the frontier
+        # The post thread and the fetch side's refill (inbox, stale batches) both add
+        # to the summary's counters: one at a time, else an addition is lost.
+        self.counting = threading.Lock()
 
     def route(self, records: list[Record], tag: str) -> list[Record]:
         """This shard's records; the others go to the outboxes of their shards."""
@@ -133,7 +148,9 @@ class Gate:
             return records
         mine, others = split_by_owner(self.role, records)
         if others:
-            self.summary.routed += write_outbox(self.dir.state_path, others, tag)
+            routed = write_outbox(self.dir.state_path, others, tag)
+            with self.counting:
+                self.summary.routed += routed
         return mine
 
     def seen_merge(
@@ -166,8 +183,9 @@ class Gate:
         if refused:
             write_file(refused_path, refused)
             self.count_refused(refused)
-        for key in ("checked", "confirmed_seen", "false_positives", "new"):
-            self.summary.seen[key] += getattr(fresh.stats, key)
+        with self.counting:
+            for key in ("checked", "confirmed_seen", "false_positives", "new"):
+                self.summary.seen[key] += getattr(fresh.stats, key)
         return fresh.records
 
     def queue(self, records: Iterable[Record], refused_path: Path) -> None:
@@ -187,8 +205,9 @@ class Gate:
             self.count_refused(refused)
 
     def count_refused(self, refused: Iterable[Mapping[str, Any]]) -> None:
-        for rec in refused:
-            self.summary.refused[refusal_reason(rec)] += 1
+        reasons = [refusal_reason(rec) for rec in refused]
+        with self.counting:
+            self.summary.refused.update(reasons)
 
     def note_links(self, records: list[Record]) -> None:
         """Feed link records to the frontier's site graph (``frontier links``)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crawlkit.crawl.archive import ArchiveOptions
+from crawlkit.crawl.budget import PageBudget
 from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.budgets import BudgetPolicy
@@ -46,3 +47,6 @@ class CrawlOptions:
     # left, with a "should the run stop" test; waits until its inbox has files (True:
     # go on) or its peers are done too (False: end). None: an empty frontier ends it.
     linger: Callable[[Callable[[], bool]], bool] | None = None
+    # A worker of ``crawl --workers``: --max-pages held with the other workers through
+    # a shared file (crawlkit.crawl.budget). None: this run's requests alone count.
+    page_budget: PageBudget | None = None

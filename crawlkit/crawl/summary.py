@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,16 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.crawl.retry import ErrorTally
 
-__all__ = ["CrawlSummary", "progress_info", "save_totals", "summary_text"]
+LIMIT = "page limit (--max-pages)"  # the reason a run stops on --max-pages
+
+__all__ = [
+    "LIMIT",
+    "CrawlSummary",
+    "merge_summaries",
+    "progress_info",
+    "save_totals",
+    "summary_text",
+]
 
 
 @dataclass
@@ -23,7 +33,11 @@ class CrawlSummary:
     links: int = 0
     capped_pages: int = 0  # page records with "capped" (depth, attributes, time, ...)
     page_errors: int = 0  # page records with "error" (a parse step raised, a worker died)
-    new_urls: int = 0
+    new_urls: int = 0  # new URLs of the run's own links (post-processing adds them)
+    # New URLs of links other shards delivered (the fetch side's refill adds them): a
+    # field of its own, because ``x += f()`` reads x before f runs, and the post
+    # thread adding to ``new_urls`` meanwhile was lost (2 workers counted 103 of 145).
+    inbox_new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
@@ -40,6 +54,10 @@ class CrawlSummary:
     seen: Counter[str] = field(default_factory=Counter)  # seen-merge counters, summed
     errors: ErrorTally = field(default_factory=ErrorTally)  # failed fetches by reason
 
+    def all_new_urls(self) -> int:
+        """URLs this run queued for the first time: from its links and its inbox."""
+        return self.new_urls + self.inbox_new_urls
+
     def to_json(self) -> dict[str, Any]:
         return {
             "cycles": self.cycles,
@@ -49,7 +67,7 @@ class CrawlSummary:
             "links": self.links,
             "capped_pages": self.capped_pages,
             "page_errors": self.page_errors,
-            "new_urls": self.new_urls,
+            "new_urls": self.all_new_urls(),
             "refused": dict(self.refused),
             "dedup": dict(self.dedup),
             "refetched": self.refetched,
@@ -77,7 +95,7 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
         "pages_per_s": summary.outcomes["fetched"] / elapsed,
         "errors": summary.outcomes["error"],
         "deferred": summary.outcomes["deferred"],
-        "new_urls": summary.new_urls,
+        "new_urls": summary.all_new_urls(),
         "requests": summary.requests,
         "elapsed_s": elapsed,
     }
@@ -86,6 +104,9 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
 def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``)."""
     totals: dict[str, Any] = streams.read_json(path) if path.exists() else {}
+    # --max-pages counts requests over all runs (Crawl reads "requests", else "fetched")
+    requests_before = int(totals.get("requests", totals.get("fetched", 0)) or 0)
+    totals["requests"] = requests_before + summary.requests
     totals["fetched"] = fetched_before + summary.outcomes["fetched"]
     totals["runs"] = int(totals.get("runs", 0)) + 1
     totals["refetched"] = int(totals.get("refetched", 0)) + summary.refetched
@@ -133,3 +154,74 @@ def summary_text(summary: dict[str, Any]) -> str:
             "use 'crawlkit archive' or --no-budgets"
         )
     return "\n".join(lines)
+
+
+# -- one summary of a crawl of workers (crawl --workers N) -------------------------------
+_SUMMED_DICTS = ("outcomes", "refused", "dedup", "seen")
+
+
+def merge_summaries(
+    parts: Sequence[dict[str, Any]],
+    *,
+    elapsed: float,
+    stopped: str = "",
+    last: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One summary (``CrawlSummary.to_json`` shape) of the workers' runs: counts
+    summed, errors by reason summed with the first example, the earliest retry; the
+    reason to stop is the parent's own, else the workers' (one reason, or each
+    worker's with its number) of each worker's ``last`` run (default: ``parts``).
+    Figures of the crawl's state at the end (queued, parked, waiting) are the last
+    runs' too: a worker started again reports them twice otherwise."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in _SUMMED_DICTS:
+                acc = Counter(out.get(key) or {})
+                acc.update(value or {})
+                out[key] = dict(acc)
+            elif key == "errors":
+                errors = out.setdefault("errors", {})
+                for reason, e in (value or {}).items():
+                    have = errors.setdefault(reason, {"count": 0, "example": e.get("example")})
+                    have["count"] += int(e.get("count", 0))
+            elif key == "next_retry_at":
+                if value and (not out.get(key) or value < out[key]):
+                    out[key] = value
+                else:
+                    out.setdefault(key, None)
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[key] = out.get(key, 0) + value
+            else:
+                out.setdefault(key, value)
+    for key in _SUMMED_DICTS:
+        out.setdefault(key, {})
+    out.setdefault("errors", {})
+    out.setdefault("next_retry_at", None)
+    for key in ("cycles", "fetched", "pages", "links", "capped_pages", "page_errors"):
+        out.setdefault(key, 0)
+    for key in ("new_urls", "refetched", "requests", "unstarted", "routed_to_other_shards"):
+        out.setdefault(key, 0)
+    for key in ("waiting", "queued", "parked", "warc_files"):
+        out.setdefault(key, 0)
+    finals = parts if last is None else last
+    for key in ("waiting", "queued", "parked"):
+        out[key] = sum(int(p.get(key) or 0) for p in finals)
+    out["fetched"] = int(out["outcomes"].get("fetched", 0))
+    out["elapsed_s"] = round(elapsed, 3)
+    out["stopped"] = stopped or _stopped(finals, int(out["parked"]))
+    return out
+
+
+def _stopped(parts: Sequence[dict[str, Any]], parked: int) -> str:
+    reasons = [str(p.get("stopped") or "") for p in parts]
+    done = {"frontier empty"} | {r for r in reasons if r.startswith("done for this budget")}
+    if LIMIT in reasons and all(r in done or r == LIMIT for r in reasons):
+        return LIMIT  # as one process says it, the others had nothing left
+    if reasons and all(r in done for r in reasons):
+        if parked:
+            return f"done for this budget period ({parked} URLs of over-budget sites parked)"
+        return "frontier empty"
+    if len(set(reasons)) == 1:
+        return reasons[0]
+    return "; ".join(f"worker {k}: {r}" for k, r in enumerate(reasons))

@@ -4,10 +4,12 @@ The parent process (:class:`WorkerFleet`) is no stage: it starts N workers (spaw
 processes), each an ordinary ``crawl`` of shard K of an even slot map, on its own
 state directory, and moves files between them. Layout::
 
-    STATE/workers/fleet.json    {"workers": N}: a state keeps its number of workers
+    STATE/workers/fleet.json    {"workers": N}: more is a rebalance (crawl/rebalance.py)
     STATE/workers/map.json      the slot map (sites by registered-domain hash, N shards)
     STATE/workers/ip-table      the per-IP table every worker shares (--per-ip, unless
                                 --ip-table names another file)
+    STATE/workers/budget        --max-pages, held by the workers together
+                                (crawlkit.crawl.budget)
     STATE/workers/K/            worker K's state: a shard's state directory
     STATE/warc/                 every worker's WARC files (prefix PREFIX-wK), one index.cdxj
 
@@ -45,7 +47,6 @@ import os
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,13 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.arenas import cap_arenas
+from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
+from crawlkit.crawl.budget import reset as reset_budget
 from crawlkit.crawl.loop import crawl, explain
 from crawlkit.crawl.options import CrawlOptions
+from crawlkit.crawl.rebalance import grow_workers
 from crawlkit.crawl.retry import ANSWERED
+from crawlkit.crawl.summary import LIMIT, merge_summaries
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.records import url_record
@@ -98,28 +103,30 @@ def check_single(state: Path) -> None:
     if saved.exists():
         n = int(streams.read_json(saved)["workers"])
         raise UsageError(
-            f"{state} is a crawl of --workers {n}; run it with --workers {n} "
-            "(the number of workers of a state does not change)"
+            f"{state} is a crawl of --workers {n}; run it with --workers {n} or more "
+            "(one process does not continue a crawl of workers)"
         )
 
 
-def prepare(state: Path, n: int) -> Path:
+def prepare(state: Path, n: int, reporter: Reporter | None = None) -> Path:
     """Lay out (or check) ``STATE/workers`` for ``n`` workers; returns the slot map's path.
 
-    A state keeps its number of workers: another ``n``, or a state a one-process crawl
-    made, is refused with a one-line error (no rebalancing here: see README, "Adding
-    a node", for a handoff between shards).
+    More workers than the state had: the sites are rebalanced first
+    (:func:`crawlkit.crawl.rebalance.grow_workers`, which a crash repeats). Fewer, a
+    rebalance to another number cut short, or a state a one-process crawl made, is
+    refused with a one-line error.
     """
     root = state / WORKERS_DIR
     saved = root / "fleet.json"
     map_path = root / "map.json"
     if saved.exists():
         had = int(streams.read_json(saved)["workers"])
-        if had != n:
-            raise UsageError(
-                f"{state} is a crawl of --workers {had}, not {n}; run it with --workers {had} "
-                "(the number of workers of a state does not change)"
-            )
+        shards = SlotMap.load(map_path).shards
+        if had > n or shards not in (had, n):
+            to = f"--workers {shards}" if shards != had else f"--workers {had} or more"
+            raise UsageError(f"{state} is a crawl of --workers {had}; run it with {to}")
+        if had < n:
+            grow_workers(root, had, n, reporter)
         return map_path
     one_process = state / "crawl"
     if (one_process / "cycles").exists() or (one_process / "totals.json").exists():
@@ -138,8 +145,13 @@ def worker_options(
     and of the time left."""
     warc_dir = Path(options.warc_dir) if options.warc_dir else state / "warc"
     fetch = options.fetch
+    budget = None
+    if options.max_pages is not None:  # every page request of every worker counts
+        path = (state / WORKERS_DIR / BUDGET_FILE).resolve()
+        budget = PageBudget(path, k, n, options.max_pages)
     return dataclasses.replace(
         options,
+        page_budget=budget,
         shard=k,
         shards=None,
         slot_map=map_path,
@@ -178,12 +190,21 @@ class _Linger:
     True) or the parent's "end" (False). "busy" is said before the inbox is read, so
     the parent never sees an empty inbox and an idle worker that is not."""
 
-    def __init__(self, state: Path, send: Callable[[tuple[Any, ...]], None], conn: Any):
+    def __init__(
+        self,
+        state: Path,
+        send: Callable[[tuple[Any, ...]], None],
+        conn: Any,
+        budget: PageBudget | None = None,
+    ):
         self.state = state
         self.send = send
         self.conn = conn
+        self.budget = budget
 
     def __call__(self, stop: Callable[[], bool]) -> bool:
+        if self.budget is not None:
+            self.budget.release()  # nothing in flight: the others may use the rest
         self.send(("idle",))
         while True:
             if inbox_files(self.state):
@@ -228,7 +249,10 @@ def _worker_main(
     if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
         timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")
     options = dataclasses.replace(
-        options, linger=_Linger(path, send, conn), duration=duration, timeline=timeline
+        options,
+        linger=_Linger(path, send, conn, options.page_budget),
+        duration=duration,
+        timeline=timeline,
     )
     rep = Reporter(f"crawlkit crawl: worker {k}")
     try:
@@ -244,6 +268,9 @@ def _worker_main(
     except Exception as exc:  # a one-line error, as the CLI would print it
         send(("error", f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None
+    finally:
+        if options.page_budget is not None:
+            options.page_budget.release()
     send(("summary", summary.to_json()))
 
 
@@ -271,6 +298,7 @@ class _Worker:
     summaries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     error: str = ""
     killed: bool = False  # by the parent, past --for: not a death that fails the crawl
+    room: int = -1  # pages --max-pages left when it was last started again on it
 
 
 class WorkerFleet:
@@ -303,7 +331,6 @@ class WorkerFleet:
         self.signals = 0
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
-        self.requests_before = 0
         self._ctx = multiprocessing.get_context("spawn")
 
     # -- running -------------------------------------------------------------------------
@@ -316,11 +343,13 @@ class WorkerFleet:
             return self._run()
 
     def _run(self) -> dict[str, Any]:
-        map_path = prepare(self.state, self.n)
+        map_path = prepare(self.state, self.n, self.rep)
         self.map_path = map_path
         record_settings(self.state, self.seeds, self.options)  # for crawlkit report STATE
         self.own_seeds = split_seeds(self.seeds, SlotMap.load(map_path))
-        self.requests_before = sum(_totals(worker_dir(self.state, k)) for k in range(self.n))
+        if self.options.max_pages is not None:  # each claim: that worker's earlier runs
+            used = [_totals(worker_dir(self.state, k)) for k in range(self.n)]
+            reset_budget(self.state / WORKERS_DIR / BUDGET_FILE, used)
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             for w in self.workers:
@@ -340,6 +369,7 @@ class WorkerFleet:
             [s for w in self.workers for s in w.summaries],
             elapsed=self.clock() - self.start,
             stopped=self.stopped,
+            last=[w.summaries[-1] for w in self.workers if w.summaries],
         )
         summary["workers"] = self.n
         summary["failed"] = self.failed
@@ -409,12 +439,6 @@ class WorkerFleet:
                         )
                         w.killed = True
                         w.process.kill()
-            if self.options.max_pages is not None and not self.stopped:
-                done = self.requests_before + sum(
-                    int(w.progress.get("requests", 0)) for w in self.workers
-                )
-                if done >= self.options.max_pages:
-                    self._stop("page limit (--max-pages)")
             if now >= next_delivery:
                 next_delivery = now + DELIVER_EVERY
                 self._deliver_and_check()
@@ -485,11 +509,13 @@ class WorkerFleet:
         # is started again, while the crawl goes on.
         for w in self.workers:
             in_time = self.deadline is None or self.clock() < self.deadline
-            if w.state == "ended" and in_time and inbox_files(worker_dir(self.state, w.k)):
+            if w.state == "ended" and in_time and self._has_work(w):
                 self._start(w)
         if moved or any(w.state == "busy" for w in self.workers):
             return
-        if any(inbox_files(d) for d in dirs):
+        if any(
+            inbox_files(d) for w, d in zip(self.workers, dirs, strict=True) if not self._at_limit(w)
+        ):
             return
         if self._drain():
             return  # someone spoke since: look again at the next delivery
@@ -497,6 +523,39 @@ class WorkerFleet:
             if w.state == "idle" and w.conn is not None and not w.conn.closed:
                 with contextlib.suppress(OSError):
                     w.conn.send("end")
+
+    def _at_limit(self, w: _Worker) -> bool:
+        """Worker w stopped on --max-pages and no page is left to the crawl now (its
+        inbox then waits for the next run, as one process leaves its frontier)."""
+        stopped = w.summaries[-1].get("stopped") if w.summaries else None
+        if stopped != LIMIT or w.state != "ended":
+            return False
+        room = self._room()
+        return room <= 0 or room == w.room  # none left, or none it could use
+
+    def _room(self) -> int:
+        """Page requests --max-pages still leaves the crawl (claims of every worker)."""
+        if self.options.max_pages is None:
+            return 1
+        budget = PageBudget(self.state / WORKERS_DIR / BUDGET_FILE, 0, self.n, 0)
+        return self.options.max_pages - budget.total_claimed()
+
+    def _has_work(self, w: _Worker) -> bool:
+        """An ended worker to start again: sent links, or stopped on --max-pages
+        while others held the rest of it, now that none is busy (so every claim is
+        requests made) and the crawl has pages left."""
+        stopped = w.summaries[-1].get("stopped") if w.summaries else None
+        if stopped == LIMIT:
+            if any(o.state == "busy" for o in self.workers if o is not w):
+                return False
+            room = self._room()
+            # the same room as when it was last started again: that run used none of
+            # it; starting it once more would only repeat that (never in a loop)
+            if room <= 0 or room == w.room:
+                return False
+            w.room = room
+            return True
+        return bool(inbox_files(worker_dir(self.state, w.k)))
 
     def _show_progress(self) -> None:
         if self.progress is None:
@@ -536,66 +595,6 @@ def workers_fetched_nothing(state: Path, summary: dict[str, Any]) -> bool:
     if not summary.get("errors"):
         return False
     return not any(_totals(d) for d in (state / WORKERS_DIR).glob("[0-9]*"))
-
-
-# -- one summary for the crawl -----------------------------------------------------------
-_SUMMED_DICTS = ("outcomes", "refused", "dedup", "seen")
-
-
-def merge_summaries(
-    parts: Sequence[dict[str, Any]], *, elapsed: float, stopped: str = ""
-) -> dict[str, Any]:
-    """One summary (``CrawlSummary.to_json`` shape) of the workers' runs: counts
-    summed, errors by reason summed with the first example, the earliest retry; the
-    reason to stop is the parent's own, else the workers' (one reason, or each
-    worker's with its number)."""
-    out: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if key in _SUMMED_DICTS:
-                acc = Counter(out.get(key) or {})
-                acc.update(value or {})
-                out[key] = dict(acc)
-            elif key == "errors":
-                errors = out.setdefault("errors", {})
-                for reason, e in (value or {}).items():
-                    have = errors.setdefault(reason, {"count": 0, "example": e.get("example")})
-                    have["count"] += int(e.get("count", 0))
-            elif key == "next_retry_at":
-                if value and (not out.get(key) or value < out[key]):
-                    out[key] = value
-                else:
-                    out.setdefault(key, None)
-            elif isinstance(value, (int, float)) and not isinstance(value, bool):
-                out[key] = out.get(key, 0) + value
-            else:
-                out.setdefault(key, value)
-    for key in _SUMMED_DICTS:
-        out.setdefault(key, {})
-    out.setdefault("errors", {})
-    out.setdefault("next_retry_at", None)
-    for key in ("cycles", "fetched", "pages", "links", "capped_pages", "page_errors"):
-        out.setdefault(key, 0)
-    for key in ("new_urls", "refetched", "requests", "unstarted", "routed_to_other_shards"):
-        out.setdefault(key, 0)
-    for key in ("waiting", "queued", "parked", "warc_files"):
-        out.setdefault(key, 0)
-    out["fetched"] = int(out["outcomes"].get("fetched", 0))
-    out["elapsed_s"] = round(elapsed, 3)
-    out["stopped"] = stopped or _stopped(parts, int(out["parked"]))
-    return out
-
-
-def _stopped(parts: Sequence[dict[str, Any]], parked: int) -> str:
-    reasons = [str(p.get("stopped") or "") for p in parts]
-    done = {"frontier empty"} | {r for r in reasons if r.startswith("done for this budget")}
-    if reasons and all(r in done for r in reasons):
-        if parked:
-            return f"done for this budget period ({parked} URLs of over-budget sites parked)"
-        return "frontier empty"
-    if len(set(reasons)) == 1:
-        return reasons[0]
-    return "; ".join(f"worker {k}: {r}" for k, r in enumerate(reasons))
 
 
 def explain_workers(

@@ -82,22 +82,55 @@ _ASCII = bytes(range(128))
 _UTF8 = ("utf-8", "surrogatepass")
 _MAX_REPLACED = 32  # characters to replace, beyond which str.lower costs less
 
+# Powers of the base are kept for positions below the longest text seen, up to
+# _POW_CAP (8 MB a table); a longer text makes its powers from blocks of the kept ones.
+# (Uncapped, the tables held 16 bytes a byte of the longest text for good: 84 MB in
+# every extract process after one 5 MB page, and 0.35 s to build them.)
+_POW_CAP = 1 << 20
+_M64 = 1 << 64
+_INV2_STEP = pow(_BASE_INV, 2, _M64)
 _POW_CACHE: dict[str, np.ndarray] = {}
 
 
 def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """BASE**(-2*i) and BASE**i for i < n (mod 2**64), grown geometrically and cached."""
+    """BASE**(-2*i) and BASE**i (mod 2**64) for i < min(n, _POW_CAP) at least, grown
+    geometrically and kept."""
     have = _POW_CACHE.get("inv2")
-    if have is None or len(have) < n:
-        size = max(n, 2 * (len(have) if have is not None else 4096))
+    if have is None or len(have) < min(n, _POW_CAP):
+        size = min(_POW_CAP, max(n, 2 * (len(have) if have is not None else 4096)))
         with np.errstate(over="ignore"):
-            inv2 = np.full(size, pow(_BASE_INV, 2, 1 << 64), dtype=_U64)
+            inv2 = np.full(size, _INV2_STEP, dtype=_U64)
             inv2[0] = 1
             fwd = np.full(size, _BASE, dtype=_U64)
             fwd[0] = 1
             _POW_CACHE["inv2"] = np.cumprod(inv2, dtype=_U64)
             _POW_CACHE["fwd"] = np.cumprod(fwd, dtype=_U64)
     return _POW_CACHE["inv2"], _POW_CACHE["fwd"]
+
+
+def _block_powers(step: int, block: int, blocks: int) -> np.ndarray:
+    """``(step**block)**k`` (mod 2**64) for k < blocks."""
+    big = pow(step, block, _M64)
+    return np.array([pow(big, k, _M64) for k in range(blocks)], dtype=_U64)
+
+
+def _inv2_powers(m: int) -> np.ndarray:
+    """BASE**(-2*i) (mod 2**64) for i < m."""
+    inv2, _ = _powers(m)
+    if m <= len(inv2):
+        return inv2[:m]
+    blocks = _block_powers(_INV2_STEP, len(inv2), -(-m // len(inv2)))
+    return np.multiply.outer(blocks, inv2).ravel()[:m]
+
+
+def _fwd_powers_2(at: np.ndarray) -> np.ndarray:
+    """BASE**(p + 2) (mod 2**64) for each p of ``at`` (non-negative, ascending)."""
+    last = int(at[-1]) + 3 if at.size else 0
+    _, fwd = _powers(last)
+    if last <= len(fwd):
+        return fwd[2:].take(at)
+    high, low = np.divmod(at + 2, len(fwd))
+    return _block_powers(_BASE, len(fwd), int(high[-1]) + 1).take(high) * fwd.take(low)
 
 
 def _fmix(x: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
@@ -182,19 +215,18 @@ def _word_sums(text: str) -> np.ndarray:
     # Word starts and ends are the edges of runs of word bytes: (s0, e0, s1, e1, ...),
     # positions in the text (the slices skip the first padding byte).
     edges = (flags[2:] != flags[1:-1]).nonzero()[0]
-    inv2, fwd = _powers(n + 3)
     # sums[k] = sum over bytes j < 2k + 2 of the padded text of value(byte) * BASE**-j.
     # uint64 array arithmetic wraps modulo 2**64 without warnings (only numpy scalar
     # arithmetic warns), which is what the polynomial hash wants.
     sums = _PAIR_VALUES.take(pairs)
-    sums *= inv2[: pairs.size]
+    sums *= _inv2_powers(pairs.size)
     np.add.accumulate(sums, out=sums)
     # The word at text bytes [s, e) is padded bytes [s + 2, e + 2): pairs s // 2 + 1 to
     # (e + 1) // 2 inclusive (the other byte of a pair at either end is a separator,
     # which adds 0), so its sum is sums[(e + 1) // 2] - sums[s // 2]; it starts at the
     # padded position s + 2.
     bounds = edges.reshape(-1, 2).T.copy()
-    shift = fwd[2:].take(bounds[0])
+    shift = _fwd_powers_2(bounds[0])
     bounds[1] += 1
     bounds >>= 1
     ends = sums.take(bounds)
@@ -311,6 +343,7 @@ def _shingle_hashes(words: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> 
 _LOW_BITS = _const(0x0101010101010101)
 _ONE, _TWO, _FOUR = _const(1), _const(2), _const(4)
 _CHUNKS = np.arange(0, 1 << 20, 255)
+_VOTE_BLOCK = 1 << 16  # shingles counted at once (see simhash)
 
 
 def _bit_votes(sliced: np.ndarray) -> np.ndarray:
@@ -346,9 +379,20 @@ def simhash(text: str) -> int:
     if words.size == 0:
         return 0
     m = max(1, words.size - 2)
-    sliced = np.empty((8, m), dtype=_U64)
-    _shingle_hashes(words, sliced[0], sliced[1])
-    votes = _bit_votes(sliced)
+    if m <= _VOTE_BLOCK:
+        sliced = np.empty((8, m), dtype=_U64)
+        _shingle_hashes(words, sliced[0], sliced[1])
+        votes = _bit_votes(sliced)
+    else:
+        # A long text's shingles are counted a block at a time: eight rows of a
+        # block stay in cache, eight rows of the whole text (64 bytes a shingle, 45 MB
+        # for a 5 MB page) did not, and the counts add up to the same votes.
+        votes = np.zeros((8, 8), dtype=np.int64)
+        block = np.empty((8, _VOTE_BLOCK), dtype=_U64)
+        for start in range(0, m, _VOTE_BLOCK):
+            part = block[:, : min(_VOTE_BLOCK, m - start)]
+            _shingle_hashes(words[start : start + part.shape[1] + 2], part[0], part[1])
+            votes += _bit_votes(part)
     # A bit is set when more than half of the shingles have it (ties clear it).
     chosen = votes > m // 2
     # Byte j of the result packs bits b = 0..7 of column j.

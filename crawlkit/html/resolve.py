@@ -18,7 +18,12 @@ _ENTRY_BYTES = 400
 # A path that every rule level leaves as it is: unreserved characters and "/" only
 # (no "%", ";", "?", "\\", spaces), and no segment that starts with a dot.
 _CLEAN = re.compile(r"[A-Za-z0-9\-._~/]*")
-_CLEAN_HOST = re.compile(r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*(?::[0-9]{1,5})?")
+# A host name with a letter in its last label (a last label of digits makes WHATWG read
+# an IPv4 address), or a dotted-quad IPv4 address as WHATWG writes it; then a port.
+# Either way _host_site still checks the authority is canonical.
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_NAME = r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*"
+_CLEAN_HOST = re.compile(rf"(?:{_NAME}|(?:{_OCTET}\.){{3}}{_OCTET})(?::[0-9]{{1,5}})?")
 
 
 def _clean_path(path: str) -> bool:
@@ -33,7 +38,7 @@ class LinkResolver:
     absolute http(s) URL, the base's scheme and authority for ``/path`` and
     ``//host`` references, the whole base otherwise.
 
-    Most of the rest are plain paths (``/a/b.html``, ``b.html``,
+    Most of the rest are plain paths (``/a/b.html``, ``b.html``, ``//host/a``,
     ``https://host/a``) made only of unreserved characters: for those the canonical
     URL is the base's authority (or directory) plus the path, at every rule level, so
     they are joined here without a full parse. Everything else goes through
@@ -121,11 +126,17 @@ class LinkResolver:
     def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
         """The plain-path cases (see the class docstring); None means "parse it"."""
         path = href.split("#", 1)[0] if "#" in href else href
+        if path.startswith("//"):
+            # scheme-relative ("//host/path"): the base's scheme, then as absolute
+            scheme, colon, _ = authority.partition(":")
+            if not colon:
+                return None
+            path = scheme + ":" + path
         # _CLEAN has no ":", so absolute URLs fail it here and are checked below.
         if (not path or not _clean_path(path)) and not path.startswith(("http://", "https://")):
             return None
         if path.startswith("/"):
-            if path.startswith("//") or not base.startswith(authority + "/"):
+            if not base.startswith(authority + "/"):
                 return None
             info = self._host_site(authority)
             url = authority + path

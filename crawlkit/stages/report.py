@@ -6,14 +6,18 @@ with :func:`crawlkit.report.build_report`; the ``collection`` section (seeds,
 settings, MIME types, problems with examples, requisites, WARC files with SHA-256, the
 politeness audit of the fetch log) comes from :mod:`crawlkit.stages.report_collection`,
 the ``recrawl`` section (estimated change rates, expected freshness, URLs due per
-day) from :mod:`crawlkit.recrawl.stats`. Reads only;
-takes no lock, so it can run beside a crawl in progress.
+day) from :mod:`crawlkit.recrawl.stats`. A crawl of ``--workers N`` is one report:
+the cycles of every worker's state (``STATE/workers/K``) are read, and the counters
+of their seen sets, frontiers, totals and recrawl histories summed or merged
+(:func:`crawl_roots`). Reads only; takes no lock, so it can run beside a crawl in
+progress.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,7 @@ from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
 from crawlkit.streams import Record
 
-__all__ = ["crawl_report", "pending_urls"]
+__all__ = ["crawl_report", "crawl_roots", "merge_recrawl", "pending_urls"]
 
 
 def _records(paths: list[Path], reporter: Reporter) -> Iterator[Record]:
@@ -50,27 +54,18 @@ def crawl_report(
     """The report dict of the crawl in ``state_path`` (see :func:`build_report`)."""
     reporter = reporter or NullReporter()
     state = Path(state_path)
-    # a crawl of --workers N keeps one ordinary crawl state per worker (one report)
-    roots = [state, *sorted((state / "workers").glob("[0-9]*"))]
+    # a crawl of --workers N keeps one ordinary crawl state per worker: one report,
+    # its counters summed (or merged) over them
+    roots = crawl_roots(state)
     cycles = [c for r in roots for c in sorted((r / "crawl" / "cycles").glob("[0-9]*"))]
     fetch_logs = [c / "fetch.ndjson" for c in cycles if (c / "fetch.ndjson").exists()]
     dedups = [c / "dedup.ndjson.zst" for c in cycles if (c / "dedup.ndjson.zst").exists()]
     refused = sorted(p for c in cycles for p in c.glob("*refused.ndjson.zst"))
     refused += [p for r in roots for p in sorted((r / "crawl").glob("*refused.ndjson.zst"))]
     counters: dict[str, Any] = {"cycles": len(cycles)}
-    totals = state / "crawl" / "totals.json"
-    if totals.exists():
-        data = streams.read_json(totals)
-        counters["runs"] = data.get("runs")
-        counters["refetched_after_crashes"] = data.get("refetched")
-        seen = data.get("seen") or {}
-        negatives = int(seen.get("checked", 0)) - int(seen.get("confirmed_seen", 0))
-        if negatives > 0:
-            counters["bloom_fp_rate"] = int(seen.get("false_positives", 0)) / negatives
-    seen = _seen_counters(state)
-    counters.update(seen)
-    frontier = _frontier_counters(state)
-    counters.update(frontier)
+    counters.update(_totals_counters(roots))
+    counters.update(_seen_counters(roots))
+    counters.update(_frontier_counters(roots))
     counters.update(extra or {})
     report = build_report(
         _records(fetch_logs, reporter),
@@ -86,10 +81,18 @@ def crawl_report(
         fetch_logs=[str(p) for p in fetch_logs],
         reporter=reporter,
         requisite_links=(r for r in _records(links, reporter) if r.get("reason") == "requisite"),
-        locate=lambda urls: pending_urls(state, urls),
+        locate=lambda urls: {k: v for r in roots for k, v in pending_urls(r, urls).items()},
     )
-    report["recrawl"] = report_data(state, time.time())  # None before any recrawl step
+    now = time.time()  # None before any recrawl step
+    report["recrawl"] = merge_recrawl([report_data(r, now) for r in roots])
     return report
+
+
+def crawl_roots(state: Path) -> list[Path]:
+    """The crawl states of ``state``: itself, and each worker's of a ``crawl --workers N``
+    (``STATE/workers/K``), whose seen sets, frontiers, waiting rooms and totals are
+    their own (a URL is in its owner's alone)."""
+    return [state, *sorted((state / "workers").glob("[0-9]*"), key=lambda p: int(p.name))]
 
 
 def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
@@ -123,20 +126,96 @@ def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
     return out
 
 
-def _seen_counters(state: Path) -> dict[str, Any]:
-    if not (state / "seen").exists():
+def _totals_counters(roots: list[Path]) -> dict[str, Any]:
+    """Runs (the most any state had: a worker started again within a run counts
+    twice), URLs refetched after crashes and the seen set's checks, summed."""
+    parts = [streams.read_json(t) for r in roots if (t := r / "crawl" / "totals.json").exists()]
+    if not parts:
         return {}
-    with SeenStore.open(state, writable=False) as store:
-        stats = store_stats(store)
-    out = {"seen_urls": stats.get("stored")}
-    for key in ("fp_rate", "filter_fill", "expected_fp_rate"):
-        if key in stats:
-            out[key] = stats[key]
+    seen: Counter[str] = Counter()
+    for data in parts:
+        seen.update({k: int(v) for k, v in (data.get("seen") or {}).items()})
+    out: dict[str, Any] = {
+        "runs": max(int(d.get("runs") or 0) for d in parts),
+        "refetched_after_crashes": sum(int(d.get("refetched") or 0) for d in parts),
+    }
+    negatives = seen["checked"] - seen["confirmed_seen"]
+    if negatives > 0:
+        out["bloom_fp_rate"] = seen["false_positives"] / negatives
     return out
 
 
-def _frontier_counters(state: Path) -> dict[str, Any]:
-    if not (state / "frontier").exists():
+def _seen_counters(roots: list[Path]) -> dict[str, Any]:
+    """URLs stored, summed; of several filters, the configured rate the largest, the
+    fill over all their bits and the expected rate weighted by URLs stored."""
+    stats = []
+    for root in roots:
+        if (root / "seen").exists():
+            with SeenStore.open(root, writable=False) as store:
+                stats.append(store_stats(store))
+    if not stats:
         return {}
-    stats = frontier_stats(state)
-    return {"frontier_queued": stats.get("queued"), "frontier_parked": stats.get("parked")}
+    if len(stats) == 1:
+        one = stats[0]
+        out = {"seen_urls": one.get("stored")}
+        out.update({k: one[k] for k in ("fp_rate", "filter_fill", "expected_fp_rate") if k in one})
+        return out
+    stored = sum(int(s.get("stored") or 0) for s in stats)
+    out = {"seen_urls": stored}
+    rates = [s["fp_rate"] for s in stats if s.get("fp_rate") is not None]
+    if rates:
+        out["fp_rate"] = max(rates)
+    bits = sum(int(s.get("filter_bits") or 0) for s in stats)
+    if bits and all(s.get("filter_fill") is not None for s in stats):
+        out["filter_fill"] = sum(s["filter_fill"] * int(s["filter_bits"]) for s in stats) / bits
+    if stored and all(s.get("expected_fp_rate") is not None for s in stats):
+        out["expected_fp_rate"] = (
+            sum(s["expected_fp_rate"] * int(s.get("stored") or 0) for s in stats) / stored
+        )
+    return out
+
+
+def _frontier_counters(roots: list[Path]) -> dict[str, Any]:
+    stats = [frontier_stats(r) for r in roots if (r / "frontier").exists()]
+    if not stats:
+        return {}
+    return {
+        "frontier_queued": sum(int(s.get("queued") or 0) for s in stats),  # type: ignore[call-overload]
+        "frontier_parked": sum(int(s.get("parked") or 0) for s in stats),  # type: ignore[call-overload]
+    }
+
+
+def merge_recrawl(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One recrawl section of several states' (:func:`report_data`): counts summed,
+    freshness weighted by URLs tracked, the change rate and daily budget of the first
+    that has them."""
+    have = [p for p in parts if p]
+    if len(have) <= 1:
+        return have[0] if have else None
+    tracked = sum(int(p.get("tracked") or 0) for p in have)
+    histogram: dict[str, int] = {}
+    for p in have:
+        for label, count in p.get("histogram") or []:
+            histogram[label] = histogram.get(label, 0) + int(count)
+    days = max(len(p.get("due_per_day") or []) for p in have)
+    budgets = [float(p["budget_per_day"]) for p in have if p.get("budget_per_day") is not None]
+    return {
+        "tracked": tracked,
+        "estimated": sum(int(p.get("estimated") or 0) for p in have),
+        "histogram": [[label, count] for label, count in histogram.items()],
+        "freshness": (
+            sum(float(p.get("freshness", 1.0)) * int(p.get("tracked") or 0) for p in have) / tracked
+            if tracked
+            else 1.0
+        ),
+        "mu": next((p["mu"] for p in have if p.get("mu") is not None), None),
+        "budget_per_day": sum(budgets) if budgets else None,
+        "due_per_day": [
+            sum(
+                int((p.get("due_per_day") or [])[d])
+                for p in have
+                if d < len(p.get("due_per_day") or [])
+            )
+            for d in range(days)
+        ],
+    }

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -168,6 +169,42 @@ def _format_line(
 _HTTP_HEAD = StatusAndHeadersParser(ArcWarcRecordLoader.HTTP_TYPES, False)
 
 
+def _plain_head(head: bytes) -> tuple[str | None, str | None] | None:
+    """``(status, content type)`` of an HTTP head as :data:`_HTTP_HEAD` reads them, for
+    the common head (ASCII, no continuation lines); None: ask warcio's parser.
+
+    The WARC thread writes an index line per capture, and warcio's line-by-line parse
+    of the head was a tenth of each capture's write (``bench/bench_warc_write.py``).
+    Each step follows the parser: lines end at "\\n" and are right-stripped, the head
+    ends at the first empty line, a line without ":" is no header, the first
+    content-type wins, and a parse with neither a status nor a header is no parse.
+    """
+    if not head:
+        return None, None
+    if not head.isascii():
+        return None
+    lines = head.decode("ascii").split("\n")
+    first = lines[0].rstrip()
+    parts = first.split(" ", 1)
+    statusline = parts[1].strip() if len(parts) > 1 else ""
+    content_type = None
+    headers = False
+    for raw in itertools.islice(lines, 1, None) if first else ():
+        line = raw.rstrip()
+        if not line:
+            break
+        if line[0] in " \t":  # a continuation line: warcio joins it to the one before
+            return None
+        name, colon, value = line.partition(":")
+        if colon:
+            headers = True
+            if content_type is None and name.rstrip(" \t").lower() == "content-type":
+                content_type = value.lstrip()
+    if not (statusline or headers):  # warcio's parse is then false: no status either
+        return None, None
+    return statusline.split(" ", 1)[0], content_type
+
+
 def capture_line(
     *,
     url: str,
@@ -184,15 +221,20 @@ def capture_line(
     line and headers at the start of its block, ``digest`` its WARC-Payload-Digest,
     ``offset`` and ``length`` its place in the file (the gzip member). Equal to the line
     :func:`index_warc` reads back for it (a test checks)."""
-    headers = None
-    with contextlib.suppress(EOFError):  # an empty head: no headers, no status
-        headers = _HTTP_HEAD.parse(io.BytesIO(http_head)) if http_head else None
-    content_type = headers.get_header("content-type") if headers else None
+    plain = _plain_head(http_head)
+    if plain is not None:
+        status, content_type = plain
+    else:
+        headers = None
+        with contextlib.suppress(EOFError):  # an empty head: no headers, no status
+            headers = _HTTP_HEAD.parse(io.BytesIO(http_head)) if http_head else None
+        content_type = headers.get_header("content-type") if headers else None
+        status = headers.get_statuscode() if headers else None
     return _format_line(
         url=url,
         date=date,
         mime="warc/revisit" if revisit else _mime_type(content_type),
-        status=headers.get_statuscode() if headers else None,
+        status=status,
         digest=digest,
         length=length,
         offset=offset,

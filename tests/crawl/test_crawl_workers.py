@@ -1,4 +1,7 @@
-"""`crawlkit crawl --workers N`: one crawl as N processes, judged from the server's log."""
+"""`crawlkit crawl --workers N`: one crawl as N processes, judged from the server's log.
+
+One one-process crawl of WEB (the ``baseline`` fixture, once for the module) is what
+every workers crawl is compared with: the same pages, the same summary and report."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -17,11 +21,24 @@ from conftest import ROOT, crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
+from crawlkit.crawl.admission import Admission
+from crawlkit.crawl.budget import PageBudget, reset
+from crawlkit.crawl.files import write_file
+from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
+from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
+from crawlkit.shard.routing import grow
+from crawlkit.shard.slots import SlotMap
 
 GAP = "0.05s"
-WEB = ("--hosts", "6", "--pages", "25", "--special", "none", "--seed", "11")
+# 4 hosts of 20 pages (81 pages with the seeds): small enough for seconds a crawl,
+# enough that each worker owns hosts and a worker killed after its first cycle is
+# killed mid-crawl (with SLOW, a host takes 20 x 0.25 s at least)
+WEB = ("--hosts", "4", "--pages", "20", "--special", "none", "--seed", "11")
+SLOW = ("--min-delay", "0.25s", "--batch", "40", "--per-host", "5")
+# the figures of one crawl that must not depend on how many processes ran it
+SAME = ("fetched", "requests", "pages", "links", "new_urls", "queued", "waiting")
 
 
 def _args(web, state: Path, *extra: str) -> list[str]:
@@ -82,11 +99,26 @@ def _served(web) -> Counter[str]:
     )
 
 
-def test_two_workers_fetch_what_one_process_fetches_each_url_once(tmp_path: Path) -> None:
-    with start_testweb(tmp_path, *WEB) as web:
-        one = crawlkit(*_args(web, tmp_path / "one"), timeout=180)
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One process's crawl of WEB: its pages, summary and report."""
+    tmp = tmp_path_factory.mktemp("one")
+    with start_testweb(tmp, *WEB) as web:
+        one = crawlkit(*_args(web, tmp / "one"), timeout=180)
         assert one.code == 0, one.stderr
-        expected = _pages(tmp_path / "one")
+    res = crawlkit("report", "--state", str(tmp / "one"))
+    assert res.code == 0, res.stderr
+    return {
+        "pages": _pages(tmp / "one"),
+        "summary": orjson.loads(one.stdout),
+        "report": orjson.loads(res.stdout),
+    }
+
+
+def test_two_workers_fetch_what_one_process_fetches_each_url_once(
+    tmp_path: Path, baseline: dict
+) -> None:
+    expected = baseline["pages"]
     with start_testweb(tmp_path, *WEB) as web:
         state = tmp_path / "two"
         res = crawlkit(*_args(web, state, "--workers", "2"), timeout=180)
@@ -97,8 +129,13 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(tmp_path: Path
         )
     summary = orjson.loads(res.stdout)  # one summary for the crawl: one JSON document
     assert summary["workers"] == 2 and summary["stopped"] == "frontier empty"
-    assert len(expected) >= 100
+    assert len(expected) >= 80
     assert _pages(state) == expected
+    # one summary of the crawl: the figures one process gives (new URLs were lost by
+    # a worker's refill and post thread adding at once: 103 of 145 on a bigger web)
+    one = baseline["summary"]
+    assert {k: summary[k] for k in SAME} == {k: one[k] for k in SAME}
+    assert summary["seen"]["new"] == one["seen"]["new"] and summary["outcomes"] == one["outcomes"]
     # each URL once, robots.txt once per host, from the server's log
     assert served and max(served.values()) == 1, served.most_common(3)
     assert robots and max(robots.values()) == 1, robots
@@ -118,32 +155,34 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(tmp_path: Path
     assert responses >= len(expected)
     index = (state / "warc" / "index.cdxj").read_text().splitlines()
     assert len(index) >= responses
-    # one report of the whole crawl
+    # one report of the whole crawl: every worker's fetches, seen set and frontier
     res = crawlkit("report", "--state", str(state))
     assert res.code == 0, res.stderr
-    assert orjson.loads(res.stdout)["fetches"] == len(_fetches(state))
-    # the same state with another number of workers: a one-line refusal
-    res = crawlkit("crawl", "--state", str(state), "--workers", "3")
-    assert res.code != 0 and "--workers 2" in res.stderr and len(res.stderr.splitlines()) == 1
-    res = crawlkit("crawl", "--state", str(state))
-    assert res.code != 0 and "--workers 2" in res.stderr
+    report = orjson.loads(res.stdout)
+    assert report["fetches"] == len(_fetches(state)) == baseline["report"]["fetches"]
+    counters, one_counters = report["counters"], baseline["report"]["counters"]
+    for key in ("seen_urls", "frontier_queued", "frontier_parked", "runs"):
+        assert counters.get(key) == one_counters.get(key) is not None, key
+    assert report["recrawl"]["tracked"] == baseline["report"]["recrawl"]["tracked"] > 0
 
 
-def test_kill9_of_one_worker_loses_nothing(tmp_path: Path) -> None:
-    slow = ("--min-delay", "0.15s", "--batch", "40", "--per-host", "5")
+def _start(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: dict) -> None:
+    """One crawl cut twice: kill -9 of worker 1 (the crawl fails, exit 1), then SIGTERM
+    to the parent (a clean stop, exit 0); the third run finishes it."""
+    expected = baseline["pages"]
     with start_testweb(tmp_path, *WEB) as web:
-        clean = tmp_path / "clean"
-        res = crawlkit(*_args(web, clean, *slow), timeout=180)
-        assert res.code == 0, res.stderr
-        expected = _pages(clean)
-    with start_testweb(tmp_path, *WEB) as web:
-        state = tmp_path / "killed"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawlkit", *_args(web, state, *slow, "--workers", "2")],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        state = tmp_path / "state"
+        args = _args(web, state, *SLOW, "--workers", "2")
+        proc = _start(args)
         _wait_for_fetch_logs(proc, state, "workers/1", 1)  # worker 1 has fetched
         owner = (state / "workers" / "1" / "LOCK").read_text()
         pid = int(next(w for w in owner.split() if w.isdigit()))
@@ -152,7 +191,17 @@ def test_kill9_of_one_worker_loses_nothing(tmp_path: Path) -> None:
         assert proc.returncode == 1, err.decode()
         assert "worker 1" in err.decode() and "died" in err.decode()
         assert len(_pages(state)) < len(expected)  # cut mid-crawl
-        res = crawlkit(*_args(web, state, *slow, "--workers", "2"), timeout=180)
+        # SIGTERM once both workers have a cycle more: each stops cleanly
+        logs = len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson")))
+        proc = _start(args)
+        _wait_for_fetch_logs(proc, state, "workers/*", logs + 2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        assert orjson.loads(out)["stopped"] == "interrupted (SIGTERM)"
+        assert len(_pages(state)) < len(expected)  # stopped early
+        assert not list(state.glob("warc/new/*.open"))  # every worker closed its WARC
+        res = crawlkit(*args, timeout=180)
         assert res.code == 0, res.stderr
         served = _served(web)
     assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
@@ -163,10 +212,22 @@ def test_kill9_of_one_worker_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_prepare_keeps_the_number_of_workers(tmp_path: Path) -> None:
+    prepare(tmp_path, 2)
+    prepare(tmp_path, 3)  # more: grown (workers that never ran have nothing to hand over)
+    assert streams.read_json(tmp_path / "workers" / "fleet.json") == {"workers": 3}
+    assert streams.read_json(tmp_path / "workers" / "map.json")["shards"] == 3
+    assert streams.read_json(tmp_path / "workers" / "2" / "shard.json")["shard"] == 2
     prepare(tmp_path, 3)
-    prepare(tmp_path, 3)
-    with pytest.raises(UsageError, match="--workers 3, not 2"):
+    with pytest.raises(UsageError, match="--workers 3 or more"):
         prepare(tmp_path, 2)
+    # a rebalance cut after the map grew: only its own number goes on with it
+    cut = tmp_path / "cut"
+    prepare(cut, 1)
+    grow(SlotMap.load(cut / "workers" / "map.json"), 2).save(cut / "workers" / "map.json")
+    with pytest.raises(UsageError, match=r"run it with --workers 2$"):
+        prepare(cut, 3)
+    prepare(cut, 2)
+    assert streams.read_json(cut / "workers" / "fleet.json") == {"workers": 2}
     single = tmp_path / "single"
     (single / "crawl" / "cycles").mkdir(parents=True)
     with pytest.raises(UsageError, match="one-process crawl"):
@@ -203,30 +264,6 @@ def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_pat
     assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
 
 
-def test_sigterm_stops_every_worker_cleanly_and_a_rerun_finishes(tmp_path: Path) -> None:
-    slow = ("--min-delay", "0.15s", "--batch", "40", "--per-host", "5")
-    with start_testweb(tmp_path, *WEB) as web:
-        state = tmp_path / "state"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawlkit", *_args(web, state, *slow, "--workers", "2")],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        _wait_for_fetch_logs(proc, state, "workers/*", 2)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
-        assert orjson.loads(out)["stopped"] == "interrupted (SIGTERM)"
-        manifest = {_path(u) for h in web.hosts_of_kind("ordinary") for u in h["pages"]}
-        assert _pages(state) < manifest  # stopped early
-        assert not list(state.glob("warc/new/*.open"))  # every worker closed its WARC
-        res = crawlkit(*_args(web, state, *slow, "--workers", "2"), timeout=180)
-        assert res.code == 0, res.stderr
-    assert orjson.loads(res.stdout)["stopped"] == "frontier empty"
-    assert manifest <= _pages(state)
-
-
 def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
     gap = 0.08
     web_args = ("--hosts", "1", "--pages", "2", "--special", "none,link-farm:6")
@@ -254,3 +291,88 @@ def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None
     # never two requests in flight to the address, each the gap after the last one ended
     for a, b in itertools.pairwise(to_addr):
         assert b["t_start"] - a["t_end"] >= gap, (a, b)
+
+
+def test_max_pages_holds_across_workers_and_more_workers_rebalance(
+    tmp_path: Path, baseline: dict
+) -> None:
+    """--max-pages from the server's log over runs of 2, then 3 workers; the third
+    worker takes its sites from the other two and the crawl finishes as one process
+    does, no URL requested twice."""
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "state"
+        first = crawlkit(*_args(web, state, "--workers", "2", "--max-pages", "40"), timeout=180)
+        assert first.code == 0, first.stderr
+        after_first = sum(_served(web).values())
+        # the limit counts every run of the crawl: a second run with 70 adds 30
+        second = crawlkit(*_args(web, state, "--workers", "3", "--max-pages", "70"), timeout=180)
+        assert second.code == 0, second.stderr
+        after_second = sum(_served(web).values())
+        third = crawlkit(*_args(web, state, "--workers", "3"), timeout=180)
+        assert third.code == 0, third.stderr
+        served = _served(web)
+    assert orjson.loads(first.stdout)["stopped"] == "page limit (--max-pages)"
+    assert orjson.loads(second.stdout)["stopped"] == "page limit (--max-pages)"
+    # page requests (robots.txt aside) from the server's log, those in flight included
+    assert after_first == 40 and after_second == 70
+    # rebalanced: worker 2 fetched, nothing was lost, no URL was requested twice
+    assert "workers 2 -> 3" in second.stderr
+    assert list(state.glob("workers/2/crawl/cycles/*/fetch.ndjson"))
+    assert orjson.loads(third.stdout)["stopped"] == "frontier empty"
+    assert _pages(state) == baseline["pages"]
+    assert max(served.values()) == 1, served.most_common(3)
+    # fewer workers, or one process, are refused in one line
+    for fewer in ("2", "1"):
+        res = crawlkit("crawl", "--state", str(state), "--workers", fewer)
+        assert res.code != 0 and "--workers 3 or more" in res.stderr, res.stderr
+        assert len(res.stderr.splitlines()) == 1
+
+
+def test_page_budget_grants_never_pass_the_limit_and_come_back(tmp_path: Path) -> None:
+    path = tmp_path / "budget"
+    reset(path, [3, 0])  # worker 0 made 3 requests in an earlier run
+    a, b = PageBudget(path, 0, 2, 10), PageBudget(path, 1, 2, 10)
+    assert a.grant(used=3, held=0) == 4  # a half of the 7 left, rounded up
+    assert b.grant(used=0, held=0) == 2  # a half of the 3 the claim of a leaves
+    assert a.grant(used=3, held=4) == 1 and b.grant(used=0, held=2) == 0
+    assert a.total_claimed() == 10  # 8 of a (3 made, 5 held), 2 of b (held)
+    assert b.exhausted(used=2)  # b's 2 answered, nothing held: no room while a holds 5
+    a.attach(lambda: 5)  # a lingers: 5 requests made in all, its claim falls to them
+    a.release()
+    assert not b.exhausted(used=2) and b.grant(used=2, held=0) == 2
+    assert b.total_claimed() == 9
+    b.attach(lambda: 2)
+    b.release()
+    assert a.total_claimed() == 7
+
+
+def test_merged_summary_takes_the_end_figures_of_each_worker_last_run() -> None:
+    first = {"queued": 5, "stopped": "page limit (--max-pages)", "requests": 4}
+    again = {"queued": 2, "stopped": "page limit (--max-pages)", "requests": 3}
+    other = {"queued": 0, "stopped": "frontier empty", "requests": 6}
+    s = merge_summaries([first, again, other], elapsed=1, last=[again, other])
+    assert s["queued"] == 2 and s["requests"] == 13
+    assert s["stopped"] == "page limit (--max-pages)"
+
+
+def test_new_urls_of_the_inbox_and_of_the_post_thread_are_both_counted(tmp_path: Path) -> None:
+    """The refill's inbox admission and the post thread's links add new URLs at once:
+    the post thread's count, added while an inbox file is admitted, is kept (2 workers
+    counted 103 new URLs where one process counted 145 when it was lost)."""
+    summary = CrawlSummary()
+    gate = SimpleNamespace(
+        summary=summary, note_links=lambda records: None, route=lambda records, tag: records
+    )
+    (tmp_path / "inbox").mkdir()
+    write_file(tmp_path / "inbox" / "1-a.ndjson.zst", [{"url": "http://a.test/"}] * 5)
+
+    class Racing(Admission):
+        def admit(self, records: list, tag: str) -> int:
+            summary.new_urls += 7  # the post thread, meanwhile
+            return len(records)
+
+    racing = Racing.__new__(Racing)
+    racing.gate, racing.rep = gate, NullReporter()  # type: ignore[assignment]
+    racing.dir = SimpleNamespace(state_path=tmp_path)  # type: ignore[assignment]
+    assert racing.ingest_inbox()
+    assert summary.to_json()["new_urls"] == 12

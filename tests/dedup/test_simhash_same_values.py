@@ -257,6 +257,35 @@ def test_grown_power_tables_equal_the_original(monkeypatch):
     assert len(module._POW_CACHE["fwd"]) >= 70_000
 
 
+def test_powers_beyond_the_cap_equal_the_original(monkeypatch):
+    # Past _POW_CAP positions the powers are made from blocks of the kept tables:
+    # texts across one and several blocks, and words that start at a block's edge.
+    cap = 4_096
+    monkeypatch.setattr(module, "_POW_CAP", cap)
+    monkeypatch.setattr(module, "_POW_CACHE", {})
+    rng = random.Random(5)
+    for size in (cap - 40, cap + 40, 2 * cap + 7, 5 * cap + 3, 30 * cap):
+        assert_same(random_text(rng, size, NON_ASCII))
+    for size in range(cap - 5, cap + 2):
+        assert_same("x" * size + " tail words here")
+        assert_same("x" * size + " y")  # the last word starts at the edge
+    for size in range(2 * cap - 5, 2 * cap + 2):
+        assert_same("x" * size + " y")
+    # The kept tables stop growing at the cap.
+    assert len(module._POW_CACHE["inv2"]) == len(module._POW_CACHE["fwd"]) == cap
+
+
+@pytest.mark.parametrize("block", [3, 255, 256, 1_000])
+def test_votes_counted_in_blocks_equal_the_original(monkeypatch, block):
+    # Past _VOTE_BLOCK shingles the votes are counted a block at a time: block sizes
+    # on both sides of a byte lane's 255, texts of a few blocks and a partial one.
+    monkeypatch.setattr(module, "_VOTE_BLOCK", block)
+    rng = random.Random(block)
+    for words in (block + 2, block + 3, 2 * block + 2, 3 * block + 7):
+        assert_same(" ".join(rng.choice(WORDS) + str(i) for i in range(words)))
+    assert_same(random_text(rng, 12_000, NON_ASCII))
+
+
 def test_many_shingles_beyond_the_chunk_table_equal_the_original(monkeypatch):
     # Texts with more shingles than the cached chunk starts cover take the slow path.
     monkeypatch.setattr(module, "_CHUNKS", module._CHUNKS[:2])

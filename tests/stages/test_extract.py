@@ -352,6 +352,21 @@ _PREFIXES = st.sampled_from(
         "http://1.2.3.4/",
         "http://example.com./",
         "http://xn--bcher-kva.example/",
+        # IPv4 as WHATWG writes it (the shortcut takes it) and as it does not
+        "http://127.1.0.7:8080/",
+        "http://255.0.10.99/",
+        "http://127.1/",
+        "http://0x7f.0.0.1/",
+        "http://1.2.3.04/",
+        "http://256.1.1.1/",
+        "http://1.2.3.4.5/",
+        # scheme-relative, to a name, an address and odd authorities
+        "//example.com/",
+        "//Other.example.org:443/",
+        "//127.1.0.7:8080/",
+        "//1.2.3.04/",
+        "///",
+        "//user@example.com/",
     ]
 )
 

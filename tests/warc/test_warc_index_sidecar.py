@@ -8,14 +8,18 @@ a file finished by salvage after a crash must not keep one.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crawlkit.crawl.archive import INDEX_DIR, adopt_file_index, update_collection_index
-from crawlkit.warc.cdxj import index_lines
+from crawlkit.warc.cdxj import _HTTP_HEAD, _plain_head, index_lines
 from crawlkit.warc.write import Capture, WarcWriter, index_of, salvage_open_files, sha1_digest
 
 HEADS = [
@@ -121,3 +125,41 @@ def test_the_collection_index_adopts_the_writers_index(tmp_path: Path) -> None:
     lines = part.read_text().splitlines(keepends=True)
     assert update_collection_index(tmp_path) == len(lines) == 12
     assert (tmp_path / "index.cdxj").read_text() == "".join(lines)
+
+
+_HEAD_PIECES = [
+    b"HTTP/1.1 200 OK",
+    b"HTTP/1.0 404",
+    b" ",
+    b"\t",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b":",
+    b"Content-Type",
+    b"content-TYPE \t",
+    b"text/html",
+    b" 200",
+    b"\x1c",
+    b"\x0b",
+    b"\xc3\xa9",
+    b"Server: a",
+]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_HEAD_PIECES), max_size=14))
+def test_the_fast_head_reading_agrees_with_warcios_parser(pieces: list[bytes]) -> None:
+    """The index line's status and mime come from a plain scan of the head when it is
+    plain (ASCII, no folded lines), else from warcio's parser: both must agree."""
+    head = b"".join(pieces)
+    fast = _plain_head(head)
+    if fast is None:
+        return  # warcio reads it
+    headers = None
+    with contextlib.suppress(EOFError):
+        headers = _HTTP_HEAD.parse(io.BytesIO(head)) if head else None
+    assert fast == (
+        headers.get_statuscode() if headers else None,
+        headers.get_header("content-type") if headers else None,
+    )
