@@ -472,9 +472,21 @@ class FetchRun:
             if feed.limits.should_stop():
                 return None
             held = dict(feed.held_by_host)  # read on this thread; the loop changes it
+            # The batch is tracked here, on the loop's thread, not in the executor:
+            # ``sink`` lowers the same counts on this thread, and a ``+=`` from another
+            # thread between its read and its write would lose an update (the hold
+            # would drift, and a hold that only looks full stops the refills).
+            handed: list[tuple[Path, list[Record]]] = []
             batch = await loop.run_in_executor(
-                None, feed.next_batch, self.live.path, self.track, held, share
+                None,
+                feed.next_batch,
+                self.live.path,
+                lambda path, records: handed.append((path, records)),
+                held,
+                share,
             )
+            for path, records in handed:
+                self.track(path, records)
             self.answers_at_batch = self.answers
             self.version_at_batch = feed.gate.version
             if batch:
