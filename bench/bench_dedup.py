@@ -6,7 +6,7 @@ Builds a dedup state of --indexed pages (random simhashes, distinct digests and 
 through DedupStore.add, sealed and committed), then measures in the same run:
 
 * open: loading the page log, the digest index and the table snapshot (CPU seconds);
-* index: NearIndex.within for --queries simhashes (the 20-key probe plus candidate
+* index: NearIndex.within for --queries simhashes (the 10-bucket probe plus candidate
   checks), queries per CPU second;
 * library: dedup_records over --queries page records as extract writes them (with
   "site"; 80% new pages, 10% exact copies, 10% near copies 1-3 bits away, so new pages
@@ -120,14 +120,14 @@ def main() -> None:
         t0 = time.process_time()
         store = DedupStore(state)
         open_s = time.process_time() - t0
-        print(f"open (load + 20 tables) {open_s:.2f} CPU s for {store.n:,} pages")
+        print(f"open (load + 10 tables) {open_s:.2f} CPU s for {store.n:,} pages")
 
         q = np.array([int(r["simhash"], 16) for r in recs], dtype=np.uint64)
         t0 = time.process_time()
         qi, _, _ = store.near.within(q, store.simhash, 3)
         rate = len(q) / (time.process_time() - t0)
         print(
-            f"index probe (20 keys + candidates)  {rate:10,.0f} queries/s, "
+            f"index probe (10 buckets + candidates)  {rate:10,.0f} queries/s, "
             f"{len(np.unique(qi)):,} queries with a match"
         )
 
@@ -148,9 +148,9 @@ def main() -> None:
         store.close()
         print(
             f"bytes per stored page: disk {sizes['disk'] / sizes['pages']:.0f} "
-            f"(log 40 + URL + table snapshot 160), tables and columns mapped or held "
+            f"(log 40 + URL + table snapshot 40), tables and columns mapped or held "
             f"{sizes['memory'] / sizes['pages']:.0f} "
-            f"(20 tables x 8 + columns 40 + digests 12)"
+            f"(10 tables x 4 + directories ~5 + columns 40 + digests 12)"
         )
 
         inp = tmp / "q.ndjson"

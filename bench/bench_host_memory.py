@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from crawlkit.dedup.nearindex import NearIndex
+from crawlkit.dedup.store import DedupStore
 from crawlkit.fetch.hosts import Host
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.resolver import Resolution, Resolver
@@ -129,20 +131,30 @@ def per_host(n: int, sites_per_host: float) -> list[tuple[str, float, str]]:
 def per_site(n: int) -> list[tuple[str, float, str]]:
     names = [f"site{i}.example.com" for i in range(n)]
 
-    def table() -> SiteTable:
+    def table(linkers: int = 3) -> SiteTable:
         t = SiteTable()
+        rng = np.random.default_rng(2)
         for i, name in enumerate(names):
             info = t.get(name)
             info.queued, info.fetched = 5, 10
             if i % 100 == 0:
                 t.note_seed(name)  # a few seeds: trust spreads from them
-            for j in (1, 2, 3):
-                t.note_link(name, names[(i + j) % n])
+            if linkers == 3:
+                for j in (1, 2, 3):
+                    t.note_link(name, names[(i + j) % n])
+            else:
+                # As a crawl learns them: each linker's name a new string (parsed from
+                # a record), linkers drawn from all sites with a few hubs among them.
+                picks = rng.zipf(1.3, linkers) % n
+                for k in picks:
+                    t.note_link(name, "site%d.example.com" % k)  # noqa: UP031 - a new str
         t.changed.clear()
         return t
 
+    held, _ = measure(lambda: table(20))
+    rows = [("frontier site entry (20 linkers, zipf)", held / n, "one per known site")]
     held, kept = measure(table)
-    rows = [("frontier site entry (3 linkers)", held / n, "one per known site, not evicted")]
+    rows.append(("frontier site entry (3 linkers)", held / n, "one per known site, not evicted"))
     # What a crawl adds per site on top: the trusted set, its votes, ranks and out-links
     # (kept up to date once computed) and the budgets' memo.
 
@@ -165,11 +177,26 @@ def per_page(n: int) -> list[tuple[str, float, str]]:
         ix = NearIndex()
         for start in range(0, n, 500):  # as cycles add them
             chunk = simhashes[start : start + 500]
-            ix.add(np.arange(start, start + len(chunk), dtype=np.uint32), chunk)
+            ix.add(np.arange(start, start + len(chunk), dtype=np.uint32), simhashes)
         return ix
 
     held, _ = measure(index)
-    return [("dedup near-copy index", held / n, "none: all in memory (20 tables)")]
+    rows = [("dedup near-copy index", held / n, "none: 10 tables of ids + directories")]
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def store() -> DedupStore:
+            st = DedupStore(tmp)
+            for start in range(0, n, 500):
+                for i in range(start, min(n, start + 500)):
+                    st.add(int(simhashes[i]), i + 1, i, f"http://h{i}.example/", True)
+                st.seal_batch(start)
+            st.commit()
+            return st
+
+        held, st = measure(store)
+        st.close()
+    rows.append(("dedup store, all of it (index, columns)", held / n, "none: grows per page"))
+    return rows
 
 
 def main() -> None:
@@ -183,7 +210,9 @@ def main() -> None:
         for label, size, bound in rows:
             print(f"  {label:42s} {size:8.0f}  {bound}")
         host_total = sum(size for label, size, _ in rows if "frontier site" not in label)
-        site_total = sum(size for label, size, _ in rows if "frontier site" in label)
+        site_total = sum(
+            size for label, size, _ in rows if "frontier site" in label and "20" not in label
+        )
         print(f"  {'per known host, all of the above':42s} {host_total:8.0f}")
         print(f"  {'per known site':42s} {site_total:8.0f}")
         for label, size, bound in per_page(n):

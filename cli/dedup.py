@@ -55,12 +55,13 @@ def dedup(
     copies among each site's recent pages (yield = (exact + near) / pages), for the
     frontier's budgets.
 
-    The index (6 blocks of 11,11,11,11,10,10 bits, 20 tables of 3 blocks each) makes a
-    lookup 20 binary searches plus a few candidates, never a scan. Locks DIR/dedup, and
-    DIR shared: refused (exit 1) before reading while a crawl or another stage owns DIR.
+    The index (5 blocks of 13,13,13,13,12 bits, 10 tables of 2 blocks each, page ids
+    only) makes a lookup one bucket per table plus a few candidates, never a scan.
+    Locks DIR/dedup, and DIR shared: refused (exit 1) before reading while a crawl or
+    another stage owns DIR.
     State under --state DIR/dedup: an append-only page log (40 bytes a page plus its
-    URL) and a snapshot of the sorted tables (160 bytes a page, memory-mapped on start),
-    committed atomically every 200,000 pages and at the end. Memory: at most about 210
+    URL) and a snapshot of the sorted tables (40 bytes a page, memory-mapped on start),
+    committed atomically every 200,000 pages and at the end. Memory: at most about 100
     bytes a stored page (the mapped snapshot is read only where lookups land). Streams
     its input in chunks of 16,384 records. Rerunning the same input gives the same
     records.
@@ -70,7 +71,7 @@ def dedup(
         crawlkit extract a.warc | crawlkit dedup --state S --sites sites.ndjson
     """
     if max_distance < 0 or max_distance > 3:
-        raise UsageError("--max-distance must be between 0 and 3 (the 20-table index finds 3)")
+        raise UsageError("--max-distance must be between 0 and 3 (the index finds 3)")
     if window < 1:
         raise UsageError("--window must be at least 1")
     if sites is not None and streams.is_stdio(sites) and streams.is_stdio(out):

@@ -12,13 +12,16 @@ Files under ``DIR/dedup/`` (the directory is locked while open, docs/design.md i
 ``sites.<generation>.json``
     Per-site recent counts ``{site: [pages, exact, near]}``.
 ``tables.<generation>.bin``
-    A snapshot of the 20 sorted tables covering the first ``tables_pages`` log
-    entries: ``tables_rows`` uint32 keys per table, then as many ids (160 bytes a
-    page). Opened as a memory map, so a large state opens in a fraction of a second
-    instead of re-sorting every table. Rewritten when the log has grown by a quarter.
+    A snapshot of the near-copy index's 10 sorted tables covering the first
+    ``tables_pages`` log entries: ``tables_rows`` uint32 page ids per table (40 bytes
+    a page). Opened as a memory map (only the directories are rebuilt), so a large
+    state opens without re-sorting every table. Rewritten when the log has grown by a
+    quarter. A snapshot of the older layout (``tables_layout`` absent: 20 tables of
+    keys and ids) is not read, the index is rebuilt from the log, and the file is
+    replaced by the next snapshot.
 ``manifest.json``
     ``{"version", "pages", "url_bytes", "sites_generation", "tables_generation",
-    "tables_pages", "tables_rows"}``: what is committed. Older crawlkits named it
+    "tables_pages", "tables_rows", "tables_layout"}``: what is committed. Older crawlkits named it
     ``MANIFEST.json``; such a directory is migrated by one rename when opened.
 
 Commit protocol (invariant 5): the directory is a :class:`~crawlkit.durable.DurableDir`
@@ -42,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from crawlkit.dedup.nearindex import NearIndex
+from crawlkit.dedup.nearindex import INDEX_TABLES, NearIndex
 from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
 from crawlkit.streams import write_array
@@ -50,6 +53,9 @@ from crawlkit.streams import write_array
 __all__ = ["ENTRY", "FLAG_INDEXED", "DedupStore"]
 
 VERSION = 1
+#: The table snapshot's layout: 2 = 10 tables of ids (:mod:`crawlkit.dedup.nearindex`).
+#: 1 (no ``tables_layout`` in the manifest) was 20 tables of keys and ids.
+TABLES_LAYOUT = 2
 # Below this many new pages a snapshot is not worth writing: rebuilding is instant.
 SNAPSHOT_MIN = 50_000
 ENTRY = np.dtype(
@@ -98,15 +104,20 @@ class DedupStore:
                 tables_gen = int(manifest.get("tables_generation", 0))
                 tables_pages = int(manifest.get("tables_pages", 0))
                 tables_rows = int(manifest.get("tables_rows", 0))
+                tables_layout = int(
+                    manifest.get("tables_layout", 1 if tables_gen else TABLES_LAYOUT)
+                )
             except (AttributeError, ValueError, KeyError, TypeError) as exc:
                 raise StateError(f"{manifest_path}: damaged manifest ({exc})") from exc
         else:
             n_pages, url_bytes, generation = 0, 0, 0
             tables_gen, tables_pages, tables_rows = 0, 0, 0
+            tables_layout = TABLES_LAYOUT
         self._generation = generation
         self._tables_gen = tables_gen
         self._tables_pages = tables_pages
         self._tables_rows = tables_rows
+        self._tables_layout = tables_layout
         self._pages_path = self.dir / "pages.bin"
         self._urls_path = self.dir / "urls.bin"
         entries = self._load_entries(n_pages)
@@ -137,7 +148,7 @@ class DedupStore:
         self.near = self._load_tables(n_pages)
         indexed = np.flatnonzero(self.flags[self._tables_pages : n_pages] & FLAG_INDEXED)
         indexed += self._tables_pages
-        self.near.add(indexed, self.simhash[indexed])
+        self.near.add(indexed, self.simhash)
         self.durable.remove_leftovers(self._live_files())
 
         sites_path = self.dir / f"sites.{generation}.json"
@@ -156,18 +167,21 @@ class DedupStore:
 
     def _load_tables(self, n_pages: int) -> NearIndex:
         """The committed table snapshot as a memory map (or an empty index)."""
-        if not self._tables_gen:
+        if not self._tables_gen or self._tables_layout != TABLES_LAYOUT:
+            # An older layout's snapshot stays named by the manifest (and on disk)
+            # until the next snapshot replaces it; the index is rebuilt from the log.
             self._tables_pages = 0
             return NearIndex()
         path = self.dir / f"tables.{self._tables_gen}.bin"
         rows = self._tables_rows
+        n_tables = len(INDEX_TABLES)
         try:
-            if self._tables_pages > n_pages or path.stat().st_size != 2 * 20 * rows * 4:
+            if self._tables_pages > n_pages or path.stat().st_size != n_tables * rows * 4:
                 raise ValueError(f"not {rows} rows for {self._tables_pages} pages")
             if rows == 0:
                 return NearIndex()
-            arr = np.memmap(path, dtype="<u4", mode="r", shape=(2, 20, rows))
-            return NearIndex.from_tables(arr[0], arr[1])
+            arr = np.memmap(path, dtype="<u4", mode="r", shape=(n_tables, rows))
+            return NearIndex.from_tables(arr, self.simhash)
         except (OSError, ValueError) as exc:
             raise StateError(f"{path}: missing or damaged table snapshot ({exc})") from exc
 
@@ -266,7 +280,7 @@ class DedupStore:
         if len(ids) == 0:
             return
         indexed = ids[(self.flags[first_id : self.n] & FLAG_INDEXED) != 0]
-        self.near.add(indexed, self.simhash[indexed])
+        self.near.add(indexed, self.simhash)
         if self._pending_digests:
             keys = np.fromiter(self._pending_digests.keys(), np.uint64, len(self._pending_digests))
             vals = np.fromiter(self._pending_digests.values(), np.uint32, len(keys))
@@ -321,6 +335,7 @@ class DedupStore:
         self._tables_gen = manifest["tables_generation"]
         self._tables_pages = manifest["tables_pages"]
         self._tables_rows = manifest["tables_rows"]
+        self._tables_layout = manifest["tables_layout"]
         self._committed_pages = self.n
         self._committed_url_bytes += len(self._pending_urls)
         self._pending_urls = bytearray()
@@ -333,13 +348,12 @@ class DedupStore:
         if self._generation:
             self.durable.retire(f"sites.{self._generation}.json")
         tables_gen, tables_pages = self._tables_gen, self._tables_pages
-        tables_rows = self._tables_rows
+        tables_rows, tables_layout = self._tables_rows, self._tables_layout
         if self.n - tables_pages > max(SNAPSHOT_MIN, tables_pages // 4):
             tables_gen, tables_pages = self._tables_gen + 1, self.n
-            keys, ids = self.near.compacted()
-            tables_rows = int(keys.shape[1])
+            ids = self.near.compacted(self.simhash)
+            tables_rows, tables_layout = int(ids.shape[1]), TABLES_LAYOUT
             with self.durable.create(f"tables.{tables_gen}.bin") as f:
-                write_array(f, np.ascontiguousarray(keys, dtype="<u4"))
                 write_array(f, np.ascontiguousarray(ids, dtype="<u4"))
             if self._tables_gen:
                 self.durable.retire(f"tables.{self._tables_gen}.bin")
@@ -351,6 +365,7 @@ class DedupStore:
             "tables_generation": tables_gen,
             "tables_pages": tables_pages,
             "tables_rows": tables_rows,
+            "tables_layout": tables_layout,
         }
 
     def close(self) -> None:

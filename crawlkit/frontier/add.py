@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import orjson
 
 from crawlkit.errors import InvalidURL
-from crawlkit.frontier.budgets import SiteInfo, SiteTable
+from crawlkit.frontier.budgets import SiteInfo, SiteTable, has_linker
 from crawlkit.frontier.commands import is_blocked
 from crawlkit.frontier.priority import (
     DISCOVERY,
@@ -228,10 +228,8 @@ class AddRun:
             source = rec.get("from") or rec.get("via")
             if source and rec.get("nofollow") is not True:  # not an endorsement
                 from_site = site_of_url(source)
-                if from_site and from_site != site:
-                    linkers = info.linkers
-                    if linkers is None or from_site not in linkers:
-                        self.sites.note_link(site, from_site)
+                if from_site and from_site != site and not has_linker(info.linkers, from_site):
+                    self.sites.note_link(site, from_site)
         lastmod = rec.get("lastmod")
         age = self.now - t if lastmod and (t := parse_time(lastmod)) is not None else None
         linking = len(info.linkers) if info.linkers else 0

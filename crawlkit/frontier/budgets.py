@@ -34,10 +34,31 @@ share of exact and near copies among ``pages``) has its budget multiplied by
 
 from __future__ import annotations
 
+import sys
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BudgetPolicy", "SiteInfo", "SiteTable"]
+__all__ = ["BudgetPolicy", "SiteInfo", "SiteTable", "has_linker"]
+
+
+def has_linker(linkers: tuple[str, ...] | None, name: str) -> bool:
+    """True if ``name`` is in a site's ``linkers`` (a sorted tuple, or None)."""
+    if not linkers:
+        return False
+    i = bisect_left(linkers, name)
+    return i < len(linkers) and linkers[i] == name
+
+
+def _linkers(names: Any) -> tuple[str, ...] | None:
+    """Linkers as kept: a sorted tuple of interned names (None when there are none).
+
+    A sorted tuple costs 8 bytes a linker where a set costs 16 to 64 (its table is
+    kept at most 3/5 full and grows 4-fold: 5 linkers take 32 slots, 728 bytes), and
+    interning shares one string among every site a linker links to (a hub's name
+    would otherwise be a new string in each of them). Membership is a bisection.
+    """
+    return tuple(sorted({sys.intern(name) for name in names})) if names else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +87,7 @@ class SiteInfo:
         self.seed = False
         self.yield_: float | None = None
         self.yield_pages = 0
-        self.linkers: set[str] | None = None
+        self.linkers: tuple[str, ...] | None = None  # sorted, see _linkers
 
     def to_json(self) -> list[Any]:
         return [
@@ -94,7 +115,7 @@ class SiteInfo:
             linkers,
         ) = value
         info.seed = bool(seed)
-        info.linkers = set(linkers) if linkers else None
+        info.linkers = _linkers(linkers)
         return info
 
 
@@ -123,6 +144,7 @@ class SiteTable:
         """The site's info (created if new), counted as changed: callers may change it."""
         info = self.sites.get(site)
         if info is None:
+            site = sys.intern(site)  # the same string as in other sites' linkers
             info = self.sites[site] = SiteInfo()
         self.changed.add(site)
         return info
@@ -154,11 +176,14 @@ class SiteTable:
         if not from_site or from_site == site:
             return
         info = self.get(site)
-        if info.linkers is None:
-            info.linkers = set()
-        elif from_site in info.linkers or len(info.linkers) >= self.policy.max_linkers:
+        linkers = info.linkers
+        if linkers is None:
+            info.linkers = (sys.intern(from_site),)
+        elif has_linker(linkers, from_site) or len(linkers) >= self.policy.max_linkers:
             return
-        info.linkers.add(from_site)
+        else:
+            i = bisect_left(linkers, from_site)
+            info.linkers = (*linkers[:i], sys.intern(from_site), *linkers[i:])
         self._keep_trust(site, from_site)
         self.version += 1
 
@@ -181,7 +206,7 @@ class SiteTable:
             return
         self._out_links.setdefault(from_site, []).append(site)
         back = self.sites.get(from_site)
-        if back is not None and back.linkers and site in back.linkers:
+        if back is not None and has_linker(back.linkers, site):
             if site not in trusted:
                 return
             if from_site not in trusted:
@@ -239,9 +264,9 @@ class SiteTable:
         while work:
             linker = work.pop()
             back = sites.get(linker)
-            back_links = back.linkers if back is not None and back.linkers else ()
+            back_links = back.linkers if back is not None else None
             for target in out_links.get(linker, ()):
-                if target in trusted or target in back_links:
+                if target in trusted or has_linker(back_links, target):
                     continue  # already trusted, or a reciprocal link (worth nothing)
                 n = votes[target] = votes.get(target, 0) + 1
                 if n >= need:
@@ -265,7 +290,7 @@ class SiteTable:
             if rank.get(linker, own) >= own:
                 continue  # untrusted, or trusted after ``site``
             back = self.sites.get(linker)
-            if back is not None and back.linkers and site in back.linkers:
+            if back is not None and has_linker(back.linkers, site):
                 continue  # a reciprocal link
             count += 1
             if count >= self.policy.trust_links:
@@ -282,7 +307,7 @@ class SiteTable:
         for linker in info.linkers:
             if linker in trusted:
                 back = self.sites.get(linker)
-                if back is None or not back.linkers or site not in back.linkers:
+                if back is None or not has_linker(back.linkers, site):
                     count += 1
         return count
 
@@ -336,8 +361,8 @@ class SiteTable:
         if other.seed and not info.seed:
             info.seed = True
         if other.linkers:
-            merged = (info.linkers or set()) | other.linkers
-            info.linkers = set(sorted(merged)[: self.policy.max_linkers])
+            merged = set(info.linkers or ()) | set(other.linkers)
+            info.linkers = _linkers(sorted(merged)[: self.policy.max_linkers])
         info.used = max(info.used, other.used)
         info.fetched = max(info.fetched, other.fetched)
         if other.yield_ is not None and other.yield_pages >= info.yield_pages:

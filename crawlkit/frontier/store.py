@@ -60,7 +60,7 @@ from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
 from crawlkit.frontier.add import AddResult, AddRun, PendingQueues
 from crawlkit.frontier.batch import Batch, NextOptions, Picker, pick
-from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
+from crawlkit.frontier.budgets import BudgetPolicy, SiteTable, has_linker
 from crawlkit.frontier.commands import is_blocked, normalize_target, post_command, read_commands
 from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
@@ -409,7 +409,7 @@ class Frontier:
                     continue
             if site != from_site:
                 info = sites.sites.get(site)
-                if info is None or info.linkers is None or from_site not in info.linkers:
+                if info is None or not has_linker(info.linkers, from_site):
                     sites.note_link(site, from_site)
                 noted += 1
         return read, noted

@@ -151,7 +151,7 @@ def test_index_finds_exactly_the_brute_force_pairs():
     sims = np.array(values[:10_000], dtype=np.uint64)
     index = NearIndex()
     for start in range(0, len(sims), 700):  # many runs, merged as they grow
-        index.add(np.arange(start, min(start + 700, len(sims))), sims[start : start + 700])
+        index.add(np.arange(start, min(start + 700, len(sims))), sims)
     qi, ids, dist = index.within(sims, sims, 3)
     found = {(int(a), int(b), int(d)) for a, b, d in zip(qi, ids, dist, strict=True)}
     brute = set()
@@ -466,6 +466,37 @@ def test_table_snapshots_across_restarts(tmp_path, monkeypatch):
     (tmp_path / snapshots[0]).write_bytes(b"short")
     with pytest.raises(ds.StateError, match="table snapshot"):
         DedupStore(tmp_path)
+
+
+def test_a_snapshot_of_the_20_table_layout_is_rebuilt_then_replaced(tmp_path, monkeypatch):
+    """A state whose table snapshot has the older layout (20 tables of keys and ids, no
+    ``tables_layout`` in the manifest) opens with its index rebuilt from the log, gives
+    the same records as brute force, keeps the old file until a new snapshot replaces
+    it, and then names only the new one (10 tables of ids: 40 bytes a row)."""
+    import crawlkit.dedup.store as ds
+
+    monkeypatch.setattr(ds, "SNAPSHOT_MIN", 300)
+    pages = synthetic_pages(3000, seed=5)
+    out = run(tmp_path, pages[:1000], chunk_size=256, commit_every=400)
+    manifest_path = tmp_path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["tables_layout"] == 2 and manifest["tables_rows"] > 0
+    old = tmp_path / f"tables.{manifest['tables_generation']}.bin"
+    old.write_bytes(b"\x00" * (2 * 20 * 4 * manifest["tables_rows"]))  # unreadable as ids
+    del manifest["tables_layout"]
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+    store = DedupStore(tmp_path)  # opens: the old snapshot is not read
+    assert len(store.near) == manifest["tables_rows"]
+    store.close()
+    assert old.exists()  # still what the committed manifest names
+    out += run(tmp_path, pages[1000:], chunk_size=256, commit_every=400)
+    assert [(r["kind"], r["dup_of"], r["distance"]) for r in out] == reference(pages)
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["tables_layout"] == 2
+    snapshots = sorted(p.name for p in tmp_path.glob("tables.*.bin"))
+    assert snapshots == [f"tables.{manifest['tables_generation']}.bin"] != [old.name]
+    assert (tmp_path / snapshots[0]).stat().st_size == 10 * 4 * manifest["tables_rows"]
 
 
 def test_an_old_layout_state_opens_and_is_migrated(tmp_path):

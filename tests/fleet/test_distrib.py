@@ -427,7 +427,7 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     with open_state(old) as state:
         before = Frontier.open(state.sub("frontier")).sites
         used, linkers = before.get("late.example").used, before.get("late.example").linkers
-    assert used == 5 and linkers == {"s0.example", "s1.example"}
+    assert used == 5 and set(linkers or ()) == {"s0.example", "s1.example"}
     # grow the fleet until late.example moves to the newest shard
     shards = next(
         n for n in range(2, 64) if grow(SlotMap.load(the_map), n).shard_of_site("late.example") != 0
