@@ -92,22 +92,29 @@ def prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float]:
 
 
 def _prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float]:
-    names, index = np.unique(np.asarray(table.site, dtype=object), return_inverse=True)
-    rates, default, spread = site_priors(
-        table.rate, table.checks, index.astype(np.int64), len(names), initial
-    )
-    sites = {str(n): float(r) for n, r in zip(names, rates, strict=True) if np.isfinite(r)}
+    sites, default, spread, _ = _site_rates(table, initial)
     return sites, default, spread
+
+
+def _site_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float, np.ndarray]:
+    """:func:`prior_rates`, the spread, and each site index's prior (the crawl's for
+    a site with none). Sites are grouped by the table's site index: only the rows
+    of a site are summed, in row order, so the numbering does not change a prior."""
+    rates, default, spread = site_priors(
+        table.rate, table.checks, table.site_ix, len(table.sites), initial
+    )
+    sites = {n: float(r) for n, r in zip(table.sites, rates, strict=True) if np.isfinite(r)}
+    return sites, default, spread, np.where(np.isfinite(rates), rates, default)
 
 
 def replan(history: History, policy: RecrawlPolicy) -> Plan:
     """Solve μ for the budget, store it and the site priors, reschedule what moved."""
     table = history.table()
-    priors, default, spread = _prior_rates(table, policy.initial)
+    priors, default, spread, by_site = _site_rates(table, policy.initial)
     history.set_site_rates(priors)
     history.set_meta("prior", default)
     history.set_meta("spread", spread)
-    site_prior = np.array([priors.get(s, default) for s in table.site])
+    site_prior = by_site[table.site_ix]
     lam = np.where(np.isfinite(table.rate), table.rate, site_prior)
     weights = np.asarray(policy.weights)
     weight = weights[np.clip(table.importance, 0, len(weights) - 1)]

@@ -210,7 +210,7 @@ def recrawl_stats(
             replan(history, policy)
             return format_lines(collect(history, policy, now, days))
         finally:
-            history.db.rollback()
+            history.rollback()
             history.close()
 
 
