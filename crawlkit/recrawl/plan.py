@@ -153,16 +153,6 @@ def pick(
     if len(t.fp) == 0:
         return np.zeros(0, np.int64)
     since = np.where(np.isfinite(t.last_fetch), now - t.last_fetch, np.inf)
-    # A sitemap read that saw no change since the fetch says the copy was still the
-    # live page then: freshness is lost only from that read on (pending URLs, which
-    # a read said changed, count at their full value below).
-    known = np.where(np.isfinite(t.observed), np.maximum(t.observed, t.last_fetch), t.last_fetch)
-    fresh_since = np.where(np.isfinite(known), now - known, np.inf)
-    # The value averaged over each rate's posterior (policy.expected_value): a URL
-    # whose rate is unsure is worth more than its point estimate says.
-    spread = np.where(np.isfinite(t.spread), t.spread, PRIOR_SPREAD)
-    values = expected_value(plan.lam, spread, plan.weight, np.where(t.pending, np.inf, fresh_since))
-    values = np.where(since >= policy.max, np.inf, values)
     recent = np.isfinite(t.emitted) & (t.emitted + np.maximum(t.interval, policy.reemit) > now)
     waiting = ~t.good & ~t.pending  # errors, deferrals, robots denials: their backoff
     if max_urls is not None and policy.budget is None:
@@ -172,4 +162,25 @@ def pick(
         eligible = t.due <= now
     eligible &= ~recent
     count = max_urls if max_urls is not None else int(eligible.sum())
-    return select(values, eligible, count, hosts=t.host, host_max=host_max)
+    # Values only for the eligible rows (the rest are never picked): a crawl's cycle
+    # finds a few due among all it tracks.
+    rows = np.flatnonzero(eligible)
+    since = since[rows]
+    # A sitemap read that saw no change since the fetch says the copy was still the
+    # live page then: freshness is lost only from that read on (pending URLs, which
+    # a read said changed, count at their full value below).
+    last_fetch, observed = t.last_fetch[rows], t.observed[rows]
+    known = np.where(np.isfinite(observed), np.maximum(observed, last_fetch), last_fetch)
+    fresh_since = np.where(np.isfinite(known), now - known, np.inf)
+    # The value averaged over each rate's posterior (policy.expected_value): a URL
+    # whose rate is unsure is worth more than its point estimate says.
+    spread = np.where(np.isfinite(t.spread[rows]), t.spread[rows], PRIOR_SPREAD)
+    values = expected_value(
+        plan.lam[rows],
+        spread,
+        plan.weight[rows],
+        np.where(t.pending[rows], np.inf, fresh_since),
+    )
+    values = np.where(since >= policy.max, np.inf, values)
+    picked = select(values, np.ones(len(rows), bool), count, hosts=t.host[rows], host_max=host_max)
+    return rows[picked].astype(np.int64)
