@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--cycle", help="history sizes (comma-separated): ms per crawl cycle")
     ap.add_argument("--records", type=int, default=500, help="fetch records per cycle")
     ap.add_argument("--step", type=float, default=1.0, help="seconds between cycles")
+    ap.add_argument("--hold", type=float, default=0.0, help="recrawl_in's hold_mu (seconds)")
     args = ap.parse_args()
     if args.cycle:
         print(f"crawlkit from {Path(crawlkit.__file__).parent}")
@@ -156,6 +157,7 @@ def cycles(n: int, args: argparse.Namespace) -> None:
         built = time.perf_counter() - t0
         times, emitted, fresh = [], 0, n
         digest = hashlib.sha256()
+        urls: set[str] = set()
         for r in range(args.rounds + 1):
             now = EPOCH + r * args.step
             recs: list[Record] = []
@@ -176,17 +178,23 @@ def cycles(n: int, args: argparse.Namespace) -> None:
             out: list[Record] = []
             t0 = time.perf_counter()
             recrawl_in(
-                history, [("c", k, rec) for k, rec in enumerate(recs)], write=out.extend, now=now
+                history,
+                [("c", k, rec) for k, rec in enumerate(recs)],
+                write=out.extend,
+                now=now,
+                hold_mu=args.hold,
             )
             if r:  # the first cycle reads the history: a crawl pays it once
                 times.append(time.perf_counter() - t0)
             emitted += len(out)
             digest.update(json.dumps(out, sort_keys=True).encode())
+            urls.update(str(rec["url"]) for rec in out)
         history.close()
     print(
         f"{n} URLs ({built:.1f} s to write): {statistics.median(times) * 1000:.0f} ms a cycle "
         f"of {args.records} records (median of {args.rounds}; {emitted} emitted, "
-        f"output sha256 {digest.hexdigest()[:12]})"
+        f"output sha256 {digest.hexdigest()[:12]}, URLs {len(urls)} sha256 "
+        f"{hashlib.sha256(' '.join(sorted(urls)).encode()).hexdigest()[:12]})"
     )
 
 

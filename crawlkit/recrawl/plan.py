@@ -29,7 +29,7 @@ import numpy as np
 
 from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.history import History, RecrawlPolicy, Table
-from crawlkit.recrawl.policy import expected_value, select, solve
+from crawlkit.recrawl.policy import expected_value, intervals, select, solve
 
 __all__ = ["Plan", "pick", "prior_rates", "replan", "site_priors"]
 
@@ -42,6 +42,9 @@ SPREAD_MIN = 0.5
 #: seen five times, and the shrinkage already weighs a site by its URL count
 #: (bench_recrawl.py, 200 pages, 30 days, seeds 1-5: tight 94.4% -> 95.4% of the oracle).
 PRIOR_VISITS = 1
+#: A kept μ is solved again once the tracked URLs, or those updated since, reach this
+#: share of the URLs it was solved for (``replan``'s ``hold``).
+HOLD_SHARE = 0.1
 #: The crawl's prior is shrunk towards ``1/initial``, a site's towards the crawl's,
 #: as if by this many URLs.
 PRIOR_SHRINK = 2.0
@@ -107,8 +110,24 @@ def _site_rates(table: Table, initial: float) -> tuple[dict[str, float], float, 
     return sites, default, spread, np.where(np.isfinite(rates), rates, default)
 
 
-def replan(history: History, policy: RecrawlPolicy) -> Plan:
-    """Solve μ for the budget, store it and the site priors, reschedule what moved."""
+def replan(
+    history: History,
+    policy: RecrawlPolicy,
+    *,
+    now: float | None = None,
+    hold: float = 0.0,
+    updated: int = 0,
+) -> Plan:
+    """Solve μ for the budget, store it and the site priors, reschedule what moved.
+
+    With ``hold`` > 0 (seconds; ``crawlkit crawl``, which plans every cycle) the μ
+    solved last is kept for up to ``hold`` seconds after ``now`` of its solve, while
+    the tracked URLs and those ``updated`` since (this run's count is ``updated``)
+    each stay within :data:`HOLD_SHARE` of the URLs it was solved for and no host
+    cap applies: solving costs ~60 passes over every URL, the rest of a run one.
+    Under a kept μ nothing moves but the URLs whose rate is their site's prior: each
+    other URL has the interval μ gives it, set by that solve (within 1%) or by its
+    update since (``estimate_entries`` at the stored μ)."""
     table = history.table()
     priors, default, spread, by_site = _site_rates(table, policy.initial)
     history.set_site_rates(priors)
@@ -120,24 +139,52 @@ def replan(history: History, policy: RecrawlPolicy) -> Plan:
     weight = weights[np.clip(table.importance, 0, len(weights) - 1)]
     n = len(lam)
     budget = policy.budget if policy.budget is not None else policy.auto_budget * n
-    mu, tau = solve(
-        lam,
-        weight,
-        budget,
-        tau_min=policy.min,
-        tau_max=policy.max,
-        hosts=table.host if policy.host_budget is not None else None,
-        host_cap=policy.host_budget,
-    )
-    history.set_meta("mu", mu)
-    history.set_meta("budget", budget)
     scheduled = table.good & np.isfinite(table.last_fetch) & ~table.pending
+    kept = _held_mu(history, policy, n, now, hold, updated)
+    if kept is not None:
+        mu, tau = kept, table.interval.copy()
+        prior = np.flatnonzero(scheduled & ~np.isfinite(table.rate))
+        tau[prior] = intervals(lam[prior], weight[prior], mu, policy.min, policy.max)
+    else:
+        mu, tau = solve(
+            lam,
+            weight,
+            budget,
+            tau_min=policy.min,
+            tau_max=policy.max,
+            hosts=table.host if policy.host_budget is not None else None,
+            host_cap=policy.host_budget,
+        )
+        history.set_meta("mu", mu)
+        history.set_meta("solved_n", n)
+        history.set_meta("solved_at", now if now is not None else math.nan)
+        history.set_meta("updated_since", 0)
+    history.set_meta("budget", budget)
     moved = scheduled & (np.abs(tau - table.interval) > 0.01 * table.interval)
     due = table.last_fetch + tau
     history.set_schedule(table.fp[moved], tau[moved], due[moved])
     table.interval = np.where(moved, tau, table.interval)
     table.due = np.where(moved, due, table.due)
     return Plan(mu=mu, budget=budget, table=table, lam=lam, weight=weight)
+
+
+def _held_mu(
+    history: History, policy: RecrawlPolicy, n: int, now: float | None, hold: float, updated: int
+) -> float | None:
+    """The stored μ if :func:`replan` may keep it (its doc), else None; counts
+    ``updated`` towards the next solve."""
+    if hold <= 0 or now is None or policy.host_budget is not None:
+        return None
+    mu, solved_n, at = history.meta("mu"), history.meta("solved_n"), history.meta("solved_at")
+    since = (history.meta("updated_since") or 0.0) + updated
+    if mu is None or not solved_n or at is None or not math.isfinite(at):
+        return None
+    if not (at <= now < at + hold) or abs(n - solved_n) > HOLD_SHARE * solved_n:
+        return None
+    if since > HOLD_SHARE * solved_n:
+        return None
+    history.set_meta("updated_since", since)
+    return mu
 
 
 def pick(

@@ -119,3 +119,27 @@ def test_open_history_emits_what_fresh_runs_emit(tmp_path: Path) -> None:
     kept.close()
     assert sum(map(len, want)) > 50  # the runs emit something to compare
     assert got == want
+
+
+def test_held_mu_is_solved_again_after_hold(tmp_path: Path) -> None:
+    """``hold_mu`` keeps the solved μ for that many seconds, and for as long as the
+    tracked URLs grow less than a tenth; then it is solved again."""
+    history = History(tmp_path)
+    out: list[Record] = []
+    first = [("c", i, _fetch(i, 0.0, 0)) for i in range(200)]
+    recrawl_in(history, first, write=out.extend, now=EPOCH + 1, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 1
+    mu = history.meta("mu")
+    for k in range(1, 4):  # within the hold, a few refetches: kept
+        lines = [("c", 0, _fetch(k, k, 1))]
+        recrawl_in(history, lines, write=out.extend, now=EPOCH + 1 + k, hold_mu=60.0)
+        assert history.meta("solved_at") == EPOCH + 1 and history.meta("mu") == mu
+    assert history.meta("updated_since") == 3
+    more = [("c", i, _fetch(i, 5.0, 0)) for i in range(200, 230)]  # 15% more URLs
+    recrawl_in(history, more, write=out.extend, now=EPOCH + 6, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 6
+    recrawl_in(history, [], write=out.extend, now=EPOCH + 70, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 70  # the hold ran out
+    recrawl_in(history, [], write=out.extend, now=EPOCH + 71)  # no hold: solved
+    assert history.meta("solved_at") == EPOCH + 71
+    history.close()
