@@ -177,12 +177,13 @@ def cycles(n: int, args: argparse.Namespace) -> None:
                 )
             out: list[Record] = []
             t0 = time.perf_counter()
+            hold = {"hold_mu": args.hold} if args.hold else {}  # (older crawlkit: none)
             recrawl_in(
                 history,
                 [("c", k, rec) for k, rec in enumerate(recs)],
                 write=out.extend,
                 now=now,
-                hold_mu=args.hold,
+                **hold,
             )
             if r:  # the first cycle reads the history: a crawl pays it once
                 times.append(time.perf_counter() - t0)

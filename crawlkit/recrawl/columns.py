@@ -14,9 +14,10 @@ plan is the same whether its table came from the cache or from disk. Host and si
 indices are numbered in the order first seen rather than sorted; they only group
 rows (every use is a ``bincount`` or a grouping sort), so the plan does not change.
 
-Memory: 13 numeric columns (8 bytes each; 1 for the two flags) and one reference a
-row for the site name, about 114 bytes per tracked URL (114 MB for a million), plus
-each distinct host and site name once.
+Memory: 12 numeric columns of 8 bytes, two flags of 1 and a reference to the site's
+name: 106 bytes per tracked URL (106 MB for a million), plus each distinct host and
+site name once; inserting new URLs copies one column at a time (8 bytes a URL more,
+briefly).
 """
 
 from __future__ import annotations
