@@ -57,6 +57,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=500, help="fetch records per cycle")
     ap.add_argument("--step", type=float, default=1.0, help="seconds between cycles")
     ap.add_argument("--hold", type=float, default=0.0, help="recrawl_in's hold_mu (seconds)")
+    ap.add_argument("--urls-out", type=Path, help="write the URLs emitted (--cycle) here")
     args = ap.parse_args()
     if args.cycle:
         print(f"crawlkit from {Path(crawlkit.__file__).parent}")
@@ -191,6 +192,8 @@ def cycles(n: int, args: argparse.Namespace) -> None:
             digest.update(json.dumps(out, sort_keys=True).encode())
             urls.update(str(rec["url"]) for rec in out)
         history.close()
+    if args.urls_out:
+        args.urls_out.write_text("".join(u + "\n" for u in sorted(urls)))
     print(
         f"{n} URLs ({built:.1f} s to write): {statistics.median(times) * 1000:.0f} ms a cycle "
         f"of {args.records} records (median of {args.rounds}; {emitted} emitted, "
