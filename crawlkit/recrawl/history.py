@@ -54,12 +54,14 @@ import numpy as np
 from crawlkit.errors import StateError
 from crawlkit.recrawl import estimate
 from crawlkit.recrawl import policy as optimum
+from crawlkit.recrawl.columns import SELECT, Columns, Table
 
 __all__ = [
     "Entry",
     "Event",
     "History",
     "RecrawlPolicy",
+    "Table",
     "apply_event",
     "estimate_entries",
     "hamming",
@@ -409,27 +411,6 @@ _FIELDS = list(Entry.__dataclass_fields__)
 _COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
 
 
-@dataclass
-class Table:
-    """The columns the budget is solved from, one array per column, one row per URL."""
-
-    fp: np.ndarray
-    site: list[str]
-    host: np.ndarray  # host index into ``hosts``
-    hosts: list[str]
-    importance: np.ndarray
-    rate: np.ndarray  # NaN where no estimate yet
-    checks: np.ndarray
-    last_fetch: np.ndarray  # NaN where never fetched
-    due: np.ndarray
-    emitted: np.ndarray  # NaN where not emitted
-    interval: np.ndarray
-    good: np.ndarray  # the last fetch answered (fetched, not-modified, redirect)
-    pending: np.ndarray
-    spread: np.ndarray  # NaN where not known (the prior's spread)
-    observed: np.ndarray  # the newest fetch or sitemap read; NaN where none
-
-
 class History:
     """The history table in ``DIR/recrawl/history.sqlite``; one transaction per commit.
 
@@ -441,6 +422,8 @@ class History:
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "history.sqlite"
+        self._columns: Columns | None = None  # the planning columns (table())
+        self._version = -1
         try:
             self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -544,9 +527,11 @@ class History:
             values["pending_change"] = int(entry.pending_change)
             rows.append(tuple(values.values()))
         marks = ", ".join("?" for _ in _COLUMNS)
-        self.db.executemany(
+        self._write(
             f"INSERT OR REPLACE INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", rows
         )
+        if self._columns is not None:
+            self._columns.put(entries)
 
     def entries(self, fps: list[int]) -> Iterator[Entry]:
         """The entries of ``fps`` (those tracked), in no particular order."""
@@ -571,43 +556,32 @@ class History:
             yield self._entry(row)
 
     def table(self) -> Table:
-        """Every URL's planning columns as arrays (one pass over the table)."""
-        rows = self.db.execute(
-            "SELECT fp, site, host, priority, rate, checks, last_fetch, due, emitted, interval, "
-            "outcome, pending_change, spread, observed FROM history ORDER BY fp"
-        ).fetchall()
-        hosts: dict[str, int] = {}
-        host_ix = [hosts.setdefault(r[2] or r[1] or "", len(hosts)) for r in rows]
+        """Every URL's planning columns as arrays: read once, then kept in step with
+        this object's writes (:mod:`crawlkit.recrawl.columns`); read again when
+        another connection has committed to the file since."""
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if self._columns is None or version != self._version:
+            self._columns = Columns(self.db.execute(SELECT).fetchall(), GOOD_OUTCOMES)
+            self._version = version
+        return self._columns.table()
 
-        def column(i: int, dtype: Any = np.float64) -> np.ndarray:
-            return np.array([math.nan if r[i] is None else r[i] for r in rows], dtype)
-
-        return Table(
-            fp=np.array([_unsigned(r[0]) for r in rows], np.uint64),
-            site=[r[1] or "" for r in rows],
-            host=np.array(host_ix, np.int64),
-            hosts=list(hosts),
-            importance=np.array([r[3] for r in rows], np.int64),
-            rate=column(4),
-            checks=np.array([r[5] for r in rows], np.int64),
-            last_fetch=column(6),
-            due=column(7),
-            emitted=column(8),
-            interval=column(9),
-            good=np.array([(r[10] or "") in GOOD_OUTCOMES for r in rows], bool),
-            pending=np.array([bool(r[11]) for r in rows], bool),
-            spread=column(12),
-            observed=column(13),
-        )
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        try:
+            self.db.executemany(sql, rows)
+        except BaseException:
+            self._columns = None  # some rows may be written: read them again
+            raise
 
     def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:
-        self.db.executemany(
+        self._write(
             "UPDATE history SET interval = ?, due = ? WHERE fp = ?",
             [
                 (float(i), float(d), _signed(int(fp)))
                 for fp, i, d in zip(fps, intervals, dues, strict=True)
             ],
         )
+        if self._columns is not None:
+            self._columns.set_schedule(fps, intervals, dues)
 
     def meta(self, key: str) -> float | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -624,9 +598,11 @@ class History:
         self.db.executemany("INSERT INTO sites (site, rate) VALUES (?, ?)", rates.items())
 
     def mark_emitted(self, fps: list[int], now: float) -> None:
-        self.db.executemany(
+        self._write(
             "UPDATE history SET emitted = ? WHERE fp = ?", [(now, _signed(fp)) for fp in fps]
         )
+        if self._columns is not None:
+            self._columns.mark_emitted(fps, now)
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM history").fetchone()[0])
@@ -634,5 +610,11 @@ class History:
     def commit(self) -> None:
         self.db.commit()
 
+    def rollback(self) -> None:
+        """Undo the writes since the last commit (and forget the kept columns)."""
+        self.db.rollback()
+        self._columns = None
+
     def close(self) -> None:
+        self._columns = None
         self.db.close()

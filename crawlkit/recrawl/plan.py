@@ -29,7 +29,7 @@ import numpy as np
 
 from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.history import History, RecrawlPolicy, Table
-from crawlkit.recrawl.policy import expected_value, select, solve
+from crawlkit.recrawl.policy import expected_value, intervals, select, solve
 
 __all__ = ["Plan", "pick", "prior_rates", "replan", "site_priors"]
 
@@ -42,6 +42,9 @@ SPREAD_MIN = 0.5
 #: seen five times, and the shrinkage already weighs a site by its URL count
 #: (bench_recrawl.py, 200 pages, 30 days, seeds 1-5: tight 94.4% -> 95.4% of the oracle).
 PRIOR_VISITS = 1
+#: A kept μ is solved again once the tracked URLs, or those updated since, reach this
+#: share of the URLs it was solved for (``replan``'s ``hold``).
+HOLD_SHARE = 0.1
 #: The crawl's prior is shrunk towards ``1/initial``, a site's towards the crawl's,
 #: as if by this many URLs.
 PRIOR_SHRINK = 2.0
@@ -92,45 +95,96 @@ def prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float]:
 
 
 def _prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float]:
-    names, index = np.unique(np.asarray(table.site, dtype=object), return_inverse=True)
-    rates, default, spread = site_priors(
-        table.rate, table.checks, index.astype(np.int64), len(names), initial
-    )
-    sites = {str(n): float(r) for n, r in zip(names, rates, strict=True) if np.isfinite(r)}
+    sites, default, spread, _ = _site_rates(table, initial)
     return sites, default, spread
 
 
-def replan(history: History, policy: RecrawlPolicy) -> Plan:
-    """Solve μ for the budget, store it and the site priors, reschedule what moved."""
+def _site_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float, np.ndarray]:
+    """:func:`prior_rates`, the spread, and each site index's prior (the crawl's for
+    a site with none). Sites are grouped by the table's site index: only the rows
+    of a site are summed, in row order, so the numbering does not change a prior."""
+    rates, default, spread = site_priors(
+        table.rate, table.checks, table.site_ix, len(table.sites), initial
+    )
+    sites = {n: float(r) for n, r in zip(table.sites, rates, strict=True) if np.isfinite(r)}
+    return sites, default, spread, np.where(np.isfinite(rates), rates, default)
+
+
+def replan(
+    history: History,
+    policy: RecrawlPolicy,
+    *,
+    now: float | None = None,
+    hold: float = 0.0,
+    updated: int = 0,
+) -> Plan:
+    """Solve μ for the budget, store it and the site priors, reschedule what moved.
+
+    With ``hold`` > 0 (seconds; ``crawlkit crawl``, which plans every cycle) the μ
+    solved last is kept for up to ``hold`` seconds after ``now`` of its solve, while
+    the tracked URLs and those ``updated`` since (this run's count is ``updated``)
+    each stay within :data:`HOLD_SHARE` of the URLs it was solved for and no host
+    cap applies: solving costs ~60 passes over every URL, the rest of a run one.
+    Under a kept μ nothing moves but the URLs whose rate is their site's prior: each
+    other URL has the interval μ gives it, set by that solve (within 1%) or by its
+    update since (``estimate_entries`` at the stored μ)."""
     table = history.table()
-    priors, default, spread = _prior_rates(table, policy.initial)
+    priors, default, spread, by_site = _site_rates(table, policy.initial)
     history.set_site_rates(priors)
     history.set_meta("prior", default)
     history.set_meta("spread", spread)
-    site_prior = np.array([priors.get(s, default) for s in table.site])
+    site_prior = by_site[table.site_ix]
     lam = np.where(np.isfinite(table.rate), table.rate, site_prior)
     weights = np.asarray(policy.weights)
     weight = weights[np.clip(table.importance, 0, len(weights) - 1)]
     n = len(lam)
     budget = policy.budget if policy.budget is not None else policy.auto_budget * n
-    mu, tau = solve(
-        lam,
-        weight,
-        budget,
-        tau_min=policy.min,
-        tau_max=policy.max,
-        hosts=table.host if policy.host_budget is not None else None,
-        host_cap=policy.host_budget,
-    )
-    history.set_meta("mu", mu)
-    history.set_meta("budget", budget)
     scheduled = table.good & np.isfinite(table.last_fetch) & ~table.pending
+    kept = _held_mu(history, policy, n, now, hold, updated)
+    if kept is not None:
+        mu, tau = kept, table.interval.copy()
+        prior = np.flatnonzero(scheduled & ~np.isfinite(table.rate))
+        tau[prior] = intervals(lam[prior], weight[prior], mu, policy.min, policy.max)
+    else:
+        mu, tau = solve(
+            lam,
+            weight,
+            budget,
+            tau_min=policy.min,
+            tau_max=policy.max,
+            hosts=table.host if policy.host_budget is not None else None,
+            host_cap=policy.host_budget,
+        )
+        history.set_meta("mu", mu)
+        history.set_meta("solved_n", n)
+        history.set_meta("solved_at", now if now is not None else math.nan)
+        history.set_meta("updated_since", 0)
+    history.set_meta("budget", budget)
     moved = scheduled & (np.abs(tau - table.interval) > 0.01 * table.interval)
     due = table.last_fetch + tau
     history.set_schedule(table.fp[moved], tau[moved], due[moved])
     table.interval = np.where(moved, tau, table.interval)
     table.due = np.where(moved, due, table.due)
     return Plan(mu=mu, budget=budget, table=table, lam=lam, weight=weight)
+
+
+def _held_mu(
+    history: History, policy: RecrawlPolicy, n: int, now: float | None, hold: float, updated: int
+) -> float | None:
+    """The stored μ if :func:`replan` may keep it (its doc), else None; counts
+    ``updated`` towards the next solve."""
+    if hold <= 0 or now is None or policy.host_budget is not None:
+        return None
+    mu, solved_n, at = history.meta("mu"), history.meta("solved_n"), history.meta("solved_at")
+    since = (history.meta("updated_since") or 0.0) + updated
+    if mu is None or not solved_n or at is None or not math.isfinite(at):
+        return None
+    if not (at <= now < at + hold) or abs(n - solved_n) > HOLD_SHARE * solved_n:
+        return None
+    if since > HOLD_SHARE * solved_n:
+        return None
+    history.set_meta("updated_since", since)
+    return mu
 
 
 def pick(
@@ -146,16 +200,6 @@ def pick(
     if len(t.fp) == 0:
         return np.zeros(0, np.int64)
     since = np.where(np.isfinite(t.last_fetch), now - t.last_fetch, np.inf)
-    # A sitemap read that saw no change since the fetch says the copy was still the
-    # live page then: freshness is lost only from that read on (pending URLs, which
-    # a read said changed, count at their full value below).
-    known = np.where(np.isfinite(t.observed), np.maximum(t.observed, t.last_fetch), t.last_fetch)
-    fresh_since = np.where(np.isfinite(known), now - known, np.inf)
-    # The value averaged over each rate's posterior (policy.expected_value): a URL
-    # whose rate is unsure is worth more than its point estimate says.
-    spread = np.where(np.isfinite(t.spread), t.spread, PRIOR_SPREAD)
-    values = expected_value(plan.lam, spread, plan.weight, np.where(t.pending, np.inf, fresh_since))
-    values = np.where(since >= policy.max, np.inf, values)
     recent = np.isfinite(t.emitted) & (t.emitted + np.maximum(t.interval, policy.reemit) > now)
     waiting = ~t.good & ~t.pending  # errors, deferrals, robots denials: their backoff
     if max_urls is not None and policy.budget is None:
@@ -165,4 +209,25 @@ def pick(
         eligible = t.due <= now
     eligible &= ~recent
     count = max_urls if max_urls is not None else int(eligible.sum())
-    return select(values, eligible, count, hosts=t.host, host_max=host_max)
+    # Values only for the eligible rows (the rest are never picked): a crawl's cycle
+    # finds a few due among all it tracks.
+    rows = np.flatnonzero(eligible)
+    since = since[rows]
+    # A sitemap read that saw no change since the fetch says the copy was still the
+    # live page then: freshness is lost only from that read on (pending URLs, which
+    # a read said changed, count at their full value below).
+    last_fetch, observed = t.last_fetch[rows], t.observed[rows]
+    known = np.where(np.isfinite(observed), np.maximum(observed, last_fetch), last_fetch)
+    fresh_since = np.where(np.isfinite(known), now - known, np.inf)
+    # The value averaged over each rate's posterior (policy.expected_value): a URL
+    # whose rate is unsure is worth more than its point estimate says.
+    spread = np.where(np.isfinite(t.spread[rows]), t.spread[rows], PRIOR_SPREAD)
+    values = expected_value(
+        plan.lam[rows],
+        spread,
+        plan.weight[rows],
+        np.where(t.pending[rows], np.inf, fresh_since),
+    )
+    values = np.where(since >= policy.max, np.inf, values)
+    picked = select(values, np.ones(len(rows), bool), count, hosts=t.host[rows], host_max=host_max)
+    return rows[picked].astype(np.int64)

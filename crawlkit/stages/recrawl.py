@@ -210,7 +210,7 @@ def recrawl_stats(
             replan(history, policy)
             return format_lines(collect(history, policy, now, days))
         finally:
-            history.db.rollback()
+            history.rollback()
             history.close()
 
 
@@ -224,11 +224,14 @@ def recrawl_in(
     max_urls: int | None = None,
     host_max: int | None = None,
     reporter: Reporter | None = None,
+    hold_mu: float = 0.0,
 ) -> RecrawlSummary:
     """Update the opened ``history`` and ``write`` the URLs due at ``now``.
 
     ``write`` gets the due URL records; the history (updates and "emitted" marks)
     is committed only after it returns, so a crash re-emits rather than loses.
+    ``hold_mu`` > 0 keeps the budget's μ up to that many seconds between solves
+    (:func:`crawlkit.recrawl.plan.replan`; a caller that runs every few seconds).
     """
     now = time.time() if now is None else now
     summary = RecrawlSummary()
@@ -245,6 +248,7 @@ def recrawl_in(
         now=now,
         max_urls=max_urls,
         host_max=host_max,
+        hold_mu=hold_mu,
     )
     return summary
 
@@ -260,6 +264,7 @@ def _update(
     now: float,
     max_urls: int | None,
     host_max: int | None = None,
+    hold_mu: float = 0.0,
 ) -> None:
     priors = history.site_rates()
     crawl_prior = history.meta("prior")  # for sites with no estimate yet
@@ -285,7 +290,7 @@ def _update(
     estimate_entries(changed, changed_priors, policy)  # one batch, not one per event
     history.put(changed)
     summary.updated = len(changed)
-    plan = replan(history, policy)
+    plan = replan(history, policy, now=now, hold=hold_mu, updated=len(changed))
     rows = pick(plan, policy, now, max_urls=max_urls, host_max=host_max)
     chosen = [int(fp) for fp in plan.table.fp[rows]]
     entries = {entry.fp: entry for entry in history.entries(chosen)}

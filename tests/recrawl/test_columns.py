@@ -1,0 +1,145 @@
+"""The planning columns kept in memory (crawlkit/recrawl/columns.py) equal the table
+read from disk, and a run on a history kept open (what ``crawlkit crawl`` does each
+cycle) emits what the stage run afresh on the same inputs emits."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+
+from crawlkit.recrawl import Entry, History
+from crawlkit.recrawl.columns import Table
+from crawlkit.stages.recrawl import recrawl, recrawl_in
+from crawlkit.streams import Record
+
+EPOCH = 1_780_000_000.0
+DAY = 86400.0
+
+
+def _same(kept: Table, read: Table) -> None:
+    """Row for row the same; host and site indices may be numbered differently but
+    must group the same rows under the same names."""
+    for f in fields(Table):
+        a, b = getattr(kept, f.name), getattr(read, f.name)
+        if f.name in ("site_ix", "sites", "host", "hosts"):
+            continue
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+            np.testing.assert_array_equal(a, b, err_msg=f.name)
+        else:
+            assert list(a) == list(b), f.name
+    for ix, names in (("site_ix", "sites"), ("host", "hosts")):
+        a = [getattr(kept, names)[i] for i in getattr(kept, ix)]
+        b = [getattr(read, names)[i] for i in getattr(read, ix)]
+        assert a == b, ix
+
+
+def test_kept_columns_follow_every_write(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    # Fingerprints on both sides of 2**63: SQLite orders them signed.
+    fps = [5, 1 << 63, (1 << 64) - 1, 17, (1 << 63) + 9]
+    history.put(
+        [Entry(fp=fp, url=f"https://a{fp % 3}.test/{fp}", site=f"a{fp % 3}.test") for fp in fps[:2]]
+    )
+    assert len(history.table().fp) == 2  # read once, kept from here
+    history.put(
+        [
+            Entry(
+                fp=fps[2],
+                url="https://b.test/",
+                host="b.test",
+                site="b.test",
+                rate=1e-5,
+                last_fetch=EPOCH,
+                due=EPOCH + DAY,
+                outcome="fetched",
+                checks=3,
+            ),
+            Entry(
+                fp=fps[0],
+                url="https://a.test/",
+                site="c.test",
+                importance=0,
+                spread=0.7,
+                pending_change=True,
+                observed=EPOCH,
+            ),
+            Entry(fp=fps[3], url="https://d.test/", outcome="error"),
+            Entry(fp=fps[4], url="https://e.test/", host="e.test", outcome="not-modified"),
+        ]
+    )
+    history.set_schedule(
+        np.array([fps[2], fps[3]], np.uint64),
+        np.array([7.0, 8.0]),
+        np.array([EPOCH + 7, EPOCH + 8]),
+    )
+    history.mark_emitted([fps[4], fps[1], 999], EPOCH + 3)  # 999 is not tracked
+    kept = history.table()
+    history.commit()
+    _same(kept, History(tmp_path).table())
+    # A write by another connection is seen: the columns are read again.
+    other = sqlite3.connect(tmp_path / "history.sqlite")
+    other.execute("UPDATE history SET due = 1.0")
+    other.commit()
+    other.close()
+    assert list(history.table().due) == [1.0] * len(fps)
+    history.rollback()
+    history.close()
+
+
+def _fetch(i: int, at: float, version: int) -> Record:
+    return {
+        "url": f"https://h{i % 7}.test/p{i}",
+        "status": 200,
+        "outcome": "fetched" if i % 11 else "error",
+        "fetched_at": EPOCH + at,
+        "digest": f"sha1:{i}-{version}",
+    }
+
+
+def test_open_history_emits_what_fresh_runs_emit(tmp_path: Path) -> None:
+    """Cycles on one opened History (the crawl) against the stage opening it anew
+    each run (the pipeline): the same records out of every cycle."""
+    rng = np.random.default_rng(3)
+    kept = History(tmp_path / "crawl")
+    got: list[list[Record]] = []
+    want: list[list[Record]] = []
+    for cycle in range(12):
+        at = cycle * 0.3 * DAY
+        pages = rng.choice(400, 60, replace=False)
+        lines = [("c", k, _fetch(int(i), at, int(rng.integers(2)))) for k, i in enumerate(pages)]
+        a: list[Record] = []
+        b: list[Record] = []
+        recrawl_in(kept, lines, write=a.extend, now=EPOCH + at + 60)
+        recrawl(tmp_path / "stage", lines, write=b.extend, now=EPOCH + at + 60)
+        got.append(a)
+        want.append(b)
+    kept.close()
+    assert sum(map(len, want)) > 50  # the runs emit something to compare
+    assert got == want
+
+
+def test_held_mu_is_solved_again_after_hold(tmp_path: Path) -> None:
+    """``hold_mu`` keeps the solved μ for that many seconds, and for as long as the
+    tracked URLs grow less than a tenth; then it is solved again."""
+    history = History(tmp_path)
+    out: list[Record] = []
+    first = [("c", i, _fetch(i, 0.0, 0)) for i in range(200)]
+    recrawl_in(history, first, write=out.extend, now=EPOCH + 1, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 1
+    mu = history.meta("mu")
+    for k in range(1, 4):  # within the hold, a few refetches: kept
+        lines = [("c", 0, _fetch(k, k, 1))]
+        recrawl_in(history, lines, write=out.extend, now=EPOCH + 1 + k, hold_mu=60.0)
+        assert history.meta("solved_at") == EPOCH + 1 and history.meta("mu") == mu
+    assert history.meta("updated_since") == 3
+    more = [("c", i, _fetch(i, 5.0, 0)) for i in range(200, 230)]  # 15% more URLs
+    recrawl_in(history, more, write=out.extend, now=EPOCH + 6, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 6
+    recrawl_in(history, [], write=out.extend, now=EPOCH + 70, hold_mu=60.0)
+    assert history.meta("solved_at") == EPOCH + 70  # the hold ran out
+    recrawl_in(history, [], write=out.extend, now=EPOCH + 71)  # no hold: solved
+    assert history.meta("solved_at") == EPOCH + 71
+    history.close()
