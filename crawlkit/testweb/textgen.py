@@ -120,21 +120,38 @@ def words(rng: random.Random, n: int) -> list[str]:
 
 
 # randint(a, b) and choice(seq) are a + _randbelow(b - a + 1) and
-# seq[_randbelow(len(seq))] in CPython (3.11 to 3.13); calling _randbelow directly
-# skips their argument checks and draws the same numbers.
+# seq[_randbelow(len(seq))] in CPython (3.11 to 3.13), and _randbelow(n) draws
+# getrandbits(n.bit_length()) until the value is below n. Written out here (the
+# calls cost as much as the words): same numbers drawn, same generator state.
 _ENDS = (".", ".", ".", "?", "!")
 
 
 def sentence(rng: random.Random, lo: int = 6, hi: int = 18) -> str:
-    below = rng._randbelow  # type: ignore[attr-defined]
-    ws = words(rng, lo + below(hi - lo + 1))
+    bits = rng.getrandbits
+    span = hi - lo + 1
+    k = span.bit_length()
+    r = bits(k)
+    while r >= span:
+        r = bits(k)
+    ws = words(rng, lo + r)
     ws[0] = ws[0].capitalize()
-    return " ".join(ws) + _ENDS[below(5)]
+    r = bits(3)  # choice() of the 5 endings
+    while r >= 5:
+        r = bits(3)
+    return " ".join(ws) + _ENDS[r]
 
 
 def title(rng: random.Random) -> str:
-    return " ".join([w.capitalize() for w in words(rng, 2 + rng._randbelow(4))])  # type: ignore[attr-defined]
+    bits = rng.getrandbits
+    r = bits(3)  # randint(2, 5): 4 values
+    while r >= 4:
+        r = bits(3)
+    return " ".join([w.capitalize() for w in words(rng, 2 + r)])
 
 
 def paragraph(rng: random.Random) -> str:
-    return " ".join([sentence(rng) for _ in range(3 + rng._randbelow(5))])  # type: ignore[attr-defined]
+    bits = rng.getrandbits
+    r = bits(3)  # randint(3, 7): 5 values
+    while r >= 5:
+        r = bits(3)
+    return " ".join([sentence(rng) for _ in range(3 + r)])
