@@ -51,15 +51,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-async def fetch_host(addr: str, port: int, host: str, paths: list[str]) -> int:
+async def fetch_host(addr: str, port: int, host: str, paths: list[str], gzip: bool) -> int:
     """GET every path over one keep-alive connection; returns the body bytes read."""
     reader, writer = await asyncio.open_connection(addr, port)
     got = 0
+    accept = "Accept-Encoding: gzip, deflate\r\n" if gzip else ""
     try:
         for path in paths:
             writer.write(
-                f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: bench\r\n"
-                "Accept-Encoding: gzip, deflate\r\n\r\n".encode()
+                f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: bench\r\n{accept}\r\n".encode()
             )
             head = await reader.readuntil(b"\r\n\r\n")
             length = 0
@@ -72,7 +72,7 @@ async def fetch_host(addr: str, port: int, host: str, paths: list[str]) -> int:
     return got
 
 
-async def load(manifest: dict, requests: int, conns: int) -> int:
+async def load(manifest: dict, requests: int, conns: int, gzip: bool = True) -> int:
     jobs: list[tuple[str, int, str, list[str]]] = []
     left = requests
     for h in manifest["hosts"]:
@@ -94,7 +94,7 @@ async def load(manifest: dict, requests: int, conns: int) -> int:
         nonlocal done
         while not queue.empty():
             addr, port, name, paths = queue.get_nowait()
-            await fetch_host(addr, port, name, paths)
+            await fetch_host(addr, port, name, paths, gzip)
             done += len(paths)
 
     await asyncio.gather(*(worker() for _ in range(conns)))
@@ -116,7 +116,7 @@ def one_round(src: Path, args: argparse.Namespace) -> float:
             info = json.loads(line)
             manifest = json.loads(Path(info["manifest"]).read_text())
             before = cpu_seconds(proc.pid)
-            n = asyncio.run(load(manifest, args.requests, args.conns))
+            n = asyncio.run(load(manifest, args.requests, args.conns, not args.identity))
             after = cpu_seconds(proc.pid)
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -132,6 +132,9 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=3000)
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--identity", action="store_true", help="no Accept-Encoding (shows gzip's share)"
+    )
     args = ap.parse_args()
     trees = [s.split("=", 1) for s in args.src] or [["this", str(ROOT)]]
     results: dict[str, list[float]] = {name: [] for name, _ in trees}
