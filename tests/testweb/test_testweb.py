@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import http.client
 import json
 import signal
 import socket
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import start_testweb
@@ -297,3 +299,40 @@ def test_ip_hosts_redirect_across_hosts_stays_on_the_web(tmp_path: Path) -> None
         host = target.split("//", 1)[1].rsplit(":", 1)[0]
         assert host in web.hosts and host.replace(".", "").isdigit()
         assert web.get(target)[0] == 200
+
+
+def test_warm_renders_every_page_before_ready_and_serves_the_same_bytes(tmp_path):
+    """--warm (for benchmarks): every ordinary page and its gzip form are made before
+    the server is ready, and a request gets the very bytes an unwarmed server makes."""
+    port = _free_port()
+    config = WebConfig(hosts=4, pages=15, page_kb=4, seed=7, specials=parse_specials("none"))
+
+    async def serve(warm: bool) -> tuple[int, int, dict[str, bytes]]:
+        directory = tmp_path / f"w{warm}-{time.time_ns()}"
+        async with TestWebServer(config, directory, port=port, warm=warm) as srv:
+            total = sum(h.pages for h in srv.web.ordinary)
+            made_before = sum(1 for e in srv._cache.values() if e.gz is not None)
+            loop = asyncio.get_running_loop()
+            got = {}
+            for host in srv.web.ordinary:
+                for p in (0, host.pages - 1):
+                    url = srv.url(host.name, page_path(p))
+                    got[url] = await loop.run_in_executor(None, _get_gzip, host.addr, port, url)
+        return total, made_before, got
+
+    total, warmed, warm_bodies = asyncio.run(serve(True))
+    _, cold, cold_bodies = asyncio.run(serve(False))
+    assert warmed == total > 0 and cold == 0
+    assert warm_bodies == cold_bodies and len(warm_bodies) == 8
+
+
+def _get_gzip(addr: str, port: int, url: str) -> bytes:
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(addr, port, timeout=10)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    conn.request("GET", target, headers={"Host": parts.netloc, "Accept-Encoding": "gzip"})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status == 200 and resp.getheader("Content-Encoding") == "gzip"
+    return body
