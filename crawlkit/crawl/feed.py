@@ -375,7 +375,11 @@ class FetchRun:
             return  # one cut at a time; the other caller's records go in the next
         self.cutting = True
         try:
-            await fetcher.flush_warc()  # its records are whole on disk: extract reads them
+            # No WARC flush here: the WARC thread flushes each batch before it hands
+            # back the batch's locations, so every record the live cycle logged is
+            # whole on disk already. (A flush awaited here queued behind the WARC
+            # thread's whole backlog: one cut waited 15 s, the cycle grew to 22,529
+            # records and the fetcher then stopped on the backlog; issue 27.)
             done = self.live
             self.live = LiveCycle(self.feed.dir, self.feed.dir.new_cycle(), self.clock())
             done.close()

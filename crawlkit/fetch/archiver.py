@@ -152,12 +152,6 @@ class WarcArchiver:
         )
         return digest, self.warc.write_capture(cap).to_dict()
 
-    async def flush(self) -> None:
-        """Hand every record written so far to the OS; the file stays open."""
-        if self.warc is not None:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._pool, self.warc.flush)
-
     async def close(self) -> None:
         """Close the WARC file (renamed to its final name) after what was queued."""
         if self.warc is not None:

@@ -454,12 +454,6 @@ class Fetcher:
                 t.cancel()
             await self._finish(loop)
 
-    async def flush_warc(self) -> None:
-        """Hand every record written so far to the OS, so that another reader (crawl's
-        extract, by the offsets in the fetch records) sees it whole; the file stays
-        open and rotates by size."""
-        await self.archiver.flush()
-
     def has_work(self) -> bool:
         """Whether URLs given to this run are still unanswered (queued, resolving, or
         in flight); their answers may lead the caller to more work."""
