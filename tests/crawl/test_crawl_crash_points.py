@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import ROOT, crawlkit, start_testweb
-from test_crawl import _crawl_args, _strip_port
+from test_crawl import _crawl_args, _fetch_records, _strip_port
 
 # Runs ``crawlkit ARGS`` and dies at the first seen-set commit of a cycle's links step
 # (``CycleRunner.links``), before it or after it (``when``): the cycle's new URLs are in
@@ -70,6 +70,9 @@ def test_killed_at_the_seen_commit_queues_each_new_url_once(tmp_path: Path, when
     # Nothing lost, from the server's view: every page of the web was requested.
     assert len(pages) >= 40
     assert sorted(pages - requested) == []
-    # Nothing queued twice: every URL the frontier took in, it handed out once.
+    # Nothing queued twice: every URL the frontier took in, it handed out once. A fetch
+    # that failed (on a loaded machine the 3 s timeout can cut a request) is queued
+    # again as a retry, and that second queuing is the design's, not the crash's.
+    retries = sum(r["outcome"] == "error" for r in _fetch_records(state))
     assert stats["queued"] == stats["parked"] == 0
-    assert stats["added"] == stats["handed_out"] == len(pages)
+    assert stats["added"] == stats["handed_out"] == len(pages) + retries
