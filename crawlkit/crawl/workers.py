@@ -152,6 +152,7 @@ def worker_options(
     return dataclasses.replace(
         options,
         page_budget=budget,
+        workers=n,
         shard=k,
         shards=None,
         slot_map=map_path,
