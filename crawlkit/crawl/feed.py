@@ -508,7 +508,7 @@ class FetchRun:
         # (A shard's inbox may hold URLs when nothing here changed: looked at then;
         # asked at every refill, a worker with nothing queued asked 4 times a second.)
         if changed != self.last_empty or (
-            feed.gate.role is not None and inbox_files(feed.dir.state_path)
+            feed.gate.role is not None and inbox_files(feed.dir.state_path, feed.rep)
         ):
             await self._await_answers(fetcher)
             if feed.limits.should_stop():
