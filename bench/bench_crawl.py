@@ -120,12 +120,14 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") / 1024
 # crawlkit-b: crawlkit with --b-env set (an A/B within the same run, e.g. an old
 # behaviour behind a debug knob read from the environment; crawl/feed.py's
 # POST_BACKLOG_MAX and CUT_SCALE_MAX are plain constants now: edit them for an A/B)
+# crawlkit-bwN: crawlkit-b with --workers N (an A/B of --workers in one run)
 # crawlkit-wN: crawlkit with --workers N (N processes, each a shard of the crawl);
 # crawlkit-j2: one crawl process with 2 extract processes (-j 2), the other design
 TOOLS = (
     "crawlkit",
     "crawlkit-j2",
     "crawlkit-b",
+    "crawlkit-bw2",
     "crawlkit-w2",
     "crawlkit-w3",
     "crawlkit-w4",
@@ -419,8 +421,11 @@ def with_hosts(hosts_file: str, cmd: list[str]) -> list[str]:
 
 
 def tool_workers(tool: str) -> int:
-    """The --workers of a crawlkit tool: N for crawlkit-wN, else 1."""
-    return int(tool[len("crawlkit-w") :]) if tool.startswith("crawlkit-w") else 1
+    """The --workers of a crawlkit tool: N for crawlkit-wN and crawlkit-bwN, else 1."""
+    for prefix in ("crawlkit-w", "crawlkit-bw"):
+        if tool.startswith(prefix):
+            return int(tool[len(prefix) :])
+    return 1
 
 
 def crawlkit_cmd(
@@ -595,13 +600,17 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         )
     load = os.getloadavg()[0]
     start = time.time()
-    env = dict(kv.split("=", 1) for kv in args.b_env) if tool == "crawlkit-b" else {}
+    env = dict(kv.split("=", 1) for kv in args.b_env) if tool.startswith("crawlkit-b") else {}
+    saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
         usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
     finally:
-        for key in env:
-            os.environ.pop(key, None)
+        for key, value in saved.items():  # as it was: a PYTHONPATH the bench was given
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     if ck:
         pages = crawlkit_pages(work / "state", web["wanted"])
     elif tool == "scrapy":

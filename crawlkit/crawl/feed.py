@@ -41,6 +41,7 @@ from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
 from crawlkit.frontier.store import NextOptions
 from crawlkit.records import FetchRecord, Refusal, URLRecord
+from crawlkit.shard.routing import inbox_files
 from crawlkit.stages.fetch import fetch_records
 from crawlkit.stages.frontier import take_batch
 from crawlkit.streams import Record
@@ -51,6 +52,7 @@ __all__ = [
     "CUT_AGE_MAX",
     "CUT_CHECK",
     "CUT_SCALE_MAX",
+    "INBOX_EVERY",
     "POST_BACKLOG",
     "POST_BACKLOG_MAX",
     "REFILL_ANSWERS",
@@ -59,6 +61,7 @@ __all__ = [
     "Feed",
     "FetchRun",
     "LiveCycle",
+    "cut_due",
     "cut_scale",
     "refill_share",
 ]
@@ -84,6 +87,12 @@ POST_BACKLOG_MAX = 6
 REFILL_ANSWERS = 64
 REFILL_WAIT = 1.0
 REFILL_LOOK = 0.25  # how often a waiting refill looks for URLs queued meanwhile
+# Seconds between two reads of a shard's inbox while its own frontier has URLs to
+# give (with none, at every refill). Each read is an admission: site graph, seen set
+# and frontier commits, with fsyncs. Read at every refill, a worker of --workers 2
+# admitted the files of each 0.5 s delivery apart: ~3x one process's commits per
+# page (issue 27). A peer cuts a cycle every few seconds, so little waits longer.
+INBOX_EVERY = 2.0
 
 
 # While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
@@ -101,6 +110,26 @@ def cut_scale(backlog: int) -> int:
     if backlog < POST_BACKLOG:
         return 1
     return int(min(CUT_SCALE_MAX, 2 ** (backlog - POST_BACKLOG + 1)))
+
+
+def cut_due(records: int, age: float, backlog: int, workers: int = 1) -> bool:
+    """Whether a live cycle of ``records`` fetch records, ``age`` seconds old, is cut
+    now, while ``backlog`` cut cycles wait for post-processing, in a crawl process
+    that is one of ``workers`` (``crawl --workers``)."""
+    scale = cut_scale(backlog)
+    if records >= CHUNK_RECORDS * scale:
+        return True
+    if records == 0:
+        return False
+    # A worker of --workers N fetches about 1/N of the crawl's pages: its cycles reach
+    # one process's size in N times the age. Cut at one process's age, they held
+    # about half the records at N = 2 (issue 27), each paying the fixed costs below.
+    seconds, oldest = CHUNK_SECONDS * scale * workers, CUT_AGE_MAX * workers
+    # By age only once post-processing is idle (or the cycle is very old): while it
+    # works on an earlier cycle this one's links wait for that one anyway, and
+    # a cycle cut then would queue with half its records, paying post-processing's
+    # fixed costs (commits, fsyncs) twice as often per page.
+    return age >= seconds and (backlog == 0 or age >= oldest)
 
 
 def refill_share(backlog: int) -> float:
@@ -186,10 +215,21 @@ class Feed:
         self.hold = HOLD_PER_SLOT * options.fetch.concurrency
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
         self.post_error: BaseException | None = None  # of the last fetch run
+        self._inbox_next = 0.0  # when the inbox is next read while URLs are queued
 
     def run(self, leftover: Leftover | None = None) -> None:
         """One fetch run (see :class:`FetchRun`), fetching ``leftover``'s URLs first."""
         FetchRun(self).run(leftover or Leftover())
+
+    def _ingest_inbox(self, due_only: bool = False) -> bool:
+        """Queue the inbox's URLs (a shard's, a worker's); with ``due_only`` only if
+        :data:`INBOX_EVERY` seconds have passed since the last time. True if it read
+        files."""
+        now = self.limits.clock()
+        if due_only and now < self._inbox_next:
+            return False
+        self._inbox_next = now + INBOX_EVERY
+        return self.admission.ingest_inbox()
 
     def pages_left(self) -> float:
         """Requests ``--max-pages`` still allows beyond those handed to the fetcher."""
@@ -244,13 +284,16 @@ class Feed:
                 write_file(path, out)
 
         with self.stores.lock:
-            if role is not None:
-                self.admission.ingest_inbox()
+            ingested = role is not None and self._ingest_inbox(due_only=True)
             # A batch whose every URL an exclude pattern (a live ignore) refused is not
             # "nothing to give": the URLs behind it may be fetchable. Take the next one,
             # else the run ends with them queued ("nothing more can be fetched now").
             while not out and take_batch(self.stores.frontier, opts, write=write).lines:
                 pass  # on disk before its removal commits
+            if not out and role is not None and not ingested and self._ingest_inbox():
+                # nothing queued here: the inbox's links, delivered since, are the work
+                while not out and take_batch(self.stores.frontier, opts, write=write).lines:
+                    pass
         if refused:
             write_file(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self.gate.count_refused(refused)
@@ -306,18 +349,9 @@ class FetchRun:
 
     def cut_due(self, now: float) -> bool:
         live = self.live
-        backlog = self.post.backlog()
-        scale = cut_scale(backlog)
-        if live.records >= CHUNK_RECORDS * scale:
-            return True
-        if live.records == 0:
-            return False
-        age = now - live.started
-        # By age only once post-processing is idle (or the cycle is very old): while it
-        # works on an earlier cycle this one's links wait for that one anyway, and
-        # a cycle cut then would queue with half its records, paying post-processing's
-        # fixed costs (commits, fsyncs) twice as often per page.
-        return age >= CHUNK_SECONDS * scale and (backlog == 0 or age >= CUT_AGE_MAX)
+        return cut_due(
+            live.records, now - live.started, self.post.backlog(), self.feed.opts.workers
+        )
 
     def _cut_done(self, task: asyncio.Task[None]) -> None:
         self.cut_asked = None
@@ -471,7 +505,11 @@ class FetchRun:
         # Ask the frontier again only when something changed since it last had
         # nothing to give: URLs queued, or answers that free a host's share.
         changed = (feed.gate.version, sum(feed.gate.summary.outcomes.values()))
-        if changed != self.last_empty or feed.gate.role is not None:
+        # (A shard's inbox may hold URLs when nothing here changed: looked at then;
+        # asked at every refill, a worker with nothing queued asked 4 times a second.)
+        if changed != self.last_empty or (
+            feed.gate.role is not None and inbox_files(feed.dir.state_path, feed.rep)
+        ):
             await self._await_answers(fetcher)
             if feed.limits.should_stop():
                 return None

@@ -17,7 +17,8 @@ Every site (so every host, its robots.txt and its politeness) belongs to one wor
 A worker writes links of other workers' sites to its outbox
 (``STATE/workers/K/outbox/shard-J/``); every :data:`DELIVER_EVERY` seconds the
 parent moves them into the owner's inbox (:func:`crawlkit.shard.routing.deliver`),
-which the owner queues at its next refill, so links flow while the crawl runs.
+which the owner queues at a refill (at most every ``feed.INBOX_EVERY`` seconds while
+its frontier has URLs), so links flow while the crawl runs.
 
 A worker with nothing left does not end: it *lingers* (``CrawlOptions.linger``),
 telling the parent "idle", until its inbox has files ("busy") or the parent says
@@ -152,6 +153,7 @@ def worker_options(
     return dataclasses.replace(
         options,
         page_budget=budget,
+        workers=n,
         shard=k,
         shards=None,
         slot_map=map_path,

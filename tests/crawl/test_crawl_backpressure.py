@@ -140,3 +140,20 @@ def test_a_timeline_that_cannot_be_written_is_refused_before_the_crawl(tmp_path:
     )
     assert res.code == 2 and "--timeline" in res.stderr and "not a directory" in res.stderr
     assert not (tmp_path / "state").exists()
+
+
+def test_a_worker_cuts_its_cycles_by_age_as_big_per_page_as_one_process() -> None:
+    """A worker of --workers N fetches about 1/N of the pages: it cuts a cycle by age
+    at N times one process's age (cut at one process's age, its cycles held half the
+    records and paid post-processing's fixed costs twice per page; issue 27)."""
+    cut_due, age_max = feed.cut_due, feed.CUT_AGE_MAX
+    young = feed.CHUNK_SECONDS * 1.5
+    assert cut_due(300, young, backlog=0)  # one process
+    assert not cut_due(300, young, backlog=0, workers=2)
+    assert cut_due(300, 2 * feed.CHUNK_SECONDS, backlog=0, workers=2)
+    assert cut_due(feed.CHUNK_RECORDS, 0.1, backlog=0, workers=2)  # full: at any age
+    assert not cut_due(0, 10 * age_max, backlog=0, workers=2)  # nothing to cut
+    # while post-processing lags, only a very old cycle is cut by age
+    assert cut_due(300, age_max, backlog=1)
+    assert not cut_due(300, age_max, backlog=1, workers=2)
+    assert cut_due(300, 2 * age_max, backlog=1, workers=2)

@@ -6,6 +6,7 @@ every workers crawl is compared with: the same pages, the same summary and repor
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
+from crawlkit.crawl.feed import INBOX_EVERY, Feed
 from crawlkit.crawl.files import write_file
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
@@ -376,3 +378,24 @@ def test_new_urls_of_the_inbox_and_of_the_post_thread_are_both_counted(tmp_path:
     racing.dir = SimpleNamespace(state_path=tmp_path)  # type: ignore[assignment]
     assert racing.ingest_inbox()
     assert summary.to_json()["new_urls"] == 12
+
+
+def test_the_inbox_is_read_at_most_every_few_seconds_while_urls_are_queued() -> None:
+    """A refill reads the inbox (an admission: commits with fsyncs) once per
+    INBOX_EVERY while its own frontier has URLs, at every refill when it has none:
+    read at every refill, a worker of --workers 2 admitted each 0.5 s delivery apart."""
+    now = [100.0]
+    reads: list[float] = []
+    feed = Feed.__new__(Feed)
+    feed.limits = SimpleNamespace(clock=lambda: now[0])  # type: ignore[assignment]
+    feed.admission = SimpleNamespace(  # type: ignore[assignment]
+        ingest_inbox=lambda: reads.append(now[0]) or True
+    )
+    feed._inbox_next = 0.0
+    for _ in range(10):  # a refill every 0.5 s, its frontier never empty
+        feed._ingest_inbox(due_only=True)
+        now[0] += 0.5
+    assert reads == [100.0 + INBOX_EVERY * k for k in range(math.ceil(5 / INBOX_EVERY))]
+    reads.clear()
+    assert feed._ingest_inbox()  # the frontier had nothing: read now
+    assert reads == [now[0]]
