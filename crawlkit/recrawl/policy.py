@@ -201,7 +201,8 @@ def _bisect_mu(
 
     def spend(mu: Array) -> Array:
         rates = _spend(lam_u, w_u, mu[groups_u], tau_min, tau_max)[back]
-        return np.bincount(groups, rates, k)
+        sums: Array = np.asarray(np.bincount(groups, rates, k), np.float64)  # (float: weights)
+        return sums
 
     need = spend(np.exp(lo)) > caps
     for _ in range(60):
