@@ -159,6 +159,7 @@ class Gate:
         out: Path,
         refused_path: Path,
         carry: list[Record] | None = None,
+        written: list[Record] | None = None,
     ) -> list[Record]:
         """The records in scope never seen before, written to ``out`` before they are
         marked seen; those outside ``--scope`` are written to ``refused_path``.
@@ -167,6 +168,7 @@ class Gate:
         happened) is written to ``out`` too, with each URL once: the new records of a
         retry are mostly the same URLs again, and ``out`` is queued once, so no URL
         is queued (and handed out, and counted against its site's budget) twice.
+        ``written``, if given, is extended with the records written to ``out``.
         """
         refused: list[Refusal] = []
         with self.stores.seen_lock:
@@ -178,8 +180,11 @@ class Gate:
                 scope=self.scope,
                 on_refused=refused.append,
             )
-            write_file(out, _each_url_once([*(carry or ()), *fresh.records]))
+            records_out = _each_url_once([*(carry or ()), *fresh.records])
+            write_file(out, records_out)
             fresh.commit()
+        if written is not None:
+            written.extend(records_out)
         if refused:
             write_file(refused_path, refused)
             self.count_refused(refused)

@@ -324,6 +324,9 @@ class CycleRunner:
         twice (each copy handed out and counted against its site's budget).
         """
         refused_path = cycle / "links-refused.ndjson.zst"
+        # The records of the new-N file this attempt wrote: queued from memory, the
+        # file is read back only after a crash (JSON gives back what it was given).
+        written: dict[str, list[Record]] = {}
         if not is_done(cycle, "seen"):
             links = list(read_file(cycle / "links.ndjson.zst"))
             self.gate.note_links(links)  # every link, not only new URLs, feeds site importance
@@ -337,11 +340,13 @@ class CycleRunner:
             candidates = self.gate.route(candidates, f"c{cycle.name}")
             earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
             attempt = _attempt(earlier[-1]) + 1 if earlier else 1
+            out = cycle / f"new-{attempt}.ndjson.zst"
             fresh = self.gate.seen_merge(
                 candidates,
-                cycle / f"new-{attempt}.ndjson.zst",
+                out,
                 cycle / "scope-refused.ndjson.zst",
                 carry=[r for path in earlier for r in read_file(path)],
+                written=written.setdefault(out.name, []),
             )
             for path in earlier:  # their URLs are in the new file
                 path.unlink()
@@ -353,7 +358,11 @@ class CycleRunner:
             # queued twice is handed out twice, and counted twice against its budget).
             queued = cycle / (path.name.split(".", 1)[0] + ".queued")
             if not queued.exists():
-                self.gate.queue(read_file(path), cycle / "new-refused.ndjson.zst")
+                records = written.get(path.name)
+                self.gate.queue(
+                    records if records is not None else read_file(path),
+                    cycle / "new-refused.ndjson.zst",
+                )
                 queued.touch()
         self._wait_deferred(cycle)
         mark_done(cycle, "links")

@@ -395,11 +395,17 @@ class Frontier:
         """
         sites = self.sites
         read = noted = 0
+        # A page's links come one after another: its site is worked out once for them.
+        last_from: Any = None
+        last_site: str | None = None
         for rec in records:
             read += 1
             if rec.get("nofollow") is True:
                 continue
-            from_site = site_of_url(rec.get("from") or rec.get("via"))
+            page = rec.get("from") or rec.get("via")
+            if page != last_from or type(page) is not str:
+                last_from, last_site = page, site_of_url(page)
+            from_site = last_site
             if not from_site:
                 continue
             site = rec.get("site")

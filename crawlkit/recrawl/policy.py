@@ -129,6 +129,7 @@ def _g(x: Array) -> Array:
 # g(x) = 1 - (1 + x) e^{-x} on a log grid, for a first guess by interpolation.
 _X_GRID = np.exp(np.linspace(math.log(1e-8), math.log(60.0), 1024))
 _G_GRID = np.maximum.accumulate(_g(_X_GRID))
+_LOG_X_GRID = np.log(_X_GRID)
 
 
 def _inverse_g(y: Array) -> Array:
@@ -136,15 +137,21 @@ def _inverse_g(y: Array) -> Array:
 
     Interpolation on a log grid, then three Newton steps (g'(x) = x e^{−x})."""
     y = np.asarray(y, np.float64)
-    inside = (y > 0) & (y < 1)
-    yy = np.where(inside, y, 0.5)
-    logx = np.interp(yy, _G_GRID, np.log(_X_GRID))
+    # Only the y strictly between (and NaN, which takes y = 0.5's x) are solved: the
+    # bisection in solve calls this ~60 times over every URL a cycle, and a pass whose
+    # μ is far off has most of them at a bound. Each one's steps are the same.
+    solved = ~((y >= 1.0) | (y <= 0.0))
+    result: Array = np.where(y >= 1.0, np.inf, 0.0)
+    ys = y[solved]
+    yy = np.where((ys > 0) & (ys < 1), ys, 0.5)
+    logx = np.interp(yy, _G_GRID, _LOG_X_GRID)
     x = np.exp(logx)
     for _ in range(3):
+        # x e^{−x} once for the slope and for g(x) (the product _g forms)
         slope = x * np.exp(-x)
-        step = (_g(x) - yy) / np.maximum(slope, 1e-300)
+        step = (-np.expm1(-x) - slope - yy) / np.maximum(slope, 1e-300)
         x = np.clip(x - step, x / 4, x * 4)
-    result: Array = np.where(y >= 1.0, np.inf, np.where(y <= 0.0, 0.0, x))
+    result[solved] = x
     return result
 
 
@@ -186,14 +193,36 @@ def _bisect_mu(
     top = float(np.max(w / np.maximum(lam, _TINY))) if len(lam) else 1.0
     lo = np.log(np.maximum(floor, 1e-300))
     hi = np.full(k, math.log(max(top, 1.0) * 4.0))
-    need = np.bincount(groups, _spend(lam, w, np.exp(lo)[groups], tau_min, tau_max), k) > caps
+    # Each pass solves the interval of every distinct (λ, w, group) once: the URLs on
+    # their site's prior at one importance share one. The same inputs give the same
+    # bits, and the sums run over every URL in order, so μ is what a pass over each
+    # URL gives.
+    lam_u, w_u, groups_u, back = _distinct(lam, w, groups)
+
+    def spend(mu: Array) -> Array:
+        rates = _spend(lam_u, w_u, mu[groups_u], tau_min, tau_max)[back]
+        sums: Array = np.asarray(np.bincount(groups, rates, k), np.float64)  # (float: weights)
+        return sums
+
+    need = spend(np.exp(lo)) > caps
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        over = np.bincount(groups, _spend(lam, w, np.exp(mid)[groups], tau_min, tau_max), k) > caps
+        over = spend(np.exp(mid)) > caps
         lo = np.where(over, mid, lo)
         hi = np.where(over, hi, mid)
     result: Array = np.where(need, np.exp(hi), floor)
     return result
+
+
+def _distinct(lam: Array, w: Array, groups: IntArray) -> tuple[Array, Array, IntArray, IntArray]:
+    """The distinct (λ, w, group) triples (by their bits) and each row's index into them."""
+    rows = np.empty((len(lam), 3), np.float64)
+    rows[:, 0] = lam
+    rows[:, 1] = w
+    rows[:, 2] = groups  # (exact: a group index is far below 2**53)
+    keys = rows.view(np.dtype((np.void, 24))).ravel()
+    _, first, back = np.unique(keys, return_index=True, return_inverse=True)
+    return lam[first], w[first], groups[first], back.ravel().astype(np.int64)
 
 
 def solve(

@@ -185,6 +185,40 @@ def test_output_is_invisible_until_complete(tmp_path: Path) -> None:
     assert path.exists()
 
 
+@pytest.mark.parametrize("suffix", ["", ".zst", ".gz"])
+def test_write_records_gives_the_bytes_of_one_record_at_a_time(tmp_path: Path, suffix: str) -> None:
+    """write_records writes a file's records in batches: the file holds the very bytes
+    that writing them one by one gives, batches cut anywhere (compressed or not)."""
+    recs = [{"url": f"http://h{i % 97}.test/{'p' * (i % 300)}", "n": i} for i in range(5000)]
+    one = tmp_path / f"one.ndjson{suffix}"
+    with streams.open_output(one) as out:
+        for rec in recs:
+            out.write_record(rec)
+    batched = tmp_path / f"batched.ndjson{suffix}"
+    with streams.open_output(batched) as out:
+        assert out.write_records(iter(recs)) == len(recs)
+    assert len(_ndjson(recs)) > 4 * streams._WRITE_BATCH  # several batches
+    assert batched.read_bytes() == one.read_bytes()
+
+
+def test_write_records_writes_what_came_before_a_failing_record() -> None:
+    """A record source that fails midway: the records before it are written, as when
+    each went out alone (what a caller that outlives the error finds)."""
+    sink = pyio.BytesIO()
+    out = streams.Output(None)
+    out.path = Path("x.ndjson")  # a file's batched path, written into a buffer
+    out._stream = out._raw = sink
+
+    def failing():
+        yield {"n": 1}
+        yield {"n": 2}
+        raise RuntimeError("bad record")
+
+    with pytest.raises(RuntimeError):
+        out.write_records(failing())
+    assert sink.getvalue() == _ndjson([{"n": 1}, {"n": 2}])
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
     lambda children: (

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.plan import site_priors
 from crawlkit.recrawl.policy import (
+    _bisect_mu,
     age,
     expected_value,
     freshness,
@@ -140,3 +141,47 @@ def test_site_priors_spread_follows_how_alike_a_sites_pages_change() -> None:
     rates, default, spread = site_priors(rate, np.ones(len(site), np.int64), site, 40, DAY)
     assert np.isnan(rates).all() and math.isclose(default, 1 / DAY)
     assert spread == PRIOR_SPREAD
+
+
+def _bisect_per_url(
+    lam: np.ndarray, w: np.ndarray, groups: np.ndarray, caps: np.ndarray
+) -> np.ndarray:
+    """solve's bisection as it was before it worked each distinct (λ, w, group) out
+    once: an interval per URL each pass (the reference the shared passes must match)."""
+    k = len(caps)
+    top = float(np.max(w / np.maximum(lam, 1e-12)))
+    lo, hi = np.full(k, math.log(1e-300)), np.full(k, math.log(max(top, 1.0) * 4.0))
+
+    def over(mu: np.ndarray) -> np.ndarray:
+        rates = 1.0 / intervals(lam, w, mu[groups], H, 90 * DAY)
+        return np.asarray(np.bincount(groups, rates, k) > caps)
+
+    need = over(np.exp(lo))
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        above = over(np.exp(mid))
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.where(need, np.exp(hi), 0.0)
+
+
+def test_solve_shares_passes_between_alike_urls_bit_for_bit() -> None:
+    """URLs on their site's prior share (λ, w): solve works each pair out once, and
+    gets the very bits a pass over every URL gives (the history stores μ and τ)."""
+    rng = np.random.default_rng(7)
+    n, sites = 3000, 200
+    prior = np.exp(rng.uniform(math.log(1 / (30 * DAY)), math.log(1 / H), sites))
+    site = rng.integers(0, sites, n)
+    lam = prior[site]
+    known = rng.random(n) < 0.3
+    lam[known] = np.exp(rng.uniform(-16, -6, int(known.sum())))
+    lam[:50] = 0.0  # never changes
+    w = np.array([1.0, 2.0, 4.0])[rng.integers(0, 3, n)]
+    budget = 0.5 * n / DAY
+    mu, tau = solve(lam, w, budget, tau_min=H, tau_max=90 * DAY)
+    assert mu == float(_bisect_per_url(lam, w, np.zeros(n, np.int64), np.array([budget]))[0])
+    assert tau.tobytes() == intervals(lam, w, mu, H, 90 * DAY).tobytes()
+    # per host (politeness caps): each host's μ_h the same way
+    caps = np.full(sites, 0.5 / H)
+    want = _bisect_per_url(lam, w, site, caps)
+    assert np.count_nonzero(want) > 10  # some hosts are capped
+    assert _bisect_mu(lam, w, site, caps, np.zeros(sites), H, 90 * DAY).tobytes() == want.tobytes()
