@@ -283,17 +283,18 @@ class Feed:
             if out:
                 write_file(path, out)
 
-        with self.stores.lock:
-            ingested = role is not None and self._ingest_inbox(due_only=True)
+        def take() -> None:
             # A batch whose every URL an exclude pattern (a live ignore) refused is not
             # "nothing to give": the URLs behind it may be fetchable. Take the next one,
             # else the run ends with them queued ("nothing more can be fetched now").
             while not out and take_batch(self.stores.frontier, opts, write=write).lines:
                 pass  # on disk before its removal commits
+
+        with self.stores.lock:
+            ingested = role is not None and self._ingest_inbox(due_only=True)
+            take()
             if not out and role is not None and not ingested and self._ingest_inbox():
-                # nothing queued here: the inbox's links, delivered since, are the work
-                while not out and take_batch(self.stores.frontier, opts, write=write).lines:
-                    pass
+                take()  # nothing queued here: the inbox's links, delivered since, are the work
         if refused:
             write_file(cycle / f"batch-refused-{n}.ndjson.zst", refused)
             self.gate.count_refused(refused)
