@@ -31,7 +31,6 @@ worker thread so zlib, which releases the GIL, compresses off the event loop).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import itertools
@@ -91,8 +90,20 @@ _PROFILE = {
 
 
 def sha1_digest(data: bytes) -> str:
-    """``sha1:BASE32`` as WARC writers (Heritrix, warcio, wget) spell it."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+    """``sha1:BASE32`` as WARC writers (Heritrix, warcio, wget) spell it.
+
+    The 160 bits are spelled as sixteen 10-bit groups, two letters each: what
+    ``base64.b32encode`` writes (no padding: 160 is a multiple of 40) at half its
+    cost, which is Python code in 3.11; the WARC thread takes two or three a capture.
+    """
+    n = int.from_bytes(hashlib.sha1(data).digest(), "big")
+    pairs = _B32_PAIRS
+    return "sha1:" + "".join([pairs[(n >> shift) & 1023] for shift in _B32_SHIFTS])
+
+
+_B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"  # RFC 4648's alphabet
+_B32_PAIRS = [a + b for a in _B32 for b in _B32]  # 10 bits -> two letters
+_B32_SHIFTS = range(150, -1, -10)
 
 
 def gzip_member(raw: bytes, level: int) -> bytes:

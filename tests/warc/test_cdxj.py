@@ -149,3 +149,60 @@ def test_resource_records_of_a_provenance_file_index_as_cdxj_indexer_does(tmp_pa
 )
 def test_opaque_uris_keep_their_scheme(url):
     assert surt_key(url) == surt.surt(url)
+
+
+@pytest.mark.parametrize(
+    "date",
+    [
+        "2026-12-02T15:00:00Z",
+        "2026-12-02T15:00:00.123456Z",
+        "2026-12-02T15:00:00.1234567Z",
+        "1999-01-31T23:59:59.5Z",
+        "0999-01-31T23:59:59Z",  # strftime: no zero padding below 1000
+        "2026-02-30T10:00:00Z",  # no such day: warcio raises
+        "2026-13-01T10:00:00Z",
+        "2026-12-02T24:00:00Z",
+        "2026-12-02T15:00:00",  # no Z: warcio reads it all the same
+        "2026-12-02 15:00:00Z",
+        "٢٠٢٦-12-02T15:00:00Z",  # Arabic-Indic digits: int() reads them
+    ],
+)
+def test_index_timestamp_is_warcios(date):
+    from warcio.timeutils import iso_date_to_timestamp
+
+    from crawlkit.warc import cdxj
+
+    try:
+        want = iso_date_to_timestamp(date)
+    except (ValueError, OverflowError) as exc:
+        with pytest.raises(type(exc)):
+            cdxj._iso_timestamp(date)
+    else:
+        assert cdxj._iso_timestamp(date) == want
+
+
+@given(
+    url=st.text(min_size=1, max_size=40),
+    mime=st.one_of(st.none(), st.text(max_size=20)),
+    filename=st.text(min_size=1, max_size=20),
+)
+@settings(max_examples=200, deadline=None)
+def test_index_line_json_is_json_dumps(url, mime, filename):
+    import json
+
+    from crawlkit.warc import cdxj
+
+    line = cdxj._format_line(
+        url=url,
+        date="20261202150000",
+        mime=mime,
+        status="200",
+        digest="sha1:X",
+        length=10,
+        offset=0,
+        filename=filename,
+        timestamp=True,
+    )
+    fields = {"url": url, **({"mime": mime} if mime else {}), "status": "200", "digest": "sha1:X"}
+    fields |= {"length": "10", "offset": "0", "filename": filename}
+    assert line == f"{surt_key(url)} 20261202150000 {json.dumps(fields)}"
