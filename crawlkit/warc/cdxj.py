@@ -183,8 +183,9 @@ def _iso_timestamp(date: str) -> str:
     m = _WARC_DATE.fullmatch(date)
     if m is not None and m.group(1) >= "1000":  # strftime writes years < 1000 unpadded
         parts = m.groups()
+        year, month, day, hour, minute, second = (int(x) for x in parts)
         with contextlib.suppress(ValueError):  # February 30th: warcio raises
-            datetime.datetime(*(int(x) for x in parts))
+            datetime.datetime(year, month, day, hour, minute, second)
             return "".join(parts)
     return iso_date_to_timestamp(date)
 
