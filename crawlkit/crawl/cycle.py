@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import orjson
+
 from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
@@ -27,7 +29,7 @@ from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
 from crawlkit.crawl.steps import POST_STEPS
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
-from crawlkit.diag import Reporter
+from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html.page import media_type
 from crawlkit.records import PageRecord
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
@@ -43,7 +45,7 @@ from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.streams import Record
 from crawlkit.warc.write import index_of
 
-__all__ = ["CycleRunner", "CycleWarcs", "PostWorker", "fetch_log"]
+__all__ = ["CycleRunner", "CycleWarcs", "FetchLogs", "PostWorker", "fetch_log"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
 _SHEETS_LOCK = threading.Lock()
@@ -65,6 +67,8 @@ class CycleWarcs:
         # is being written, a peer's closed one may be being extracted).
         self.prefix = prefix
         self._first_sheets: dict[str, tuple[str, int, int]] | None = None
+        # Each cycle's fetch log, parsed once for the cut and every post step.
+        self.fetch_logs = FetchLogs()
 
     def stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
         """payload digest -> (WARC file, offset, length) of the first capture of each
@@ -82,7 +86,7 @@ class CycleWarcs:
         path = self.crawl_root / STYLESHEETS
         out: dict[str, tuple[str, int, int]] = {}
         new: list[Record] = []
-        for rec in fetch_log(cycle):
+        for rec in self.fetch_logs.records(cycle):
             digest, warc = rec.get("digest"), rec.get("warc")
             if rec.get("outcome") != "fetched" or not digest or not isinstance(warc, dict):
                 continue
@@ -138,7 +142,9 @@ class CycleWarcs:
         """
         ranges: dict[str, list[tuple[int, int]]] = {}
         # robots.txt captures too: extract takes their Sitemap lines
-        for rec in itertools.chain(fetch_log(cycle), read_file(cycle / "robots.ndjson")):
+        for rec in itertools.chain(
+            self.fetch_logs.records(cycle), read_file(cycle / "robots.ndjson")
+        ):
             warc = rec.get("warc")
             if isinstance(warc, dict) and warc.get("file"):
                 name = Path(str(warc["file"])).name
@@ -233,6 +239,7 @@ class CycleRunner:
                 if not is_done(cycle, step.marker):  # (extract stopped at the hard stop)
                     return False
         mark_done(cycle, "cycle")
+        self.warcs.fetch_logs.forget(cycle)
         self.summary.cycles += 1
         self.progress(
             progress_info(self.summary, cycle.name, self.limits.clock() - self.limits.start)
@@ -331,7 +338,7 @@ class CycleRunner:
             links = list(read_file(cycle / "links.ndjson.zst"))
             self.gate.note_links(links)  # every link, not only new URLs, feeds site importance
             self.admission.share_site_links(links, f"c{cycle.name}-sites")
-            fetched = {str(r.get("url")): r for r in fetch_log(cycle)}
+            fetched = {str(r.get("url")): r for r in self.warcs.fetch_logs.records(cycle)}
             candidates, refused = self.link_policy.sort(
                 [*links, *read_file(cycle / "redirects.ndjson")], lambda _rec: True, fetched
             )
@@ -373,12 +380,19 @@ class CycleRunner:
             mark_done(cycle, "recrawl", {"due": 0})
             return
         due: list[Record] = []
-        inputs = [cycle / "fetch.ndjson", cycle / "pages.ndjson.zst"]
+        pages = cycle / "pages.ndjson.zst"
+        # The fetch log as parsed for the steps before (read again, reporting to this
+        # run's reporter, only when it had a bad line); then the pages.
+        logged = self.warcs.fetch_logs.lines(cycle, self.rep)
         # Deferred URLs wait in the waiting room alone: fed to the history too, they
         # would become due a second time, as recrawls.
         records = (
             item
-            for item in streams.read_records_with_lines([p for p in inputs if p.exists()], self.rep)
+            for item in itertools.chain(
+                logged,
+                # (no path at all would read stdin)
+                streams.read_records_with_lines([pages], self.rep) if pages.exists() else (),
+            )
             if item[2].get("outcome") != "deferred"
         )
         recrawl_in(
@@ -393,7 +407,11 @@ class CycleRunner:
 
     def _wait_deferred(self, cycle: Path) -> None:
         """The cycle's deferred URLs into the waiting room (again after a crash: once)."""
-        deferred = [r for r in fetch_log(cycle) if r.get("outcome") == "deferred"]
+        deferred = [
+            orjson.loads(streams.dumps(r))  # a copy of its own: the log's is shared
+            for r in self.warcs.fetch_logs.records(cycle)
+            if r.get("outcome") == "deferred"
+        ]
         if not deferred:
             return
         with self.stores.lock:
@@ -428,8 +446,66 @@ def _same_records(
 
 
 def fetch_log(cycle: Path) -> list[Record]:
-    """The fetch records of ``cycle``."""
+    """The fetch records of ``cycle`` (read from its file; see :class:`FetchLogs`)."""
     return list(read_file(cycle / "fetch.ndjson"))
+
+
+class _Noting(NullReporter):
+    """A reporter that says nothing and remembers whether a record was bad."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bad = False
+
+    def bad_record(self, source: str, line: int, message: str) -> None:
+        self.bad = True
+
+
+class FetchLogs:
+    """Each cut cycle's fetch log (``fetch.ndjson``), parsed once.
+
+    The cut (extract's sources, the stylesheets) and the post steps (extract again,
+    links, the waiting room, recrawl) each read the log: five to seven parses of the
+    same 500 records a cycle, on the threads that share the interpreter lock. A log is
+    final once its cycle is cut (closed and fsynced; a recovery's cut of an earlier
+    run's log changes its size, and the log is then read again). The lists handed out
+    are shared: callers only read them (a record to keep is copied). A cycle's entry
+    is dropped once the cycle is done.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._logs: dict[Path, tuple[tuple[int, int], bool, list[tuple[str, int, Record]]]] = {}
+
+    def lines(self, cycle: Path, reporter: Reporter | None = None) -> list[tuple[str, int, Record]]:
+        """``(source, line number, record)`` of each record of the log, as
+        :func:`crawlkit.streams.read_records_with_lines` yields them; a log with a bad
+        line is read again with ``reporter`` (given), which then hears of it."""
+        path = cycle / "fetch.ndjson"
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return []
+        key = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._logs.get(cycle)
+        if hit is None or hit[0] != key:
+            noting = _Noting()
+            items = list(streams.read_records_with_lines([path], noting))
+            hit = (key, noting.bad, items)
+            with self._lock:
+                self._logs[cycle] = hit
+        if hit[1] and reporter is not None:
+            return list(streams.read_records_with_lines([path], reporter))
+        return hit[2]
+
+    def records(self, cycle: Path) -> list[Record]:
+        """The fetch records of ``cycle`` (shared: read them, do not change them)."""
+        return [rec for _, _, rec in self.lines(cycle)]
+
+    def forget(self, cycle: Path) -> None:
+        with self._lock:
+            self._logs.pop(cycle, None)
 
 
 def _attempt(path: Path) -> int:
