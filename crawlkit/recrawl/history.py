@@ -424,6 +424,8 @@ class History:
         path = directory / "history.sqlite"
         self._columns: Columns | None = None  # the planning columns (table())
         self._version = -1
+        self._sites: dict[str, float] | None = None  # the sites table (_site_table())
+        self._sites_version = -1
         try:
             self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -591,11 +593,31 @@ class History:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def site_rates(self) -> dict[str, float]:
-        return {str(s): float(r) for s, r in self.db.execute("SELECT site, rate FROM sites")}
+        return dict(self._site_table())
+
+    def _site_table(self) -> dict[str, float]:
+        """The sites table: read once, then kept in step with this object's writes
+        (as :meth:`table`); read again when another connection has committed since."""
+        version = self.db.execute("PRAGMA data_version").fetchone()[0]
+        if self._sites is None or version != self._sites_version:
+            rows = self.db.execute("SELECT site, rate FROM sites")
+            self._sites = {str(s): float(r) for s, r in rows}
+            self._sites_version = version
+        return self._sites
 
     def set_site_rates(self, rates: dict[str, float]) -> None:
-        self.db.execute("DELETE FROM sites")
-        self.db.executemany("INSERT INTO sites (site, rate) VALUES (?, ?)", rates.items())
+        """The table of site priors becomes ``rates``: only the rows that differ are
+        written (a crawl plans every cycle and most sites' priors stay as they were;
+        deleting and inserting every row, and reading them back, was the cost)."""
+        old = self._site_table()
+        gone = [(site,) for site in old if site not in rates]
+        changed = [(site, rate) for site, rate in rates.items() if old.get(site) != rate]
+        self._sites = None  # until the rows are written
+        if gone:
+            self.db.executemany("DELETE FROM sites WHERE site = ?", gone)
+        if changed:
+            self.db.executemany("INSERT OR REPLACE INTO sites (site, rate) VALUES (?, ?)", changed)
+        self._sites = {str(s): float(r) for s, r in rates.items()}
 
     def mark_emitted(self, fps: list[int], now: float) -> None:
         self._write(
@@ -614,6 +636,7 @@ class History:
         """Undo the writes since the last commit (and forget the kept columns)."""
         self.db.rollback()
         self._columns = None
+        self._sites = None
 
     def close(self) -> None:
         self._columns = None

@@ -454,3 +454,25 @@ def test_the_report_gets_a_recrawl_section(tmp_path: Path) -> None:
     report = crawl_report(tmp_path)
     assert report["recrawl"]["tracked"] == 3
     assert "<h2>Recrawl</h2>" in render_html(report)
+
+
+def test_site_rates_write_only_the_rows_that_changed(tmp_path: Path) -> None:
+    from crawlkit.recrawl import History
+
+    history = History(tmp_path)
+    history.set_site_rates({"a.test": 0.5, "b.test": 0.25, "c.test": 1.0})
+    history.commit()
+    before = history.db.total_changes
+    history.set_site_rates({"a.test": 0.5, "b.test": 0.125, "d.test": 2.0})
+    assert history.db.total_changes - before == 3  # b changed, c gone, d new
+    assert history.site_rates() == {"a.test": 0.5, "b.test": 0.125, "d.test": 2.0}
+    history.rollback()
+    assert history.site_rates() == {"a.test": 0.5, "b.test": 0.25, "c.test": 1.0}
+    other = History(tmp_path)  # another connection's commit is read again
+    other.set_site_rates({"e.test": 3.0})
+    other.commit()
+    other.close()
+    assert history.site_rates() == {"e.test": 3.0}
+    history.site_rates()["x.test"] = 1.0  # a copy: the kept table is not changed
+    assert history.site_rates() == {"e.test": 3.0}
+    history.close()
