@@ -119,8 +119,9 @@ class Fetcher:
 
     Memory: hosts with nothing queued that have been idle ``idle_evict`` seconds past
     their next-allowed time are dropped from memory (every ``sweep_every`` seconds, once
-    more than ``sweep_min_hosts`` are known); their clocks are on disk and are read back
-    if they show up again. Without a state directory nothing is dropped.
+    ``sweep_min_hosts`` are known: 0 by default); their clocks are on disk and are read
+    back if they show up again. Per-address clocks long past go at the same sweeps.
+    Without a state directory nothing is dropped.
 
     ``on_redirect`` receives the URL record of every redirect target within the hop
     limit. ``state`` (optional) makes host clocks, backoffs, robots and digests
@@ -219,7 +220,7 @@ class Fetcher:
 
     @property
     def sweep_min_hosts(self) -> int:
-        """Hosts known before a sweep is worth it (also the robots entries kept)."""
+        """Hosts known before sweeps start (0 by default: from the first)."""
         return self.hosts.sweep_min_hosts
 
     @sweep_min_hosts.setter
@@ -511,13 +512,13 @@ class Fetcher:
         return out
 
     def _sweep(self, now: float) -> None:
-        """Forget long-idle hosts and robots entries (both are on disk) so a long run
-        stays small."""
+        """Forget long-idle hosts (on disk) and per-address clocks long past, so a long
+        run stays small. The robots entries have their own bound (bytes, LRU)."""
         hosts = self.hosts
         if not hosts.sweep_due(now):
             return
         hosts.evict_idle(now, self.robots.waiting_hosts())
-        self.robots.trim(hosts.sweep_min_hosts)
+        self.scheduler.forget_addresses(now - hosts.idle_evict)
 
     async def _finish(self, loop: asyncio.AbstractEventLoop) -> None:
         """Wait for the tasks, close the WARC file, commit the state, stop the threads."""

@@ -223,13 +223,6 @@ class RobotsFlow:
         """Ids of the hosts waiting on a robots.txt fetched through another host."""
         return {id(h) for hosts in self._inflight.values() for h in hosts}
 
-    def trim(self, limit: int) -> None:
-        """Past ``limit`` entries in memory, keep only those being fetched (the rest
-        are on disk)."""
-        if len(self._entries) > limit:
-            for origin in [o for o in self._entries if o not in self._inflight]:
-                self._bytes -= entry_cost(origin, self._entries.pop(origin))
-
     # ------------------------------------------------------------------ verdicts
     def next_task(self, host: Host, now: float) -> Task | None:
         """The next request for ``host``; robots verdicts are settled on the way.

@@ -308,6 +308,15 @@ class Scheduler:
                 del self._ip_active[ip]
             self._unpark_one(ip)
 
+    def forget_addresses(self, before: float) -> int:
+        """Drop the per-address clocks of addresses idle with their next start allowed
+        before ``before`` (one is kept per address ever fetched otherwise); one dropped
+        counts as 0, which is as due. Returns how many."""
+        old = [ip for ip, t in self._ip_next.items() if t < before and ip not in self._ip_active]
+        for ip in old:
+            del self._ip_next[ip]
+        return len(old)
+
     def release(self, host: HostQueue) -> None:
         """``host`` came out of :meth:`pop_ready` but will not be started (no work
         now); its turn on the address passes to a parked host."""

@@ -5,14 +5,16 @@ after a crash, idle hosts forgotten and read back from the state."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from conftest import start_testweb
 from fetch_helpers import ANSWERS, FakeClient, run_engine
 
-from crawlkit.fetch.client import FetchRequest, FetchResult
+from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hosts import Host, split_url
 from crawlkit.fetch.hoststate import HostRecord, HostState
@@ -168,3 +170,111 @@ def test_a_host_with_nothing_queued_holds_no_queue() -> None:
     held, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert held / len(many) < 500  # with an empty deque each it was ~1,060
+
+
+def test_idle_hosts_are_swept_however_few_are_known(tmp_path: Path) -> None:
+    """The hosts kept are those with work or recently active, not all of them until
+    some count is reached: with 10,000 known before the first sweep, a 10-minute crawl
+    finding ~700 hosts a minute never swept (issue 27)."""
+    n = 30
+    names = {f"h{i}.test": (f"8.8.{i}.1",) for i in range(n + 1)}
+    table = {f"http://{h}/robots.txt": (404, {}, b"") for h in names}
+    table |= {f"http://{h}/p": ANSWERS["ok"] for h in names}
+    client = FakeClient(table)
+    state = HostState(tmp_path)
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0, per_ip_delay=0.0),
+        client=client,
+        resolver=Resolver(hosts=names),
+        netpolicy=NetPolicy(),
+        state=state,
+    )
+    # Sweep at every turn, a host as soon as it is due; the floor is the default's.
+    fetcher.sweep_every, fetcher.idle_evict = 0.0, 0.0
+    fed = False
+
+    async def refill() -> list[dict] | None:
+        nonlocal fed
+        if fed:
+            return None
+        if len(client.seen) < 2 * n:
+            return []
+        fed = True  # the first n are done: one more host keeps the loop turning
+        return [{"url": f"http://h{n}.test/p"}]
+
+    async def go() -> list[dict]:
+        urls = [{"url": f"http://h{i}.test/p"} for i in range(n)]
+        return [r async for r in fetcher.run(urls, refill=refill)]
+
+    out = asyncio.run(go())
+    state.close()
+    assert sorted(r["outcome"] for r in out) == ["fetched"] * (n + 1)
+    assert fetcher.evicted >= n  # every host done before the last one was started
+    assert len(fetcher.hosts.hosts) <= 1
+
+
+def test_swept_hosts_keep_their_gap_and_crawl_delay_by_the_server_log(tmp_path: Path) -> None:
+    """A host swept from memory between two of its requests is asked again no sooner
+    than its gap and its robots.txt's Crawl-delay allow, by the server's clock: the
+    sweep takes only hosts already due, and one read back has its clock from the
+    state."""
+    gap, delay = 0.3, 0.6
+    with start_testweb(
+        tmp_path,
+        *("--hosts", "6", "--pages", "6", "--page-kb", "1", "--seed", "3"),
+        *("--crawl-delay-hosts", "3", "--crawl-delay", f"{delay}s"),
+    ) as web:
+        hosts = [
+            h
+            for h in web.manifest["hosts"]
+            if h["kind"] == "ordinary" and not h["private"] and len(h["allowed"]) >= 3
+        ]
+        assert sum(1 for h in hosts if h["robots"]["crawl_delay"]) >= 2
+        rounds = [[{"url": h["allowed"][k]} for h in hosts] for k in range(3)]
+        (tmp_path / "state").mkdir()
+        state = HostState(tmp_path / "state")
+        fed = 1
+        evicted = 0
+
+        async def go() -> list[dict]:
+            nonlocal evicted
+            client = AiohttpClient()  # made in the loop it runs in
+            fetcher = Fetcher(
+                FetchConfig(min_delay=gap, delay_factor=0.0, per_ip_delay=0.0),
+                client=client,
+                resolver=Resolver(hosts={h["name"]: (h["addr"],) for h in hosts}),
+                netpolicy=NetPolicy([web.info["allow_net"]]),
+                state=state,
+            )
+            fetcher.sweep_every, fetcher.idle_evict = 0.0, 0.0
+
+            async def refill() -> list[dict] | None:
+                # the next round once every host of the last one was swept
+                nonlocal fed
+                if fed == len(rounds):
+                    return None
+                if fetcher.evicted < fed * len(hosts):
+                    return []
+                fed += 1
+                return rounds[fed - 1]
+
+            try:
+                return [r async for r in fetcher.run(rounds[0], refill=refill)]
+            finally:
+                evicted = fetcher.evicted
+                await client.close()
+
+        out = asyncio.run(go())
+        state.close()
+        log = web.requests()
+    assert [r["outcome"] for r in out] == ["fetched"] * (3 * len(hosts))
+    assert evicted >= 2 * len(hosts)  # each host swept between its rounds
+    for h in hosts:
+        mine = sorted(
+            (r for r in log if r["host"].split(":")[0] == h["name"]), key=lambda r: r["t_start"]
+        )
+        assert [r["path"] for r in mine].count("/robots.txt") == 1  # read back, not asked
+        assert len(mine) == 4
+        want = max(gap, h["robots"]["crawl_delay"] or 0.0)
+        for prev, nxt in itertools.pairwise(mine):
+            assert nxt["t_start"] - prev["t_end"] >= want - 0.01, (h["name"], prev, nxt)
