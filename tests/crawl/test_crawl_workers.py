@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
 from crawlkit.crawl import Crawl, CrawlOptions
+from crawlkit.crawl import workers as workers_mod
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
@@ -476,3 +478,59 @@ def test_a_cycle_admits_the_inbox_with_its_own_links_in_one_commit_of_each_store
     records = list(streams.read_records([sent]))
     assert [r.get("url") for r in records] == [f"http://{other}/x", None]
     assert records[1]["site"] == other and records[1]["reason"] == "site-link"
+
+
+def test_a_workers_cycle_is_delivered_when_it_is_done_not_at_the_next_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent delivers the outboxes as soon as a worker reports a finished cycle
+    (its links for the others are in its outbox then), not up to DELIVER_EVERY later:
+    on the few-seed web the first cycles' links are the whole crawl's work."""
+    monkeypatch.setattr(workers_mod, "DELIVER_EVERY", 1000.0)  # no round comes in time
+    fleet = workers_mod.WorkerFleet(tmp_path, [], CrawlOptions(), 2)
+    fleet.map_path = tmp_path / "map.json"
+    turns = [0]
+
+    class Process:
+        exitcode, pid = 0, None
+        alive = True
+
+        def __init__(self) -> None:
+            # an always-readable "sentinel": the loop never blocks on it
+            self.sentinel, self.w = os.pipe()
+            os.write(self.w, b"x")
+
+        def is_alive(self) -> bool:
+            turns[0] += 1
+            return self.alive and turns[0] < 2000  # old code: ends here, undelivered
+
+        def join(self) -> None:
+            pass
+
+    ends = []
+    for w in fleet.workers:
+        (tmp_path / "workers" / str(w.k)).mkdir(parents=True)
+        (tmp_path / "workers" / str(w.k) / "shard.json").write_text("{}")
+        parent, child = multiprocessing.Pipe()
+        w.process, w.conn, w.killed = Process(), parent, True
+        ends.append(child)
+    calls: list[int] = []
+
+    def deliver(dirs: list, reporter: object = None) -> dict:
+        calls.append(turns[0])
+        if len(calls) == 1:  # the first round: worker 0 then finishes a cycle
+            ends[0].send(("progress", {"fetched": 1}))
+        elif len(calls) == 2:
+            for w in fleet.workers:
+                w.process.alive = False
+        return {"files": 0}
+
+    monkeypatch.setattr(workers_mod, "deliver", deliver)
+    try:
+        fleet._loop()
+    finally:
+        for w in fleet.workers:
+            os.close(w.process.sentinel)
+            os.close(w.process.w)
+    assert len(calls) == 3  # the first round, the finished cycle's, the last one
+    assert calls[1] < 2000
