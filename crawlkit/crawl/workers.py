@@ -16,10 +16,11 @@ state directory, and moves files between them. Layout::
 Every site (so every host, its robots.txt and its politeness) belongs to one worker.
 A worker writes links of other workers' sites to its outbox
 (``STATE/workers/K/outbox/shard-J/``); when a worker reports a finished cycle, and
-every :data:`DELIVER_EVERY` seconds, the parent moves them into the owner's inbox (:func:`crawlkit.shard.routing.deliver`),
-which the owner's next cycle admits with its own links (its links step; at a refill
-when the frontier has nothing to give, or no cycle took it in for
-``feed.INBOX_EVERY`` seconds), so links flow while the crawl runs. A worker writes
+every :data:`DELIVER_EVERY` seconds, the parent moves them into the owner's inbox
+(:func:`crawlkit.shard.routing.deliver`), which the owner's next cycle admits with
+its own links (its links step; at a refill when the frontier has nothing to give,
+or no cycle took it in for ``feed.INBOX_EVERY`` seconds), so links flow while the
+crawl runs. A worker writes
 one outbox file per peer per cycle: the URLs of the peer's sites and its site links.
 
 A worker with nothing left does not end: it *lingers* (``CrawlOptions.linger``),
