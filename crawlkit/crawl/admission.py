@@ -7,8 +7,11 @@ A URL marked seen is always queued (invariant 4): new URLs are written to
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from crawlkit.crawl.core import Gate
 from crawlkit.crawl.files import CrawlDir, read_file
@@ -20,11 +23,13 @@ from crawlkit.fetch.hosts import split_url
 from crawlkit.fetch.robotsflow import unavailable
 from crawlkit.records import url_record
 from crawlkit.robots import RobotsEntry
-from crawlkit.shard.routing import inbox_files, write_outbox
+from crawlkit.shard.routing import inbox_files
 from crawlkit.streams import Record
 from crawlkit.url import site_of_url
 
-__all__ = ["Admission"]
+__all__ = ["INBOX_PREFIX", "Admission"]
+
+INBOX_PREFIX = "inbox-"  # a cycle's copy of an inbox file its links step admitted
 
 
 class Admission:
@@ -44,6 +49,10 @@ class Admission:
         self.dir = dir
         self.rep = reporter
         self.clock = clock
+        # The inbox is taken in by the post thread's links step and the fetch side's
+        # refill: one at a time, else both read a file and one finds it gone.
+        self.inbox_lock = threading.Lock()
+        self.inbox_taken = clock()  # when it was last taken in (see Feed._ingest_inbox)
 
     def add_seeds(self, urls: Iterable[str]) -> int:
         """Canonicalize seeds, widen the scope, and queue those never seen before."""
@@ -158,34 +167,64 @@ class Admission:
             path.unlink()
 
     def ingest_inbox(self) -> bool:
-        """Queue the URLs other shards (or a handoff) delivered; True if there were any."""
-        files = inbox_files(self.dir.state_path, self.rep)
-        if not files:
-            return False
-        # All the files at once: each admission commits the site graph, the seen set
-        # and the frontier (fsyncs), and a worker of crawl --workers finds a file or
-        # two from each peer's every cycle. (A crash before the unlinks: the files
-        # are read again, and the seen set admits their URLs once.)
-        records = [rec for path in files for rec in read_file(path)]
-        # Delivered links (and other shards' site links) complete this shard's site
-        # graph, on which site budgets rest; then the URLs among them are admitted.
-        self.gate.note_links(records)
-        urls = [r for r in records if r.get("url")]
-        mine = self.gate.route(urls, "reroute")
-        self.gate.summary.inbox_new_urls += self.admit(mine, "inbox")  # this thread's
-        for path in files:
-            path.unlink()
+        """Queue the URLs other shards (or a handoff) delivered; True if there were any.
+
+        The fetch side's way in, for when no cycle's links step takes them in (see
+        :meth:`take_inbox`): the frontier has nothing to give, or no cycle came for
+        a while."""
+        with self.inbox_lock:  # the post thread's take_inbox moves the same files
+            files = inbox_files(self.dir.state_path, self.rep)
+            if not files:
+                return False
+            # All the files at once: each admission commits the site graph, the seen
+            # set and the frontier (fsyncs), and a worker of crawl --workers finds a
+            # file from each peer's every cycle. (A crash before the unlinks: the files
+            # are read again, and the seen set admits their URLs once.)
+            records = [rec for path in files for rec in read_file(path)]
+            # Delivered links (and other shards' site links) complete this shard's site
+            # graph, on which site budgets rest; then the URLs among them are admitted.
+            self.gate.note_links(records)
+            urls = [r for r in records if r.get("url")]
+            mine = self.gate.route(urls, "reroute")
+            self.gate.summary.inbox_new_urls += self.admit(mine, "inbox")  # this thread's
+            for path in files:
+                path.unlink()
+            self.inbox_taken = self.clock()
         return True
 
-    def share_site_links(self, links: list[Record], tag: str) -> None:
-        """Send the cycle's cross-site links, as site pairs, to every other shard.
+    def take_inbox(self, cycle: Path) -> list[Record]:
+        """Move the inbox's files into ``cycle`` (as ``inbox-NAME``) and return the
+        records of every such file the cycle holds (an earlier attempt's too).
+
+        The links step admits them with the cycle's own links: one site-graph, one
+        seen-set and one frontier commit for both. Admitted apart, at a refill, they
+        cost a worker of ``crawl --workers 2`` about 2x one process's commits per page
+        (issue 27). A crash before the links step's seen commit leaves them in the
+        cycle, whose links step reads them again; after it, the seen set has them.
+        """
+        if self.gate.role is None:
+            return []
+        with self.inbox_lock:
+            for path in inbox_files(self.dir.state_path, self.rep):
+                os.rename(path, cycle / f"{INBOX_PREFIX}{path.name}")
+            self.inbox_taken = self.clock()
+        return [
+            rec
+            for path in sorted(cycle.glob(f"{INBOX_PREFIX}*.ndjson.zst"))
+            for rec in read_file(path)
+        ]
+
+    def site_link_edges(self, links: list[Record]) -> list[Record]:
+        """The cycle's cross-site links as site pairs, for every other shard (none for
+        an unsharded crawl): one record per distinct pair ``from`` -> ``site``.
 
         Site budgets trust a site by who links to it, transitively from the seeds, so
         each shard needs the whole site graph, not only the links to its own sites
-        (which reach it as URLs): one record per distinct pair ``from`` -> ``site``.
+        (which reach it as URLs). :meth:`Gate.route` writes them to every other
+        shard's outbox in the file of the cycle's URLs for that shard.
         """
         if self.gate.role is None or self.gate.role.slot_map.shards < 2:
-            return
+            return []
         pairs: set[tuple[str, str]] = set()
         for rec in links:
             if rec.get("nofollow") is True:
@@ -197,13 +236,7 @@ class Admission:
             from_site = site_of_url(source)
             if from_site and from_site != site:
                 pairs.add((from_site, site))
-        if not pairs:
-            return
-        edges = [
+        return [
             {"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
             for from_site, site in sorted(pairs)
         ]
-        others = {
-            k: edges for k in range(self.gate.role.slot_map.shards) if k != self.gate.role.shard
-        }
-        write_outbox(self.dir.state_path, others, tag)

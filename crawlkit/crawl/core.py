@@ -142,13 +142,23 @@ class Gate:
         # to the summary's counters: one at a time, else an addition is lost.
         self.counting = threading.Lock()
 
-    def route(self, records: list[Record], tag: str) -> list[Record]:
-        """This shard's records; the others go to the outboxes of their shards."""
+    def route(
+        self, records: list[Record], tag: str, to_all: list[Record] | None = None
+    ) -> list[Record]:
+        """This shard's records; the others go to the outboxes of their shards, with
+        ``to_all`` (site links every shard is sent) in the same file: one file per
+        shard per cycle, each one a file to write, deliver and read (issue 27)."""
         if self.role is None:
             return records
         mine, others = split_by_owner(self.role, records)
+        routed = sum(len(v) for v in others.values())
+        if to_all:
+            for k in range(self.role.slot_map.shards):
+                if k != self.role.shard:
+                    others[k] = [*others.get(k, ()), *to_all]
         if others:
-            routed = write_outbox(self.dir.state_path, others, tag)
+            write_outbox(self.dir.state_path, others, tag)
+        if routed:
             with self.counting:
                 self.summary.routed += routed
         return mine

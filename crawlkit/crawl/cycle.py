@@ -336,15 +336,22 @@ class CycleRunner:
         written: dict[str, list[Record]] = {}
         if not is_done(cycle, "seen"):
             links = list(read_file(cycle / "links.ndjson.zst"))
-            self.gate.note_links(links)  # every link, not only new URLs, feeds site importance
-            self.admission.share_site_links(links, f"c{cycle.name}-sites")
+            # A shard's inbox (other shards' links and site links) is admitted with
+            # the cycle's own links: one commit of each store for both.
+            delivered = self.admission.take_inbox(cycle)
+            # every link, not only new URLs, feeds site importance
+            self.gate.note_links([*links, *delivered] if delivered else links)
             fetched = {str(r.get("url")): r for r in self.warcs.fetch_logs.records(cycle)}
             candidates, refused = self.link_policy.sort(
                 [*links, *read_file(cycle / "redirects.ndjson")], lambda _rec: True, fetched
             )
             write_file(refused_path, refused)
             self.gate.count_refused(refused)
-            candidates = self.gate.route(candidates, f"c{cycle.name}")
+            # (the delivered URLs were sorted by the shard that found them)
+            candidates += [r for r in delivered if r.get("url")]
+            candidates = self.gate.route(
+                candidates, f"c{cycle.name}", self.admission.site_link_edges(links)
+            )
             earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
             attempt = _attempt(earlier[-1]) + 1 if earlier else 1
             out = cycle / f"new-{attempt}.ndjson.zst"

@@ -87,12 +87,14 @@ POST_BACKLOG_MAX = 6
 REFILL_ANSWERS = 64
 REFILL_WAIT = 1.0
 REFILL_LOOK = 0.25  # how often a waiting refill looks for URLs queued meanwhile
-# Seconds between two reads of a shard's inbox while its own frontier has URLs to
-# give (with none, at every refill). Each read is an admission: site graph, seen set
-# and frontier commits, with fsyncs. Read at every refill, a worker of --workers 2
-# admitted the files of each 0.5 s delivery apart: ~3x one process's commits per
-# page (issue 27). A peer cuts a cycle every few seconds, so little waits longer.
-INBOX_EVERY = 2.0
+# A shard's inbox is taken in by each cycle's links step, with the cycle's own links
+# (Admission.take_inbox: no commits of its own). A refill takes it in only when the
+# frontier has nothing to give, or when no links step has for this many seconds (a
+# post thread that lags). Each refill's reading is an admission: site graph, seen set
+# and frontier commits, with fsyncs: read at every refill, a worker of --workers 2
+# made ~3x one process's commits per page, read every 2 s ~2x (issue 27). A worker
+# cuts a cycle every 4 s at most while post-processing keeps up.
+INBOX_EVERY = 8.0
 
 
 # While cut cycles wait, cycles may be cut bigger (x2 per waiting cycle from
@@ -215,7 +217,6 @@ class Feed:
         self.hold = HOLD_PER_SLOT * options.fetch.concurrency
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
         self.post_error: BaseException | None = None  # of the last fetch run
-        self._inbox_next = 0.0  # when the inbox is next read while URLs are queued
 
     def run(self, leftover: Leftover | None = None) -> None:
         """One fetch run (see :class:`FetchRun`), fetching ``leftover``'s URLs first."""
@@ -223,12 +224,10 @@ class Feed:
 
     def _ingest_inbox(self, due_only: bool = False) -> bool:
         """Queue the inbox's URLs (a shard's, a worker's); with ``due_only`` only if
-        :data:`INBOX_EVERY` seconds have passed since the last time. True if it read
-        files."""
-        now = self.limits.clock()
-        if due_only and now < self._inbox_next:
+        no links step or refill has taken it in for :data:`INBOX_EVERY` seconds.
+        True if it read files."""
+        if due_only and self.limits.clock() < self.admission.inbox_taken + INBOX_EVERY:
             return False
-        self._inbox_next = now + INBOX_EVERY
         return self.admission.ingest_inbox()
 
     def pages_left(self) -> float:

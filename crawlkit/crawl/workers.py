@@ -15,10 +15,13 @@ state directory, and moves files between them. Layout::
 
 Every site (so every host, its robots.txt and its politeness) belongs to one worker.
 A worker writes links of other workers' sites to its outbox
-(``STATE/workers/K/outbox/shard-J/``); every :data:`DELIVER_EVERY` seconds the
-parent moves them into the owner's inbox (:func:`crawlkit.shard.routing.deliver`),
-which the owner queues at a refill (at most every ``feed.INBOX_EVERY`` seconds while
-its frontier has URLs), so links flow while the crawl runs.
+(``STATE/workers/K/outbox/shard-J/``); when a worker reports a finished cycle, and
+every :data:`DELIVER_EVERY` seconds, the parent moves them into the owner's inbox
+(:func:`crawlkit.shard.routing.deliver`), which the owner's next cycle admits with
+its own links (its links step; at a refill when the frontier has nothing to give,
+or no cycle took it in for ``feed.INBOX_EVERY`` seconds), so links flow while the
+crawl runs. A worker writes
+one outbox file per peer per cycle: the URLs of the peer's sites and its site links.
 
 A worker with nothing left does not end: it *lingers* (``CrawlOptions.linger``),
 telling the parent "idle", until its inbox has files ("busy") or the parent says
@@ -333,6 +336,7 @@ class WorkerFleet:
         self.signals = 0
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
+        self.cycle_done = False  # a worker finished a cycle since the last delivery
         self._ctx = multiprocessing.get_context("spawn")
 
     # -- running -------------------------------------------------------------------------
@@ -441,8 +445,12 @@ class WorkerFleet:
                         )
                         w.killed = True
                         w.process.kill()
-            if now >= next_delivery:
+            # A worker's progress line comes once a cycle is done, its links for the
+            # others in its outbox: delivered then, not up to DELIVER_EVERY later (on
+            # the few-seed web the first cycles' links are the whole crawl's work).
+            if now >= next_delivery or self.cycle_done:
                 next_delivery = now + DELIVER_EVERY
+                self.cycle_done = False
                 self._deliver_and_check()
         self._drain()
         self._reap()  # a death at the very end fails the crawl too
@@ -464,6 +472,7 @@ class WorkerFleet:
                 heard = True
                 kind = message[0]
                 if kind == "progress":
+                    self.cycle_done = True
                     w.progress = {**message[1], "cycles": w.progress.get("cycles", 0) + 1}
                     self._show_progress()
                 elif kind == "idle":

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,6 +24,8 @@ from conftest import ROOT, crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
+from crawlkit.crawl import Crawl, CrawlOptions
+from crawlkit.crawl import workers as workers_mod
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
@@ -30,8 +34,11 @@ from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
+from crawlkit.records import url_record
 from crawlkit.shard.routing import grow
 from crawlkit.shard.slots import SlotMap
+from crawlkit.state import open_state
+from crawlkit.url import Canonicalizer
 
 GAP = "0.05s"
 # 4 hosts of 20 pages (81 pages with the seeds): small enough for seconds a crawl,
@@ -376,26 +383,154 @@ def test_new_urls_of_the_inbox_and_of_the_post_thread_are_both_counted(tmp_path:
     racing = Racing.__new__(Racing)
     racing.gate, racing.rep = gate, NullReporter()  # type: ignore[assignment]
     racing.dir = SimpleNamespace(state_path=tmp_path)  # type: ignore[assignment]
+    racing.inbox_lock, racing.clock = threading.Lock(), lambda: 0.0
     assert racing.ingest_inbox()
     assert summary.to_json()["new_urls"] == 12
 
 
-def test_the_inbox_is_read_at_most_every_few_seconds_while_urls_are_queued() -> None:
-    """A refill reads the inbox (an admission: commits with fsyncs) once per
-    INBOX_EVERY while its own frontier has URLs, at every refill when it has none:
-    read at every refill, a worker of --workers 2 admitted each 0.5 s delivery apart."""
+def test_a_refill_reads_the_inbox_only_when_no_links_step_has_for_a_while() -> None:
+    """While its frontier has URLs, a refill reads the inbox (an admission: commits
+    with fsyncs) only when no links step (which takes it in with the cycle's links)
+    nor refill has for INBOX_EVERY; at every refill when the frontier has none."""
     now = [100.0]
     reads: list[float] = []
     feed = Feed.__new__(Feed)
     feed.limits = SimpleNamespace(clock=lambda: now[0])  # type: ignore[assignment]
-    feed.admission = SimpleNamespace(  # type: ignore[assignment]
-        ingest_inbox=lambda: reads.append(now[0]) or True
-    )
-    feed._inbox_next = 0.0
-    for _ in range(10):  # a refill every 0.5 s, its frontier never empty
+    admission = SimpleNamespace(inbox_taken=now[0])
+
+    def ingest() -> bool:
+        reads.append(now[0])
+        admission.inbox_taken = now[0]
+        return True
+
+    admission.ingest_inbox = ingest
+    feed.admission = admission  # type: ignore[assignment]
+    for k in range(40):  # a refill every 0.5 s, its frontier never empty
+        if k == 6:
+            admission.inbox_taken = now[0]  # a links step took the inbox in at 103 s
         feed._ingest_inbox(due_only=True)
         now[0] += 0.5
-    assert reads == [100.0 + INBOX_EVERY * k for k in range(math.ceil(5 / INBOX_EVERY))]
+    assert reads == [103.0 + INBOX_EVERY * k for k in range(1, math.ceil(17 / INBOX_EVERY))]
     reads.clear()
     assert feed._ingest_inbox()  # the frontier had nothing: read now
     assert reads == [now[0]]
+
+
+def test_a_cycle_admits_the_inbox_with_its_own_links_in_one_commit_of_each_store(
+    tmp_path: Path,
+) -> None:
+    """A shard's links step takes the inbox in: its URLs and site links are admitted
+    with the cycle's links, in one seen-set commit and one site-graph and one queue
+    commit of the frontier for both, and the files are kept in the cycle (read again
+    by the step after a crash). Admitted apart, at refills, they cost a worker of
+    --workers 2 about 2x one process's commits per page (issue 27)."""
+    the_map = SlotMap.even(2)
+    a, b, c = [s for s in (f"s{i}.test" for i in range(200)) if the_map.shard_of_site(s) == 0][:3]
+    other = next(s for s in (f"o{i}.test" for i in range(200)) if the_map.shard_of_site(s) == 1)
+    canon = Canonicalizer()
+
+    def link(url: str, source: str) -> dict:
+        return {**url_record(canon.parse(url), depth=1, reason="link"), "from": source}
+
+    options = CrawlOptions(scope="any", budgets=False, shard=0, shards=2)
+    with open_state(tmp_path / "s") as state:
+        run = Crawl(state, options, reporter=NullReporter())
+        try:
+            cycle = run.dir.new_cycle()
+            (cycle / "fetch.ndjson").write_bytes(b"")
+            links = [
+                link(f"http://{a}/found", f"http://{a}/"),
+                link(f"http://{other}/x", f"http://{a}/"),
+            ]
+            write_file(cycle / "links.ndjson.zst", links)
+            inbox = tmp_path / "s" / "inbox"
+            inbox.mkdir()
+            delivered = [
+                link(f"http://{b}/delivered", f"http://{other}/"),
+                {"site": c, "from": f"http://{other}/", "reason": "site-link"},
+            ]
+            write_file(inbox / "1-peer.ndjson.zst", delivered)
+            commits: Counter[str] = Counter()
+            seen, frontier = run.stores.seen, run.stores.frontier
+            seen_commit, frontier_commit = seen.commit, frontier.commit
+
+            def count_seen(keys: object) -> None:
+                commits["seen"] += 1
+                seen_commit(keys)  # type: ignore[arg-type]
+
+            def count_frontier() -> None:
+                commits["frontier"] += frontier._changed()
+                frontier_commit()
+
+            seen.commit = count_seen  # type: ignore[method-assign]
+            frontier.commit = count_frontier  # type: ignore[method-assign]
+            run.cycles.links(cycle)
+            of_links = dict(commits)
+            queued = [r["url"] for r in run.feed.next_batch(cycle, lambda p, r: None)]
+        finally:
+            run.close()
+    assert sorted(queued) == [f"http://{a}/found", f"http://{b}/delivered"]
+    assert of_links == {"seen": 1, "frontier": 2}
+    assert not list(inbox.iterdir())
+    assert [p.name for p in cycle.glob("inbox-*")] == ["inbox-1-peer.ndjson.zst"]
+    # one outbox file for the peer: the URL of its site and the cycle's site links
+    (sent,) = (tmp_path / "s" / "outbox" / "shard-1").iterdir()
+    records = list(streams.read_records([sent]))
+    assert [r.get("url") for r in records] == [f"http://{other}/x", None]
+    assert records[1]["site"] == other and records[1]["reason"] == "site-link"
+
+
+def test_a_workers_cycle_is_delivered_when_it_is_done_not_at_the_next_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent delivers the outboxes as soon as a worker reports a finished cycle
+    (its links for the others are in its outbox then), not up to DELIVER_EVERY later:
+    on the few-seed web the first cycles' links are the whole crawl's work."""
+    monkeypatch.setattr(workers_mod, "DELIVER_EVERY", 1000.0)  # no round comes in time
+    fleet = workers_mod.WorkerFleet(tmp_path, [], CrawlOptions(), 2)
+    fleet.map_path = tmp_path / "map.json"
+    turns = [0]
+
+    class Process:
+        exitcode, pid = 0, None
+        alive = True
+
+        def __init__(self) -> None:
+            # an always-readable "sentinel": the loop never blocks on it
+            self.sentinel, self.w = os.pipe()
+            os.write(self.w, b"x")
+
+        def is_alive(self) -> bool:
+            turns[0] += 1
+            return self.alive and turns[0] < 2000  # old code: ends here, undelivered
+
+        def join(self) -> None:
+            pass
+
+    ends = []
+    for w in fleet.workers:
+        (tmp_path / "workers" / str(w.k)).mkdir(parents=True)
+        (tmp_path / "workers" / str(w.k) / "shard.json").write_text("{}")
+        parent, child = multiprocessing.Pipe()
+        w.process, w.conn, w.killed = Process(), parent, True
+        ends.append(child)
+    calls: list[int] = []
+
+    def deliver(dirs: list, reporter: object = None) -> dict:
+        calls.append(turns[0])
+        if len(calls) == 1:  # the first round: worker 0 then finishes a cycle
+            ends[0].send(("progress", {"fetched": 1}))
+        elif len(calls) == 2:
+            for w in fleet.workers:
+                w.process.alive = False
+        return {"files": 0}
+
+    monkeypatch.setattr(workers_mod, "deliver", deliver)
+    try:
+        fleet._loop()
+    finally:
+        for w in fleet.workers:
+            os.close(w.process.sentinel)
+            os.close(w.process.w)
+    assert len(calls) == 3  # the first round, the finished cycle's, the last one
+    assert calls[1] < 2000
