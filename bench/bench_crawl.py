@@ -320,7 +320,10 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
     me = os.getpid()
     start = time.time()
     with open(out, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        # From the run's own directory: `python -m crawlkit` puts its working directory
+        # first on the import path, so run from a checkout every tool would load that
+        # checkout, whatever PYTHONPATH (--b-env) names.
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=out.parent)
     root_done = False
     reaped: set[int] = set()
 
@@ -534,6 +537,18 @@ def wget2_pages(target: Path, wanted: set[str], scheme: str, port: int) -> set[s
     return canonical_set(urls, wanted)
 
 
+def loaded_tree(cwd: Path) -> str:
+    """The crawlkit package a tool run from ``cwd`` loads, in this environment."""
+    where = subprocess.run(
+        [sys.executable, "-c", "import crawlkit; print(crawlkit.__file__)"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return str(Path(where.stdout.strip()).parent.parent) if where.returncode == 0 else "?"
+
+
 def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     """One bounded run of ``tool`` on ``web``: the figures of the module docstring."""
     work = tmp / f"{tool}-{time.time_ns()}"
@@ -560,7 +575,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
                 "--rate",
                 str(PY_SPY_RATE),
                 "--output",
-                str(args.py_spy),
+                str(Path(args.py_spy).resolve()),
                 "--",
                 *cmd,
             ]
@@ -604,6 +619,8 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
+        if ck:
+            print(f"    {tool} runs {loaded_tree(work)}", flush=True)
         usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
     finally:
         for key, value in saved.items():  # as it was: a PYTHONPATH the bench was given
