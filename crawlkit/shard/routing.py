@@ -338,8 +338,9 @@ def deliver(
                 if target is None:
                     counts["undeliverable"] += 1
                     continue
-                _move_file(f, inbox_dir(target), sync=False)
-                synced.add(inbox_dir(target))
+                inbox = inbox_dir(target)
+                _move_file(f, inbox, sync=False)
+                synced.add(inbox)
                 counts["files"] += 1
     for directory in sorted(synced):
         streams.fsync_dir(directory)
