@@ -22,8 +22,13 @@ venv: $(BIN)/crawlkit
 demo: venv
 	$(BIN)/crawlkit demo --dir demo-out
 
+# Two test processes (pytest-xdist): most tests wait on politeness gaps, kills and
+# subprocesses rather than a core, so two halve the suite's time even on two cores.
+# Work stealing keeps both busy to the end (a few tests take a minute).
+TEST_PROCESSES ?= 2
+
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
 
 lint: typecheck
 	$(BIN)/ruff check .
