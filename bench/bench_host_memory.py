@@ -104,9 +104,13 @@ def per_host(n: int, sites_per_host: float) -> list[tuple[str, float, str]]:
     def robots() -> list[Any]:
         policy = RobotsPolicy()
         out = []
-        for _ in names:
-            entry = policy.on_response(200, bytes(ROBOTS), now)
-            entry.rules()
+        for name in names:
+            # distinct files (equal ones would share compiled patterns), with the
+            # verdicts a crawl asks for (they build the per-agent view of the rules)
+            entry = policy.on_response(200, ROBOTS.replace(b"/private/", f"/{name}/".encode()), now)
+            rules = entry.rules()
+            rules.check("crawlkit", f"http://{name}/a")
+            rules.crawl_delay("crawlkit")
             out.append(entry)
         return out
 
@@ -114,7 +118,7 @@ def per_host(n: int, sites_per_host: float) -> list[tuple[str, float, str]]:
     estimate = sum(entry_cost(f"http://{name}:80", e) for name, e in zip(names, kept, strict=True))
     rows.append(
         (
-            "robots.txt entry, parsed (a few lines)",
+            "robots.txt entry, parsed and asked (a few lines)",
             held / n,
             f"LRU, {ROBOTS_CACHE_BYTES >> 20} MiB estimated ({estimate / n:.0f} B each)",
         )

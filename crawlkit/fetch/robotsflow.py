@@ -26,10 +26,10 @@ rescheduled when it is settled.
 
 Memory: with a state directory the entries in memory are a cache of the state's,
 least recently used first out past ``ROBOTS_CACHE_BYTES`` (an estimate:
-:func:`entry_cost`, ~1.5 KB for a small file, ~10 x the body for a big one, whose
-parsed rules dominate; a 512 KiB file costs ~5 MB). An entry evicted is read back from
-the state when its origin shows up again. Without a state nothing is evicted (the
-entry would be fetched again).
+:func:`entry_cost`, ~1 KB plus ~400 bytes a line and ~600 more a wildcard rule,
+parsed rules and their per-agent views included; a 512 KiB file costs ~10-20 MB). An
+entry evicted is read back from the state when its origin shows up again. Without a
+state nothing is evicted (the entry would be fetched again).
 """
 
 from __future__ import annotations
@@ -71,21 +71,42 @@ __all__ = [
 MAX_CRAWL_DELAY = 86_400.0
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
 # Entries kept in memory (with a state directory), by estimated bytes (entry_cost);
-# one evicted is read back from the state, never fetched again. 8 MiB (~4,000 entries
-# of a few lines) rather than 64: in a 10-minute crawl finding ~700 hosts a minute,
-# 64 MiB was never reached and robots entries were half the crawl's live growth
-# (issue 27; RSS slope from minute 3 +3.9 against +4.4 MiB a minute, RSS 187 against
-# 202 MiB at the end, as many pages, two crawls side by side: README "Memory").
-ROBOTS_CACHE_BYTES = 8 * 1024 * 1024
-# Measured with tracemalloc (bench/bench_host_memory.py): an entry with its parsed
-# rules costs ~1.5 KB for a few lines and ~9 x its body for a 575 KiB file.
-_ENTRY_BYTES = 1600
-_BODY_FACTOR = 10
+# one evicted is read back from the state, never fetched again. 12 MiB (~2,900 entries
+# of a few lines, ~8.5 MiB really, about what 8 MiB of the first estimate held) rather
+# than 64: in a 10-minute crawl finding ~700 hosts a minute, 64 MiB was never reached
+# and robots entries were half the live growth (issue 27; RSS slope from minute 3 +3.9
+# against +4.4 MiB a minute, RSS 187 against 202 MiB at the end, as many pages, two
+# crawls side by side: README "Memory").
+ROBOTS_CACHE_BYTES = 12 * 1024 * 1024
+# Measured with tracemalloc (bench/bench_host_memory.py, tests/fetch/test_cache_bounds.py)
+# on distinct files, after the verdicts a crawl asks for (check and Crawl-delay build a
+# per-agent view of the rules): ~1-1.5 KB an entry, ~400 bytes a rule line, 450-600 more
+# for a rule with a wildcard (compiled into a regex), and the text itself about three times
+# (body, rule text, normalised pattern). 2.4 KB for 3 lines, 51 KB for the 122 lines of
+# tests/data/robots/typical.txt, 1.8 MB for 2,000 wildcard rules. The first estimate,
+# by body bytes alone (1.6 KB + 10 x the body), was up to 2.7x under that.
+_ENTRY_BYTES = 1000
+_LINE_BYTES = 420
+_WILDCARD_BYTES = 600
 
 
 def entry_cost(origin: str, entry: RobotsEntry) -> int:
-    """Estimated bytes of ``entry`` in memory, its parsed rules included."""
-    return _ENTRY_BYTES + len(origin) + _BODY_FACTOR * len(entry.body or b"")
+    """Estimated bytes of ``entry`` in memory, its parsed rules and their per-agent
+    views included: an upper estimate (comments and blank lines count as rules), within
+    ~1.3x of what tracemalloc measures."""
+    body = entry.body or b""
+    if not body:
+        return _ENTRY_BYTES + len(origin)
+    ends = 1 if body[-1:] in (b"\n", b"\r") else 0
+    lines = max(body.count(b"\n"), body.count(b"\r")) + 1 - ends
+    wildcards = min(body.count(b"*"), lines)
+    return (
+        _ENTRY_BYTES
+        + len(origin)
+        + _LINE_BYTES * lines
+        + _WILDCARD_BYTES * wildcards
+        + 7 * len(body) // 2
+    )
 
 
 def robots_ignored(origin: str, config: FetchConfig) -> bool:
