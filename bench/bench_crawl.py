@@ -260,8 +260,9 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
-def proc_table() -> dict[int, tuple[int, str, int]]:
-    """pid -> (parent pid, state, resident KiB) of every process."""
+def proc_table() -> dict[int, tuple[int, str, int, int]]:
+    """pid -> (parent pid, state, resident KiB, CPU clock ticks with reaped children's)
+    of every process."""
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -271,8 +272,31 @@ def proc_table() -> dict[int, tuple[int, str, int]]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        table[int(entry.name)] = (int(fields[1]), fields[0], int(int(fields[21]) * PAGE_KB))
+        ticks = sum(int(x) for x in fields[11:15])
+        table[int(entry.name)] = (int(fields[1]), fields[0], int(int(fields[21]) * PAGE_KB), ticks)
     return table
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cores_between(samples: list[tuple[float, float]], t0: float, t1: float) -> float:
+    """Cores used from ``t0`` to ``t1`` (s from the start) by the (s, CPU s) samples
+    nearest inside that window; 0 if it holds fewer than two."""
+    inside = [(t, c) for t, c in samples if t0 <= t <= t1]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return 0.0
+    return max(0.0, inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds ``pid`` has used so far, its reaped children's included."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / CLOCK_TICKS
 
 
 def proc_name(pid: int) -> str:
@@ -285,10 +309,10 @@ def proc_name(pid: int) -> str:
     return f"{pid} " + " ".join(w.decode(errors="replace") for w in words[:4])[:80]
 
 
-def tree_of(table: dict[int, tuple[int, str, int]], roots: set[int]) -> set[int]:
+def tree_of(table: dict[int, tuple[int, str, int, int]], roots: set[int]) -> set[int]:
     """``roots`` and all their descendants that are in ``table``."""
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
+    for pid, (ppid, *_) in table.items():
         children.setdefault(ppid, []).append(pid)
     out, todo = set(), [r for r in roots if r in table]
     while todo:
@@ -309,6 +333,9 @@ class Usage:
     max_single_rss_mib: float = 0.0  # largest one process (wait4's ru_maxrss)
     killed: bool = False
     rss: list[tuple[float, float]] = field(default_factory=list)  # (s, MiB) samples
+    # (s, CPU s) samples of the live tree: its CPU use over part of the run
+    cpu: list[tuple[float, float]] = field(default_factory=list)
+    started: float = 0.0  # time.time() at the start
     # Per process of the tree: "pid command" -> (s, MiB) samples (what grows where).
     procs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
@@ -318,7 +345,7 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
     its process tree; ``keep`` are our own children that are not the tool's (the web)."""
     usage = Usage()
     me = os.getpid()
-    start = time.time()
+    start = usage.started = time.time()
     with open(out, "wb") as log:
         # From the run's own directory: `python -m crawlkit` puts its working directory
         # first on the import path, so run from a checkout every tool would load that
@@ -341,12 +368,14 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
 
     while True:
         table = proc_table()
-        orphans = {p for p, (pp, _, _) in table.items() if pp == me and p not in keep}
+        orphans = {p for p, (pp, *_) in table.items() if pp == me and p not in keep}
         tree = tree_of(table, orphans | ({proc.pid} if not root_done else set()))
         tree -= {p for p in tree if p in keep}
         rss = sum(table[p][2] for p in tree if table[p][1] != "Z") / 1024
         now = round(time.time() - start, 2)
         usage.rss.append((now, round(rss, 1)))
+        ticks = sum(table[p][3] for p in tree if table[p][1] != "Z")
+        usage.cpu.append((now, ticks / CLOCK_TICKS))
         for p in tree:
             if table[p][1] != "Z":
                 usage.procs.setdefault(proc_name(p), []).append((now, round(table[p][2] / 1024, 1)))
@@ -621,7 +650,9 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     try:
         if ck:
             print(f"    {tool} runs {loaded_tree(work)}", flush=True)
+        web_cpu = cpu_seconds(web["web_pid"])
         usage = measure(cmd, {web["web_pid"]}, limit, args.sample, work / "output.txt")
+        web_cpu = cpu_seconds(web["web_pid"]) - web_cpu
     finally:
         for key, value in saved.items():  # as it was: a PYTHONPATH the bench was given
             if value is None:
@@ -648,6 +679,14 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "cpu_per_1000": 1000 * usage.cpu_s / n if n else float("inf"),
         "cpu_s": usage.cpu_s,
         "cores": usage.cpu_s / usage.wall_s if usage.wall_s else 0.0,
+        # Issue 27 asks for the cores used while work is queued: from 5 s after the
+        # first request (start-up, imports, robots.txt) to --for (then the run winds
+        # down: post-processing finishes what was fetched).
+        "cores_mid": cores_between(
+            usage.cpu, (min(times) - usage.started + 5.0) if times else 0.0, args.duration
+        ),
+        # the test web's server shares the machine: what it used is not the tool's
+        "web_cores": web_cpu / usage.wall_s if usage.wall_s else 0.0,
         "wall_s": usage.wall_s,
         "peak_rss_mib": usage.peak_rss_mib,
         "max_single_rss_mib": usage.max_single_rss_mib,
@@ -722,6 +761,8 @@ FIGURES = (
     ("pages_per_s", "new pages/s (whole run)", "{:.1f}"),
     ("cpu_per_1000", "CPU s per 1,000 pages", "{:.2f}"),
     ("cores", "CPU cores used (tree CPU s / wall s)", "{:.2f}"),
+    ("cores_mid", "CPU cores used from 5 s after the first request to --for", "{:.2f}"),
+    ("web_cores", "cores the test web's server used meanwhile", "{:.2f}"),
     ("peak_rss_mib", "peak RSS MiB (tree)", "{:.0f}"),
     ("stall_s", "longest stall s (5-s windows < 10% mean)", "{:.0f}"),
     ("requests", "server-side requests", "{:.0f}"),
