@@ -260,6 +260,15 @@ def become_subreaper() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def proc_table() -> dict[int, tuple[int, str, int, int]]:
     """pid -> (parent pid, state, resident KiB, CPU clock ticks with reaped children's)
     of every process."""
@@ -267,10 +276,8 @@ def proc_table() -> dict[int, tuple[int, str, int, int]]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+        fields = stat_fields(entry.name)
+        if fields is None:
             continue
         ticks = sum(int(x) for x in fields[11:15])
         table[int(entry.name)] = (int(fields[1]), fields[0], int(int(fields[21]) * PAGE_KB), ticks)
@@ -291,12 +298,8 @@ def cores_between(samples: list[tuple[float, float]], t0: float, t1: float) -> f
 
 def cpu_seconds(pid: int) -> float:
     """CPU seconds ``pid`` has used so far, its reaped children's included."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(x) for x in fields[11:15]) / CLOCK_TICKS
+    fields = stat_fields(pid)
+    return sum(int(x) for x in fields[11:15]) / CLOCK_TICKS if fields else 0.0
 
 
 def proc_name(pid: int) -> str:
