@@ -124,7 +124,7 @@ def replan(
     solved last is kept for up to ``hold`` seconds after ``now`` of its solve, while
     the tracked URLs and those ``updated`` since (this run's count is ``updated``)
     each stay within :data:`HOLD_SHARE` of the URLs it was solved for and no host
-    cap applies: solving costs ~60 passes over every URL, the rest of a run one.
+    cap applies: solving costs 10-20 passes over every URL, the rest of a run one.
     Under a kept μ nothing moves but the URLs whose rate is their site's prior: each
     other URL has the interval μ gives it, set by that solve (within 1%) or by its
     update since (``estimate_entries`` at the stored μ)."""
