@@ -244,6 +244,16 @@ class SeenMerge:
                     record["reason"] = self.reason
         else:
             record, raw = item, None
+        # A record without "fp" is canonicalized: its line is written anew.
+        as_read = raw is not None and record.get("fp") is not None
+        fp = self._record_fp(source, lineno, record)
+        if fp is None:
+            return None
+        return fp, (raw if as_read else orjson.dumps(record))
+
+    def _record_fp(self, source: str, lineno: int, record: Record) -> int | None:
+        """The fingerprint of one record, or None if it is bad or refused; a record
+        without ``fp`` gets its canonical ``url``, ``host``, ``site`` and ``fp``."""
         fp = record.get("fp")
         if fp is None:
             url = record.get("url")
@@ -261,15 +271,13 @@ class SeenMerge:
                     self._cache.clear()
                 self._cache[url] = parsed
             record["url"], record["host"], record["site"], record["fp"] = parsed
-            if self._refused(record):
-                return None
-            return int(parsed.fp, 16), orjson.dumps(record)
-        if not isinstance(fp, str) or not _HEX16.fullmatch(fp):
+            fp = parsed.fp
+        elif not isinstance(fp, str) or not _HEX16.fullmatch(fp):
             self._bad(source, lineno, '"fp" is not 16 hex digits')
             return None
         if self._refused(record):
             return None
-        return int(fp, 16), (raw if raw is not None else orjson.dumps(record))
+        return int(fp, 16)
 
     def _refused(self, record: Record) -> bool:
         """True if ``record`` was refused (and handed to ``on_refused``): too long
@@ -353,6 +361,18 @@ class SeenMerge:
         flush: Callable[[], object],
         commit_each_chunk: bool,
     ) -> None:
+        emit, new_keys = self._new_rows(fp_list)
+        # Write, and only then commit (invariant 4): an exception here leaves the store
+        # as it was.
+        write(_gather_lines(buf, np.frombuffer(ends, dtype=np.int64), emit))
+        flush()
+        self._mark(new_keys, commit_each_chunk)
+
+    def _new_rows(
+        self, fp_list: array[int]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
+        """Of one chunk's fingerprints: the rows to emit (each new key's first
+        occurrence, ascending) and the new keys."""
         stats = self.stats
         stats.chunks += 1
         stats.records += len(fp_list)
@@ -376,18 +396,17 @@ class SeenMerge:
         stats.confirmed_seen += answer.confirmed
         stats.false_positives += answer.false_positives
         unseen = ~answer.seen
-        new_keys = keys[unseen]
         emit = np.sort(first[unseen])
-        # Write, and only then commit (invariant 4): an exception here leaves the store
-        # as it was.
-        write(_gather_lines(buf, np.frombuffer(ends, dtype=np.int64), emit))
-        flush()
         stats.new += len(emit)
+        return emit, keys[unseen]
+
+    def _mark(self, new_keys: npt.NDArray[np.uint64], commit_each_chunk: bool) -> None:
+        """Commit a written chunk's new keys, or keep them pending."""
         if self.dry_run or not commit_each_chunk:
             self._add_pending(new_keys)
         else:
             self.store.commit(new_keys)
-            stats.committed += len(new_keys)
+            self.stats.committed += len(new_keys)
 
     def _add_pending(self, keys: npt.NDArray[np.uint64]) -> None:
         if len(keys):
@@ -435,11 +454,22 @@ def fresh_in(
     merger = SeenMerge(
         store, canonicalizer=canonicalizer, reporter=reporter, scope=scope, on_refused=on_refused
     )
-    buf = bytearray()
-    lines = (("records", n, rec) for n, rec in enumerate(records, 1))
-    stats = merger.run(lines, buf.extend, commit_each_chunk=False)
-    fresh = [orjson.loads(line) for line in bytes(buf).splitlines() if line]
-    return FreshRecords(fresh, stats, merger.commit_pending)
+    fresh: list[Record] = []
+    for start in range(0, len(records), merger.chunk_size):
+        fps = array("Q")
+        kept: list[Record] = []
+        for n, rec in enumerate(records[start : start + merger.chunk_size], start + 1):
+            fp = merger._record_fp("records", n, rec)
+            if fp is not None:
+                fps.append(fp)
+                kept.append(rec)
+        if fps:
+            emit, new_keys = merger._new_rows(fps)
+            # Copies, as the lines of `seen-merge` would read back: only the few new
+            # records pay for it (most links of a cycle are seen already).
+            fresh += [orjson.loads(orjson.dumps(kept[i])) for i in emit.tolist()]
+            merger._mark(new_keys, commit_each_chunk=False)
+    return FreshRecords(fresh, merger.stats, merger.commit_pending)
 
 
 @contextlib.contextmanager

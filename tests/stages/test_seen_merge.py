@@ -165,6 +165,43 @@ def test_bad_records_are_reported_and_skipped(tmp_path: Path):
     assert merger.stats.bad_records == 6 == reporter.bad_records
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(0, 40).map(lambda x: fp_record(x, n=x)),
+            st.integers(0, 40).map(lambda x: {"url": f"HTTP://Host{x % 7}.example/p{x}#f"}),
+            st.integers(0, 40).map(lambda x: {"fp": None, "url": f"http://h{x}.example/"}),
+            st.sampled_from([{"fp": "xyz"}, {"nothing": 1}, {"url": "ftp://example.com/"}]),
+        ),
+        max_size=60,
+    ),
+    st.lists(st.integers(0, 40), max_size=10),
+)
+def test_fresh_in_gives_what_the_stage_writes(records, seen_before):
+    """crawl's in-memory path (fresh_in, no JSON line per record) emits the very
+    records, in order, and counts, that the stage's line path emits on the same input,
+    and marks the same keys seen once committed; its records are copies."""
+    from crawlkit.stages.seen_merge import fresh_in
+
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        with SeenStore.open(a) as store_a, SeenStore.open(b) as store_b:
+            before = np.array(sorted(set(seen_before)), dtype=np.uint64)
+            store_a.commit(before)
+            store_b.commit(before)
+            sink, merger = merge(store_a, [orjson.dumps(r) for r in records])
+            inputs = [dict(r) for r in records]
+            fresh = fresh_in(store_b, inputs, canonicalizer=CANON)
+            assert fresh.records == sink.records
+            for record in fresh.records:  # a copy: the caller's records stay as they are
+                record["mark"] = 1
+            assert not any("mark" in r for r in inputs)
+            fresh.commit()
+            assert fresh.stats == merger.stats
+            keys = np.array([int(r["fp"], 16) for r in sink.records], dtype=np.uint64)
+            assert store_b.lookup(np.unique(keys)).seen.all()
+
+
 def test_a_failed_write_commits_nothing(tmp_path: Path):
     with SeenStore.open(tmp_path) as store:
         merger = SeenMerge(store, canonicalizer=CANON, chunk_size=10)
