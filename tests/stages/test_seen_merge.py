@@ -184,22 +184,26 @@ def test_fresh_in_gives_what_the_stage_writes(records, seen_before):
     and marks the same keys seen once committed; its records are copies."""
     from crawlkit.stages.seen_merge import fresh_in
 
-    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-        with SeenStore.open(a) as store_a, SeenStore.open(b) as store_b:
-            before = np.array(sorted(set(seen_before)), dtype=np.uint64)
-            store_a.commit(before)
-            store_b.commit(before)
-            sink, merger = merge(store_a, [orjson.dumps(r) for r in records])
-            inputs = [dict(r) for r in records]
-            fresh = fresh_in(store_b, inputs, canonicalizer=CANON)
-            assert fresh.records == sink.records
-            for record in fresh.records:  # a copy: the caller's records stay as they are
-                record["mark"] = 1
-            assert not any("mark" in r for r in inputs)
-            fresh.commit()
-            assert fresh.stats == merger.stats
-            keys = np.array([int(r["fp"], 16) for r in sink.records], dtype=np.uint64)
-            assert store_b.lookup(np.unique(keys)).seen.all()
+    with (
+        tempfile.TemporaryDirectory() as a,
+        tempfile.TemporaryDirectory() as b,
+        SeenStore.open(a) as store_a,
+        SeenStore.open(b) as store_b,
+    ):
+        before = np.array(sorted(set(seen_before)), dtype=np.uint64)
+        store_a.commit(before)
+        store_b.commit(before)
+        sink, merger = merge(store_a, [orjson.dumps(r) for r in records])
+        inputs = [dict(r) for r in records]
+        fresh = fresh_in(store_b, inputs, canonicalizer=CANON)
+        assert fresh.records == sink.records
+        for record in fresh.records:  # a copy: the caller's records stay as they are
+            record["mark"] = 1
+        assert not any("mark" in r for r in inputs)
+        fresh.commit()
+        assert fresh.stats == merger.stats
+        keys = np.array([int(r["fp"], 16) for r in sink.records], dtype=np.uint64)
+        assert store_b.lookup(np.unique(keys)).seen.all()
 
 
 def test_a_failed_write_commits_nothing(tmp_path: Path):
