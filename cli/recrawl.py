@@ -77,6 +77,15 @@ def recrawl_command(
             "freshness and URLs due per day ahead instead of URL records; reads no input.",
         ),
     ] = False,
+    hold_mu: Annotated[
+        str,
+        typer.Option(
+            "--hold-mu",
+            help="Keep the budget's multiplier solved by an earlier run up to this long "
+            "while the URLs tracked and updated since stay within 10% of those it was "
+            "solved for (0: solve every run; crawl holds it 60s, as it plans every cycle).",
+        ),
+    ] = "0s",
     now: Annotated[
         str | None,
         typer.Option(
@@ -179,6 +188,7 @@ def recrawl_command(
         host_max=host_max_urls,
         lock_wait=parse_duration(lock_wait),
         reporter=rep,
+        hold_mu=parse_duration(hold_mu),
     )
     if not quiet:
         rep.info(

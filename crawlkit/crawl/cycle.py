@@ -26,7 +26,7 @@ from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
 from crawlkit.crawl.core import Gate, Limits
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
-from crawlkit.crawl.steps import POST_STEPS
+from crawlkit.crawl.steps import POST_STEPS, RECRAWL_HOLD_MU
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import NullReporter, Reporter
@@ -408,6 +408,7 @@ class CycleRunner:
             write=due.extend,
             now=self.limits.clock(),
             reporter=self.rep,
+            hold_mu=RECRAWL_HOLD_MU,
         )
         self.gate.queue(due, cycle / "recrawl-refused.ndjson.zst")
         mark_done(cycle, "recrawl", {"due": len(due)})

@@ -163,6 +163,7 @@ def recrawl(
     host_max: int | None = None,
     lock_wait: float = 3600.0,
     reporter: Reporter | None = None,
+    hold_mu: float = 0.0,
 ) -> RecrawlSummary:
     """:func:`recrawl_in` on the history under ``state_path``: the input is read to its
     end first, then the state directory is locked and the history opened for the call."""
@@ -183,6 +184,7 @@ def recrawl(
                 now=now,
                 max_urls=max_urls,
                 host_max=host_max,
+                hold_mu=hold_mu,
             )
         finally:
             history.close()

@@ -368,9 +368,7 @@ class SeenMerge:
         flush()
         self._mark(new_keys, commit_each_chunk)
 
-    def _new_rows(
-        self, fp_list: array[int]
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
+    def _new_rows(self, fp_list: array[int]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
         """Of one chunk's fingerprints: the rows to emit (each new key's first
         occurrence, ascending) and the new keys."""
         stats = self.stats

@@ -476,3 +476,32 @@ def test_site_rates_write_only_the_rows_that_changed(tmp_path: Path) -> None:
     history.site_rates()["x.test"] = 1.0  # a copy: the kept table is not changed
     assert history.site_rates() == {"e.test": 3.0}
     history.close()
+
+
+def test_cli_hold_mu_keeps_the_solved_multiplier_between_runs(tmp_path: Path, capfdbinary) -> None:
+    """--hold-mu (what crawl's recrawl step passes): a run within the hold and with
+    few URLs updated keeps the μ an earlier run solved; without it each run solves."""
+
+    def solved_at(state: Path) -> float:
+        history = History(state / "recrawl")
+        try:
+            return float(history.meta("solved_at"))
+        finally:
+            history.close()
+
+    urls = [f"https://h{i}.test/p" for i in range(40)]
+    log = tmp_path / "fetched.ndjson"
+    log.write_text("".join(json.dumps(_fetch_rec(u, T0, "v0")) + "\n" for u in urls))
+    again = tmp_path / "again.ndjson"  # one URL of the 40 fetched again: 2.5% updated
+    again.write_text(json.dumps(_fetch_rec(urls[0], T0 + 60, "v1")) + "\n")
+    for hold, second_solve in (("30s", T0), ("0s", T0 + 10)):
+        state = tmp_path / f"s{hold}"
+        for now, path in ((T0, log), (T0 + 10, again)):
+            argv = ["recrawl", "--state", str(state), "--now", str(now), "--hold-mu", hold]
+            assert cli_run([*argv, str(path)]) == 0
+            capfdbinary.readouterr()
+        assert solved_at(state) == second_solve
+    # past the hold the next run solves again
+    argv = ["recrawl", "--state", str(tmp_path / "s30s"), "--now", str(T0 + 45), "--hold-mu", "30s"]
+    assert cli_run([*argv, str(again)]) == 0
+    assert solved_at(tmp_path / "s30s") == T0 + 45
