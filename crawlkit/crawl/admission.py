@@ -155,7 +155,7 @@ class Admission:
         path = self.dir.admitted / f"{time.time_ns():020d}-{tag}.ndjson.zst"
         fresh = self.gate.seen_merge(
             records, path, self.dir.root / f"{tag}-scope-refused.ndjson.zst"
-        )
+        ).fresh
         self.gate.queue(fresh, self.dir.root / f"{tag}-refused.ndjson.zst")
         path.unlink(missing_ok=True)
         return len(fresh)

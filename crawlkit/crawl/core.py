@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from crawlkit.stages.seen_merge import fresh_in
 from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
-__all__ = ["HOLD_PER_SLOT", "STOP_GRACE", "Gate", "Limits"]
+__all__ = ["HOLD_PER_SLOT", "STOP_GRACE", "Gate", "Limits", "Merged"]
 
 # URLs the fetcher may hold unanswered, per request it may have in flight: a bound
 # on memory; what spreads them over the hosts is ``--per-host`` (per host at once).
@@ -36,6 +37,15 @@ HOLD_PER_SLOT = 64
 # Seconds post-processing may go on past the deadline (or a signal) before it stops
 # between two steps and leaves the rest to the next run.
 STOP_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What :meth:`Gate.seen_merge` found new, and what it wrote to its file (those
+    with the carried records, each URL once)."""
+
+    fresh: list[Record]
+    written: list[Record]
 
 
 class Limits:
@@ -169,8 +179,7 @@ class Gate:
         out: Path,
         refused_path: Path,
         carry: list[Record] | None = None,
-        written: list[Record] | None = None,
-    ) -> list[Record]:
+    ) -> Merged:
         """The records in scope never seen before, written to ``out`` before they are
         marked seen; those outside ``--scope`` are written to ``refused_path``.
 
@@ -178,7 +187,6 @@ class Gate:
         happened) is written to ``out`` too, with each URL once: the new records of a
         retry are mostly the same URLs again, and ``out`` is queued once, so no URL
         is queued (and handed out, and counted against its site's budget) twice.
-        ``written``, if given, is extended with the records written to ``out``.
         """
         refused: list[Refusal] = []
         with self.stores.seen_lock:
@@ -193,15 +201,13 @@ class Gate:
             records_out = _each_url_once([*(carry or ()), *fresh.records])
             write_file(out, records_out)
             fresh.commit()
-        if written is not None:
-            written.extend(records_out)
         if refused:
             write_file(refused_path, refused)
             self.count_refused(refused)
         with self.counting:
             for key in ("checked", "confirmed_seen", "false_positives", "new"):
                 self.summary.seen[key] += getattr(fresh.stats, key)
-        return fresh.records
+        return Merged(fresh=fresh.records, written=records_out)
 
     def queue(self, records: Iterable[Record], refused_path: Path) -> None:
         """Frontier add ``--scope``; the refused go to ``refused_path``."""

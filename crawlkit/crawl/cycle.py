@@ -355,17 +355,17 @@ class CycleRunner:
             earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
             attempt = _attempt(earlier[-1]) + 1 if earlier else 1
             out = cycle / f"new-{attempt}.ndjson.zst"
-            fresh = self.gate.seen_merge(
+            merged = self.gate.seen_merge(
                 candidates,
                 out,
                 cycle / "scope-refused.ndjson.zst",
                 carry=[r for path in earlier for r in read_file(path)],
-                written=written.setdefault(out.name, []),
             )
+            written[out.name] = merged.written
             for path in earlier:  # their URLs are in the new file
                 path.unlink()
-            self.summary.new_urls += len(fresh)
-            mark_done(cycle, "seen", {"new": len(fresh)})
+            self.summary.new_urls += len(merged.fresh)
+            mark_done(cycle, "seen", {"new": len(merged.fresh)})
         for path in sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt):
             # Each file is marked queued once the frontier has committed it: a crash
             # after that queues it again only if it falls between the two (a URL

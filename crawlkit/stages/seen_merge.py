@@ -245,11 +245,12 @@ class SeenMerge:
         else:
             record, raw = item, None
         # A record without "fp" is canonicalized: its line is written anew.
-        as_read = raw is not None and record.get("fp") is not None
+        if record.get("fp") is None:
+            raw = None
         fp = self._record_fp(source, lineno, record)
         if fp is None:
             return None
-        return fp, (raw if as_read else orjson.dumps(record))
+        return fp, (raw if raw is not None else orjson.dumps(record))
 
     def _record_fp(self, source: str, lineno: int, record: Record) -> int | None:
         """The fingerprint of one record, or None if it is bad or refused; a record
