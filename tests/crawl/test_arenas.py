@@ -104,3 +104,48 @@ def test_freed_memory_pinned_under_a_live_chunk_is_given_back() -> None:
     started, held, after = int(out[0]), int(out[1]), int(out[2])
     assert started == 1
     assert held - after > 30_000, (held, after)  # KiB: most of the 40 MB is back
+
+
+MMAP_PROBE = """
+import ctypes, importlib.util, os, sys
+import crawlkit
+path = os.path.join(os.path.dirname(crawlkit.__file__), "crawl", "arenas.py")
+spec = importlib.util.spec_from_file_location("arenas", path)
+arenas = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(arenas)
+if sys.argv[1] == "cap":
+    arenas.cap_arenas()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = (ctypes.c_size_t,)
+libc.free.argtypes = (ctypes.c_void_p,)
+# A big block mapped and freed raises glibc's own threshold to its size...
+libc.free(libc.malloc(8 << 20))
+# ...so that blocks of 1 MiB then grow the heap, unless the threshold is fixed.
+blocks = [libc.malloc(1 << 20) for _ in range(10)]
+# glibc marks a chunk it mapped on its own with bit 1 (IS_MMAPPED) of the size word
+# just before the block
+print(sum(ctypes.c_size_t.from_address(b - 8).value & 2 == 2 for b in blocks))
+"""
+
+
+def _mapped(mode: str, env: dict[str, str]) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", MMAP_PROBE, mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+def test_blocks_past_the_threshold_are_mapped_on_their_own() -> None:
+    """After cap_arenas a block of 1 MiB that the heap has no room for is a mapping of
+    its own, handed back whole when freed, even after an 8 MiB block came and went;
+    with glibc's moving threshold, that block raised it to 8 MiB and the same blocks
+    grew the heap. An operator's MALLOC_MMAP_THRESHOLD_ wins (here 16 MiB)."""
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    assert _mapped("cap", env) == 10
+    assert _mapped("none", env) == 0
+    assert _mapped("cap", {**env, "MALLOC_MMAP_THRESHOLD_": str(16 << 20)}) == 0
