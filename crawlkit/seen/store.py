@@ -14,7 +14,7 @@ the filter costs a binary search, never a lost URL.
 
 Commits (docs/design.md invariant 5): :meth:`SeenStore.commit` writes a new run under a
 fresh name (temp, fsync, rename), sets the keys' bits in the memory-mapped filter and
-msyncs it, and then replaces the manifest atomically (the directory is a
+fsyncs its file, and then replaces the manifest atomically (the directory is a
 :class:`~crawlkit.durable.DurableDir`). Until that rename the old
 manifest stands and names neither the new run nor anything else new; the filter may
 have extra bits, which only makes it answer "maybe" more often. After the rename the
