@@ -28,21 +28,6 @@ the end; tracemalloc's traced heap of that process was flat (69 then 67 MiB at 1
 and 400 s of a 7-minute crawl), so what grew was freed memory kept by malloc, not
 live objects. A trim takes milliseconds; pages it gave back and reused later cost a
 page fault each, hence every 10 s rather than after every cycle.
-
-A trim gives back only whole free pages, and blocks of a few to a few hundred KB
-(response bodies, WARC and zstd buffers, batches) freed between small live ones
-leave free space no page of which is wholly free. A block the heap has no room for
-grows the heap unless it is at least glibc's mmap threshold, which starts at 128
-KiB and rises to the size of each mapped block freed, up to 32 MiB: after the first
-big page, a crawl's large blocks all grew the heap. :func:`cap_arenas` fixes the
-threshold at :data:`CRAWL_MMAP_THRESHOLD` (as ``MALLOC_MMAP_THRESHOLD_`` does, and
-an operator's own wins), so each such block is its own mapping, handed back whole
-when freed. Measured (issue 27, bench_crawl.py --tools crawlkit,crawlkit-b --b-env
-MALLOC_MMAP_THRESHOLD_=65536 --scenario few-seed --hosts 7500 --pages 20 --for 300
---slope-from 90, one pair, each crawling the whole 150,000-page web): peak RSS of the
-process tree 650 against 496 MiB, its slope from 90 s +18.7 against +12.7 MiB a
-minute (the crawl process +17.4 against +13.6), at 2.83 against 2.97 CPU s per
-1,000 pages (the mappings' page faults; within the spread of repeated runs).
 """
 
 from __future__ import annotations
@@ -52,28 +37,24 @@ import os
 import sys
 import threading
 
-__all__ = ["CRAWL_ARENAS", "CRAWL_MMAP_THRESHOLD", "TRIM_EVERY", "cap_arenas", "start_trimming"]
+__all__ = ["CRAWL_ARENAS", "TRIM_EVERY", "cap_arenas", "start_trimming"]
 
 CRAWL_ARENAS = 2
-CRAWL_MMAP_THRESHOLD = 64 * 1024  # bytes: a block this big or bigger is its own mapping
 TRIM_EVERY = 10.0  # seconds between two malloc_trim calls
 _M_ARENA_MAX = -8  # glibc's malloc.h
-_M_MMAP_THRESHOLD = -3
 _trimmer: threading.Thread | None = None
 #: Set after each trim (tests wait on it).
 trimmed = threading.Event()
 
 
 def cap_arenas(arenas: int = CRAWL_ARENAS) -> bool:
-    """At most ``arenas`` malloc arenas for this process from now on, blocks of
-    :data:`CRAWL_MMAP_THRESHOLD` bytes or more mapped on their own, and free memory
+    """At most ``arenas`` malloc arenas for this process from now on, and free memory
     handed back every :data:`TRIM_EVERY` seconds (:func:`start_trimming`; see the
     module docstring). True if the cap was set; False when not: not Linux, no
-    ``mallopt``, or ``MALLOC_ARENA_MAX`` set in the environment (the threshold and
-    the trimming are set all the same, the threshold unless
-    ``MALLOC_MMAP_THRESHOLD_`` is set)."""
+    ``mallopt``, or ``MALLOC_ARENA_MAX`` set in the environment (the trimming starts
+    all the same)."""
     start_trimming()
-    if not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
         return False
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
@@ -81,10 +62,6 @@ def cap_arenas(arenas: int = CRAWL_ARENAS) -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        mallopt(_M_MMAP_THRESHOLD, CRAWL_MMAP_THRESHOLD)
-    if "MALLOC_ARENA_MAX" in os.environ:
-        return False
     return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
