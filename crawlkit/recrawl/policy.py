@@ -255,12 +255,13 @@ def _find_root(
     active: npt.NDArray[np.bool_],
 ) -> None:
     """Shrink each active bracket ``[lo, hi]`` (``excess`` > 0 at lo, <= 0 at hi;
-    decreasing in between) around the root, in place, to :data:`_LOG_MU_TOLERANCE`.
+    decreasing in between) around the root to :data:`_LOG_MU_TOLERANCE`; ``hi`` is
+    updated in place (the answer: its spend is within the cap).
 
     The spend is smooth in log μ between the clamps, so a secant step (regula falsi,
     Illinois variant: an end kept twice has its value halved) converges in a few
-    passes; a step that did not halve its bracket is followed by a bisection, so the
-    passes are at most about twice bisection's. Bisection alone took 60 passes
+    passes; two passes that did not halve the bracket are followed by a bisection,
+    so the passes are at most about twice bisection's. Bisection alone took 60 passes
     over every distinct URL each cycle (126 ms a cycle at 14k tracked URLs).
     """
     kept_lo = np.zeros(len(lo), np.int8)  # +1: lo kept last pass, -1: hi kept
