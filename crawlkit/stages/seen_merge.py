@@ -413,6 +413,28 @@ class SeenMerge:
         if len(self._pending) > _MAX_PENDING_ARRAYS:
             self._pending = [merge_sorted(self._pending)]
 
+    def run_records(self, records: Sequence[Record]) -> list[Record]:
+        """:meth:`run` over records in memory, without its commits: the new records
+        (copies), their keys pending until :meth:`commit_pending`.
+
+        No record is written as a line: only the new ones are copied, as the lines of
+        ``seen-merge`` would read back (most links of a cycle are seen already).
+        """
+        fresh: list[Record] = []
+        for start in range(0, len(records), self.chunk_size):
+            fps = array("Q")
+            kept: list[Record] = []
+            for n, rec in enumerate(records[start : start + self.chunk_size], start + 1):
+                fp = self._record_fp("records", n, rec)
+                if fp is not None:
+                    fps.append(fp)
+                    kept.append(rec)
+            if fps:
+                emit, new_keys = self._new_rows(fps)
+                fresh += [orjson.loads(orjson.dumps(kept[i])) for i in emit.tolist()]
+                self._mark(new_keys, commit_each_chunk=False)
+        return fresh
+
     def commit_pending(self) -> None:
         """Commit every pending fingerprint (call once the output is durable)."""
         if self.dry_run or not self._pending:
@@ -453,21 +475,7 @@ def fresh_in(
     merger = SeenMerge(
         store, canonicalizer=canonicalizer, reporter=reporter, scope=scope, on_refused=on_refused
     )
-    fresh: list[Record] = []
-    for start in range(0, len(records), merger.chunk_size):
-        fps = array("Q")
-        kept: list[Record] = []
-        for n, rec in enumerate(records[start : start + merger.chunk_size], start + 1):
-            fp = merger._record_fp("records", n, rec)
-            if fp is not None:
-                fps.append(fp)
-                kept.append(rec)
-        if fps:
-            emit, new_keys = merger._new_rows(fps)
-            # Copies, as the lines of `seen-merge` would read back: only the few new
-            # records pay for it (most links of a cycle are seen already).
-            fresh += [orjson.loads(orjson.dumps(kept[i])) for i in emit.tolist()]
-            merger._mark(new_keys, commit_each_chunk=False)
+    fresh = merger.run_records(records)
     return FreshRecords(fresh, merger.stats, merger.commit_pending)
 
 
