@@ -15,9 +15,9 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -26,13 +26,12 @@ from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
 from crawlkit.crawl.core import Gate, Limits
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
+from crawlkit.crawl.step_process import StepProcess, cycle_observations, dedup_cycle
 from crawlkit.crawl.steps import POST_STEPS, RECRAWL_HOLD_MU
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.html.page import media_type
-from crawlkit.records import PageRecord
-from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract import (
     ExtractOptions,
     ExtractStopped,
@@ -198,6 +197,7 @@ class CycleRunner:
         admission: Admission,
         warcs: CycleWarcs,
         workers: ExtractWorkers | None,
+        step_process: StepProcess | None,
         link_policy: LinkPolicy,
         recrawl: bool,
         reporter: Reporter,
@@ -215,18 +215,23 @@ class CycleRunner:
         # workers' CPU deadline.
         self.workers = workers
         self._extracting: dict[Path, tuple[list[Any], cf.Future[FilesResult]]] = {}
+        # The dedup and recrawl steps run in a process of their own (None: on the post
+        # thread).
+        self.step_process = step_process
         self.link_policy = link_policy
         self.recrawl_due = recrawl
         self.rep = reporter
         self.progress = progress
 
     def close(self) -> None:
-        """Stop the extract processes (a run that ends or fails)."""
+        """Stop the extract and step processes (a run that ends or fails)."""
         for _files, future in self._extracting.values():
             future.cancel()
         self._extracting.clear()
         if self.workers is not None:
             self.workers.close()
+        if self.step_process is not None:
+            self.step_process.close()
 
     def finish_cycle(self, cycle: Path) -> bool:
         """Run the cycle's steps not yet done; False if the hard stop came first."""
@@ -300,24 +305,16 @@ class CycleRunner:
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
     def dedup(self, cycle: Path) -> None:
-        """dedup: exact and near duplicates; the site records go to the frontier."""
-        stats = DedupStats()
-        records = cast(
-            "Iterator[tuple[str, int, PageRecord]]",
-            streams.read_records_with_lines([cycle / "pages.ndjson.zst"], self.rep),
-        )
-        write_file(
-            cycle / "dedup.ndjson.zst",
-            dedup_records(records, self.stores.dedup, stats=stats, reporter=self.rep),
-        )
-        sites = list(site_records(self.stores.dedup, stats.sites))
-        write_file(cycle / "sites.ndjson.zst", sites)
+        """dedup: exact and near duplicates; the site records go to the frontier. The
+        step process runs it (off this process's interpreter lock); if it died, this
+        thread."""
+        done = self.step_process.dedup(cycle, self.rep) if self.step_process else None
+        if done is None:
+            done = dedup_cycle(self.stores.dedup(), cycle, self.rep)
         # (site records take the frontier's generic record path)
-        self.gate.queue(cast("list[Record]", sites), cycle / "sites-refused.ndjson.zst")
-        self.summary.dedup.update(
-            {"exact": stats.exact, "near": stats.near, "unique": stats.unique}
-        )
-        mark_done(cycle, "dedup", {"exact": stats.exact, "near": stats.near})
+        self.gate.queue(done.sites, cycle / "sites-refused.ndjson.zst")
+        self.summary.dedup.update({"exact": done.exact, "near": done.near, "unique": done.unique})
+        mark_done(cycle, "dedup", {"exact": done.exact, "near": done.near})
 
     def links(self, cycle: Path) -> None:
         """Links and redirects → seen-merge --scope → frontier add; deferred → waiting room.
@@ -382,36 +379,37 @@ class CycleRunner:
         mark_done(cycle, "links")
 
     def recrawl(self, cycle: Path) -> None:
-        """recrawl: the change history; URLs due again are queued."""
+        """recrawl: the change history; URLs due again are queued. The step process
+        runs the step (off this process's interpreter lock); if it died, this thread."""
         if not self.recrawl_due:
             mark_done(cycle, "recrawl", {"due": 0})
             return
+        now = self.limits.clock()
+        due = (
+            self.step_process.recrawl(cycle, now, RECRAWL_HOLD_MU, self.rep)
+            if self.step_process is not None
+            else None
+        )
+        if due is None:
+            due = self._recrawl_here(cycle, now)
+        self.gate.queue(due, cycle / "recrawl-refused.ndjson.zst")
+        mark_done(cycle, "recrawl", {"due": len(due)})
+
+    def _recrawl_here(self, cycle: Path, now: float) -> list[Record]:
+        """The recrawl step on this process's connection to the history."""
         due: list[Record] = []
-        pages = cycle / "pages.ndjson.zst"
         # The fetch log as parsed for the steps before (read again, reporting to this
         # run's reporter, only when it had a bad line); then the pages.
         logged = self.warcs.fetch_logs.lines(cycle, self.rep)
-        # Deferred URLs wait in the waiting room alone: fed to the history too, they
-        # would become due a second time, as recrawls.
-        records = (
-            item
-            for item in itertools.chain(
-                logged,
-                # (no path at all would read stdin)
-                streams.read_records_with_lines([pages], self.rep) if pages.exists() else (),
-            )
-            if item[2].get("outcome") != "deferred"
-        )
         recrawl_in(
             self.stores.history,
-            records,
+            cycle_observations(logged, cycle / "pages.ndjson.zst", self.rep),
             write=due.extend,
-            now=self.limits.clock(),
+            now=now,
             reporter=self.rep,
             hold_mu=RECRAWL_HOLD_MU,
         )
-        self.gate.queue(due, cycle / "recrawl-refused.ndjson.zst")
-        mark_done(cycle, "recrawl", {"due": len(due)})
+        return due
 
     def _wait_deferred(self, cycle: Path) -> None:
         """The cycle's deferred URLs into the waiting room (again after a crash: once)."""

@@ -45,6 +45,7 @@ from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Leftover, Recovery
 from crawlkit.crawl.retry import ANSWERED, retry_records
 from crawlkit.crawl.signals import graceful_signals
+from crawlkit.crawl.step_process import StepProcess
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, save_totals
@@ -113,6 +114,7 @@ class Crawl:
                 options.warc.prefix if options.linger is not None else None,
             ),
             workers=workers,
+            step_process=StepProcess(self.stores.dedup_dir, state.sub("recrawl")),
             link_policy=link_policy,
             recrawl=options.recrawl,
             reporter=reporter,

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.crawl.options import CrawlOptions
+from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.store import Frontier
 from crawlkit.frontier.waiting import WaitingRoom
 from crawlkit.recrawl import History
 from crawlkit.seen import SeenStore
-from crawlkit.stages.dedup import open_dedup_store
-from crawlkit.state import StateDir
+from crawlkit.state import StateDir, open_substate
 
 __all__ = ["Stores"]
 
@@ -34,7 +34,9 @@ class Stores:
     its own, ``seen_lock`` (a shard's inbox is admitted on the fetch side), so a
     seen-merge does not hold up the next batch; it is taken inside ``lock``, never the
     other way round. The dedup index, recrawl history and host state are each used from
-    one thread at a time.
+    one thread at a time; the step process (:mod:`crawlkit.crawl.step_process`) runs
+    the steps that use the first two while it lives, and this process opens the dedup
+    index (:meth:`dedup`) only if it died.
     """
 
     def __init__(self, state: StateDir, options: CrawlOptions, reporter: Reporter, waiting: Path):
@@ -47,7 +49,10 @@ class Stores:
                 state.sub("frontier"), policy=options.budget_policy, limits=options.limits
             )
             self.seen = self._exit.enter_context(SeenStore.open(state.path, reporter=reporter))
-            self.dedup = self._exit.enter_context(open_dedup_store(state.path))
+            # The dedup index is the step process's (step_process.py): this process
+            # holds its lock, and opens it only if that process died.
+            self.dedup_dir = self._exit.enter_context(open_substate(state.path, "dedup")).path
+            self._dedup: DedupStore | None = None
             self.history = History(state.sub("recrawl"))
             self._exit.callback(self.history.close)
             self.hosts = HostState(state.sub("fetch"))
@@ -55,6 +60,13 @@ class Stores:
         except BaseException:
             self._exit.close()
             raise
+
+    def dedup(self) -> DedupStore:
+        """The dedup index, opened on first use (only the post thread uses it)."""
+        if self._dedup is None:
+            self._dedup = DedupStore(self.dedup_dir)
+            self._exit.callback(self._dedup.close)
+        return self._dedup
 
     def close(self) -> None:
         """Close what was opened (the frontier commits after every change)."""

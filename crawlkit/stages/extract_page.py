@@ -46,6 +46,7 @@ __all__ = [
     "Job",
     "WarcSource",
     "cpu_budget",
+    "end_with_owner",
     "init_worker",
     "link_priority",
     "lost_page",
@@ -197,7 +198,11 @@ def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
     # parent had installed.
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _deadline = options
-    owner = owner or os.getppid()
+    end_with_owner(owner or os.getppid())
+
+
+def end_with_owner(owner: int) -> None:
+    """End this process once process ``owner`` is gone (see :func:`_orphan_watch`)."""
     threading.Thread(target=_orphan_watch, args=(owner,), daemon=True).start()
 
 

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from conftest import crawlkit, start_testweb
 
-from crawlkit.crawl import CrawlOptions, crawl
+from crawlkit.crawl import CrawlOptions, crawl, step_process
 from crawlkit.crawl.steps import POST_STEPS, STEPS
 from crawlkit.dedup.store import DedupStore
 from crawlkit.fetch.engine import FetchConfig
@@ -181,6 +181,8 @@ def test_a_run_opens_each_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(SeenStore, "open", counting("seen", SeenStore.open))
     for cls, name in ((DedupStore, "dedup"), (History, "recrawl"), (HostState, "hosts")):
         monkeypatch.setattr(cls, "__init__", counting(name, cls.__init__))
+    # The step process opens the dedup index and the history once, when it starts.
+    monkeypatch.setattr(step_process, "_start", counting("step process", step_process._start))
     with start_testweb(tmp_path, "--hosts", "3", "--pages", "12", "--special", "none") as web:
         options = CrawlOptions(
             scope="any",
@@ -193,7 +195,8 @@ def test_a_run_opens_each_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
         summary = crawl(tmp_path / "state", seeds, options)
     assert summary.outcomes["fetched"] >= 30
     assert summary.cycles >= 2  # several cycles went through every store
-    assert opened == {"frontier": 1, "seen": 1, "dedup": 1, "recrawl": 1, "hosts": 1}
+    # (the dedup index only there; the history here too, for what admission reads)
+    assert opened == {"frontier": 1, "seen": 1, "recrawl": 1, "hosts": 1, "step process": 1}
 
 
 def test_explain_of_a_shard_names_the_shard_on_the_stages_that_route() -> None:

@@ -1,0 +1,223 @@
+"""The dedup and recrawl steps in a process of their own, which owns their stores.
+
+The post thread shares this process's interpreter lock with the fetch loop and the
+WARC writer, and it sets the crawl's pace. Its dedup and recrawl steps read the
+cycle's pages, and update stores no other step touches: the dedup index, and the
+recrawl history (update each URL's entry, solve the budget's μ, pick the URLs due).
+Together they were 36% of its time under the lock (py-spy ``--gil``, issue 27). Here
+a process of its own runs them: the post thread hands it the cycle's directory and
+waits without the lock, and gets back the records to queue (site records, due URLs).
+
+Each step is the same function on the same files as the stage's (:func:`dedup_cycle`,
+:func:`recrawl_cycle`), with the same commits: the dedup index commits before its
+records are renamed into place (a step run again finds its pages in the index and
+decides them the same way), the history only after the due URLs are handed over, so a
+crash re-emits rather than loses (``docs/design.md`` invariant 4).
+
+The history is SQLite in WAL mode: the crawl process keeps its own connection for what
+it reads before post-processing starts (the seeds never fetched, due retries) and sees
+what this process committed. The dedup index is files this process alone opens. If the
+process dies, the post thread runs the steps itself for the rest of the run, on its own
+connection to the history and the dedup index opened then: what the dead process had
+not committed is gone (SQLite rolls it back; the index keeps its last commit), and the
+step that was cut runs again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import itertools
+import multiprocessing
+import os
+import signal
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from crawlkit import streams
+from crawlkit.crawl.files import write_file
+from crawlkit.dedup.store import DedupStore
+from crawlkit.diag import Reporter
+from crawlkit.records import PageRecord
+from crawlkit.recrawl import History
+from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
+from crawlkit.stages.extract_page import end_with_owner
+from crawlkit.stages.recrawl import recrawl_in
+from crawlkit.streams import Record
+
+__all__ = ["Deduped", "StepProcess", "cycle_observations", "dedup_cycle", "recrawl_cycle"]
+
+# (kind, message) of each line a step reported, "info" for Reporter.info
+Report = tuple[str, str]
+T = TypeVar("T")
+
+
+@dataclass
+class Deduped:
+    """What the dedup step of a cycle gives the crawl: the site records to queue and
+    the counts (its dedup records are in the cycle's ``dedup.ndjson.zst``)."""
+
+    sites: list[Record] = field(default_factory=list)
+    exact: int = 0
+    near: int = 0
+    unique: int = 0
+
+
+def dedup_cycle(store: DedupStore, cycle: Path, reporter: Reporter) -> Deduped:
+    """The dedup step on ``cycle``'s pages: exact and near duplicates written to its
+    ``dedup.ndjson.zst``, the index committed, its sites' records written to
+    ``sites.ndjson.zst`` and returned."""
+    stats = DedupStats()
+    records = cast(
+        "Iterator[tuple[str, int, PageRecord]]",
+        streams.read_records_with_lines([cycle / "pages.ndjson.zst"], reporter),
+    )
+    write_file(
+        cycle / "dedup.ndjson.zst", dedup_records(records, store, stats=stats, reporter=reporter)
+    )
+    sites = cast("list[Record]", list(site_records(store, stats.sites)))
+    write_file(cycle / "sites.ndjson.zst", sites)
+    return Deduped(sites, stats.exact, stats.near, stats.unique)
+
+
+def cycle_observations(
+    logged: Iterable[tuple[str, int, Record]], pages: Path, reporter: Reporter
+) -> Iterator[tuple[str, int, Record]]:
+    """What the recrawl history learns from a cycle: its fetch records (``logged``)
+    and page records, each with its source and line. Deferred URLs wait in the
+    waiting room alone: fed to the history too, they would become due a second time,
+    as recrawls."""
+    return (
+        item
+        for item in itertools.chain(
+            logged,
+            # (no path at all would read stdin)
+            streams.read_records_with_lines([pages], reporter) if pages.exists() else (),
+        )
+        if item[2].get("outcome") != "deferred"
+    )
+
+
+def recrawl_cycle(
+    history: History, cycle: Path, now: float, hold_mu: float, reporter: Reporter
+) -> list[Record]:
+    """The recrawl step on ``cycle``'s files: the history updated and committed, the
+    URL records due at ``now`` returned."""
+    due: list[Record] = []
+    logged = streams.read_records_with_lines([cycle / "fetch.ndjson"], reporter)
+    recrawl_in(
+        history,
+        cycle_observations(logged, cycle / "pages.ndjson.zst", reporter),
+        write=due.extend,
+        now=now,
+        reporter=reporter,
+        hold_mu=hold_mu,
+    )
+    return due
+
+
+class StepProcess:
+    """One process that owns the dedup index of ``dedup_dir`` and the recrawl history
+    of ``history_dir`` and runs their steps for the post thread. It starts on the first
+    step and stays until :meth:`close`. Each step returns None if the process died (now
+    or before): the caller then runs the step itself."""
+
+    def __init__(self, dedup_dir: Path, history_dir: Path):
+        self.dedup_dir = dedup_dir
+        self.history_dir = history_dir
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self.died = False
+
+    def dedup(self, cycle: Path, reporter: Reporter) -> Deduped | None:
+        """:func:`dedup_cycle` on ``cycle``; its diagnostics go to ``reporter``."""
+        return self._run(reporter, _dedup, str(cycle))
+
+    def recrawl(
+        self, cycle: Path, now: float, hold_mu: float, reporter: Reporter
+    ) -> list[Record] | None:
+        """:func:`recrawl_cycle` on ``cycle``; its diagnostics go to ``reporter``."""
+        return self._run(reporter, _recrawl, str(cycle), now, hold_mu)
+
+    def _run(
+        self, reporter: Reporter, step: Callable[..., tuple[T, list[Report]]], *args: Any
+    ) -> T | None:
+        if self.died:
+            return None
+        if self._pool is None:
+            self._pool = _start(self.dedup_dir, self.history_dir)
+        try:
+            result, reports = self._pool.submit(step, *args).result()
+        except cf.process.BrokenProcessPool:
+            self.died = True
+            self.close()
+            return None
+        for kind, message in reports:
+            if kind == "info":
+                reporter.info(message)
+            else:
+                reporter.warn(message, kind)
+        return result
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _start(dedup_dir: Path, history_dir: Path) -> cf.ProcessPoolExecutor:
+    # Not forked from this process: it has threads (a fork copies the locks they
+    # hold) and holds the state lock, which a forked child would keep after a crash of
+    # the crawl. From the fork server the extract processes start from, if there is one.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    return cf.ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=context,
+        initializer=_open_stores,
+        initargs=(str(dedup_dir), str(history_dir), os.getpid()),
+    )
+
+
+class _Recording(Reporter):
+    """A reporter that counts and keeps every line, for the crawl's own reporter to
+    say (counted here too: dedup counts its skipped records by the reporter's count)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[Report] = []
+
+    def warn(self, message: str, kind: str = "warning") -> None:
+        self.counts[kind] += 1
+        self.lines.append((kind, message))
+
+    def info(self, message: str) -> None:
+        self.lines.append(("info", message))
+
+
+# In the step process: the run's stores, opened once.
+_dedup_store: DedupStore | None = None
+_history: History | None = None
+
+
+def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
+    global _dedup_store, _history
+    # Ctrl-C reaches the whole process group; the crawl decides what it means.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_owner(owner)
+    # (the crawl holds the state directory's lock for this process)
+    _dedup_store = DedupStore(dedup_dir)
+    _history = History(Path(history_dir))
+
+
+def _dedup(cycle: str) -> tuple[Deduped, list[Report]]:
+    assert _dedup_store is not None  # opened by the pool's initializer
+    recording = _Recording()
+    return dedup_cycle(_dedup_store, Path(cycle), recording), recording.lines
+
+
+def _recrawl(cycle: str, now: float, hold_mu: float) -> tuple[list[Record], list[Report]]:
+    assert _history is not None  # opened by the pool's initializer
+    recording = _Recording()
+    due = recrawl_cycle(_history, Path(cycle), now, hold_mu, recording)
+    return due, recording.lines

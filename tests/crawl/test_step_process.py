@@ -1,0 +1,251 @@
+"""The dedup and recrawl steps in a process of their own (crawlkit/crawl/step_process.py).
+
+It must give what the steps give on the post thread, say what they say, hand the
+steps back when it dies without losing a fetch from the history or a page from the
+dedup index, and end with the crawl when the crawl is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+from conftest import ROOT, start_testweb
+from test_crawl import _crawl_args, _fetch_records
+
+from crawlkit import streams
+from crawlkit.crawl.step_process import StepProcess, dedup_cycle, recrawl_cycle
+from crawlkit.dedup.store import DedupStore
+from crawlkit.diag import NullReporter
+from crawlkit.recrawl import History
+
+T0 = 1_780_000_000.0
+DAY = 86400.0
+
+
+def _cycle(root: Path, name: str, at: float, changed: set[int]) -> Path:
+    """A cut cycle's fetch log and pages: 30 URLs fetched at ``at`` (those in
+    ``changed`` with a new digest), one deferred, one bad line."""
+    cycle = root / name
+    cycle.mkdir(parents=True)
+    fetches, pages = [], []
+    for i in range(30):
+        url = f"https://s{i % 3}.test/p{i}"
+        digest = f"sha1:{i}-{'new' if i in changed else 'old'}"
+        fetches.append(
+            {"url": url, "status": 200, "outcome": "fetched", "fetched_at": at, "digest": digest}
+        )
+        pages.append({"url": url, "digest": digest, "simhash": f"{i * 7919:016x}"})
+    fetches.append({"url": "https://s0.test/later", "outcome": "deferred", "retry_at": at + 60})
+    log = b"".join(orjson.dumps(r) + b"\n" for r in fetches) + b"{not json\n"
+    (cycle / "fetch.ndjson").write_bytes(log)
+    with streams.open_output(cycle / "pages.ndjson.zst") as out:
+        for page in pages:
+            out.write(orjson.dumps(page) + b"\n")
+    return cycle
+
+
+def _table(directory: Path) -> list[tuple]:
+    db = sqlite3.connect(directory / "history.sqlite")
+    try:
+        return db.execute("SELECT * FROM history ORDER BY fp").fetchall()
+    finally:
+        db.close()
+
+
+def test_the_process_gives_what_the_step_gives_here(tmp_path: Path) -> None:
+    here_dir, there_dir = tmp_path / "here", tmp_path / "there"
+    here = History(here_dir)
+    there = StepProcess(tmp_path / "dedup", there_dir)
+    told_here, told_there = NullReporter(), NullReporter()
+    try:
+        emitted = 0
+        for n, (at, now, changed) in enumerate(
+            [
+                (T0, T0 + 60, set()),
+                (T0 + DAY, T0 + 2 * DAY, {1, 2, 3, 10}),
+                (T0 + 5 * DAY, T0 + 12 * DAY, {1, 2}),
+            ]
+        ):
+            cycle = _cycle(tmp_path / "cycles", f"{n:06d}", at, changed)
+            due_here = recrawl_cycle(here, cycle, now, 0.0, told_here)
+            due_there = there.recrawl(cycle, now, 0.0, told_there)
+            assert due_there == due_here
+            emitted += len(due_here)
+    finally:
+        here.close()
+        there.close()
+    assert emitted > 0  # the comparison covered due URLs, not only empty lists
+    assert not there.died
+    # The same history, row for row; the deferred URL is in neither.
+    rows = _table(there_dir)
+    assert rows == _table(here_dir) and len(rows) == 30
+    assert not any("later" in str(row[1]) for row in rows)
+    # The bad line of each log was said, once per cycle, through the caller's reporter.
+    assert told_there.bad_records == told_here.bad_records == 3
+
+
+def _pages(cycle: Path, start: int) -> None:
+    """Page records with exact copies (same digest), near copies (simhash 1 bit
+    apart), a bad simhash and a line that is no record."""
+    cycle.mkdir(parents=True)
+    with streams.open_output(cycle / "pages.ndjson.zst") as out:
+        for i in range(start, start + 40):
+            page = {
+                "url": f"https://s{i % 4}.test/d{i}",
+                "site": f"s{i % 4}.test",
+                "digest": f"sha1:{i % 25}",
+                "simhash": f"{(0xF0F0F0F0F0F0F0F0 ^ (1 << (i % 3))) if i % 7 else i:016x}",
+                "text_bytes": 100,
+            }
+            if i == start + 5:
+                page["simhash"] = "zz"
+            out.write(orjson.dumps(page) + b"\n")
+        out.write(b"[1, 2]\n")
+
+
+def test_the_process_dedups_what_the_step_dedups_here(tmp_path: Path) -> None:
+    here = DedupStore(tmp_path / "here")
+    there = StepProcess(tmp_path / "there", tmp_path / "history")
+    told_here, told_there = NullReporter(), NullReporter()
+    totals = {"exact": 0, "near": 0, "unique": 0}
+    try:
+        for n in range(3):
+            cycles = [tmp_path / side / f"{n:06d}" for side in ("here-cycles", "there-cycles")]
+            for cycle in cycles:
+                _pages(cycle, 30 * n)
+            done_here = dedup_cycle(here, cycles[0], told_here)
+            done_there = there.dedup(cycles[1], told_there)
+            assert done_there == done_here
+            for name in ("dedup.ndjson.zst", "sites.ndjson.zst"):
+                assert list(streams.read_records([cycles[1] / name])) == list(
+                    streams.read_records([cycles[0] / name])
+                )
+            assert done_here.sites
+            for key in totals:
+                totals[key] += getattr(done_here, key)
+    finally:
+        here.close()
+        there.close()
+    assert min(totals.values()) > 0  # the comparison covered every kind of decision
+    assert told_there.counts == told_here.counts
+    assert told_here.counts["bad record"] == 3 and told_here.counts["bad simhash"] == 3
+    # The index each committed is the same: opened again, the same pages and sites.
+    again = [DedupStore(tmp_path / side) for side in ("here", "there")]
+    assert again[0].n == again[1].n > 0 and again[0].sites == again[1].sites
+    for store in again:
+        store.close()
+
+
+def test_a_dead_process_hands_the_step_back(tmp_path: Path) -> None:
+    process = StepProcess(tmp_path / "dedup", tmp_path / "history")
+    try:
+        cycle = _cycle(tmp_path / "cycles", "000001", T0, set())
+        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) == []
+        (pid,) = _holders(tmp_path / "history" / "history.sqlite")
+        os.kill(pid, signal.SIGKILL)
+        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) is None
+        assert process.died
+        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) is None  # for good
+    finally:
+        process.close()
+
+
+def test_a_crawl_whose_step_process_is_killed_loses_no_fetch(tmp_path: Path) -> None:
+    """kill -9 of the step process mid-crawl: the crawl goes on, its post thread runs
+    the steps, every URL fetched is in the recrawl history and every page has its
+    dedup record."""
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "30", "--special", "none") as web:
+        state = tmp_path / "state"
+        args = _crawl_args(web, state, "--min-delay", "0.25s", "--batch", "10")
+        crawl = _start_crawl(args)
+        try:
+            history = state / "recrawl" / "history.sqlite"
+            pid = _wait_for_step_process(crawl, history)
+            assert crawl.poll() is None, "the crawl ended before the kill"
+            os.kill(pid, signal.SIGKILL)
+            killed_at = time.time()
+            _out, err = crawl.communicate(timeout=180)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+        assert crawl.returncode == 0, err.decode()[-2000:]
+    # Cycles post-processed after the kill (by the post thread, then).
+    done = [p.stat().st_mtime for p in state.glob("crawl/cycles/*/recrawl.done")]
+    assert any(t > killed_at for t in done)
+    fetched = {r["url"] for r in _fetch_records(state) if r.get("outcome") == "fetched"}
+    assert len(fetched) >= 50
+    tracked = {row[1] for row in _table(state / "recrawl")}
+    assert fetched <= tracked
+    pages = [
+        r["url"]
+        for p in state.glob("crawl/cycles/*/pages.ndjson.zst")
+        for r in streams.read_records([p])
+    ]
+    deduped = [
+        r["url"]
+        for p in state.glob("crawl/cycles/*/dedup.ndjson.zst")
+        for r in streams.read_records([p])
+    ]
+    assert len(pages) >= 50 and sorted(deduped) == sorted(pages)
+
+
+def test_the_step_process_ends_with_a_killed_crawl(tmp_path: Path) -> None:
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "30", "--special", "none") as web:
+        state = tmp_path / "state"
+        args = _crawl_args(web, state, "--min-delay", "0.25s", "--batch", "10")
+        crawl = _start_crawl(args)
+        history = state / "recrawl" / "history.sqlite"
+        try:
+            _wait_for_step_process(crawl, history)
+        finally:
+            crawl.kill()  # kill -9 of the crawl alone, not of its process group
+            crawl.communicate()
+        # Nothing holds the history open once the crawl is gone (the history process
+        # watches its owner twice a second).
+        deadline = time.monotonic() + 30
+        while _holders(history) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _holders(history) == set()
+
+
+def _start_crawl(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _wait_for_step_process(crawl: subprocess.Popen[bytes], history: Path) -> int:
+    """The pid of the crawl's history process, once it holds the history open (at the
+    first recrawl step); the crawl itself holds it too."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and crawl.poll() is None:
+        others = _holders(history) - {crawl.pid}
+        if others:
+            (pid,) = others
+            return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no history process (crawl exit {crawl.poll()})")
+
+
+def _holders(path: Path) -> set[int]:
+    """The processes that have ``path`` open (from /proc)."""
+    target = str(path.resolve()) if path.exists() else str(path)
+    pids = set()
+    for fds in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) == target for fd in fds.iterdir()):
+                pids.add(int(fds.parent.name))
+        except OSError:  # (a process that ended, or another user's)
+            continue
+    return pids
