@@ -26,7 +26,7 @@ from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
 from crawlkit.crawl.core import Gate, Limits
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
-from crawlkit.crawl.step_process import StepProcess, cycle_observations, dedup_cycle
+from crawlkit.crawl.step_process import Started, StepProcess, dedup_cycle, recrawl_cycle
 from crawlkit.crawl.steps import POST_STEPS, RECRAWL_HOLD_MU
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
@@ -40,7 +40,6 @@ from crawlkit.stages.extract import (
     extract_warcs,
 )
 from crawlkit.stages.fetch import warc_new_dir
-from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.streams import Record
 from crawlkit.warc.write import index_of
 
@@ -218,6 +217,8 @@ class CycleRunner:
         # The dedup and recrawl steps run in a process of their own (None: on the post
         # thread).
         self.step_process = step_process
+        # Recrawl steps started with their cycle's dedup step, not yet taken.
+        self._recrawling: dict[Path, Started[list[Record]] | None] = {}
         self.link_policy = link_policy
         self.recrawl_due = recrawl
         self.rep = reporter
@@ -228,6 +229,7 @@ class CycleRunner:
         for _files, future in self._extracting.values():
             future.cancel()
         self._extracting.clear()
+        self._recrawling.clear()  # (the step process ends them before it stops)
         if self.workers is not None:
             self.workers.close()
         if self.step_process is not None:
@@ -305,10 +307,19 @@ class CycleRunner:
         mark_done(cycle, "extract", {"pages": stats.pages, "links": stats.links})
 
     def dedup(self, cycle: Path) -> None:
-        """dedup: exact and near duplicates; the site records go to the frontier. The
-        step process runs it (off this process's interpreter lock); if it died, this
-        thread."""
-        done = self.step_process.dedup(cycle, self.rep) if self.step_process else None
+        """dedup: exact and near duplicates; the site records go to the frontier.
+
+        The step process runs it (off this process's interpreter lock; if it died,
+        this thread), and then, while this thread runs the links step, the cycle's
+        recrawl step: both read only the cycle's fetch log and pages.
+        """
+        process = self.step_process
+        started = process.start_dedup(cycle) if process is not None else None
+        if process is not None and self.recrawl_due and not is_done(cycle, "recrawl"):
+            self._recrawling[cycle] = process.start_recrawl(
+                cycle, self.limits.clock(), RECRAWL_HOLD_MU
+            )
+        done = process.take(started, self.rep) if process is not None else None
         if done is None:
             done = dedup_cycle(self.stores.dedup(), cycle, self.rep)
         # (site records take the frontier's generic record path)
@@ -380,36 +391,29 @@ class CycleRunner:
 
     def recrawl(self, cycle: Path) -> None:
         """recrawl: the change history; URLs due again are queued. The step process
-        runs the step (off this process's interpreter lock); if it died, this thread."""
+        runs the step (started with the dedup step, or now); if it died, this thread."""
+        started = self._recrawling.pop(cycle, None)
         if not self.recrawl_due:
             mark_done(cycle, "recrawl", {"due": 0})
             return
-        now = self.limits.clock()
-        due = (
-            self.step_process.recrawl(cycle, now, RECRAWL_HOLD_MU, self.rep)
-            if self.step_process is not None
-            else None
-        )
+        process = self.step_process
+        if process is not None and started is None:
+            started = process.start_recrawl(cycle, self.limits.clock(), RECRAWL_HOLD_MU)
+        due = process.take(started, self.rep) if process is not None else None
         if due is None:
-            due = self._recrawl_here(cycle, now)
+            # The fetch log as parsed for the steps before (read again, reporting to
+            # this run's reporter, only when it had a bad line).
+            logged = self.warcs.fetch_logs.lines(cycle, self.rep)
+            due = recrawl_cycle(
+                self.stores.history,
+                cycle,
+                self.limits.clock(),
+                RECRAWL_HOLD_MU,
+                self.rep,
+                logged=logged,
+            )
         self.gate.queue(due, cycle / "recrawl-refused.ndjson.zst")
         mark_done(cycle, "recrawl", {"due": len(due)})
-
-    def _recrawl_here(self, cycle: Path, now: float) -> list[Record]:
-        """The recrawl step on this process's connection to the history."""
-        due: list[Record] = []
-        # The fetch log as parsed for the steps before (read again, reporting to this
-        # run's reporter, only when it had a bad line); then the pages.
-        logged = self.warcs.fetch_logs.lines(cycle, self.rep)
-        recrawl_in(
-            self.stores.history,
-            cycle_observations(logged, cycle / "pages.ndjson.zst", self.rep),
-            write=due.extend,
-            now=now,
-            reporter=self.rep,
-            hold_mu=RECRAWL_HOLD_MU,
-        )
-        return due
 
     def _wait_deferred(self, cycle: Path) -> None:
         """The cycle's deferred URLs into the waiting room (again after a crash: once)."""

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from crawlkit import streams
-from crawlkit.crawl.files import write_file
+from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
 from crawlkit.records import PageRecord
@@ -51,6 +51,8 @@ __all__ = ["Deduped", "StepProcess", "cycle_observations", "dedup_cycle", "recra
 # (kind, message) of each line a step reported, "info" for Reporter.info
 Report = tuple[str, str]
 T = TypeVar("T")
+# A step started in the step process: its result and what it reported.
+Started = cf.Future[tuple[T, list[Report]]]
 
 
 @dataclass
@@ -99,17 +101,39 @@ def cycle_observations(
     )
 
 
+DUE = "recrawl-due.ndjson.zst"  # in a cycle: the URLs its recrawl step emitted
+
+
 def recrawl_cycle(
-    history: History, cycle: Path, now: float, hold_mu: float, reporter: Reporter
+    history: History,
+    cycle: Path,
+    now: float,
+    hold_mu: float,
+    reporter: Reporter,
+    logged: Iterable[tuple[str, int, Record]] | None = None,
 ) -> list[Record]:
-    """The recrawl step on ``cycle``'s files: the history updated and committed, the
-    URL records due at ``now`` returned."""
-    due: list[Record] = []
-    logged = streams.read_records_with_lines([cycle / "fetch.ndjson"], reporter)
+    """The recrawl step on ``cycle``'s files (its fetch log, unless ``logged`` gives
+    it parsed): the history updated and committed, the URL records due at ``now``
+    returned.
+
+    They are written to the cycle's ``recrawl-due.ndjson.zst`` before the history
+    commits (the history marks them emitted, and does not emit them again for a day),
+    with those an earlier attempt wrote there: a step run again after a crash, however
+    late, returns every URL any attempt emitted (at least once; the frontier queues a
+    recrawl of a URL once).
+    """
+    due: list[Record] = list(read_file(cycle / DUE))
+
+    def keep(records: list[Record]) -> None:
+        due.extend(records)
+        write_file(cycle / DUE, due)
+
+    if logged is None:
+        logged = streams.read_records_with_lines([cycle / "fetch.ndjson"], reporter)
     recrawl_in(
         history,
         cycle_observations(logged, cycle / "pages.ndjson.zst", reporter),
-        write=due.extend,
+        write=keep,
         now=now,
         reporter=reporter,
         hold_mu=hold_mu,
@@ -119,9 +143,14 @@ def recrawl_cycle(
 
 class StepProcess:
     """One process that owns the dedup index of ``dedup_dir`` and the recrawl history
-    of ``history_dir`` and runs their steps for the post thread. It starts on the first
-    step and stays until :meth:`close`. Each step returns None if the process died (now
-    or before): the caller then runs the step itself."""
+    of ``history_dir`` and runs their steps for the post thread, one at a time in the
+    order they were started. It starts on the first step and stays until
+    :meth:`close`.
+
+    A step is started (``start_*``) and its result taken (:meth:`take`) later, so the
+    post thread can work on something else meanwhile. Either gives None if the process
+    died (now or before): the caller then runs the step itself.
+    """
 
     def __init__(self, dedup_dir: Path, history_dir: Path):
         self.dedup_dir = dedup_dir
@@ -129,28 +158,25 @@ class StepProcess:
         self._pool: cf.ProcessPoolExecutor | None = None
         self.died = False
 
-    def dedup(self, cycle: Path, reporter: Reporter) -> Deduped | None:
-        """:func:`dedup_cycle` on ``cycle``; its diagnostics go to ``reporter``."""
-        return self._run(reporter, _dedup, str(cycle))
+    def start_dedup(self, cycle: Path) -> Started[Deduped] | None:
+        """:func:`dedup_cycle` on ``cycle``."""
+        return self._start(_dedup, str(cycle))
 
-    def recrawl(
-        self, cycle: Path, now: float, hold_mu: float, reporter: Reporter
-    ) -> list[Record] | None:
-        """:func:`recrawl_cycle` on ``cycle``; its diagnostics go to ``reporter``."""
-        return self._run(reporter, _recrawl, str(cycle), now, hold_mu)
+    def start_recrawl(
+        self, cycle: Path, now: float, hold_mu: float
+    ) -> Started[list[Record]] | None:
+        """:func:`recrawl_cycle` on ``cycle``."""
+        return self._start(_recrawl, str(cycle), now, hold_mu)
 
-    def _run(
-        self, reporter: Reporter, step: Callable[..., tuple[T, list[Report]]], *args: Any
-    ) -> T | None:
-        if self.died:
+    def take(self, started: Started[T] | None, reporter: Reporter) -> T | None:
+        """The result of a started step (waiting for it); its diagnostics go to
+        ``reporter``."""
+        if started is None:
             return None
-        if self._pool is None:
-            self._pool = _start(self.dedup_dir, self.history_dir)
         try:
-            result, reports = self._pool.submit(step, *args).result()
+            result, reports = started.result()
         except cf.process.BrokenProcessPool:
-            self.died = True
-            self.close()
+            self._died()
             return None
         for kind, message in reports:
             if kind == "info":
@@ -159,13 +185,29 @@ class StepProcess:
                 reporter.warn(message, kind)
         return result
 
+    def _start(self, step: Callable[..., tuple[T, list[Report]]], *args: Any) -> Started[T] | None:
+        if self.died:
+            return None
+        if self._pool is None:
+            self._pool = _start_pool(self.dedup_dir, self.history_dir)
+        try:
+            return self._pool.submit(step, *args)
+        except cf.process.BrokenProcessPool:
+            self._died()
+            return None
+
+    def _died(self) -> None:
+        self.died = True
+        self.close()
+
     def close(self) -> None:
+        """Stop the process, once the steps started have ended."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
 
-def _start(dedup_dir: Path, history_dir: Path) -> cf.ProcessPoolExecutor:
+def _start_pool(dedup_dir: Path, history_dir: Path) -> cf.ProcessPoolExecutor:
     # Not forked from this process: it has threads (a fork copies the locks they
     # hold) and holds the state lock, which a forked child would keep after a crash of
     # the crawl. From the fork server the extract processes start from, if there is one.

@@ -182,7 +182,9 @@ def test_a_run_opens_each_store_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     for cls, name in ((DedupStore, "dedup"), (History, "recrawl"), (HostState, "hosts")):
         monkeypatch.setattr(cls, "__init__", counting(name, cls.__init__))
     # The step process opens the dedup index and the history once, when it starts.
-    monkeypatch.setattr(step_process, "_start", counting("step process", step_process._start))
+    monkeypatch.setattr(
+        step_process, "_start_pool", counting("step process", step_process._start_pool)
+    )
     with start_testweb(tmp_path, "--hosts", "3", "--pages", "12", "--special", "none") as web:
         options = CrawlOptions(
             scope="any",

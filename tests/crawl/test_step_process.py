@@ -73,9 +73,12 @@ def test_the_process_gives_what_the_step_gives_here(tmp_path: Path) -> None:
                 (T0 + 5 * DAY, T0 + 12 * DAY, {1, 2}),
             ]
         ):
-            cycle = _cycle(tmp_path / "cycles", f"{n:06d}", at, changed)
-            due_here = recrawl_cycle(here, cycle, now, 0.0, told_here)
-            due_there = there.recrawl(cycle, now, 0.0, told_there)
+            cycles = [
+                _cycle(tmp_path / side, f"{n:06d}", at, changed)
+                for side in ("here-cycles", "there-cycles")
+            ]
+            due_here = recrawl_cycle(here, cycles[0], now, 0.0, told_here)
+            due_there = there.take(there.start_recrawl(cycles[1], now, 0.0), told_there)
             assert due_there == due_here
             emitted += len(due_here)
     finally:
@@ -121,7 +124,7 @@ def test_the_process_dedups_what_the_step_dedups_here(tmp_path: Path) -> None:
             for cycle in cycles:
                 _pages(cycle, 30 * n)
             done_here = dedup_cycle(here, cycles[0], told_here)
-            done_there = there.dedup(cycles[1], told_there)
+            done_there = there.take(there.start_dedup(cycles[1]), told_there)
             assert done_there == done_here
             for name in ("dedup.ndjson.zst", "sites.ndjson.zst"):
                 assert list(streams.read_records([cycles[1] / name])) == list(
@@ -145,16 +148,37 @@ def test_the_process_dedups_what_the_step_dedups_here(tmp_path: Path) -> None:
 
 def test_a_dead_process_hands_the_step_back(tmp_path: Path) -> None:
     process = StepProcess(tmp_path / "dedup", tmp_path / "history")
+    told = NullReporter()
     try:
         cycle = _cycle(tmp_path / "cycles", "000001", T0, set())
-        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) == []
+        assert process.take(process.start_recrawl(cycle, T0 + 60, 0.0), told) == []
         (pid,) = _holders(tmp_path / "history" / "history.sqlite")
         os.kill(pid, signal.SIGKILL)
-        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) is None
+        assert process.take(process.start_dedup(cycle), told) is None
         assert process.died
-        assert process.recrawl(cycle, T0 + 60, 0.0, NullReporter()) is None  # for good
+        assert process.start_recrawl(cycle, T0 + 60, 0.0) is None  # for good
     finally:
         process.close()
+
+
+def test_a_recrawl_step_run_again_returns_what_it_emitted_before(tmp_path: Path) -> None:
+    """A crash after the history committed and before the due URLs were queued: the
+    history will not emit them for a day, and the step run again returns them from
+    the cycle's due file."""
+    history = History(tmp_path / "history")
+    told = NullReporter()
+    try:
+        first = _cycle(tmp_path / "cycles", "000001", T0, set())
+        recrawl_cycle(history, first, T0 + 60, 0.0, told)
+        cycle = _cycle(tmp_path / "cycles", "000002", T0 + DAY, {1, 2})
+        due = recrawl_cycle(history, cycle, T0 + 12 * DAY, 0.0, told)
+        assert len(due) > 0
+        assert recrawl_cycle(history, cycle, T0 + 12 * DAY, 0.0, told) == due
+        # The history itself emits nothing again: only the file has them.
+        again = _cycle(tmp_path / "cycles", "000003", T0 + DAY, set())
+        assert recrawl_cycle(history, again, T0 + 12 * DAY, 0.0, told) == []
+    finally:
+        history.close()
 
 
 def test_a_crawl_whose_step_process_is_killed_loses_no_fetch(tmp_path: Path) -> None:
