@@ -160,8 +160,9 @@ def crawl_command(
         typer.Option(
             "-j",
             "--jobs",
-            help="Extract worker processes: 1 parses in the crawl process; N >= 2 keeps N "
-            "processes for the run, each parsing a cut cycle while the fetcher goes on.",
+            help="Extract processes kept for the run (1 at least), each parsing a cut cycle "
+            "while the fetcher goes on. Beside them one step process runs the dedup and "
+            "recrawl steps (it owns the dedup index and the recrawl history).",
         ),
     ] = 1,
     batch: Annotated[
@@ -254,8 +255,9 @@ def crawl_command(
     are abandoned, the rest waits for the next run, the summary says "interrupted",
     exit 0; a second signal stops it at once (a restart recovers).
 
-    Bounded: the fetcher holds at most --per-host URLs of one host at once, and gets
-    no more while post-processing has 2 cut cycles waiting. --for stops fetching at
+    Bounded: the fetcher holds at most --per-host URLs of one host at once; from 2
+    cut cycles waiting for post-processing each refill of the fetcher is halved per
+    cycle more, and at 6 it gets no more. --for stops fetching at
     the deadline and post-processing 5 s later; what is left is finished by the next
     run. --max-pages counts every request for a page (robots.txt aside) over all runs.
 
