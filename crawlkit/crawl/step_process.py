@@ -11,8 +11,9 @@ waits without the lock, and gets back the records to queue (site records, due UR
 Each step is the same function on the same files as the stage's (:func:`dedup_cycle`,
 :func:`recrawl_cycle`), with the same commits: the dedup index commits before its
 records are renamed into place (a step run again finds its pages in the index and
-decides them the same way), the history only after the due URLs are handed over, so a
-crash re-emits rather than loses (``docs/design.md`` invariant 4).
+decides them the same way), the history only after the due URLs are written to the
+cycle's ``recrawl-due.ndjson.zst``, so a crash re-emits rather than loses
+(``docs/design.md`` invariant 4).
 
 The history is SQLite in WAL mode: the crawl process keeps its own connection for what
 it reads before post-processing starts (the seeds never fetched, due retries) and sees
@@ -46,7 +47,15 @@ from crawlkit.stages.extract_page import end_with_owner
 from crawlkit.stages.recrawl import recrawl_in
 from crawlkit.streams import Record
 
-__all__ = ["Deduped", "StepProcess", "cycle_observations", "dedup_cycle", "recrawl_cycle"]
+__all__ = [
+    "DUE",
+    "Deduped",
+    "Started",
+    "StepProcess",
+    "cycle_observations",
+    "dedup_cycle",
+    "recrawl_cycle",
+]
 
 # (kind, message) of each line a step reported, "info" for Reporter.info
 Report = tuple[str, str]
