@@ -8,6 +8,7 @@ dedup index, and end with the crawl when the crawl is killed.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -228,15 +229,16 @@ def test_the_step_process_ends_with_a_killed_crawl(tmp_path: Path) -> None:
         crawl = _start_crawl(args)
         history = state / "recrawl" / "history.sqlite"
         try:
-            _wait_for_step_process(crawl, history)
+            step = os.pidfd_open(_wait_for_step_process(crawl, history))
         finally:
             crawl.kill()  # kill -9 of the crawl alone, not of its process group
             crawl.communicate()
-        # Nothing holds the history open once the crawl is gone (the history process
-        # watches its owner twice a second).
-        deadline = time.monotonic() + 30
-        while _holders(history) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # The step process ends once the crawl is gone (it watches its owner twice a
+        # second): its pidfd becomes readable when it exits.
+        try:
+            assert select.select([step], [], [], 30)[0], "the step process outlived the crawl"
+        finally:
+            os.close(step)
         assert _holders(history) == set()
 
 
@@ -250,8 +252,9 @@ def _start_crawl(args: list[str]) -> subprocess.Popen[bytes]:
 
 
 def _wait_for_step_process(crawl: subprocess.Popen[bytes], history: Path) -> int:
-    """The pid of the crawl's history process, once it holds the history open (at the
-    first recrawl step); the crawl itself holds it too."""
+    """The pid of the crawl's step process, once it holds the history open (it starts
+    at the first dedup step); the crawl itself holds it too. Only /proc shows that
+    event, so it is looked for as ``wait_until_locked`` looks for a lock."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and crawl.poll() is None:
         others = _holders(history) - {crawl.pid}
@@ -259,7 +262,7 @@ def _wait_for_step_process(crawl: subprocess.Popen[bytes], history: Path) -> int
             (pid,) = others
             return pid
         time.sleep(0.05)
-    raise AssertionError(f"no history process (crawl exit {crawl.poll()})")
+    raise AssertionError(f"no step process (crawl exit {crawl.poll()})")
 
 
 def _holders(path: Path) -> set[int]:
