@@ -312,6 +312,22 @@ def proc_name(pid: int) -> str:
     return f"{pid} " + " ".join(w.decode(errors="replace") for w in words[:4])[:80]
 
 
+# The per-sample series, written by --rss-log and --timeline rather than --json.
+SAMPLE_KEYS = ("rss", "rss_procs", "rss_procs_anon", "per_5s", "loop")
+
+
+def anon_kib(pid: int) -> int | None:
+    """The RssAnon of ``pid`` in KiB, or None when it has gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def tree_of(table: dict[int, tuple[int, str, int, int]], roots: set[int]) -> set[int]:
     """``roots`` and all their descendants that are in ``table``."""
     children: dict[int, list[int]] = {}
@@ -341,6 +357,9 @@ class Usage:
     started: float = 0.0  # time.time() at the start
     # Per process of the tree: "pid command" -> (s, MiB) samples (what grows where).
     procs: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    # The same, of anonymous memory only (RssAnon: the heap, not mapped files or the
+    # page cache a memmap shows as resident).
+    procs_anon: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Path) -> Usage:
@@ -381,7 +400,11 @@ def measure(cmd: list[str], keep: set[int], limit: float, sample: float, out: Pa
         usage.cpu.append((now, ticks / CLOCK_TICKS))
         for p in tree:
             if table[p][1] != "Z":
-                usage.procs.setdefault(proc_name(p), []).append((now, round(table[p][2] / 1024, 1)))
+                name = proc_name(p)
+                usage.procs.setdefault(name, []).append((now, round(table[p][2] / 1024, 1)))
+                anon = anon_kib(p)
+                if anon is not None:
+                    usage.procs_anon.setdefault(name, []).append((now, round(anon / 1024, 1)))
         usage.peak_rss_mib = max(usage.peak_rss_mib, rss)
         if not root_done and reap(proc.pid, os.WNOHANG):
             root_done = True
@@ -432,6 +455,11 @@ def rss_slopes(usage: Usage, times: list[float], start: float, since: float, end
         "procs_mib_min": {
             name: round(slope([(t, v) for t, v in s if since <= t <= end]), 2)
             for name, s in usage.procs.items()
+            if sum(1 for t, _ in s if since <= t <= end) >= 5
+        },
+        "procs_anon_mib_min": {
+            name: round(slope([(t, v) for t, v in s if since <= t <= end]), 2)
+            for name, s in usage.procs_anon.items()
             if sum(1 for t, _ in s if since <= t <= end) >= 5
         },
     }
@@ -700,6 +728,7 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "load_before": load,
         "rss": usage.rss,
         "rss_procs": usage.procs,
+        "rss_procs_anon": usage.procs_anon,
         "per_5s": per_window(times, start),
         "rss_slope": rss_slopes(usage, times, start, args.slope_from, args.duration),
     }
@@ -947,6 +976,14 @@ def main() -> None:
                         ),
                         flush=True,
                     )
+                    print(
+                        "    of it anonymous (RssAnon): "
+                        + ", ".join(
+                            f"{name.split()[0]} {v:+.2f}"
+                            for name, v in sl["procs_anon_mib_min"].items()
+                        ),
+                        flush=True,
+                    )
                     if args.timeline:
                         print(f"    server requests per 5 s: {result['per_5s']}", flush=True)
                         print_loop(result.get("loop", []))
@@ -960,10 +997,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                [
-                    {k: v for k, v in r.items() if k not in ("rss", "rss_procs", "per_5s", "loop")}
-                    for r in everything
-                ],
+                [{k: v for k, v in r.items() if k not in SAMPLE_KEYS} for r in everything],
                 indent=1,
             )
         )
@@ -976,6 +1010,7 @@ def main() -> None:
                         "scenario": r["scenario"],
                         "rss": r["rss"],
                         "procs": r["rss_procs"],
+                        "procs_anon": r["rss_procs_anon"],
                     }
                     for r in everything
                 ]
