@@ -132,11 +132,10 @@ def _copy_history(sources: list[Path], dest: Path, slot_map: SlotMap, shard: int
         history = History(src / "recrawl")
         try:
             table = history.table()
-            fps = [
-                int(fp)
-                for fp, site in zip(table.fp, table.site, strict=True)
-                if site and slot_map.shard_of_site(site) == shard
-            ]
+            ours = np.array(
+                [bool(s) and slot_map.shard_of_site(s) == shard for s in table.sites], bool
+            )
+            fps = [int(fp) for fp in table.fp[ours[table.site_ix]]]
             entries = list(history.entries(fps))
         finally:
             history.close()

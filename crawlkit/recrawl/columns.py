@@ -14,10 +14,11 @@ plan is the same whether its table came from the cache or from disk. Host and si
 indices are numbered in the order first seen rather than sorted; they only group
 rows (every use is a ``bincount`` or a grouping sort), so the plan does not change.
 
-Memory: 12 numeric columns of 8 bytes, two flags of 1 and a reference to the site's
-name: 106 bytes per tracked URL (106 MB for a million), plus each distinct host and
-site name once; inserting new URLs copies one column at a time (8 bytes a URL more,
-briefly).
+Memory: 12 numeric columns of 8 bytes and two flags of 1: 98 bytes per tracked URL
+(98 MB for a million), plus each distinct host and site name once; inserting new URLs
+copies one column at a time (8 bytes a URL more, briefly). A row names its site by
+index only: a column of the names themselves kept each record's own copy of the
+string alive, ~66 bytes a URL more (tracemalloc in a crawl's step process).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ SELECT = (
     "outcome, pending_change, spread, observed FROM history ORDER BY fp"
 )
 _FLOATS = ("rate", "last_fetch", "due", "emitted", "interval", "spread", "observed")
-_ARRAYS = ("fp", "site", "site_ix", "host", "importance", "checks", "good", "pending", *_FLOATS)
+_ARRAYS = ("fp", "site_ix", "host", "importance", "checks", "good", "pending", *_FLOATS)
 
 
 @dataclass
@@ -48,8 +49,7 @@ class Table:
     before the history's next write, and never modify its arrays in place."""
 
     fp: np.ndarray  # uint64
-    site: np.ndarray  # object: each row's site name ("" when none)
-    site_ix: np.ndarray  # site index into ``sites``
+    site_ix: np.ndarray  # site index into ``sites`` (its name, "" when none)
     sites: list[str]
     host: np.ndarray  # host index into ``hosts``
     hosts: list[str]
@@ -102,7 +102,6 @@ class Columns:
 
         self.t = Table(
             fp=np.array([r[0] for r in rows], np.int64).view(np.uint64),
-            site=np.array(site_names, dtype=object),
             site_ix=np.array([self._site(s) for s in site_names], np.int64),
             sites=[],
             host=np.array([self._host(r[2] or r[1] or "") for r in rows], np.int64),
@@ -150,7 +149,6 @@ class Columns:
         sites = [e.site or "" for e in batch]
         new: dict[str, np.ndarray] = {
             "fp": np.array([e.fp for e in batch], np.uint64),
-            "site": np.array(sites, dtype=object),
             "site_ix": np.array([self._site(s) for s in sites], np.int64),
             "host": np.array([self._host(e.host or e.site or "") for e in batch], np.int64),
             "importance": np.array([e.importance for e in batch], np.int64),

@@ -74,7 +74,8 @@ def collect(history: History, policy: RecrawlPolicy, now: float, days: int = 7) 
     own = np.isfinite(t.rate) & (t.checks > 1)
     stats.estimated = int(own.sum())
     priors, default = prior_rates(t, policy.initial)
-    lam = np.where(np.isfinite(t.rate), t.rate, [priors.get(s, default) for s in t.site])
+    site_prior = np.array([priors.get(s, default) for s in t.sites], np.float64)
+    lam = np.where(np.isfinite(t.rate), t.rate, site_prior[t.site_ix])
     mean_gap = 1 / np.maximum(lam[own], 1e-300)
     lower = 0.0
     for label, upper in BINS:

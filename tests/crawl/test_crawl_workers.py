@@ -30,11 +30,13 @@ from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
 from crawlkit.crawl.files import write_file
+from crawlkit.crawl.rebalance import _copy_history
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import merge_summaries, prepare
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
 from crawlkit.records import url_record
+from crawlkit.recrawl import Entry, History
 from crawlkit.shard.routing import grow
 from crawlkit.shard.slots import SlotMap
 from crawlkit.state import open_state
@@ -534,3 +536,30 @@ def test_a_workers_cycle_is_delivered_when_it_is_done_not_at_the_next_round(
             os.close(w.process.w)
     assert len(calls) == 3  # the first round, the finished cycle's, the last one
     assert calls[1] < 2000
+
+
+def test_a_new_worker_gets_the_history_of_its_own_sites_and_no_other(tmp_path: Path) -> None:
+    """A grown worker's recrawl history: every entry of the sites the map gives it,
+    from each old worker, and none of another's (a row names its site by index)."""
+    slot_map = SlotMap.even(3)
+    sites = [f"site{i}.test" for i in range(40)]
+    ours = {s for s in sites if slot_map.shard_of_site(s) == 2}
+    assert ours and len(ours) < len(sites)
+    for k in range(2):
+        history = History(tmp_path / str(k) / "recrawl")
+        history.put(
+            [
+                Entry(fp=1000 * k + i, url=f"https://{s}/{k}", site=s, last_fetch=1.0)
+                for i, s in enumerate(sites)
+            ]
+        )
+        history.commit()
+        history.close()
+    copied = _copy_history([tmp_path / "0", tmp_path / "1"], tmp_path / "2", slot_map, 2)
+    out = History(tmp_path / "2" / "recrawl")
+    got = out.entries([1000 * k + i for k in range(2) for i in range(len(sites))])
+    assert sorted((e.site, e.url) for e in got) == sorted(
+        (s, f"https://{s}/{k}") for k in range(2) for s in ours
+    )
+    assert copied == 2 * len(ours)
+    out.close()
