@@ -40,6 +40,7 @@ from crawlkit import streams
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
+from crawlkit.heap import release_free_heap
 from crawlkit.records import PageRecord
 from crawlkit.recrawl import History
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
@@ -264,11 +265,14 @@ def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
 def _dedup(cycle: str) -> tuple[Deduped, list[Report]]:
     assert _dedup_store is not None  # opened by the pool's initializer
     recording = _Recording()
-    return dedup_cycle(_dedup_store, Path(cycle), recording), recording.lines
+    done = dedup_cycle(_dedup_store, Path(cycle), recording)
+    release_free_heap()
+    return done, recording.lines
 
 
 def _recrawl(cycle: str, now: float, hold_mu: float) -> tuple[list[Record], list[Report]]:
     assert _history is not None  # opened by the pool's initializer
     recording = _Recording()
     due = recrawl_cycle(_history, Path(cycle), now, hold_mu, recording)
+    release_free_heap()
     return due, recording.lines

@@ -48,6 +48,7 @@ from typing import Any
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
+from crawlkit.heap import release_free_heap
 from crawlkit.html.page import (
     HtmlExtractor,
     looks_like_html,
@@ -407,7 +408,10 @@ def extract_files(
         extractor=worker_extractor(),
         originals=originals,
     )
-    return bytes(pages), bytes(links), stats, keep.kept
+    result = bytes(pages), bytes(links), stats, keep.kept
+    del pages, links
+    release_free_heap()  # the files' bodies and parse trees, until the next files
+    return result
 
 
 class ExtractWorkers:
