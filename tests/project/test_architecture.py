@@ -48,7 +48,7 @@ LAZY: dict[str, str] = {
 # The library's layers, bottom-up: each top-level module or package of crawlkit is in
 # exactly one, and imports only from its own layer or those below (crawlkit/README.md).
 CORE = {"", "errors", "streams", "diag", "times", "records", "durable", "state", "early_signals"}
-CORE |= {"masking"}
+CORE |= {"masking", "heap"}
 DOMAIN = {"url", "robots", "sitemap", "html", "warc", "fetch", "frontier", "seen", "dedup"}
 DOMAIN |= {"recrawl", "shard", "report", "testweb", "patterns"}
 LAYERS: list[tuple[str, frozenset[str]]] = [
