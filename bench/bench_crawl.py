@@ -64,7 +64,9 @@ the machine's load falls on all of them alike):
   ``ru_maxrss``, which a sample can miss), whichever is larger.
 * longest stall: the longest run of 5-s windows whose server-side request count
   (testweb's request log) was under 10% of the run's mean, from the first request to
-  the end of the run or ``--for``, whichever came first.
+  the end of the run or ``--for``, or to the first request of the last page of the
+  ordinary hosts without a Crawl-delay (after it only hosts that set the pace have
+  work: Crawl-delay, 429, slow ones; their pace is politeness), whichever came first.
 * how far past ``--for`` the run ended (negative: it ran out of work); for Scrapy
   and wget2 past their own bound (CLOSESPIDER_TIMEOUT, ``timeout``).
 
@@ -106,6 +108,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from crawl_timeline import loop_idle, loop_windows, print_loop
 
@@ -196,6 +199,15 @@ def testweb(tmp: Path, scenario: str, hosts: int, pages: int, tls: bool) -> Iter
         manifest = json.loads(Path(info["manifest"]).read_text())
         info["web_pid"] = proc.pid
         info["wanted"] = {u for h in manifest["hosts"] for u in h["allowed"]}
+        # The pages of the ordinary hosts without a Crawl-delay, as the server logs them
+        # (host, path): once all are requested, what is left is paced by politeness or
+        # by the hosts themselves (Crawl-delay, 429, slow and trap hosts; free_hosts_done).
+        info["free_pages"] = {
+            host_path(u)
+            for h in manifest["hosts"]
+            if h["kind"] == "ordinary" and not h["robots"].get("crawl_delay")
+            for u in h["allowed"]
+        }
         yield info
     finally:
         proc.terminate()
@@ -215,10 +227,34 @@ def canonical_set(urls: Iterable[str], wanted: set[str]) -> set[str]:
     return got
 
 
-def server_times(log: Path) -> list[float]:
-    """Start times of every request in testweb's log."""
+def server_requests(log: Path) -> list[tuple[float, tuple[str, str]]]:
+    """(start time, (host, path)) of every request in testweb's log."""
+    out = []
     with open(log, "rb") as f:
-        return [json.loads(line)["t_start"] for line in f if line.strip()]
+        for line in f:
+            if line.strip():
+                rec = json.loads(line)
+                host = (rec.get("host") or "").lower().rsplit(":", 1)[0]
+                out.append((rec["t_start"], (host, rec.get("path") or "")))
+    return out
+
+
+def host_path(url: str) -> tuple[str, str]:
+    """A manifest URL as the server's log names it: (host, path with its query)."""
+    parts = urlsplit(url)
+    return (parts.hostname or "", parts.path + (f"?{parts.query}" if parts.query else ""))
+
+
+def free_hosts_done(requests: list[tuple[float, tuple[str, str]]], free: set[str]) -> float | None:
+    """When the last page of ``free`` (the ordinary hosts without a Crawl-delay) was
+    first requested, if every one was: after it the tool can only wait on hosts that
+    set its pace (Crawl-delay, 429, slow: politeness, not a stall). None while any
+    was never requested."""
+    first: dict[tuple[str, str], float] = {}
+    for t, key in requests:
+        if key in free and key not in first:
+            first[key] = t
+    return max(first.values()) if free and len(first) == len(free) else None
 
 
 def per_window(times: list[float], start: float, width: float = 5.0) -> list[int]:
@@ -699,7 +735,14 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         pages = wget2_pages(work / "out", web["wanted"], "http", web["port"])
     os.kill(web["web_pid"], signal.SIGUSR1)  # flush the request log
     time.sleep(1.0)
-    times = [t for t in server_times(Path(web["log"])) if t >= start]
+    requests = [(t, key) for t, key in server_requests(Path(web["log"])) if t >= start]
+    times = [t for t, _ in requests]
+    # A stall is counted while work is queued: up to --for, the tool's end, or the
+    # moment only hosts that set the pace had pages left, whichever came first.
+    stall_end = min(start + usage.wall_s, start + args.duration)
+    done = free_hosts_done(requests, web["free_pages"])
+    if done is not None:
+        stall_end = min(stall_end, done)
     n = len(pages)
     if ck and args.py_spy:
         print_profile(args.py_spy, n)
@@ -721,7 +764,8 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
         "wall_s": usage.wall_s,
         "peak_rss_mib": usage.peak_rss_mib,
         "max_single_rss_mib": usage.max_single_rss_mib,
-        "stall_s": longest_stall(times, min(start + usage.wall_s, start + args.duration)),
+        "stall_s": longest_stall(times, stall_end),
+        "free_hosts_done_s": None if done is None else round(done - start, 1),
         "requests": len(times),
         "overshoot_s": usage.wall_s - args.duration,
         "killed": usage.killed,
