@@ -9,7 +9,8 @@ a 120-s few-seed crawl, issue 27); the step process's free heap grew with its in
 
 :func:`release_free_heap` hands those free pages back (``malloc_trim(0)``: 0.6 ms
 median a call in the same crawl, 21 ms at most). The processes that work in batches
-call it after each one. Elsewhere than glibc it does nothing.
+call it after each one; the crawl process every 10 s (``crawlkit/crawl/arenas.py``).
+Elsewhere than glibc it does nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
-__all__ = ["release_free_heap"]
+__all__ = ["can_release_free_heap", "release_free_heap"]
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -31,6 +32,11 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 _TRIM = _malloc_trim()
+
+
+def can_release_free_heap() -> bool:
+    """Whether :func:`release_free_heap` does anything here (glibc's ``malloc_trim``)."""
+    return _TRIM is not None
 
 
 def release_free_heap() -> None:

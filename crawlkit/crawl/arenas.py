@@ -37,6 +37,8 @@ import os
 import sys
 import threading
 
+from crawlkit.heap import can_release_free_heap, release_free_heap
+
 __all__ = ["CRAWL_ARENAS", "TRIM_EVERY", "cap_arenas", "start_trimming"]
 
 CRAWL_ARENAS = 2
@@ -71,19 +73,13 @@ def start_trimming(every: float = TRIM_EVERY) -> bool:
     global _trimmer
     if _trimmer is not None and _trimmer.is_alive():
         return True
-    if not sys.platform.startswith("linux"):
+    if not can_release_free_heap():
         return False
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = (ctypes.c_size_t,)
-    trim.restype = ctypes.c_int
     stop = threading.Event()  # never set: the thread ends with the process
 
     def run() -> None:
         while not stop.wait(every):
-            trim(0)
+            release_free_heap()
             trimmed.set()
 
     _trimmer = threading.Thread(target=run, name="malloc-trim", daemon=True)
