@@ -16,15 +16,18 @@ Elsewhere than glibc it does nothing.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable
 
 __all__ = ["can_release_free_heap", "release_free_heap"]
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):  # (as crawl/arenas.py checked before)
+        return None
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to hand back
+    except (OSError, AttributeError):  # not glibc (musl): nothing to hand back
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int

@@ -18,7 +18,8 @@ Memory: 12 numeric columns of 8 bytes and two flags of 1: 98 bytes per tracked U
 (98 MB for a million), plus each distinct host and site name once; inserting new URLs
 copies one column at a time (8 bytes a URL more, briefly). A row names its site by
 index only: a column of the names themselves kept each record's own copy of the
-string alive, ~66 bytes a URL more (tracemalloc in a crawl's step process).
+string alive, ~76 bytes a URL more (177 against 101 bytes a URL in all, 100,000 URLs
+put in batches with a fresh string per record, tracemalloc).
 """
 
 from __future__ import annotations
