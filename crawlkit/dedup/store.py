@@ -34,6 +34,12 @@ commit, and rerunning the same input after a crash gives the same dedup records.
 
 The in-memory indexes (exact digests as a sorted uint64 array, simhashes in a
 :class:`~crawlkit.dedup.nearindex.NearIndex`) are rebuilt from ``pages.bin`` on open.
+Of each entry only what a lookup reads stays in memory: the simhash (a near match's
+distance), the URL's fingerprint (a page never matches its own URL) and the flags, 17
+bytes a page beside the indexes' 12 (exact) and ~40 (near). The digest hash, the URL's
+offset and length of a committed page are read back from ``pages.bin`` when a duplicate
+is named (:meth:`DedupStore.url_of`); held as columns they were 20 bytes a page more,
+memory that grew with every page a crawl's step process ever stored (issue 27).
 """
 
 from __future__ import annotations
@@ -127,23 +133,25 @@ class DedupStore:
 
         capacity = max(1024, n_pages * 2)
         self.simhash = np.zeros(capacity, np.uint64)
-        self.d64 = np.zeros(capacity, np.uint64)
         self.ufp = np.zeros(capacity, np.uint64)
-        self.uoff = np.zeros(capacity, np.uint64)
-        self.ulen = np.zeros(capacity, np.uint32)
-        self.flags = np.zeros(capacity, np.uint32)
-        for name in ("sh", "d64", "ufp", "uoff", "ulen", "flags"):
-            getattr(self, "simhash" if name == "sh" else name)[:n_pages] = entries[name]
+        self.flags = np.zeros(capacity, np.uint8)
+        self.simhash[:n_pages] = entries["sh"]
+        self.ufp[:n_pages] = entries["ufp"]
+        self.flags[:n_pages] = entries["flags"]
         self.n = n_pages
+        # The entries added since the last commit: what only the commit writes.
+        self._pending: list[tuple[int, int, int]] = []  # (digest hash, URL offset, length)
         self._pending_urls = bytearray()
 
         # Exact index: sorted digest hashes with their ids (each digest stored once).
-        has = self.d64[:n_pages] != 0
+        d64 = entries["d64"]
+        has = d64 != 0
         ids = np.flatnonzero(has).astype(np.uint32)
-        order = np.argsort(self.d64[:n_pages][has], kind="stable")
-        self._dkeys = self.d64[:n_pages][has][order]
+        order = np.argsort(d64[has], kind="stable")
+        self._dkeys = d64[has][order]
         self._dids = ids[order]
         self._pending_digests: dict[int, int] = {}
+        del entries, d64, has, ids, order
 
         self.near = self._load_tables(n_pages)
         indexed = np.flatnonzero(self.flags[self._tables_pages : n_pages] & FLAG_INDEXED)
@@ -162,6 +170,7 @@ class DedupStore:
                 raise StateError(f"{sites_path}: damaged site counts ({exc})") from exc
         # Opened last, so a damaged state raises before any file is left open.
         self._url_file = open(self._urls_path, "a+b")  # noqa: SIM115 - closed in close()
+        self._pages_file = open(self._pages_path, "a+b")  # noqa: SIM115 - closed in close()
 
     # ------------------------------------------------------------ loading
 
@@ -223,8 +232,12 @@ class DedupStore:
 
     def url_of(self, page_id: int) -> str:
         """The URL of a stored page."""
-        off = int(self.uoff[page_id])
-        length = int(self.ulen[page_id])
+        if page_id >= self._committed_pages:
+            _, off, length = self._pending[page_id - self._committed_pages]
+        else:
+            raw = os.pread(self._pages_file.fileno(), ENTRY.itemsize, page_id * ENTRY.itemsize)
+            entry = np.frombuffer(raw, ENTRY)[0]
+            off, length = int(entry["uoff"]), int(entry["ulen"])
         if off >= self._committed_url_bytes:
             start = off - self._committed_url_bytes
             data = bytes(self._pending_urls[start : start + length])
@@ -250,7 +263,7 @@ class DedupStore:
 
     def _grow(self) -> None:
         size = len(self.simhash) * 2
-        for name in ("simhash", "d64", "ufp", "uoff", "ulen", "flags"):
+        for name in ("simhash", "ufp", "flags"):
             old = getattr(self, name)
             new = np.zeros(size, old.dtype)
             new[: self.n] = old[: self.n]
@@ -263,11 +276,9 @@ class DedupStore:
         page_id = self.n
         data = url.encode("utf-8", "surrogatepass")
         self.simhash[page_id] = simhash
-        self.d64[page_id] = d64
         self.ufp[page_id] = ufp
-        self.uoff[page_id] = self._committed_url_bytes + len(self._pending_urls)
-        self.ulen[page_id] = len(data)
         self.flags[page_id] = FLAG_INDEXED if indexed else 0
+        self._pending.append((d64, self._committed_url_bytes + len(self._pending_urls), len(data)))
         self._pending_urls += data
         if d64:
             self._pending_digests.setdefault(d64, page_id)
@@ -312,15 +323,14 @@ class DedupStore:
             entries = np.zeros(new_entries, ENTRY)
             sl = slice(self._committed_pages, self.n)
             entries["sh"] = self.simhash[sl]
-            entries["d64"] = self.d64[sl]
             entries["ufp"] = self.ufp[sl]
-            entries["uoff"] = self.uoff[sl]
-            entries["ulen"] = self.ulen[sl]
             entries["flags"] = self.flags[sl]
-            with open(self._pages_path, "ab") as f:
-                f.write(entries.tobytes())
-                f.flush()
-                os.fsync(f.fileno())
+            pending = np.array(self._pending, np.uint64).reshape(-1, 3)
+            entries["d64"], entries["uoff"], entries["ulen"] = pending.T
+            self._pages_file.seek(0, os.SEEK_END)
+            self._pages_file.write(entries.tobytes())
+            self._pages_file.flush()
+            os.fsync(self._pages_file.fileno())
             self._url_file.seek(0, os.SEEK_END)
             self._url_file.write(self._pending_urls)
             self._url_file.flush()
@@ -338,6 +348,7 @@ class DedupStore:
         self._tables_layout = manifest["tables_layout"]
         self._committed_pages = self.n
         self._committed_url_bytes += len(self._pending_urls)
+        self._pending = []
         self._pending_urls = bytearray()
 
     def _write_generation(self) -> dict[str, int]:
@@ -370,14 +381,12 @@ class DedupStore:
 
     def close(self) -> None:
         self._url_file.close()
+        self._pages_file.close()
 
     def index_bytes(self) -> dict[str, int]:
         """Bytes on disk and in memory, for the benchmark's bytes-per-page figure."""
         disk = sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file() and p.name != "LOCK")
         memory = (
-            self.near.memory_bytes()
-            + self._dkeys.nbytes
-            + self._dids.nbytes
-            + self.n * (8 * 4 + 4 * 2)
+            self.near.memory_bytes() + self._dkeys.nbytes + self._dids.nbytes + self.n * (8 + 8 + 1)
         )
         return {"disk": disk, "memory": memory, "pages": self.n}
