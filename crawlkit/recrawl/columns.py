@@ -14,12 +14,17 @@ plan is the same whether its table came from the cache or from disk. Host and si
 indices are numbered in the order first seen rather than sorted; they only group
 rows (every use is a ``bincount`` or a grouping sort), so the plan does not change.
 
-Memory: 12 numeric columns of 8 bytes and two flags of 1: 98 bytes per tracked URL
-(98 MB for a million), plus each distinct host and site name once; inserting new URLs
-copies one column at a time (8 bytes a URL more, briefly). A row names its site by
-index only: a column of the names themselves kept each record's own copy of the
-string alive, ~76 bytes a URL more (177 against 101 bytes a URL in all, 100,000 URLs
-put in batches with a fresh string per record, tracemalloc).
+Memory: 8 columns of 8 bytes (the fingerprint and the times and rates, which the
+plan reads as they are), the site and host indices and the check count in 4, the
+importance and two flags in 1: 79 bytes per tracked URL (79 MB for a million), plus
+each distinct host and site name once; inserting new URLs copies one column at a time
+(8 bytes a URL more, briefly). The narrow columns hold the same values: indices and
+counts stay far below 2**31, and the plan clips the importance to its weights (0..3
+by default) anyway, so it is kept clipped to a byte's range; all in 8 bytes were 98
+bytes a URL. A row names its site by index only: a column of the names themselves
+kept each record's own copy of the string alive, ~76 bytes a URL more (177 against
+101 bytes a URL in all, 100,000 URLs put in batches with a fresh string per record,
+tracemalloc).
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ SELECT = (
 )
 _FLOATS = ("rate", "last_fetch", "due", "emitted", "interval", "spread", "observed")
 _ARRAYS = ("fp", "site_ix", "host", "importance", "checks", "good", "pending", *_FLOATS)
+_INDEX = np.int32  # site and host indices, check counts
+_IMPORTANCE = np.int8
+
+
+def _importance(values: list[int]) -> np.ndarray:
+    """Importance as a byte: clipped to its range (the plan clips it to the weights)."""
+    return np.clip(np.array(values, np.int64), -128, 127).astype(_IMPORTANCE)
 
 
 @dataclass
@@ -103,13 +115,13 @@ class Columns:
 
         self.t = Table(
             fp=np.array([r[0] for r in rows], np.int64).view(np.uint64),
-            site_ix=np.array([self._site(s) for s in site_names], np.int64),
+            site_ix=np.array([self._site(s) for s in site_names], _INDEX),
             sites=[],
-            host=np.array([self._host(r[2] or r[1] or "") for r in rows], np.int64),
+            host=np.array([self._host(r[2] or r[1] or "") for r in rows], _INDEX),
             hosts=[],
-            importance=np.array([r[3] for r in rows], np.int64),
+            importance=_importance([r[3] for r in rows]),
             rate=column(4),
-            checks=np.array([r[5] for r in rows], np.int64),
+            checks=np.array([r[5] for r in rows], _INDEX),
             last_fetch=column(6),
             due=column(7),
             emitted=column(8),
@@ -150,10 +162,10 @@ class Columns:
         sites = [e.site or "" for e in batch]
         new: dict[str, np.ndarray] = {
             "fp": np.array([e.fp for e in batch], np.uint64),
-            "site_ix": np.array([self._site(s) for s in sites], np.int64),
-            "host": np.array([self._host(e.host or e.site or "") for e in batch], np.int64),
-            "importance": np.array([e.importance for e in batch], np.int64),
-            "checks": np.array([e.checks for e in batch], np.int64),
+            "site_ix": np.array([self._site(s) for s in sites], _INDEX),
+            "host": np.array([self._host(e.host or e.site or "") for e in batch], _INDEX),
+            "importance": _importance([e.importance for e in batch]),
+            "checks": np.array([e.checks for e in batch], _INDEX),
             "good": np.array([(e.outcome or "") in self._good for e in batch], bool),
             "pending": np.array([bool(e.pending_change) for e in batch], bool),
         }
