@@ -10,8 +10,9 @@ Per host: the fetcher's host (clock, address, empty queue) while it is in memory
 DNS cache entry, its address's network-policy verdict, its robots.txt entry (a few
 lines, parsed), its site in ``site_of_host``'s cache, and its count in the frontier.
 Per site: the frontier's site table entry with 3 linkers, and the trust and budget
-structures computed over it. Per distinct page: dedup's near-copy index (the crawl
-process keeps it whole in memory). Which of these are bounded,
+structures computed over it. Per distinct page: dedup's near-copy index and its whole
+store, and per tracked URL the recrawl columns (a crawl's step process keeps these
+open all run: they grow with the pages). Which of these are bounded,
 and how, is printed with them (the README's "Memory" section has the figures).
 """
 
@@ -37,6 +38,8 @@ from crawlkit.fetch.scheduler import HostQueue, Scheduler
 from crawlkit.frontier.budgets import SiteTable
 from crawlkit.frontier.journal import HostCounts
 from crawlkit.html.resolve import RESOLVE_CACHE_BYTES
+from crawlkit.recrawl import Entry
+from crawlkit.recrawl.columns import Columns
 from crawlkit.robots import RobotsPolicy
 from crawlkit.url import site_of_host
 
@@ -186,7 +189,8 @@ def per_site(n: int) -> list[tuple[str, float, str]]:
 
 
 def per_page(n: int) -> list[tuple[str, float, str]]:
-    """What the crawl process keeps per distinct page (dedup's near-copy index)."""
+    """What a crawl's step process keeps per distinct page (dedup's near-copy index and
+    store) and per tracked URL (the recrawl columns)."""
     rng = np.random.default_rng(1)
     simhashes = rng.integers(0, 2**63, n, dtype=np.int64).astype(np.uint64)
 
@@ -213,6 +217,26 @@ def per_page(n: int) -> list[tuple[str, float, str]]:
         held, st = measure(store)
         st.close()
     rows.append(("dedup store, all of it (index, columns)", held / n, "none: grows per page"))
+
+    def columns() -> Columns:
+        kept = Columns([], ["fetched"])
+        for start in range(0, n, 500):  # as cycles put them, names parsed afresh
+            kept.put(
+                Entry(
+                    fp=int(simhashes[i]) * 2 + 1,
+                    url=f"http://h{i}.example/",
+                    site="".join(("h", str(i % 2000), ".example")),
+                    host="".join(("h", str(i % 2000), ".example")),
+                    rate=1e-5,
+                    last_fetch=1.78e9 + i,
+                    outcome="fetched",
+                )
+                for i in range(start, min(n, start + 500))
+            )
+        return kept
+
+    held, _ = measure(columns)
+    rows.append(("recrawl columns, per tracked URL", held / n, "none: grows per URL"))
     return rows
 
 
