@@ -23,7 +23,7 @@ __all__ = ["can_release_free_heap", "release_free_heap"]
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):  # (as crawl/arenas.py checked before)
+    if not sys.platform.startswith("linux"):  # CDLL(None) is not defined everywhere
         return None
     try:
         trim = ctypes.CDLL(None).malloc_trim

@@ -151,7 +151,7 @@ class DedupStore:
         self._dkeys = d64[has][order]
         self._dids = ids[order]
         self._pending_digests: dict[int, int] = {}
-        del entries, d64, has, ids, order
+        del entries, d64, has, ids, order  # the whole log, read once: freed before the tables
 
         self.near = self._load_tables(n_pages)
         indexed = np.flatnonzero(self.flags[self._tables_pages : n_pages] & FLAG_INDEXED)
