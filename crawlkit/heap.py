@@ -11,27 +11,53 @@ a 120-s few-seed crawl, issue 27); the step process's free heap grew with its in
 median a call in the same crawl, 21 ms at most). The processes that work in batches
 call it after each one; the crawl process every 10 s (``crawlkit/crawl/arenas.py``).
 Elsewhere than glibc it does nothing.
+
+Trimming cannot give back a free page that shares its chunk's heap with a live block,
+and a long run's heap fills with such pages when large blocks come and go from it.
+:func:`map_large_blocks` fixes glibc's threshold (``M_MMAP_THRESHOLD``) at
+:data:`MMAP_THRESHOLD`, so every block that large is a mapping of its own, unmapped when
+freed, instead of letting the threshold rise to the largest block freed so far (up to
+32 MiB), which puts every response body and batch buffer back in the heap.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from collections.abc import Callable
+from typing import Any, cast
 
-__all__ = ["can_release_free_heap", "release_free_heap"]
+__all__ = [
+    "MMAP_THRESHOLD",
+    "can_release_free_heap",
+    "map_large_blocks",
+    "release_free_heap",
+    "set_malloc_option",
+]
+
+#: Blocks of this many bytes or more are mapped apart (glibc's default starts at 128 KiB).
+MMAP_THRESHOLD = 256 * 1024
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc_function(name: str) -> Any | None:
+    """glibc's function ``name``; None where there is none (not Linux, or musl)."""
     if not sys.platform.startswith("linux"):  # CDLL(None) is not defined everywhere
         return None
     try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc (musl): nothing to hand back
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    trim = _libc_function("malloc_trim")
+    if trim is None:
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
-    return trim
+    return cast(Callable[[int], int], trim)
 
 
 _TRIM = _malloc_trim()
@@ -46,3 +72,24 @@ def release_free_heap() -> None:
     """Return the pages of free heap memory to the system (glibc; elsewhere a no-op)."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+def map_large_blocks(threshold: int = MMAP_THRESHOLD) -> bool:
+    """From now on, glibc maps every block of ``threshold`` bytes or more apart and
+    unmaps it when freed (see the module docstring). False, and nothing done, where
+    there is no ``mallopt`` or the environment sets ``MALLOC_MMAP_THRESHOLD_`` (the
+    operator's setting wins)."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    return set_malloc_option(_M_MMAP_THRESHOLD, threshold)
+
+
+def set_malloc_option(option: int, value: int) -> bool:
+    """glibc's ``mallopt(option, value)`` (options from its malloc.h); False where it
+    failed or there is none."""
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(option, value))

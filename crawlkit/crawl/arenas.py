@@ -32,12 +32,15 @@ page fault each, hence every 10 s rather than after every cycle.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import sys
 import threading
 
-from crawlkit.heap import can_release_free_heap, release_free_heap
+from crawlkit.heap import (
+    can_release_free_heap,
+    map_large_blocks,
+    release_free_heap,
+    set_malloc_option,
+)
 
 __all__ = ["CRAWL_ARENAS", "TRIM_EVERY", "cap_arenas", "start_trimming"]
 
@@ -50,21 +53,17 @@ trimmed = threading.Event()
 
 
 def cap_arenas(arenas: int = CRAWL_ARENAS) -> bool:
-    """At most ``arenas`` malloc arenas for this process from now on, and free memory
-    handed back every :data:`TRIM_EVERY` seconds (:func:`start_trimming`; see the
-    module docstring). True if the cap was set; False when not: not Linux, no
+    """At most ``arenas`` malloc arenas for this process from now on, large blocks
+    mapped apart (``crawlkit.heap.map_large_blocks``) and free memory handed back
+    every :data:`TRIM_EVERY` seconds (:func:`start_trimming`; see the module
+    docstring). True if the cap was set; False when not: not Linux, no
     ``mallopt``, or ``MALLOC_ARENA_MAX`` set in the environment (the trimming starts
     all the same)."""
     start_trimming()
-    if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in os.environ:
+    map_large_blocks()
+    if "MALLOC_ARENA_MAX" in os.environ:
         return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_ARENA_MAX, arenas))
+    return set_malloc_option(_M_ARENA_MAX, arenas)
 
 
 def start_trimming(every: float = TRIM_EVERY) -> bool:

@@ -40,7 +40,7 @@ from crawlkit import streams
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
-from crawlkit.heap import release_free_heap
+from crawlkit.heap import map_large_blocks, release_free_heap
 from crawlkit.records import PageRecord
 from crawlkit.recrawl import History
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
@@ -257,6 +257,7 @@ def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
     # Ctrl-C reaches the whole process group; the crawl decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_owner(owner)
+    map_large_blocks()  # as in the crawl process: a long run's freed blocks go back
     # (the crawl holds the state directory's lock for this process)
     _dedup_store = DedupStore(dedup_dir)
     _history = History(Path(history_dir))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from crawlkit.errors import InvalidURL
+from crawlkit.heap import map_large_blocks
 from crawlkit.html.css import css_refs, decode_css
 from crawlkit.html.fallback import quick_page
 from crawlkit.html.page import MAX_HTML_BYTES, MAX_LINKS, HtmlExtractor, Link, Page
@@ -184,6 +185,7 @@ def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
     # means (crawl and fetch stop gracefully on the first one) and shuts the workers
     # down; a worker dying of it mid-page would turn that into a failed run.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    map_large_blocks()  # a body or batch buffer freed goes back at once (crawlkit/heap.py)
     _worker = HtmlExtractor(
         Canonicalizer(options.rules),
         max_html_bytes=options.max_html_bytes,

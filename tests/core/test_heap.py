@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -43,3 +44,74 @@ def test_release_free_heap_returns_the_freed_pages() -> None:
     before, after, _ = map(int, out.stdout.split())
     # 199 MiB were free in the heap; at least 150 of them go back
     assert before - after > 150 * 1024, (before, after)
+
+
+# In a process of its own: glibc's threshold first raised the way a run raises it (a
+# 4 MiB block freed), then 40 blocks of 300 KB made, each with a live 100 KB chunk
+# after it (so free() alone cannot shrink the heap), and the blocks freed. Printed:
+# how many blocks were mapped apart while they lived (mallinfo2's hblks, less those
+# of before), and how much RssAnon the free gave back.
+_MAPPED_CHILD = textwrap.dedent(
+    """
+    import ctypes, sys
+    from crawlkit.heap import map_large_blocks
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc = ctypes.CDLL(None)
+    libc.mallinfo2.restype = MallInfo2
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+
+    def anon_kib():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon"))
+
+    mapped = map_large_blocks() if sys.argv[1] == "map" else False
+    libc.free(libc.malloc(4 << 20))  # glibc's own threshold rises to 4 MiB here
+    mapped_before = libc.mallinfo2().hblks
+    blocks, pins = [], []
+    for _ in range(40):
+        blocks.append(libc.malloc(300_000))
+        ctypes.memset(blocks[-1], 1, 300_000)
+        pins.append(libc.malloc(100_000))  # under both thresholds: in the heap
+        ctypes.memset(pins[-1], 1, 100_000)
+    live_mapped = libc.mallinfo2().hblks - mapped_before
+    held = anon_kib()
+    for block in blocks:
+        libc.free(block)
+    print(int(mapped), live_mapped, held - anon_kib())
+    """
+)
+
+
+@pytest.mark.skipif(not heap.can_release_free_heap(), reason="not glibc: no mallopt to set")
+def test_large_blocks_are_mapped_apart_and_freed_at_once() -> None:
+    def run(mode: str, env: dict[str, str]) -> tuple[int, int, int]:
+        out = subprocess.run(
+            [sys.executable, "-c", _MAPPED_CHILD, mode],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            env=env,
+        )
+        mapped, live_mapped, given_back = map(int, out.stdout.split())
+        return mapped, live_mapped, given_back
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    mapped, live_mapped, given_back = run("map", env)
+    assert mapped == 1
+    assert live_mapped >= 40  # every 300 KB block its own mapping
+    assert given_back > 10_000  # KiB: most of the 12 MB went back with free() alone
+    # glibc's own rising threshold keeps them in the heap, pinned under the small chunk
+    mapped, live_mapped, given_back = run("none", env)
+    assert (mapped, live_mapped) == (0, 0)
+    assert given_back < 2_000, given_back
+    # an operator's MALLOC_MMAP_THRESHOLD_ wins: map_large_blocks stands back
+    mapped, _, _ = run("map", {**env, "MALLOC_MMAP_THRESHOLD_": str(8 << 20)})
+    assert mapped == 0
