@@ -132,21 +132,31 @@ def test_idle_hosts_are_forgotten_and_come_back_from_the_state(tmp_path: Path) -
     assert [u for u, _ in client.seen].count("http://a.test/robots.txt") == 1
 
 
-def test_a_host_with_nothing_queued_holds_no_queue() -> None:
-    """A known host costs its clock and address, not an empty FIFO (~630 bytes, more
-    than the rest of it): the queue goes once drained, and comes back with new work."""
-    n = 30
+def _fetcher_of_hosts(
+    n: int, extra: list[str] | None = None, state: HostState | None = None
+) -> tuple[FakeClient, Fetcher]:
+    """A fetcher over ``n`` hosts ``h0.test``... without a gap, each answering
+    ``/p`` (and the ``extra`` URLs) with a page and robots.txt with 404."""
     names = {f"h{i}.test": (f"8.8.{i}.1",) for i in range(n)}
     table = {f"http://{h}/robots.txt": (404, {}, b"") for h in names}
-    table |= {f"http://{h}/p": ANSWERS["ok"] for h in names}
-    table["http://h0.test/again"] = ANSWERS["ok"]
+    table |= {url: ANSWERS["ok"] for url in [f"http://{h}/p" for h in names] + (extra or [])}
     client = FakeClient(table)
     fetcher = Fetcher(
         FetchConfig(min_delay=0.0, delay_factor=0.0, per_ip_delay=0.0),
         client=client,
         resolver=Resolver(hosts=names),
         netpolicy=NetPolicy(),
+        state=state,
     )
+    return client, fetcher
+
+
+def test_a_host_with_nothing_queued_holds_no_queue() -> None:
+    """A known host costs its clock and address, not an empty FIFO (~630 bytes, more
+    than the rest of it): the queue goes once drained, and comes back with new work."""
+    n = 30
+    client, fetcher = _fetcher_of_hosts(n, extra=["http://h0.test/again"])
+    names = [f"h{i}.test" for i in range(n)]
     fed = False
 
     async def refill() -> list[dict] | None:
@@ -177,18 +187,8 @@ def test_idle_hosts_are_swept_however_few_are_known(tmp_path: Path) -> None:
     some count is reached: with 10,000 known before the first sweep, a 10-minute crawl
     finding ~700 hosts a minute never swept (issue 27)."""
     n = 30
-    names = {f"h{i}.test": (f"8.8.{i}.1",) for i in range(n + 1)}
-    table = {f"http://{h}/robots.txt": (404, {}, b"") for h in names}
-    table |= {f"http://{h}/p": ANSWERS["ok"] for h in names}
-    client = FakeClient(table)
     state = HostState(tmp_path)
-    fetcher = Fetcher(
-        FetchConfig(min_delay=0.0, delay_factor=0.0, per_ip_delay=0.0),
-        client=client,
-        resolver=Resolver(hosts=names),
-        netpolicy=NetPolicy(),
-        state=state,
-    )
+    client, fetcher = _fetcher_of_hosts(n + 1, state=state)
     # Sweep at every turn, a host as soon as it is due; the floor is the default's.
     fetcher.sweep_every, fetcher.idle_evict = 0.0, 0.0
     fed = False
