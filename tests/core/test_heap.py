@@ -8,19 +8,16 @@ import sys
 import textwrap
 
 import pytest
+from libc_probe import PRELUDE
 
 from crawlkit import heap
 
 # In a process of its own: 200 blocks of 1 MiB freed but for the last one (which pins
 # the top of the heap, so free() alone cannot shrink it), then RssAnon before and after.
-_CHILD = textwrap.dedent(
+_CHILD = PRELUDE + textwrap.dedent(
     """
     import sys
     from crawlkit.heap import release_free_heap
-
-    def anon_kib():
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon"))
 
     # The first large block freed raises glibc's mmap threshold: the rest are heap.
     del bytearray(2 << 20)[:]
@@ -51,9 +48,9 @@ def test_release_free_heap_returns_the_freed_pages() -> None:
 # after it (so free() alone cannot shrink the heap), and the blocks freed. Printed:
 # how many blocks were mapped apart while they lived (mallinfo2's hblks, less those
 # of before), and how much RssAnon the free gave back.
-_MAPPED_CHILD = textwrap.dedent(
+_MAPPED_CHILD = PRELUDE + textwrap.dedent(
     """
-    import ctypes, sys
+    import sys
     from crawlkit.heap import map_large_blocks
 
     class MallInfo2(ctypes.Structure):
@@ -61,16 +58,7 @@ _MAPPED_CHILD = textwrap.dedent(
             "arena", "ordblks", "smblks", "hblks", "hblkhd",
             "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
-    libc = ctypes.CDLL(None)
     libc.mallinfo2.restype = MallInfo2
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = (ctypes.c_size_t,)
-    libc.free.argtypes = (ctypes.c_void_p,)
-
-    def anon_kib():
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("RssAnon"))
-
     mapped = map_large_blocks() if sys.argv[1] == "map" else False
     libc.free(libc.malloc(4 << 20))  # glibc's own threshold rises to 4 MiB here
     mapped_before = libc.mallinfo2().hblks

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from libc_probe import PRELUDE
 
 from crawlkit.crawl.arenas import CRAWL_ARENAS
 
@@ -67,20 +68,15 @@ def test_threads_share_at_most_the_capped_arenas() -> None:
     assert _arenas("cap", {**env, "MALLOC_ARENA_MAX": "3"}) == (False, 3)
 
 
-TRIM_PROBE = """
+TRIM_PROBE = (
+    PRELUDE
+    + """
 import ctypes, importlib.util, os
 import crawlkit
 path = os.path.join(os.path.dirname(crawlkit.__file__), "crawl", "arenas.py")
 spec = importlib.util.spec_from_file_location("arenas", path)
 arenas = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(arenas)
-libc = ctypes.CDLL(None)
-libc.malloc.restype = ctypes.c_void_p
-libc.malloc.argtypes = (ctypes.c_size_t,)
-libc.free.argtypes = (ctypes.c_void_p,)
-def anon_kib():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))
 blocks = [libc.malloc(4000) for _ in range(10_000)]  # 40 MB under the mmap threshold
 for b in blocks:
     ctypes.memset(b, 1, 4000)
@@ -93,6 +89,7 @@ started = arenas.start_trimming(every=0.01)
 assert arenas.trimmed.wait(30), "no trim"
 print(int(started), held, anon_kib())
 """
+)
 
 
 def test_freed_memory_pinned_under_a_live_chunk_is_given_back() -> None:
