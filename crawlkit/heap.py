@@ -12,9 +12,9 @@ median a call in the same crawl, 21 ms at most). The processes that work in batc
 call it after each one; the crawl process every 10 s (``crawlkit/crawl/arenas.py``).
 Elsewhere than glibc it does nothing.
 
-Trimming cannot give back a free page that shares its chunk's heap with a live block,
-and a long run's heap fills with such pages when large blocks come and go from it.
-:func:`map_large_blocks` fixes glibc's threshold (``M_MMAP_THRESHOLD``) at
+Trimming gives back only whole free pages: a page that still holds part of a live
+chunk stays, and a long run's heap fills with such pages when large blocks come and go
+among small ones. :func:`map_large_blocks` fixes glibc's threshold (``M_MMAP_THRESHOLD``) at
 :data:`MMAP_THRESHOLD`, so every block that large is a mapping of its own, unmapped when
 freed, instead of letting the threshold rise to the largest block freed so far (up to
 32 MiB), which puts every response body and batch buffer back in the heap.
