@@ -1,8 +1,9 @@
 """On-disk FIFO queues made of immutable zstd NDJSON segment files.
 
 A queue is an ordered list of segments plus a read offset into the first one. The
-queue itself never holds its records in memory: only the head segment that a
-``take`` is reading is decompressed, and only for the length of that call.
+queue itself never holds its records in memory: only the segment a ``take`` read last
+is kept decompressed (one segment a queue at most), so the next ``take`` from it does
+not decompress it again.
 
 Contract:
 
@@ -115,13 +116,19 @@ class SegmentQueue:
     oldest first; lines before ``next line`` have been taken already.
 
     Putting lines back at the head writes only those lines, as a new first segment:
-    the partly read segment behind them keeps its own read position.
+    the partly read segment behind them keeps its own read position (and stays
+    decompressed: a segment never changes, so its lines are good for as long as
+    it is in the queue).
     """
 
     def __init__(self, store: SegmentStore, segs: list[list[int]] | None = None):
         self.store = store
         self.segs: list[list[int]] = [[s[0], s[1], s[2] if len(s) > 2 else 0] for s in segs or []]
-        self._head: list[bytes] | None = None  # decompressed first segment, this call only
+        # (segment id, its lines): the segment a take left partly read. The frontier's
+        # next puts the candidates it did not hand out back at the head, as a small
+        # segment of their own; the next take reads that one whole, and the segment
+        # behind it is not decompressed again (it was, once a refill, before).
+        self._head: tuple[int, list[bytes]] | None = None
 
     def __len__(self) -> int:
         return sum(count - start for _, count, start in self.segs)
@@ -151,14 +158,19 @@ class SegmentQueue:
         while len(out) < n and self.segs:
             entry = self.segs[0]
             seg_id, count, start = entry
-            if self._head is None:
-                self._head = self._lines(seg_id, count)
+            kept = self._head is not None and self._head[0] == seg_id
+            lines = self._head[1] if self._head and kept else self._lines(seg_id, count)
             end = min(count, start + n - len(out))
-            out.extend(self._head[start:end])
+            out.extend(lines[start:end])
             entry[2] = end
-            if end >= count:
-                self.segs.pop(0)
-                self.store.discard_later(seg_id)
+            if end < count:
+                self._head = (seg_id, lines)  # read on from here next time
+                continue
+            # Read to its end: gone. A segment read whole in this call (one put back
+            # at the head) leaves the kept one, behind it, kept.
+            self.segs.pop(0)
+            self.store.discard_later(seg_id)
+            if kept:
                 self._head = None
         return out
 
@@ -169,7 +181,6 @@ class SegmentQueue:
         """Put lines back at the head, in their order (ahead of everything queued)."""
         if not lines:
             return
-        self._head = None
         chunks = [lines[i : i + SEGMENT_LINES] for i in range(0, len(lines), SEGMENT_LINES)]
         for chunk in reversed(chunks):
             self.segs.insert(0, [self.store.write(chunk), len(chunk), 0])

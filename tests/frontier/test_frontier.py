@@ -426,6 +426,33 @@ def test_segment_queue_fifo_push_front_and_back(tmp_path: Path) -> None:
     assert json.loads(raw) == {"a": 1}
 
 
+def test_a_segment_is_decompressed_once_while_takes_put_lines_back(tmp_path: Path) -> None:
+    # The frontier's next takes a window from the head, hands out part of it and puts
+    # the rest back at the head as a segment of its own: the big segment behind is
+    # still the one read, and is not decompressed again by every refill.
+    store = SegmentStore(tmp_path)
+    reads: Counter[int] = Counter()
+    read_raw = store.read_raw
+
+    def counted(seg_id: int) -> bytes:
+        reads[seg_id] += 1
+        return read_raw(seg_id)
+
+    store.read_raw = counted  # type: ignore[method-assign]
+    q = SegmentQueue(store)
+    q.push_back([b"%d\n" % i for i in range(5000)])
+    ((big, _, _),) = q.segs
+    handed: list[bytes] = []
+    while len(q):
+        window = q.take(300)
+        handed += window[:100]
+        q.push_front(window[100:])
+    assert handed == [b"%d\n" % i for i in range(5000)]
+    assert reads[big] == 1
+    # every segment put back was read once, when its turn came
+    assert set(reads.values()) == {1}
+
+
 def test_state_survives_reopen_and_orphans_are_removed(tmp_path: Path) -> None:
     state = tmp_path / "s"
     add(state, [link(f"https://h{i}.test/") for i in range(100)])
