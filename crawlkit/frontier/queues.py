@@ -1,9 +1,9 @@
 """On-disk FIFO queues made of immutable zstd NDJSON segment files.
 
 A queue is an ordered list of segments plus a read offset into the first one. The
-queue itself never holds its records in memory: only the segment a ``take`` read last
-is kept decompressed (one segment a queue at most), so the next ``take`` from it does
-not decompress it again.
+queue itself never holds its records in memory: only the segment a ``take`` left
+partly read is kept decompressed (one segment a queue at most), so the next ``take``
+from it does not decompress it again.
 
 Contract:
 
@@ -158,8 +158,9 @@ class SegmentQueue:
         while len(out) < n and self.segs:
             entry = self.segs[0]
             seg_id, count, start = entry
-            kept = self._head is not None and self._head[0] == seg_id
-            lines = self._head[1] if self._head and kept else self._lines(seg_id, count)
+            head = self._head
+            kept = head is not None and head[0] == seg_id
+            lines = head[1] if head is not None and kept else self._lines(seg_id, count)
             end = min(count, start + n - len(out))
             out.extend(lines[start:end])
             entry[2] = end
