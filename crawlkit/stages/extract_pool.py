@@ -98,9 +98,9 @@ class ChunkPool:
         except cf.process.BrokenProcessPool:
             if self.jobs == 1 and len(chunk) == 1:
                 # One worker runs the chunks in order: the one it died on is this page.
-                code = _death(list(getattr(self.executor, "_processes", {}).values()))
+                workers = list(getattr(self.executor, "_processes", {}).values())
                 self._restart()
-                result = self._lost(chunk[0], code)
+                result = self._lost(chunk[0], _death(workers))
             else:
                 self._restart()
                 result = self._one_by_one(chunk)
@@ -166,7 +166,11 @@ def _end_workers(pool: cf.ProcessPoolExecutor) -> None:
 def _death(workers: list[Any]) -> int | None:
     """How the worker that died ended (its exit code: -SIGPROF for the CPU deadline),
     from the pool's processes as they were when the page was handed out; None if not
-    known. The others are ended by the pool itself, with SIGTERM."""
+    known. The others are ended by the pool itself, with SIGTERM.
+
+    Call it after the pool's shutdown: the pool's manager thread joins its workers
+    too, and a forkserver worker's exit code is read once from a pipe, so a join racing
+    it reads the pipe's end and takes 255 (2 in 60 deaths here) for -SIGPROF."""
     codes = []
     for proc in workers:
         proc.join(5)

@@ -407,6 +407,44 @@ def test_a_dying_worker_costs_no_page(tmp_path):
     assert "h.example/crash: the parser process died on it" in errors.getvalue()
 
 
+def test_every_page_past_its_deadline_is_recorded_capped_not_an_error(tmp_path):
+    # The crawl redoes a cycle whose kept worker died one page at a time in one worker
+    # started from a fork server. The pool's own thread joins a dead worker too, and the
+    # exit code reached this process through a pipe read once: read in the race, it was
+    # 255 ("the parser process died") for -SIGPROF in about 1 death of 30.
+    from dying_workers import past_deadline_on_slow
+
+    from crawlkit.diag import Reporter
+    from crawlkit.stages.extract import ExtractOptions, extract_warcs
+
+    warc = tmp_path / "slow.warc.gz"
+    with open(warc, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for i in range(80):
+            w.write_record(
+                w.create_warc_record(
+                    f"http://h.example/slow{i}",
+                    "response",
+                    payload=io.BytesIO(b"<title>slow</title><a href='/x'>x</a>"),
+                    http_headers=_http_headers("text/html"),
+                )
+            )
+    pages: list[bytes] = []
+    stats = extract_warcs(
+        [str(warc)],
+        pages.append,
+        jobs=1,
+        options=ExtractOptions(chunk_records=1),
+        reporter=Reporter("t", io.StringIO()),
+        worker=past_deadline_on_slow,
+        fork=False,
+    )
+    records = [json.loads(line) for line in b"".join(pages).splitlines()]
+    assert [r["url"] for r in records] == [f"http://h.example/slow{i}" for i in range(80)]
+    assert [r for r in records if r.get("capped") != ["time"] or "error" in r] == []
+    assert stats.capped == 80 and stats.errors == 0
+
+
 def dying_files_worker(paths, options):
     """Dies like a segfaulting parser, whatever the files."""
     import os
