@@ -1,0 +1,109 @@
+"""What the step process keeps per page: a crawl's cycles replayed through its steps.
+
+The step process of ``crawlkit crawl`` (crawlkit/crawl/step_process.py) runs the dedup
+and recrawl steps on each cycle and keeps their stores open all run. This replays the
+cycles of a finished crawl's state through the same functions (:func:`dedup_cycle`,
+:func:`recrawl_cycle`) on fresh stores in this process, and prints after each cycle
+the memory Python allocated (tracemalloc, numpy arrays included) and the process's
+anonymous RSS, then the lines whose memory grew most from ``--from`` cycles on, per
+page. Run on demand (never in CI), on the state of ``bench/bench_crawl.py --keep``::
+
+    nice .venv/bin/python bench/step_memory.py /tmp/bench-crawl-*/crawlkit-*/state
+
+The state is not changed: its cycles are copied to a temporary directory first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import shutil
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from crawlkit import streams
+from crawlkit.crawl.step_process import dedup_cycle, recrawl_cycle
+from crawlkit.dedup.store import DedupStore
+from crawlkit.diag import NullReporter
+from crawlkit.heap import map_large_blocks, release_free_heap
+from crawlkit.recrawl import History
+
+# What the steps write into a cycle: removed from the copy, so each step runs afresh.
+STEP_OUTPUTS = ("dedup.ndjson.zst", "sites.ndjson.zst", "recrawl-due.ndjson.zst")
+
+
+def rss_anon() -> int:
+    """This process's anonymous resident memory, in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("state", type=Path, help="a crawl's state directory")
+    ap.add_argument("--from", dest="start", type=int, default=5, help="warm-up cycles")
+    ap.add_argument("--top", type=int, default=8, help="lines of growth to print")
+    args = ap.parse_args()
+    map_large_blocks()  # as the step process does
+    with tempfile.TemporaryDirectory(prefix="step-memory-") as tmp:
+        root = Path(tmp)
+        shutil.copytree(args.state / "crawl" / "cycles", root / "cycles")
+        cycles = sorted(p for p in (root / "cycles").iterdir() if p.is_dir())
+        for cycle in cycles:
+            for name in STEP_OUTPUTS:
+                (cycle / name).unlink(missing_ok=True)
+        store = DedupStore(root / "dedup")
+        history = History(root / "recrawl")
+        tracemalloc.start(12)
+        pages = 0
+        base: tuple[int, int, int] | None = None
+        first = None
+        seen: list[tuple[int, int, int]] = []  # (pages, traced, RssAnon) after each cycle
+        for i, cycle in enumerate(cycles):
+            pages += sum(1 for _ in streams.read_records([cycle / "pages.ndjson.zst"]))
+            dedup_cycle(store, cycle, NullReporter())
+            release_free_heap()
+            recrawl_cycle(history, cycle, time.time(), 1.0, NullReporter())
+            release_free_heap()
+            gc.collect()
+            traced = tracemalloc.get_traced_memory()[0]
+            seen.append((pages, traced, rss_anon()))
+            line = f"cycle {i:3d}: {pages:7,d} pages, traced {traced / 1e6:6.2f} MB, "
+            line += f"RssAnon {rss_anon() / 1e6:6.2f} MB"
+            if i == args.start:
+                base, first = (pages, traced, rss_anon()), tracemalloc.take_snapshot()
+            elif base is not None and pages > base[0]:
+                per = pages - base[0]
+                line += f"  (+{(traced - base[1]) / per:.0f} and "
+                line += (
+                    f"+{(rss_anon() - base[2]) / per:.0f} bytes a page since cycle {args.start})"
+                )
+            print(line)
+        if base is None or first is None or pages == base[0]:
+            print(f"fewer than {args.start + 2} cycles with pages: nothing to compare")
+            return
+        # The second half of the run: past the warm-up of SQLite's page cache and of
+        # the allocator's arenas, which the figures since --from still include.
+        (p0, t0, r0), (p1, t1, r1) = seen[len(seen) // 2], seen[-1]
+        if p1 > p0:
+            print(
+                f"\nsecond half of the cycles ({p1 - p0:,} pages): traced "
+                f"+{(t1 - t0) / (p1 - p0):.0f}, RssAnon +{(r1 - r0) / (p1 - p0):.0f} bytes a page"
+            )
+        per = pages - base[0]
+        print(f"\ngrowth per page from cycle {args.start} ({per:,} pages), by line:")
+        for stat in tracemalloc.take_snapshot().compare_to(first, "traceback")[: args.top]:
+            frames = [f for f in stat.traceback if "/crawlkit/" in f.filename][-2:]
+            where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames))
+            print(f"  {stat.size_diff / per:7.1f} bytes a page  {where}")
+        store.close()
+        history.close()
+
+
+if __name__ == "__main__":
+    main()
