@@ -4,7 +4,8 @@ memory grew most between them (issue 27 item 5).
 
     .venv/bin/python bench/crawl_heap.py --hosts 2000 --for 80 --at 20,60
 
-The web is bench_crawl's few-seed web (``crawlkit testweb``, loopback only). tracemalloc
+The web is bench_crawl's few-seed web (``crawlkit testweb``, loopback only), or with
+``--scenario seeded`` its seeded one (every host known from the start). tracemalloc
 slows the crawl (about 2x): read the growth per line, not the speed. Extract workers
 (``-j``) are other processes and not traced; the link resolver's cache lives there.
 """
@@ -54,6 +55,7 @@ runpy.run_module("crawlkit", run_name="__main__")
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--scenario", choices=["few-seed", "seeded"], default="few-seed")
     ap.add_argument("--hosts", type=int, default=2000)
     ap.add_argument("--pages", type=int, default=15)
     ap.add_argument("--for", dest="duration", type=float, default=80.0)
@@ -62,7 +64,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="crawl-heap-") as tmp:
         out = Path(tmp) / "growth.txt"
-        with testweb(Path(tmp), "few-seed", args.hosts, args.pages, False) as web:
+        with testweb(Path(tmp), args.scenario, args.hosts, args.pages, False) as web:
             subprocess.run(
                 [
                     sys.executable,
