@@ -369,23 +369,32 @@ def crashing_worker(chunk):
     return process_chunk(chunk)
 
 
+def _html_warc(path: Path, urls: list[str], body: bytes) -> Path:
+    """A WARC of one HTML response with ``body`` for each of ``urls``."""
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for url in urls:
+            w.write_record(
+                w.create_warc_record(
+                    url,
+                    "response",
+                    payload=io.BytesIO(body),
+                    http_headers=_http_headers("text/html"),
+                )
+            )
+    return path
+
+
 def test_a_dying_worker_costs_no_page(tmp_path):
     from crawlkit.diag import Reporter
     from crawlkit.stages.extract import ExtractOptions, extract_warcs
 
-    warc = tmp_path / "crash.warc.gz"
-    with open(warc, "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        for i in range(40):
-            name = "crash" if i == 17 else f"p{i}"
-            w.write_record(
-                w.create_warc_record(
-                    f"http://h.example/{name}",
-                    "response",
-                    payload=io.BytesIO(b"<p>page</p><a href='/x'>x</a>"),
-                    http_headers=_http_headers("text/html"),
-                )
-            )
+    names = [f"p{i}" if i != 17 else "crash" for i in range(40)]
+    warc = _html_warc(
+        tmp_path / "crash.warc.gz",
+        [f"http://h.example/{name}" for name in names],
+        b"<p>page</p><a href='/x'>x</a>",
+    )
     pages: list[bytes] = []
     errors = io.StringIO()
     stats = extract_warcs(
@@ -397,7 +406,6 @@ def test_a_dying_worker_costs_no_page(tmp_path):
         worker=crashing_worker,
     )
     records = [json.loads(line) for line in b"".join(pages).splitlines()]
-    names = [f"p{i}" if i != 17 else "crash" for i in range(40)]
     assert [r["url"] for r in records] == [f"http://h.example/{name}" for name in names]
     # The page it died on is recorded all the same, from a bounded scan of its bytes.
     lost = records[17]
@@ -417,18 +425,8 @@ def test_every_page_past_its_deadline_is_recorded_capped_not_an_error(tmp_path):
     from crawlkit.diag import Reporter
     from crawlkit.stages.extract import ExtractOptions, extract_warcs
 
-    warc = tmp_path / "slow.warc.gz"
-    with open(warc, "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        for i in range(80):
-            w.write_record(
-                w.create_warc_record(
-                    f"http://h.example/slow{i}",
-                    "response",
-                    payload=io.BytesIO(b"<title>slow</title><a href='/x'>x</a>"),
-                    http_headers=_http_headers("text/html"),
-                )
-            )
+    urls = [f"http://h.example/slow{i}" for i in range(80)]
+    warc = _html_warc(tmp_path / "slow.warc.gz", urls, b"<title>slow</title><a href='/x'>x</a>")
     pages: list[bytes] = []
     stats = extract_warcs(
         [str(warc)],
@@ -440,7 +438,7 @@ def test_every_page_past_its_deadline_is_recorded_capped_not_an_error(tmp_path):
         fork=False,
     )
     records = [json.loads(line) for line in b"".join(pages).splitlines()]
-    assert [r["url"] for r in records] == [f"http://h.example/slow{i}" for i in range(80)]
+    assert [r["url"] for r in records] == urls
     assert [r for r in records if r.get("capped") != ["time"] or "error" in r] == []
     assert stats.capped == 80 and stats.errors == 0
 
