@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import shutil
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -30,17 +32,16 @@ from crawlkit.diag import NullReporter
 from crawlkit.heap import map_large_blocks, release_free_heap
 from crawlkit.recrawl import History
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_crawl import anon_kib
+
 # What the steps write into a cycle: removed from the copy, so each step runs afresh.
 STEP_OUTPUTS = ("dedup.ndjson.zst", "sites.ndjson.zst", "recrawl-due.ndjson.zst")
 
 
 def rss_anon() -> int:
     """This process's anonymous resident memory, in bytes."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    return 0
+    return (anon_kib(os.getpid()) or 0) * 1024
 
 
 def main() -> None:
@@ -61,8 +62,7 @@ def main() -> None:
         history = History(root / "recrawl")
         tracemalloc.start(12)
         pages = 0
-        base: tuple[int, int, int] | None = None
-        first = None
+        first = None  # the snapshot after cycle --from
         seen: list[tuple[int, int, int]] = []  # (pages, traced, RssAnon) after each cycle
         for i, cycle in enumerate(cycles):
             pages += sum(1 for _ in streams.read_records([cycle / "pages.ndjson.zst"]))
@@ -71,20 +71,19 @@ def main() -> None:
             recrawl_cycle(history, cycle, time.time(), 1.0, NullReporter())
             release_free_heap()
             gc.collect()
-            traced = tracemalloc.get_traced_memory()[0]
-            seen.append((pages, traced, rss_anon()))
-            line = f"cycle {i:3d}: {pages:7,d} pages, traced {traced / 1e6:6.2f} MB, "
-            line += f"RssAnon {rss_anon() / 1e6:6.2f} MB"
+            now = (pages, tracemalloc.get_traced_memory()[0], rss_anon())
+            seen.append(now)
+            line = f"cycle {i:3d}: {pages:7,d} pages, traced {now[1] / 1e6:6.2f} MB, "
+            line += f"RssAnon {now[2] / 1e6:6.2f} MB"
             if i == args.start:
-                base, first = (pages, traced, rss_anon()), tracemalloc.take_snapshot()
-            elif base is not None and pages > base[0]:
+                first = tracemalloc.take_snapshot()
+            elif first is not None and pages > seen[args.start][0]:
+                base = seen[args.start]
                 per = pages - base[0]
-                line += f"  (+{(traced - base[1]) / per:.0f} and "
-                line += (
-                    f"+{(rss_anon() - base[2]) / per:.0f} bytes a page since cycle {args.start})"
-                )
+                line += f"  (+{(now[1] - base[1]) / per:.0f} and "
+                line += f"+{(now[2] - base[2]) / per:.0f} bytes a page since cycle {args.start})"
             print(line)
-        if base is None or first is None or pages == base[0]:
+        if first is None or pages == seen[args.start][0]:
             print(f"fewer than {args.start + 2} cycles with pages: nothing to compare")
             return
         # The second half of the run: past the warm-up of SQLite's page cache and of
@@ -95,7 +94,7 @@ def main() -> None:
                 f"\nsecond half of the cycles ({p1 - p0:,} pages): traced "
                 f"+{(t1 - t0) / (p1 - p0):.0f}, RssAnon +{(r1 - r0) / (p1 - p0):.0f} bytes a page"
             )
-        per = pages - base[0]
+        per = pages - seen[args.start][0]
         print(f"\ngrowth per page from cycle {args.start} ({per:,} pages), by line:")
         for stat in tracemalloc.take_snapshot().compare_to(first, "traceback")[: args.top]:
             frames = [f for f in stat.traceback if "/crawlkit/" in f.filename][-2:]
