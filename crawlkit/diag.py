@@ -48,6 +48,30 @@ class Reporter:
         return self.counts["bad record"]
 
 
+class HeldReporter(Reporter):
+    """Keeps its lines until :meth:`release` passes them on, in order, to another
+    reporter: for an attempt that may be redone, whose lines then say nothing (the
+    attempt that counts reports anew)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[tuple[str, str | None]] = []  # (message, kind; None for info)
+
+    def warn(self, message: str, kind: str = "warning") -> None:
+        self.held.append((message, kind))
+
+    def info(self, message: str) -> None:
+        self.held.append((message, None))
+
+    def release(self, into: Reporter) -> None:
+        for message, kind in self.held:
+            if kind is None:
+                into.info(message)
+            else:
+                into.warn(message, kind)
+        self.held.clear()
+
+
 class NullReporter(Reporter):
     """A reporter that only counts (library callers that want no output)."""
 

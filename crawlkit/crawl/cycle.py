@@ -30,7 +30,7 @@ from crawlkit.crawl.step_process import Started, StepProcess, dedup_cycle, recra
 from crawlkit.crawl.steps import POST_STEPS, RECRAWL_HOLD_MU
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
-from crawlkit.diag import NullReporter, Reporter
+from crawlkit.diag import HeldReporter, NullReporter, Reporter
 from crawlkit.html.page import media_type
 from crawlkit.stages.extract import (
     ExtractOptions,
@@ -263,6 +263,9 @@ class CycleRunner:
             # are the same bytes, and parsing them again could outlast the hard stop.
             reuse = started_with is not None and _same_records(started_with, sources)
             read = started_with if reuse and started_with is not None else sources
+            # Held until the attempt is known to stand: one redone below failed only to
+            # open a name that moved, and its lines would report a loss that is none.
+            said = HeldReporter()
             try:
                 with (
                     streams.open_output(cycle / "pages.ndjson.zst") as pages,
@@ -274,7 +277,7 @@ class CycleRunner:
                             sources,
                             pages.write,
                             links.write,
-                            reporter=self.rep,
+                            reporter=said,
                             started=started if reuse else None,
                             originals=originals,
                             # A page's CPU deadline does not bound the wall clock of a
@@ -287,10 +290,11 @@ class CycleRunner:
                             pages.write,
                             links.write,
                             options=ExtractOptions(),
-                            reporter=self.rep,
+                            reporter=said,
                             originals=originals,
                         )
             except ExtractStopped:
+                said.release(self.rep)
                 return  # not marked done: the next run extracts this cycle
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read (a file that
@@ -298,6 +302,7 @@ class CycleRunner:
             # it was read whole.
             renamed = any(name.endswith(".open") and not Path(name).exists() for name, _ in read)
             if not (renamed and stats.damaged_files):
+                said.release(self.rep)
                 break
             started_with = None
         self.summary.pages += stats.pages

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -14,9 +15,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
 from crawlkit.crawl import Crawl, CrawlOptions, crawl
-from crawlkit.crawl import cycle as cycle_module
-from crawlkit.diag import NullReporter
+from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.stages.extract import ExtractWorkers
 from crawlkit.state import open_state
 
 NAME = re.compile(r"^arch-\d{14}-\d{5}-[\w.-]+-\d+\.warc\.gz$")
@@ -84,12 +85,9 @@ def test_crawl_writes_warc_files_by_size_with_warcinfo(tmp_path: Path) -> None:
     assert len(pages) == len(set(pages)) >= manifest_pages
 
 
-def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The file being written is renamed (``.open`` -> closed) when it rotates. If that
-    comes between the cycle finding its file and extract opening it, the cycle's
-    records must still be read (they were lost: pages missing under load)."""
+def _crawled_cycle(tmp_path: Path) -> tuple[Path, CrawlOptions, Path, list[str]]:
+    """A one-host crawl's first cycle with pages, its options, its WARC file put back
+    where it was while being written (``new/NAME.open``), and its pages' URLs."""
     with start_testweb(tmp_path, "--hosts", "1", "--pages", "6", "--special", "none") as web:
         state = tmp_path / "state"
         options = CrawlOptions(
@@ -105,8 +103,7 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
         for c in sorted((state / "crawl" / "cycles").iterdir())
         if any(streams.read_records([c / "pages.ndjson.zst"]))
     )
-    before = [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])]
-    # Put the cycle's WARC file back where it was while being written.
+    pages = [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])]
     (name,) = {
         Path(r["warc"]["file"]).name
         for r in streams.read_records([cycle / "fetch.ndjson"])
@@ -115,20 +112,70 @@ def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
     live = state / "warc" / "new" / f"{name}.open"
     live.parent.mkdir(exist_ok=True)
     (state / "warc" / name).rename(live)
-    real = cycle_module.extract_warcs
-    calls: list[int] = []
+    return cycle, options, live, pages
 
-    def rotate_first(*args: Any, **kwargs: Any) -> Any:
-        if not calls:
-            live.rename(live.with_name(name))  # the writer rotates just now
-        calls.append(1)
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(cycle_module, "extract_warcs", rotate_first)
-    with open_state(state) as sdir:
-        run = Crawl(sdir, options, reporter=NullReporter())
+def _extract_again(cycle: Path, options: CrawlOptions) -> str:
+    """Extract ``cycle`` again in a run on its state; what the run reported."""
+    said = io.StringIO()
+    with open_state(cycle.parents[2]) as sdir:
+        run = Crawl(sdir, options, reporter=Reporter("crawlkit crawl", stream=said))
         try:
             run.cycles.extract(cycle)
         finally:
             run.close()
+    return said.getvalue()
+
+
+def test_extract_reads_a_cycle_whose_warc_file_rotates_while_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file being written is renamed (``.open`` -> closed) when it rotates or the
+    run ends, often after a cycle named it and before extract opens it: the records
+    are read from the new name at once (they were lost: pages missing under load;
+    then read only by a second pass, after a "No such file or directory" that each
+    worker of ``crawl --workers`` printed at every stop)."""
+    cycle, options, live, before = _crawled_cycle(tmp_path)
+    real = ExtractWorkers.extract  # a crawl extracts in the processes it keeps
+    calls: list[int] = []
+
+    def rotate_first(*args: Any, **kwargs: Any) -> Any:
+        if not calls:
+            live.rename(live.with_name(live.stem))  # the writer rotates just now
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ExtractWorkers, "extract", rotate_first)
+    said = _extract_again(cycle, options)
     assert [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])] == before
+    assert len(calls) == 1  # one pass
+    assert said == ""
+
+
+def test_extract_reads_a_cycle_again_when_its_file_moved_during_the_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the rename comes between extract's look for the file and its open, the
+    attempt cannot read it: the cycle is read again from the new name, and the failed
+    attempt's "No such file or directory" is no error to report (nothing was lost)."""
+    cycle, options, live, before = _crawled_cycle(tmp_path)
+    closed = live.with_name(live.stem)
+    away = live.with_name("elsewhere")
+    real = ExtractWorkers.extract
+    calls: list[int] = []
+
+    def moved_while_opening(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            return real(*args, **kwargs)
+        live.rename(away)  # neither name opens during this attempt
+        try:
+            return real(*args, **kwargs)
+        finally:
+            away.rename(closed)  # then the writer's rename is done
+
+    monkeypatch.setattr(ExtractWorkers, "extract", moved_while_opening)
+    said = _extract_again(cycle, options)
+    assert [r["url"] for r in streams.read_records([cycle / "pages.ndjson.zst"])] == before
+    assert len(calls) == 2
+    assert said == ""
