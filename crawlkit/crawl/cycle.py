@@ -293,9 +293,11 @@ class CycleRunner:
                             reporter=said,
                             originals=originals,
                         )
-            except ExtractStopped:
-                said.release(self.rep)
-                return  # not marked done: the next run extracts this cycle
+            except BaseException as exc:
+                said.release(self.rep)  # the attempt stands: stopped, or failed
+                if isinstance(exc, ExtractStopped):
+                    return  # not marked done: the next run extracts this cycle
+                raise
             # The WARC file being written is renamed when it rotates; if that came
             # between finding it and opening it, its records were not read (a file that
             # could not be opened counts as damaged): again. Opened before the rename,

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -76,7 +75,7 @@ from crawlkit.stages.extract_pool import (
     page_texts,
     wait_result,
 )
-from crawlkit.warc.read import WarcStats, iter_responses, iter_responses_at
+from crawlkit.warc.read import WarcStats, current_name, iter_responses, iter_responses_at
 
 __all__ = [
     "ExtractOptions",
@@ -145,19 +144,6 @@ CSS_CACHE_BYTES = 16 * 1024 * 1024
 
 Originals = Mapping[str, tuple[str, int, int]]  # payload digest -> (WARC file, offset, length)
 
-_OPEN_SUFFIX = ".open"  # a WARC file being written; its writer renames it without the suffix
-
-
-def _current_name(path: str) -> str:
-    """Where the WARC file named ``path`` is now: a crawl names the file being written
-    (``NAME.open``), which its writer renames ``NAME`` in the same directory when it
-    rotates or the run ends, often before a queued cycle's records are read. (If the
-    rename comes between this look and the open, the file counts as unreadable and
-    the crawl reads the cycle again, see ``CycleRunner.extract``.)"""
-    if path.endswith(_OPEN_SUFFIX) and not os.path.exists(path):
-        return path[: -len(_OPEN_SUFFIX)]
-    return path
-
 
 class _Stylesheets:
     """The bodies of the stylesheets an extract run has read, by payload digest (at
@@ -182,7 +168,7 @@ class _Stylesheets:
         if body is not None or digest not in self.originals:
             return body
         path, offset, length = self.originals[digest]
-        path = _current_name(path)
+        path = current_name(path)
         try:
             for resp in iter_responses_at(
                 path, [(offset, length)], want_body=_wanted, max_body=self.options.max_body
@@ -217,7 +203,9 @@ def _jobs(
         kw: dict[str, Any] = {"want_body": _wanted, "max_body": options.max_body, "stats": wstats}
         try:
             if isinstance(path, tuple):  # records at (offset, length) ranges of a file
-                responses = iter_responses_at(_current_name(path[0]), path[1], **kw)
+                # (renamed between this look and the open, the file is unreadable here
+                # and the crawl reads the cycle again: CycleRunner.extract)
+                responses = iter_responses_at(current_name(path[0]), path[1], **kw)
             else:
                 responses = iter_responses(path, **kw)
             for resp in responses:

@@ -57,6 +57,7 @@ __all__ = [
     "MAX_HEADER_BYTES",
     "WarcResponse",
     "WarcStats",
+    "current_name",
     "iter_responses",
     "iter_responses_at",
     "open_warc",
@@ -437,6 +438,16 @@ def iter_responses(
     stats = stats if stats is not None else WarcStats()
     with contextlib.closing(open_warc(path)) as stream:
         yield from _iter_stream(stream, source, want_body, max_body, stats)
+
+
+def current_name(path: str) -> str:
+    """Where the WARC file named ``path`` is now: a file being written is ``NAME.open``
+    until its writer closes it and renames it ``NAME`` in the same directory, which a
+    reader that was given the open name may find done (a cycle's records, read after
+    the file rotated or the run ended)."""
+    if path.endswith(".open") and not os.path.exists(path):
+        return path[: -len(".open")]
+    return path
 
 
 def iter_responses_at(
