@@ -177,14 +177,19 @@ class SiteTable:
             return
         info = self.get(site)
         linkers = info.linkers
-        if linkers is None:
-            info.linkers = (sys.intern(from_site),)
-        elif has_linker(linkers, from_site) or len(linkers) >= self.policy.max_linkers:
+        if linkers is not None and (
+            has_linker(linkers, from_site) or len(linkers) >= self.policy.max_linkers
+        ):
             return
+        # Names kept are interned: a record's own copy of a name (~60 bytes) would stay
+        # alive for every link remembered, where a shared one costs 8 bytes a link.
+        from_site = sys.intern(from_site)
+        if linkers is None:
+            info.linkers = (from_site,)
         else:
             i = bisect_left(linkers, from_site)
-            info.linkers = (*linkers[:i], sys.intern(from_site), *linkers[i:])
-        self._keep_trust(site, from_site)
+            info.linkers = (*linkers[:i], from_site, *linkers[i:])
+        self._keep_trust(sys.intern(site), from_site)
         self.version += 1
 
     def _keep_trust(self, site: str, from_site: str) -> None:
