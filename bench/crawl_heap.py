@@ -6,7 +6,11 @@ memory grew most between them (issue 27 item 5).
 
 The web is bench_crawl's few-seed web (``crawlkit testweb``, loopback only), or with
 ``--scenario seeded`` its seeded one (every host known from the start). tracemalloc
-slows the crawl (about 2x): read the growth per line, not the speed. Extract workers
+slows the crawl (about 2x): read the growth per line, not the speed. Last, for the
+three lines that grew most, what holds their blocks still alive (a class through its
+``__dict__``, a container, a record gc does not track): the allocating line says only
+where an object was made, this says who keeps it (a site table's tuples kept every
+link's copy of a name, found so). Extract workers
 (``-j``) are other processes and not traced; the link resolver's cache lives there.
 """
 
@@ -42,6 +46,54 @@ def snap():
         f.write("largest at the second snapshot:\\n")
         for s in shots[1].statistics("lineno")[:15]:
             f.write(f"{s.size / 1024:10.0f} KiB {s.count:8d} {s.traceback}\\n")
+        f.write("who holds the blocks of the 3 lines that grew most (alive now):\\n")
+        grown = {(st.traceback[0].filename, st.traceback[0].lineno) for st in stats[:3]}
+        for line in holders(grown):
+            f.write(line + "\\n")
+def holders(lines):
+    # Each object allocated at one of ``lines`` and still alive, counted by what refers
+    # to it: an object's class (through its __dict__), a container, or a container
+    # inside an untracked record (gc does not list dicts of atoms, e.g. orjson's).
+    import collections, gc
+    objs = gc.get_objects()
+    owner_of = {}
+    for o in objs:
+        d = None if isinstance(o, type) else getattr(o, "__dict__", None)
+        if type(d) is dict:
+            owner_of[id(d)] = type(o).__name__
+    def at(o):
+        tb = tracemalloc.get_object_traceback(o)
+        return tb is not None and (tb[0].filename, tb[0].lineno) in lines
+    counts = collections.Counter()
+    containers = collections.Counter()
+    keep = {}
+    for c in objs:
+        name = owner_of.get(id(c), "") + "." if type(c) is dict and id(c) in owner_of else ""
+        name += type(c).__name__
+        for r in gc.get_referents(c):
+            if at(r):
+                counts[name] += 1
+                if type(c) in (list, dict, set, collections.deque) and id(c) not in owner_of:
+                    containers[id(c)] += 1
+                    keep[id(c)] = c
+            if type(r) in (dict, tuple) and not gc.is_tracked(r):
+                n = sum(1 for rr in gc.get_referents(r) if at(rr))
+                if n:
+                    counts[name + " > untracked " + type(r).__name__] += n
+                    containers[id(c)] += n
+                    keep[id(c)] = c
+    out = [f"  {n:9d} {k}" for k, n in counts.most_common(12)]
+    for cid, n in containers.most_common(6):
+        c = keep[cid]
+        refs = []
+        for u in gc.get_referrers(c):
+            if u is objs or u is keep:
+                continue
+            refs.append(owner_of.get(id(u), type(u).__name__) + ("" if type(u) is not dict else
+                        "." + next((str(k) for k, v in u.items() if v is c), "?")))
+        size = len(c) if hasattr(c, "__len__") else "-"
+        out.append(f"  {n:9d} in one {type(c).__name__} of {size} held by {refs[:4]}")
+    return out
 def guarded():
     try:
         snap()
