@@ -3,6 +3,10 @@ afresh from the whole site graph."""
 
 from __future__ import annotations
 
+import gc
+import random
+import tracemalloc
+
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -104,10 +108,6 @@ def test_the_site_graph_costs_a_pointer_a_link_however_names_arrive() -> None:
     must share one copy of each name. It kept the record's own copy of the linked
     site's name in the trust graph's out-links: ~72 bytes a link (18 KB a site at 256
     linkers, 270 MB for 15,000 such sites) where sharing costs ~18."""
-    import gc
-    import random
-    import tracemalloc
-
     sites, links_each = 300, 120
     table = SiteTable()
     for i in range(sites):
