@@ -16,7 +16,6 @@ methods over its fields.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import shutil
@@ -451,9 +450,15 @@ class FetchRun:
         URLs queued since, at most :data:`REFILL_WAIT` seconds. Each batch costs the
         frontier a fixed price (a window read from the queue heads, a commit with
         fsyncs, a batch file): a fetcher that asked again at once got a few URLs each
-        time (those the answers since had freed) and paid that price per few pages."""
-        if not fetcher.has_work():
-            return  # nothing held: ask at once
+        time (those the answers since had freed) and paid that price per few pages.
+
+        A fetcher gone idle ends the wait at once (:attr:`Fetcher.idle`: nothing in
+        flight, no waiting host due): the URLs it still holds belong to hosts sitting
+        out long gaps, and waiting for their answers left it idle with URLs queued. At
+        the end of a few-seed crawl the last big hosts got 10 URLs a second each, one
+        batch per second timed out waiting for a Crawl-delay host's answers."""
+        if not fetcher.has_work() or fetcher.idle.is_set():
+            return  # nothing held, or nothing to do now: ask at once
         wanted = min(REFILL_ANSWERS, max(1, self.feed.held // 2))
         if self.answers - self.answers_at_batch >= wanted:
             return
@@ -470,10 +475,9 @@ class FetchRun:
                 if not fetcher.running or self.feed.limits.should_stop():
                     break
                 left = until - loop.time()
-                if left <= 0:
+                if left <= 0 or fetcher.idle.is_set():
                     break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(answered.wait(), min(left, REFILL_LOOK))
+                await _either(answered, fetcher.idle, min(left, REFILL_LOOK))
         finally:
             self.answered = None
 
@@ -646,3 +650,13 @@ class LoopProbe:
         if self.fetch_run.fetcher is not None:
             self.timeline.write({**self.sample(self.fetch_run.fetcher), "lag": 0.0})
         self.timeline.close()
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event, timeout: float) -> None:
+    """Wait until ``first`` or ``second`` is set, at most ``timeout`` seconds."""
+    waiters = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

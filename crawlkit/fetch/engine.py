@@ -163,6 +163,9 @@ class Fetcher:
             "Accept-Encoding": "gzip, deflate",
         }
         self._wake = asyncio.Event()
+        # Set by the loop while nothing is in flight and no waiting host is due (see
+        # _note_idle): a refill that waits for answers to amortise its batch asks now.
+        self.idle = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._failures: list[BaseException] = []
         self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
@@ -394,6 +397,7 @@ class Fetcher:
                             h.durable = True
                     for host, task in launches:
                         self._spawn(self._run_task(host, task))
+                self._note_idle(now)
                 if self.state is not None:
                     self.commits.background(loop, now)
                     self._sweep(now)
@@ -459,6 +463,17 @@ class Fetcher:
         """Whether URLs given to this run are still unanswered (queued, resolving, or
         in flight); their answers may lead the caller to more work."""
         return bool(self._tasks or self._launching or self.hosts.resolving or len(self.scheduler))
+
+    def _note_idle(self, now: float) -> None:
+        """Set :attr:`idle` while no request is in flight or starting and no waiting
+        host is due: the hosts still held sit out gaps (a Crawl-delay, a 429's
+        Retry-After), and only more URLs can give the run something to do now."""
+        busy = self.scheduler.busy or self._launching or self.hosts.resolving
+        due = self.scheduler.next_time()
+        if not busy and (due is None or due > now):
+            self.idle.set()
+        else:
+            self.idle.clear()
 
     def _wants_work(self, now: float) -> bool:
         """Whether to ask ``refill`` for more: few hosts wait, or a request slot is free

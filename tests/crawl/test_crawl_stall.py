@@ -112,3 +112,56 @@ def test_slow_hosts_never_keep_the_fetcher_from_hosts_due_now(tmp_path: Path) ->
         "frontier empty",
         "nothing due before the time limit (--for)",
     )
+
+
+def test_a_fast_host_is_not_fed_by_the_second_while_slow_hosts_hold_urls(
+    tmp_path: Path,
+) -> None:
+    """The tail of a crawl: one fast host with 100 pages left, five Crawl-delay hosts
+    holding their URLs. A refill waits for answers to amortise its batch; counted
+    over every URL held, it waited its whole second for answers the Crawl-delay hosts
+    would not give, and the fast host got 10 URLs (``--per-host``) a second, idle in
+    between (issue 27: the last big hosts of a few-seed crawl). An idle fetcher asks
+    at once, so the fast host's bursts follow each other at the politeness gap."""
+    web_args = ("--hosts", "8", "--pages", "40", "--special", "none", "--seed", "7")
+    web_args += ("--crawl-delay-hosts", "5", "--crawl-delay", "60s")
+    with start_testweb(tmp_path, *web_args) as web:
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(tmp_path / "state"),
+            "--min-delay",
+            "0.05s",
+            "--delay-factor",
+            "0",
+            "--no-budgets",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--for",
+            "20s",
+            timeout=300,
+        )
+        assert res.code == 0, res.stderr
+        requests = web.requests()
+        hosts = web.manifest["hosts"]
+    slow = {h["name"] for h in hosts if h["robots"]["crawl_delay"]}
+    big = max((h for h in hosts if h["name"] not in slow), key=lambda h: len(h["pages"]))
+    assert len(slow) == 5 and len(big["pages"]) >= 80
+    pages = sorted(
+        q["t_start"] for q in requests if q["host"] == big["name"] and q["path"] != "/robots.txt"
+    )
+    gaps = [b - a for a, b in itertools.pairwise(pages)]
+    assert min(gaps) >= 0.05 - 0.005  # the politeness gap configured
+    # The slow hosts really held URLs all along: each was asked for a page at most
+    # once or twice in the run (robots.txt, the home page, one more after 60 s at most).
+    assert all(sum(q["host"] == name for q in requests) <= 3 for name in slow)
+    # Before: after each burst of 10 pages (~0.15 s) the refill waited out its second,
+    # gaps of 0.84 s, 9 of them in 100 pages (92 pages in 19 s); after, the longest
+    # gap was 0.57 s, once (100 pages in 6 s).
+    bursts = len(pages) // 10
+    waits = [g for g in gaps if g >= 0.7]
+    assert len(waits) <= bursts // 4, (len(waits), bursts, sorted(gaps)[-5:])
+    assert len(pages) == len(big["pages"])  # all of them, well within --for

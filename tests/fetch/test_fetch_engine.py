@@ -283,3 +283,50 @@ def test_a_stop_cuts_a_request_that_would_hold_it_for_the_whole_timeout() -> Non
 
     (rec,) = asyncio.run(main())
     assert rec["outcome"] == "deferred" and rec["stopped"] is True, rec
+
+
+@pytest.mark.timeout(60)
+def test_idle_is_set_only_while_nothing_is_in_flight_or_due() -> None:
+    """``Fetcher.idle`` tells a waiting refill that only more URLs can give the run
+    work now: set while the URLs held belong to a host sitting out its Crawl-delay,
+    never while a request runs (crawl's refill asks at once then; issue 27)."""
+    fetcher: Fetcher
+
+    class WatchingClient(FakeClient):
+        idle_during_requests: ClassVar[list[bool]] = []
+
+        async def fetch(self, request: FetchRequest) -> FetchResult:
+            self.idle_during_requests.append(fetcher.idle.is_set())
+            return await super().fetch(request)
+
+    client = WatchingClient(
+        {
+            "http://a.test/robots.txt": (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
+            "http://b.test/robots.txt": (404, {}, b""),
+        }
+    )
+    client.table.update({f"http://{h}.test/{i}": ANSWERS["ok"] for h in "ab" for i in range(3)})
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",), "b.test": ("8.8.4.4",)}),
+        netpolicy=NetPolicy(),
+    )
+    held_when_idle: list[bool] = []
+
+    async def refill() -> list[dict] | None:
+        await fetcher.idle.wait()  # the test's timeout guards it
+        held_when_idle.append(fetcher.has_work())
+        fetcher.stop()
+        return None
+
+    async def go() -> list[dict]:
+        urls = [f"http://{h}.test/{i}" for h in "ab" for i in range(3)]
+        return [r async for r in fetcher.run([{"url": u} for u in urls], refill=refill)]
+
+    out = asyncio.run(go())
+    fetched = sorted(r["url"] for r in out if r["outcome"] == "fetched")
+    # b.test was done; a.test's pages waited 60 s after its robots.txt
+    assert fetched == [f"http://b.test/{i}" for i in range(3)]
+    assert held_when_idle == [True]
+    assert len(client.idle_during_requests) == 5 and not any(client.idle_during_requests)
