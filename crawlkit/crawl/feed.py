@@ -455,8 +455,8 @@ class FetchRun:
         A fetcher gone idle ends the wait at once (:attr:`Fetcher.idle`: nothing in
         flight, no waiting host due): the URLs it still holds belong to hosts sitting
         out long gaps, and waiting for their answers left it idle with URLs queued. At
-        the end of a few-seed crawl the last big hosts got 10 URLs a second each, one
-        batch per second timed out waiting for a Crawl-delay host's answers."""
+        the end of a few-seed crawl the last big hosts got their ``--per-host`` URLs
+        about once a second, each batch's wait timed out on a Crawl-delay host's."""
         if not fetcher.has_work() or fetcher.idle.is_set():
             return  # nothing held, or nothing to do now: ask at once
         wanted = min(REFILL_ANSWERS, max(1, self.feed.held // 2))
