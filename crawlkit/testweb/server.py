@@ -17,6 +17,7 @@ import contextlib
 import errno
 import gzip
 import os
+import resource
 import sys
 import time
 from collections import OrderedDict
@@ -40,6 +41,10 @@ from crawlkit.testweb.graph import (
 from crawlkit.testweb.http import HttpProtocol, RequestLog
 from crawlkit.testweb.manifest import build_manifest
 from crawlkit.testweb.model import Request, Response, not_found, stable_hash
+
+# Open files a web keeps beside its listening sockets, at least: the request log, the
+# manifest, a crawler's connections at its usual concurrency.
+OPEN_FILES_SPARE = 300
 
 ORDINARY_ROBOTS = pages.ORDINARY_ROBOTS
 
@@ -271,6 +276,7 @@ class TestWebServer:
         )
 
     async def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._check_open_files()
         self._servers, self.port = await self._listen(loop, self.requested_port, False)
         if self.use_tls:
             self.tls = tlsweb.TlsSite(self.dir, self._kind_of)
@@ -281,6 +287,22 @@ class TestWebServer:
                     srv.close()
                 raise
             self._servers += tls_servers
+
+    def _check_open_files(self) -> None:
+        """Refuse a web whose listening sockets alone pass the open-file limit, in
+        one line that says so (it failed later as "requests.ndjson: too many open
+        files", with every socket bound and nothing said of why)."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        addresses = len({h.addr for h in self.web.hosts}) + (self.dns_port is not None)
+        sockets = addresses * (2 if self.use_tls else 1)
+        if soft == resource.RLIM_INFINITY or sockets + OPEN_FILES_SPARE <= soft:
+            return
+        hard_text = "unlimited" if hard == resource.RLIM_INFINITY else f"{hard:,}"
+        raise CrawlkitError(
+            f"{addresses:,} host addresses need {sockets:,} listening sockets, and the "
+            f"open-file limit is {soft:,} (hard limit {hard_text}; {OPEN_FILES_SPARE} kept "
+            "for the log and connections): use fewer --hosts or raise the limit (ulimit -n)"
+        )
 
     def _kind_of(self, name: str) -> str | None:
         host = self.web.by_name.get(name)

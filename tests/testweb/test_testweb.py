@@ -7,8 +7,12 @@ import gzip
 import hashlib
 import http.client
 import json
+import os
+import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -336,3 +340,27 @@ def _get_gzip(addr: str, port: int, url: str) -> bytes:
     conn.close()
     assert resp.status == 200 and resp.getheader("Content-Encoding") == "gzip"
     return body
+
+
+def test_a_web_over_the_open_file_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    """One listening socket per host address: a web that needs more than the open-file
+    limit allows is refused before it binds, saying how many and what the limit is
+    (it failed after binding them all: "requests.ndjson: too many open files")."""
+    args = ["testweb", "--hosts", "500", "--special", "none", "--dir", str(tmp_path / "web")]
+    # bash's ulimit -n sets the hard limit too: the CLI cannot raise it
+    limited = ["bash", "-c", 'ulimit -n 400 && exec "$@"', "bash"]
+    proc = subprocess.run(
+        [*limited, sys.executable, "-m", "crawlkit", *args, "--for", "5s"],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert proc.stdout == b""  # no ready line: nothing was served
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    need = re.search(r"testweb: ([\d,]+) host addresses need ([\d,]+) listening sockets", err)
+    assert need is not None and need[1] == need[2], err
+    assert 300 < int(need[1].replace(",", "")) <= 500  # named hosts share some addresses
+    assert "open-file limit is 400 (hard limit 400;" in lines[0]
