@@ -73,6 +73,10 @@ CHUNK_SECONDS = 2.0
 CUT_AGE_MAX = 4 * CHUNK_SECONDS
 # Seconds between two looks at the clock for a cycle due to be cut (see cut_on_time).
 CUT_CHECK = 0.5
+# While the fetcher holds URLs, a cycle is cut because the frontier had nothing to
+# give once it is this old or holds this many records (see FetchRun._refill).
+EMPTY_CUT_AGE = 1.0
+EMPTY_CUT_RECORDS = 16
 # Cut cycles waiting for post-processing (the one in hand included) from which each
 # refill is halved per cycle more, and at which the fetcher gets no more URLs. A hard
 # stop at 2 left the fetcher with only URLs of hosts not yet due: 4 requests in flight
@@ -544,8 +548,17 @@ class FetchRun:
         # links come first anyway): it is then cut once that is done (the next refill
         # finds the post thread idle) or by its size or age. Cut at every empty
         # refill, cycles were cut 4 times a second per process, and each pays
-        # post-processing's fixed costs (commits, fsyncs) whatever its size.
+        # post-processing's fixed costs (commits, fsyncs) whatever its size. An idle
+        # fetcher that still holds URLs asks at every answer (see _await_answers):
+        # then, as in the tail of a crawl where Crawl-delay hosts answer one URL at a
+        # time, a cycle is cut here once EMPTY_CUT_AGE seconds old or
+        # EMPTY_CUT_RECORDS records big (at every empty refill, the tail of a
+        # few-seed crawl cut 122 cycles in 90 s where the tree before cut 78).
         if self.live.records and not self.post.busy():
+            age = self.clock() - self.live.started
+            young = age < EMPTY_CUT_AGE and self.live.records < EMPTY_CUT_RECORDS
+            if young and fetcher.has_work():
+                return []  # cut by a later refill: more answers are to come
             await self.cut(fetcher)
         if self.post.busy() or fetcher.has_work():
             # Pages still to come, or links still to process, may queue more URLs:
