@@ -222,9 +222,7 @@ class TestWebServer:
         self, loop: asyncio.AbstractEventLoop, requested: int, secure: bool
     ) -> tuple[list[asyncio.Server], int]:
         """Listen on every host address at one port (``requested``, or a free one)."""
-        addrs = sorted({h.addr for h in self.web.hosts})
-        if self.dns_port is not None:
-            addrs.append(dnsweb.REBIND_DISALLOWED)  # where a rebound client would land
+        addrs = self._addresses()
         attempts = 1 if requested else 30
         last: OSError | None = None
         for _ in range(attempts):
@@ -246,6 +244,14 @@ class TestWebServer:
             return servers, port
         flag = "--tls-port" if secure else "--port"
         raise CrawlkitError(f"cannot listen on {flag} {requested or 'any'}: {last}")
+
+    def _addresses(self) -> list[str]:
+        """The addresses the web listens on: every host's, and with the DNS server the
+        one a rebound client would land on."""
+        addrs = sorted({h.addr for h in self.web.hosts})
+        if self.dns_port is not None:
+            addrs.append(dnsweb.REBIND_DISALLOWED)
+        return addrs
 
     async def _listen_one(
         self, loop: asyncio.AbstractEventLoop, addr: str, port: int, secure: bool
@@ -293,7 +299,7 @@ class TestWebServer:
         one line that says so (it failed later as "requests.ndjson: too many open
         files", with every socket bound and nothing said of why)."""
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        addresses = len({h.addr for h in self.web.hosts}) + (self.dns_port is not None)
+        addresses = len(self._addresses())
         sockets = addresses * (2 if self.use_tls else 1)
         if soft == resource.RLIM_INFINITY or sockets + OPEN_FILES_SPARE <= soft:
             return
