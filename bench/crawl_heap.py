@@ -113,10 +113,18 @@ def main() -> None:
     ap.add_argument("--for", dest="duration", type=float, default=80.0)
     ap.add_argument("--at", default="20,60", help="the two snapshot times, seconds")
     ap.add_argument("--concurrency", type=int, default=256, help="as bench_crawl's")
+    ap.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="the web makes its pages as they are asked for (a large web starts at once; "
+        "the server then takes more of the CPU)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="crawl-heap-") as tmp:
         out = Path(tmp) / "growth.txt"
-        with testweb(Path(tmp), args.scenario, args.hosts, args.pages, False) as web:
+        with testweb(
+            Path(tmp), args.scenario, args.hosts, args.pages, False, warm=not args.no_warm
+        ) as web:
             subprocess.run(
                 [
                     sys.executable,
