@@ -196,6 +196,10 @@ class Resolver:
             return Resolution((), error, self._clock() + self.negative_ttl)
         return Resolution(tuple(addrs), None, self._clock() + self.ttl)
 
+    def __len__(self) -> int:
+        """Answers held in the cache (expired ones not yet dropped included)."""
+        return len(self._positive) + len(self._negative)
+
     def _store(self, name: str, res: Resolution) -> None:
         cache, cap = (
             (self._positive, self.max_positive)
@@ -206,6 +210,15 @@ class Resolver:
         cache.move_to_end(name)
         while len(cache) > cap:
             cache.popitem(last=False)
+        # The oldest answers go once expired: a crawl that meets new hosts all run
+        # would otherwise keep each one's answer until the count cap (200,000, ~47
+        # MB), though none is used past its TTL. The cache is in the order answers
+        # were stored, so this holds what the last TTL's worth of lookups stored,
+        # plus at most one longer-lived answer's wait (max_ttl, 1 h) behind it.
+        now = self._clock()
+        for held in (self._positive, self._negative):
+            while held and next(iter(held.values())).expires_at <= now:
+                held.popitem(last=False)
 
 
 _GAI_CODES = {

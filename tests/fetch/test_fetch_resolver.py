@@ -42,6 +42,25 @@ def test_hosts_file_overrides_and_negative_cache_is_bounded(tmp_path: Path) -> N
     assert len(r._negative) == 3
 
 
+def test_expired_answers_leave_the_cache_as_new_ones_come() -> None:
+    now = [1000.0]
+    r = Resolver(lookup=lambda name: ["192.0.2.1"], ttl=300.0, clock=lambda: now[0])
+
+    async def go() -> None:
+        for i in range(50):
+            await r.resolve(f"old{i}.example")
+        assert len(r) == 50
+        now[0] += 299.0  # all still valid: none is dropped
+        await r.resolve("new0.example")
+        assert len(r) == 51
+        now[0] += 2.0  # the first 50 expired: the next answer stored drops them
+        await r.resolve("new1.example")
+
+    asyncio.run(go())
+    assert len(r) == 2
+    assert r.cached("new0.example") is not None and r.cached("old0.example") is None
+
+
 def test_dns_cache_survives_in_the_state(tmp_path: Path) -> None:
     calls: list[str] = []
 
