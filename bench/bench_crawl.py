@@ -976,6 +976,12 @@ def main() -> None:
         help="the environment of the crawlkit-b tool (repeatable), e.g. a debug knob",
     )
     ap.add_argument("--no-isolate", action="store_true", help="no loopback-only namespace")
+    ap.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="the web makes its pages as they are asked for, not all before the run (a "
+        "large web starts at once, its server takes more CPU): for memory runs",
+    )
     args = ap.parse_args()
     if not args.no_isolate:
         isolate()
@@ -1004,7 +1010,9 @@ def main() -> None:
             runs: dict[str, list[dict]] = {t: [] for t in tools}
             for i in range(args.repeat):
                 for tool in tools:
-                    with testweb(tmp, scenario, hosts, pages, args.tls) as web:
+                    with testweb(
+                        tmp, scenario, hosts, pages, args.tls, warm=not args.no_warm
+                    ) as web:
                         result = run_tool(tool, web, tmp, args)
                     result.update(scenario=scenario, hosts=hosts, pages=pages, repeat=i)
                     runs[tool].append(result)
