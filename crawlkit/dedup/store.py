@@ -10,7 +10,14 @@ Files under ``DIR/dedup/`` (the directory is locked while open, docs/design.md i
 ``urls.bin``
     The URLs, UTF-8, back to back (read only to name ``dup_of``).
 ``sites.<generation>.json``
-    Per-site recent counts ``{site: [pages, exact, near]}``.
+    Per-site recent counts ``{site: [pages, exact, near]}``, whole.
+``sites-journal.<generation>.json``
+    The counts of the sites that changed in one commit since the whole copy, applied
+    over it in the order the manifest lists them. A commit writes the whole counts
+    again only when its journal would hold as many entries as there are sites, or 64
+    files: a cycle touches a few hundred sites of the crawl's thousands, and writing
+    them all at every commit cost 19.8 ms at 100,000 sites and 203.5 ms (35.8 MB) at
+    1,000,000, against the change's size now.
 ``tables.<generation>.bin``
     A snapshot of the near-copy index's 10 sorted tables covering the first
     ``tables_pages`` log entries: ``tables_rows`` uint32 page ids per table (40 bytes
@@ -20,9 +27,13 @@ Files under ``DIR/dedup/`` (the directory is locked while open, docs/design.md i
     keys and ids) is not read, the index is rebuilt from the log, and the file is
     replaced by the next snapshot.
 ``manifest.json``
-    ``{"version", "pages", "url_bytes", "sites_generation", "tables_generation",
-    "tables_pages", "tables_rows", "tables_layout"}``: what is committed. Older crawlkits named it
-    ``MANIFEST.json``; such a directory is migrated by one rename when opened.
+    ``{"version", "pages", "url_bytes", "sites_generation", "sites_journal",
+    "tables_generation", "tables_pages", "tables_rows", "tables_layout"}``: what is
+    committed (``sites_journal``: the journal files' generations, oldest first; absent
+    in older crawlkits' states, which load as before, and ignored by them: such a
+    crawlkit sees the counts of the last whole copy, and its next commit writes a whole
+    copy again). Older crawlkits named it ``MANIFEST.json``; such a directory is
+    migrated by one rename when opened.
 
 Commit protocol (invariant 5): the directory is a :class:`~crawlkit.durable.DurableDir`
 whose generation files are the site counts and table snapshots. New entries and URLs
@@ -47,6 +58,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -76,7 +88,9 @@ ENTRY = np.dtype(
 )
 FLAG_INDEXED = 1
 #: The generation files of ``DIR/dedup``: site counts and table snapshots.
-FILES = re.compile(r"^(sites\.\d+\.json|tables\.\d+\.bin)$")
+FILES = re.compile(r"^(sites\.\d+\.json|sites-journal\.\d+\.json|tables\.\d+\.bin)$")
+#: Journal files of site counts at most between two whole copies (bounds the reads at open).
+MAX_SITES_JOURNAL = 64
 #: The manifest's name before crawlkit settled on ``manifest.json`` for every state.
 OLD_MANIFEST = "MANIFEST.json"
 
@@ -107,6 +121,7 @@ class DedupStore:
                 n_pages = int(manifest["pages"])
                 url_bytes = int(manifest["url_bytes"])
                 generation = int(manifest["sites_generation"])
+                journal = [int(g) for g in manifest.get("sites_journal", [])]
                 tables_gen = int(manifest.get("tables_generation", 0))
                 tables_pages = int(manifest.get("tables_pages", 0))
                 tables_rows = int(manifest.get("tables_rows", 0))
@@ -116,10 +131,11 @@ class DedupStore:
             except (AttributeError, ValueError, KeyError, TypeError) as exc:
                 raise StateError(f"{manifest_path}: damaged manifest ({exc})") from exc
         else:
-            n_pages, url_bytes, generation = 0, 0, 0
+            n_pages, url_bytes, generation, journal = 0, 0, 0, []
             tables_gen, tables_pages, tables_rows = 0, 0, 0
             tables_layout = TABLES_LAYOUT
         self._generation = generation
+        self._journal = journal
         self._tables_gen = tables_gen
         self._tables_pages = tables_pages
         self._tables_rows = tables_rows
@@ -159,20 +175,33 @@ class DedupStore:
         self.near.add(indexed, self.simhash)
         self.durable.remove_leftovers(self._live_files())
 
-        sites_path = self.dir / f"sites.{generation}.json"
         self.sites: dict[str, list[int]] = {}
+        self._journal_entries = 0  # site entries in the journal files
+        self._pending_journal_entries = 0  # the same once this commit is made
         if generation:
-            try:
-                self.sites = orjson.loads(sites_path.read_bytes())
-            except FileNotFoundError:
-                raise StateError(f"{sites_path} is missing; state damaged") from None
-            except orjson.JSONDecodeError as exc:
-                raise StateError(f"{sites_path}: damaged site counts ({exc})") from exc
+            self.sites = self._read_sites(f"sites.{generation}.json")
+            for g in journal:
+                changes = self._read_sites(f"sites-journal.{g}.json")
+                self.sites.update(changes)
+                self._journal_entries += len(changes)
+        self._changed_sites: set[str] = set()  # since the last commit
         # Opened last, so a damaged state raises before any file is left open.
         self._url_file = open(self._urls_path, "a+b")  # noqa: SIM115 - closed in close()
         self._pages_file = open(self._pages_path, "a+b")  # noqa: SIM115 - closed in close()
 
     # ------------------------------------------------------------ loading
+
+    def _read_sites(self, name: str) -> dict[str, list[int]]:
+        path = self.dir / name
+        try:
+            counts = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise StateError(f"{path} is missing; state damaged") from None
+        except orjson.JSONDecodeError as exc:
+            raise StateError(f"{path}: damaged site counts ({exc})") from exc
+        if not isinstance(counts, dict):
+            raise StateError(f"{path}: damaged site counts (not an object)")
+        return counts
 
     def _load_tables(self, n_pages: int) -> NearIndex:
         """The committed table snapshot as a memory map (or an empty index)."""
@@ -197,6 +226,7 @@ class DedupStore:
     def _live_files(self) -> list[str]:
         """The generation files the committed manifest names."""
         live = [f"sites.{self._generation}.json"] if self._generation else []
+        live += [f"sites-journal.{g}.json" for g in self._journal]
         if self._tables_gen:
             live.append(f"tables.{self._tables_gen}.bin")
         return live
@@ -303,6 +333,7 @@ class DedupStore:
 
     def count_site(self, site: str, kind: str) -> None:
         """Count one page of ``site`` as unique, exact or near."""
+        self._changed_sites.add(site)
         counts = self.sites.get(site)
         if counts is None:
             counts = self.sites[site] = [0, 0, 0]
@@ -342,6 +373,9 @@ class DedupStore:
             self.durable.abort()
             raise
         self._generation = manifest["sites_generation"]
+        self._journal = list(manifest["sites_journal"])
+        self._journal_entries = self._pending_journal_entries
+        self._changed_sites = set()
         self._tables_gen = manifest["tables_generation"]
         self._tables_pages = manifest["tables_pages"]
         self._tables_rows = manifest["tables_rows"]
@@ -351,13 +385,15 @@ class DedupStore:
         self._pending = []
         self._pending_urls = bytearray()
 
-    def _write_generation(self) -> dict[str, int]:
+    def _write_generation(self) -> dict[str, Any]:
         """Write the next generation's site counts (and a table snapshot when the log has
         grown enough), retire the files they replace; returns the manifest naming them."""
-        generation = self._generation + 1
-        self.durable.write(f"sites.{generation}.json", orjson.dumps(self.sites))
-        if self._generation:
-            self.durable.retire(f"sites.{self._generation}.json")
+        generation, journal = self._write_sites()
+        if generation != self._generation:
+            if self._generation:
+                self.durable.retire(f"sites.{self._generation}.json")
+            for g in self._journal:
+                self.durable.retire(f"sites-journal.{g}.json")
         tables_gen, tables_pages = self._tables_gen, self._tables_pages
         tables_rows, tables_layout = self._tables_rows, self._tables_layout
         if self.n - tables_pages > max(SNAPSHOT_MIN, tables_pages // 4):
@@ -373,11 +409,34 @@ class DedupStore:
             "pages": self.n,
             "url_bytes": self._committed_url_bytes + len(self._pending_urls),
             "sites_generation": generation,
+            "sites_journal": journal,
             "tables_generation": tables_gen,
             "tables_pages": tables_pages,
             "tables_rows": tables_rows,
             "tables_layout": tables_layout,
         }
+
+    def _write_sites(self) -> tuple[int, list[int]]:
+        """This commit's site counts: the sites changed since the last commit as the
+        next journal file, or all of them when the journal has grown as large as the
+        counts (module doc). Returns the manifest's whole copy and journal."""
+        changes = {site: self.sites[site] for site in self._changed_sites}
+        entries = self._journal_entries + len(changes)
+        self._pending_journal_entries = self._journal_entries
+        if not changes and self._generation:
+            return self._generation, list(self._journal)
+        following = max([self._generation, *self._journal]) + 1
+        if (
+            not self._generation
+            or len(self._journal) >= MAX_SITES_JOURNAL
+            or entries > len(self.sites)
+        ):
+            self.durable.write(f"sites.{following}.json", orjson.dumps(self.sites))
+            self._pending_journal_entries = 0
+            return following, []
+        self.durable.write(f"sites-journal.{following}.json", orjson.dumps(changes))
+        self._pending_journal_entries = entries
+        return self._generation, [*self._journal, following]
 
     def close(self) -> None:
         self._url_file.close()

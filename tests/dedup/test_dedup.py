@@ -252,6 +252,48 @@ def test_site_counts(tmp_path):
     store.close()
 
 
+def test_site_counts_are_journalled_between_whole_copies(tmp_path):
+    """A commit writes the sites it changed, not all of them; reopened, the counts are
+    the same; once the journal holds as many entries as there are sites, a whole copy
+    replaces it."""
+    store = DedupStore(tmp_path)
+    for i in range(100):
+        store.count_site(f"s{i}.example", "unique")
+    store.commit()  # the first commit: a whole copy
+    files = {p.name for p in tmp_path.iterdir()}
+    assert "sites.1.json" in files and not any(n.startswith("sites-journal") for n in files)
+    for round_ in range(3):  # each commit changes 30 of the 100 sites
+        for i in range(30):
+            store.count_site(f"s{i}.example", "exact" if round_ else "near")
+        store.count_site(f"new{round_}.example", "unique")
+        store.commit()
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["sites_generation"] == 1 and manifest["sites_journal"] == [2, 3, 4]
+    assert json.loads((tmp_path / "sites-journal.3.json").read_text()) == {
+        **{f"s{i}.example": [3, 1, 1] for i in range(30)},
+        "new1.example": [1, 0, 0],
+    }
+    store.commit()  # nothing changed: nothing written
+    assert json.loads((tmp_path / "manifest.json").read_text())["sites_journal"] == [2, 3, 4]
+    expected = {site: list(c) for site, c in store.sites.items()}
+    store.close()
+    store = DedupStore(tmp_path)
+    assert store.sites == expected
+    for i in range(30):  # 93 + 31 entries > 103 sites: a whole copy instead
+        store.count_site(f"s{i}.example", "unique")
+    store.count_site("new3.example", "unique")
+    store.commit()
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["sites_generation"] == 5 and manifest["sites_journal"] == []
+    expected = {site: list(c) for site, c in store.sites.items()}
+    store.close()
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sites"))
+    assert names == ["sites.5.json"]  # the old copy and its journal are gone
+    store = DedupStore(tmp_path)
+    assert store.sites == expected and store.sites["s0.example"] == [5, 2, 1]
+    store.close()
+
+
 def test_cli(tmp_path):
     body = " ".join(text(random.Random(2), 300))
     pages = [
@@ -571,7 +613,9 @@ def test_an_old_layout_state_opens_and_is_migrated(tmp_path):
     assert "MANIFEST.json" not in names and "manifest.json" in names
     assert not names & set(debris)
     manifest = json.loads((d / "manifest.json").read_text())
-    assert manifest["pages"] > 2 and manifest["sites_generation"] == 2
+    # the old site counts stay, with this run's changes in a journal over them
+    assert manifest["pages"] > 2 and manifest["sites_generation"] == 1
+    assert manifest["sites_journal"] == [2]
     assert (d / "pages.bin").stat().st_size == manifest["pages"] * ENTRY.itemsize
     store = DedupStore(d)  # and the migrated state opens again, with the old site counts
     try:
