@@ -177,7 +177,6 @@ class DedupStore:
 
         self.sites: dict[str, list[int]] = {}
         self._journal_entries = 0  # site entries in the journal files
-        self._pending_journal_entries = 0  # the same once this commit is made
         if generation:
             self.sites = self._read_sites(f"sites.{generation}.json")
             for g in journal:
@@ -374,7 +373,11 @@ class DedupStore:
             raise
         self._generation = manifest["sites_generation"]
         self._journal = list(manifest["sites_journal"])
-        self._journal_entries = self._pending_journal_entries
+        # A whole copy empties the journal; otherwise this commit added its changes
+        # (none, when nothing changed and the journal stayed as it was).
+        self._journal_entries = (
+            self._journal_entries + len(self._changed_sites) if self._journal else 0
+        )
         self._changed_sites = set()
         self._tables_gen = manifest["tables_generation"]
         self._tables_pages = manifest["tables_pages"]
@@ -422,7 +425,6 @@ class DedupStore:
         counts (module doc). Returns the manifest's whole copy and journal."""
         changes = {site: self.sites[site] for site in self._changed_sites}
         entries = self._journal_entries + len(changes)
-        self._pending_journal_entries = self._journal_entries
         if not changes and self._generation:
             return self._generation, list(self._journal)
         following = max([self._generation, *self._journal]) + 1
@@ -432,10 +434,8 @@ class DedupStore:
             or entries > len(self.sites)
         ):
             self.durable.write(f"sites.{following}.json", orjson.dumps(self.sites))
-            self._pending_journal_entries = 0
             return following, []
         self.durable.write(f"sites-journal.{following}.json", orjson.dumps(changes))
-        self._pending_journal_entries = entries
         return self._generation, [*self._journal, following]
 
     def close(self) -> None:

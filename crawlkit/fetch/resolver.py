@@ -196,8 +196,9 @@ class Resolver:
             return Resolution((), error, self._clock() + self.negative_ttl)
         return Resolution(tuple(addrs), None, self._clock() + self.ttl)
 
-    def __len__(self) -> int:
-        """Answers held in the cache (expired ones not yet dropped included)."""
+    def held(self) -> int:
+        """Answers held in the cache (expired ones not yet dropped included). A method,
+        not ``__len__``: that would make a resolver with an empty cache false."""
         return len(self._positive) + len(self._negative)
 
     def _store(self, name: str, res: Resolution) -> None:
