@@ -196,19 +196,24 @@ def open_substate(
 
 
 def lock_state(
-    path: str | os.PathLike[str], *, wait: float, reporter: Reporter | None = None
+    path: str | os.PathLike[str],
+    *,
+    wait: float,
+    reporter: Reporter | None = None,
+    owner: str | None = None,
 ) -> StateDir:
     """Lock the state directory, waiting up to ``wait`` seconds for another owner.
 
     Raises :class:`LockedError` when the owner keeps it longer, and at once when the
-    owner is a running crawl (it keeps the directory for its whole run).
+    owner is a running crawl (it keeps the directory for its whole run). ``owner`` is
+    as for :func:`open_state`.
     """
     reporter = reporter or NullReporter()
     deadline = time.monotonic() + wait
     told = False
     while True:
         try:
-            return open_state(path)
+            return open_state(path, owner=owner)
         except LockedError as exc:
             if exc.holder.endswith("(crawl)"):
                 raise LockedError(f"{exc}: a crawl keeps it for its whole run") from None

@@ -22,6 +22,14 @@ process dies, the post thread runs the steps itself for the rest of the run, on 
 connection to the history and the dedup index opened then: what the dead process had
 not committed is gone (SQLite rolls it back; the index keeps its last commit), and the
 step that was cut runs again.
+
+The dedup index has one writer at a time, and its lock (``STATE/dedup/LOCK``) says
+which: this process holds it for its whole life, the crawl process only once it opens
+the index itself. A crawl's state lock does not cover this process: killed, the crawl
+lets go of it at once, while its step process lives on until its orphan watch sees the
+crawl gone (half a second, more on a busy machine) and may be inside a commit meanwhile.
+The next run's writer waits for it (:func:`lock_dedup_writer`) instead of opening the
+index beside it.
 """
 
 from __future__ import annotations
@@ -46,17 +54,24 @@ from crawlkit.recrawl import History
 from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
 from crawlkit.stages.extract_page import end_with_owner
 from crawlkit.stages.recrawl import recrawl_in
+from crawlkit.state import StateDir, lock_state
 from crawlkit.streams import Record
 
 __all__ = [
     "DUE",
+    "WRITER_WAIT",
     "Deduped",
     "Started",
     "StepProcess",
     "cycle_observations",
     "dedup_cycle",
+    "lock_dedup_writer",
     "recrawl_cycle",
 ]
+
+# Seconds a new writer of the dedup index waits for the one before (an orphaned step
+# process ends within its orphan watch's half-second poll): then a one-line error.
+WRITER_WAIT = 60.0
 
 # (kind, message) of each line a step reported, "info" for Reporter.info
 Report = tuple[str, str]
@@ -149,6 +164,14 @@ def recrawl_cycle(
         hold_mu=hold_mu,
     )
     return due
+
+
+def lock_dedup_writer(dedup_dir: Path, reporter: Reporter) -> StateDir:
+    """The dedup index's writer lock (its directory's ``LOCK``), once the writer before
+    has let go, at most :data:`WRITER_WAIT` seconds (``reporter`` says that it waits);
+    :class:`~crawlkit.errors.LockedError` after that. Held until closed or until this
+    process ends."""
+    return lock_state(dedup_dir, wait=WRITER_WAIT, reporter=reporter, owner="dedup writer")
 
 
 class StepProcess:
@@ -247,18 +270,21 @@ class _Recording(Reporter):
         self.lines.append(("info", message))
 
 
-# In the step process: the run's stores, opened once.
+# In the step process: the run's stores, opened once, and the dedup index's lock.
+_dedup_lock: StateDir | None = None
 _dedup_store: DedupStore | None = None
 _history: History | None = None
 
 
 def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
-    global _dedup_store, _history
+    global _dedup_lock, _dedup_store, _history
     # Ctrl-C reaches the whole process group; the crawl decides what it means.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     end_with_owner(owner)
     map_large_blocks()  # as in the crawl process: a long run's freed blocks go back
-    # (the crawl holds the state directory's lock for this process)
+    # The crawl holds the state directory's lock; the dedup index's is this process's
+    # for its life (a step process of a crawl killed a moment ago may still hold it).
+    _dedup_lock = lock_dedup_writer(Path(dedup_dir), Reporter("crawlkit crawl"))
     _dedup_store = DedupStore(dedup_dir)
     _history = History(Path(history_dir))
 

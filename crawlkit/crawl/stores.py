@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.crawl.options import CrawlOptions
+from crawlkit.crawl.step_process import lock_dedup_writer
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
 from crawlkit.fetch.hoststate import HostState
@@ -21,7 +22,7 @@ from crawlkit.frontier.store import Frontier
 from crawlkit.frontier.waiting import WaitingRoom
 from crawlkit.recrawl import History
 from crawlkit.seen import SeenStore
-from crawlkit.state import StateDir, open_substate
+from crawlkit.state import StateDir
 
 __all__ = ["Stores"]
 
@@ -43,15 +44,17 @@ class Stores:
         self.lock = threading.RLock()
         self.seen_lock = threading.Lock()
         self.waiting = WaitingRoom(waiting)
+        self._reporter = reporter
         self._exit = contextlib.ExitStack()
         try:
             self.frontier = Frontier.open(
                 state.sub("frontier"), policy=options.budget_policy, limits=options.limits
             )
             self.seen = self._exit.enter_context(SeenStore.open(state.path, reporter=reporter))
-            # The dedup index is the step process's (step_process.py): this process
-            # holds its lock, and opens it only if that process died.
-            self.dedup_dir = self._exit.enter_context(open_substate(state.path, "dedup")).path
+            # The dedup index is the step process's (step_process.py), which holds
+            # its lock; this process opens it, and takes the lock, only if that
+            # process died. (Other stages are kept out by the state's own lock.)
+            self.dedup_dir = state.sub("dedup")
             self._dedup: DedupStore | None = None
             self.history = History(state.sub("recrawl"))
             self._exit.callback(self.history.close)
@@ -64,6 +67,7 @@ class Stores:
     def dedup(self) -> DedupStore:
         """The dedup index, opened on first use (only the post thread uses it)."""
         if self._dedup is None:
+            self._exit.enter_context(lock_dedup_writer(self.dedup_dir, self._reporter))
             self._dedup = DedupStore(self.dedup_dir)
             self._exit.callback(self._dedup.close)
         return self._dedup

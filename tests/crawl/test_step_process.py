@@ -8,11 +8,13 @@ dedup index, and end with the crawl when the crawl is killed.
 from __future__ import annotations
 
 import os
+import queue
 import select
 import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -240,6 +242,84 @@ def test_the_step_process_ends_with_a_killed_crawl(tmp_path: Path) -> None:
         finally:
             os.close(step)
         assert _holders(history) == set()
+
+
+def test_the_next_run_waits_for_a_killed_crawls_step_process(tmp_path: Path) -> None:
+    """A killed crawl lets go of its state at once, but its step process lives on until
+    its orphan watch sees the crawl gone, and may be inside a dedup commit: the next
+    run's step process waits for it to end before it opens the dedup index."""
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "30", "--special", "none") as web:
+        state = tmp_path / "state"
+        args = _crawl_args(web, state, "--min-delay", "0.25s", "--batch", "10")
+        # No pipes: the step process shares the crawl's, and a reader of them would
+        # wait for it, stopped below, as well.
+        first = subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT)
+        try:
+            orphan = _wait_for_step_process(first, state / "recrawl" / "history.sqlite")
+            os.kill(orphan, signal.SIGSTOP)  # a step process the scheduler has not run yet
+        finally:
+            first.kill()
+            first.wait()
+        try:
+            second = subprocess.Popen(
+                [sys.executable, "-m", "crawlkit", *args], cwd=ROOT, stderr=subprocess.PIPE
+            )
+            lines, reader = _lines(second)
+            said = _wait_for_line(lines, "is in use by another process", second)
+            assert f"pid {orphan} " in said and "(dedup writer)" in said
+            assert _alive(orphan)  # still there, stopped: nothing may have waited in vain
+        finally:
+            os.kill(orphan, signal.SIGCONT)  # it sees its crawl gone, and ends
+        assert second.wait(timeout=120) == 0, b"".join(lines.queue).decode()
+        reader.join(timeout=60)  # at the pipe's end once the crawl's processes are gone
+        assert second.stderr is not None
+        second.stderr.close()
+    assert not _alive(orphan)
+    lock = (state / "dedup" / "LOCK").read_text()
+    assert "(dedup writer)" in lock and f"pid {orphan} " not in lock  # the next writer's
+    store = DedupStore(state / "dedup")  # the index opens whole
+    try:
+        assert store.n >= 60  # every page of the web, deduplicated once or more
+    finally:
+        store.close()
+
+
+def _lines(proc: subprocess.Popen[bytes]) -> tuple[queue.Queue[bytes], threading.Thread]:
+    """The lines ``proc`` writes on stderr, as they come, and the thread reading them."""
+    lines: queue.Queue[bytes] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return lines, reader
+
+
+def _wait_for_line(lines: queue.Queue[bytes], text: str, proc: subprocess.Popen[bytes]) -> str:
+    """The first line holding ``text``; fails if none comes in 120 s."""
+    deadline = time.monotonic() + 120
+    seen = []
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=min(left, 1.0)).decode()
+        except queue.Empty:
+            assert proc.poll() is None or not lines.empty(), f"ended without {text!r}: {seen}"
+            continue
+        if text in line:
+            return line
+        seen.append(line)
+    raise AssertionError(f"no line with {text!r} in 120 s: {seen}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _start_crawl(args: list[str]) -> subprocess.Popen[bytes]:
