@@ -49,18 +49,27 @@ def main() -> None:
     ap.add_argument("state", type=Path, help="a crawl's state directory")
     ap.add_argument("--from", dest="start", type=int, default=5, help="warm-up cycles")
     ap.add_argument("--top", type=int, default=8, help="lines of growth to print")
+    ap.add_argument("--cycles", type=int, default=0, help="replay only the first N cycles")
+    ap.add_argument(
+        "--no-trace",
+        action="store_true",
+        help="RSS only: tracemalloc keeps a trace of every live block, which is RSS too",
+    )
     args = ap.parse_args()
     map_large_blocks()  # as the step process does
     with tempfile.TemporaryDirectory(prefix="step-memory-") as tmp:
         root = Path(tmp)
         shutil.copytree(args.state / "crawl" / "cycles", root / "cycles")
         cycles = sorted(p for p in (root / "cycles").iterdir() if p.is_dir())
+        if args.cycles:
+            cycles = cycles[: args.cycles]
         for cycle in cycles:
             for name in STEP_OUTPUTS:
                 (cycle / name).unlink(missing_ok=True)
         store = DedupStore(root / "dedup")
         history = History(root / "recrawl")
-        tracemalloc.start(12)
+        if not args.no_trace:
+            tracemalloc.start(12)
         pages = 0
         first = None  # the snapshot after cycle --from
         seen: list[tuple[int, int, int]] = []  # (pages, traced, RssAnon) after each cycle
@@ -76,14 +85,14 @@ def main() -> None:
             line = f"cycle {i:3d}: {pages:7,d} pages, traced {now[1] / 1e6:6.2f} MB, "
             line += f"RssAnon {now[2] / 1e6:6.2f} MB"
             if i == args.start:
-                first = tracemalloc.take_snapshot()
-            elif first is not None and pages > seen[args.start][0]:
+                first = tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
+            elif i > args.start and pages > seen[args.start][0]:
                 base = seen[args.start]
                 per = pages - base[0]
                 line += f"  (+{(now[1] - base[1]) / per:.0f} and "
                 line += f"+{(now[2] - base[2]) / per:.0f} bytes a page since cycle {args.start})"
             print(line)
-        if first is None or pages == seen[args.start][0]:
+        if len(seen) < args.start + 2 or pages == seen[args.start][0]:
             print(f"fewer than {args.start + 2} cycles with pages: nothing to compare")
             return
         # The second half of the run: past the warm-up of SQLite's page cache and of
@@ -95,11 +104,12 @@ def main() -> None:
                 f"+{(t1 - t0) / (p1 - p0):.0f}, RssAnon +{(r1 - r0) / (p1 - p0):.0f} bytes a page"
             )
         per = pages - seen[args.start][0]
-        print(f"\ngrowth per page from cycle {args.start} ({per:,} pages), by line:")
-        for stat in tracemalloc.take_snapshot().compare_to(first, "traceback")[: args.top]:
-            frames = [f for f in stat.traceback if "/crawlkit/" in f.filename][-2:]
-            where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames))
-            print(f"  {stat.size_diff / per:7.1f} bytes a page  {where}")
+        if first is not None:  # not with --no-trace
+            print(f"\ngrowth per page from cycle {args.start} ({per:,} pages), by line:")
+            for stat in tracemalloc.take_snapshot().compare_to(first, "traceback")[: args.top]:
+                frames = [f for f in stat.traceback if "/crawlkit/" in f.filename][-2:]
+                where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames))
+                print(f"  {stat.size_diff / per:7.1f} bytes a page  {where}")
         store.close()
         history.close()
 
