@@ -48,6 +48,7 @@ from crawlkit import streams
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
+from crawlkit.errors import LockedError
 from crawlkit.heap import map_large_blocks, release_free_heap
 from crawlkit.records import PageRecord
 from crawlkit.recrawl import History
@@ -284,7 +285,14 @@ def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
     map_large_blocks()  # as in the crawl process: a long run's freed blocks go back
     # The crawl holds the state directory's lock; the dedup index's is this process's
     # for its life (a step process of a crawl killed a moment ago may still hold it).
-    _dedup_lock = lock_dedup_writer(Path(dedup_dir), Reporter("crawlkit crawl"))
+    said = Reporter("crawlkit crawl")
+    try:
+        _dedup_lock = lock_dedup_writer(Path(dedup_dir), said)
+    except LockedError as exc:
+        # One line rather than the pool's traceback of a failed initializer: the crawl
+        # finds this process gone and runs the steps itself, once the lock is free.
+        said.warn(str(exc))
+        os._exit(1)
     _dedup_store = DedupStore(dedup_dir)
     _history = History(Path(history_dir))
 
