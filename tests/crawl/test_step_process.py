@@ -222,6 +222,9 @@ def test_a_crawl_whose_step_process_is_killed_loses_no_fetch(tmp_path: Path) -> 
         for r in streams.read_records([p])
     ]
     assert len(pages) >= 50 and sorted(deduped) == sorted(pages)
+    # The crawl took the dedup index's writer lock when it opened the index itself.
+    lock = (state / "dedup" / "LOCK").read_text()
+    assert lock.startswith(f"pid {crawl.pid} ") and "(dedup writer)" in lock
 
 
 def test_the_step_process_ends_with_a_killed_crawl(tmp_path: Path) -> None:
