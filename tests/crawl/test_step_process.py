@@ -222,7 +222,9 @@ def test_a_crawl_whose_step_process_is_killed_loses_no_fetch(tmp_path: Path) -> 
         for r in streams.read_records([p])
     ]
     assert len(pages) >= 50 and sorted(deduped) == sorted(pages)
-    # The crawl took the dedup index's writer lock when it opened the index itself.
+    # The crawl took the dedup index's writer lock when it opened the index itself
+    # (for a cycle deduplicated after the kill, so by this process).
+    assert any(p.stat().st_mtime > killed_at for p in state.glob("crawl/cycles/*/dedup.done"))
     lock = (state / "dedup" / "LOCK").read_text()
     assert lock.startswith(f"pid {crawl.pid} ") and "(dedup writer)" in lock
 
