@@ -261,7 +261,7 @@ def test_the_next_run_waits_for_a_killed_crawls_step_process(tmp_path: Path) -> 
         first = subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT)
         try:
             orphan = _wait_for_step_process(first, state / "recrawl" / "history.sqlite")
-            os.kill(orphan, signal.SIGSTOP)  # a step process the scheduler has not run yet
+            os.kill(orphan, signal.SIGSTOP)  # an orphan slow to see its crawl gone
         finally:
             first.kill()
             first.wait()
