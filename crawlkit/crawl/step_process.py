@@ -28,7 +28,8 @@ which: this process holds it for its whole life, the crawl process only once it 
 the index itself. A crawl's state lock does not cover this process: killed, the crawl
 lets go of it at once, while its step process lives on until its orphan watch sees the
 crawl gone (half a second, more on a busy machine) and may be inside a commit meanwhile.
-The next run's writer waits for it (:func:`lock_dedup_writer`) instead of opening the
+The next run's writer waits for it
+(:func:`~crawlkit.stages.dedup.lock_dedup_writer`) instead of opening the
 index beside it.
 """
 
@@ -52,27 +53,21 @@ from crawlkit.errors import LockedError
 from crawlkit.heap import map_large_blocks, release_free_heap
 from crawlkit.records import PageRecord
 from crawlkit.recrawl import History
-from crawlkit.stages.dedup import DedupStats, dedup_records, site_records
+from crawlkit.stages.dedup import DedupStats, dedup_records, lock_dedup_writer, site_records
 from crawlkit.stages.extract_page import end_with_owner
 from crawlkit.stages.recrawl import recrawl_in
-from crawlkit.state import StateDir, lock_state
+from crawlkit.state import StateDir
 from crawlkit.streams import Record
 
 __all__ = [
     "DUE",
-    "WRITER_WAIT",
     "Deduped",
     "Started",
     "StepProcess",
     "cycle_observations",
     "dedup_cycle",
-    "lock_dedup_writer",
     "recrawl_cycle",
 ]
-
-# Seconds a new writer of the dedup index waits for the one before (an orphaned step
-# process ends within its orphan watch's half-second poll): then a one-line error.
-WRITER_WAIT = 60.0
 
 # (kind, message) of each line a step reported, "info" for Reporter.info
 Report = tuple[str, str]
@@ -165,14 +160,6 @@ def recrawl_cycle(
         hold_mu=hold_mu,
     )
     return due
-
-
-def lock_dedup_writer(dedup_dir: Path, reporter: Reporter) -> StateDir:
-    """The dedup index's writer lock (its directory's ``LOCK``), once the writer before
-    has let go, at most :data:`WRITER_WAIT` seconds (``reporter`` says that it waits);
-    :class:`~crawlkit.errors.LockedError` after that. Held until closed or until this
-    process ends."""
-    return lock_state(dedup_dir, wait=WRITER_WAIT, reporter=reporter, owner="dedup writer")
 
 
 class StepProcess:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.crawl.options import CrawlOptions
-from crawlkit.crawl.step_process import lock_dedup_writer
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
 from crawlkit.fetch.hoststate import HostState
@@ -22,6 +21,7 @@ from crawlkit.frontier.store import Frontier
 from crawlkit.frontier.waiting import WaitingRoom
 from crawlkit.recrawl import History
 from crawlkit.seen import SeenStore
+from crawlkit.stages.dedup import lock_dedup_writer
 from crawlkit.state import StateDir
 
 __all__ = ["Stores"]

@@ -43,12 +43,22 @@ from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import DedupRecord, PageRecord, SiteYieldRecord, dedup_record
-from crawlkit.state import open_substate
+from crawlkit.state import StateDir, lock_state, open_substate
 from crawlkit.url import fingerprint, fingerprint_int, site_of_record
 
-__all__ = ["DedupStats", "dedup_records", "open_dedup_store", "site_records"]
+__all__ = [
+    "WRITER_WAIT",
+    "DedupStats",
+    "dedup_records",
+    "lock_dedup_writer",
+    "open_dedup_store",
+    "site_records",
+]
 
 MAX_DISTANCE = 3
+# Seconds a new writer of the dedup index waits for the one before (a crawl's orphaned
+# step process ends within its orphan watch's half-second poll): then a one-line error.
+WRITER_WAIT = 60.0
 
 
 @dataclass(slots=True)
@@ -314,6 +324,16 @@ def open_dedup_store(state: str | os.PathLike[str], *, window: int = 1000) -> It
             yield store
         finally:
             store.close()
+
+
+def lock_dedup_writer(dedup_dir: str | os.PathLike[str], reporter: Reporter) -> StateDir:
+    """The dedup index's writer lock (its directory's ``LOCK``), for a writer that
+    works beside the owner of the state directory (``crawlkit crawl``'s step process,
+    or the crawl itself once that died): taken once the writer before has let go, at
+    most :data:`WRITER_WAIT` seconds later (``reporter`` says that it waits);
+    :class:`~crawlkit.errors.LockedError` after that. Held until closed or until this
+    process ends. :func:`open_dedup_store` is the stage's way in."""
+    return lock_state(dedup_dir, wait=WRITER_WAIT, reporter=reporter, owner="dedup writer")
 
 
 def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[SiteYieldRecord]:
