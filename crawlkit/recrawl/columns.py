@@ -17,7 +17,7 @@ rows (every use is a ``bincount`` or a grouping sort), so the plan does not chan
 Memory: 8 columns of 8 bytes (the fingerprint and the times and rates, which the
 plan reads as they are), the site and host indices and the check count in 4, the
 importance and two flags in 1: 79 bytes per tracked URL (79 MB for a million), plus
-each distinct host and site name once; inserting new URLs copies one column at a time
+each site's name and 12 bytes a site and a host (below); inserting new URLs copies one column at a time
 (8 bytes a URL more, briefly). The narrow columns hold the same values: indices and
 counts stay far below 2**31, and the plan clips the importance to its weights (0..3
 by default) anyway, so it is kept clipped to a byte's range; all in 8 bytes were 98
@@ -25,6 +25,14 @@ bytes a URL. A row names its site by index only: a column of the names themselve
 kept each record's own copy of the string alive, ~76 bytes a URL more (177 against
 101 bytes a URL in all, 100,000 URLs put in batches with a fresh string per record,
 tracemalloc).
+
+Per site and host (:class:`NameIndex`): a name's index is found by the name's 64-bit
+hash in a sorted array (12 bytes a name), and only a site's name is kept (the plan
+stores site priors by name; hosts only group rows). Dicts from name to index held
+each name, its dict entry and an index object: 238 bytes a site with one host at
+10,000 sites, 277 at 100,000, against 101 and 103 now (``bench/bench_host_memory.py``,
+fresh strings as parsed from records). Two hosts whose names share a hash would share
+a host cap, two sites a prior: among 10 million names the odds are one in 370,000.
 """
 
 from __future__ import annotations
@@ -35,8 +43,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
+import xxhash
 
-__all__ = ["Columns", "Table"]
+__all__ = ["Columns", "NameIndex", "Table"]
 
 # The columns a row is read from, in the order of :meth:`Columns.from_rows`' rows.
 SELECT = (
@@ -64,8 +73,7 @@ class Table:
     fp: np.ndarray  # uint64
     site_ix: np.ndarray  # site index into ``sites`` (its name, "" when none)
     sites: list[str]
-    host: np.ndarray  # host index into ``hosts``
-    hosts: list[str]
+    host: np.ndarray  # host index (hosts only group rows: their names are not kept)
     importance: np.ndarray
     rate: np.ndarray  # NaN where no estimate yet
     checks: np.ndarray
@@ -100,25 +108,67 @@ def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
+class NameIndex:
+    """A dense index (0, 1, 2, ... in the order first seen) for each distinct name,
+    found by the name's 64-bit hash in a sorted array; with ``keep_names`` the first
+    string seen of each name is kept, at its index (module doc)."""
+
+    def __init__(self, *, keep_names: bool):
+        self._keys = np.zeros(0, np.uint64)  # the names' hashes, sorted
+        self._ids = np.zeros(0, _INDEX)  # the index of each key
+        self.names: list[str] | None = [] if keep_names else None
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def indices(self, names: list[str]) -> np.ndarray:
+        """The index of each of ``names``, numbering the new ones as they come."""
+        hashes = np.fromiter(
+            (xxhash.xxh3_64_intdigest(n.encode("utf-8", "surrogatepass")) for n in names),
+            np.uint64,
+            len(names),
+        )
+        pos = np.searchsorted(self._keys, hashes)
+        found = pos < len(self._keys)
+        found[found] = self._keys[pos[found]] == hashes[found]
+        out = np.empty(len(names), _INDEX)
+        out[found] = self._ids[pos[found]]
+        if found.all():
+            return out
+        new = np.flatnonzero(~found)
+        fresh, first, which = np.unique(hashes[new], return_index=True, return_inverse=True)
+        # Numbered in the order first seen: the k-th new name to appear gets count + k.
+        rank = np.empty(len(first), _INDEX)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=_INDEX)
+        ids = self.count + rank
+        out[new] = ids[which.ravel()]
+        at = np.searchsorted(self._keys, fresh)
+        self._keys = np.insert(self._keys, at, fresh)
+        self._ids = np.insert(self._ids, at, ids)
+        if self.names is not None:
+            self.names += [names[new[i]] for i in np.sort(first)]
+        self.count += len(fresh)
+        return out
+
+
 class Columns:
     """A :class:`Table` kept in step with the history's writes (module doc)."""
 
     def __init__(self, rows: list[tuple[Any, ...]], good_outcomes: Iterable[str]):
         """``rows`` as :data:`SELECT` reads them (sorted by the signed ``fp``)."""
         self._good = frozenset(good_outcomes)
-        self._sites: dict[str, int] = {}
-        self._hosts: dict[str, int] = {}
-        site_names = [r[1] or "" for r in rows]
+        self._sites = NameIndex(keep_names=True)
+        self._hosts = NameIndex(keep_names=False)
 
         def column(i: int) -> np.ndarray:
             return np.array([math.nan if r[i] is None else r[i] for r in rows], np.float64)
 
         self.t = Table(
             fp=np.array([r[0] for r in rows], np.int64).view(np.uint64),
-            site_ix=np.array([self._site(s) for s in site_names], _INDEX),
+            site_ix=self._sites.indices([r[1] or "" for r in rows]),
             sites=[],
-            host=np.array([self._host(r[2] or r[1] or "") for r in rows], _INDEX),
-            hosts=[],
+            host=self._hosts.indices([r[2] or r[1] or "" for r in rows]),
             importance=_importance([r[3] for r in rows]),
             rate=column(4),
             checks=np.array([r[5] for r in rows], _INDEX),
@@ -132,15 +182,10 @@ class Columns:
             observed=column(13),
         )
 
-    def _site(self, name: str) -> int:
-        return self._sites.setdefault(name, len(self._sites))
-
-    def _host(self, name: str) -> int:
-        return self._hosts.setdefault(name, len(self._hosts))
-
     def table(self) -> Table:
         """The current table (its arrays shared: see :class:`Table`)."""
-        return replace(self.t, sites=list(self._sites), hosts=list(self._hosts))
+        assert self._sites.names is not None
+        return replace(self.t, sites=list(self._sites.names))
 
     def _rows(self, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Row indices of the tracked ones of ``fps`` (uint64), and which those are
@@ -159,11 +204,10 @@ class Columns:
         if not latest:
             return
         batch = sorted(latest.values(), key=lambda e: e.fp - (1 << 64) if e.fp >> 63 else e.fp)
-        sites = [e.site or "" for e in batch]
         new: dict[str, np.ndarray] = {
             "fp": np.array([e.fp for e in batch], np.uint64),
-            "site_ix": np.array([self._site(s) for s in sites], _INDEX),
-            "host": np.array([self._host(e.host or e.site or "") for e in batch], _INDEX),
+            "site_ix": self._sites.indices([e.site or "" for e in batch]),
+            "host": self._hosts.indices([e.host or e.site or "" for e in batch]),
             "importance": _importance([e.importance for e in batch]),
             "checks": np.array([e.checks for e in batch], _INDEX),
             "good": np.array([(e.outcome or "") in self._good for e in batch], bool),
