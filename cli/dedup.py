@@ -10,6 +10,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import InputFiles, OutFile, Quiet, StateDir
 
 from crawlkit import streams
+from crawlkit.dedup.sitecounts import MAX_WINDOW
 from crawlkit.errors import UsageError
 from crawlkit.records import PageRecord
 from crawlkit.stages.dedup import DedupStats, dedup_records, open_dedup_store, site_records
@@ -72,8 +73,8 @@ def dedup(
     """
     if max_distance < 0 or max_distance > 3:
         raise UsageError("--max-distance must be between 0 and 3 (the index finds 3)")
-    if window < 1:
-        raise UsageError("--window must be at least 1")
+    if not 1 <= window <= MAX_WINDOW:
+        raise UsageError(f"--window must be between 1 and {MAX_WINDOW}")
     if sites is not None and streams.is_stdio(sites) and streams.is_stdio(out):
         raise UsageError("--out and --sites cannot both be stdout")
     streams.check_output(out, "--out")

@@ -10,7 +10,8 @@ Files under ``DIR/dedup/`` (the directory is locked while open, docs/design.md i
 ``urls.bin``
     The URLs, UTF-8, back to back (read only to name ``dup_of``).
 ``sites.<generation>.json``
-    Per-site recent counts ``{site: [pages, exact, near]}``, whole.
+    Per-site recent counts ``{site: [pages, exact, near]}``, whole (kept in memory
+    packed: :mod:`crawlkit.dedup.sitecounts`).
 ``sites-journal.<generation>.json``
     The counts of the sites that changed in one commit since the whole copy, applied
     over it in the order the manifest lists them. A commit writes the whole counts
@@ -64,6 +65,7 @@ import numpy as np
 import orjson
 
 from crawlkit.dedup.nearindex import INDEX_TABLES, NearIndex
+from crawlkit.dedup.sitecounts import MAX_WINDOW, SiteCounts
 from crawlkit.durable import DurableDir
 from crawlkit.errors import StateError
 from crawlkit.streams import write_array
@@ -105,6 +107,8 @@ class DedupStore:
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, window: int = 1000):
+        if not 1 <= window <= MAX_WINDOW:
+            raise ValueError(f"window must be between 1 and {MAX_WINDOW}, not {window}")
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.window = window
@@ -175,14 +179,12 @@ class DedupStore:
         self.near.add(indexed, self.simhash)
         self.durable.remove_leftovers(self._live_files())
 
-        self.sites: dict[str, list[int]] = {}
+        self.sites = SiteCounts()
         self._journal_entries = 0  # site entries in the journal files
         if generation:
-            self.sites = self._read_sites(f"sites.{generation}.json")
+            self._read_sites(f"sites.{generation}.json")
             for g in journal:
-                changes = self._read_sites(f"sites-journal.{g}.json")
-                self.sites.update(changes)
-                self._journal_entries += len(changes)
+                self._journal_entries += self._read_sites(f"sites-journal.{g}.json")
         self._changed_sites: set[str] = set()  # since the last commit
         # Opened last, so a damaged state raises before any file is left open.
         self._url_file = open(self._urls_path, "a+b")  # noqa: SIM115 - closed in close()
@@ -190,7 +192,8 @@ class DedupStore:
 
     # ------------------------------------------------------------ loading
 
-    def _read_sites(self, name: str) -> dict[str, list[int]]:
+    def _read_sites(self, name: str) -> int:
+        """Apply the site counts in ``name`` over those read before; how many sites."""
         path = self.dir / name
         try:
             counts = orjson.loads(path.read_bytes())
@@ -200,7 +203,10 @@ class DedupStore:
             raise StateError(f"{path}: damaged site counts ({exc})") from exc
         if not isinstance(counts, dict):
             raise StateError(f"{path}: damaged site counts (not an object)")
-        return counts
+        bad = self.sites.update(counts)
+        if bad is not None:
+            raise StateError(f"{path}: damaged site counts ({bad!r} is not three counts)")
+        return len(counts)
 
     def _load_tables(self, n_pages: int) -> NearIndex:
         """The committed table snapshot as a memory map (or an empty index)."""
@@ -333,18 +339,7 @@ class DedupStore:
     def count_site(self, site: str, kind: str) -> None:
         """Count one page of ``site`` as unique, exact or near."""
         self._changed_sites.add(site)
-        counts = self.sites.get(site)
-        if counts is None:
-            counts = self.sites[site] = [0, 0, 0]
-        counts[0] += 1
-        if kind == "exact":
-            counts[1] += 1
-        elif kind == "near":
-            counts[2] += 1
-        if counts[0] >= 2 * self.window:
-            counts[0] //= 2
-            counts[1] //= 2
-            counts[2] //= 2
+        self.sites.count(site, kind, self.window)
 
     def commit(self) -> None:
         """Make every added page and the site counts durable (atomic, see module doc)."""
@@ -423,7 +418,7 @@ class DedupStore:
         """This commit's site counts: the sites changed since the last commit as the
         next journal file, or all of them when the journal has grown as large as the
         counts (module doc). Returns the manifest's whole copy and journal."""
-        changes = {site: self.sites[site] for site in self._changed_sites}
+        changes = self._changed_sites
         entries = self._journal_entries + len(changes)
         if not changes and self._generation:
             return self._generation, list(self._journal)
@@ -433,9 +428,9 @@ class DedupStore:
             or len(self._journal) >= MAX_SITES_JOURNAL
             or entries > len(self.sites)
         ):
-            self.durable.write(f"sites.{following}.json", orjson.dumps(self.sites))
+            self.durable.write(f"sites.{following}.json", self.sites.to_json())
             return following, []
-        self.durable.write(f"sites-journal.{following}.json", orjson.dumps(changes))
+        self.durable.write(f"sites-journal.{following}.json", self.sites.to_json(changes))
         return self._generation, [*self._journal, following]
 
     def close(self) -> None:

@@ -339,7 +339,7 @@ def lock_dedup_writer(dedup_dir: str | os.PathLike[str], reporter: Reporter) -> 
 def site_records(store: DedupStore, sites: Iterable[str]) -> Iterator[SiteYieldRecord]:
     """``{"site", "pages", "exact", "near", "yield"}`` for each site, sorted by name."""
     for site in sorted(sites):
-        pages, exact, near = store.sites.get(site, [0, 0, 0])
+        pages, exact, near = store.sites.get(site) or [0, 0, 0]
         share = (exact + near) / pages if pages else 0.0
         yield {
             "site": site,
