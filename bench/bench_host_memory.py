@@ -1,4 +1,4 @@
-"""Bytes per known host and per known site in a crawl process (issue 27 item 5).
+"""Bytes per known host and per known site in a crawl's processes (issue 27 item 5).
 
 Builds the structures a crawl keeps per host and per site with N synthetic hosts (the
 real classes, filled as a crawl fills them) and measures each with tracemalloc:
@@ -10,11 +10,12 @@ Per host: the fetcher's host (clock, address, empty queue) while it is in memory
 DNS cache entry, its address's network-policy verdict, its robots.txt entry (a few
 lines, parsed), its site in ``site_of_host``'s cache, and its count in the frontier.
 Per site: the frontier's site table entry with 3 linkers, and the trust and budget
-structures computed over it; and a site whose linkers are full (256), trust kept.
-Per distinct page: dedup's near-copy index and its whole store, and per tracked URL
-the recrawl columns (a crawl's step process keeps these open all run: they grow with
-the pages). Which of these are bounded, and how, is printed with them (the README's
-"Memory" section has the figures).
+structures computed over it; and a site whose linkers are full (256), trust kept. In
+the step process, per site: dedup's recent counts, the recrawl columns' site and
+host names, the history's site priors. Per distinct page: dedup's near-copy index and
+its whole store, and per tracked URL the recrawl columns (a crawl's step process keeps
+these open all run: they grow with the pages). Which of these are bounded, and how, is
+printed with them (the README's "Memory" section has the figures).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +41,7 @@ from crawlkit.fetch.scheduler import HostQueue, Scheduler
 from crawlkit.frontier.budgets import SiteTable
 from crawlkit.frontier.journal import HostCounts
 from crawlkit.html.resolve import RESOLVE_CACHE_BYTES
-from crawlkit.recrawl import Entry
+from crawlkit.recrawl import Entry, History
 from crawlkit.recrawl.columns import Columns
 from crawlkit.robots import RobotsPolicy
 from crawlkit.url import site_of_host
@@ -271,6 +273,70 @@ def per_page(n: int) -> list[tuple[str, float, str]]:
     return rows
 
 
+def step_per_site(n: int) -> list[tuple[str, float, str]]:
+    """What a crawl's step process keeps per known site, beside what it keeps per
+    page: dedup's recent counts, the recrawl columns' site and host names (one URL a
+    site, host ``www.`` + site, each name a fresh string as parsed from a record), and
+    the history's site priors."""
+    names = [f"site{i}.example.com" for i in range(n)]
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DedupStore(tmp)
+
+        def counts() -> None:
+            for name in names:
+                fresh = "".join(("site", name[4:]))  # a record's own string
+                for kind in ("unique", "unique", "exact", "near"):
+                    store.count_site(fresh, kind)
+            store.commit()  # as every cycle of a crawl does
+
+        held, _ = measure(counts)
+        store.close()
+    rows = [("step: dedup's recent counts", held / n, "one per site the crawl met")]
+
+    def entries(sites: int) -> list[Entry]:
+        return [
+            Entry(
+                fp=i * 2 + 1,
+                url=f"http://www.site{i % sites}.example.com/",
+                site="".join(("site", str(i % sites), ".example.com")),
+                host="".join(("www.site", str(i % sites), ".example.com")),
+                rate=1e-5,
+                last_fetch=1.78e9 + i,
+                outcome="fetched",
+            )
+            for i in range(n)
+        ]
+
+    def columns(sites: int) -> Callable[[], Columns]:
+        def build() -> Columns:
+            kept = Columns([], ["fetched"])
+            todo = entries(sites)
+            for start in range(0, n, 500):
+                kept.put(todo[start : start + 500])
+            return kept
+
+        return build
+
+    one_site, _ = measure(columns(1))
+    held, _ = measure(columns(n))
+    rows.append(
+        ("step: recrawl columns' site and host names", (held - one_site) / n, "one per site")
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        history = History(Path(tmp))
+        rates = {"".join(("site", name[4:])): 1e-5 * (1 + i % 7) for i, name in enumerate(names)}
+
+        def priors() -> None:
+            # The rates as a plan makes them each cycle: new floats, which the
+            # history keeps (its copy of the table, to write only what changed).
+            history.set_site_rates({site: rate * 1.0 for site, rate in rates.items()})
+
+        held, _ = measure(priors)
+        history.close()
+    rows.append(("step: recrawl history's site priors", held / n, "one per site with a prior"))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--hosts", type=int, action="append", help="default: 10000 and 100000")
@@ -286,6 +352,10 @@ def main() -> None:
         site_total = sum(size for label, size, _ in typical if "frontier site" in label)
         print(f"  {'per known host, all of the above':42s} {host_total:8.0f}")
         print(f"  {'per known site':42s} {site_total:8.0f}")
+        step = step_per_site(int(n * args.sites_per_host))
+        for label, size, bound in step:
+            print(f"  {label:42s} {size:8.0f}  {bound}")
+        print(f"  {'per known site, step process':42s} {sum(r[1] for r in step):8.0f}")
         for label, size, bound in per_page(n):
             print(f"  per distinct page: {label:23s} {size:8.0f}  {bound}")
     print(
