@@ -17,14 +17,14 @@ rows (every use is a ``bincount`` or a grouping sort), so the plan does not chan
 Memory: 8 columns of 8 bytes (the fingerprint and the times and rates, which the
 plan reads as they are), the site and host indices and the check count in 4, the
 importance and two flags in 1: 79 bytes per tracked URL (79 MB for a million), plus
-each site's name and 12 bytes a site and a host (below); inserting new URLs copies one column at a time
-(8 bytes a URL more, briefly). The narrow columns hold the same values: indices and
-counts stay far below 2**31, and the plan clips the importance to its weights (0..3
-by default) anyway, so it is kept clipped to a byte's range; all in 8 bytes were 98
-bytes a URL. A row names its site by index only: a column of the names themselves
-kept each record's own copy of the string alive, ~76 bytes a URL more (177 against
-101 bytes a URL in all, 100,000 URLs put in batches with a fresh string per record,
-tracemalloc).
+each site's name and 12 bytes a site and a host (below); inserting new URLs copies
+one column at a time (8 bytes a URL more, briefly). The narrow columns hold the same
+values: indices and counts stay far below 2**31, and the plan clips the importance
+to its weights (0..3 by default) anyway, so it is kept clipped to a byte's range;
+all in 8 bytes were 98 bytes a URL. A row names its site by index only: a column of
+the names themselves kept each record's own copy of the string alive, ~76 bytes a
+URL more (177 against 101 bytes a URL in all, 100,000 URLs put in batches with a
+fresh string per record, tracemalloc).
 
 Per site and host (:class:`NameIndex`): a name's index is found by the name's 64-bit
 hash in a sorted array (12 bytes a name), and only a site's name is kept (the plan
