@@ -324,12 +324,12 @@ def step_per_site(n: int) -> list[tuple[str, float, str]]:
     )
     with tempfile.TemporaryDirectory() as tmp:
         history = History(Path(tmp))
-        rates = {"".join(("site", name[4:])): 1e-5 * (1 + i % 7) for i, name in enumerate(names)}
+        rates = 1e-5 * (1 + np.arange(n) % 7)
 
         def priors() -> None:
-            # The rates as a plan makes them each cycle: new floats, which the
-            # history keeps (its copy of the table, to write only what changed).
-            history.set_site_rates({site: rate * 1.0 for site, rate in rates.items()})
+            # As a plan hands them each cycle; the history keeps what it wrote, to
+            # write only what moved the next time.
+            history.set_site_priors(names, rates * 1.0)
 
         held, _ = measure(priors)
         history.close()

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -424,8 +424,11 @@ class History:
         path = directory / "history.sqlite"
         self._columns: Columns | None = None  # the planning columns (table())
         self._version = -1
-        self._sites: dict[str, float] | None = None  # the sites table (_site_table())
-        self._sites_version = -1
+        # The site priors set_site_priors wrote last, by the site index of the kept
+        # columns they were written for (compared with the next ones, so a cycle writes
+        # only what moved): 8 bytes a site, where a dict of them was 45-62.
+        self._priors: np.ndarray | None = None
+        self._priors_of: Columns | None = None
         try:
             self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -592,32 +595,62 @@ class History:
     def set_meta(self, key: str, value: float) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
-    def site_rates(self) -> dict[str, float]:
-        return dict(self._site_table())
-
-    def _site_table(self) -> dict[str, float]:
-        """The sites table: read once, then kept in step with this object's writes
-        (as :meth:`table`); read again when another connection has committed since."""
-        version = self.db.execute("PRAGMA data_version").fetchone()[0]
-        if self._sites is None or version != self._sites_version:
-            rows = self.db.execute("SELECT site, rate FROM sites")
-            self._sites = {str(s): float(r) for s, r in rows}
-            self._sites_version = version
-        return self._sites
+    def site_rates(self, sites: Iterable[str] | None = None) -> dict[str, float]:
+        """The sites table: the priors of ``sites`` that have one, or of every site
+        (None)."""
+        if sites is None:
+            return {str(s): float(r) for s, r in self.db.execute("SELECT site, rate FROM sites")}
+        names = list(set(sites))
+        rates: dict[str, float] = {}
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            marks = ", ".join("?" for _ in chunk)
+            sql = f"SELECT site, rate FROM sites WHERE site IN ({marks})"
+            rates.update((str(s), float(r)) for s, r in self.db.execute(sql, chunk))
+        return rates
 
     def set_site_rates(self, rates: dict[str, float]) -> None:
         """The table of site priors becomes ``rates``: only the rows that differ are
         written (a crawl plans every cycle and most sites' priors stay as they were;
         deleting and inserting every row, and reading them back, was the cost)."""
-        old = self._site_table()
+        self._priors = self._priors_of = None
+        old = self.site_rates()
         gone = [(site,) for site in old if site not in rates]
         changed = [(site, rate) for site, rate in rates.items() if old.get(site) != rate]
-        self._sites = None  # until the rows are written
-        if gone:
-            self.db.executemany("DELETE FROM sites WHERE site = ?", gone)
-        if changed:
-            self.db.executemany("INSERT OR REPLACE INTO sites (site, rate) VALUES (?, ?)", changed)
-        self._sites = {str(s): float(r) for s, r in rates.items()}
+        self._write_site_rates(gone, changed)
+
+    def set_site_priors(self, sites: list[str], priors: np.ndarray) -> None:
+        """:meth:`set_site_rates` from the plan's arrays: ``priors[i]`` is the prior of
+        ``sites[i]`` (NaN: none), numbered as the kept columns' ``site_ix``. Compared
+        with the priors this wrote last while those columns are the same, else with
+        the table on disk."""
+        kept = self._priors
+        if kept is None or self._priors_of is not self._columns or len(kept) > len(priors):
+            self.set_site_rates(
+                {n: float(r) for n, r in zip(sites, priors, strict=True) if math.isfinite(r)}
+            )
+        else:
+            old = np.full(len(priors), np.nan)
+            old[: len(kept)] = kept
+            moved = np.flatnonzero((old != priors) & ~(np.isnan(old) & np.isnan(priors)))
+            gone = [(sites[i],) for i in moved.tolist() if math.isnan(priors[i])]
+            changed = [
+                (sites[i], float(priors[i])) for i in moved.tolist() if not math.isnan(priors[i])
+            ]
+            self._write_site_rates(gone, changed)
+        self._priors, self._priors_of = np.array(priors, np.float64), self._columns
+
+    def _write_site_rates(self, gone: list[tuple[str]], changed: list[tuple[str, float]]) -> None:
+        try:
+            if gone:
+                self.db.executemany("DELETE FROM sites WHERE site = ?", gone)
+            if changed:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO sites (site, rate) VALUES (?, ?)", changed
+                )
+        except BaseException:
+            self._priors = self._priors_of = None  # some rows may be written
+            raise
 
     def mark_emitted(self, fps: list[int], now: float) -> None:
         self._write(
@@ -636,7 +669,7 @@ class History:
         """Undo the writes since the last commit (and forget the kept columns)."""
         self.db.rollback()
         self._columns = None
-        self._sites = None
+        self._priors = self._priors_of = None
 
     def close(self) -> None:
         self._columns = None

@@ -95,19 +95,16 @@ def prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float]:
 
 
 def _prior_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float]:
-    sites, default, spread, _ = _site_rates(table, initial)
+    rates, default, spread = _site_rates(table, initial)
+    sites = {n: float(r) for n, r in zip(table.sites, rates, strict=True) if np.isfinite(r)}
     return sites, default, spread
 
 
-def _site_rates(table: Table, initial: float) -> tuple[dict[str, float], float, float, np.ndarray]:
-    """:func:`prior_rates`, the spread, and each site index's prior (the crawl's for
-    a site with none). Sites are grouped by the table's site index: only the rows
-    of a site are summed, in row order, so the numbering does not change a prior."""
-    rates, default, spread = site_priors(
-        table.rate, table.checks, table.site_ix, len(table.sites), initial
-    )
-    sites = {n: float(r) for n, r in zip(table.sites, rates, strict=True) if np.isfinite(r)}
-    return sites, default, spread, np.where(np.isfinite(rates), rates, default)
+def _site_rates(table: Table, initial: float) -> tuple[np.ndarray, float, float]:
+    """Each site index's prior (NaN for a site with none: it takes the crawl's), the
+    crawl's, and the spread. Sites are grouped by the table's site index: only the
+    rows of a site are summed, in row order, so the numbering does not change a prior."""
+    return site_priors(table.rate, table.checks, table.site_ix, len(table.sites), initial)
 
 
 def replan(
@@ -129,8 +126,9 @@ def replan(
     other URL has the interval μ gives it, set by that solve (within 1%) or by its
     update since (``estimate_entries`` at the stored μ)."""
     table = history.table()
-    priors, default, spread, by_site = _site_rates(table, policy.initial)
-    history.set_site_rates(priors)
+    priors, default, spread = _site_rates(table, policy.initial)
+    history.set_site_priors(table.sites, priors)
+    by_site = np.where(np.isfinite(priors), priors, default)
     history.set_meta("prior", default)
     history.set_meta("spread", spread)
     site_prior = by_site[table.site_ix]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import importance_of, recrawl_record
-from crawlkit.recrawl import Event, History, RecrawlPolicy, apply_event
+from crawlkit.recrawl import Entry, Event, History, RecrawlPolicy, apply_event
 from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.history import estimate_entries
 from crawlkit.recrawl.plan import pick, replan
@@ -255,6 +255,14 @@ def recrawl_in(
     return summary
 
 
+def _site_of(
+    fp: int, where: dict[int, tuple[str | None, str | None]], known: dict[int, Entry]
+) -> str:
+    """The site a URL's prior is looked up by: its records', else its entry's."""
+    entry = known.get(fp)
+    return where.get(fp, (None, None))[1] or (entry.site if entry else None) or ""
+
+
 def _update(
     history: History,
     events: dict[int, list[Event]],
@@ -268,20 +276,20 @@ def _update(
     host_max: int | None = None,
     hold_mu: float = 0.0,
 ) -> None:
-    priors = history.site_rates()
     crawl_prior = history.meta("prior")  # for sites with no estimate yet
     spread = history.meta("spread") or PRIOR_SPREAD
     policy = replace(
         policy, mu=history.meta("mu") or 0.0, prior_weight=(PRIOR_SPREAD / spread) ** 2
     )
     known = {entry.fp: entry for entry in history.entries(list(events))}
+    priors = history.site_rates(_site_of(fp, where, known) for fp in events)
     changed = []
     changed_priors: list[float | None] = []
     for fp, evs in events.items():
         entry = known.get(fp)
         before = entry
         host, site = where.get(fp, (None, None))
-        prior = priors.get(site or (entry.site if entry else None) or "", crawl_prior)
+        prior = priors.get(_site_of(fp, where, known), crawl_prior)
         for event in sorted(evs, key=lambda e: e.at):
             entry = apply_event(entry, event, fp, policy, prior=prior, estimate_now=False)
         if entry is not None and entry is not before:

@@ -478,6 +478,47 @@ def test_site_rates_write_only_the_rows_that_changed(tmp_path: Path) -> None:
     history.close()
 
 
+def test_site_priors_from_the_plan_write_only_what_moved(tmp_path: Path) -> None:
+    """The plan hands its priors as an array by the kept columns' site index; the
+    history keeps the last one (8 bytes a site) and writes the rows that moved, or
+    compares with the table on disk once the columns were read again."""
+    import numpy as np
+
+    history = History(tmp_path)
+    history.put([Entry(fp=i + 1, url=f"https://s{i}.test/", site=f"s{i}.test") for i in range(4)])
+    sites = history.table().sites
+    assert sites == ["s0.test", "s1.test", "s2.test", "s3.test"]
+    nan = math.nan
+    history.set_site_priors(sites, np.array([0.5, 0.25, nan, 1.0]))
+    assert history.site_rates() == {"s0.test": 0.5, "s1.test": 0.25, "s3.test": 1.0}
+    history.put([Entry(fp=9, url="https://s4.test/", site="s4.test")])  # a new site
+    sites = history.table().sites
+    before = history.db.total_changes
+    history.set_site_priors(sites, np.array([0.5, 0.125, nan, nan, 2.0]))
+    assert history.db.total_changes - before == 3  # s1 moved, s3 gone, s4 new
+    assert history.site_rates() == {"s0.test": 0.5, "s1.test": 0.125, "s4.test": 2.0}
+    assert history.site_rates(["s1.test", "s2.test", "nowhere.test"]) == {"s1.test": 0.125}
+    history.commit()
+    before = history.db.total_changes
+    history.set_site_priors(sites, np.array([0.5, 0.125, nan, nan, 2.0]))
+    assert history.db.total_changes == before  # nothing moved: nothing written
+    # Another connection's commit: the columns are read again, and the priors are
+    # compared with the table on disk, not with what this one wrote last.
+    other = History(tmp_path)
+    other.set_site_rates({"s0.test": 9.0})
+    other.commit()
+    other.close()
+    sites = history.table().sites
+    history.set_site_priors(sites, np.array([0.5, 0.125, nan, nan, 2.0]))
+    assert history.site_rates() == {"s0.test": 0.5, "s1.test": 0.125, "s4.test": 2.0}
+    history.rollback()  # and after a rollback
+    assert history.site_rates() == {"s0.test": 9.0}
+    sites = history.table().sites
+    history.set_site_priors(sites, np.array([0.5, 0.125, nan, nan, 2.0]))
+    assert history.site_rates() == {"s0.test": 0.5, "s1.test": 0.125, "s4.test": 2.0}
+    history.close()
+
+
 def test_cli_hold_mu_keeps_the_solved_multiplier_between_runs(tmp_path: Path, capfdbinary) -> None:
     """--hold-mu (what crawl's recrawl step passes): a run within the hold and with
     few URLs updated keeps the μ an earlier run solved; without it each run solves."""
