@@ -546,3 +546,28 @@ def test_cli_hold_mu_keeps_the_solved_multiplier_between_runs(tmp_path: Path, ca
     argv = ["recrawl", "--state", str(tmp_path / "s30s"), "--now", str(T0 + 45), "--hold-mu", "30s"]
     assert cli_run([*argv, str(again)]) == 0
     assert solved_at(tmp_path / "s30s") == T0 + 45
+
+
+def test_in_lists_come_in_ten_lengths_and_find_every_entry(tmp_path: Path) -> None:
+    """sqlite3 keeps a connection's last 128 statements prepared, each holding memory
+    in proportion to its parameters: IN lists of every length kept 6.6 MiB in the step
+    process, so they are padded to powers of two (at most 512)."""
+    from crawlkit.recrawl.history import IN_LIST_MAX, _in_lists
+
+    lengths = set()
+    for n in range(1, 1200):
+        values = list(range(n))
+        got: list[int] = []
+        for marks, chunk in _in_lists(values):
+            assert marks.count("?") == len(chunk) <= IN_LIST_MAX
+            lengths.add(len(chunk))
+            got += chunk
+        assert set(got) == set(values)
+    assert lengths == {1 << k for k in range(10)}
+    history = History(tmp_path)
+    history.put([Entry(fp=(i * 0x9E3779B97F4A7C15) % (1 << 64), url=f"u{i}") for i in range(700)])
+    for n in (1, 3, 512, 513, 700):
+        fps = [(i * 0x9E3779B97F4A7C15) % (1 << 64) for i in range(n)] + [12345]  # untracked
+        found = sorted(e.fp for e in history.entries(fps))
+        assert found == sorted(fps[:-1])
+    history.close()
