@@ -3,10 +3,11 @@
 The step process of ``crawlkit crawl`` (crawlkit/crawl/step_process.py) runs the dedup
 and recrawl steps on each cycle and keeps their stores open all run. This replays the
 cycles of a finished crawl's state through the same functions (:func:`dedup_cycle`,
-:func:`recrawl_cycle`) on fresh stores in this process, and prints after each cycle
-the memory Python allocated (tracemalloc, numpy arrays included) and the process's
-anonymous RSS, then the lines whose memory grew most from ``--from`` cycles on, per
-page. Run on demand (never in CI), on the state of ``bench/bench_crawl.py --keep``::
+:func:`recrawl_cycle`) on fresh stores in this process, and prints after each cycle the
+memory Python allocated (tracemalloc, numpy arrays included), the process's anonymous
+RSS and glibc's heap (``mallinfo2``: in use, free, mapped apart), then the lines whose
+memory grew most from ``--from`` cycles on, per page. Run on demand (never in CI), on
+the state of ``bench/bench_crawl.py --keep``::
 
     nice .venv/bin/python bench/step_memory.py /tmp/bench-crawl-*/crawlkit-*/state
 
@@ -16,6 +17,7 @@ The state is not changed: its cycles are copied to a temporary directory first.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import os
 import shutil
@@ -42,6 +44,39 @@ STEP_OUTPUTS = ("dedup.ndjson.zst", "sites.ndjson.zst", "recrawl-due.ndjson.zst"
 def rss_anon() -> int:
     """This process's anonymous resident memory, in bytes."""
     return (anon_kib(os.getpid()) or 0) * 1024
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def glibc_heap() -> str:
+    """glibc's heap in use and free, and its separately mapped blocks ("" elsewhere):
+    memory tracemalloc does not see (SQLite's, for one) is in these."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return ""
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return (
+        f", heap in use {info.uordblks / 1e6:6.2f} MB, free {info.fordblks / 1e6:5.2f}, "
+        f"mapped {info.hblkhd / 1e6:6.2f}"
+    )
 
 
 def main() -> None:
@@ -83,7 +118,7 @@ def main() -> None:
             now = (pages, tracemalloc.get_traced_memory()[0], rss_anon())
             seen.append(now)
             line = f"cycle {i:3d}: {pages:7,d} pages, traced {now[1] / 1e6:6.2f} MB, "
-            line += f"RssAnon {now[2] / 1e6:6.2f} MB"
+            line += f"RssAnon {now[2] / 1e6:6.2f} MB{glibc_heap()}"
             if i == args.start:
                 first = tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
             elif i > args.start and pages > seen[args.start][0]:
