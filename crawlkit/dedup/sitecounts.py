@@ -4,8 +4,9 @@ A crawl's step process keeps the counts of every site it met for the whole run, 
 their bytes a site are part of its memory slope (issue 27). A count is kept packed in
 one int, ``pages | exact << 32 | near << 64``: a site of fewer than 257 pages and no
 copies is then one of the interpreter's shared small ints, and any other 32 to 40
-bytes, where a list of three counts was 80 bytes and more (230 bytes a site in all
-against 150 now, names included: ``bench/bench_host_memory.py``). Counts are halved
+bytes, where a list of three counts was 80 bytes and more (178 bytes a site in all
+against 130 now at 10,000 sites, 196 against 148 at 100,000, names included:
+``bench/bench_host_memory.py``). Counts are halved
 at ``2 * window`` pages, so each stays far below 2**32 (:data:`MAX_WINDOW`). On disk
 they are JSON, ``{site: [pages, exact, near]}``, as before.
 """
