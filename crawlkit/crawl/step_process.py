@@ -28,9 +28,8 @@ which: this process holds it for its whole life, the crawl process only once it 
 the index itself. A crawl's state lock does not cover this process: killed, the crawl
 lets go of it at once, while its step process lives on until its orphan watch sees the
 crawl gone (half a second, more on a busy machine) and may be inside a commit meanwhile.
-The next run's writer waits for it
-(:func:`~crawlkit.stages.dedup.lock_dedup_writer`) instead of opening the
-index beside it.
+The next run's writer waits for it (:func:`~crawlkit.stages.dedup.lock_dedup_writer`)
+instead of opening the index beside it.
 """
 
 from __future__ import annotations

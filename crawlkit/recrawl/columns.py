@@ -117,10 +117,9 @@ class NameIndex:
         self._keys = np.zeros(0, np.uint64)  # the names' hashes, sorted
         self._ids = np.zeros(0, _INDEX)  # the index of each key
         self.names: list[str] | None = [] if keep_names else None
-        self.count = 0
 
     def __len__(self) -> int:
-        return self.count
+        return len(self._keys)
 
     def indices(self, names: list[str]) -> np.ndarray:
         """The index of each of ``names``, numbering the new ones as they come."""
@@ -138,17 +137,16 @@ class NameIndex:
             return out
         new = np.flatnonzero(~found)
         fresh, first, which = np.unique(hashes[new], return_index=True, return_inverse=True)
-        # Numbered in the order first seen: the k-th new name to appear gets count + k.
+        # Numbered in the order first seen: the k-th new name gets (names known) + k.
         rank = np.empty(len(first), _INDEX)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=_INDEX)
-        ids = self.count + rank
+        ids = len(self._keys) + rank
         out[new] = ids[which.ravel()]
         at = np.searchsorted(self._keys, fresh)
         self._keys = np.insert(self._keys, at, fresh)
         self._ids = np.insert(self._ids, at, ids)
         if self.names is not None:
             self.names += [names[new[i]] for i in np.sort(first)]
-        self.count += len(fresh)
         return out
 
 
