@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import shlex
 import sys
 from pathlib import Path
@@ -80,6 +79,7 @@ from crawlkit_cli.progress import progress_printer
 from crawlkit import streams
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.arenas import cap_arenas
+from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
 from crawlkit.crawl.workers import (
@@ -340,7 +340,7 @@ def crawl_command(
         else:
             print(explain(str(state), options, flags, given))
         return
-    long_running_gc()
+    collect_by_clock()  # crawl/collector.py
     cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
     all_seeds = read_seeds(seeds or []) + list(sitemap or [])
     if workers > 1:
@@ -371,18 +371,3 @@ def crawl_command(
 def command_line() -> str:
     """This process's command line, secrets masked, for the WARC's warcinfo record."""
     return shlex.join(["crawlkit", *mask_argv(list(invocation.argv))])
-
-
-def long_running_gc() -> None:
-    """Tune the cycle collector for a crawl's heap: large, long-lived, slowly growing.
-
-    The frontier, caches and host tables hold millions of objects that live for the
-    whole run; every full collection walks all of them. With CPython's defaults a
-    30-s crawl of 2,000 hosts made 22 full collections (2.2 s of 26 CPU s, measured
-    with ``gc.callbacks``); with full collections 10 times rarer it made 2 (0.2 s).
-    Young collections, which find the cycles asyncio and aiohttp leave, run as often
-    as before. What is loaded at start-up (modules, options) is frozen out of them.
-    """
-    gc.freeze()
-    young, middle, _old = gc.get_threshold()
-    gc.set_threshold(young, middle, 100)

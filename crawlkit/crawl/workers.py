@@ -43,7 +43,6 @@ import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
-import gc
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -60,6 +59,7 @@ from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
+from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.loop import crawl, explain
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.rebalance import grow_workers
@@ -235,9 +235,7 @@ def _worker_main(
     cap_arenas()  # as the CLI does for one crawl process, before any thread starts
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
     _die_with_parent()
-    gc.freeze()  # as the CLI does for a crawl (crawlkit_cli.crawl.long_running_gc)
-    young, middle, _old = gc.get_threshold()
-    gc.set_threshold(young, middle, 100)
+    collect_by_clock()  # as the CLI does for one crawl process (crawl/collector.py)
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:
