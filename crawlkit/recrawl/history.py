@@ -415,6 +415,21 @@ _COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
 IN_LIST_MAX = 512
 
 
+#: A stored site prior is rewritten once the plan's differs from it by more than this
+#: share (as a URL's interval: ``plan.replan`` moves a due time past 1%). A prior is a
+#: rate whose log has a spread of at least 0.5 (``plan.SPREAD_MIN``); 1% of the rate
+#: is 0.01 in the log.
+PRIOR_TOLERANCE = 0.01
+
+
+def prior_moved(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """Where a site's prior appeared, went (NaN) or moved by more than
+    :data:`PRIOR_TOLERANCE` of the old one."""
+    with np.errstate(invalid="ignore"):
+        far = np.abs(new - old) > PRIOR_TOLERANCE * np.abs(old)
+    return np.asarray((np.isnan(old) != np.isnan(new)) | far)
+
+
 def _in_lists(values: list[Any]) -> Iterator[tuple[str, list[Any]]]:
     """``values`` in ``IN (...)`` lists of at most :data:`IN_LIST_MAX`: ``(marks,
     params)``, each list padded with its last value to a power of two.
@@ -636,25 +651,28 @@ class History:
         self._write_site_rates(gone, changed)
 
     def set_site_priors(self, sites: list[str], priors: np.ndarray) -> None:
-        """:meth:`set_site_rates` from the plan's arrays: ``priors[i]`` is the prior of
-        ``sites[i]`` (NaN: none), numbered as the kept columns' ``site_ix``. Compared
-        with the priors this wrote last while those columns are the same, else with
-        the table on disk."""
+        """The plan's priors, stored: ``priors[i]`` is the prior of ``sites[i]`` (NaN:
+        none), numbered as the kept columns' ``site_ix``. A stored prior is rewritten
+        only once the plan's has moved by more than :data:`PRIOR_TOLERANCE` of it,
+        appeared or gone (a site's prior leans on the crawl's, which moves a little at
+        every cycle: rewriting every site's row whenever it did cost a 15,000-site
+        crawl 15,000 rows a cycle). Compared with the priors this stored last while
+        those columns are the same, else with the table on disk."""
         kept = self._priors
         if kept is None or self._priors_of is not self._columns or len(kept) > len(priors):
-            self.set_site_rates(
-                {n: float(r) for n, r in zip(sites, priors, strict=True) if math.isfinite(r)}
-            )
+            stored = self.site_rates()
+            old = np.array([stored.pop(n, math.nan) for n in sites], np.float64)
+            gone = [(site,) for site in stored]  # on disk, not among the columns' sites
         else:
             old = np.full(len(priors), np.nan)
             old[: len(kept)] = kept
-            moved = np.flatnonzero((old != priors) & ~(np.isnan(old) & np.isnan(priors)))
-            gone = [(sites[i],) for i in moved.tolist() if math.isnan(priors[i])]
-            changed = [
-                (sites[i], float(priors[i])) for i in moved.tolist() if not math.isnan(priors[i])
-            ]
-            self._write_site_rates(gone, changed)
-        self._priors, self._priors_of = np.array(priors, np.float64), self._columns
+            gone = []
+        moved = prior_moved(old, priors)
+        rows = moved.nonzero()[0].tolist()
+        gone += [(sites[i],) for i in rows if math.isnan(priors[i])]
+        changed = [(sites[i], float(priors[i])) for i in rows if not math.isnan(priors[i])]
+        self._write_site_rates(gone, changed)
+        self._priors, self._priors_of = np.where(moved, priors, old), self._columns
 
     def _write_site_rates(self, gone: list[tuple[str]], changed: list[tuple[str, float]]) -> None:
         try:

@@ -519,6 +519,39 @@ def test_site_priors_from_the_plan_write_only_what_moved(tmp_path: Path) -> None
     history.close()
 
 
+def test_site_priors_are_rewritten_once_they_move_past_the_tolerance(tmp_path: Path) -> None:
+    """A site's prior leans on the crawl's, which moves at every cycle: a stored prior
+    is rewritten only once the plan's is more than PRIOR_TOLERANCE away from it
+    (measured from what is stored, so small moves add up)."""
+    import numpy as np
+
+    from crawlkit.recrawl.history import PRIOR_TOLERANCE
+
+    history = History(tmp_path)
+    history.put([Entry(fp=i + 1, url=f"https://s{i}.test/", site=f"s{i}.test") for i in range(2)])
+    sites = history.table().sites
+    history.set_site_priors(sites, np.array([1.0, 2.0]))
+    small, over = 1 + 0.6 * PRIOR_TOLERANCE, 1 + 1.2 * PRIOR_TOLERANCE
+    before = history.db.total_changes
+    history.set_site_priors(sites, np.array([small, 2.0]))
+    assert history.db.total_changes == before  # within the tolerance: nothing written
+    assert history.site_rates() == {"s0.test": 1.0, "s1.test": 2.0}
+    # 0.6% from the last plan's, 1.2% from the stored one: written
+    history.set_site_priors(sites, np.array([over, 2.0]))
+    assert history.db.total_changes - before == 1
+    assert history.site_rates() == {"s0.test": over, "s1.test": 2.0}
+    # Compared with the table on disk once the kept priors are forgotten (a rollback)
+    history.commit()
+    history.rollback()
+    sites = history.table().sites
+    before = history.db.total_changes
+    history.set_site_priors(sites, np.array([over * small, 2.0 / small]))
+    assert history.db.total_changes == before
+    history.set_site_priors(sites, np.array([over, 2.0 * over]))
+    assert history.site_rates() == {"s0.test": over, "s1.test": 2.0 * over}
+    history.close()
+
+
 def test_cli_hold_mu_keeps_the_solved_multiplier_between_runs(tmp_path: Path, capfdbinary) -> None:
     """--hold-mu (what crawl's recrawl step passes): a run within the hold and with
     few URLs updated keeps the μ an earlier run solved; without it each run solves."""
