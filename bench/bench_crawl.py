@@ -639,15 +639,35 @@ def wget2_pages(target: Path, wanted: set[str], scheme: str, port: int) -> set[s
 
 
 def loaded_tree(cwd: Path) -> str:
-    """The crawlkit package a tool run from ``cwd`` loads, in this environment."""
+    """The checkouts of the crawlkit and crawlkit_cli packages a tool run from ``cwd``
+    loads, in this environment (one path when they agree)."""
+    code = "import crawlkit, crawlkit_cli; print(crawlkit.__file__); print(crawlkit_cli.__file__)"
     where = subprocess.run(
-        [sys.executable, "-c", "import crawlkit; print(crawlkit.__file__)"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=False
     )
-    return str(Path(where.stdout.strip()).parent.parent) if where.returncode == 0 else "?"
+    if where.returncode != 0:
+        return "?"
+    lib, cli = (str(Path(line).resolve().parent.parent) for line in where.stdout.split())
+    return lib if lib == cli else f"{lib} (its CLI from {cli})"
+
+
+def with_its_cli(pythonpath: str, tmp: Path) -> str:
+    """``pythonpath`` with each checkout it names given its own CLI: the editable
+    install maps ``crawlkit_cli`` to this checkout's ``cli/``, so an older checkout on
+    PYTHONPATH alone ran its library under this checkout's CLI (or failed to start
+    when the CLI imported what the library did not have yet)."""
+    entries = []
+    for i, entry in enumerate(pythonpath.split(os.pathsep)):
+        cli = Path(entry) / "cli"
+        if entry and (Path(entry) / "crawlkit").is_dir() and (cli / "__init__.py").exists():
+            holder = tmp / f"cli-path-{i}"
+            holder.mkdir(exist_ok=True)
+            link = holder / "crawlkit_cli"
+            if not link.exists():
+                link.symlink_to(cli.resolve())
+            entries.append(str(holder))
+        entries.append(entry)
+    return os.pathsep.join(entries)
 
 
 def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
@@ -717,6 +737,8 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
     load = os.getloadavg()[0]
     start = time.time()
     env = dict(kv.split("=", 1) for kv in args.b_env) if tool.startswith("crawlkit-b") else {}
+    if "PYTHONPATH" in env:
+        env["PYTHONPATH"] = with_its_cli(env["PYTHONPATH"], tmp)
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
@@ -733,6 +755,9 @@ def run_tool(tool: str, web: dict, tmp: Path, args: argparse.Namespace) -> dict:
                 os.environ[key] = value
     if ck:
         pages = crawlkit_pages(work / "state", web["wanted"])
+        if not pages:  # a tool that did not start: say why rather than count zeros
+            said = (work / "output.txt").read_text(errors="replace").strip().splitlines()
+            print("    no page; its output ends:", *said[-3:], sep="\n      ", flush=True)
     elif tool == "scrapy":
         urls = (work / "urls.txt").read_text().split() if (work / "urls.txt").exists() else []
         pages = canonical_set(urls, web["wanted"])
