@@ -340,8 +340,8 @@ def crawl_command(
         else:
             print(explain(str(state), options, flags, given))
         return
-    collect_by_clock()  # crawl/collector.py
     cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
+    collect_by_clock()  # crawl/collector.py
     all_seeds = read_seeds(seeds or []) + list(sitemap or [])
     if workers > 1:
         summary = WorkerFleet(
