@@ -55,6 +55,7 @@ from crawlkit.errors import StateError
 from crawlkit.recrawl import estimate
 from crawlkit.recrawl import policy as optimum
 from crawlkit.recrawl.columns import SELECT, Columns, Table
+from crawlkit.recrawl.inlists import in_lists
 
 __all__ = [
     "Entry",
@@ -411,10 +412,6 @@ _FIELDS = list(Entry.__dataclass_fields__)
 _COLUMNS = ["priority" if f == "importance" else f for f in _FIELDS]
 
 
-#: Values an ``IN (...)`` list holds at most (SQLite allows 32,766 parameters).
-IN_LIST_MAX = 512
-
-
 #: A stored site prior is rewritten once the plan's differs from it by more than this
 #: share (as a URL's interval: ``plan.replan`` moves a due time past 1%). A prior is a
 #: rate whose log has a spread of at least 0.5 (``plan.SPREAD_MIN``); 1% of the rate
@@ -428,22 +425,6 @@ def prior_moved(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         far = np.abs(new - old) > PRIOR_TOLERANCE * np.abs(old)
     return np.asarray((np.isnan(old) != np.isnan(new)) | far)
-
-
-def _in_lists(values: list[Any]) -> Iterator[tuple[str, list[Any]]]:
-    """``values`` in ``IN (...)`` lists of at most :data:`IN_LIST_MAX`: ``(marks,
-    params)``, each list padded with its last value to a power of two.
-
-    sqlite3 keeps a connection's last 128 statements prepared, and one with a list of
-    n parameters holds memory in proportion to n: lists of every length from 1 to 500
-    kept 6.6 MiB prepared in each process that asks (128 distinct lists of 200-327
-    values, glibc's mallinfo2), where ten lengths keep a tenth of that. Repeating a
-    value in the list changes no answer."""
-    for i in range(0, len(values), IN_LIST_MAX):
-        chunk = values[i : i + IN_LIST_MAX]
-        size = 1 << (len(chunk) - 1).bit_length()
-        chunk += [chunk[-1]] * (size - len(chunk))
-        yield ", ".join(["?"] * size), chunk
 
 
 class History:
@@ -576,7 +557,7 @@ class History:
     def entries(self, fps: list[int]) -> Iterator[Entry]:
         """The entries of ``fps`` (those tracked), in no particular order."""
         columns = ", ".join(_COLUMNS)
-        for marks, chunk in _in_lists([_signed(fp) for fp in fps]):
+        for marks, chunk in in_lists([_signed(fp) for fp in fps]):
             sql = f"SELECT {columns} FROM history WHERE fp IN ({marks})"
             for row in self.db.execute(sql, chunk):
                 yield self._entry(row)
@@ -635,7 +616,7 @@ class History:
         if sites is None:
             return {str(s): float(r) for s, r in self.db.execute("SELECT site, rate FROM sites")}
         rates: dict[str, float] = {}
-        for marks, chunk in _in_lists(list(set(sites))):
+        for marks, chunk in in_lists(list(set(sites))):
             sql = f"SELECT site, rate FROM sites WHERE site IN ({marks})"
             rates.update((str(s), float(r)) for s, r in self.db.execute(sql, chunk))
         return rates

@@ -585,13 +585,13 @@ def test_in_lists_come_in_ten_lengths_and_find_every_entry(tmp_path: Path) -> No
     """sqlite3 keeps a connection's last 128 statements prepared, each holding memory
     in proportion to its parameters: IN lists of every length kept 6.6 MiB in the step
     process, so they are padded to powers of two (at most 512)."""
-    from crawlkit.recrawl.history import IN_LIST_MAX, _in_lists
+    from crawlkit.recrawl.inlists import IN_LIST_MAX, in_lists
 
     lengths = set()
     for n in range(1, 1200):
         values = list(range(n))
         got: list[int] = []
-        for marks, chunk in _in_lists(values):
+        for marks, chunk in in_lists(values):
             assert marks.count("?") == len(chunk) <= IN_LIST_MAX
             lengths.add(len(chunk))
             got += chunk
