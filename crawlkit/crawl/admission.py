@@ -214,18 +214,23 @@ class Admission:
             for rec in read_file(path)
         ]
 
-    def site_link_edges(self, links: list[Record]) -> list[Record]:
-        """The cycle's cross-site links as site pairs, for every other shard (none for
-        an unsharded crawl): one record per distinct pair ``from`` -> ``site``.
+    def site_link_edges(self, links: Iterable[Record]) -> list[Record]:
+        """The cross-site links of ``links`` as site pairs, for every other shard (none
+        for an unsharded crawl): one record per distinct pair ``from`` -> ``site``.
 
         Site budgets trust a site by who links to it, transitively from the seeds, so
         each shard needs the whole site graph, not only the links to its own sites
         (which reach it as URLs). :meth:`Gate.route` writes them to every other
         shard's outbox in the file of the cycle's URLs for that shard.
         """
-        if self.gate.role is None or self.gate.role.slot_map.shards < 2:
-            return []
+        return site_edges(self.site_link_pairs(links))
+
+    def site_link_pairs(self, links: Iterable[Record]) -> set[tuple[str, str]]:
+        """The distinct (linking site, site) pairs of :meth:`site_link_edges`: a union
+        of those of each slice of a cycle's links is those of all of them."""
         pairs: set[tuple[str, str]] = set()
+        if self.gate.role is None or self.gate.role.slot_map.shards < 2:
+            return pairs
         for rec in links:
             if rec.get("nofollow") is True:
                 continue
@@ -236,7 +241,12 @@ class Admission:
             from_site = site_of_url(source)
             if from_site and from_site != site:
                 pairs.add((from_site, site))
-        return [
-            {"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
-            for from_site, site in sorted(pairs)
-        ]
+        return pairs
+
+
+def site_edges(pairs: Iterable[tuple[str, str]]) -> list[Record]:
+    """A site-link record for each (linking site, site) pair, in sorted order."""
+    return [
+        {"site": site, "from": f"http://{from_site}/", "reason": "site-link"}
+        for from_site, site in sorted(pairs)
+    ]

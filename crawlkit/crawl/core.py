@@ -22,6 +22,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.diag import Reporter
 from crawlkit.frontier.scope import Scope
+from crawlkit.frontier.sitelinks import SiteLinks
 from crawlkit.records import Refusal, refusal_reason
 from crawlkit.shard.routing import ShardRole, split_by_owner, write_outbox
 from crawlkit.stages.frontier import add_to, links_to
@@ -29,7 +30,7 @@ from crawlkit.stages.seen_merge import fresh_in
 from crawlkit.streams import Record
 from crawlkit.url import Canonicalizer
 
-__all__ = ["HOLD_PER_SLOT", "STOP_GRACE", "Gate", "Limits", "Merged"]
+__all__ = ["HOLD_PER_SLOT", "MERGE_CHUNK", "STOP_GRACE", "Gate", "Limits", "Merged", "Router"]
 
 # URLs the fetcher may hold unanswered, per request it may have in flight: a bound
 # on memory; what spreads them over the hosts is ``--per-host`` (per host at once).
@@ -37,6 +38,10 @@ HOLD_PER_SLOT = 64
 # Seconds post-processing may go on past the deadline (or a signal) before it stops
 # between two steps and leaves the rest to the next run.
 STOP_GRACE = 5.0
+# Records a seen-merge takes at a time, and the links step reads its links in slices
+# of: a cycle's links (tens of thousands) were read as one list, and the allocator
+# kept the arenas of that peak once long-lived objects were made among them (issue 27).
+MERGE_CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -158,24 +163,18 @@ class Gate:
         """This shard's records; the others go to the outboxes of their shards, with
         ``to_all`` (site links every shard is sent) in the same file: one file per
         shard per cycle, each one a file to write, deliver and read (issue 27)."""
-        if self.role is None:
-            return records
-        mine, others = split_by_owner(self.role, records)
-        routed = sum(len(v) for v in others.values())
-        if to_all:
-            for k in range(self.role.slot_map.shards):
-                if k != self.role.shard:
-                    others[k] = [*others.get(k, ()), *to_all]
-        if others:
-            write_outbox(self.dir.state_path, others, tag)
-        if routed:
-            with self.counting:
-                self.summary.routed += routed
+        router = self.router(tag)
+        mine = router.mine(records)
+        router.send(to_all)
         return mine
+
+    def router(self, tag: str) -> Router:
+        """A :meth:`route` taken a slice of records at a time."""
+        return Router(self, tag)
 
     def seen_merge(
         self,
-        records: list[Record],
+        records: Iterable[Record],
         out: Path,
         refused_path: Path,
         carry: list[Record] | None = None,
@@ -183,6 +182,8 @@ class Gate:
         """The records in scope never seen before, written to ``out`` before they are
         marked seen; those outside ``--scope`` are written to ``refused_path``.
 
+        ``records`` are taken :data:`MERGE_CHUNK` at a time, under the seen set's lock
+        (an iterator over them must not take ``stores.lock``: see :class:`Stores`).
         ``carry`` (an earlier attempt's output, whose commit may or may not have
         happened) is written to ``out`` too, with each URL once: the new records of a
         retry are mostly the same URLs again, and ``out`` is queued once, so no URL
@@ -197,6 +198,7 @@ class Gate:
                 reporter=self.rep,
                 scope=self.scope,
                 on_refused=refused.append,
+                chunk_size=MERGE_CHUNK,
             )
             records_out = _each_url_once([*(carry or ()), *fresh.records])
             write_file(out, records_out)
@@ -235,6 +237,12 @@ class Gate:
         with self.stores.lock:
             links_to(self.stores.frontier, records)
 
+    def note_site_links(self, links: SiteLinks) -> None:
+        """:meth:`note_links` of the records ``links`` gathered."""
+        with self.stores.lock:
+            self.stores.frontier.note_site_links(links)
+            self.stores.frontier.commit()
+
     def release_waiting(self) -> bool:
         """Queue the waiting URLs whose retry time has come; True if there were any."""
         with self.stores.lock:
@@ -256,3 +264,40 @@ def _each_url_once(records: list[Record]) -> list[Record]:
             urls.add(url)
             out.append(rec)
     return out
+
+
+class Router:
+    """:meth:`Gate.route` a slice of records at a time: :meth:`mine` returns this
+    shard's records of each slice, :meth:`send` writes the others' once, one file per
+    shard as :meth:`Gate.route` does."""
+
+    def __init__(self, gate: Gate, tag: str):
+        self.gate = gate
+        self.tag = tag
+        self.others: dict[int, list[Record]] = {}
+
+    def mine(self, records: list[Record]) -> list[Record]:
+        role = self.gate.role
+        if role is None:
+            return records
+        mine, others = split_by_owner(role, records)
+        for shard, recs in others.items():
+            self.others.setdefault(shard, []).extend(recs)
+        return mine
+
+    def send(self, to_all: list[Record] | None = None) -> None:
+        """Write what :meth:`mine` kept for other shards, with ``to_all`` for each."""
+        role, others = self.gate.role, self.others
+        if role is None:
+            return
+        routed = sum(len(v) for v in others.values())
+        if to_all:
+            for k in range(role.slot_map.shards):
+                if k != role.shard:
+                    others[k] = [*others.get(k, ()), *to_all]
+        if others:
+            write_outbox(self.gate.dir.state_path, others, self.tag)
+        if routed:
+            with self.gate.counting:
+                self.gate.summary.routed += routed
+        self.others = {}

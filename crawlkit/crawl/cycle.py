@@ -15,23 +15,25 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from crawlkit import streams
-from crawlkit.crawl.admission import Admission
+from crawlkit.crawl.admission import Admission, site_edges
 from crawlkit.crawl.archive import LinkPolicy, adopt_file_index
-from crawlkit.crawl.core import Gate, Limits
+from crawlkit.crawl.core import MERGE_CHUNK, Gate, Limits
 from crawlkit.crawl.files import is_done, mark_done, read_file, write_file
 from crawlkit.crawl.step_process import Started, StepProcess, dedup_cycle, recrawl_cycle
 from crawlkit.crawl.steps import POST_STEPS, RECRAWL_HOLD_MU
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import HeldReporter, NullReporter, Reporter
+from crawlkit.frontier.sitelinks import SiteLinks
 from crawlkit.html.page import media_type
+from crawlkit.records import Refusal
 from crawlkit.stages.extract import (
     ExtractOptions,
     ExtractStopped,
@@ -350,32 +352,47 @@ class CycleRunner:
         # file is read back only after a crash (JSON gives back what it was given).
         written: dict[str, list[Record]] = {}
         if not is_done(cycle, "seen"):
-            links = list(read_file(cycle / "links.ndjson.zst"))
             # A shard's inbox (other shards' links and site links) is admitted with
             # the cycle's own links: one commit of each store for both.
             delivered = self.admission.take_inbox(cycle)
-            # every link, not only new URLs, feeds site importance
-            self.gate.note_links([*links, *delivered] if delivered else links)
             fetched = {str(r.get("url")): r for r in self.warcs.fetch_logs.records(cycle)}
-            candidates, refused = self.link_policy.sort(
-                [*links, *read_file(cycle / "redirects.ndjson")], lambda _rec: True, fetched
-            )
-            write_file(refused_path, refused)
-            self.gate.count_refused(refused)
-            # (the delivered URLs were sorted by the shard that found them)
-            candidates += [r for r in delivered if r.get("url")]
-            candidates = self.gate.route(
-                candidates, f"c{cycle.name}", self.admission.site_link_edges(links)
-            )
+            site_links = SiteLinks()  # every link, not only new URLs, feeds site importance
+            refused: list[Refusal] = []
+            pairs: set[tuple[str, str]] = set()  # site links for the other shards
+            router = self.gate.router(f"c{cycle.name}")
+
+            def candidates() -> Iterator[Record]:
+                """The links and redirects to merge, read a slice at a time (the seen
+                merge takes them as it goes: see MERGE_CHUNK), then the inbox's URLs
+                (sorted by the shard that found them)."""
+                for part in _slices(read_file(cycle / "links.ndjson.zst"), MERGE_CHUNK):
+                    site_links.add(part)
+                    pairs.update(self.admission.site_link_pairs(part))
+                    kept, out = self.link_policy.sort(part, lambda _rec: True, fetched)
+                    refused.extend(out)
+                    yield from router.mine(kept)
+                kept, out = self.link_policy.sort(
+                    read_file(cycle / "redirects.ndjson"), lambda _rec: True, fetched
+                )
+                refused.extend(out)
+                site_links.add(delivered)
+                kept += [r for r in delivered if r.get("url")]
+                yield from router.mine(kept)
+                router.send(site_edges(pairs))
+
             earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
             attempt = _attempt(earlier[-1]) + 1 if earlier else 1
             out = cycle / f"new-{attempt}.ndjson.zst"
             merged = self.gate.seen_merge(
-                candidates,
+                candidates(),
                 out,
                 cycle / "scope-refused.ndjson.zst",
                 carry=[r for path in earlier for r in read_file(path)],
             )
+            write_file(refused_path, refused)
+            self.gate.count_refused(refused)
+            # (before the step is marked done: a retry notes the links again)
+            self.gate.note_site_links(site_links)
             written[out.name] = merged.written
             for path in earlier:  # their URLs are in the new file
                 path.unlink()
@@ -523,6 +540,13 @@ class FetchLogs:
     def forget(self, cycle: Path) -> None:
         with self._lock:
             self._logs.pop(cycle, None)
+
+
+def _slices(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
+    """``records`` in lists of ``size`` (the last one shorter)."""
+    it = iter(records)
+    while part := list(itertools.islice(it, size)):
+        yield part
 
 
 def _attempt(path: Path) -> int:

@@ -65,10 +65,11 @@ from crawlkit.frontier.commands import is_blocked, normalize_target, post_comman
 from crawlkit.frontier.journal import HostCounts, SideTables
 from crawlkit.frontier.priority import DISCOVERY, NEW_QUEUES, QUEUES, RECRAWL_QUEUES
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
+from crawlkit.frontier.sitelinks import SiteLinks
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.records import Record, Refusal, refusal
 from crawlkit.times import iso, parse_time
-from crawlkit.url import Canonicalizer, site_of_url
+from crawlkit.url import Canonicalizer
 
 __all__ = [
     "QUEUES",
@@ -393,32 +394,18 @@ class Frontier:
         read, cross-site links noted); nofollow links and links within a site are
         skipped. Changes are durable at the next :meth:`commit`.
         """
+        links = SiteLinks()
+        links.add(records)
+        return self.note_site_links(links)
+
+    def note_site_links(self, links: SiteLinks) -> tuple[int, int]:
+        """:meth:`note_links` of the records ``links`` was given; returns the same."""
         sites = self.sites
-        read = noted = 0
-        # A page's links come one after another: its site is worked out once for them.
-        last_from: Any = None
-        last_site: str | None = None
-        for rec in records:
-            read += 1
-            if rec.get("nofollow") is True:
-                continue
-            page = rec.get("from") or rec.get("via")
-            if page != last_from or type(page) is not str:
-                last_from, last_site = page, site_of_url(page)
-            from_site = last_site
-            if not from_site:
-                continue
-            site = rec.get("site")
-            if type(site) is not str:
-                site = site_of_url(rec.get("url"))
-                if not site:
-                    continue
-            if site != from_site:
-                info = sites.sites.get(site)
-                if info is None or not has_linker(info.linkers, from_site):
-                    sites.note_link(site, from_site)
-                noted += 1
-        return read, noted
+        for site, from_site in links.pairs:
+            info = sites.sites.get(site)
+            if info is None or not has_linker(info.linkers, from_site):
+                sites.note_link(site, from_site)
+        return links.read, links.noted
 
     def _refuse(
         self, rec: Record, reason: str, detail: str, on_refused: Callable[[Refusal], None]

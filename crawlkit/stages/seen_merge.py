@@ -33,6 +33,7 @@ Memory: one chunk of output lines and a few arrays of 8-byte keys per chunk, plu
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 from array import array
@@ -413,22 +414,27 @@ class SeenMerge:
         if len(self._pending) > _MAX_PENDING_ARRAYS:
             self._pending = [merge_sorted(self._pending)]
 
-    def run_records(self, records: Sequence[Record]) -> list[Record]:
+    def run_records(self, records: Iterable[Record]) -> list[Record]:
         """:meth:`run` over records in memory, without its commits: the new records
         (copies), their keys pending until :meth:`commit_pending`.
 
         No record is written as a line: only the new ones are copied, as the lines of
         ``seen-merge`` would read back (most links of a cycle are seen already).
+        ``records`` is taken ``chunk_size`` at a time: an iterator that reads them as
+        it goes holds no more than a chunk of the records that are not new.
         """
         fresh: list[Record] = []
-        for start in range(0, len(records), self.chunk_size):
+        it = iter(records)
+        first = 1  # the number of the chunk's first record
+        while chunk := list(itertools.islice(it, self.chunk_size)):
             fps = array("Q")
             kept: list[Record] = []
-            for n, rec in enumerate(records[start : start + self.chunk_size], start + 1):
+            for n, rec in enumerate(chunk, first):
                 fp = self._record_fp("records", n, rec)
                 if fp is not None:
                     fps.append(fp)
                     kept.append(rec)
+            first += len(chunk)
             if fps:
                 emit, new_keys = self._new_rows(fps)
                 fresh += [orjson.loads(orjson.dumps(kept[i])) for i in emit.tolist()]
@@ -456,24 +462,31 @@ class FreshRecords:
 
 def fresh_in(
     store: SeenStore,
-    records: Sequence[Record],
+    records: Iterable[Record],
     *,
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
     scope: Scope | None = None,
     on_refused: Callable[[Refusal], None] | None = None,
+    chunk_size: int = DEFAULT_CHUNK,
 ) -> FreshRecords:
     """The records the opened seen ``store`` has not seen (the stage on an opened store).
 
     With a ``scope``, records outside it go to ``on_refused`` instead, unchecked and
-    never marked seen (see :mod:`crawlkit.frontier.scope`).
+    never marked seen (see :mod:`crawlkit.frontier.scope`). ``records`` are taken
+    ``chunk_size`` at a time (:meth:`SeenMerge.run_records`).
 
     Nothing is marked seen until the result's ``commit()`` is called, which the caller
     does only once the records are safe elsewhere (written out, or queued): a URL is
     never seen without being queued (invariant 4). Not calling it marks nothing.
     """
     merger = SeenMerge(
-        store, canonicalizer=canonicalizer, reporter=reporter, scope=scope, on_refused=on_refused
+        store,
+        canonicalizer=canonicalizer,
+        reporter=reporter,
+        scope=scope,
+        on_refused=on_refused,
+        chunk_size=chunk_size,
     )
     fresh = merger.run_records(records)
     return FreshRecords(fresh, merger.stats, merger.commit_pending)
