@@ -41,7 +41,7 @@ STOP_GRACE = 5.0
 # Records a seen-merge takes at a time, and the links step reads its links in slices
 # of: a cycle's links (tens of thousands) were read as one list, and the allocator
 # kept the arenas of that peak once long-lived objects were made among them (issue 27).
-MERGE_CHUNK = 8192
+MERGE_CHUNK = 1024
 
 
 @dataclass(frozen=True)
