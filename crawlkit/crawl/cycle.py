@@ -368,13 +368,13 @@ class CycleRunner:
                 for part in _slices(read_file(cycle / "links.ndjson.zst"), MERGE_CHUNK):
                     site_links.add(part)
                     pairs.update(self.admission.site_link_pairs(part))
-                    kept, out = self.link_policy.sort(part, lambda _rec: True, fetched)
-                    refused.extend(out)
+                    kept, refusals = self.link_policy.sort(part, lambda _rec: True, fetched)
+                    refused.extend(refusals)
                     yield from router.mine(kept)
-                kept, out = self.link_policy.sort(
+                kept, refusals = self.link_policy.sort(
                     read_file(cycle / "redirects.ndjson"), lambda _rec: True, fetched
                 )
-                refused.extend(out)
+                refused.extend(refusals)
                 site_links.add(delivered)
                 kept += [r for r in delivered if r.get("url")]
                 yield from router.mine(kept)
