@@ -27,7 +27,6 @@ import os
 import stat
 import sys
 import tempfile
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import IO, Any, BinaryIO
 import orjson
 import zstandard
 
+from crawlkit.decoders import READ_CHUNK, GzipReader, ZstdReader
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, OutputError, TruncatedInput, UsageError, describe_os_error
 from crawlkit.records import Record
@@ -43,7 +43,6 @@ from crawlkit.records import Record
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
-_CHUNK = 1 << 16
 
 
 def is_stdio(path: str | os.PathLike[str] | None) -> bool:
@@ -52,131 +51,6 @@ def is_stdio(path: str | os.PathLike[str] | None) -> bool:
 
 def display_name(path: str | os.PathLike[str] | None) -> str:
     return "<stdin>" if is_stdio(path) else str(path)
-
-
-class _DecodingReader(io.RawIOBase):
-    """A raw stream that decodes ``raw`` chunk by chunk and hands out everything it
-    decoded before any damage, then raises the damage (``self._error``) once.
-
-    Subclasses fill ``self._pending`` in :meth:`_fill` from one chunk of input, and
-    set ``self._done`` (and ``self._error`` when the input was cut or corrupt).
-    """
-
-    def __init__(self, raw: BinaryIO, source: str):
-        self._raw = raw
-        self._source = source
-        self._pending = b""  # decoded, handed out up to self._taken
-        self._taken = 0
-        self._done = False
-        self._error: InputError | None = None  # raised once everything before it is out
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        if not self.closed:
-            self._raw.close()
-        super().close()
-
-    def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        while self._taken == len(self._pending) and not self._done:
-            self._pending, self._taken = b"", 0
-            self._fill()
-        if self._taken == len(self._pending) and self._error is not None:
-            raise self._error
-        # Handed out from an offset: slicing off what was read copied the rest of a
-        # decoded chunk at every read (a 64 KiB read of 640 KiB decoded copied ~3 MiB).
-        n = min(len(view), len(self._pending) - self._taken)
-        view[:n] = memoryview(self._pending)[self._taken : self._taken + n]
-        self._taken += n
-        return n
-
-    def _fill(self) -> None:
-        raise NotImplementedError
-
-
-class _ZstdReader(_DecodingReader):
-    """Decompresses a stream of one or more zstd frames, and notices truncation.
-
-    ``zstandard.stream_reader`` returns a clean EOF when the input stops mid-frame; a
-    crawler must not mistake a half-written file for a complete one, so this reader
-    raises :class:`TruncatedInput` instead.
-    """
-
-    def __init__(self, raw: BinaryIO, source: str):
-        super().__init__(raw, source)
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False
-
-    def _fill(self) -> None:
-        chunk = self._raw.read(_CHUNK)
-        if not chunk:
-            self._done = True
-            if self._in_frame:
-                self._error = TruncatedInput("zstd stream ends inside a frame", source=self._source)
-            return
-        out = []
-        while chunk:
-            try:
-                out.append(self._obj.decompress(chunk))
-            except zstandard.ZstdError as exc:
-                # The frames decoded before the damage in this chunk are handed out first.
-                self._done = True
-                self._error = InputError(f"corrupt zstd data ({exc})", source=self._source)
-                break
-            self._in_frame = not self._obj.eof
-            if self._obj.eof:
-                chunk = self._obj.unused_data
-                self._obj = self._dctx.decompressobj()
-            else:
-                chunk = b""
-        self._pending = b"".join(out)
-
-
-class _GzipReader(_DecodingReader):
-    """gzip (also multi-member) decoded incrementally, with truncation noticed.
-
-    ``gzip.GzipFile`` raises on a cut stream and drops what it decoded in that call,
-    up to the whole buffer a reader asked for; decoding chunk by chunk with zlib hands
-    out everything before the damage first, then raises :class:`TruncatedInput`.
-    Like ``gzip``, NUL padding after the last member is ignored.
-    """
-
-    _WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer (CRC, length) are expected
-
-    def __init__(self, raw: BinaryIO, source: str):
-        super().__init__(raw, source)
-        self._obj = zlib.decompressobj(self._WBITS)
-        self._in_member = False
-
-    def _fill(self) -> None:
-        chunk = self._raw.read(_CHUNK)
-        if not chunk:
-            self._done = True
-            if self._in_member:
-                self._error = TruncatedInput("gzip stream ends early", source=self._source)
-            return
-        out = []
-        while chunk:
-            if not self._in_member:
-                chunk = chunk.lstrip(b"\x00")  # padding between or after members
-                if not chunk:
-                    break
-            try:
-                out.append(self._obj.decompress(chunk))
-            except zlib.error as exc:
-                self._done = True
-                self._error = InputError(f"corrupt gzip data ({exc})", source=self._source)
-                break
-            self._in_member = not self._obj.eof
-            if self._obj.eof:
-                chunk = self._obj.unused_data
-                self._obj = zlib.decompressobj(self._WBITS)
-            else:
-                chunk = b""
-        self._pending = b"".join(out)
 
 
 def open_input(path: str | os.PathLike[str] | None) -> io.BufferedReader:
@@ -196,9 +70,9 @@ def open_input(path: str | os.PathLike[str] | None) -> io.BufferedReader:
             raise InputError(exc.strerror or str(exc), source=source) from exc
     magic = buffered.peek(4)[:4]
     if magic.startswith(ZSTD_MAGIC):
-        return io.BufferedReader(_ZstdReader(buffered, source), _CHUNK)
+        return io.BufferedReader(ZstdReader(buffered, source), READ_CHUNK)
     if magic.startswith(GZIP_MAGIC):
-        return io.BufferedReader(_GzipReader(buffered, source), _CHUNK)
+        return io.BufferedReader(GzipReader(buffered, source), READ_CHUNK)
     return buffered
 
 
@@ -233,7 +107,7 @@ def iter_lines(
             if len(line) > max_line and not line.endswith(b"\n"):
                 skipped = len(line)
                 while line and not line.endswith(b"\n"):
-                    line = stream.readline(_CHUNK)
+                    line = stream.readline(READ_CHUNK)
                     skipped += len(line)
                 reporter.bad_record(source, lineno, f"line longer than {max_line} bytes skipped")
                 if keep_overlong:

@@ -47,7 +47,18 @@ LAZY: dict[str, str] = {
 
 # The library's layers, bottom-up: each top-level module or package of crawlkit is in
 # exactly one, and imports only from its own layer or those below (crawlkit/README.md).
-CORE = {"", "errors", "streams", "diag", "times", "records", "durable", "state", "early_signals"}
+CORE = {
+    "",
+    "errors",
+    "streams",
+    "decoders",
+    "diag",
+    "times",
+    "records",
+    "durable",
+    "state",
+    "early_signals",
+}
 CORE |= {"masking", "heap"}
 DOMAIN = {"url", "robots", "sitemap", "html", "warc", "fetch", "frontier", "seen", "dedup"}
 DOMAIN |= {"recrawl", "shard", "report", "testweb", "patterns"}
