@@ -214,20 +214,16 @@ class Admission:
             for rec in read_file(path)
         ]
 
-    def site_link_edges(self, links: Iterable[Record]) -> list[Record]:
-        """The cross-site links of ``links`` as site pairs, for every other shard (none
-        for an unsharded crawl): one record per distinct pair ``from`` -> ``site``.
+    def site_link_pairs(self, links: Iterable[Record]) -> set[tuple[str, str]]:
+        """The cycle's cross-site links as distinct (linking site, site) pairs, for
+        every other shard (none for an unsharded crawl); :func:`site_edges` makes them
+        records. A union of those of each slice of a cycle's links is those of all.
 
         Site budgets trust a site by who links to it, transitively from the seeds, so
         each shard needs the whole site graph, not only the links to its own sites
         (which reach it as URLs). :meth:`Gate.route` writes them to every other
         shard's outbox in the file of the cycle's URLs for that shard.
         """
-        return site_edges(self.site_link_pairs(links))
-
-    def site_link_pairs(self, links: Iterable[Record]) -> set[tuple[str, str]]:
-        """The distinct (linking site, site) pairs of :meth:`site_link_edges`: a union
-        of those of each slice of a cycle's links is those of all of them."""
         pairs: set[tuple[str, str]] = set()
         if self.gate.role is None or self.gate.role.slot_map.shards < 2:
             return pairs

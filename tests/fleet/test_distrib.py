@@ -15,6 +15,7 @@ from conftest import ROOT, crawlkit, start_testweb
 from fleet_helpers import GAP, WEB, audit_web, fetched_pages, fleet_env, net_flags
 
 from crawlkit import streams
+from crawlkit.crawl.admission import site_edges
 from crawlkit.errors import StateError
 from crawlkit.shard.routing import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap, slot_of
@@ -359,7 +360,7 @@ def test_shards_share_the_site_graph_that_site_budgets_rest_on(tmp_path: Path) -
         # shard 0 fetched its seed page, which links to a (shard 0) and to b (shard 1)
         links = [{"url": f"http://{t}/p", "site": t, "from": f"http://{seed}/"} for t in (a, b)]
         # (the cycle's links step sends them with its URLs for each other shard)
-        run.gate.route([], "t", run.admission.site_link_edges(links))
+        run.gate.route([], "t", site_edges(run.admission.site_link_pairs(links)))
         run.close()
     with open_state(dirs[1]) as state:
         crawl_of(1, state).close()
