@@ -42,6 +42,8 @@ a URL over the length limit is refused (``url-length``) before any pattern runs.
 from __future__ import annotations
 
 import heapq
+import io
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +55,7 @@ from crawlkit.errors import InputError
 from crawlkit.patterns import Excludes
 from crawlkit.records import Record, Refusal, refusal
 from crawlkit.warc.cdxj import index_lines
+from crawlkit.warc.sortedmerge import merge_lines
 
 __all__ = [
     "MAX_REQUISITE_HOPS",
@@ -66,6 +69,7 @@ __all__ = [
 MAX_REQUISITE_HOPS = 5
 INDEX_NAME = "index.cdxj"
 INDEX_DIR = "indexes"
+MERGED_NAME = "merged.json"  # in INDEX_DIR: what index.cdxj holds
 
 
 @dataclass(frozen=True)
@@ -189,10 +193,15 @@ def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) ->
     Each WARC file directly in ``warc_dir`` gets its own sorted index in
     ``WARC_DIR/indexes/NAME.cdxj`` once (a file being written is never there: the
     crawl moves WARC files in when they are closed and extracted, with the index its
-    writer kept, see :func:`adopt_file_index`; others are read here), then the
-    per-file indexes are merged into ``index.cdxj`` (streaming; written to a
-    temporary name and renamed). Returns the number of lines. A WARC that cannot be
-    indexed is reported and left out, never fatal to the crawl.
+    writer kept, see :func:`adopt_file_index`; others are read here). ``index.cdxj``
+    is their merge, written to a temporary name and renamed. ``indexes/merged.json``
+    says which per-file indexes it holds (and their sizes and its own); while that is
+    true, only the new files' lines are merged into it, by a copy of the old index
+    (:func:`crawlkit.warc.sortedmerge.merge_lines`), so the end of a run costs a copy
+    of the index rather than a merge of every capture the collection ever made. Any
+    other case (no record, a file gone or changed, the index edited) merges all of
+    them again. Returns the number of lines. A WARC that cannot be indexed is
+    reported and left out, never fatal to the crawl.
     """
     reporter = reporter or NullReporter()
     index_dir = warc_dir / INDEX_DIR
@@ -211,14 +220,56 @@ def update_collection_index(warc_dir: Path, reporter: Reporter | None = None) ->
                 continue
             streams.atomic_write_bytes(part, "".join(line + "\n" for line in lines).encode())
         parts.append(part)
-    count = 0
-    files = [open(p, encoding="utf-8") for p in parts]  # noqa: SIM115
+    index = warc_dir / INDEX_NAME
+    sizes = {part.name: part.stat().st_size for part in parts}
+    held = _merged_parts(index_dir, index)
+    if held is not None and held[0] == sizes:
+        return held[1]  # nothing new since the last merge
+    if held is not None and all(sizes.get(name) == size for name, size in held[0].items()):
+        new = [part for part in parts if part.name not in held[0]]
+        count = _merge_into(index, new, old=index)
+    else:
+        count = _merge_into(index, parts, old=None)
+    _record_merged(index_dir, index, sizes, count)
+    return count
+
+
+def _merge_into(index: Path, parts: list[Path], *, old: Path | None) -> int:
+    """Write ``index`` as the lines of ``old`` (none when None) merged with those of
+    ``parts``; returns the lines written."""
+    files = [open(p, "rb") for p in parts]  # noqa: SIM115
     try:
-        with streams.open_output(warc_dir / INDEX_NAME) as out:
-            for line in heapq.merge(*files):
-                out.write(line.encode("utf-8"))
-                count += 1
+        with (
+            open(old, "rb") if old is not None else io.BytesIO() as source,
+            streams.open_output(index) as sink,
+        ):
+            return merge_lines(source, heapq.merge(*files), sink)
     finally:
         for f in files:
             f.close()
-    return count
+
+
+def _merged_parts(index_dir: Path, index: Path) -> tuple[dict[str, int], int] | None:
+    """The per-file indexes (name: size) ``index`` holds and its line count, from
+    ``merged.json``; None when there is no such record or ``index`` is not the file
+    it was written for."""
+    try:
+        record = json.loads((index_dir / MERGED_NAME).read_bytes())
+        stat = index.stat()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("index") != [stat.st_size, stat.st_mtime_ns]:
+        return None
+    parts, lines = record.get("parts"), record.get("lines")
+    if not isinstance(parts, dict) or not isinstance(lines, int):
+        return None
+    return {str(k): v for k, v in parts.items()}, lines
+
+
+def _record_merged(index_dir: Path, index: Path, sizes: dict[str, int], lines: int) -> None:
+    """Note that ``index`` now holds the per-file indexes ``sizes`` (see
+    :func:`_merged_parts`). Written after ``index``: a crash between the two leaves
+    a record that does not match the new index, so the next run merges them all."""
+    stat = index.stat()
+    record = {"index": [stat.st_size, stat.st_mtime_ns], "lines": lines, "parts": sizes}
+    streams.atomic_write_bytes(index_dir / MERGED_NAME, json.dumps(record).encode())
