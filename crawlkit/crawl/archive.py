@@ -80,7 +80,10 @@ class ArchiveOptions:
     excludes: tuple[str, ...] = ()
     ignore_file: Path | None = None
     max_requisite_hops: int = MAX_REQUISITE_HOPS
-    index: bool = True  # keep index.cdxj beside the WARC files
+    index: bool = True  # keep index.cdxj beside the WARC files (each writer keeps its file's)
+    # merge index.cdxj at the end of the run: not in a worker of crawl --workers, whose
+    # writers keep their files' indexes for the parent to merge once
+    merge_index: bool = True
 
 
 def _refuse(rec: Record, reason: str, detail: str) -> Refusal:

@@ -203,7 +203,7 @@ class Crawl:
         wake = self.stores.next_waiting_time()
         self.summary.next_retry_at = iso(wake) if wake is not None else None
         self.summary.elapsed_s = limits.clock() - limits.start
-        if self.opts.archive.index:
+        if self.opts.archive.index and self.opts.archive.merge_index:
             update_collection_index(self.cycles.warcs.root, self.rep)
         if self.opts.fetch.request is not None and self.opts.fetch.request.keep_cookies:
             self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set

@@ -145,8 +145,8 @@ def worker_options(
     options: CrawlOptions, state: Path, map_path: Path, k: int, n: int, duration: float | None
 ) -> CrawlOptions:
     """Worker ``k``'s options: shard k of the map, the shared WARC directory (its own
-    file prefix, no index: the parent writes it once), its share of ``--concurrency``
-    and of the time left."""
+    file prefix; its writers keep their files' indexes, which the parent merges into
+    index.cdxj once), its share of ``--concurrency`` and of the time left."""
     warc_dir = Path(options.warc_dir) if options.warc_dir else state / "warc"
     fetch = options.fetch
     budget = None
@@ -163,7 +163,7 @@ def worker_options(
         duration=duration,
         warc_dir=warc_dir.resolve(),
         warc=dataclasses.replace(options.warc, prefix=f"{options.warc.prefix}-w{k}"),
-        archive=dataclasses.replace(options.archive, index=False),
+        archive=dataclasses.replace(options.archive, merge_index=False),
         fetch=dataclasses.replace(
             fetch,
             concurrency=max(1, math.ceil(fetch.concurrency / n)),

@@ -166,6 +166,12 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(
     assert responses >= len(expected)
     index = (state / "warc" / "index.cdxj").read_text().splitlines()
     assert len(index) >= responses
+    # each file's index is the one its writer kept, moved in by its worker before the
+    # worker ended, so the parent merged them and read no WARC file again
+    for warc in warcs:
+        part = state / "warc" / "indexes" / f"{warc.name}.cdxj"
+        totals = state / "workers" / warc.name.split("-")[1][1:] / "crawl" / "totals.json"
+        assert part.stat().st_mtime_ns <= totals.stat().st_mtime_ns, warc.name
     # one report of the whole crawl: every worker's fetches, seen set and frontier
     res = crawlkit("report", "--state", str(state))
     assert res.code == 0, res.stderr
