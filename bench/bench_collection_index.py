@@ -76,9 +76,8 @@ def main() -> None:
             shutil.rmtree(root)
     print(f"index of {args.lines:,} lines, then {args.new:,} more; medians of {args.repeat}")
     for what, values in figures.items():
-        print(
-            f"  {what:<14} {statistics.median(values):7.3f} s  ({', '.join(f'{v:.3f}' for v in values)})"
-        )
+        runs = ", ".join(f"{v:.3f}" for v in values)
+        print(f"  {what:<14} {statistics.median(values):7.3f} s  ({runs})")
 
 
 if __name__ == "__main__":

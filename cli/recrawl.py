@@ -139,10 +139,12 @@ def recrawl_command(
 
     Buffers one small event per input record until the input ends, then takes the
     state lock (so it can read a pipe from another stage on the same state); each
-    run reads the planning columns of every URL tracked (about 100 bytes a URL).
-    The history is on disk (DIR/recrawl/history.sqlite; a history of crawlkit
-    before rate estimates is migrated when opened), updated in one transaction
-    committed after the output is written: a crash re-emits, never loses.
+    run reads the planning columns of every URL tracked (about 80 bytes a URL),
+    from DIR/recrawl/columns.npz when the last run saved them and nothing wrote the
+    history since (5 s a million URLs from the table, 0.07 s from the file). The
+    history is on disk (DIR/recrawl/history.sqlite; a history of crawlkit before
+    rate estimates is migrated when opened), updated in one transaction committed
+    after the output is written: a crash re-emits, never loses.
 
     Example:
 

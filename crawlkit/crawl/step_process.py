@@ -35,6 +35,7 @@ instead of opening the index beside it.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -221,10 +222,16 @@ class StepProcess:
         self.close()
 
     def close(self) -> None:
-        """Stop the process, once the steps started have ended."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        """Stop the process, once the steps started have ended; a process still alive
+        first closes the recrawl history, which saves its planning columns for the
+        next run (:meth:`crawlkit.recrawl.history.History.save_columns`)."""
+        if self._pool is None:
+            return
+        if not self.died:
+            with contextlib.suppress(cf.process.BrokenProcessPool, RuntimeError):
+                self._pool.submit(_close_history).result()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
 
 
 def _start_pool(dedup_dir: Path, history_dir: Path) -> cf.ProcessPoolExecutor:
@@ -289,6 +296,13 @@ def _dedup(cycle: str) -> tuple[Deduped, list[Report]]:
     done = dedup_cycle(_dedup_store, Path(cycle), recording)
     release_free_heap()
     return done, recording.lines
+
+
+def _close_history() -> None:
+    global _history
+    if _history is not None:
+        _history.close()
+        _history = None
 
 
 def _recrawl(cycle: str, now: float, hold_mu: float) -> tuple[list[Record], list[Report]]:

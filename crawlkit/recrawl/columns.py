@@ -26,6 +26,13 @@ the names themselves kept each record's own copy of the string alive, ~76 bytes 
 URL more (177 against 101 bytes a URL in all, 100,000 URLs put in batches with a
 fresh string per record, tracemalloc).
 
+Between runs (:meth:`Columns.save`, :meth:`Columns.load`): the arrays and the two
+name indexes as one uncompressed ``.npz`` file, so the next run's first plan loads them
+(~80 bytes a URL read as they are) instead of reading every row from SQLite: a
+million URLs in 0.07 s instead of 5.0 (saving them takes 0.3 s); :class:`History
+<crawlkit.recrawl.history.History>` decides when the file still holds what the table
+does.
+
 Per site and host (:class:`NameIndex`): a name's index is found by the name's 64-bit
 hash in a sorted array (12 bytes a name), and only a site's name is kept (the plan
 stores site priors by name; hosts only group rows). Dicts from name to index held
@@ -38,12 +45,16 @@ a host cap, two sites a prior: among 10 million names the odds are one in 370,00
 from __future__ import annotations
 
 import math
+import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import xxhash
+
+from crawlkit import streams
 
 __all__ = ["Columns", "NameIndex", "Table"]
 
@@ -121,6 +132,28 @@ class NameIndex:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Its state as arrays (names, when kept, as one newline-joined UTF-8 array)."""
+        out: dict[str, np.ndarray] = {f"{prefix}_keys": self._keys, f"{prefix}_ids": self._ids}
+        if self.names is not None:
+            joined = "\n".join(self.names).encode("utf-8", "surrogatepass")
+            out[f"{prefix}_names"] = np.frombuffer(joined, np.uint8)
+        return out
+
+    @classmethod
+    def from_arrays(
+        cls, arrays: dict[str, np.ndarray], prefix: str, *, keep_names: bool
+    ) -> NameIndex:
+        index = cls(keep_names=keep_names)
+        index._keys = arrays[f"{prefix}_keys"].astype(np.uint64, copy=False)
+        index._ids = arrays[f"{prefix}_ids"].astype(_INDEX, copy=False)
+        if keep_names:
+            joined = arrays[f"{prefix}_names"].tobytes().decode("utf-8", "surrogatepass")
+            index.names = joined.split("\n") if len(index._keys) else []
+            if len(index.names) != len(index._keys):
+                raise ValueError("names and keys differ in number")
+        return index
+
     def indices(self, names: list[str]) -> np.ndarray:
         """The index of each of ``names``, numbering the new ones as they come."""
         hashes = np.fromiter(
@@ -179,6 +212,35 @@ class Columns:
             spread=column(12),
             observed=column(13),
         )
+
+    def save(self, path: Path, token: float) -> None:
+        """Write the columns to ``path`` (atomically) with ``token``, what
+        :meth:`load` must be given to take them back."""
+        arrays = {name: getattr(self.t, name) for name in _ARRAYS}
+        arrays.update(self._sites.arrays("sites"), **self._hosts.arrays("hosts"))
+        arrays["token"] = np.array([token], np.float64)
+        with streams.atomic_file(path) as f:
+            np.savez(f, **arrays)
+
+    @classmethod
+    def load(cls, path: Path, token: float, good_outcomes: Iterable[str]) -> Columns | None:
+        """The columns :meth:`save` wrote with ``token``; None when ``path`` is missing,
+        damaged or was written with another token."""
+        try:
+            with open(path, "rb") as f, np.load(f, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+            if arrays["token"].tolist() != [token]:
+                return None
+            columns = cls([], good_outcomes)
+            columns._sites = NameIndex.from_arrays(arrays, "sites", keep_names=True)
+            columns._hosts = NameIndex.from_arrays(arrays, "hosts", keep_names=False)
+            fields = {name: arrays[name] for name in _ARRAYS}
+            if len({len(a) for a in fields.values()}) != 1:
+                return None
+            columns.t = Table(sites=[], **fields)
+            return columns
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+            return None
 
     def table(self) -> Table:
         """The current table (its arrays shared: see :class:`Table`)."""

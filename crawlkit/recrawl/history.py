@@ -29,7 +29,13 @@ when it is due. :func:`apply_event` is the update, a pure function:
 Events older than the last one applied to a URL are ignored, so applying the same
 fetch log twice is harmless (docs/design.md invariant 5).
 
-Storage: ``DIR/recrawl/history.sqlite`` (SQLite, WAL, synchronous FULL). Each run is
+Storage: ``DIR/recrawl/history.sqlite`` (SQLite, WAL, synchronous FULL), and
+``DIR/recrawl/columns.npz``, the planning columns a :class:`History` kept, written when
+it is closed with nothing uncommitted (:meth:`Columns.save`). The file carries a token
+that the table's ``meta`` holds too, and every write to the history rows deletes the
+table's copy in its transaction: so the file is loaded only while nothing wrote
+the rows since it was saved, and a crash or any other writer sends the next run back
+to reading every row. Each run is
 one transaction; due URLs are marked as emitted in the same transaction, which the
 caller commits only after writing them (at least once). A URL emitted and not
 fetched since is emitted again only after max(interval, ``reemit``) (1 day), in case
@@ -42,6 +48,7 @@ old history left it.
 from __future__ import annotations
 
 import math
+import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -69,6 +76,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
+COLUMNS_FILE = "columns.npz"
+COLUMNS_TOKEN = "columns_token"  # in meta: the token of the columns.npz that holds the rows
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 DAY = 86400.0
@@ -440,6 +449,8 @@ class History:
         path = directory / "history.sqlite"
         self._columns: Columns | None = None  # the planning columns (table())
         self._version = -1
+        self._snapshot = directory / COLUMNS_FILE
+        self.columns_from = ""  # where table() read the columns: "file" or "table"
         # The site priors set_site_priors wrote last, by the site index of the kept
         # columns they were written for (compared with the next ones, so a cycle writes
         # only what moved): 8 bytes a site, where a dict of them was 45-62.
@@ -581,16 +592,50 @@ class History:
         another connection has committed to the file since."""
         version = self.db.execute("PRAGMA data_version").fetchone()[0]
         if self._columns is None or version != self._version:
-            self._columns = Columns(self.db.execute(SELECT).fetchall(), GOOD_OUTCOMES)
+            token = self.meta(COLUMNS_TOKEN)
+            loaded = None
+            if self._columns is None and token is not None:
+                loaded = Columns.load(self._snapshot, token, GOOD_OUTCOMES)
+            self.columns_from = "file" if loaded is not None else "table"
+            self._columns = loaded or Columns(self.db.execute(SELECT).fetchall(), GOOD_OUTCOMES)
             self._version = version
         return self._columns.table()
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         try:
+            self._rows_written()
             self.db.executemany(sql, rows)
         except BaseException:
             self._columns = None  # some rows may be written: read them again
             raise
+
+    def _rows_written(self) -> None:
+        """Before a write to the rows: the saved columns no longer hold what the table
+        does (their token goes in the same transaction; one row's delete a call)."""
+        self.db.execute("DELETE FROM meta WHERE key = ?", (COLUMNS_TOKEN,))
+
+    def save_columns(self) -> bool:
+        """Write the kept planning columns to ``columns.npz`` for the next run, when
+        they are those of the committed table; True if written. (A failure to write
+        costs the next run a read of every row, nothing more.)"""
+        if self._columns is None or self.db.in_transaction:
+            return False
+        token = float(secrets.randbits(52))
+        try:
+            # Holding the write lock, so no other connection commits between the check
+            # and the token.
+            self.db.execute("BEGIN IMMEDIATE")
+            if self.db.execute("PRAGMA data_version").fetchone()[0] != self._version:
+                self.db.rollback()
+                return False  # another connection committed since they were read
+            self.set_meta(COLUMNS_TOKEN, token)
+            self.db.commit()  # before the file: a crash between leaves them apart
+            self._columns.save(self._snapshot, token)
+        except (OSError, sqlite3.Error):
+            if self.db.in_transaction:
+                self.db.rollback()
+            return False
+        return True
 
     def set_schedule(self, fps: np.ndarray, intervals: np.ndarray, dues: np.ndarray) -> None:
         self._write(
@@ -686,6 +731,10 @@ class History:
         self._columns = None
         self._priors = self._priors_of = None
 
-    def close(self) -> None:
+    def close(self, *, save: bool = True) -> None:
+        """Close the table, saving the planning columns (:meth:`save_columns`) unless
+        ``save`` is False (a reader that must not write)."""
+        if save:
+            self.save_columns()
         self._columns = None
         self.db.close()

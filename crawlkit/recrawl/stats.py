@@ -131,7 +131,7 @@ def report_section(state: Path, now: float, policy: RecrawlPolicy | None = None)
     try:
         return format_lines(collect(history, policy or RecrawlPolicy(), now))
     finally:
-        history.close()
+        history.close(save=False)  # a report reads only
 
 
 def _open_history(state: Path) -> History | None:
@@ -155,7 +155,7 @@ def report_data(
     try:
         return asdict(collect(history, policy or RecrawlPolicy(), now))
     finally:
-        history.close()
+        history.close(save=False)  # a report reads only
 
 
 def html_section(data: dict[str, object] | None) -> str:

@@ -95,6 +95,14 @@ def test_the_process_gives_what_the_step_gives_here(tmp_path: Path) -> None:
     assert not any("later" in str(row[1]) for row in rows)
     # The bad line of each log was said, once per cycle, through the caller's reporter.
     assert told_there.bad_records == told_here.bad_records == 3
+    # Closing the process closed its history, which saved the planning columns for
+    # the next run: the same as those saved here.
+    loaded = [History(d) for d in (here_dir, there_dir)]
+    tables = [h.table() for h in loaded]
+    assert [h.columns_from for h in loaded] == ["file", "file"]
+    assert list(tables[0].fp) == list(tables[1].fp) and list(tables[0].due) == list(tables[1].due)
+    for h in loaded:
+        h.close()
 
 
 def _pages(cycle: Path, start: int) -> None:

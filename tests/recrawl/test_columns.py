@@ -12,6 +12,7 @@ import numpy as np
 
 from crawlkit.recrawl import Entry, History
 from crawlkit.recrawl.columns import NameIndex, Table
+from crawlkit.recrawl.history import COLUMNS_FILE
 from crawlkit.stages.recrawl import recrawl, recrawl_in
 from crawlkit.streams import Record
 
@@ -226,3 +227,78 @@ def test_a_host_costs_the_columns_12_bytes() -> None:
         tracemalloc.stop()
     assert len(index) == n
     assert held / n < 16, f"{held / n:.1f} bytes a host"
+
+
+def _tracked(history: History, n: int, start: int = 0) -> None:
+    history.put(
+        [
+            Entry(
+                fp=(i * 0x9E3779B97F4A7C15) % (1 << 64),
+                url=f"https://s{i % 5}.test/{i}",
+                host=f"h{i % 7}.s{i % 5}.test",
+                site=f"s{i % 5}.test" if i % 9 else None,
+                rate=1e-5 * (i + 1) if i % 4 else None,
+                last_fetch=EPOCH + i,
+                due=EPOCH + DAY + i,
+                outcome="fetched" if i % 3 else "error",
+                checks=i % 4,
+                importance=i % 4,
+            )
+            for i in range(start, start + n)
+        ]
+    )
+
+
+def test_a_closed_history_saves_its_columns_and_the_next_run_loads_them(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    _tracked(history, 60)
+    kept = history.table()
+    assert history.columns_from == "table"
+    history.commit()
+    history.close()
+    assert (tmp_path / COLUMNS_FILE).exists()
+    again = History(tmp_path)
+    loaded = again.table()
+    assert again.columns_from == "file"
+    for f in fields(Table):  # what the last run kept, exactly
+        a, b = getattr(kept, f.name), getattr(loaded, f.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+        else:
+            assert a == b, f.name
+    # and the loaded columns are kept in step with writes as read ones are
+    _tracked(again, 10, start=55)
+    again.commit()
+    (tmp_path / COLUMNS_FILE).unlink()
+    _same(again.table(), History(tmp_path).table())
+    again.close()
+
+
+def test_a_write_after_the_save_or_a_damaged_file_reads_the_table(tmp_path: Path) -> None:
+    history = History(tmp_path)
+    _tracked(history, 30)
+    history.table()
+    history.commit()
+    history.close()
+    # A run that writes rows and ends without saving (killed, or it never planned).
+    writer = History(tmp_path)
+    _tracked(writer, 5, start=100)
+    writer.commit()
+    writer.db.close()  # no close(): as if killed
+    history = History(tmp_path)
+    assert len(history.table().fp) == 35 and history.columns_from == "table"
+    history.close()  # saved again
+    # Uncommitted writes at close are not saved (and not kept: SQLite drops them).
+    history = History(tmp_path)
+    history.table()
+    _tracked(history, 5, start=200)
+    history.close()
+    history = History(tmp_path)
+    assert len(history.table().fp) == 35 and history.columns_from == "file"
+    history.close()
+    # A damaged file is read past.
+    data = (tmp_path / COLUMNS_FILE).read_bytes()
+    (tmp_path / COLUMNS_FILE).write_bytes(data[: len(data) // 2])
+    history = History(tmp_path)
+    assert len(history.table().fp) == 35 and history.columns_from == "table"
+    history.close()
