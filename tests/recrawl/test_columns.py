@@ -13,6 +13,7 @@ import numpy as np
 from crawlkit.recrawl import Entry, History
 from crawlkit.recrawl.columns import NameIndex, Table
 from crawlkit.recrawl.history import COLUMNS_FILE
+from crawlkit.recrawl.stats import report_data
 from crawlkit.stages.recrawl import recrawl, recrawl_in
 from crawlkit.streams import Record
 
@@ -302,3 +303,24 @@ def test_a_write_after_the_save_or_a_damaged_file_reads_the_table(tmp_path: Path
     history = History(tmp_path)
     assert len(history.table().fp) == 35 and history.columns_from == "table"
     history.close()
+
+
+def test_a_report_of_the_history_writes_nothing(tmp_path: Path) -> None:
+    history = History(tmp_path / "recrawl")
+    _tracked(history, 20)
+    history.table()
+    history.commit()
+    history.close()
+    saved = tmp_path / "recrawl" / COLUMNS_FILE
+
+    def written() -> tuple[int, list[tuple]]:
+        db = sqlite3.connect(tmp_path / "recrawl" / "history.sqlite")
+        try:
+            return saved.stat().st_mtime_ns, db.execute("SELECT * FROM meta").fetchall()
+        finally:
+            db.close()
+
+    before = written()
+    report = report_data(tmp_path, EPOCH)
+    assert report is not None and report["tracked"] == 20
+    assert written() == before
