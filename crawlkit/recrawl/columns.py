@@ -66,6 +66,8 @@ SELECT = (
 _FLOATS = ("rate", "last_fetch", "due", "emitted", "interval", "spread", "observed")
 _ARRAYS = ("fp", "site_ix", "host", "importance", "checks", "good", "pending", *_FLOATS)
 _INDEX = np.int32  # site and host indices, check counts
+#: The layout of a saved file (Columns.save): a file of another is read past.
+SNAPSHOT_FORMAT = 1
 _IMPORTANCE = np.int8
 
 
@@ -219,6 +221,7 @@ class Columns:
         arrays = {name: getattr(self.t, name) for name in _ARRAYS}
         arrays.update(self._sites.arrays("sites"), **self._hosts.arrays("hosts"))
         arrays["token"] = np.array([token], np.float64)
+        arrays["format"] = np.array([SNAPSHOT_FORMAT], np.int64)
         with streams.atomic_file(path) as f:
             np.savez(f, **arrays)
 
@@ -229,8 +232,10 @@ class Columns:
         try:
             with open(path, "rb") as f, np.load(f, allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in npz.files}
-            if arrays["token"].tolist() != [token]:
-                return None
+            if arrays["token"].tolist() != [token] or arrays["format"].tolist() != [
+                SNAPSHOT_FORMAT
+            ]:
+                return None  # another table's, or another layout's
             columns = cls([], good_outcomes)
             columns._sites = NameIndex.from_arrays(arrays, "sites", keep_names=True)
             columns._hosts = NameIndex.from_arrays(arrays, "hosts", keep_names=False)

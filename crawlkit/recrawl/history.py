@@ -36,9 +36,10 @@ that the table's ``meta`` holds too, and every write to the history rows deletes
 table's copy in its transaction: so the file is loaded only while nothing wrote
 the rows since it was saved, and a crash or any other writer through this class sends
 the next run back to reading every row (raw SQL on the file would leave the token:
-write through :class:`History`). Each run is
-one transaction; due URLs are marked as emitted in the same transaction, which the
-caller commits only after writing them (at least once). A URL emitted and not
+write through :class:`History`).
+
+Each run is one transaction; due URLs are marked as emitted in the same transaction,
+which the caller commits only after writing them (at least once). A URL emitted and not
 fetched since is emitted again only after max(interval, ``reemit``) (1 day), in case
 the batch that carried it was lost. Version 1 (crawlkit before rate estimates) is
 migrated in place when opened: two columns are added and each URL's checks and
