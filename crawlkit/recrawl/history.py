@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from crawlkit.errors import StateError
-from crawlkit.recrawl import estimate
+from crawlkit.recrawl import estimate, schema
 from crawlkit.recrawl import policy as optimum
 from crawlkit.recrawl.columns import SELECT, Columns, Table
 from crawlkit.recrawl.inlists import in_lists
@@ -464,77 +464,17 @@ class History:
             self.db.execute("PRAGMA synchronous=FULL")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:
-                self._create()
+                schema.create(self.db)
             elif version == 1:
-                self._migrate_v1()
+                schema.migrate_v1(self.db)
             elif version != SCHEMA_VERSION:
                 raise StateError(
                     f"recrawl history {path} has version {version}; this crawlkit reads "
                     f"versions 1 and {SCHEMA_VERSION}"
                 )
-            self._add_spread()
+            schema.add_spread(self.db)
         except sqlite3.DatabaseError as exc:
             raise StateError(f"recrawl history {path} is unreadable: {exc}") from exc
-
-    def _create(self) -> None:
-        self.db.executescript(
-            """
-            CREATE TABLE IF NOT EXISTS history (
-                fp INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT, site TEXT,
-                depth INTEGER, priority INTEGER NOT NULL, last_fetch REAL,
-                last_event REAL NOT NULL, status INTEGER, outcome TEXT, etag TEXT,
-                last_modified TEXT, digest TEXT, simhash INTEGER, lastmod REAL,
-                interval REAL NOT NULL, changes INTEGER NOT NULL, checks INTEGER NOT NULL,
-                errors INTEGER NOT NULL, pending_change INTEGER NOT NULL, due REAL NOT NULL,
-                emitted REAL, rate REAL, observations BLOB, observed REAL, spread REAL
-            );
-            CREATE INDEX IF NOT EXISTS history_due ON history (due);
-            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
-            CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL);
-            PRAGMA user_version = 2;
-            """
-        )
-        self.db.commit()
-
-    def _add_spread(self) -> None:
-        """Version 2 histories written before the ``spread`` column get it (NULL: the
-        prior's spread until the URL's next visit). Older readers ignore it."""
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(history)")}
-        if "spread" not in columns:
-            try:
-                self.db.execute("ALTER TABLE history ADD COLUMN spread REAL")
-                self.db.commit()
-            except sqlite3.OperationalError as exc:  # another process added it first
-                if "duplicate column" not in str(exc):
-                    raise
-
-    def _migrate_v1(self) -> None:
-        """Version 1 → 2 in one transaction: the rate columns, and each URL's checks
-        and changes as observations at its old interval (what it was visited at)."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        if db.execute("PRAGMA user_version").fetchone()[0] != 1:  # another process did it
-            db.rollback()
-            return
-        db.execute("ALTER TABLE history ADD COLUMN rate REAL")
-        db.execute("ALTER TABLE history ADD COLUMN observations BLOB")
-        db.execute("ALTER TABLE history ADD COLUMN observed REAL")
-        db.execute("UPDATE history SET observed = last_fetch")
-        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL)")
-        db.execute("CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL)")
-        rows = db.execute(
-            "SELECT fp, checks, changes, interval FROM history WHERE checks > 1"
-        ).fetchall()
-        updates = []
-        for fp, checks, changes, interval in rows:
-            seen = min(checks - 1, estimate.KEEP)
-            changed = min(changes, seen)
-            obs = [(interval, estimate.CHANGED)] * changed
-            obs += [(interval, estimate.UNCHANGED)] * (seen - changed)
-            updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY, point="mean"), fp))
-        db.executemany("UPDATE history SET observations = ?, rate = ? WHERE fp = ?", updates)
-        db.execute("PRAGMA user_version = 2")
-        db.commit()
 
     def get(self, fp: int) -> Entry | None:
         row = self.db.execute(
