@@ -10,11 +10,11 @@ damage and reports it.
 from __future__ import annotations
 
 import io
-import zlib
 from typing import Any, BinaryIO
 
 import zstandard
 
+from crawlkit import deflate
 from crawlkit.errors import InputError, TruncatedInput
 
 __all__ = ["READ_CHUNK", "DecodingReader", "GzipReader", "ZstdReader"]
@@ -112,11 +112,11 @@ class GzipReader(DecodingReader):
     Like ``gzip``, NUL padding after the last member is ignored.
     """
 
-    _WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer (CRC, length) are expected
+    _WBITS = 16 + deflate.MAX_WBITS  # a gzip header and trailer (CRC, length) are expected
 
     def __init__(self, raw: BinaryIO, source: str):
         super().__init__(raw, source)
-        self._obj = zlib.decompressobj(self._WBITS)
+        self._obj = deflate.decompressobj(self._WBITS)
         self._in_member = False
 
     def _fill(self) -> None:
@@ -134,14 +134,14 @@ class GzipReader(DecodingReader):
                     break
             try:
                 out.append(self._obj.decompress(chunk))
-            except zlib.error as exc:
+            except deflate.Error as exc:
                 self._done = True
                 self._error = InputError(f"corrupt gzip data ({exc})", source=self._source)
                 break
             self._in_member = not self._obj.eof
             if self._obj.eof:
                 chunk = self._obj.unused_data
-                self._obj = zlib.decompressobj(self._WBITS)
+                self._obj = deflate.decompressobj(self._WBITS)
             else:
                 chunk = b""
         self._pending = b"".join(out)

@@ -45,13 +45,13 @@ import resource
 import socket
 import ssl
 import time
-import zlib
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
+from crawlkit import deflate
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
@@ -222,9 +222,9 @@ class _DecodedCounter:
         self.broken = False
         enc = encoding.strip().lower()
         if enc in ("gzip", "x-gzip"):
-            self._d: Any = zlib.decompressobj(47)
+            self._d: Any = deflate.decompressobj(47)
         elif enc == "deflate":
-            self._d = zlib.decompressobj(47)  # zlib-wrapped; raw deflate retried below
+            self._d = deflate.decompressobj(47)  # zlib-wrapped; raw deflate retried below
             self._raw_retry = True
         else:
             self._d = None
@@ -272,10 +272,10 @@ class _DecodedCounter:
                 if self._d.eof:
                     data = self._d.unused_data
                     if data:  # concatenated gzip members
-                        self._d = zlib.decompressobj(47)
-        except zlib.error:
+                        self._d = deflate.decompressobj(47)
+        except deflate.Error:
             if self._first and self._raw_retry:
-                self._d, self._raw_retry = zlib.decompressobj(-15), False
+                self._d, self._raw_retry = deflate.decompressobj(-15), False
                 return self._feed(chunk)
             self.broken = True  # undecodable: the raw body cap still holds
         self._first = False

@@ -43,13 +43,13 @@ import hashlib
 import io
 import os
 import sys
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import zstandard
 
+from crawlkit import deflate
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.streams import display_name, is_stdio
 
@@ -142,7 +142,7 @@ class WarcStream:
         self._mode = "plain"
         if magic.startswith(_GZIP_MAGIC):
             self._mode = "gzip"
-            self._dec: object = zlib.decompressobj(31)
+            self._dec: object = deflate.decompressobj(31)
             self._in_member = False
         elif magic.startswith(_ZSTD_MAGIC):
             self._mode = "zstd"
@@ -233,7 +233,7 @@ class WarcStream:
                 else:
                     pos += len(piece) - (len(dec.unconsumed_tail) if gz else 0)
                     self._in_member = True
-        except Exception as exc:  # zlib.error, zstandard.ZstdError
+        except Exception as exc:  # deflate.Error, zstandard.ZstdError
             self.damage = f"corrupt {self._mode} data ({exc})"
             self._eof = True
             pos = len(view)
@@ -242,7 +242,7 @@ class WarcStream:
 
     def _new_decompressor(self) -> object:
         if self._mode == "gzip":
-            return zlib.decompressobj(31)
+            return deflate.decompressobj(31)
         return self._zctx.decompressobj()
 
     def read(self, n: int) -> bytes:
@@ -373,9 +373,9 @@ def _decompress(data: bytes, coding: str, cap: int) -> bytes | None:
     if coding in ("gzip", "x-gzip", "deflate"):
         for wbits in (47,) if coding != "deflate" else (15, -15, 47):
             try:
-                obj = zlib.decompressobj(wbits)
+                obj = deflate.decompressobj(wbits)
                 return obj.decompress(data, cap + 1)
-            except zlib.error:
+            except deflate.Error:
                 continue
         return None
     if coding == "zstd":

@@ -21,10 +21,10 @@ uncompressed file is read header by header and its blocks are skipped with seeks
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from crawlkit import deflate
 from crawlkit.warc.read import _parse_warc_headers
 
 __all__ = ["cut_to_whole_records", "whole_records_length"]
@@ -68,14 +68,14 @@ def _whole_prefix(buf: bytes) -> int:
 def _gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
     """(file offset after the member, its decoded bytes) for each complete gzip member."""
     base = 0
-    dec = zlib.decompressobj(31)
+    dec = deflate.decompressobj(31)
     out: list[bytes] = []
     with open(path, "rb") as fh:
         while data := fh.read(_READ):
             while data:
                 try:
                     out.append(dec.decompress(data))
-                except zlib.error:
+                except deflate.Error:
                     return
                 if not dec.eof:
                     base += len(data)
@@ -84,7 +84,7 @@ def _gzip_members(path: Path) -> Iterator[tuple[int, bytes]]:
                 base += len(data) - len(rest)
                 yield base, b"".join(out)
                 out = []
-                dec = zlib.decompressobj(31)
+                dec = deflate.decompressobj(31)
                 data = rest
 
 

@@ -52,6 +52,7 @@ CORE = {
     "errors",
     "streams",
     "decoders",
+    "deflate",
     "diag",
     "times",
     "records",
