@@ -8,9 +8,13 @@ exactly zlib's formats with zlib's API and levels, at about half the CPU. Measur
 while they work. A crawl pays it for every WARC record it writes and reads back, and
 for every body sent with ``Content-Encoding: gzip``.
 
-Output bytes are not CPython zlib's (the same data, other matches): where bytes must
-equal another tool's (the ZipNum index of :mod:`crawlkit.warc.cdxj`, compared with
-cdxj-indexer's byte for byte), CPython's zlib is used instead. zlib-ng's level 1 is
+Used where the volume is: WARC records written and read (:mod:`crawlkit.warc`), gzip
+content coding (the fetcher's bomb guard, extract's decoding) and ``.gz`` inputs
+(:mod:`crawlkit.decoders`). Output bytes are not CPython zlib's (the same data, other
+matches): where bytes must equal another tool's (the ZipNum index of
+:mod:`crawlkit.warc.cdxj`, compared with cdxj-indexer's byte for byte), CPython's zlib
+is used instead; so it is for small volumes (sitemaps, ``.gz`` outputs, the WACZ
+file's small members). zlib-ng's level 1 is
 its "quick" strategy (static Huffman codes only: 19% larger than zlib's level 1 on the
 pages above); the writers here use 0 (stored) and 6.
 """
