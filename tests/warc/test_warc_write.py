@@ -18,7 +18,7 @@ import warcio.archiveiterator
 from zlib_ng import zlib_ng
 
 from crawlkit.warc import write as warc_write
-from crawlkit.warc.write import Capture, WarcWriter, gzip_member, sha1_digest
+from crawlkit.warc.write import Capture, WarcWriter, gzip_member, sha1_digest, stored_member
 
 
 def capture(i: int, body: bytes, revisit=None) -> Capture:
@@ -137,6 +137,23 @@ def test_gzip_member_is_one_member_that_inflates_back(level: int) -> None:
         # a window sized to the record loses nothing (stored blocks: a few bytes)
         full = len(zlib_ng.compress(raw, level, wbits=31))
         assert len(member) <= full + full // 1000 + 8
+
+
+def test_stored_members_are_zlibs_level_0_and_cross_block_boundaries() -> None:
+    """Level 0 is framed by hand (stored blocks of at most 65,535 bytes): any gzip
+    reader inflates it, and a small record's is zlib's own level-0 member (zlib cuts
+    larger ones into more blocks)."""
+    rng = random.Random(0)
+    for size in (0, 1, 300, 65_534, 65_535, 65_536, 131_070, 131_071, 200_000):
+        raw = rng.randbytes(size)
+        member = stored_member(raw)
+        inflate = zlib.decompressobj(31)
+        assert inflate.decompress(member) == raw and inflate.eof and not inflate.unused_data
+        assert len(member) == 18 + size + 5 * max(1, -(-size // 65_535))
+        if size <= 300:
+            packer = zlib.compressobj(0, zlib.DEFLATED, 31, 1)
+            assert member == packer.compress(raw) + packer.flush()
+    assert gzip_member(b"<p>x</p>", 0) == stored_member(b"<p>x</p>")
 
 
 def test_writers_opened_in_the_same_second_name_their_files_apart(tmp_path: Path) -> None:
