@@ -12,13 +12,13 @@ state is larger than zlib's (a 128 KB hash table at any memory level), which
 
 Used where the volume is: WARC records written and read (:mod:`crawlkit.warc`), gzip
 content coding (the fetcher's bomb guard, extract's decoding) and ``.gz`` inputs
-(:mod:`crawlkit.decoders`). Output bytes are not CPython zlib's (the same data, other
-matches): where bytes must equal another tool's (the ZipNum index of
-:mod:`crawlkit.warc.cdxj`, compared with cdxj-indexer's byte for byte), CPython's zlib
-is used instead; so it is for small volumes (sitemaps, ``.gz`` outputs, the WACZ
-file's small members). zlib-ng's level 1 is
-its "quick" strategy (static Huffman codes only: 19% larger than zlib's level 1 on the
-pages above); the writers here use 0 (stored) and 6.
+(:mod:`crawlkit.decoders`). Its output bytes are not CPython zlib's (the same data,
+other matches), so where bytes must equal another tool's (the ZipNum index of
+:mod:`crawlkit.warc.cdxj`, compared with cdxj-indexer's byte for byte) CPython's zlib
+stays, as it does where volumes are small (sitemaps, ``.gz`` outputs, the WACZ file's
+small members). zlib-ng's level 1 is its "quick" strategy (static Huffman codes only:
+19% larger than zlib's level 1 on the pages above); the writers here use 0 (stored)
+and 6.
 """
 
 from __future__ import annotations

@@ -121,9 +121,9 @@ def gzip_member(raw: bytes, level: int) -> bytes:
     for a 300-byte request record, against 6.8 µs here. A window no larger than the
     record, with hash tables to match, finds the same matches (the same sizes on
     records of 200 B to 60 KB). zlib-ng's hash table is 128 KB whatever the memory
-    level, so the level stays at most 7: a record of 8 to 16 KB then stays under the
-    mapping threshold (221 against 300 µs on real pages cut to 12 KB, the same
-    sizes). Level 0 (a body already compressed) is written as stored blocks here,
+    level, so the memory level stays at most 7: a record of 8 to 16 KB then stays
+    under the mapping threshold (221 against 300 µs on real pages cut to 12 KB, the
+    same sizes). Level 0 (a body already compressed) is written as stored blocks here,
     with no compressor at all (:func:`stored_member`).
     """
     if level == 0:
