@@ -77,7 +77,7 @@ __all__ = [
     "hamming",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = schema.SCHEMA_VERSION
 COLUMNS_FILE = "columns.npz"
 COLUMNS_TOKEN = "columns_token"  # in meta: the token of the columns.npz that holds the rows
 _SIGN = 1 << 63

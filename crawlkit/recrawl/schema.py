@@ -12,15 +12,17 @@ import sqlite3
 
 from crawlkit.recrawl import estimate
 
-__all__ = ["add_spread", "create", "migrate_v1"]
+__all__ = ["SCHEMA_VERSION", "add_spread", "create", "migrate_v1"]
 
+#: The version this crawlkit writes (SQLite's ``user_version``).
+SCHEMA_VERSION = 2
 DAY = 86400.0  # seconds: a migrated entry's rate starts from one change a day
 
 
 def create(db: sqlite3.Connection) -> None:
     """A new table of this version."""
     db.executescript(
-        """
+        f"""
         CREATE TABLE IF NOT EXISTS history (
             fp INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT, site TEXT,
             depth INTEGER, priority INTEGER NOT NULL, last_fetch REAL,
@@ -33,7 +35,7 @@ def create(db: sqlite3.Connection) -> None:
         CREATE INDEX IF NOT EXISTS history_due ON history (due);
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
         CREATE TABLE IF NOT EXISTS sites (site TEXT PRIMARY KEY, rate REAL NOT NULL);
-        PRAGMA user_version = 2;
+        PRAGMA user_version = {SCHEMA_VERSION};
         """
     )
     db.commit()
@@ -76,5 +78,5 @@ def migrate_v1(db: sqlite3.Connection) -> None:
         obs += [(interval, estimate.UNCHANGED)] * (seen - changed)
         updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY, point="mean"), fp))
     db.executemany("UPDATE history SET observations = ?, rate = ? WHERE fp = ?", updates)
-    db.execute("PRAGMA user_version = 2")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.commit()
