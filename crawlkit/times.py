@@ -27,6 +27,8 @@ from typing import Any
 from crawlkit.errors import UsageError
 
 __all__ = [
+    "DAY",
+    "HOUR",
     "MAX_TIME",
     "MIN_TIME",
     "format_duration",
@@ -41,6 +43,10 @@ MIN_TIME = 0.0
 """1970-01-01T00:00:00Z, the earliest usable time."""
 MAX_TIME = 253_402_300_799.0
 """9999-12-31T23:59:59Z, the latest usable time."""
+HOUR = 3600.0
+"""Seconds in an hour."""
+DAY = 86400.0
+"""Seconds in a day (a UTC day: no leap seconds in unix time)."""
 
 
 def parse_time(value: Any) -> float | None:
@@ -108,7 +114,7 @@ def iso(ts: float, digits: int = 0) -> str:
 # Durations and sizes as users write them on a command line.
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": HOUR, "d": DAY}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 
 

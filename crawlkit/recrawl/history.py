@@ -65,6 +65,7 @@ from crawlkit.recrawl import estimate, schema
 from crawlkit.recrawl import policy as optimum
 from crawlkit.recrawl.columns import SELECT, Columns, Table
 from crawlkit.recrawl.inlists import in_lists
+from crawlkit.times import DAY
 
 __all__ = [
     "Entry",
@@ -82,7 +83,6 @@ COLUMNS_FILE = "columns.npz"
 COLUMNS_TOKEN = "columns_token"  # in meta: the token of the columns.npz that holds the rows
 _SIGN = 1 << 63
 _WRAP = 1 << 64
-DAY = 86400.0
 
 
 def _signed(fp: int) -> int:

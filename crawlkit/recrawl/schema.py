@@ -11,12 +11,12 @@ from __future__ import annotations
 import sqlite3
 
 from crawlkit.recrawl import estimate
+from crawlkit.times import DAY
 
 __all__ = ["SCHEMA_VERSION", "add_spread", "create", "migrate_v1"]
 
 #: The version this crawlkit writes (SQLite's ``user_version``).
 SCHEMA_VERSION = 2
-DAY = 86400.0  # seconds: a migrated entry's rate starts from one change a day
 
 
 def create(db: sqlite3.Connection) -> None:
@@ -76,6 +76,7 @@ def migrate_v1(db: sqlite3.Connection) -> None:
         changed = min(changes, seen)
         obs = [(interval, estimate.CHANGED)] * changed
         obs += [(interval, estimate.UNCHANGED)] * (seen - changed)
+        # A migrated entry's rate starts from one change a day.
         updates.append((estimate.pack(obs), estimate.rate(obs, 1 / DAY, point="mean"), fp))
     db.executemany("UPDATE history SET observations = ?, rate = ? WHERE fp = ?", updates)
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -24,6 +24,7 @@ from crawlkit.errors import StateError
 from crawlkit.recrawl.history import History, RecrawlPolicy
 from crawlkit.recrawl.plan import prior_rates
 from crawlkit.recrawl.policy import freshness
+from crawlkit.times import DAY, HOUR
 
 __all__ = [
     "RecrawlStats",
@@ -34,13 +35,11 @@ __all__ = [
     "report_section",
 ]
 
-H = 3600.0
-DAY = 86400.0
 
 #: Histogram bins of the mean time between changes (1 / rate), upper bounds.
 BINS: list[tuple[str, float]] = [
-    ("< 1 h", H),
-    ("1-6 h", 6 * H),
+    ("< 1 h", HOUR),
+    ("1-6 h", 6 * HOUR),
     ("6 h-1 d", DAY),
     ("1-7 d", 7 * DAY),
     ("7-30 d", 30 * DAY),
@@ -96,7 +95,7 @@ def collect(history: History, policy: RecrawlPolicy, now: float, days: int = 7) 
 
 
 def _duration(seconds: float) -> str:
-    for unit, size in (("d", DAY), ("h", H), ("min", 60.0)):
+    for unit, size in (("d", DAY), ("h", HOUR), ("min", 60.0)):
         if seconds >= size:
             return f"{seconds / size:.3g} {unit}"
     return f"{seconds:.3g} s"
