@@ -122,7 +122,8 @@ def crawl_command(
     config: ConfigOption = None,
     scope: ScopeOption = "site",
     max_pages: Annotated[
-        int | None, typer.Option("--max-pages", help="Stop after this many fetched pages.")
+        int | None,
+        typer.Option("--max-pages", min=0, help="Stop after this many fetched pages."),
     ] = None,
     duration: Annotated[
         str | None,
@@ -290,10 +291,13 @@ def crawl_command(
     streams.check_output(timeline, "--timeline")
     if not scope:
         raise UsageError("--scope must not be empty")
+    run_for = parse_duration(duration) if duration else None
+    if run_for is not None and run_for <= 0:  # 0 read as "no limit" ran a crawl forever
+        raise UsageError(f"--for {duration}: must be more than 0 (leave it out for no limit)")
     options = CrawlOptions(
         scope=scope,
         max_pages=max_pages,
-        duration=parse_duration(duration) if duration else None,
+        duration=run_for,
         batch_size=batch,
         per_host=per_host,
         jobs=jobs,

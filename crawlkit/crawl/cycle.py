@@ -43,7 +43,7 @@ from crawlkit.stages.extract import (
 )
 from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.streams import Record
-from crawlkit.warc.write import index_of
+from crawlkit.warc.write import index_of, named_by
 
 __all__ = ["CycleRunner", "CycleWarcs", "FetchLogs", "PostWorker", "fetch_log"]
 
@@ -160,10 +160,7 @@ class CycleWarcs:
         """Whether the WARC file ``name`` is this crawl's to recover and archive: any
         file, or with a prefix only ``PREFIX-<time>...`` (so ``crawlkit-w1-...`` is not
         ``crawlkit``'s)."""
-        if self.prefix is None:
-            return True
-        head = f"{self.prefix}-"
-        return name.startswith(head) and name[len(head) : len(head) + 1].isdigit()
+        return self.prefix is None or named_by(name, self.prefix)
 
     def archive_closed(self) -> int:
         """Move closed WARC files from ``new/`` to the archive directory itself; returns

@@ -142,9 +142,11 @@ def summary_text(summary: dict[str, Any]) -> str:
     if refused:
         lines.append(f"  not queued (scope, patterns, trap limits, ...): {refused}")
     lines += _error_lines(summary.get("errors") or {})
+    # Not started before the stop is no share of "waiting": the URLs of a cycle that
+    # post-processing did not reach before the stop join the waiting room next run.
     lines.append(
         f"  still queued {int(summary['queued']) - parked}, waiting (deferred) "
-        f"{summary['waiting']} ({summary['unstarted']} not started before the stop), "
+        f"{summary['waiting']}, not started before the stop {summary['unstarted']}, "
         f"refetched after a crash {summary['refetched']}"
     )
     if parked:

@@ -83,6 +83,7 @@ __all__ = [
     "merge_summaries",
     "prepare",
     "split_seeds",
+    "worker_deadline",
     "worker_options",
     "workers_fetched_nothing",
 ]
@@ -94,6 +95,9 @@ KILL_AFTER = 6.0  # seconds past --for after which a worker still running is kil
 # after its deadline (in-flight requests, post-processing's 5 s, closing) takes longer
 # in N processes on a loaded machine, and the parent writes the index after them.
 WORKER_MARGIN = 3.0
+# ... but at most this share of --for: starting the workers takes seconds on a loaded
+# machine, and a 3-s margin after those left a `--for 5s` crawl 0.1 s to fetch in.
+WORKER_MARGIN_SHARE = 0.1
 LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
 
 
@@ -162,7 +166,8 @@ def worker_options(
         slot_map=map_path,
         duration=duration,
         warc_dir=warc_dir.resolve(),
-        warc=dataclasses.replace(options.warc, prefix=f"{options.warc.prefix}-w{k}"),
+        # one WARC directory: each worker names, recovers and archives its own files
+        warc=dataclasses.replace(options.warc, prefix=f"{options.warc.prefix}-w{k}", shared=True),
         archive=dataclasses.replace(options.archive, merge_index=False),
         fetch=dataclasses.replace(
             fetch,
@@ -224,6 +229,15 @@ class _Linger:
                 return False
 
 
+def worker_deadline(deadline: float | None, duration: float | None) -> float | None:
+    """When the workers stop fetching: the crawl's ``--for`` deadline less a margin for
+    what they do after it (:data:`WORKER_MARGIN`, at most :data:`WORKER_MARGIN_SHARE`
+    of ``--for``)."""
+    if deadline is None or not duration:
+        return deadline
+    return deadline - min(WORKER_MARGIN, WORKER_MARGIN_SHARE * duration)
+
+
 def _worker_main(
     k: int,
     state: str,
@@ -246,8 +260,9 @@ def _worker_main(
 
     path = Path(state)
     # --for is the parent's deadline, not the start of this process plus the time left
-    # when it was spawned (importing takes seconds on a loaded machine)
-    duration = max(0.1, deadline - WORKER_MARGIN - time.time()) if deadline else None
+    # when it was spawned (importing takes seconds on a loaded machine); ``deadline``
+    # is already the workers' (the parent's less its margin, worker_deadline)
+    duration = max(0.1, deadline - time.time()) if deadline else None
     timeline = options.timeline
     if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
         timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")
@@ -393,7 +408,7 @@ class WorkerFleet:
                 self._seeds_of(w.k),
                 opts,
                 child,
-                self.deadline,
+                worker_deadline(self.deadline, self.options.duration),
             ),
             name=f"crawl-worker-{w.k}",
         )

@@ -65,6 +65,7 @@ __all__ = [
     "finish_open_file",
     "gzip_member",
     "index_of",
+    "named_by",
     "salvage_open_files",
     "sha1_digest",
     "stored_member",
@@ -84,6 +85,9 @@ class WarcOptions:
     size: int = DEFAULT_MAX_SIZE  # a new file past this many bytes
     prefix: str = "crawlkit"  # file names start with it
     version: str = "1.1"  # WARC/1.1 or WARC/1.0
+    # The directory is shared with peer writers that recover their own files (the
+    # workers of ``crawl --workers``): salvage only the files of this prefix.
+    shared: bool = False
 
 
 DEFAULT_WARC = WarcOptions()
@@ -245,17 +249,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def salvage_open_files(directory: str | os.PathLike[str]) -> list[Path]:
+def named_by(name: str, prefix: str) -> bool:
+    """Whether the WARC file ``name`` was named by a writer of ``prefix``:
+    ``PREFIX-<time>-...`` (so ``crawlkit-w1-...`` is not ``crawlkit``'s)."""
+    head = f"{prefix}-"
+    return name.startswith(head) and name[len(head) : len(head) + 1].isdigit()
+
+
+def salvage_open_files(directory: str | os.PathLike[str], prefix: str | None = None) -> list[Path]:
     """Finish ``*.warc.gz.open`` files left by a writer that died (kill -9, power loss).
 
     A file whose writer (by the host and pid in its name) is still alive is left
-    alone. Otherwise it is cut after its last complete record and renamed to its final
-    name (:mod:`crawlkit.warc.salvage`), so ``crawlkit extract`` reads what was archived
-    before the crash; a file with no complete record is removed. Returns the files finished.
+    alone, and with a ``prefix`` so is every file another prefix named (a directory
+    shared by writers that each recover their own: two finishing one file race, and
+    the loser finds it gone). Otherwise it is cut after its last complete record and
+    renamed to its final name (:mod:`crawlkit.warc.salvage`), so ``crawlkit extract``
+    reads what was archived before the crash; a file with no complete record is
+    removed. Returns the files finished.
     """
     done: list[Path] = []
     here = socket.gethostname().split(".")[0] or "localhost"
     for path in sorted(Path(directory).glob("*.warc.gz.open")):
+        if prefix is not None and not named_by(path.name, prefix):
+            continue
         parts = path.name[: -len(".warc.gz.open")].rsplit("-", 2)
         if len(parts) == 3 and parts[2].isdigit():
             pid = int(parts[2])
@@ -306,6 +322,7 @@ class WarcWriter:
         level: int = 6,
         info: dict[str, str] | None = None,
         index: bool = False,
+        shared: bool = False,
     ):
         if version not in _PROFILE:
             raise ValueError(f"WARC version must be 1.1 or 1.0, not {version!r}")
@@ -316,6 +333,7 @@ class WarcWriter:
         self.level = level
         self.info = dict(info or {})
         self.index = index
+        self.shared = shared  # salvage only this prefix's files (WarcOptions.shared)
         self._index: TextIO | None = None  # NAME.cdxj.open, the lines in file order
         self._file: BinaryIO | None = None
         self._name = ""
@@ -345,13 +363,14 @@ class WarcWriter:
             max_size=options.size,
             info=info,
             index=index,
+            shared=options.shared,
         )
 
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._salvage_checked:
             self._salvage_checked = True
-            self.salvaged = salvage_open_files(self.directory)
+            self.salvaged = salvage_open_files(self.directory, self.prefix if self.shared else None)
         # One count for every writer of the process: two writers opened in the same
         # second (``crawlkit crawl`` starts one a fetch run) must not pick one name.
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())

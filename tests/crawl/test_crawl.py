@@ -219,6 +219,20 @@ def test_bad_scope_is_a_usage_error(scope: str, tmp_path: Path) -> None:
     assert res.stderr.startswith("crawlkit crawl: --scope")
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [("--for", "0s", "--for 0s: must be more than 0"), ("--max-pages", "-5", "'--max-pages'")],
+)
+def test_a_limit_of_nothing_is_a_usage_error(
+    flag: str, value: str, said: str, tmp_path: Path
+) -> None:
+    """--for 0s was read as no limit (the crawl ran until killed) and --max-pages -5
+    stopped at once with exit 0: both are refused before the state is made."""
+    res = crawlkit("crawl", "http://a.test/", "--state", str(tmp_path / "s"), flag, value)
+    assert res.code == 2 and said in res.stderr
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_new_batch_never_takes_the_name_of_one_still_in_flight(tmp_path: Path) -> None:
     # Batches are named per cycle. The first is fetched and deleted while the second is
     # still in flight; the third must not be written over the second (its URLs would be

@@ -18,7 +18,15 @@ import warcio.archiveiterator
 from zlib_ng import zlib_ng
 
 from crawlkit.warc import write as warc_write
-from crawlkit.warc.write import Capture, WarcWriter, gzip_member, sha1_digest, stored_member
+from crawlkit.warc.write import (
+    Capture,
+    WarcOptions,
+    WarcWriter,
+    gzip_member,
+    named_by,
+    sha1_digest,
+    stored_member,
+)
 
 
 def capture(i: int, body: bytes, revisit=None) -> Capture:
@@ -123,6 +131,33 @@ def test_open_file_of_a_dead_writer_is_salvaged(tmp_path: Path) -> None:
         kinds = [r.rec_type for r in warcio.archiveiterator.ArchiveIterator(fh)]
     # warcinfo + 3 x (response, request, metadata), minus the cut metadata record
     assert kinds.count("response") == 3 and len(kinds) == 1 + 3 * 3 - 1
+
+
+def test_a_shared_directory_writer_salvages_only_its_own_prefix(tmp_path: Path) -> None:
+    """Writers that share a directory (crawl --workers) each recover their own files:
+    a peer's dead file is its owner's to finish, or both would race for it (the
+    loser crashed on a file renamed under it)."""
+    dead = WarcWriter(tmp_path, prefix="crawlkit-w0")
+    dead.write_capture(capture(1, b"z" * 500))
+    dead.flush()
+    (open_file,) = tmp_path.glob("*.open")
+    dead._file.close()  # the writer "dies" without renaming
+    dead._file = None
+    gone = tmp_path / (open_file.name.rsplit("-", 1)[0] + "-999999999.warc.gz.open")
+    open_file.rename(gone)
+
+    peer = WarcWriter.from_options(tmp_path, WarcOptions(prefix="crawlkit-w1", shared=True))
+    peer.write_capture(capture(2, b"peer"))
+    peer.close()
+    assert peer.salvaged == [] and gone.exists()
+    # "crawlkit-w1" is not "crawlkit-w10"'s nor "crawlkit"'s: names end at the time
+    assert not named_by(gone.name, "crawlkit") and not named_by(gone.name, "crawlkit-w")
+
+    owner = WarcWriter.from_options(tmp_path, WarcOptions(prefix="crawlkit-w0", shared=True))
+    owner.write_capture(capture(3, b"owner"))
+    owner.close()
+    assert owner.salvaged == [gone.with_name(gone.name[: -len(".open")])]
+    assert not list(tmp_path.glob("*.open"))
 
 
 @pytest.mark.parametrize("level", [0, 1, 6, 9])
