@@ -33,6 +33,7 @@ import numpy as np
 
 from crawlkit import streams
 from crawlkit.errors import InvalidURL
+from crawlkit.frontier.waiting import WAITING, read_waiting
 from crawlkit.records import refusal_detail, url_record
 from crawlkit.recrawl import History
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
@@ -83,10 +84,8 @@ def retry_records(
         recrawl_in(history, [], write=due.extend, now=now)
     else:
         recrawl(state_path, [], write=due.extend, now=now)
-    waiting_path = state / "crawl" / "waiting.ndjson.zst"
     skip = {str(r["url"]) for r in out}
-    if waiting_path.exists():
-        skip.update(str(r.get("url")) for r in streams.read_records([waiting_path]))
+    skip.update(str(r.get("url")) for r in read_waiting(state / WAITING))
     out += [
         r
         for r in due

@@ -17,6 +17,7 @@ from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.frontier.store import Frontier
+from crawlkit.frontier.waiting import WAITING, journal_of, read_waiting, write_waiting
 from crawlkit.shard.routing import SHARD_FILE, file_stamp, inbox_dir, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap
 from crawlkit.state import open_state
@@ -78,8 +79,8 @@ def handoff(
         receiver.commit()
         # 3. queued and waiting URLs to their new owners
         taken = frontier.take_where(lambda r: moved(str(r.get("site") or "")))
-        waiting_path = src.path / "crawl" / "waiting.ndjson.zst"
-        waiting = list(streams.read_records([waiting_path])) if waiting_path.exists() else []
+        waiting_path = src.path / WAITING
+        waiting = read_waiting(waiting_path)
         keep = [r for r in waiting if not moved(str(r.get("site") or ""))]
         leaving = [  # the new owner stamps its own epoch when it hands them out
             {k: v for k, v in r.items() if k not in ("retry_at", "shard_epoch")}
@@ -97,9 +98,8 @@ def handoff(
             else:
                 write_outbox(src.path, {shard: records}, "handoff")
         frontier.commit()
-        if waiting_path.exists():
-            with streams.open_output(waiting_path) as out:
-                out.write_records(keep)
+        if waiting_path.exists() or journal_of(waiting_path).exists():
+            write_waiting(waiting_path, keep)
         counts["urls"] = len(taken)
         counts["waiting"] = len(leaving)
         # 4. both follow the new map from now on

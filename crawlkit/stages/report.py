@@ -29,6 +29,7 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import StateError
 from crawlkit.frontier.store import Frontier
+from crawlkit.frontier.waiting import WAITING, read_waiting
 from crawlkit.recrawl.stats import report_data
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
@@ -117,12 +118,10 @@ def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
                                 out[url] = where
         except (StateError, OSError, orjson.JSONDecodeError):
             pass  # a crawl committing meanwhile: the report says "not fetched" instead
-    waiting = state / "crawl" / "waiting.ndjson.zst"
-    if waiting.exists():
-        for rec in streams.read_records([waiting]):
-            url = rec.get("url")
-            if url in urls and url not in out:
-                out[str(url)] = "deferred"
+    for rec in read_waiting(state / WAITING):  # read only: a crawl may be saving it
+        url = rec.get("url")
+        if url in urls and url not in out:
+            out[str(url)] = "deferred"
     return out
 
 

@@ -17,6 +17,7 @@ from fleet_helpers import GAP, WEB, audit_web, fetched_pages, fleet_env, net_fla
 from crawlkit import streams
 from crawlkit.crawl.admission import site_edges
 from crawlkit.errors import StateError
+from crawlkit.frontier.waiting import WAITING, read_waiting
 from crawlkit.shard.routing import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap, slot_of
 
@@ -493,7 +494,7 @@ def test_deferred_urls_handed_to_a_new_shard_are_fetched_there(tmp_path: Path) -
             "1s",
         )
         assert res.code == 0, res.stderr
-        waiting = list(streams.read_records([old / "crawl" / "waiting.ndjson.zst"]))
+        waiting = read_waiting(old / WAITING)
         assert waiting and all(r.get("shard_epoch") == 0 for r in waiting)
         res = crawlkit("shard", "--map", str(the_map), "--grow", "2", "--save-map", str(the_map))
         assert res.code == 0, res.stderr

@@ -9,8 +9,7 @@ from pathlib import Path
 import orjson
 from conftest import crawlkit
 
-from crawlkit.frontier.waiting import WAITING, WaitingRoom
-from crawlkit.streams import read_records
+from crawlkit.frontier.waiting import WAITING, WaitingRoom, read_waiting
 
 NOW = "2030-01-01T00:00:00Z"
 LATER = "2030-01-01T01:00:00Z"
@@ -71,7 +70,7 @@ def test_deferred_records_of_a_fetch_log_wait_for_their_retry_time(tmp_path: Pat
     assert res.code == 0, res.stderr
     assert "1 deferred records, 1 now in the waiting room" in res.stderr
     # the room holds the URL record, as crawl's does: the attempt's fields are gone
-    (waiting,) = list(read_records([state / WAITING]))
+    (waiting,) = read_waiting(state / WAITING)
     assert waiting["retry_at"] == LATER and "status" not in waiting and "error" not in waiting
     assert _next(state, NOW) == []  # the fetched URL is not queued again
     res = crawlkit("frontier", "next", "--state", str(state), "--now", PAST_LATER)
