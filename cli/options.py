@@ -159,7 +159,10 @@ PerIpDelay = Annotated[
     str | None,
     typer.Option(
         "--per-ip-delay",
-        help="Smallest gap between request starts to one IP address [default: --min-delay/4].",
+        help=(
+            "Smallest gap from a request's start or end to the next start to one IP"
+            " address [default: --min-delay/4]."
+        ),
         show_default=False,
     ),
 ]

@@ -109,18 +109,18 @@ def test_per_address_clocks_long_past_are_forgotten() -> None:
         sched.start(h, 0.0)
         sched.finish(h, 0.5, elapsed=0.1, status=200)
     late = HostQueue("late", address="10.9.9.9")
-    sched.start(late, 5.0)  # next start on its address allowed at 6.0
-    sched.finish(late, 5.1, elapsed=0.1, status=200)
+    sched.start(late, 5.0)  # next start on its address allowed at 6.0 ...
+    sched.finish(late, 5.1, elapsed=0.1, status=200)  # ... and, from its end, at 6.1
     flying = HostQueue("flying", address="10.9.9.8")
     sched.start(flying, 0.0)  # still in flight
-    assert sched.forget_addresses(0.5) == 0  # every clock is at 1.0 or later
+    assert sched.forget_addresses(0.5) == 0  # every clock is at 1.5 (end + gap) or later
     assert sched.forget_addresses(2.0) == 100
     assert sched._ip_next.keys() == {"10.9.9.9", "10.9.9.8"}
     again = HostQueue("again", address="10.0.0.1")
     again.items.append("x")
     sched.push(again)
     assert sched.pop_ready(2.0) is again
-    other = HostQueue("other", address="10.9.9.9")  # same address as late: waits for 6.0
+    other = HostQueue("other", address="10.9.9.9")  # same address as late: waits for 6.1
     other.items.append("x")
     sched.push(other)
-    assert sched.pop_ready(5.5) is None and sched.pop_ready(6.0) is other
+    assert sched.pop_ready(6.05) is None and sched.pop_ready(6.1) is other
