@@ -281,24 +281,30 @@ def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_pat
     assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
 
 
-def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
-    gap = 0.08
+PER_IP_GAP = 0.08
+
+
+def _link_farm_crawl(tmp_path: Path, *extra: str) -> list[dict]:
+    """Crawl a link farm (6 hosts on one address) with --per-ip 1 and PER_IP_GAP;
+    the server's log of the requests to the address, in the order they started."""
     web_args = ("--hosts", "1", "--pages", "2", "--special", "none,link-farm:6")
     with start_testweb(tmp_path, *web_args) as web:
         farm = [h for h in web.manifest["hosts"] if h["kind"] == "link-farm"]
         (addr,) = {h["addr"] for h in farm}
-        state = tmp_path / "state"
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("".join(f"{h['root']}\n" for h in farm))
-        args = _args(web, state, "--workers", "2", "--per-ip", "1")
+        args = _args(web, tmp_path / "state", *extra, "--per-ip", "1")
         args[1] = str(seeds)
-        args += ["--per-ip-delay", f"{gap}s", "--min-delay", "0s", "--max-pages", "60"]
+        args += ["--per-ip-delay", f"{PER_IP_GAP}s", "--min-delay", "0s", "--max-pages", "60"]
         res = crawlkit(*args, timeout=180)
         assert res.code == 0, res.stderr
-        to_addr = sorted(
-            (r for r in web.requests() if r["addr"] == addr), key=lambda r: r["t_start"]
-        )
+        return sorted((r for r in web.requests() if r["addr"] == addr), key=lambda r: r["t_start"])
+
+
+def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None:
+    to_addr = _link_farm_crawl(tmp_path, "--workers", "2")
     # the farm's hosts were crawled by both workers (so the limit had to hold across them)
+    state = tmp_path / "state"
     hosts = [
         {r["url"].split("/")[2] for r in _fetches(state / "workers" / str(k)) if "farm" in r["url"]}
         for k in (0, 1)
@@ -307,7 +313,7 @@ def test_per_ip_holds_across_workers_from_the_server_log(tmp_path: Path) -> None
     assert len(to_addr) >= 12
     # never two requests in flight to the address, each the gap after the last one ended
     for a, b in itertools.pairwise(to_addr):
-        assert b["t_start"] - a["t_end"] >= gap, (a, b)
+        assert b["t_start"] - a["t_end"] >= PER_IP_GAP, (a, b)
 
 
 def test_per_ip_gap_holds_in_one_process_from_the_server_log(tmp_path: Path) -> None:
@@ -315,24 +321,10 @@ def test_per_ip_gap_holds_in_one_process_from_the_server_log(tmp_path: Path) -> 
     does: counted from its launch only, 10-23 of 960 starts to one address came up to
     16 ms inside the gap by the server's log (a fresh host's clock is committed and the
     connection made after the launch)."""
-    gap = 0.08
-    web_args = ("--hosts", "1", "--pages", "2", "--special", "none,link-farm:6")
-    with start_testweb(tmp_path, *web_args) as web:
-        farm = [h for h in web.manifest["hosts"] if h["kind"] == "link-farm"]
-        (addr,) = {h["addr"] for h in farm}
-        seeds = tmp_path / "seeds.txt"
-        seeds.write_text("".join(f"{h['root']}\n" for h in farm))
-        args = _args(web, tmp_path / "state", "--per-ip", "1", "--per-ip-delay", f"{gap}s")
-        args[1] = str(seeds)
-        args += ["--min-delay", "0s", "--max-pages", "60"]
-        res = crawlkit(*args, timeout=180)
-        assert res.code == 0, res.stderr
-        to_addr = sorted(
-            (r for r in web.requests() if r["addr"] == addr), key=lambda r: r["t_start"]
-        )
+    to_addr = _link_farm_crawl(tmp_path)
     assert len(to_addr) >= 12
     for a, b in itertools.pairwise(to_addr):
-        assert b["t_start"] - a["t_end"] >= gap, (a, b)
+        assert b["t_start"] - a["t_end"] >= PER_IP_GAP, (a, b)
 
 
 def test_max_pages_holds_across_workers_and_more_workers_rebalance(
