@@ -18,7 +18,8 @@ structure rather than of the callers' good intentions:
   clock is committed first, the connection is made), and by the server's log 10-23 of
   960 starts to one address came up to 16 ms inside ``--per-ip-delay`` (one process,
   ``--per-ip 1 --per-ip-delay 0.5s``, an idle machine). The end is seen after the
-  server sent it, so the gap after it holds in the server's log. A host whose address is busy waits
+  server sent it, so the gap after it holds in the server's log.
+* A host whose address is busy waits
   *parked* on that address (not in the heap, so nothing spins); each request to that
   address that ends puts the parked host due first back into the heap (O(log n), so
   thousands of hosts behind one shared address cost nothing per request), and so does

@@ -27,13 +27,16 @@ Replaying the journal over the room it was written for gives the room the saves
 left, and so does replaying it over the rewritten room (a crash between the rewrite
 and the journal's deletion): a URL's last drop ends whatever came before, a put keeps
 the later time. A line cut by a crash is dropped (and cut off the file) when the room
-is read. A crash between queueing released URLs and the save repeats them (the
-frontier gets a URL twice), it never loses one. Read the room with
-:func:`read_waiting`, replace it with :func:`write_waiting`: the file alone is not it.
+is read; a damaged line before others is a :class:`~crawlkit.errors.StateError`, and a
+save that fails takes its partial line back. A crash between queueing released URLs
+and the save repeats them (the frontier gets a URL twice), it never loses one. Read
+the room with :func:`read_waiting`, replace it with :func:`write_waiting`: the file
+alone is not it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,6 +46,7 @@ import orjson
 from sortedcontainers import SortedKeyList
 
 from crawlkit import streams
+from crawlkit.errors import StateError
 from crawlkit.records import Record, URLRecord
 from crawlkit.times import parse_time
 
@@ -139,10 +143,12 @@ class WaitingRoom:
             self._replay()
 
     def _replay(self) -> None:
-        """Apply the journal's lines in order; a last line cut by a crash is cut off."""
+        """Apply the journal's lines in order; a last line cut by a crash is cut off,
+        a damaged line before others is an error (what follows it would be lost)."""
         data = self.journal.read_bytes()
+        lines = data.splitlines(keepends=True)
         good = 0
-        for line in data.splitlines(keepends=True):
+        for number, line in enumerate(lines, 1):
             try:
                 change: Any = orjson.loads(line) if line.endswith(b"\n") else None
             except orjson.JSONDecodeError:
@@ -151,8 +157,10 @@ class WaitingRoom:
                 self._apply_drop(str(change["drop"]))
             elif isinstance(change, dict) and isinstance(change.get("put"), dict):
                 self._apply_put(change["put"], float(change.get("at") or 0.0))
+            elif number == len(lines):
+                break  # the last save was cut: what the saves left ends before it
             else:
-                break  # the rest is a cut or damaged tail: what the saves left ends here
+                raise StateError(f"{self.journal}:{number}: not a waiting-room change")
             good += len(line)
             self._journal_lines += 1
         if good < len(data) and not self.read_only:
@@ -264,9 +272,15 @@ class WaitingRoom:
         else:
             new = not self.journal.exists()
             with open(self.journal, "ab") as f:
-                f.write(b"".join(self._changes))
-                f.flush()
-                os.fsync(f.fileno())
+                end = f.tell()
+                try:
+                    f.write(b"".join(self._changes))
+                    f.flush()
+                    os.fsync(f.fileno())
+                except BaseException:  # a full disk: no cut line before the next save's
+                    with contextlib.suppress(OSError):
+                        f.truncate(end)
+                    raise
             if new:
                 streams.fsync_dir(self.journal.parent)
             self._journal_lines = lines

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from crawlkit.errors import StateError
 from crawlkit.frontier import waiting
 from crawlkit.frontier.waiting import WaitingRoom, journal_of, read_waiting
 
@@ -78,6 +79,18 @@ def test_a_journal_line_cut_by_a_crash_is_dropped_and_cut_off(tmp_path: Path) ->
     again.save()
     assert room_of(path) == [(f"http://a.test/{n}", n * 10.0) for n in (1, 2, 4)]
     assert journal.read_bytes().startswith(whole) and b"a.test/3" not in journal.read_bytes()
+
+
+def test_a_damaged_line_before_others_is_an_error_not_a_silent_loss(tmp_path: Path) -> None:
+    path = tmp_path / "waiting.ndjson.zst"
+    room = WaitingRoom(path)
+    for n in (1, 2):
+        room.add([deferred(n, n * 10.0)])
+        room.save()
+    first, second = journal_of(path).read_bytes().splitlines(keepends=True)
+    journal_of(path).write_bytes(first + b"not json\n" + second)
+    with pytest.raises(StateError, match=r"waiting\.journal\.ndjson:2: not a waiting-room"):
+        read_waiting(path)
 
 
 def test_a_crash_between_the_fold_and_the_journals_deletion_changes_nothing(
