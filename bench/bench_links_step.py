@@ -38,16 +38,17 @@ from crawlkit.state import open_state
 from crawlkit.url import Canonicalizer
 
 NAV = 15  # of each page's links, this many go to nav URLs (seen after the first cycles)
-HOSTS = 3000
 
 
-def cycle_links(cycle: int, pages: int, links: int, rng: random.Random) -> list[dict[str, Any]]:
+def cycle_links(
+    cycle: int, pages: int, links: int, rng: random.Random, hosts: int = 3000
+) -> list[dict[str, Any]]:
     canon = Canonicalizer()
     out = []
     for _ in range(pages):
-        source = f"http://www.h{rng.randrange(HOSTS)}.test/p{rng.randrange(20)}"
+        source = f"http://www.h{rng.randrange(hosts)}.test/p{rng.randrange(20)}"
         for k in range(links):
-            host = f"www.h{rng.randrange(HOSTS)}.test"
+            host = f"www.h{rng.randrange(hosts)}.test"
             if k < NAV:
                 url = f"http://{host}/nav{k}"
             else:
@@ -64,17 +65,22 @@ def main() -> None:
     ap.add_argument("--links", type=int, default=25, help="links a page")
     ap.add_argument("--chunk", type=int, default=None, help="MERGE_CHUNK (default: the tree's)")
     ap.add_argument("--trace", action="store_true", help="peak traced bytes (slower)")
+    ap.add_argument("--hosts", type=int, default=3000, help="hosts the links point at")
+    ap.add_argument(
+        "--series", type=int, default=0, help="print CPU and wall a step every N cycles"
+    )
     args = ap.parse_args()
     if args.chunk is not None:
         cycle_mod.MERGE_CHUNK = core_mod.MERGE_CHUNK = args.chunk  # type: ignore[attr-defined]
     rng = random.Random(3)
-    cycles = [cycle_links(c, args.pages, args.links, rng) for c in range(args.cycles)]
     cpu: list[float] = []
+    wall: list[float] = []
     peaks: list[int] = []
     with tempfile.TemporaryDirectory() as tmp, open_state(Path(tmp) / "s") as state:
         run = Crawl(state, CrawlOptions(scope="any", budgets=False), reporter=NullReporter())
         try:
-            for links in cycles:
+            for number in range(args.cycles):
+                links = cycle_links(number, args.pages, args.links, rng, args.hosts)
                 cycle = run.dir.new_cycle()
                 (cycle / "fetch.ndjson").write_bytes(b"")
                 write_file(cycle / "links.ndjson.zst", links)
@@ -82,9 +88,18 @@ def main() -> None:
                 if args.trace:
                     tracemalloc.start()
                     base = tracemalloc.get_traced_memory()[0]
-                start = time.process_time()
+                start, start_wall = time.process_time(), time.perf_counter()
                 run.cycles.links(cycle)
                 cpu.append(time.process_time() - start)
+                wall.append(time.perf_counter() - start_wall)
+                if args.series and (number + 1) % args.series == 0:
+                    window = slice(number + 1 - args.series, number + 1)
+                    print(
+                        f"  cycles {window.start + 1}-{window.stop}: CPU s a step "
+                        f"{statistics.median(cpu[window]):.4f}, wall "
+                        f"{statistics.median(wall[window]):.4f}",
+                        flush=True,
+                    )
                 if args.trace:
                     peaks.append(tracemalloc.get_traced_memory()[1] - base)
                     tracemalloc.stop()

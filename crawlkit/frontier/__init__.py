@@ -18,7 +18,9 @@ among non-empty levels. Each queue is read from its head in windows; within a
 window hosts take turns (one URL per host per round) so the batch spreads over as
 many hosts as possible, at most ``per_host`` per host and at most the remaining
 budget per site. A shortfall (a queue ran dry, hosts at their limit) is offered to
-the other queues in further rounds (eight, more for batches over 262,144).
+the other queues in further rounds (eight, more for batches over 262,144); a round
+that took nothing out of the queues ends the batch when every host with URLs queued
+is at its limit already (reading on would only rotate their URLs to the tail).
 """
 
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -32,6 +32,7 @@ from crawlkit.records import Record, Refusal
 __all__ = ["WINDOW_CAP", "Batch", "NextOptions", "Picker", "pick", "plan"]
 
 WINDOW_CAP = 1 << 18  # records read from one queue head per pass
+ROOM_HOSTS = 4096  # hosts with URLs queued up to which a batch counts their room first
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,27 @@ def pick(picker: Picker, opts: NextOptions) -> None:
     """Fill ``picker.batch``: take each queue's planned share, then offer what is still
     short to the queues that can give more, for up to eight rounds (more for batches
     over :data:`WINDOW_CAP`), and put back what was read and not picked."""
+    room = picker.room()
+    if room is not None and room < opts.max_urls:
+        # The hosts with URLs queued can take no more than this: windows read for the
+        # whole batch would mostly be rotated back (two hosts: 2,256 read for 20).
+        opts = replace(opts, max_urls=room)
+    if opts.max_urls <= 0:
+        picker.finish()
+        return
     shares = plan(opts, {name: len(q) for name, q in picker.queues.items()})
     for _ in range(8 + opts.max_urls // WINDOW_CAP):
+        before = picker.removed
         for name in QUEUES:
             if shares.get(name, 0) > 0:
                 picker.take(name, shares[name])
         short = opts.max_urls - len(picker.batch)
-        if short <= 0:
+        if short <= 0 or (picker.removed == before and not picker.others_queued()):
+            # A round that took nothing out of the queues (picked, parked or refused)
+            # read only hosts at --per-host; when no other host has a URL queued,
+            # more rounds would read on through the queue, rotating each record to
+            # the tail, for nothing. On a one-site crawl, or once every host left
+            # is busy, each batch read eight windows so (17,709 records for 10 URLs).
             break
         open_queues = {
             name: float(weight(name, opts))
@@ -150,8 +165,10 @@ class Picker:
         is_blocked: Callable[[str, str], bool] | None,
         on_handed: Callable[[Record], None],
         on_blocked: Callable[[Record], None],
+        queued_hosts: Mapping[str, int] | None = None,
     ):
         self.queues = queues
+        self.queued_hosts = queued_hosts
         self.parked = parked
         self.sites = sites
         self.opts = opts
@@ -165,6 +182,30 @@ class Picker:
         self.rotate: dict[str, list[bytes]] = {name: [] for name in QUEUES}
         self.park: dict[str, list[bytes]] = {name: [] for name in QUEUES}
         self._budget: dict[str, int] = {}
+        self.removed = 0  # records picked, parked or refused: out of the queues
+
+    def room(self) -> int | None:
+        """URLs the hosts with URLs queued can still take in this batch, ``per_host``
+        each less what they hold; None when not known, when budgets are on (reading
+        on parks the URLs of sites over budget, which the next batches would then
+        read again), or when there are more than :data:`ROOM_HOSTS` such hosts (the
+        count would cost more than the reading it saves)."""
+        per_host = self.opts.per_host
+        queued = self.queued_hosts
+        if queued is None or not per_host or self.opts.budgets or len(queued) > ROOM_HOSTS:
+            return None
+        host_n = self.host_n
+        return sum(min(n, per_host - host_n[h]) for h, n in queued.items() if host_n[h] < per_host)
+
+    def others_queued(self) -> bool:
+        """Whether a host not yet at ``per_host`` has URLs queued (or parked), by the
+        frontier's per-host counts (``queued_hosts``; True when not given)."""
+        per_host = self.opts.per_host
+        if self.queued_hosts is None or not per_host:
+            return True
+        queued = self.queued_hosts
+        busy = sum(1 for host, n in self.host_n.items() if n >= per_host and host in queued)
+        return len(queued) > busy
 
     @property
     def held_per_host(self) -> int:
@@ -249,6 +290,8 @@ class Picker:
         held = self.held[name]
         for i, (line, rec) in enumerate(cands):
             st = status[i]
+            if st != 0 and st != 2:
+                self.removed += 1
             if st == 0:
                 held.append((line, rec))
             elif st == 2:

@@ -446,6 +446,7 @@ class Frontier:
             is_blocked=self.is_blocked if self.blocks else None,
             on_handed=lambda rec: self._forget(rec, parked=False, handed=True),
             on_blocked=blocked,
+            queued_hosts=self.hosts,
         )
         pick(picker, opts)
         self.totals["handed-out"] += len(picker.batch)

@@ -197,6 +197,61 @@ def test_batch_shape_per_host_cap_and_spread(tmp_path: Path) -> None:
     assert len({r["host"] for r in batch[:200]}) >= 150
 
 
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Records read from the queue heads, appended per ``SegmentQueue.take`` call."""
+    reads: list[int] = []
+    take = SegmentQueue.take
+
+    def counting(self: SegmentQueue, n: int) -> list[bytes]:
+        lines = take(self, n)
+        reads.append(len(lines))
+        return lines
+
+    monkeypatch.setattr(SegmentQueue, "take", counting)
+    return reads
+
+
+def test_a_batch_stops_reading_once_every_host_queued_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-site crawl: the fetcher holds --per-host URLs of the one host, so a batch
+    can give nothing; it reads a window at most, not eight (the whole queue, rotated to
+    its tail on every call), and for the host's last free places little more."""
+    state = tmp_path / "s"
+    add(state, [link(f"https://one.test/p{i}") for i in range(20_000)])
+    reads = _count_reads(monkeypatch)
+    batch, _ = take(state, 1000, per_host=10, budgets=False, outstanding={"one.test": 10})
+    assert batch == []
+    window = 2 * 1000 + 256
+    assert sum(reads) <= window, reads
+    reads.clear()
+    batch, _ = take(state, 1000, per_host=10, budgets=False, outstanding={"one.test": 4})
+    assert len(batch) == 6  # the rest of its --per-host, then nothing more to read for
+    assert sum(reads) <= window, reads
+    assert frontier_stats(state)["queued"] == 20_000 - 6
+
+
+def test_a_busy_host_does_not_hide_the_hosts_queued_behind_it(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    big = [link(f"https://big.test/p{i}") for i in range(5000)]
+    small = [link(f"https://h{h}.test/p{i}") for i in range(5) for h in range(200)]
+    add(state, big + small)
+    seen: Counter[str] = Counter()
+    batch, _ = take(state, 400, per_host=3, budgets=False, outstanding={"big.test": 3})
+    # Rounds that give nothing read on while other hosts have URLs queued: through
+    # the big host's 5,000 to the small hosts' (a URL of each, at least).
+    assert len(batch) >= 200
+    assert "big.test" not in {r["host"] for r in batch}
+    seen.update(r["url"] for r in batch)
+    for _ in range(100):  # then the big host is free again: every URL comes out once
+        batch, _ = take(state, 400, per_host=400, budgets=False)
+        if not batch:
+            break
+        seen.update(r["url"] for r in batch)
+    assert set(seen) == {r["url"] for r in big + small}
+    assert max(seen.values()) == 1
+
+
 def test_priority_levels_weighted_and_low_levels_trickle(tmp_path: Path) -> None:
     state = tmp_path / "s"
     seeds = [{"url": f"https://s{i}.test/", "reason": "seed"} for i in range(600)]
