@@ -9,7 +9,12 @@ journal has grown as large as the tables (a *compaction*), and otherwise one
 
     {"sites": {site: SiteInfo.to_json(), ...}, "hosts": {host: count, ...}}
 
-where a host count of 0 means the host has nothing queued any more (it is dropped).
+where a host count of 0 means the host has nothing queued any more (it is dropped),
+and a site's last field, its linkers, is ``{"+": [names]}`` (the linkers it gained
+since the last commit; ``{}``: none) rather than the whole list, which a site keeps
+up to 256 of (:meth:`SiteTable.take_changes
+<crawlkit.frontier.budgets.SiteTable.take_changes>`); a whole list (what journals
+held before, and what a handoff's merge writes) replaces the site's linkers.
 The manifest names the full copies in ``files`` (``sites``, ``hosts``, as before the
 journal existed) and the journal files after them, oldest first, in ``journal``;
 loading reads the full copies and applies the journal in order. Every journal file
@@ -106,7 +111,7 @@ class SideTables:
                 else:
                     dict.pop(hosts, host, None)
             self._entries += len(site_changes) + len(host_changes)
-        sites.changed.clear()
+        sites.forget_changes()
         hosts.changed.clear()
         return hosts
 

@@ -301,3 +301,31 @@ def test_a_commit_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
     frontier.commit()
     assert manifest(directory)["seq"] == 2
     assert snapshot(Frontier.open(directory, read_only=True)) == snapshot(frontier)
+
+
+def test_a_commit_journals_the_linkers_a_site_gained_not_all_it_has(tmp_path: Path) -> None:
+    """A site keeps up to 256 linkers and most sites are touched every few cycles:
+    journaling each one's whole list made every commit cost more as a crawl went on.
+    The journal holds the linkers gained; reopening gives the whole list."""
+    import zstandard
+
+    directory = tmp_path / "frontier"
+    frontier = Frontier.open(directory)
+    many = [link(i, 0, i) for i in range(1, 201)]  # site0 linked from 200 sites
+    frontier.add_records(many, now=NOW, on_refused=lambda r: None)
+    frontier.commit()
+    frontier.add_records([link(1000, 0, 999)], now=NOW, on_refused=lambda r: None)
+    frontier.commit()
+    journal = manifest(directory)["journal"]
+    assert journal, "the second commit wrote a journal file"
+    raw = (
+        zstandard.ZstdDecompressor()
+        .decompressobj()
+        .decompress((directory / journal[-1]).read_bytes())
+    )
+    entry = orjson.loads(raw)["sites"]["site0.test"]
+    assert entry[7] == {"+": ["site999.test"]}
+    reread = Frontier.open(directory, read_only=True)
+    linkers = reread.sites.sites["site0.test"].linkers
+    assert linkers is not None and len(linkers) == 201 and "site999.test" in linkers
+    assert snapshot(reread) == snapshot(frontier)
