@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -106,12 +106,13 @@ def pick(picker: Picker, opts: NextOptions) -> None:
     """Fill ``picker.batch``: take each queue's planned share, then offer what is still
     short to the queues that can give more, for up to eight rounds (more for batches
     over :data:`WINDOW_CAP`), and put back what was read and not picked."""
+    # The hosts with URLs queued can take no more than ``room``: once the batch holds
+    # that many, more rounds would only rotate records back (two hosts: eight rounds
+    # read for 20 URLs). The windows stay as wide as the batch asked for, so a round
+    # reaches as far into the queue as before for hosts whose URLs are few and deep.
     room = picker.room()
-    if room is not None and room < opts.max_urls:
-        # The hosts with URLs queued can take no more than this: windows read for the
-        # whole batch would mostly be rotated back (two hosts: 2,256 read for 20).
-        opts = replace(opts, max_urls=room)
-    if opts.max_urls <= 0:
+    target = opts.max_urls if room is None else min(opts.max_urls, room)
+    if target <= 0:
         picker.finish()
         return
     shares = plan(opts, {name: len(q) for name, q in picker.queues.items()})
@@ -120,14 +121,14 @@ def pick(picker: Picker, opts: NextOptions) -> None:
         for name in QUEUES:
             if shares.get(name, 0) > 0:
                 picker.take(name, shares[name])
-        short = opts.max_urls - len(picker.batch)
-        if short <= 0 or (picker.removed == before and not picker.others_queued()):
+        if len(picker.batch) >= target or (picker.removed == before and not picker.others_queued()):
             # A round that took nothing out of the queues (picked, parked or refused)
             # read only hosts at --per-host; when no other host has a URL queued,
             # more rounds would read on through the queue, rotating each record to
             # the tail, for nothing. On a one-site crawl, or once every host left
             # is busy, each batch read eight windows so (17,709 records for 10 URLs).
             break
+        short = opts.max_urls - len(picker.batch)
         open_queues = {
             name: float(weight(name, opts))
             for name in QUEUES
