@@ -126,6 +126,9 @@ def open_state(
     owner that stages waiting for the lock should not wait for).
     """
     directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        # mkdir would say "already exists", which reads as if the state were there.
+        raise StateError(f"{directory} is a file, not a state directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlkit.errors import LockedError
+from crawlkit.errors import LockedError, StateError
 from crawlkit.state import open_state
 
 HOLD = textwrap.dedent(
@@ -231,3 +231,11 @@ def test_a_crawl_is_refused_while_dedup_works_on_its_state(tmp_path: Path) -> No
             dedup.wait()
     assert dedup.returncode == 0, err.decode()
     assert b'"kind":"unique"' in out.replace(b" ", b"")
+
+
+def test_a_regular_file_named_as_the_state_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("mine\n")
+    with pytest.raises(StateError, match=r"notes\.txt is a file, not a state directory"):
+        open_state(path)
+    assert path.read_text() == "mine\n"  # nothing of it touched
