@@ -7,14 +7,17 @@ table, not to the change. :class:`SideTables` writes them whole only when the
 journal has grown as large as the tables (a *compaction*), and otherwise one
 ``journal-<seq>.json.zst`` per commit holding what changed since the last one:
 
-    {"sites": {site: SiteInfo.to_json(), ...}, "hosts": {host: count, ...}}
+    {"site_changes": {site: SiteInfo.to_json(), ...}, "hosts": {host: count, ...}}
 
 where a host count of 0 means the host has nothing queued any more (it is dropped),
 and a site's last field, its linkers, is ``{"+": [names]}`` (the linkers it gained
 since the last commit; ``{}``: none) rather than the whole list, which a site keeps
 up to 256 of (:meth:`SiteTable.take_changes
-<crawlkit.frontier.budgets.SiteTable.take_changes>`); a whole list (what journals
-held before, and what a handoff's merge writes) replaces the site's linkers.
+<crawlkit.frontier.budgets.SiteTable.take_changes>`); a whole list (what a handoff's
+merge writes) replaces the site's linkers. Journals written before linker deltas
+hold whole entries under ``"sites"``, read as before; the new key keeps a crawlkit
+of that time from reading ``{"+": ...}`` as a list of linkers: it ignores the key,
+and sees the site table as of the last compaction (as below).
 The manifest names the full copies in ``files`` (``sites``, ``hosts``, as before the
 journal existed) and the journal files after them, oldest first, in ``journal``;
 loading reads the full copies and applies the journal in order. Every journal file
@@ -102,7 +105,9 @@ class SideTables:
         self._entries = 0
         for name in self.journal:
             change = self.read(name)
-            site_changes = change.get("sites", {})
+            # "sites": whole entries (journals written before linker deltas);
+            # "site_changes": entries whose linkers may be deltas (see the module doc).
+            site_changes = {**change.get("sites", {}), **change.get("site_changes", {})}
             host_changes = change.get("hosts", {})
             sites.apply_json(site_changes)
             for host, count in host_changes.items():
@@ -150,7 +155,7 @@ class SideTables:
             self._pending = ([], 0)
         elif site_changes or host_changes:
             name = f"journal-{seq}.json.zst"
-            data = orjson.dumps({"sites": site_changes, "hosts": host_changes})
+            data = orjson.dumps({"site_changes": site_changes, "hosts": host_changes})
             self.durable.write(name, cctx.compress(data))
             self._pending = ([*self.journal, name], entries)
         else:

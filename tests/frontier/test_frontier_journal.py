@@ -323,9 +323,26 @@ def test_a_commit_journals_the_linkers_a_site_gained_not_all_it_has(tmp_path: Pa
         .decompressobj()
         .decompress((directory / journal[-1]).read_bytes())
     )
-    entry = orjson.loads(raw)["sites"]["site0.test"]
+    written = orjson.loads(raw)
+    # Under a key of its own: a crawlkit that journaled whole entries under "sites"
+    # ignores it rather than reading {"+": ...} as linkers.
+    assert "sites" not in written
+    entry = written["site_changes"]["site0.test"]
     assert entry[7] == {"+": ["site999.test"]}
     reread = Frontier.open(directory, read_only=True)
     linkers = reread.sites.sites["site0.test"].linkers
     assert linkers is not None and len(linkers) == 201 and "site999.test" in linkers
     assert snapshot(reread) == snapshot(frontier)
+
+
+def test_journal_entries_whole_or_with_linkers_gained_both_apply() -> None:
+    """A journal written before linker deltas holds whole lists; both forms apply."""
+    table = SiteTable()
+    table.apply_json({"a.test": [1, 0, 0, 0, 0, None, 0, ["x.test", "y.test"]]})
+    table.apply_json({"a.test": [2, 0, 1, 1, 0, None, 0, {"+": ["z.test"]}]})
+    table.apply_json({"b.test": [1, 0, 0, 0, 1, None, 0, {}]})
+    assert table.sites["a.test"].linkers == ("x.test", "y.test", "z.test")
+    assert table.sites["a.test"].queued == 2 and table.sites["a.test"].used == 1
+    assert table.sites["b.test"].linkers is None and table.sites["b.test"].seed
+    table.apply_json({"a.test": [2, 0, 1, 1, 0, None, 0, ["w.test"]]})  # a whole list
+    assert table.sites["a.test"].linkers == ("w.test",)
