@@ -12,9 +12,9 @@ a web of hosts with a Crawl-delay, most of the queue is such records. For each s
 ``--repeat`` batches of 1,000 with the same hosts busy (budgets on, as ``crawl`` runs
 by default, each site's budget too large to park a URL here, and off), and reports
 the median CPU ms a batch (commit included), the URLs it gave and the records it read
-from the queue heads. Busy hosts never run out
-of records; the free ones may, after which a batch has nothing to give (a fetcher
-still asks while it waits on the busy hosts).
+from the queue heads. Busy hosts never run out of records; the free ones may, after
+which a batch has nothing to give (a fetcher still asks while it waits on the busy
+hosts).
 
 A/B a tree: run it once as is and once with PYTHONPATH=<worktree of the other tree>.
 """

@@ -127,7 +127,8 @@ def open_state(
     """
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
-        # mkdir would say "already exists", which reads as if the state were there.
+        # mkdir would say "already exists", which reads as if the state were there
+        # (and mkdir with exist_ok leaves nothing else that is not a directory).
         raise StateError(f"{directory} is a file, not a state directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -136,8 +137,6 @@ def open_state(
             f"cannot create state directory {directory}: "
             f"{describe_os_error(OSError(exc.errno, exc.strerror))}"
         ) from exc
-    if not directory.is_dir():
-        raise StateError(f"{directory} is not a directory")
     if not lock:
         return StateDir(directory, None)
     key = directory.resolve()
