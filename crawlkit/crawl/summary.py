@@ -87,7 +87,9 @@ class CrawlSummary:
 
 
 def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str, Any]:
-    """What the progress callback is told after each finished cycle."""
+    """What the progress callback is told after each finished cycle: the progress
+    line's figures, and under ``"summary"`` the run's summary so far (a worker's
+    parent reports it for a worker that dies before its own summary)."""
     elapsed = max(elapsed, 1e-9)
     return {
         "cycle": cycle,
@@ -98,6 +100,7 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
         "new_urls": summary.all_new_urls(),
         "requests": summary.requests,
         "elapsed_s": elapsed,
+        "summary": summary.to_json(),
     }
 
 

@@ -314,6 +314,9 @@ class _Worker:
     state: str = "busy"  # busy, idle, ended (its summary arrived), failed
     progress: dict[str, Any] = dataclasses.field(default_factory=dict)
     summaries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # the summary so far of a run that has not sent its own (from its last progress):
+    # what the crawl's summary counts of a worker that died or was killed
+    unfinished: dict[str, Any] | None = None
     error: str = ""
     killed: bool = False  # by the parent, past --for: not a death that fails the crawl
     room: int = -1  # pages --max-pages left when it was last started again on it
@@ -384,11 +387,12 @@ class WorkerFleet:
         warc_root = Path(self.options.warc_dir) if self.options.warc_dir else self.state / "warc"
         if self.options.archive.index and warc_root.exists():
             update_collection_index(warc_root, self.rep)
+        runs = [w.summaries + ([w.unfinished] if w.unfinished else []) for w in self.workers]
         summary = merge_summaries(
-            [s for w in self.workers for s in w.summaries],
+            [s for r in runs for s in r],
             elapsed=self.clock() - self.start,
             stopped=self.stopped,
-            last=[w.summaries[-1] for w in self.workers if w.summaries],
+            last=[r[-1] for r in runs if r],
         )
         summary["workers"] = self.n
         summary["failed"] = self.failed
@@ -414,7 +418,7 @@ class WorkerFleet:
         )
         proc.start()
         child.close()
-        w.process, w.conn, w.state = proc, parent, "busy"
+        w.process, w.conn, w.state, w.unfinished = proc, parent, "busy", None
 
     def _seeds_of(self, k: int) -> tuple[list[str], list[str]]:
         """Worker k's own seeds, and the others'."""
@@ -486,7 +490,9 @@ class WorkerFleet:
                 kind = message[0]
                 if kind == "progress":
                     self.cycle_done = True
-                    w.progress = {**message[1], "cycles": w.progress.get("cycles", 0) + 1}
+                    info = dict(message[1])
+                    w.unfinished = info.pop("summary", None)
+                    w.progress = {**info, "cycles": w.progress.get("cycles", 0) + 1}
                     self._show_progress()
                 elif kind == "idle":
                     w.state = "idle"
@@ -494,7 +500,7 @@ class WorkerFleet:
                     w.state = "busy"
                 elif kind == "summary":
                     w.summaries.append(message[1])
-                    w.state = "ended"
+                    w.state, w.unfinished = "ended", None
                 elif kind == "error":
                     w.error = str(message[1])
         return heard
@@ -517,7 +523,8 @@ class WorkerFleet:
                 how = f"signal {signal.Signals(-(p.exitcode or 0)).name}" if p.exitcode else "?"
             self.rep.warn(
                 f"worker {w.k} (pid {p.pid}) died ({how}{': ' + w.error if w.error else ''}); "
-                "stopping the crawl: run it again to finish what was cut",
+                "stopping the crawl: run it again to finish what was cut (the summary "
+                "counts its run to its last finished cycle)",
                 "worker died",
             )
             self._stop(f"worker {w.k} died")

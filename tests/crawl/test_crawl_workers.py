@@ -29,7 +29,7 @@ from crawlkit.crawl import workers as workers_mod
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
-from crawlkit.crawl.files import write_file
+from crawlkit.crawl.files import is_done, write_file
 from crawlkit.crawl.rebalance import _copy_history
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.crawl.workers import WORKER_MARGIN, merge_summaries, prepare, worker_deadline
@@ -80,15 +80,23 @@ def _fetches(state: Path) -> list[dict]:
     return [r for log in logs for r in streams.read_records([log])]
 
 
-def _wait_for_fetch_logs(proc: subprocess.Popen, state: Path, where: str, n: int) -> None:
-    """Wait until ``n`` fetch logs exist under ``state/where`` (the event: a worker's
-    cycle has fetch records; polled, as a file has no other signal here), failing if
-    the crawl ends first or 90 s pass."""
+def _wait_for_fetch_logs(
+    proc: subprocess.Popen, state: Path, where: str, n: int, name: str = "fetch.ndjson"
+) -> None:
+    """Wait until ``n`` fetch logs (or other files ``name``) exist in the cycles under
+    ``state/where`` (the event: a worker's cycle has fetch records, or is done;
+    polled, as a file has no other signal here), failing if the crawl ends first or
+    90 s pass."""
     deadline = time.monotonic() + 90
-    while len(list(state.glob(f"{where}/crawl/cycles/*/fetch.ndjson"))) < n:
+    while len(list(state.glob(f"{where}/crawl/cycles/*/{name}"))) < n:
         assert proc.poll() is None, proc.communicate()[1].decode()
-        assert time.monotonic() < deadline, f"{where} wrote {n} fetch logs not in 90 s"
+        assert time.monotonic() < deadline, f"{where} wrote {n} {name} not in 90 s"
         time.sleep(0.02)
+
+
+def _fetched_in(cycles: list[Path]) -> int:
+    logs = [c / "fetch.ndjson" for c in cycles if (c / "fetch.ndjson").exists()]
+    return sum(r["outcome"] == "fetched" for r in streams.read_records(logs))
 
 
 def _pages(state: Path) -> set[str]:
@@ -200,14 +208,22 @@ def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: d
         state = tmp_path / "state"
         args = _args(web, state, *SLOW, "--workers", "2")
         proc = _start(args)
-        _wait_for_fetch_logs(proc, state, "workers/1", 1)  # worker 1 has fetched
+        # worker 1 has finished two cycles: its progress after the first has been sent
+        _wait_for_fetch_logs(proc, state, "workers/1", 2, "cycle.done")
         owner = (state / "workers" / "1" / "LOCK").read_text()
         pid = int(next(w for w in owner.split() if w.isdigit()))
         os.kill(pid, signal.SIGKILL)
-        _out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
         assert proc.returncode == 1, err.decode()
         assert "worker 1" in err.decode() and "died" in err.decode()
         assert len(_pages(state)) < len(expected)  # cut mid-crawl
+        # the summary counts the dead worker's run to a finished cycle, and no more
+        # than was fetched: worker 0's whole run, worker 1's first cycle at least
+        fetched = orjson.loads(out)["fetched"]
+        w0 = sorted(state.glob("workers/0/crawl/cycles/*"))
+        w1 = sorted(c for c in state.glob("workers/1/crawl/cycles/*") if is_done(c, "cycle"))
+        assert fetched >= _fetched_in(w0) + _fetched_in(w1[:1]) > _fetched_in(w0)
+        assert fetched <= len([r for r in _fetches(state) if r["outcome"] == "fetched"])
         # SIGTERM once both workers have a cycle more: each stops cleanly
         logs = len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson")))
         proc = _start(args)
