@@ -54,6 +54,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     invocation.argv = tuple(args)
     prefix = f"crawlkit {invocation.command}".strip()
     _raise_open_file_limit()
+    _quiet_resource_tracker()
     try:
         result = command.main(args=args, prog_name="crawlkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -98,6 +99,16 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 # Past this, a soft limit raised to an "unlimited" hard one gains nothing.
 _MAX_OPEN_FILES = 1 << 20
+
+
+def _quiet_resource_tracker() -> None:
+    """No "leaked semaphore objects" warning after a kill -9 of a crawl or one of its
+    workers, or a second SIGTERM: the process pools' queues hold named semaphores, and
+    multiprocessing's resource tracker (started by the first pool, shared by its
+    children) unlinks those a dead process left, then warns on stderr in two lines.
+    The unlinking is the cleanup a crash needs; the death itself is reported in one
+    line by the crawl. The tracker is started with this process's -W options."""
+    sys.warnoptions.append("ignore:resource_tracker:UserWarning")
 
 
 def _raise_open_file_limit() -> None:

@@ -47,7 +47,9 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -245,7 +247,10 @@ def _worker_main(
     options: CrawlOptions,
     conn: Any,
     deadline: float | None,
+    temp_dir: str,
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
+    if temp_dir:  # multiprocessing's pymp-* goes there too: the parent removes it
+        tempfile.tempdir = temp_dir
     cap_arenas()  # as the CLI does for one crawl process, before any thread starts
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
     _die_with_parent()
@@ -319,6 +324,9 @@ class _Worker:
     unfinished: dict[str, Any] | None = None
     error: str = ""
     killed: bool = False  # by the parent, past --for: not a death that fails the crawl
+    # its temporary files' directory (its pool's fork server has a socket there), which
+    # the parent removes once the process has ended, however it ended
+    temp_dir: Path | None = None
     room: int = -1  # pages --max-pages left when it was last started again on it
 
 
@@ -353,6 +361,7 @@ class WorkerFleet:
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
         self.cycle_done = False  # a worker finished a cycle since the last delivery
+        self.ended_temp_dirs: list[Path] = []  # of runs started again before reaped
         self._ctx = multiprocessing.get_context("spawn")
 
     # -- running -------------------------------------------------------------------------
@@ -384,6 +393,9 @@ class WorkerFleet:
                 if w.process is not None and w.process.is_alive():
                     w.process.kill()  # only on an error of the parent itself
                     w.process.join()
+                _remove_temp_dir(w)
+            for path in self.ended_temp_dirs:
+                shutil.rmtree(path, ignore_errors=True)
         warc_root = Path(self.options.warc_dir) if self.options.warc_dir else self.state / "warc"
         if self.options.archive.index and warc_root.exists():
             update_collection_index(warc_root, self.rep)
@@ -403,6 +415,9 @@ class WorkerFleet:
         if self.deadline is not None:
             left = max(0.1, self.deadline - self.clock())
         opts = worker_options(self.options, self.state, self.map_path, w.k, self.n, left)
+        if w.temp_dir is not None:  # its last run's, if not reaped yet: removed at the end
+            self.ended_temp_dirs.append(w.temp_dir)
+        w.temp_dir = _worker_temp_dir(w.k)
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
             target=_worker_main,
@@ -413,6 +428,7 @@ class WorkerFleet:
                 opts,
                 child,
                 worker_deadline(self.deadline, self.options.duration),
+                str(w.temp_dir or ""),
             ),
             name=f"crawl-worker-{w.k}",
         )
@@ -512,6 +528,7 @@ class WorkerFleet:
             if p is None or p.is_alive() or w.state == "failed":
                 continue
             p.join()
+            _remove_temp_dir(w)
             self._drain()  # its last words (summary or error) before the pipe closed
             if (p.exitcode == 0 and w.state == "ended") or w.killed:
                 w.state = "ended"
@@ -606,6 +623,27 @@ class WorkerFleet:
                 "elapsed_s": elapsed,
             }
         )
+
+
+# A fork server listens on DIR/pymp-XXXXXXXX/listener-XXXXXXXX: an AF_UNIX path of at
+# most 107 bytes on Linux.
+_SOCKET_PATH_ROOM = 107 - len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+
+
+def _worker_temp_dir(k: int) -> Path | None:
+    """A temporary directory for worker k, or None (the worker then uses the system's)
+    when its path leaves no room for the fork server's socket below it."""
+    path = Path(tempfile.mkdtemp(prefix=f"ckw{k}-"))
+    if len(os.fsencode(path)) <= _SOCKET_PATH_ROOM:
+        return path
+    path.rmdir()
+    return None
+
+
+def _remove_temp_dir(w: _Worker) -> None:
+    if w.temp_dir is not None:
+        shutil.rmtree(w.temp_dir, ignore_errors=True)
+        w.temp_dir = None
 
 
 def _totals(state: Path) -> int:

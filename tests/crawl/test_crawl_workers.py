@@ -9,9 +9,11 @@ import itertools
 import math
 import multiprocessing
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -191,23 +193,31 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(
     assert report["recrawl"]["tracked"] == baseline["report"]["recrawl"]["tracked"] > 0
 
 
-def _start(args: list[str]) -> subprocess.Popen:
+def _start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "crawlkit", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=env,
     )
 
 
-def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: dict) -> None:
+def test_kill9_of_a_worker_then_sigterm_lose_nothing(
+    tmp_path: Path, baseline: dict, request: pytest.FixtureRequest
+) -> None:
     """One crawl cut twice: kill -9 of worker 1 (the crawl fails, exit 1), then SIGTERM
     to the parent (a clean stop, exit 0); the third run finishes it."""
     expected = baseline["pages"]
     with start_testweb(tmp_path, *WEB) as web:
         state = tmp_path / "state"
         args = _args(web, state, *SLOW, "--workers", "2")
-        proc = _start(args)
+        # the crawl's TMPDIR, empty again after each run (short: a fork server's
+        # socket path under a worker's directory in it has at most 107 bytes)
+        temp = Path(tempfile.mkdtemp(prefix="ck-"))
+        request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
+        env = {**os.environ, "TMPDIR": str(temp)}
+        proc = _start(args, env)
         # worker 1 has finished two cycles: its progress after the first has been sent
         _wait_for_fetch_logs(proc, state, "workers/1", 2, "cycle.done")
         owner = (state / "workers" / "1" / "LOCK").read_text()
@@ -216,6 +226,9 @@ def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: d
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 1, err.decode()
         assert "worker 1" in err.decode() and "died" in err.decode()
+        # nothing left behind: no pool's semaphores to warn of, no fork server's socket
+        assert "leaked" not in err.decode()
+        assert list(temp.iterdir()) == []
         assert len(_pages(state)) < len(expected)  # cut mid-crawl
         # the summary counts the dead worker's run to a finished cycle, and no more
         # than was fetched: worker 0's whole run, worker 1's first cycle at least
@@ -226,11 +239,12 @@ def test_kill9_of_a_worker_then_sigterm_lose_nothing(tmp_path: Path, baseline: d
         assert fetched <= len([r for r in _fetches(state) if r["outcome"] == "fetched"])
         # SIGTERM once both workers have a cycle more: each stops cleanly
         logs = len(list(state.glob("workers/*/crawl/cycles/*/fetch.ndjson")))
-        proc = _start(args)
+        proc = _start(args, env)
         _wait_for_fetch_logs(proc, state, "workers/*", logs + 2)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
+        assert list(temp.iterdir()) == []
         assert orjson.loads(out)["stopped"] == "interrupted (SIGTERM)"
         assert len(_pages(state)) < len(expected)  # stopped early
         assert not list(state.glob("warc/new/*.open"))  # every worker closed its WARC
@@ -602,6 +616,23 @@ def test_a_new_worker_gets_the_history_of_its_own_sites_and_no_other(tmp_path: P
     )
     assert copied == 2 * len(ours)
     out.close()
+
+
+def test_a_worker_gets_a_temp_dir_only_where_a_socket_fits_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    short = Path(tempfile.mkdtemp(prefix="ck-"))
+    try:
+        monkeypatch.setattr(tempfile, "tempdir", str(short))
+        made = workers_mod._worker_temp_dir(3)
+        assert made is not None and made.parent == short and made.name.startswith("ckw3-")
+        deep = tmp_path / ("d" * 60)
+        deep.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(deep))
+        assert workers_mod._worker_temp_dir(3) is None
+        assert list(deep.iterdir()) == []  # the directory tried is removed
+    finally:
+        shutil.rmtree(short)
 
 
 def test_the_workers_margin_before_the_deadline_is_a_share_of_a_short_for() -> None:
