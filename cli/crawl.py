@@ -170,18 +170,21 @@ def crawl_command(
         int,
         typer.Option(
             "--batch",
-            help="Most URLs taken from the frontier at once (the fetcher holds at most 2 × "
+            help="Most URLs taken from the frontier at once (the fetcher holds at most 64 × "
             "--concurrency URLs it has not answered).",
         ),
     ] = 1000,
     per_host: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--per-host",
             help="Most URLs of one host the fetcher holds at once: few, so it holds work for "
-            "many hosts and a slow host (a Crawl-delay) keeps no backlog.",
+            "many hosts and a slow host (a Crawl-delay) keeps no backlog. Not given: 4, "
+            "and with few hosts queued up to a second of --min-delay gaps, at most 64, "
+            "so one site is not fed a page at a time.  [default: 4]",
+            show_default=False,
         ),
-    ] = 4,
+    ] = None,
     no_budgets: Annotated[
         bool, typer.Option("--no-budgets", help="No per-site page budgets (a fixed site list).")
     ] = False,
@@ -256,7 +259,8 @@ def crawl_command(
     are abandoned, the rest waits for the next run, the summary says "interrupted",
     exit 0; a second signal stops it at once (a restart recovers).
 
-    Bounded: the fetcher holds at most --per-host URLs of one host at once; from 2
+    Bounded: the fetcher holds at most --per-host URLs of one host at once (not
+    given: up to 64 with few hosts queued and a short --min-delay); from 2
     cut cycles waiting for post-processing each refill of the fetcher is halved per
     cycle more, and at 6 it gets no more. --for stops fetching at
     the deadline and post-processing 5 s later; what is left is finished by the next
@@ -276,7 +280,8 @@ def crawl_command(
     slot K owns are crawled; the rest go to STATE/outbox/shard-J/, and files that
     'crawlkit shard --deliver' put in STATE/inbox/ are queued. See README "Scaling out".
 
-    Memory grows with the URLs the fetcher holds (at most --per-host per host) and
+    Memory grows with the URLs the fetcher holds (at most --per-host per host, 64
+    with few hosts queued) and
     the frontier's per-site counters; queues, seen set and history are on disk. A
     one-line progress report per cycle goes to stderr when it is a terminal; a summary
     at the end.
@@ -299,7 +304,8 @@ def crawl_command(
         max_pages=max_pages,
         duration=run_for,
         batch_size=batch,
-        per_host=per_host,
+        per_host=4 if per_host is None else per_host,
+        per_host_given=per_host is not None,
         jobs=jobs,
         budgets=not no_budgets,
         warc_dir=warc_dir,

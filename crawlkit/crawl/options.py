@@ -25,6 +25,9 @@ class CrawlOptions:
     duration: float | None = None
     batch_size: int = 1000
     per_host: int = 4  # URLs of one host per batch handed to the fetcher
+    # --per-host given: held exactly; else raised with few hosts queued and a short
+    # --min-delay (crawl/feed.py, FEW_HOSTS_PER_HOST)
+    per_host_given: bool = False
     jobs: int = 1
     budgets: bool = True
     warc_dir: Path | None = None

@@ -25,11 +25,14 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-__all__ = ["TIMELINE_WINDOW", "Timeline"]
+if TYPE_CHECKING:  # feed.py imports this module
+    from crawlkit.crawl.feed import FetchRun
+
+__all__ = ["TIMELINE_WINDOW", "LoopProbe", "Timeline"]
 
 TIMELINE_WINDOW = 1.0
 
@@ -73,3 +76,44 @@ class Timeline:
 
     def close(self) -> None:
         self._out.close()
+
+
+class LoopProbe:
+    """The opt-in timeline of one fetch run (``crawl --timeline``): counts its records
+    and refills, and samples its states once a window (see crawl/timeline.py)."""
+
+    def __init__(self, run: FetchRun, timeline: Timeline):
+        self.fetch_run = run
+        self.timeline = timeline
+        self.busy_before = 0.0  # the post thread's busy seconds at the last sample
+        self.task: asyncio.Task[None] | None = None  # the sampler, held while the run lives
+
+    async def run(self, fetcher: Any) -> None:
+        await self.timeline.run(lambda: self.sample(fetcher), lambda: fetcher.running)
+
+    def sample(self, fetcher: Any) -> dict[str, Any]:
+        """The loop's states now, for the timeline."""
+        run = self.fetch_run
+        busy = run.post.busy_total()
+        share = (busy - self.busy_before) / TIMELINE_WINDOW
+        self.busy_before = busy
+        try:
+            queued = sum(len(q) for q in run.feed.stores.frontier.queues.values())
+        except Exception:  # read without the lock: it may change under us
+            queued = -1
+        return {
+            "in_flight": fetcher.scheduler.busy,
+            "waiting": len(fetcher.scheduler),
+            "due": fetcher.scheduler.due_count(fetcher.clock()),
+            "held": run.feed.held,
+            "live": run.live.records,
+            "backlog": run.post.backlog(),
+            "post_busy": round(min(1.0, share), 2),
+            "queued": queued,
+        }
+
+    def close(self) -> None:
+        """Write the last window, short (every record and refill counted), and close."""
+        if self.fetch_run.fetcher is not None:
+            self.timeline.write({**self.sample(self.fetch_run.fetcher), "lag": 0.0})
+        self.timeline.close()

@@ -177,12 +177,14 @@ class Outbox:
     def __init__(self) -> None:
         self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.accepted: set[str] = set()
+        self.made = 0  # records emitted in all (the sum of ``counts``)
         self._records: deque[Record] = deque()
 
     def emit(self, record: Record, *, settles: bool = True) -> None:
         """Queue ``record``; ``settles`` its URL's acceptance (a refusal at intake,
         made before the URL was accepted, settles nothing)."""
         self.counts[record["outcome"]] += 1
+        self.made += 1
         self._records.append(record)
         if settles:
             self.accepted.discard(record["url"])

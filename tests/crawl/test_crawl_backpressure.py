@@ -49,6 +49,10 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
         # only back-pressure keeps the fetcher from running through it.
         state = tmp_path / "state"
         monkeypatch.setattr(core, "STOP_GRACE", 0.0)
+        # --per-host as given: with 8 hosts the first batches (before any backlog)
+        # would give each up to FEW_HOSTS_PER_HOST, the whole web here; that bound is
+        # test_crawl_few_hosts.py's
+        monkeypatch.setattr(feed, "FEW_HOSTS", 0)
         # Small cycles, so the backlog reaches its bound well within the web's pages.
         monkeypatch.setattr(feed, "CHUNK_RECORDS", 20)
         monkeypatch.setattr(CycleRunner, "dedup", dedup_stuck_until_the_deadline)

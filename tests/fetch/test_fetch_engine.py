@@ -330,3 +330,46 @@ def test_idle_is_set_only_while_nothing_is_in_flight_or_due() -> None:
     assert fetched == [f"http://b.test/{i}" for i in range(3)]
     assert held_when_idle == [True]
     assert len(client.idle_during_requests) == 5 and not any(client.idle_during_requests)
+
+
+def test_an_answer_ends_the_pause_after_a_refill_that_gave_nothing() -> None:
+    """A refill that gave nothing is asked again after a pause, or at once when an
+    answer comes first: the answer frees a share of its host (one host at a 0.05-s
+    gap got 16 pages/s of its 19 while each pause ran out). The clock here stands
+    still, so only the answer can end the pause: without it the run never ends."""
+    release = asyncio.Event()
+
+    class GatedClient(FakeClient):
+        async def fetch(self, request: FetchRequest) -> FetchResult:
+            if request.url.endswith("/1"):
+                await release.wait()  # answered only after the empty refill
+            return await super().fetch(request)
+
+    table = {
+        "http://a.test/robots.txt": (200, {}, b""),
+        "http://a.test/1": (200, {"Content-Type": "text/html"}, b"<p>1</p>"),
+    }
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.0, delay_factor=0.0),
+        client=GatedClient(table),
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",)}),
+        netpolicy=NetPolicy(),
+        clock=lambda: 1000.0,
+    )
+    calls: list[int] = []
+
+    async def refill() -> list[dict] | None:
+        calls.append(fetcher.counts["fetched"])
+        if len(calls) == 1:
+            return [{"url": "http://a.test/1"}]
+        if len(calls) == 2:
+            release.set()
+            return []  # nothing now: a pause the clock never ends
+        return None
+
+    async def go() -> list[dict]:
+        return [r async for r in fetcher.run([], refill=refill)]
+
+    out = asyncio.run(asyncio.wait_for(go(), timeout=10))
+    assert [r["outcome"] for r in out] == ["fetched"]
+    assert calls == [0, 0, 1]  # asked the third time once /1 was answered
