@@ -25,12 +25,9 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import orjson
-
-if TYPE_CHECKING:  # feed.py imports this module
-    from crawlkit.crawl.feed import FetchRun
 
 __all__ = ["TIMELINE_WINDOW", "LoopProbe", "Timeline"]
 
@@ -80,9 +77,10 @@ class Timeline:
 
 class LoopProbe:
     """The opt-in timeline of one fetch run (``crawl --timeline``): counts its records
-    and refills, and samples its states once a window (see crawl/timeline.py)."""
+    and refills, and samples its states once a window (see the module doc)."""
 
-    def __init__(self, run: FetchRun, timeline: Timeline):
+    def __init__(self, run: Any, timeline: Timeline):
+        # ``run``: the feed.FetchRun it samples (feed.py imports this module)
         self.fetch_run = run
         self.timeline = timeline
         self.busy_before = 0.0  # the post thread's busy seconds at the last sample
