@@ -93,6 +93,7 @@ __all__ = [
 WORKERS_DIR = "workers"
 DELIVER_EVERY = 0.5  # seconds between deliveries of the workers' outboxes
 KILL_AFTER = 6.0  # seconds past --for after which a worker still running is killed
+RESTART_JOIN = 30.0  # most seconds to wait for a worker's last run to exit, to restart it
 # Workers stop fetching this long before the crawl's --for deadline: what a crawl does
 # after its deadline (in-flight requests, post-processing's 5 s, closing) takes longer
 # in N processes on a loaded machine, and the parent writes the index after them.
@@ -411,9 +412,10 @@ class WorkerFleet:
         return summary
 
     def _start(self, w: _Worker) -> None:
-        left = None
-        if self.deadline is not None:
-            left = max(0.1, self.deadline - self.clock())
+        if w.process is not None and w.process.is_alive():
+            # its summary came before its exit, and the state lock goes with the exit
+            w.process.join(RESTART_JOIN)
+        left = None if self.deadline is None else max(0.1, self.deadline - self.clock())
         opts = worker_options(self.options, self.state, self.map_path, w.k, self.n, left)
         if w.temp_dir is not None:  # its last run's, if not reaped yet: removed at the end
             self.ended_temp_dirs.append(w.temp_dir)

@@ -642,3 +642,54 @@ def test_the_workers_margin_before_the_deadline_is_a_share_of_a_short_for() -> N
     assert worker_deadline(1000.0, 60.0) == 1000.0 - WORKER_MARGIN
     assert worker_deadline(1000.0, 5.0) == pytest.approx(999.5)
     assert worker_deadline(None, None) is None and worker_deadline(1000.0, None) == 1000.0
+
+
+def test_a_worker_started_again_first_waits_for_its_last_run_to_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker is started again once its summary came (its inbox got files), and the
+    summary comes before its process exits, which until then holds the worker's state
+    lock: the new run would find it locked."""
+    fleet = workers_mod.WorkerFleet(tmp_path, [], CrawlOptions(), 2)
+    fleet.map_path = tmp_path / "map.json"
+    fleet.own_seeds = [[], []]
+    events: list[str] = []
+
+    class Old:
+        alive = True
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+        def join(self, timeout: float | None = None) -> None:
+            events.append(f"join {timeout}")
+            self.alive = False
+
+    class New:
+        def __init__(self, **_kwargs: object) -> None:
+            pass
+
+        def start(self) -> None:
+            events.append("start")
+
+        def is_alive(self) -> bool:
+            return False  # ended by the time it is started again below
+
+    class Context:
+        Process = New
+
+        @staticmethod
+        def Pipe() -> tuple:  # multiprocessing's name
+            return multiprocessing.Pipe()
+
+    monkeypatch.setattr(fleet, "_ctx", Context())
+    w = fleet.workers[0]
+    w.process, w.state = Old(), "ended"
+    fleet._start(w)
+    assert events == [f"join {workers_mod.RESTART_JOIN}", "start"]
+    assert isinstance(w.process, New) and w.state == "busy"
+    fleet._start(w)  # a process that has ended is not waited for
+    assert events[-1] == "start" and len(events) == 3
+    for path in [w.temp_dir, *fleet.ended_temp_dirs]:
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
