@@ -264,7 +264,7 @@ class Feed:
         hosts = len(self.stores.frontier.hosts)
         if self.opts.per_host_given or not per_host or not hosts or hosts > FEW_HOSTS:
             return per_host
-        if share < 1.0:
+        if share < 1.0:  # post-processing lags: the fetcher must not run further ahead
             return per_host
         gaps = int(FEW_HOSTS_SECONDS / max(self.opts.fetch.min_delay, 1e-3))
         share_of_hold = self.hold // (hosts * FEW_HOSTS_SHARE)
@@ -400,8 +400,8 @@ class FetchRun:
         )
 
     async def _cut_if_due(self, fetcher: Any) -> None:
-        # A refill that ran before this task may have cut the cycle already: cut again,
-        # the new live cycle went to post-processing with no record in it.
+        # A refill that ran before this task may have cut the cycle already; cut again
+        # regardless, it sent the new live cycle to post-processing with no record.
         if self.cut_due(self.clock()):
             await self.cut(fetcher)
 

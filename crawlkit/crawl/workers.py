@@ -362,7 +362,6 @@ class WorkerFleet:
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
         self.cycle_done = False  # a worker finished a cycle since the last delivery
-        self.ended_temp_dirs: list[Path] = []  # of runs started again before reaped
         self._ctx = multiprocessing.get_context("spawn")
 
     # -- running -------------------------------------------------------------------------
@@ -395,8 +394,6 @@ class WorkerFleet:
                     w.process.kill()  # only on an error of the parent itself
                     w.process.join()
                 _remove_temp_dir(w)
-            for path in self.ended_temp_dirs:
-                shutil.rmtree(path, ignore_errors=True)
         warc_root = Path(self.options.warc_dir) if self.options.warc_dir else self.state / "warc"
         if self.options.archive.index and warc_root.exists():
             update_collection_index(warc_root, self.rep)
@@ -415,10 +412,9 @@ class WorkerFleet:
         if w.process is not None and w.process.is_alive():
             # its summary came before its exit, and the state lock goes with the exit
             w.process.join(RESTART_JOIN)
+        _remove_temp_dir(w)  # its last run's
         left = None if self.deadline is None else max(0.1, self.deadline - self.clock())
         opts = worker_options(self.options, self.state, self.map_path, w.k, self.n, left)
-        if w.temp_dir is not None:  # its last run's, if not reaped yet: removed at the end
-            self.ended_temp_dirs.append(w.temp_dir)
         w.temp_dir = _worker_temp_dir(w.k)
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(

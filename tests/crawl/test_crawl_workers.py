@@ -690,6 +690,5 @@ def test_a_worker_started_again_first_waits_for_its_last_run_to_exit(
     assert isinstance(w.process, New) and w.state == "busy"
     fleet._start(w)  # a process that has ended is not waited for
     assert events[-1] == "start" and len(events) == 3
-    for path in [w.temp_dir, *fleet.ended_temp_dirs]:
-        if path is not None:
-            shutil.rmtree(path, ignore_errors=True)
+    if w.temp_dir is not None:
+        shutil.rmtree(w.temp_dir, ignore_errors=True)
