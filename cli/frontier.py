@@ -582,7 +582,10 @@ def block(target: Target, state: StateDir = ...) -> None:  # type: ignore[assign
     DIR/frontier/inbox without taking the lock, so it works while a crawl runs; the
     next 'frontier next' (or 'add') applies it: every queued URL of the target is
     written out as a refused record with "refused": "blocked", and new ones are
-    refused when added.
+    refused when added. A running 'crawl' applies it at its next batch (a fetcher
+    waiting for answers looks for posted commands every quarter second) and refuses
+    the target's URLs its fetcher holds as well: only requests already in flight are
+    still made.
 
     Example:
 

@@ -38,6 +38,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.timeline import LoopProbe, Timeline
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
+from crawlkit.frontier.commands import blocked_record, commands_waiting
 from crawlkit.frontier.store import NextOptions
 from crawlkit.records import FetchRecord, Refusal, URLRecord
 from crawlkit.shard.routing import inbox_files
@@ -97,12 +98,11 @@ REFILL_LOOK = 0.25  # how often a waiting refill looks for URLs queued meanwhile
 # commit with fsyncs) gave a page or two: one site of 3,000 pages at no gap
 # (--delay-factor 0) took 1,178 batches and 17.5 s, now 82 and 7.5 s; at a 0.05-s gap
 # it got 15.8 pages/s of the ~18.9 its gap allows, now 18.7. So unless --per-host was
-# given (an explicit bound is held exactly: what a stop gives back, what a block lets
-# through), with at most FEW_HOSTS hosts queued and while post-processing keeps up, a
-# host may hold the URLs of FEW_HOSTS_SECONDS of --min-delay gaps, at most
-# FEW_HOSTS_PER_HOST and 1/FEW_HOSTS_SHARE of the hold per host queued. At the
-# default gap of a second that is --per-host; the fetcher may run ahead of a stalled
-# post-processing by that many URLs a host (64 x 64 at most) where it was 4.
+# given (an explicit bound is held exactly: what a stop gives back), with at most
+# FEW_HOSTS hosts queued and post-processing keeping up, a host may hold the URLs of
+# FEW_HOSTS_SECONDS of --min-delay gaps, at most FEW_HOSTS_PER_HOST and
+# 1/FEW_HOSTS_SHARE of the hold per host queued: at the default 1-s gap, --per-host.
+# (What a blocked site's hosts hold is refused: FetchRun.refuse_blocked.)
 FEW_HOSTS_PER_HOST = 64
 FEW_HOSTS_SHARE = 4
 FEW_HOSTS_SECONDS = 1.0
@@ -239,6 +239,7 @@ class Feed:
         self.hold = HOLD_PER_SLOT * options.fetch.concurrency
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
         self.post_error: BaseException | None = None  # of the last fetch run
+        self.blocks = set(stores.frontier.blocks)  # the operator blocks the fetcher obeys
 
     def run(self, leftover: Leftover | None = None) -> None:
         """One fetch run (see :class:`FetchRun`), fetching ``leftover``'s URLs first."""
@@ -525,13 +526,13 @@ class FetchRun:
         answered = self.answered = asyncio.Event()
         loop = asyncio.get_running_loop()
         until = loop.time() + REFILL_WAIT
-        gate = self.feed.gate
+        gate, inbox = self.feed.gate, self.feed.stores.frontier.inbox
         try:
             # New URLs queued (post-processing added a cycle's links) end the wait too:
             # there is new work to hand out. Looked at every REFILL_LOOK seconds.
-            # A stop (a signal, --for, --max-pages) or the fetcher's end ends it as well.
+            # So do a stop (a signal, --for, --max-pages), the fetcher's end, a block.
             while not answered.is_set() and gate.version == self.version_at_batch:
-                if not fetcher.running or self.feed.limits.should_stop():
+                if not fetcher.running or self.feed.limits.should_stop() or commands_waiting(inbox):
                     break
                 left = until - loop.time()
                 if left <= 0 or (fetcher.idle.is_set() and not held):
@@ -539,6 +540,14 @@ class FetchRun:
                 await _either(answered, None if held else fetcher.idle, min(left, REFILL_LOOK))
         finally:
             self.answered = None
+
+    def refuse_blocked(self, fetcher: Any) -> None:
+        """A block came with the last batch: the frontier refused the site's queued URLs,
+        the fetcher refuses those it holds; only what is in flight is still asked."""
+        feed = self.feed
+        feed.blocks = set(feed.stores.frontier.blocks)
+        refused = fetcher.refuse_queued(blocked_record(feed.blocks), "blocked", "operator block")
+        feed.gate.count_refused(refused)
 
     async def _refill(self, fetcher: Any) -> list[Record] | None:
         feed = self.feed
@@ -592,6 +601,8 @@ class FetchRun:
             )
             for path, records in handed:
                 self.track(path, records)
+            if feed.stores.frontier.blocks != feed.blocks:
+                self.refuse_blocked(fetcher)
             self.answers_at_batch = self.answers
             self.version_at_batch = feed.gate.version
             if batch:

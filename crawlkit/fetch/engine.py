@@ -297,6 +297,19 @@ class Fetcher:
         self._wake.set()
         return taken
 
+    def refuse_queued(
+        self, which: Callable[[Record], bool], refused: str, detail: str
+    ) -> list[Record]:
+        """Answer every queued URL whose input record ``which`` names as refused
+        (``refused``, ``detail``) instead of fetching it (call it on the loop's
+        thread): for what the run must no longer ask, e.g. a site an operator
+        blocked while the fetcher held its URLs. Requests in flight finish. Returns
+        the refusals (they come out of :meth:`run` like every record)."""
+        out = self.hosts.refuse_queued(which, refused, detail)
+        if out:
+            self._wake.set()
+        return out
+
     # ------------------------------------------------------------------ tasks
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as one of the run's tasks (the run waits for them all)."""

@@ -33,6 +33,7 @@ only through the ``on_robots_task`` callback.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -333,6 +334,30 @@ class HostTable:
             else:
                 self.on_robots_task(item, error)
         host.release_empty()
+
+    def refuse_queued(
+        self, which: Callable[[Record], bool], refused: str, detail: str
+    ) -> list[Record]:
+        """Every queued URL whose input record ``which`` names comes out refused
+        (``refused``, ``detail``), the rest keep their places; robots tasks stay. What
+        is in flight is not touched. Returns the refusals made."""
+        out: list[Record] = []
+        for host in self.hosts.values():
+            if not host.has_items:
+                continue
+            kept: deque[Task] = deque()
+            for item in host.items:
+                if isinstance(item, Item) and which(item.record):
+                    out.append(fetch_refusal(item.record, item.url, refused, detail))
+                else:
+                    kept.append(item)
+            if len(kept) < len(host.items):
+                host.items.clear()
+                host.items.extend(kept)
+                host.release_empty()
+        for rec in out:
+            self.outbox.emit(rec)
+        return out
 
     def schedule(self, host: Host, now: float) -> None:
         """Back into the heap if it has work and can be served in time; else defer."""

@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from crawlkit.streams import atomic_write_json
 
-__all__ = ["Commands", "is_blocked", "normalize_target", "post_command", "read_commands"]
+__all__ = [
+    "Commands",
+    "blocked_record",
+    "commands_waiting",
+    "is_blocked",
+    "normalize_target",
+    "post_command",
+    "read_commands",
+]
 
 
 def normalize_target(target: str) -> str:
@@ -36,6 +46,20 @@ def is_blocked(blocks: set[str], site: str, host: str) -> bool:
     if not blocks:
         return False
     return site in blocks or host in blocks or host.partition(":")[0] in blocks
+
+
+def blocked_record(blocks: set[str]) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether a URL record (its ``site`` and ``host``) is blocked by ``blocks``."""
+    return lambda rec: is_blocked(blocks, str(rec.get("site", "")), str(rec.get("host", "")))
+
+
+def commands_waiting(inbox: Path) -> bool:
+    """Whether ``inbox`` holds a command not applied yet (the owner deletes the files
+    it applied once they are committed)."""
+    try:
+        return any(entry.name.endswith(".json") for entry in os.scandir(inbox))
+    except OSError:  # no inbox yet
+        return False
 
 
 def post_command(directory: str | os.PathLike[str], op: str, target: str) -> Path:

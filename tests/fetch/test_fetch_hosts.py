@@ -278,3 +278,35 @@ def test_swept_hosts_keep_their_gap_and_crawl_delay_by_the_server_log(tmp_path: 
         want = max(gap, h["robots"]["crawl_delay"] or 0.0)
         for prev, nxt in itertools.pairwise(mine):
             assert nxt["t_start"] - prev["t_end"] >= want - 0.01, (h["name"], prev, nxt)
+
+
+def test_refuse_queued_answers_a_hosts_held_urls_and_leaves_the_rest() -> None:
+    table = {f"http://{h}/robots.txt": (404, {}, b"") for h in ("a.test", "b.test")}
+    records = [{"url": f"http://a.test/{i}"} for i in range(6)]
+    records += [{"url": f"http://b.test/{i}"} for i in range(3)]
+    client = FakeClient(table)
+    fetcher = Fetcher(
+        FetchConfig(min_delay=0.05, delay_factor=0),
+        client=client,
+        resolver=Resolver(hosts={"a.test": ("8.8.8.8",), "b.test": ("8.8.4.4",)}),
+        netpolicy=NetPolicy(),
+    )
+    refused: list[dict] = []
+
+    async def go() -> list[dict]:
+        out = []
+        async for rec in fetcher.run(records):
+            out.append(rec)
+            if len(out) == 1:  # a.test's first page answered (or b.test's): block a.test
+                blocked = fetcher.refuse_queued(lambda r: "a.test" in r["url"], "blocked", "x")
+                refused.extend(blocked)
+        return out
+
+    out = asyncio.run(go())
+    assert sorted(r["url"] for r in out) == sorted(r["url"] for r in records)  # each once
+    asked = {url for url, _ in client.seen}
+    assert refused and all(r["outcome"] == "refused" and r["refused"] == "blocked" for r in refused)
+    assert all("a.test" in r["url"] and r["url"] not in asked for r in refused)
+    # a.test: what was answered or in flight when the block came, no more
+    assert len([u for u in asked if u.startswith("http://a.test/") and u[-1].isdigit()]) <= 2
+    assert {f"http://b.test/{i}" for i in range(3)} <= asked  # the other host untouched
