@@ -59,6 +59,29 @@ def cli():
     return crawlkit
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _children_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every process the suite starts makes its temporary files under pytest's own
+    temporary root, not in /tmp.
+
+    A test that kills a whole crawl with SIGKILL leaves what the crawl's processes
+    made (multiprocessing's ``pymp-*`` socket directories, a worker's ``ckwK-*``):
+    no process of that crawl is left to remove them. Here pytest's retention of its
+    last runs removes them; in /tmp each run of the suite left 14. The path stays
+    short: a fork server's socket under it must fit an AF_UNIX path (107 bytes).
+    """
+    temp = tmp_path_factory.mktemp("tmp", numbered=False)
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(temp)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before
+
+
 def wait_until_locked(lock: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
     """Wait until some process holds the flock on ``lock`` (a state directory's LOCK),
     as /proc/locks shows it: the lock is never touched, so its owner never sees a
