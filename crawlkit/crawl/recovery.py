@@ -52,6 +52,11 @@ class Recovery:
             return Leftover()
         valid_end = self._close_open_warcs()
         for cycle in unfinished:
+            if not (cycle / "fetch.ndjson").exists():
+                # Killed at a cut, between making the cycle's directory and its log:
+                # it fetched nothing. Its steps read the log, so it is made, empty (a
+                # run before this fix marked its fetch done without one: made too).
+                streams.atomic_write_bytes(cycle / "fetch.ndjson", b"")
             if not is_done(cycle, "fetch"):
                 _salvage(cycle, valid_end)
                 mark_done(cycle, "fetch", {"salvaged": True})

@@ -76,3 +76,48 @@ def test_killed_at_the_seen_commit_queues_each_new_url_once(tmp_path: Path, when
     retries = sum(r["outcome"] == "error" for r in _fetch_records(state))
     assert stats["queued"] == stats["parked"] == 0
     assert stats["added"] == stats["handed_out"] == len(pages) + retries
+
+
+# Runs ``crawlkit ARGS`` and dies when the fetcher cuts its first cycle, right after the
+# next cycle's directory is made and before its fetch log is (``CrawlDir.new_cycle``).
+CHILD_AT_CUT = """
+import os, sys
+from crawlkit.crawl.files import CrawlDir
+from crawlkit_cli.main import main
+
+real_new_cycle = CrawlDir.new_cycle
+made = []
+
+def new_cycle(self):
+    path = real_new_cycle(self)
+    made.append(path)
+    if len(made) == 2:
+        os._exit(9)
+    return path
+
+CrawlDir.new_cycle = new_cycle
+sys.argv = ["crawlkit", *sys.argv[1:]]
+main()
+"""
+
+
+def test_killed_between_a_new_cycle_and_its_fetch_log_loses_nothing(tmp_path: Path) -> None:
+    """A cycle directory with no fetch log yet (a kill -9 at a cut, between the two):
+    the next run finished the earlier cycles, then failed on the empty one's missing
+    log, and so did every run after it."""
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "25", "--special", "none") as web:
+        state = tmp_path / "state"
+        args = _crawl_args(web, state, "--batch", "10", "--per-host", "5")
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD_AT_CUT, *args], cwd=ROOT, capture_output=True, timeout=180
+        )
+        assert child.returncode == 9, child.stderr.decode()[-2000:]
+        bare = [c for c in state.glob("crawl/cycles/*") if not (c / "fetch.ndjson").exists()]
+        assert len(bare) == 1  # the crash point was reached
+
+        res = crawlkit(*args, timeout=180)
+        assert res.code == 0, res.stderr
+        requested = {_strip_port(f"http://{q['host']}{q['path']}") for q in web.requests()}
+        pages = {_strip_port(u) for host in web.hosts_of_kind("ordinary") for u in host["pages"]}
+    assert len(pages) >= 40
+    assert sorted(pages - requested) == []  # nothing lost, from the server's view
