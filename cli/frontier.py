@@ -585,7 +585,8 @@ def block(target: Target, state: StateDir = ...) -> None:  # type: ignore[assign
     refused when added. A running 'crawl' applies it at its next batch (a fetcher
     waiting for answers looks for posted commands every quarter second) and refuses
     the target's URLs its fetcher holds as well: only requests already in flight are
-    still made.
+    still made. On the state of a 'crawl --workers N' it is posted to every
+    worker's frontier (and to those a later --workers adds).
 
     Example:
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import LockedError, StateError, describe_os_error
 
-__all__ = ["StateDir", "lock_state", "open_state", "require_existing_state"]
+__all__ = ["StateDir", "crawl_roots", "lock_state", "open_state", "require_existing_state"]
 
 
 # Directories this process has locked: resolved path -> [fd, number of openers, mode]
@@ -225,3 +225,10 @@ def lock_state(
                 reporter.info(f"{exc}; waiting up to {wait:g} s")
                 told = True
             time.sleep(0.05)
+
+
+def crawl_roots(state: Path) -> list[Path]:
+    """The crawl states of ``state``: itself, and each worker's of a ``crawl --workers N``
+    (``STATE/workers/K``), whose seen sets, frontiers, waiting rooms and totals are
+    their own (a URL is in its owner's alone)."""
+    return [state, *sorted((state / "workers").glob("[0-9]*"), key=lambda p: int(p.name))]

@@ -29,6 +29,7 @@ import orjson
 from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy
+from crawlkit.crawl.blocks import OperatorBlocks
 from crawlkit.crawl.core import HOLD_PER_SLOT, Gate, Limits
 from crawlkit.crawl.cycle import CycleRunner, PostWorker
 from crawlkit.crawl.files import CrawlDir, mark_done, write_file
@@ -38,7 +39,6 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.timeline import LoopProbe, Timeline
 from crawlkit.diag import Reporter
 from crawlkit.fetch.engine import FetchConfig
-from crawlkit.frontier.commands import blocked_record, commands_waiting
 from crawlkit.frontier.store import NextOptions
 from crawlkit.records import FetchRecord, Refusal, URLRecord
 from crawlkit.shard.routing import inbox_files
@@ -102,7 +102,7 @@ REFILL_LOOK = 0.25  # how often a waiting refill looks for URLs queued meanwhile
 # FEW_HOSTS hosts queued and post-processing keeping up, a host may hold the URLs of
 # FEW_HOSTS_SECONDS of --min-delay gaps, at most FEW_HOSTS_PER_HOST and
 # 1/FEW_HOSTS_SHARE of the hold per host queued: at the default 1-s gap, --per-host.
-# (What a blocked site's hosts hold is refused: FetchRun.refuse_blocked.)
+# (What a blocked site's hosts hold is refused: crawlkit/crawl/blocks.py.)
 FEW_HOSTS_PER_HOST = 64
 FEW_HOSTS_SHARE = 4
 FEW_HOSTS_SECONDS = 1.0
@@ -239,7 +239,7 @@ class Feed:
         self.hold = HOLD_PER_SLOT * options.fetch.concurrency
         self._batch_numbers = itertools.count(1)  # 0 names the batch a recovery requeues
         self.post_error: BaseException | None = None  # of the last fetch run
-        self.blocks = set(stores.frontier.blocks)  # the operator blocks the fetcher obeys
+        self.blocks = OperatorBlocks(stores.frontier, gate.count_refused)
 
     def run(self, leftover: Leftover | None = None) -> None:
         """One fetch run (see :class:`FetchRun`), fetching ``leftover``'s URLs first."""
@@ -526,13 +526,13 @@ class FetchRun:
         answered = self.answered = asyncio.Event()
         loop = asyncio.get_running_loop()
         until = loop.time() + REFILL_WAIT
-        gate, inbox = self.feed.gate, self.feed.stores.frontier.inbox
+        gate, blocks = self.feed.gate, self.feed.blocks
         try:
             # New URLs queued (post-processing added a cycle's links) end the wait too:
             # there is new work to hand out. Looked at every REFILL_LOOK seconds.
             # So do a stop (a signal, --for, --max-pages), the fetcher's end, a block.
             while not answered.is_set() and gate.version == self.version_at_batch:
-                if not fetcher.running or self.feed.limits.should_stop() or commands_waiting(inbox):
+                if not fetcher.running or self.feed.limits.should_stop() or blocks.posted():
                     break
                 left = until - loop.time()
                 if left <= 0 or (fetcher.idle.is_set() and not held):
@@ -540,14 +540,6 @@ class FetchRun:
                 await _either(answered, None if held else fetcher.idle, min(left, REFILL_LOOK))
         finally:
             self.answered = None
-
-    def refuse_blocked(self, fetcher: Any) -> None:
-        """A block came with the last batch: the frontier refused the site's queued URLs,
-        the fetcher refuses those it holds; only what is in flight is still asked."""
-        feed = self.feed
-        feed.blocks = set(feed.stores.frontier.blocks)
-        refused = fetcher.refuse_queued(blocked_record(feed.blocks), "blocked", "operator block")
-        feed.gate.count_refused(refused)
 
     async def _refill(self, fetcher: Any) -> list[Record] | None:
         feed = self.feed
@@ -601,8 +593,7 @@ class FetchRun:
             )
             for path, records in handed:
                 self.track(path, records)
-            if feed.stores.frontier.blocks != feed.blocks:
-                self.refuse_blocked(fetcher)
+            feed.blocks.refuse_held(fetcher)
             self.answers_at_batch = self.answers
             self.version_at_batch = feed.gate.version
             if batch:
@@ -642,7 +633,7 @@ class FetchRun:
             for old in leftover.batches:
                 old.unlink(missing_ok=True)
             self.track(path, leftover.records)
-            initial = leftover.records
+            initial = feed.blocks.leftover(leftover.records)
         config = opts.fetch
         if feed.limits.deadline is not None:
             left = max(0.0, feed.limits.deadline - self.clock())

@@ -14,7 +14,9 @@ on with it, :func:`crawlkit.crawl.workers.prepare`):
    (:func:`crawlkit.fleet.handoff.handoff`): host clocks, site knowledge, queued and
    waiting URLs;
 4. the handed URLs are queued in the new owner's frontier at once (not admitted
-   from its inbox, where the seen set of step 5 would take them for seen);
+   from its inbox, where the seen set of step 5 would take them for seen), under the
+   operator blocks of the old workers (``frontier block`` posts to every worker: a
+   new one gets those posted before it was);
 5. the new worker's seen set gets every key of the old workers' seen sets, so a
    link to a page of a moved site that was fetched already is not new to its new
    owner (the keys of other sites do no harm: their URLs never reach it);
@@ -41,6 +43,7 @@ from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
 from crawlkit.fleet.handoff import handoff
+from crawlkit.frontier.commands import read_commands
 from crawlkit.frontier.store import Frontier
 from crawlkit.recrawl.history import History
 from crawlkit.seen import SeenStore
@@ -79,7 +82,10 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
         for dst in range(had, n):
             for key, count in handoff(map_path, dirs[src], dirs[dst]).items():
                 moved[key] += count
+    blocks = _blocks_of(dirs[:had])
     for dst in range(had, n):
+        for target in sorted(blocks):  # a crash repeats them: harmless
+            Frontier.post_command(dirs[dst] / "frontier", "block", target)
         _queue_handed(dirs[dst])  # 4.
         moved["seen_keys"] += _copy_seen(dirs[:had], dirs[dst])  # 5.
         moved["history"] += _copy_history(dirs[:had], dirs[dst], current, dst)  # 6.
@@ -89,6 +95,16 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
         f"{moved['urls']} queued and {moved['waiting']} waiting URLs handed over"
     )
     return moved
+
+
+def _blocks_of(states: list[Path]) -> set[str]:
+    """The operator blocks of ``states``' frontiers, commands posted and not yet
+    applied included."""
+    blocks: set[str] = set()
+    for state in states:
+        frontier = Frontier.open(state / "frontier", read_only=True)
+        blocks |= read_commands(frontier.inbox, frontier.blocks).blocks
+    return blocks
 
 
 def _queue_handed(state: Path) -> None:

@@ -38,7 +38,7 @@ from crawlkit.records import Record, Refusal, URLRecord
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
-from crawlkit.state import StateDir, lock_state, open_state
+from crawlkit.state import StateDir, crawl_roots, lock_state, open_state
 from crawlkit.streams import read_records
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
@@ -463,9 +463,15 @@ def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
 
 def frontier_block(
     state_path: str | os.PathLike[str], target: str, *, unblock: bool = False
-) -> Path:
-    """Post a block (or unblock) of a site or host; applied by the next ``next``/``add``."""
+) -> list[Path]:
+    """Post a block (or unblock) of a site or host; applied by the next ``next``/``add``.
+
+    A state of ``crawl --workers N`` gets it in every worker's frontier as well (each
+    worker's crawl applies its own): which worker owns the target's site is the slot
+    map's business, and a block must hold wherever the site goes."""
     open_state(state_path, lock=False)  # creates the directory, takes no lock
-    return Frontier.post_command(
-        Path(state_path) / "frontier", "unblock" if unblock else "block", target
-    )
+    op = "unblock" if unblock else "block"
+    return [
+        Frontier.post_command(root / "frontier", op, target)
+        for root in crawl_roots(Path(state_path))
+    ]

@@ -36,6 +36,7 @@ from crawlkit.seen import SeenStore
 from crawlkit.stages.frontier import frontier_stats
 from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
+from crawlkit.state import crawl_roots
 from crawlkit.streams import Record
 
 __all__ = ["crawl_report", "crawl_roots", "merge_recrawl", "pending_urls"]
@@ -87,13 +88,6 @@ def crawl_report(
     now = time.time()  # None before any recrawl step
     report["recrawl"] = merge_recrawl([report_data(r, now) for r in roots])
     return report
-
-
-def crawl_roots(state: Path) -> list[Path]:
-    """The crawl states of ``state``: itself, and each worker's of a ``crawl --workers N``
-    (``STATE/workers/K``), whose seen sets, frontiers, waiting rooms and totals are
-    their own (a URL is in its owner's alone)."""
-    return [state, *sorted((state / "workers").glob("[0-9]*"), key=lambda p: int(p.name))]
 
 
 def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:

@@ -13,10 +13,33 @@ from pathlib import Path
 import orjson
 from conftest import ROOT, crawlkit, start_testweb
 
+from crawlkit import streams
 from crawlkit.crawl.feed import FEW_HOSTS_PER_HOST
+from crawlkit.frontier.store import Frontier
 
 PER_HOST = 2
 SHORT_GAP = 0.02  # a few hosts at this gap may each hold FEW_HOSTS_PER_HOST URLs
+
+
+def _args(web, state: Path, *extra: str) -> list[str]:
+    """A crawl of ``web`` into ``state`` to the end, with ``extra`` options."""
+    return [
+        "crawl",
+        str(web.seeds),
+        "--state",
+        str(state),
+        "--scope",
+        "any",
+        "--no-budgets",
+        "--allow-net",
+        web.info["allow_net"],
+        "--hosts-file",
+        str(web.hosts_file),
+        "--timeout",
+        "3s",
+        "--json",
+        *extra,
+    ]
 
 
 def _crawl_and_block(
@@ -27,23 +50,7 @@ def _crawl_and_block(
     the state."""
     with start_testweb(tmp_path, *web_args) as web:
         state = tmp_path / "state"
-        args = [
-            "crawl",
-            str(web.seeds),
-            "--state",
-            str(state),
-            "--scope",
-            "any",
-            *crawl_args,
-            "--no-budgets",
-            "--allow-net",
-            web.info["allow_net"],
-            "--hosts-file",
-            str(web.hosts_file),
-            "--timeout",
-            "3s",
-            "--json",
-        ]
+        args = _args(web, state, *crawl_args)
         proc = subprocess.Popen(
             [sys.executable, "-m", "crawlkit", *args],
             cwd=ROOT,
@@ -114,3 +121,79 @@ def test_a_block_refuses_what_the_fetcher_holds_of_the_site(tmp_path: Path) -> N
     refused = [r for r in fetches if r.get("refused") == "blocked"]
     assert refused and all(r["host"].startswith("h1.test") for r in refused)
     assert summary["refused"]["blocked"] >= len(refused)
+
+
+def test_a_block_holds_in_every_worker_of_a_crawl_of_workers(tmp_path: Path) -> None:
+    summary, requests, pages_h1, posted, _ = _crawl_and_block(
+        tmp_path,
+        ("--hosts", "3", "--pages", "40", "--special", "none", "--seed", "5"),
+        ("--min-delay", "0.3s", "--per-host", str(PER_HOST), "--workers", "2"),
+        seen=5,
+    )
+    after = _after(requests, posted)
+    assert len(after) <= PER_HOST + 1, len(after)  # as in one process
+    assert pages_h1 > 5 + PER_HOST + 1
+    assert summary["refused"].get("blocked", 0) >= 1
+
+
+def _page_requests(web, host: str, since: float) -> list[dict]:
+    return [
+        q
+        for q in web.requests()
+        if q["host"].startswith(host) and q["path"] != "/robots.txt" and q["t_start"] > since
+    ]
+
+
+def test_a_block_refuses_what_a_killed_run_left_to_fetch_again(tmp_path: Path) -> None:
+    # Two sites at a short gap: the fetcher holds many of their URLs when the crawl is
+    # killed; the next run hands them to the fetcher before any batch. One is blocked.
+    web_args = ("--hosts", "2", "--pages", "200", "--special", "none", "--seed", "5")
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        host = web.manifest["hosts"][0]["name"]
+        args = _args(web, state, "--min-delay", f"{SHORT_GAP}s", "--delay-factor", "0")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while len(web.requests(settle=0.0)) < 20 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        killed = time.time()
+        left = [
+            r
+            for path in (state / "crawl" / "batches").glob("*.ndjson.zst")
+            for r in streams.read_records([path])
+            if r["host"].startswith(host)
+        ]
+        assert left  # URLs of the site handed to the fetcher and not answered
+        assert crawlkit("frontier", "block", "--state", str(state), host).code == 0
+        res = crawlkit(*args, timeout=120)
+        assert res.code == 0, res.stderr
+        assert _page_requests(web, host, killed) == []
+    assert orjson.loads(res.stdout)["refused"]["blocked"] >= len(left) > 0
+
+
+def test_a_block_reaches_the_workers_a_crawl_grows_to(tmp_path: Path) -> None:
+    web_args = ("--hosts", "4", "--pages", "20", "--special", "none", "--seed", "11")
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        args = _args(web, state, "--min-delay", "0.05s")
+        res = crawlkit(*args, "--workers", "2", "--max-pages", "12", timeout=120)
+        assert res.code == 0, res.stderr
+        hosts = sorted(web.hosts)
+        for host in hosts:
+            assert crawlkit("frontier", "block", "--state", str(state), host).code == 0
+        posted = time.time()
+        res = crawlkit(*args, "--workers", "3", timeout=120)
+        assert res.code == 0, res.stderr
+        assert [q for q in web.requests() if q["t_start"] > posted] == []
+    for k in range(3):  # the new worker's frontier holds the blocks too
+        frontier = Frontier.open(state / "workers" / str(k) / "frontier", read_only=True)
+        assert frontier.blocks == set(hosts), k
