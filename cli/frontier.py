@@ -40,12 +40,12 @@ from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.frontier import (
+    crawl_frontier_stats,
     frontier_add,
     frontier_block,
     frontier_defer,
     frontier_links,
     frontier_next,
-    frontier_stats,
 )
 from crawlkit.state import require_existing_state
 from crawlkit.streams import Record
@@ -559,7 +559,9 @@ def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
     used, seed and trusted_linkers), blocked (including blocks not yet applied).
 
     Reads the committed state without taking the lock, so it works while a crawl
-    runs; touches nothing.
+    runs; touches nothing. Of the state of a 'crawl --workers N', the workers'
+    frontiers as one: counts summed, the latest budget period, the 10 sites with the
+    most parked URLs of all.
 
     Example:
 
@@ -567,7 +569,7 @@ def stats(state: ExistingStateDir = ...) -> None:  # type: ignore[assignment]
     """
     require_existing_state(state)
     with streams.open_output("-") as sink:
-        sink.write_record(frontier_stats(state))
+        sink.write_record(crawl_frontier_stats(state))
 
 
 Target = Annotated[str, typer.Argument(help="A site (registered domain) or a host.")]

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, Any, cast
 
 import orjson
 
@@ -45,6 +45,7 @@ from crawlkit.url import Canonicalizer
 
 __all__ = [
     "add_to",
+    "crawl_frontier_stats",
     "frontier_add",
     "frontier_block",
     "frontier_defer",
@@ -459,6 +460,48 @@ def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
                 raise
             time.sleep(0.05)
     raise AssertionError("unreachable")
+
+
+def crawl_frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
+    """:func:`frontier_stats` of a crawl's state; of a ``crawl --workers N`` state, the
+    workers' frontiers as one (each URL is queued in its owner's alone): counts summed,
+    the per-level lists level by level, the budget period the latest and its start the
+    earliest, the 10 sites with the most parked URLs of all, the blocks joined."""
+    workers = crawl_roots(Path(state_path))[1:]
+    if not workers:
+        return frontier_stats(state_path)
+    parts: list[dict[str, Any]] = [frontier_stats(root) for root in workers]
+    merged: dict[str, Any] = _summed(parts)
+    budgets = [part["budgets"] for part in parts]
+    starts = [b["cycle_start"] for b in budgets if b["cycle_start"]]
+    top = sorted(
+        (site for b in budgets for site in b["parked_sites"]),
+        key=lambda site: (-site["parked"], site["site"]),
+    )
+    merged["budgets"].update(
+        cycle=max(b["cycle"] for b in budgets),
+        cycle_start=min(starts) if starts else None,
+        parked_sites=top[:10],
+    )
+    merged["blocked"] = sorted({target for part in parts for target in part["blocked"]})
+    return merged
+
+
+def _summed(parts: list[Any]) -> Any:
+    """Numbers summed, dicts key by key, lists of numbers item by item, across
+    ``parts`` of one shape; anything else is the first part's."""
+    first = parts[0]
+    if isinstance(first, bool) or first is None:
+        return first
+    if isinstance(first, int | float):
+        return sum(parts)
+    if isinstance(first, dict):
+        keys = dict.fromkeys(k for part in parts for k in part)
+        return {k: _summed([part[k] for part in parts if k in part]) for k in keys}
+    if isinstance(first, list) and all(isinstance(x, int) for part in parts for x in part):
+        width = max(len(part) for part in parts)
+        return [sum(part[i] for part in parts if i < len(part)) for i in range(width)]
+    return first
 
 
 def frontier_block(

@@ -1,0 +1,53 @@
+"""`crawlkit frontier stats --state S` of a `crawl --workers N` state: the workers'
+frontiers as one, as `report` sums them (the parent keeps no frontier of its own)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from conftest import crawlkit, start_testweb
+
+from crawlkit.stages.frontier import crawl_frontier_stats
+
+
+def test_frontier_stats_of_a_workers_state_are_the_workers_summed(tmp_path: Path) -> None:
+    web_args = ("--hosts", "4", "--pages", "20", "--special", "none", "--seed", "11")
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        res = crawlkit(
+            "crawl",
+            str(web.seeds),
+            "--state",
+            str(state),
+            "--min-delay",
+            "0.05s",
+            "--no-budgets",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--workers",
+            "2",
+            "--max-pages",
+            "12",  # cut: URLs left queued in both workers
+            timeout=120,
+        )
+        assert res.code == 0, res.stderr
+    assert crawlkit("frontier", "block", "--state", str(state), "h1.test").code == 0
+    res = crawlkit("frontier", "stats", "--state", str(state))
+    assert res.code == 0, res.stderr
+    stats = orjson.loads(res.stdout)
+    parts = [
+        orjson.loads(crawlkit("frontier", "stats", "--state", str(state / "workers" / k)).stdout)
+        for k in ("0", "1")
+    ]
+    assert stats["queued"] == sum(p["queued"] for p in parts) > 0
+    assert all(p["queued"] > 0 for p in parts)  # both workers' queues counted
+    for key in ("added", "handed_out", "hosts", "sites_known"):
+        assert stats[key] == sum(p[key] for p in parts), key
+    levels = [sum(p["levels"]["new"][i] for p in parts) for i in range(4)]
+    assert stats["levels"]["new"] == levels
+    assert stats["blocked"] == ["h1.test"]  # posted to both, counted once
+    assert stats["budgets"]["cycle"] == max(p["budgets"]["cycle"] for p in parts)
+    assert crawl_frontier_stats(state) == stats
