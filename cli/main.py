@@ -19,6 +19,7 @@ from crawlkit_cli.app import app, invocation
 
 from crawlkit import early_signals
 from crawlkit.errors import CrawlkitError, describe_os_error
+from crawlkit.tempdirs import private_temp_dir
 
 
 def _command_name(root: click.Command, argv: Sequence[str]) -> str:
@@ -55,6 +56,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     prefix = f"crawlkit {invocation.command}".strip()
     _raise_open_file_limit()
     _quiet_resource_tracker()
+    with contextlib.ExitStack() as stack:
+        if invocation.command == "crawl":
+            stack.enter_context(private_temp_dir())  # what a kill -9 leaves is swept
+        return _run(command, args, prefix)
+
+
+def _run(command: click.Command, args: list[str], prefix: str) -> int:
     try:
         result = command.main(args=args, prog_name="crawlkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
