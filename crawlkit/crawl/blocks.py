@@ -11,13 +11,15 @@ any batch.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from crawlkit import streams
 from crawlkit.frontier.commands import blocked_record, commands_waiting
 from crawlkit.frontier.store import Frontier
 from crawlkit.records import Record, refusal
 
-__all__ = ["OperatorBlocks"]
+__all__ = ["OperatorBlocks", "hand_posted"]
 
 REASON = "blocked"
 DETAIL = "operator block"  # as the frontier's own refusals say it
@@ -51,3 +53,17 @@ class OperatorBlocks:
         out: list[Record] = [dict(refusal(r, REASON, DETAIL)) if blocked(r) else r for r in records]
         self.on_refused([r for r in out if r.get("refused") == REASON])
         return out
+
+
+def hand_posted(state: Path, workers: list[Path]) -> None:
+    """Post the commands posted to ``state``'s own frontier (before it was a crawl of
+    workers: ``frontier block`` then posts to each worker's too) to each of
+    ``workers``' frontiers, which are all its crawl reads. A copy keeps its name, so
+    doing it again adds nothing."""
+    inbox = state / "frontier" / "inbox"
+    for command in sorted(inbox.glob("*.json")) if inbox.is_dir() else []:
+        for worker in workers:
+            copy = worker / "frontier" / "inbox" / command.name
+            if not copy.exists():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                streams.atomic_write_bytes(copy, command.read_bytes())

@@ -59,6 +59,7 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.arenas import cap_arenas
+from crawlkit.crawl.blocks import hand_posted
 from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
 from crawlkit.crawl.collector import collect_by_clock
@@ -143,6 +144,7 @@ def prepare(state: Path, n: int, reporter: Reporter | None = None) -> Path:
     if (one_process / "cycles").exists() or (one_process / "totals.json").exists():
         raise UsageError(f"{state} is a one-process crawl; run it with --workers 1")
     root.mkdir(parents=True, exist_ok=True)
+    hand_posted(state, [worker_dir(state, k) for k in range(n)])  # blocks posted before
     SlotMap.even(n).save(map_path)  # before fleet.json: a crash in between redoes both
     streams.atomic_write_json(saved, {"workers": n})
     return map_path

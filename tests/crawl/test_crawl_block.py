@@ -197,3 +197,16 @@ def test_a_block_reaches_the_workers_a_crawl_grows_to(tmp_path: Path) -> None:
     for k in range(3):  # the new worker's frontier holds the blocks too
         frontier = Frontier.open(state / "workers" / str(k) / "frontier", read_only=True)
         assert frontier.blocks == set(hosts), k
+
+
+def test_a_block_posted_before_the_first_crawl_of_workers_holds(tmp_path: Path) -> None:
+    web_args = ("--hosts", "3", "--pages", "10", "--special", "none", "--seed", "5")
+    with start_testweb(tmp_path, *web_args) as web:
+        state = tmp_path / "state"
+        # no crawl yet: the state is not known to be one of workers
+        assert crawlkit("frontier", "block", "--state", str(state), "h1.test").code == 0
+        res = crawlkit(*_args(web, state, "--min-delay", "0.05s", "--workers", "2"), timeout=120)
+        assert res.code == 0, res.stderr
+        asked = {q["host"].split(":")[0] for q in web.requests() if q["path"] != "/robots.txt"}
+    assert "h1.test" not in asked and {"h0.test", "h2.test"} <= asked
+    assert orjson.loads(res.stdout)["refused"].get("blocked", 0) >= 1
