@@ -56,9 +56,10 @@ class OperatorBlocks:
 
 
 def hand_posted(state: Path, workers: list[Path]) -> None:
-    """Post the commands posted to ``state``'s own frontier (before it was a crawl of
-    workers: ``frontier block`` then posts to each worker's too) to each of
-    ``workers``' frontiers, which are all its crawl reads. A copy keeps its name, so
+    """Post the commands waiting in ``state``'s frontier inbox to each of ``workers``'
+    frontiers: those posted to a state before it was a crawl of workers (which reads
+    only its workers' frontiers; ``frontier block`` posts to each from then on), and
+    those of a worker that never ran to the workers added. A copy keeps its name, so
     doing it again adds nothing."""
     inbox = state / "frontier" / "inbox"
     for command in sorted(inbox.glob("*.json")) if inbox.is_dir() else []:

@@ -15,8 +15,8 @@ on with it, :func:`crawlkit.crawl.workers.prepare`):
    waiting URLs;
 4. the handed URLs are queued in the new owner's frontier at once (not admitted
    from its inbox, where the seen set of step 5 would take them for seen), under the
-   operator blocks of the old workers (``frontier block`` posts to every worker: a
-   new one gets those posted before it was);
+   operator blocks of the old workers (the handoff carries them; ``frontier block``
+   posts to every worker from then on);
 5. the new worker's seen set gets every key of the old workers' seen sets, so a
    link to a page of a moved site that was fetched already is not new to its new
    owner (the keys of other sites do no harm: their URLs never reach it);
@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 
 from crawlkit import streams
+from crawlkit.crawl.blocks import hand_posted
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
 from crawlkit.fleet.handoff import handoff
-from crawlkit.frontier.commands import read_commands
 from crawlkit.frontier.store import Frontier
 from crawlkit.recrawl.history import History
 from crawlkit.seen import SeenStore
@@ -78,14 +78,14 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
     moved = {"urls": 0, "waiting": 0, "hosts": 0, "sites": 0, "seen_keys": 0, "history": 0}
     for src in range(had):  # 3.
         if not (dirs[src] / SHARD_FILE).exists():
-            continue  # a worker that never ran (its role is written first): nothing to hand
+            # a worker that never ran (its role is written first): nothing to hand but
+            # the operator commands posted to it, never applied
+            hand_posted(dirs[src], dirs[had:])
+            continue
         for dst in range(had, n):
             for key, count in handoff(map_path, dirs[src], dirs[dst]).items():
                 moved[key] += count
-    blocks = _blocks_of(dirs[:had])
     for dst in range(had, n):
-        for target in sorted(blocks):  # a crash repeats them: harmless
-            Frontier.post_command(dirs[dst] / "frontier", "block", target)
         _queue_handed(dirs[dst])  # 4.
         moved["seen_keys"] += _copy_seen(dirs[:had], dirs[dst])  # 5.
         moved["history"] += _copy_history(dirs[:had], dirs[dst], current, dst)  # 6.
@@ -95,16 +95,6 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
         f"{moved['urls']} queued and {moved['waiting']} waiting URLs handed over"
     )
     return moved
-
-
-def _blocks_of(states: list[Path]) -> set[str]:
-    """The operator blocks of ``states``' frontiers, commands posted and not yet
-    applied included."""
-    blocks: set[str] = set()
-    for state in states:
-        frontier = Frontier.open(state / "frontier", read_only=True)
-        blocks |= read_commands(frontier.inbox, frontier.blocks).blocks
-    return blocks
 
 
 def _queue_handed(state: Path) -> None:

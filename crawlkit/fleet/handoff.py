@@ -37,7 +37,8 @@ def handoff(
     Both state directories are locked for the whole handoff, so neither owner may be
     running. In order: the host clocks of the moved hosts are installed in the new
     owner (the later of the two clocks wins), then what the old owner knew of each
-    moved site (linkers, budget used this period, dedup yield), then the queued and
+    moved site (linkers, budget used this period, dedup yield) and its operator
+    blocks (``frontier block``, the new owner's too from then on), then the queued and
     waiting URLs are written to the new owner's inbox (or the outbox of whichever
     shard now owns them), then they leave the old frontier. A crash repeats URLs,
     never loses them.
@@ -69,8 +70,11 @@ def handoff(
             src_hosts.close()
             dst_hosts.close()
         # 2. what the old owner knew of each moved site (linkers, budget used this
-        # period, dedup yield), so its budget stays what it was
+        # period, dedup yield), so its budget stays what it was; and its operator
+        # blocks (posted ones applied by the open), so a moved site stays blocked
         frontier = Frontier.open(src.sub("frontier"))
+        for target in sorted(frontier.blocks):
+            Frontier.post_command(dst.sub("frontier"), "block", target)
         receiver = Frontier.open(dst.sub("frontier"))
         for site, info in frontier.sites.sites.items():
             if moved(site) and new_map.shard_of_site(site) == new_role.shard:

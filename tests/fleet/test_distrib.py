@@ -439,6 +439,8 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     grown.save(tmp_path / "grown.json")
     k = grown.shard_of_site("late.example")
     adopt_role(new, ShardRole(k, grown, tmp_path / "grown.json"))
+    # an operator's block on the old owner, not applied yet: it moves with the sites
+    assert crawlkit("frontier", "block", "--state", str(old), "late.example").code == 0
     res = crawlkit(
         "shard",
         "--map",
@@ -450,7 +452,9 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     )
     assert res.code == 0, res.stderr
     with open_state(new) as state:
-        after = Frontier.open(state.sub("frontier")).sites
+        receiver = Frontier.open(state.sub("frontier"))
+        after = receiver.sites
+    assert receiver.blocks == {"late.example"}
     assert after.get("late.example").linkers == linkers
     assert after.get("late.example").used == used
     assert "handed over" in res.stderr and "what it knew of" in res.stderr
