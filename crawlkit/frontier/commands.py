@@ -55,11 +55,8 @@ def blocked_record(blocks: set[str]) -> Callable[[Mapping[str, Any]], bool]:
 
 def commands_waiting(inbox: Path) -> bool:
     """Whether ``inbox`` holds a command not applied yet (the owner deletes the files
-    it applied once they are committed)."""
-    try:
-        return any(entry.name.endswith(".json") for entry in os.scandir(inbox))
-    except OSError:  # no inbox yet
-        return False
+    it applied once they are committed; a file that is no command stays, ignored)."""
+    return bool(read_commands(inbox, set()).files)
 
 
 def post_command(directory: str | os.PathLike[str], op: str, target: str) -> Path:
@@ -93,6 +90,8 @@ def read_commands(inbox: Path, blocks: set[str]) -> Commands:
             command = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue  # a half-written command cannot exist (atomic rename); skip junk
+        if not isinstance(command, dict):
+            continue  # junk too
         target = normalize_target(str(command.get("target", "")))
         if not target:
             continue
