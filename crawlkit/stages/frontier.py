@@ -27,8 +27,9 @@ import orjson
 
 from crawlkit.diag import Reporter
 from crawlkit.durable import MANIFEST
-from crawlkit.errors import LockedError, StateError
+from crawlkit.errors import LockedError, StateError, UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
+from crawlkit.frontier.commands import normalize_target
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -512,6 +513,8 @@ def frontier_block(
     A state of ``crawl --workers N`` gets it in every worker's frontier as well (each
     worker's crawl applies its own): which worker owns the target's site is the slot
     map's business, and a block must hold wherever the site goes."""
+    if not normalize_target(target):  # posted, it would be read past: no block at all
+        raise UsageError(f"{target!r} names no site or host")
     open_state(state_path, lock=False)  # creates the directory, takes no lock
     op = "unblock" if unblock else "block"
     return [

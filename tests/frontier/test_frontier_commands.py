@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import crawlkit
+
 from crawlkit.frontier.commands import commands_waiting, post_command, read_commands
 
 
@@ -22,3 +24,15 @@ def test_junk_in_the_inbox_is_no_command_and_breaks_nothing(tmp_path: Path) -> N
     commands = read_commands(inbox, set())
     assert commands.blocks == {"spam.example"} and commands.new_block
     assert commands_waiting(inbox)
+
+
+def test_a_block_of_no_site_or_host_is_a_usage_error(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    for target in ("", "  ", "http://", "https://user@/x"):
+        res = crawlkit("frontier", "block", "--state", str(state), target)
+        assert res.code == 2, (target, res.stderr)
+        assert res.stderr.splitlines() == [
+            f"crawlkit frontier block: {target!r} names no site or host"
+        ]
+    assert not (state / "frontier" / "inbox").exists()  # nothing posted
+    assert crawlkit("frontier", "unblock", "--state", str(state), "").code == 2
