@@ -87,6 +87,7 @@ def _locked_with_input(
     With ``read_first``, or when someone else holds the lock, the input is read to
     its end into a temporary file before waiting for the lock (see module doc).
     """
+    _refuse_a_crawl_of_workers(state_path)
     spool = None
     if read_first:
         spool = _spool(records)
@@ -101,6 +102,17 @@ def _locked_with_input(
             state = lock_state(state_path, wait=lock_wait, reporter=reporter)
     with state, contextlib.closing(spool) if spool else contextlib.nullcontext():
         yield state, records
+
+
+def _refuse_a_crawl_of_workers(state_path: str | os.PathLike[str]) -> None:
+    """A state of ``crawl --workers N`` queues its URLs in its workers' frontiers
+    (``STATE/workers/K``); one added to or taken from its own would never be seen."""
+    if (Path(state_path) / "workers" / "fleet.json").exists():
+        raise UsageError(
+            f"{state_path} is a crawl of --workers: its URLs are queued in its workers' "
+            f"frontiers ({Path(state_path) / 'workers'}/K); give new seeds to "
+            f"'crawlkit crawl SEEDS --state {state_path}' (stats and block take it as it is)"
+        )
 
 
 def add_to(
@@ -389,6 +401,7 @@ def frontier_next(
     (:func:`take_due`; refused ones join the batch's refused records); the room is
     saved after the commit.
     """
+    _refuse_a_crawl_of_workers(state_path)
     with lock_state(state_path, wait=lock_wait, reporter=reporter) as state:
         frontier = Frontier.open(state.sub("frontier"), policy=policy)
         room = WaitingRoom(state.path / WAITING)

@@ -1,5 +1,6 @@
 """`crawlkit frontier stats --state S` of a `crawl --workers N` state: the workers'
-frontiers as one, as `report` sums them (the parent keeps no frontier of its own)."""
+frontiers as one, as `report` sums them (the parent keeps no frontier of its own);
+the commands that would write to S's own frontier are refused."""
 
 from __future__ import annotations
 
@@ -51,3 +52,17 @@ def test_frontier_stats_of_a_workers_state_are_the_workers_summed(tmp_path: Path
     assert stats["blocked"] == ["h1.test"]  # posted to both, counted once
     assert stats["budgets"]["cycle"] == max(p["budgets"]["cycle"] for p in parts)
     assert crawl_frontier_stats(state) == stats
+    # what would write to (or take from) S's own frontier, which no worker reads, is
+    # refused with one line instead of being lost
+    seeds = tmp_path / "more.txt"
+    seeds.write_text("http://h0.test/new-page\n")
+    for args, stdin in (
+        (("frontier", "add", "--state", str(state), "--urls", str(seeds)), None),
+        (("frontier", "next", "--state", str(state), "--max", "10"), None),
+        (("frontier", "links", "--state", str(state)), b""),
+        (("frontier", "add", "--state", str(state), "--deferred", "-"), b""),
+    ):
+        res = crawlkit(*args, input=stdin)
+        assert res.code == 2, (args, res.stderr)
+        assert len(res.stderr.splitlines()) == 1 and "is a crawl of --workers" in res.stderr
+    assert crawl_frontier_stats(state) == stats  # nothing changed
