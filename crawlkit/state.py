@@ -33,10 +33,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import LockedError, StateError, describe_os_error
 
-__all__ = ["StateDir", "crawl_roots", "lock_state", "open_state", "require_existing_state"]
+__all__ = [
+    "WORKERS_DIR",
+    "StateDir",
+    "crawl_roots",
+    "lock_state",
+    "open_state",
+    "require_existing_state",
+    "workers_of",
+]
 
 
 # Directories this process has locked: resolved path -> [fd, number of openers, mode]
@@ -227,8 +236,20 @@ def lock_state(
             time.sleep(0.05)
 
 
+# A crawl of --workers N keeps one ordinary crawl state per worker, STATE/workers/K,
+# and STATE/workers/fleet.json says N (crawlkit/crawl/workers.py).
+WORKERS_DIR = "workers"
+
+
 def crawl_roots(state: Path) -> list[Path]:
     """The crawl states of ``state``: itself, and each worker's of a ``crawl --workers N``
     (``STATE/workers/K``), whose seen sets, frontiers, waiting rooms and totals are
     their own (a URL is in its owner's alone)."""
-    return [state, *sorted((state / "workers").glob("[0-9]*"), key=lambda p: int(p.name))]
+    workers = sorted((state / WORKERS_DIR).glob("[0-9]*"), key=lambda p: int(p.name))
+    return [state, *workers]
+
+
+def workers_of(state: Path) -> int:
+    """N of a state a ``crawl --workers N`` laid out; 0 for any other state."""
+    saved = state / WORKERS_DIR / "fleet.json"
+    return int(streams.read_json(saved)["workers"]) if saved.exists() else 0

@@ -106,9 +106,7 @@ def _salvage(cycle: Path, valid_end: dict[str, int]) -> None:
     Records pointing past the ``valid_end`` of a WARC file cut by the recovery are
     dropped (and a torn last line); their URLs are fetched again.
     """
-    log = cycle / "fetch.ndjson"
-    if not log.exists():
-        return
+    log = cycle / "fetch.ndjson"  # there: recover() makes a missing one
     kept: list[Record] = []
     with open(log, "rb") as f:
         for line in f:

@@ -74,7 +74,7 @@ from crawlkit.records import url_record
 from crawlkit.shard.routing import deliver, inbox_files
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.report_collection import record_settings
-from crawlkit.state import open_state
+from crawlkit.state import WORKERS_DIR, open_state, workers_of
 from crawlkit.url import Canonicalizer
 
 __all__ = [
@@ -91,7 +91,6 @@ __all__ = [
     "workers_fetched_nothing",
 ]
 
-WORKERS_DIR = "workers"
 DELIVER_EVERY = 0.5  # seconds between deliveries of the workers' outboxes
 KILL_AFTER = 6.0  # seconds past --for after which a worker still running is killed
 RESTART_JOIN = 30.0  # most seconds to wait for a worker's last run to exit, to restart it
@@ -111,9 +110,8 @@ def worker_dir(state: Path, k: int) -> Path:
 
 def check_single(state: Path) -> None:
     """Refuse a one-process crawl (``--workers 1``) of a state crawled by workers."""
-    saved = state / WORKERS_DIR / "fleet.json"
-    if saved.exists():
-        n = int(streams.read_json(saved)["workers"])
+    n = workers_of(state)
+    if n:
         raise UsageError(
             f"{state} is a crawl of --workers {n}; run it with --workers {n} or more "
             "(one process does not continue a crawl of workers)"

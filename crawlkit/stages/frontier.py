@@ -39,7 +39,7 @@ from crawlkit.records import Record, Refusal, URLRecord
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
-from crawlkit.state import StateDir, crawl_roots, lock_state, open_state
+from crawlkit.state import WORKERS_DIR, StateDir, crawl_roots, lock_state, open_state, workers_of
 from crawlkit.streams import read_records
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
@@ -107,10 +107,10 @@ def _locked_with_input(
 def _refuse_a_crawl_of_workers(state_path: str | os.PathLike[str]) -> None:
     """A state of ``crawl --workers N`` queues its URLs in its workers' frontiers
     (``STATE/workers/K``); one added to or taken from its own would never be seen."""
-    if (Path(state_path) / "workers" / "fleet.json").exists():
+    if workers_of(Path(state_path)):
         raise UsageError(
             f"{state_path} is a crawl of --workers: its URLs are queued in its workers' "
-            f"frontiers ({Path(state_path) / 'workers'}/K); give new seeds to "
+            f"frontiers ({Path(state_path) / WORKERS_DIR}/K); give new seeds to "
             f"'crawlkit crawl SEEDS --state {state_path}' (stats and block take it as it is)"
         )
 
@@ -523,14 +523,15 @@ def frontier_block(
 ) -> list[Path]:
     """Post a block (or unblock) of a site or host; applied by the next ``next``/``add``.
 
-    A state of ``crawl --workers N`` gets it in every worker's frontier as well (each
+    A state of ``crawl --workers N`` gets it in every worker's frontier instead (each
     worker's crawl applies its own): which worker owns the target's site is the slot
-    map's business, and a block must hold wherever the site goes."""
+    map's business, and a block must hold wherever the site goes. (Posted before the
+    first crawl of workers, it is copied to them then: crawlkit.crawl.blocks.)"""
     if not normalize_target(target):  # posted, it would be read past: no block at all
         raise UsageError(f"{target!r} names no site or host")
     open_state(state_path, lock=False)  # creates the directory, takes no lock
     op = "unblock" if unblock else "block"
     return [
         Frontier.post_command(root / "frontier", op, target)
-        for root in crawl_roots(Path(state_path))
+        for root in crawl_roots(Path(state_path))[1:] or [Path(state_path)]
     ]

@@ -33,7 +33,7 @@ from crawlkit.frontier.waiting import WAITING, read_waiting
 from crawlkit.recrawl.stats import report_data
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
-from crawlkit.stages.frontier import frontier_stats
+from crawlkit.stages.frontier import crawl_frontier_stats
 from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
 from crawlkit.state import crawl_roots
@@ -67,7 +67,7 @@ def crawl_report(
     counters: dict[str, Any] = {"cycles": len(cycles)}
     counters.update(_totals_counters(roots))
     counters.update(_seen_counters(roots))
-    counters.update(_frontier_counters(roots))
+    counters.update(_frontier_counters(state, roots))
     counters.update(extra or {})
     report = build_report(
         _records(fetch_logs, reporter),
@@ -168,14 +168,11 @@ def _seen_counters(roots: list[Path]) -> dict[str, Any]:
     return out
 
 
-def _frontier_counters(roots: list[Path]) -> dict[str, Any]:
-    stats = [frontier_stats(r) for r in roots if (r / "frontier").exists()]
-    if not stats:
+def _frontier_counters(state: Path, roots: list[Path]) -> dict[str, Any]:
+    if not any((r / "frontier").exists() for r in roots):
         return {}
-    return {
-        "frontier_queued": sum(int(s.get("queued") or 0) for s in stats),  # type: ignore[call-overload]
-        "frontier_parked": sum(int(s.get("parked") or 0) for s in stats),  # type: ignore[call-overload]
-    }
+    stats = crawl_frontier_stats(state)
+    return {"frontier_queued": stats["queued"], "frontier_parked": stats["parked"]}
 
 
 def merge_recrawl(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:

@@ -42,6 +42,20 @@ def _args(web, state: Path, *extra: str) -> list[str]:
     ]
 
 
+def _wait_for_requests(web, proc: subprocess.Popen, host: str, n: int) -> None:
+    """Wait until the server's log has ``n`` requests to hosts named ``host...`` (the
+    event: the log is the server's only record of them, so it is polled), failing if
+    the crawl ends first or 60 s pass."""
+    deadline = time.monotonic() + 60
+    while True:
+        log = web.requests(settle=0.0)
+        if len([q for q in log if q["host"].startswith(host)]) >= n:
+            return
+        assert proc.poll() is None, "the crawl ended before the requests came"
+        assert time.monotonic() < deadline, f"no {n} requests to {host or 'the web'} in 60 s"
+        time.sleep(0.02)  # the log is a file: looked at again
+
+
 def _crawl_and_block(
     tmp_path: Path, web_args: tuple[str, ...], crawl_args: tuple[str, ...], seen: int
 ) -> tuple[dict, list[dict], int, float, Path]:
@@ -58,12 +72,7 @@ def _crawl_and_block(
             stderr=subprocess.PIPE,
         )
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                log = web.requests(settle=0.0)
-                if len([q for q in log if q["host"].startswith("h1.test")]) >= seen:
-                    break
-                time.sleep(0.02)
+            _wait_for_requests(web, proc, "h1.test", seen)
             res = crawlkit("frontier", "block", "--state", str(state), "h1.test")
             assert res.code == 0, res.stderr
             posted = time.time()
@@ -159,9 +168,7 @@ def test_a_block_refuses_what_a_killed_run_left_to_fetch_again(tmp_path: Path) -
             stderr=subprocess.DEVNULL,
         )
         try:
-            deadline = time.monotonic() + 60
-            while len(web.requests(settle=0.0)) < 20 and time.monotonic() < deadline:
-                time.sleep(0.02)
+            _wait_for_requests(web, proc, "", 20)
         finally:
             proc.kill()
             proc.wait(timeout=30)
