@@ -313,7 +313,8 @@ MaxDepth = Annotated[
     typer.Option(
         "--max-depth",
         min=0,
-        help="Refuse URLs more link hops than this from a seed (0: no limit).",
+        help="Refuse URLs more link hops than this from a seed (0: no limit); a page "
+        "requisite is exempt (its own hop limit applies).",
     ),
 ]
 MAX_DEPTH_DEFAULT = 20  # TrapLimits' too (frontier/traps.py); a test holds them equal

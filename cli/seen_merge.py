@@ -13,10 +13,12 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import (
+    MAX_DEPTH_DEFAULT,
     URL_LENGTH_DEFAULT,
     Exclude,
     IgnoreFile,
     InputFiles,
+    MaxDepth,
     MaxUrlLength,
     OutFile,
     Requisites,
@@ -95,6 +97,7 @@ def seen_merge(
     exclude: Exclude = None,
     ignore_file: IgnoreFile = None,
     max_url_length: MaxUrlLength = URL_LENGTH_DEFAULT,
+    max_depth: MaxDepth = MAX_DEPTH_DEFAULT,
     fetched: Annotated[
         Path | None,
         typer.Option(
@@ -119,8 +122,9 @@ def seen_merge(
         str | None,
         typer.Option(
             "--refused",
-            help="Write the records refused by --scope, --exclude, --ignore-file and "
-            "--max-url-length here (NDJSON; default: none written, only counted).",
+            help="Write the records refused by --scope, --exclude, --ignore-file, "
+            "--max-url-length and --max-depth here (NDJSON; default: none written, only "
+            "counted).",
             show_default=False,
         ),
     ] = None,
@@ -160,7 +164,11 @@ def seen_merge(
     requisite) pass whatever the scope. Likewise, and before the scope, a URL longer
     than --max-url-length is refused "url-length" (no pattern runs on it), and one
     an --exclude or --ignore-file pattern finds is refused "excluded" with the
-    pattern as its detail (what crawl --exclude does). With --fetched FILE (the
+    pattern as its detail (what crawl --exclude does). After the scope, a link whose
+    "depth" is more than --max-depth hops from a seed is refused "max-depth" (page
+    requisites are exempt): the depth is that of the path the link was found by, so
+    it is not marked seen either, and a shorter path found later passes it (frontier
+    add --max-depth would refuse it only after it was marked seen). With --fetched FILE (the
     cycle's fetch records) crawl's link step comes first: nofollow links are passed
     over (they stay in the link file), a page requisite (reason requisite) is
     followed one hop from a page and one more per stylesheet import, at most 5
@@ -239,6 +247,7 @@ def seen_merge(
             excludes=patterns,
             max_url_length=max_url_length,
             reason=reason,
+            max_depth=max_depth if max_depth > 0 else None,
         )
         with streams.open_output(out) as sink:
             # For stdout, Output.commit is a flush: a chunk counts as written once the
@@ -262,6 +271,9 @@ def seen_merge(
         rep.info(f"{merger.stats.excluded} URLs refused by --exclude/--ignore-file")
     if merger.stats.too_long:
         rep.info(f"{merger.stats.too_long} URLs longer than {max_url_length} characters refused")
+    if merger.stats.too_deep:
+        deep = merger.stats.too_deep
+        rep.info(f"{deep} URLs more than {max_depth} link hops from a seed refused")
     if rep.counts["truncated input"] or rep.counts["corrupt input"]:
         raise typer.Exit(1)
 

@@ -6,8 +6,10 @@ import contextlib
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -291,3 +293,38 @@ def testweb(tmp_path: Path) -> Iterator[TestWeb]:
     """A small web: 3 ordinary hosts, about 20 pages each, every special host."""
     with start_testweb(tmp_path, "--hosts", "3", "--pages", "20") as web:
         yield web
+
+
+class _RoutesHandler(BaseHTTPRequestHandler):
+    routes: dict[str, tuple[str, bytes]]
+    log: list[str]
+
+    def do_GET(self) -> None:
+        self.log.append(self.path)
+        found = self.routes.get(self.path)
+        ctype, body = found if found is not None else ("text/plain", b"")
+        self.send_response(200 if found is not None else 404)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve_routes(routes: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str, list[str]]]:
+    """A small site on 127.0.0.1: ``routes`` maps a path to (content type, body), any
+    other path is a 404. Yields the root URL (``http://127.0.0.1:PORT``, no slash) and
+    the paths asked, in order: the request log that judges a test."""
+    log: list[str] = []
+    handler = type("Handler", (_RoutesHandler,), {"routes": routes, "log": log})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", log
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -145,6 +145,7 @@ class Gate:
         summary: CrawlSummary,
         reporter: Reporter,
         clock: Callable[[], float],
+        max_depth: int | None = None,
     ):
         self.stores = stores
         self.dir = dir
@@ -153,6 +154,7 @@ class Gate:
         self.summary = summary
         self.rep = reporter
         self.clock = clock
+        self.max_depth = max_depth  # --max-depth, applied before the seen set too
         self.canon = Canonicalizer()
         self.version = 0  # counts additions to the frontier
         # The post thread and the fetch side's refill (inbox, stale batches) both add
@@ -182,7 +184,8 @@ class Gate:
         carry: list[Record] | None = None,
     ) -> Merged:
         """The records in scope never seen before, written to ``out`` before they are
-        marked seen; those outside ``--scope`` are written to ``refused_path``.
+        marked seen; those outside ``--scope``, and links deeper than ``--max-depth``
+        (never marked seen: a shorter path may come), are written to ``refused_path``.
 
         ``records`` are taken :data:`MERGE_CHUNK` at a time, under the seen set's lock
         (an iterator over them must not take ``stores.lock``: see :class:`Stores`).
@@ -201,6 +204,7 @@ class Gate:
                 scope=self.scope,
                 on_refused=refused.append,
                 chunk_size=MERGE_CHUNK,
+                max_depth=self.max_depth,
             )
             records_out = _each_url_once([*(carry or ()), *fresh.records])
             write_file(out, records_out)

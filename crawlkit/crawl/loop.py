@@ -100,7 +100,16 @@ class Crawl:
         except BaseException:
             workers.close()
             raise
-        self.gate = Gate(self.stores, self.dir, scope, role, self.summary, reporter, clock)
+        self.gate = Gate(
+            self.stores,
+            self.dir,
+            scope,
+            role,
+            self.summary,
+            reporter,
+            clock,
+            max_depth=options.limits.max_depth,
+        )
         self.admission = Admission(self.gate, self.stores, self.dir, reporter, clock)
         self.cycles = CycleRunner(
             limits=self.limits,

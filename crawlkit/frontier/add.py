@@ -185,7 +185,8 @@ class AddRun:
         depth = rec.get("depth")
         if type(depth) is not int:
             depth = rec["depth"] = 0
-        trap = self.check(rec["url"], depth)
+        # (a page requisite has no link depth limit: traps.depth_refusal)
+        trap = self.check(rec["url"], None if rec.get("reason") == "requisite" else depth)
         if trap is not None:
             self._refuse(rec, trap[0], trap[1])
             return False

@@ -31,21 +31,35 @@ as a record with its reason, never silently dropped):
     budget, because archives of old months are real content.
 ``max-depth``
     the URL's ``depth`` (link hops from a seed) is greater than ``max_depth``
-    (default 20, as Heritrix's hop limit; None turns it off).
+    (default 20, as Heritrix's hop limit; None turns it off). A page requisite is
+    exempt (its limit is its requisite hops, ``crawl/archive.py``): the deepest pages
+    a crawl fetches get their images and stylesheets, as Heritrix's transclusions
+    do. Unlike the other limits this one depends on the path a URL was found by, so
+    the seen set must not hold a URL refused by it: a shorter path found later
+    queues it. ``seen-merge`` applies it before the seen set (:func:`depth_refusal`),
+    the frontier again after.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crawlkit.patterns import MAX_URL_LENGTH
 from crawlkit.url import read_denylist
 
-__all__ = ["DEFAULT_PARAM_DENYLIST", "REASONS", "TrapChecker", "TrapLimits", "read_denylist"]
+__all__ = [
+    "DEFAULT_PARAM_DENYLIST",
+    "REASONS",
+    "TrapChecker",
+    "TrapLimits",
+    "depth_refusal",
+    "read_denylist",
+]
 
 REASONS = (
     "url-length",
@@ -120,6 +134,19 @@ class TrapLimits:
         )
 
 
+def depth_refusal(record: Mapping[str, Any], max_depth: int | None) -> tuple[str, str] | None:
+    """``("max-depth", detail)`` if ``record`` is more than ``max_depth`` link hops from
+    a seed and no page requisite (see the module docstring), else None."""
+    depth = record.get("depth")
+    if max_depth is None or type(depth) is not int or depth <= max_depth:
+        return None
+    return None if record.get("reason") == "requisite" else _too_deep(depth, max_depth)
+
+
+def _too_deep(depth: int, max_depth: int) -> tuple[str, str]:
+    return "max-depth", f"depth {depth} > {max_depth}"
+
+
 class TrapChecker:
     """Applies :class:`TrapLimits` to canonical URLs; ``now`` fixes the calendar's year."""
 
@@ -135,7 +162,7 @@ class TrapChecker:
         if len(url) > lim.max_url_length:
             return "url-length", f"{len(url)} characters > {lim.max_url_length}"
         if lim.max_depth is not None and depth is not None and depth > lim.max_depth:
-            return "max-depth", f"depth {depth} > {lim.max_depth}"
+            return _too_deep(depth, lim.max_depth)
         start = url.find("//")
         slash = url.find("/", start + 2 if start >= 0 else 0)
         rest = url[slash:] if slash >= 0 else "/"

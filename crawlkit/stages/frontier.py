@@ -295,12 +295,20 @@ def frontier_add(
                 # Delivered URLs this shard's seen set has seen are left out; without a seen
                 # set (a pipeline that keeps none) all of them are queued.
                 fresh, mark_seen = urls, lambda: None
+                out_of_scope: list[Refusal] = []
                 if urls and (state.path / SEEN_SUBDIR).exists():
+                    # (links too deep are refused before the seen set: traps.depth_refusal)
                     new = stack.enter_context(
-                        fresh_records(state.path, urls, canonicalizer=canon, reporter=reporter)
+                        fresh_records(
+                            state.path,
+                            urls,
+                            canonicalizer=canon,
+                            reporter=reporter,
+                            on_refused=out_of_scope.append,
+                            max_depth=(limits or TrapLimits()).max_depth,
+                        )
                     )
                     fresh, mark_seen = new.records, new.commit
-                out_of_scope: list[Refusal] = []
                 candidates: Iterable[Record] = itertools.chain(records, fresh)
                 if excludes:
                     candidates = excludes.sort(candidates, out_of_scope)

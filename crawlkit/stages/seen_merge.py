@@ -7,8 +7,10 @@ URL) in chunks of ``chunk_size``. For each chunk:
    set; a URL that cannot be used is reported as a bad record and skipped);
    a URL longer than ``max_url_length`` is passed to the caller as a refused record
    (``url-length``) before any pattern runs on it; so is one an exclude pattern
-   matches (``excluded``, ``--exclude``/``--ignore-file``) and, with a scope
-   (``--scope``), one outside it: refused records are never checked nor marked seen;
+   matches (``excluded``, ``--exclude``/``--ignore-file``), with a scope
+   (``--scope``) one outside it, and with ``max_depth`` (``--max-depth``) a link more
+   hops from a seed (``max-depth``, :func:`crawlkit.frontier.traps.depth_refusal`):
+   refused records are never checked nor marked seen;
 2. repeats within the input are dropped, the first occurrence wins and input order
    is kept;
 3. the store is asked about the whole chunk at once: Bloom filter, then an exact
@@ -50,6 +52,7 @@ from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, TruncatedInput, UsageError
 from crawlkit.frontier.scope import Scope
+from crawlkit.frontier.traps import depth_refusal
 from crawlkit.patterns import MAX_URL_LENGTH, Excludes, too_long
 from crawlkit.records import Record, Refusal, refusal
 from crawlkit.seen import SeenStore
@@ -97,6 +100,7 @@ class SeenMergeStats:
     out_of_scope: int = 0  # refused by --scope, not checked, never marked seen
     excluded: int = 0  # refused by --exclude / --ignore-file, likewise
     too_long: int = 0  # refused as longer than --max-url-length, likewise
+    too_deep: int = 0  # refused as more link hops from a seed than --max-depth, likewise
 
     @property
     def measured_fp_rate(self) -> float | None:
@@ -197,6 +201,7 @@ class SeenMerge:
         excludes: Excludes | None = None,
         max_url_length: int = MAX_URL_LENGTH,
         reason: str | None = None,
+        max_depth: int | None = None,
     ):
         """``reason`` is given to bare URL lines (``--reason seed`` for a seeds file)."""
         if chunk_size < 1:
@@ -217,6 +222,9 @@ class SeenMerge:
         self.excludes = excludes if excludes else None
         self.max_url_length = max_url_length
         self.reason = reason
+        # A link refused for its depth is not marked seen either: the depth is the
+        # path's, and a shorter path found later must still queue the URL.
+        self.max_depth = max_depth
         self._pending: list[npt.NDArray[np.uint64]] = []
         self._cache: dict[str, ParsedURL] = {}
 
@@ -284,7 +292,7 @@ class SeenMerge:
     def _refused(self, record: Record) -> bool:
         """True if ``record`` was refused (and handed to ``on_refused``): too long
         first, so no pattern runs on an unbounded URL, then excluded, then out of
-        scope (the order ``crawl`` refuses in)."""
+        scope (the order ``crawl`` refuses in), then too deep."""
         url = record.get("url")
         if isinstance(url, str):
             length = too_long(url, self.max_url_length)
@@ -298,13 +306,17 @@ class SeenMerge:
                     self.stats.excluded += 1
                     self.on_refused(refusal(record, "excluded", detail))
                     return True
-        if self.scope is None:
+        if self.scope is not None:
+            out = self.scope.refusal(record, self.canon)
+            if out is not None:
+                self.stats.out_of_scope += 1
+                self.on_refused(out)
+                return True
+        too_deep = depth_refusal(record, self.max_depth)
+        if too_deep is None:
             return False
-        out = self.scope.refusal(record, self.canon)
-        if out is None:
-            return False
-        self.stats.out_of_scope += 1
-        self.on_refused(out)
+        self.stats.too_deep += 1
+        self.on_refused(refusal(record, *too_deep))
         return True
 
     def _bad(self, source: str, lineno: int, message: str) -> None:
@@ -469,12 +481,14 @@ def fresh_in(
     scope: Scope | None = None,
     on_refused: Callable[[Refusal], None] | None = None,
     chunk_size: int = DEFAULT_CHUNK,
+    max_depth: int | None = None,
 ) -> FreshRecords:
     """The records the opened seen ``store`` has not seen (the stage on an opened store).
 
     With a ``scope``, records outside it go to ``on_refused`` instead, unchecked and
-    never marked seen (see :mod:`crawlkit.frontier.scope`). ``records`` are taken
-    ``chunk_size`` at a time (:meth:`SeenMerge.run_records`).
+    never marked seen (see :mod:`crawlkit.frontier.scope`); so do links more than
+    ``max_depth`` hops from a seed. ``records`` are taken ``chunk_size`` at a time
+    (:meth:`SeenMerge.run_records`).
 
     Nothing is marked seen until the result's ``commit()`` is called, which the caller
     does only once the records are safe elsewhere (written out, or queued): a URL is
@@ -487,6 +501,7 @@ def fresh_in(
         scope=scope,
         on_refused=on_refused,
         chunk_size=chunk_size,
+        max_depth=max_depth,
     )
     fresh = merger.run_records(records)
     return FreshRecords(fresh, merger.stats, merger.commit_pending)
@@ -499,11 +514,20 @@ def fresh_records(
     *,
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
+    on_refused: Callable[[Refusal], None] | None = None,
+    max_depth: int | None = None,
 ) -> Iterator[FreshRecords]:
     """:func:`fresh_in` on the seen set of ``state_path``, held open (and locked) for
     the block: call ``commit()`` inside it."""
     with SeenStore.open(state_path, reporter=reporter) as store:
-        yield fresh_in(store, records, canonicalizer=canonicalizer, reporter=reporter)
+        yield fresh_in(
+            store,
+            records,
+            canonicalizer=canonicalizer,
+            reporter=reporter,
+            on_refused=on_refused,
+            max_depth=max_depth,
+        )
 
 
 def _gather_lines(buf: bytearray, ends: npt.NDArray[np.int64], rows: npt.NDArray[np.intp]) -> bytes:

@@ -8,14 +8,12 @@ judge.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 import pytest
-from conftest import crawlkit
+from conftest import crawlkit, serve_routes
 from warcio.archiveiterator import ArchiveIterator
 
 CSS = b"body { background: url(../img/grid.png) }\n"
@@ -35,40 +33,10 @@ ROUTES: dict[str, tuple[str, bytes]] = {
 }
 
 
-class _Site(BaseHTTPRequestHandler):
-    log: list[str]
-
-    def do_GET(self) -> None:
-        self.log.append(self.path)
-        found = ROUTES.get(self.path)
-        if found is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        ctype, body = found
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def site() -> Iterator[tuple[str, list[str]]]:
-    log: list[str] = []
-    handler = type("Handler", (_Site,), {"log": log})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", log
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_routes(ROUTES) as (root, log):
+        yield root + "/", log
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

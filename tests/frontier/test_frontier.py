@@ -17,7 +17,7 @@ from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 from crawlkit.frontier.priority import split
 from crawlkit.frontier.queues import SegmentQueue, SegmentStore
 from crawlkit.frontier.store import NextOptions
-from crawlkit.frontier.traps import TrapChecker, TrapLimits
+from crawlkit.frontier.traps import TrapChecker, TrapLimits, depth_refusal
 from crawlkit.stages.frontier import frontier_add, frontier_links, frontier_next, frontier_stats
 
 NOW = 1_780_000_000.0  # 2026-05-28
@@ -90,6 +90,18 @@ def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
 )
 def test_trap_limits_accept(url: str) -> None:
     assert TrapChecker(TrapLimits(), now=NOW).check(url, 20) is None
+
+
+def test_a_page_requisite_has_no_link_depth_limit(tmp_path: Path) -> None:
+    """The deepest pages get their images: a requisite's limit is its own hops."""
+    deep_link = link("https://a.test/deep", depth=21)
+    image = link("https://a.test/deep.png", depth=21, reason="requisite")
+    result, refused = add(tmp_path / "s", [deep_link, image])
+    assert [(r["url"], r["refused"]) for r in refused] == [(deep_link["url"], "max-depth")]
+    assert result.queued == 1
+    assert depth_refusal(image, 20) is None
+    assert depth_refusal(deep_link, 20) == ("max-depth", "depth 21 > 20")
+    assert depth_refusal(deep_link, None) is None and depth_refusal({"depth": "x"}, 1) is None
 
 
 def test_calendar_and_session_traps_are_stopped_end_to_end(tmp_path: Path) -> None:

@@ -436,3 +436,43 @@ def test_cli_commits_nothing_when_the_reader_goes_away(tmp_path: Path):
         assert store.stored == 0
     again = crawlkit("seen-merge", "--state", str(state), str(source))
     assert len(again.lines) == 20_000
+
+
+def test_cli_a_link_too_deep_is_refused_unseen_and_passes_by_a_shorter_path(tmp_path: Path):
+    """--max-depth before the seen set: the depth is the path's (invariant 4)."""
+    state, refused = tmp_path / "S", tmp_path / "refused.ndjson"
+    deep = {"url": "https://a.test/x", "depth": 3, "reason": "link"}
+    image = {"url": "https://a.test/x.png", "depth": 3, "reason": "requisite"}
+    res = crawlkit(
+        "seen-merge",
+        "--state",
+        str(state),
+        "--max-depth",
+        "2",
+        "--refused",
+        str(refused),
+        "--stats",
+        input=lines(deep, image),
+    )
+    assert res.code == 0, res.stderr
+    assert [orjson.loads(x)["url"] for x in res.lines] == [image["url"]]  # requisites pass
+    (out,) = list(read_records([refused]))
+    assert (out["url"], out["refused"], out["detail"]) == (deep["url"], "max-depth", "depth 3 > 2")
+    (figures,) = [ln for ln in res.stderr.splitlines() if ln.startswith("{")]
+    assert orjson.loads(figures)["too_deep"] == 1
+    assert "1 URLs more than 2 link hops from a seed refused" in res.stderr
+    # found again 1 hop from a seed: new, as it was never marked seen
+    again = crawlkit(
+        "seen-merge", "--state", str(state), "--max-depth", "2", input=lines({**deep, "depth": 1})
+    )
+    assert again.code == 0 and [orjson.loads(x)["url"] for x in again.lines] == [deep["url"]]
+    # --max-depth 0: no limit
+    off = crawlkit(
+        "seen-merge",
+        "--state",
+        str(tmp_path / "T"),
+        "--max-depth",
+        "0",
+        input=lines({**deep, "depth": 99}),
+    )
+    assert off.code == 0 and len(off.lines) == 1

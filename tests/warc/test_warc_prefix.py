@@ -2,46 +2,21 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import crawlkit
+from conftest import crawlkit, serve_routes
 
 from crawlkit.errors import UsageError
 from crawlkit.warc.write import MAX_PREFIX, WarcWriter, check_warc_prefix
 
 
-class _Counting(http.server.BaseHTTPRequestHandler):
-    hits: list[str]
-
-    def do_GET(self) -> None:
-        self.hits.append(self.path)  # counted before the answer, so a client saw it
-        body = b"<html><body>hi</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def server() -> Iterator[tuple[str, list[str]]]:
-    hits: list[str] = []
-    handler = type("H", (_Counting,), {"hits": hits})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/page", hits
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    # a path is logged before it is answered, so a client saw what the log has
+    with serve_routes({"/page": ("text/html", b"<html><body>hi</body></html>")}) as (root, hits):
+        yield root + "/page", hits
 
 
 def _fetch(tmp_path: Path, url: str, prefix: str):
