@@ -343,7 +343,9 @@ TimelineFile = Annotated[
     typer.Option(
         "--timeline",
         help="Append the crawl loop's states once a second to this NDJSON file (in "
-        "flight, held, queued, post-processing backlog, refills), for finding stalls.",
+        "flight, held, queued, post-processing backlog, refills), for finding stalls. "
+        "With --workers N each worker appends to a file of its own, the name with -wK "
+        "before the suffix (t.ndjson: t-w0.ndjson, t-w1.ndjson, ...).",
         show_default=False,
     ),
 ]

@@ -142,7 +142,10 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(
     expected = baseline["pages"]
     with start_testweb(tmp_path, *WEB) as web:
         state = tmp_path / "two"
-        res = crawlkit(*_args(web, state, "--workers", "2"), timeout=180)
+        timeline = tmp_path / "loop.ndjson"
+        res = crawlkit(
+            *_args(web, state, "--workers", "2", "--timeline", str(timeline)), timeout=180
+        )
         assert res.code == 0, res.stderr
         served = _served(web)
         robots = Counter(
@@ -163,6 +166,9 @@ def test_two_workers_fetch_what_one_process_fetches_each_url_once(
     # both workers worked, and their figures are summed
     per_worker = [len(list(state.glob(f"workers/{k}/crawl/cycles/*"))) for k in (0, 1)]
     assert all(per_worker), per_worker
+    # --timeline: a file a worker (made when its fetch run starts), named as the help says
+    assert (tmp_path / "loop-w0.ndjson").exists() and (tmp_path / "loop-w1.ndjson").exists()
+    assert not timeline.exists()
     assert summary["outcomes"]["fetched"] == sum(
         1 for r in _fetches(state) if r["outcome"] == "fetched"
     )
