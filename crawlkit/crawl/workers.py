@@ -30,7 +30,10 @@ was delivered and no inbox has a file, and no worker spoke meanwhile: an idle wo
 writes nothing, and only the parent delivers, so no link can be on its way.
 
 Signals: workers run in process groups of their own; the parent forwards the first
-SIGINT/SIGTERM (each worker ends as a crawl does on one) and a second one. ``--for``:
+SIGINT/SIGTERM (each worker ends as a crawl does on one) and a second one, to each
+worker once it has said "ready" (it holds signals from then on: it starts with them
+ignored, so one sent to the whole group while it imports does not kill it), and a
+signal that came while the parent itself started counts too. ``--for``:
 each worker gets the time left; one still running :data:`KILL_AFTER` seconds past
 the deadline is killed (kill -9 loses nothing). A worker that dies (kill -9, a crash)
 is reported in one line and the crawl stops with exit 1: every worker's state is an
@@ -40,8 +43,6 @@ ordinary crawl state, so the next run finishes what was cut.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import dataclasses
 import math
 import multiprocessing
@@ -50,24 +51,22 @@ import os
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawlkit import streams
+from crawlkit import early_signals, streams
 from crawlkit.crawl.archive import update_collection_index
-from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.blocks import hand_posted
 from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
-from crawlkit.crawl.collector import collect_by_clock
-from crawlkit.crawl.loop import crawl, explain
+from crawlkit.crawl.loop import explain
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.rebalance import grow_workers
 from crawlkit.crawl.retry import ANSWERED
 from crawlkit.crawl.summary import LIMIT, merge_summaries
+from crawlkit.crawl.worker_process import worker_main
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.records import url_record
@@ -101,7 +100,6 @@ WORKER_MARGIN = 3.0
 # ... but at most this share of --for: starting the workers takes seconds on a loaded
 # machine, and a 3-s margin after those left a `--for 5s` crawl 0.1 s to fetch in.
 WORKER_MARGIN_SHARE = 0.1
-LINGER_POLL = 0.1  # how often a lingering worker looks at its inbox
 
 
 def worker_dir(state: Path, k: int) -> Path:
@@ -197,41 +195,6 @@ def split_seeds(seeds: Sequence[str], slot_map: SlotMap) -> list[list[str]]:
     return out
 
 
-# -- the worker process ------------------------------------------------------------------
-class _Linger:
-    """A worker's ``CrawlOptions.linger``: says "idle", waits for its inbox ("busy",
-    True) or the parent's "end" (False). "busy" is said before the inbox is read, so
-    the parent never sees an empty inbox and an idle worker that is not."""
-
-    def __init__(
-        self,
-        state: Path,
-        send: Callable[[tuple[Any, ...]], None],
-        conn: Any,
-        budget: PageBudget | None = None,
-    ):
-        self.state = state
-        self.send = send
-        self.conn = conn
-        self.budget = budget
-
-    def __call__(self, stop: Callable[[], bool]) -> bool:
-        if self.budget is not None:
-            self.budget.release()  # nothing in flight: the others may use the rest
-        self.send(("idle",))
-        while True:
-            if inbox_files(self.state):
-                self.send(("busy",))
-                return True
-            try:
-                if self.conn.poll(LINGER_POLL) and self.conn.recv() == "end":
-                    return False
-            except (EOFError, OSError):
-                return False  # the parent is gone: end as an empty frontier would
-            if stop():
-                return False
-
-
 def worker_deadline(deadline: float | None, duration: float | None) -> float | None:
     """When the workers stop fetching: the crawl's ``--for`` deadline less a margin for
     what they do after it (:data:`WORKER_MARGIN`, at most :data:`WORKER_MARGIN_SHARE`
@@ -239,76 +202,6 @@ def worker_deadline(deadline: float | None, duration: float | None) -> float | N
     if deadline is None or not duration:
         return deadline
     return deadline - min(WORKER_MARGIN, WORKER_MARGIN_SHARE * duration)
-
-
-def _worker_main(
-    k: int,
-    state: str,
-    seeds: tuple[list[str], list[str]],
-    options: CrawlOptions,
-    conn: Any,
-    deadline: float | None,
-    temp_dir: str,
-) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
-    if temp_dir:  # multiprocessing's pymp-* goes there too: the parent removes it
-        tempfile.tempdir = temp_dir
-    cap_arenas()  # as the CLI does for one crawl process, before any thread starts
-    os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
-    _die_with_parent()
-    collect_by_clock()  # as the CLI does for one crawl process (crawl/collector.py)
-    lock = threading.Lock()
-
-    def send(message: tuple[Any, ...]) -> None:
-        # the post thread's progress and the loop's idle share the pipe; the parent
-        # gone, the crawl still ends cleanly
-        with lock, contextlib.suppress(OSError):
-            conn.send(message)
-
-    path = Path(state)
-    # --for is the parent's deadline, not the start of this process plus the time left
-    # when it was spawned (importing takes seconds on a loaded machine); ``deadline``
-    # is already the workers' (the parent's less its margin, worker_deadline)
-    duration = max(0.1, deadline - time.time()) if deadline else None
-    timeline = options.timeline
-    if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
-        timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")
-    options = dataclasses.replace(
-        options,
-        linger=_Linger(path, send, conn, options.page_budget),
-        duration=duration,
-        timeline=timeline,
-    )
-    rep = Reporter(f"crawlkit crawl: worker {k}")
-    try:
-        own, peers = seeds  # its own to queue, the others' to widen the scope
-        summary = crawl(
-            path,
-            own,
-            options,
-            reporter=rep,
-            progress=lambda i: send(("progress", i)),
-            peer_seeds=peers,
-        )
-    except Exception as exc:  # a one-line error, as the CLI would print it
-        send(("error", f"{type(exc).__name__}: {exc}"))
-        raise SystemExit(1) from None
-    finally:
-        if options.page_budget is not None:
-            options.page_budget.release()
-    send(("summary", summary.to_json()))
-
-
-def _die_with_parent() -> None:
-    """Linux: this worker gets SIGKILL when the parent dies (a kill -9 of the parent
-    is one of the whole crawl, which loses nothing), instead of crawling on, orphaned,
-    holding its state. Elsewhere a worker ends when it finds the parent gone."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:  # the parent died before the line above
-        os._exit(1)
 
 
 # -- the parent --------------------------------------------------------------------------
@@ -329,6 +222,8 @@ class _Worker:
     # the parent removes once the process has ended, however it ended
     temp_dir: Path | None = None
     room: int = -1  # pages --max-pages left when it was last started again on it
+    ready: bool = False  # its current process holds signals: a stop may be sent
+    stops_sent: int = 0  # SIGTERMs sent to its current process (WorkerFleet._forward_stops)
 
 
 class WorkerFleet:
@@ -359,6 +254,7 @@ class WorkerFleet:
         self.deadline = self.start + options.duration if options.duration else None
         self.workers = [_Worker(k) for k in range(n)]
         self.signals = 0
+        self.stops = 0  # SIGTERMs every worker is to get: the first stops it, the second at once
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
         self.cycle_done = False  # a worker finished a cycle since the last delivery
@@ -381,7 +277,10 @@ class WorkerFleet:
         if self.options.max_pages is not None:  # each claim: that worker's earlier runs
             used = [_totals(worker_dir(self.state, k)) for k in range(self.n)]
             reset_budget(self.state / WORKERS_DIR / BUDGET_FILE, used)
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, self._on_signal) for s in early_signals.KINDS}
+        held = early_signals.take()  # one that came while the crawl started: a stop too
+        if held is not None:
+            self._on_signal(signal.Signals[held], None)
         try:
             for w in self.workers:
                 self._start(w)
@@ -417,8 +316,9 @@ class WorkerFleet:
         opts = worker_options(self.options, self.state, self.map_path, w.k, self.n, left)
         w.temp_dir = _worker_temp_dir(w.k)
         parent, child = self._ctx.Pipe()
+        w.stops_sent, w.ready = 0, False
         proc = self._ctx.Process(
-            target=_worker_main,
+            target=worker_main,
             args=(
                 w.k,
                 str(worker_dir(self.state, w.k)),
@@ -430,7 +330,17 @@ class WorkerFleet:
             ),
             name=f"crawl-worker-{w.k}",
         )
-        proc.start()
+        # It starts with SIGINT and SIGTERM ignored (an ignored signal stays ignored
+        # through fork and exec, a handled one does not) until it holds them
+        # (worker_main): a Ctrl-C or a job runner's signal to the whole group while
+        # it imports is no death that fails the crawl. Meanwhile the parent ignores
+        # them too: a signal in that moment (a fork and exec) is lost.
+        handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in early_signals.KINDS}
+        try:
+            proc.start()
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
         child.close()
         w.process, w.conn, w.state, w.unfinished = proc, parent, "busy", None
 
@@ -440,23 +350,31 @@ class WorkerFleet:
         return self.own_seeds[k], peers
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        # Counted here, sent by the loop (_forward_stops): a handler that signalled the
+        # workers itself ran between any two lines of the parent, and missed a worker
+        # being started (the signal came before the start, or during it).
         self.signals += 1
         if not self.stopped:
             self.stopped = f"interrupted ({signal.Signals(signum).name})"
         if self.signals <= 2:  # the first asks each worker to stop, the second at once
-            self._signal_all(signal.SIGTERM)
+            self.stops += 1
 
-    def _signal_all(self, signum: int) -> None:
+    def _forward_stops(self) -> None:
+        """Send each running worker that can take them (it said "ready") the SIGTERMs
+        asked for that it has not had yet."""
         for w in self.workers:
-            if w.process is not None and w.process.is_alive() and w.process.pid:
+            p = w.process
+            while w.stops_sent < self.stops and w.ready and p is not None and p.is_alive():
+                w.stops_sent += 1
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(w.process.pid, signum)
+                    os.kill(p.pid, signal.SIGTERM)
 
     def _stop(self, reason: str) -> None:
         """Stop every worker as one signal would (once)."""
         if not self.stopped:
             self.stopped = reason
-            self._signal_all(signal.SIGTERM)
+            self.stops += 1
+            self._forward_stops()
 
     def _loop(self) -> None:
         next_delivery = 0.0
@@ -465,6 +383,7 @@ class WorkerFleet:
             ready += [w.process.sentinel for w in self.workers if w.process is not None]
             multiprocessing.connection.wait(ready, timeout=DELIVER_EVERY / 2)
             self._drain()
+            self._forward_stops()
             self._reap()
             now = self.clock()
             if self.deadline is not None and now >= self.deadline + KILL_AFTER:
@@ -508,6 +427,8 @@ class WorkerFleet:
                     w.unfinished = info.pop("summary", None)
                     w.progress = {**info, "cycles": w.progress.get("cycles", 0) + 1}
                     self._show_progress()
+                elif kind == "ready":
+                    w.ready = True
                 elif kind == "idle":
                     w.state = "idle"
                 elif kind == "busy":
