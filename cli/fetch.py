@@ -74,6 +74,7 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.records import URLRecord
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
+from crawlkit.state import refuse_workers_state
 
 
 def _url_records(files: list[str] | None, rep: Reporter) -> Iterator[URLRecord]:
@@ -230,6 +231,12 @@ def fetch(
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()
+    # (its hosts' clocks are its workers': a fetch on it would not wait for them)
+    refuse_workers_state(
+        state,
+        "host clocks, robots.txt caches and cookies",
+        "fetch with the state of the worker that owns the hosts, or crawl it",
+    )
     warc = warc_options(warc_size, warc_prefix, warc_version)
     streams.check_output_dir(warc_dir, "--warc-dir")
     fetch = fetch_config(

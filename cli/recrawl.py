@@ -135,7 +135,8 @@ def recrawl_command(
     (visited at least --min ago). A URL emitted and not fetched since is not
     emitted again for max(interval, 1 day). With no input (< /dev/null) it only
     emits. --stats prints the history's rates, expected freshness and URLs due per
-    day ahead instead.
+    day ahead instead; of a crawl of --workers N (a history a worker, STATE/workers/K)
+    their figures summed, while updating STATE itself is a usage error.
 
     Buffers one small event per input record until the input ends, then takes the
     state lock (so it can read a pipe from another stage on the same state); each

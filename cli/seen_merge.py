@@ -35,6 +35,7 @@ from crawlkit.frontier.scope import Scope
 from crawlkit.records import Record, Refusal
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
+from crawlkit.state import crawl_roots, refuse_workers_state, workers_of
 from crawlkit.url import Canonicalizer, fingerprint_int
 
 
@@ -183,7 +184,9 @@ def seen_merge(
     manifest.json, which is replaced atomically as the commit point. When the stored
     count passes the capacity the filter is rebuilt at twice the count, with a
     warning. Every "maybe" of the filter is confirmed against the exact fingerprints.
-    --dry-run and --contains take no lock and change nothing.
+    --dry-run and --contains take no lock and change nothing. A crawl of --workers N
+    keeps a seen set a worker (STATE/workers/K): --contains asks them all, and
+    anything else on STATE itself is a usage error.
 
     Stats (--stats, one JSON object): records, bad_records, duplicates (repeats within
     the input), checked (distinct keys asked of the seen set), bloom_maybes,
@@ -205,6 +208,12 @@ def seen_merge(
     if contains:
         _contains(state, [*contains, *(files or [])])
         return
+    refuse_workers_state(
+        state,
+        "seen sets",
+        f"give links to the crawl ('crawlkit crawl SEEDS --state {state}'); --contains "
+        "takes it as it is",
+    )
     if rebuild:
         if dry_run:
             raise UsageError("--rebuild changes the state; it cannot be a --dry-run")
@@ -313,12 +322,17 @@ def _check_scope(spec: str | None) -> None:
 
 
 def _contains(state: Path, urls: list[str]) -> None:
+    """Whether each URL is seen; in a crawl of --workers, by any worker's seen set (a
+    URL is in its owner's alone)."""
     rep = reporter()
     canon = Canonicalizer()
-    with (
-        SeenStore.open(state, writable=False, reporter=rep) as store,
-        streams.open_output("-") as sink,
-    ):
+    roots = crawl_roots(state)[1:] if workers_of(state) else [state]
+    with contextlib.ExitStack() as stack:
+        stores = [
+            stack.enter_context(SeenStore.open(root, writable=False, reporter=rep))
+            for root in roots
+        ]
+        sink = stack.enter_context(streams.open_output("-"))
         for text in urls:
             try:
                 url = canon.canonicalize(text)
@@ -327,7 +341,8 @@ def _contains(state: Path, urls: list[str]) -> None:
                 sink.write_record({"input": text, "url": None, "seen": None, "error": str(exc)})
                 continue
             fp = fingerprint_int(url)
-            seen = bool(store.contains(np.array([fp], dtype=np.uint64))[0])
+            key = np.array([fp], dtype=np.uint64)
+            seen = any(bool(store.contains(key)[0]) for store in stores)
             sink.write_record({"input": text, "url": url, "fp": f"{fp:016x}", "seen": seen})
 
 

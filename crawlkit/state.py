@@ -35,7 +35,7 @@ from pathlib import Path
 
 from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
-from crawlkit.errors import LockedError, StateError, describe_os_error
+from crawlkit.errors import LockedError, StateError, UsageError, describe_os_error
 
 __all__ = [
     "WORKERS_DIR",
@@ -43,6 +43,7 @@ __all__ = [
     "crawl_roots",
     "lock_state",
     "open_state",
+    "refuse_workers_state",
     "require_existing_state",
     "workers_of",
 ]
@@ -253,3 +254,15 @@ def workers_of(state: Path) -> int:
     """N of a state a ``crawl --workers N`` laid out; 0 for any other state."""
     saved = state / WORKERS_DIR / "fleet.json"
     return int(streams.read_json(saved)["workers"]) if saved.exists() else 0
+
+
+def refuse_workers_state(state: str | os.PathLike[str], stores: str, instead: str) -> None:
+    """A usage error if ``state`` is one of ``crawl --workers N``: its ``stores`` are
+    its workers' (``STATE/workers/K``), so a stage on ``state`` itself would make
+    stores no worker reads, or answer from empty ones. ``instead`` says what to do."""
+    path = Path(state)
+    if workers_of(path):
+        raise UsageError(
+            f"{path} is a crawl of --workers: its {stores} are its workers' "
+            f"({path / WORKERS_DIR}/K); {instead}"
+        )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ __all__ = [
     "collect",
     "format_lines",
     "html_section",
+    "merge",
     "report_data",
     "report_section",
 ]
@@ -92,6 +94,32 @@ def collect(history: History, policy: RecrawlPolicy, now: float, days: int = 7) 
             visits += (due < start).astype(float)  # overdue now: one visit today
         stats.due_per_day.append(int(visits.sum()))
     return stats
+
+
+def merge(parts: Sequence[RecrawlStats]) -> RecrawlStats:
+    """One set of figures of several histories (the workers of a crawl): counts and
+    budgets summed, freshness weighted by URLs tracked, the multiplier of the first
+    that has one."""
+    if len(parts) == 1:
+        return parts[0]
+    tracked = sum(p.tracked for p in parts)
+    histogram: dict[str, int] = {}
+    for p in parts:
+        for label, count in p.histogram:
+            histogram[label] = histogram.get(label, 0) + int(count)
+    days = max((len(p.due_per_day) for p in parts), default=0)
+    budgets = [p.budget_per_day for p in parts if p.budget_per_day is not None]
+    return RecrawlStats(
+        tracked=tracked,
+        estimated=sum(p.estimated for p in parts),
+        histogram=list(histogram.items()),
+        freshness=sum(p.freshness * p.tracked for p in parts) / tracked if tracked else 1.0,
+        mu=next((p.mu for p in parts if p.mu is not None), None),
+        budget_per_day=sum(budgets) if budgets else None,
+        due_per_day=[
+            sum(p.due_per_day[d] for p in parts if d < len(p.due_per_day)) for d in range(days)
+        ],
+    )
 
 
 def _duration(seconds: float) -> str:

@@ -43,7 +43,7 @@ from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import DedupRecord, PageRecord, SiteYieldRecord, dedup_record
-from crawlkit.state import StateDir, lock_state, open_substate
+from crawlkit.state import StateDir, lock_state, open_substate, refuse_workers_state
 from crawlkit.url import fingerprint, fingerprint_int, site_of_record
 
 __all__ = [
@@ -318,6 +318,7 @@ def open_dedup_store(state: str | os.PathLike[str], *, window: int = 1000) -> It
     or any process that owns ``state`` (a running crawl), makes this raise
     :class:`~crawlkit.errors.LockedError` before anything is read.
     """
+    refuse_workers_state(state, "dedup indexes", "dedup on one of them, or crawl it")
     with open_substate(state, "dedup") as sdir:
         store = DedupStore(sdir.path, window=window)
         try:

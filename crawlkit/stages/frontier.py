@@ -39,7 +39,13 @@ from crawlkit.records import Record, Refusal, URLRecord
 from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.shard.routing import ShardRole, inbox_files, record_site, split_by_owner, write_outbox
 from crawlkit.stages.seen_merge import fresh_records
-from crawlkit.state import WORKERS_DIR, StateDir, crawl_roots, lock_state, open_state, workers_of
+from crawlkit.state import (
+    StateDir,
+    crawl_roots,
+    lock_state,
+    open_state,
+    refuse_workers_state,
+)
 from crawlkit.streams import read_records
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
@@ -107,12 +113,12 @@ def _locked_with_input(
 def _refuse_a_crawl_of_workers(state_path: str | os.PathLike[str]) -> None:
     """A state of ``crawl --workers N`` queues its URLs in its workers' frontiers
     (``STATE/workers/K``); one added to or taken from its own would never be seen."""
-    if workers_of(Path(state_path)):
-        raise UsageError(
-            f"{state_path} is a crawl of --workers: its URLs are queued in its workers' "
-            f"frontiers ({Path(state_path) / WORKERS_DIR}/K); give new seeds to "
-            f"'crawlkit crawl SEEDS --state {state_path}' (stats and block take it as it is)"
-        )
+    refuse_workers_state(
+        state_path,
+        "frontiers",
+        f"give new seeds to 'crawlkit crawl SEEDS --state {state_path}' (stats and block "
+        "take it as it is)",
+    )
 
 
 def add_to(

@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
@@ -29,8 +30,9 @@ from crawlkit.recrawl import Entry, Event, History, RecrawlPolicy, apply_event
 from crawlkit.recrawl.estimate import PRIOR_SPREAD
 from crawlkit.recrawl.history import estimate_entries
 from crawlkit.recrawl.plan import pick, replan
-from crawlkit.recrawl.stats import collect, format_lines
+from crawlkit.recrawl.stats import RecrawlStats, collect, format_lines, merge
 from crawlkit.stages.frontier import lock_state
+from crawlkit.state import crawl_roots, refuse_workers_state, workers_of
 from crawlkit.streams import Record
 from crawlkit.times import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
@@ -167,6 +169,11 @@ def recrawl(
 ) -> RecrawlSummary:
     """:func:`recrawl_in` on the history under ``state_path``: the input is read to its
     end first, then the state directory is locked and the history opened for the call."""
+    refuse_workers_state(
+        state_path,
+        "recrawl histories",
+        f"its crawl plans them ('crawlkit recrawl --stats --state {state_path}' sums them)",
+    )
     reporter = reporter or NullReporter()
     now = time.time() if now is None else now
     summary = RecrawlSummary()
@@ -203,14 +210,28 @@ def recrawl_stats(
     """The text of ``crawlkit recrawl --stats``: the history under ``state_path`` read
     under the state lock (:func:`crawlkit.recrawl.stats.collect`) as planned for
     ``policy`` now; writes nothing but a migration of an old history (the plan is
-    rolled back)."""
+    rolled back). A crawl of ``--workers N`` has one history a worker: their figures
+    are summed (:func:`crawlkit.recrawl.stats.merge`)."""
     now = time.time() if now is None else now
     policy = policy or RecrawlPolicy()
+    roots = crawl_roots(Path(state_path))[1:] if workers_of(Path(state_path)) else [state_path]
+    parts = [_stats(root, policy, now, days, lock_wait, reporter) for root in roots]
+    return format_lines(merge(parts))
+
+
+def _stats(
+    state_path: str | os.PathLike[str],
+    policy: RecrawlPolicy,
+    now: float,
+    days: int,
+    lock_wait: float,
+    reporter: Reporter | None,
+) -> RecrawlStats:
     with lock_state(state_path, wait=lock_wait, reporter=reporter or NullReporter()) as state:
         history = History(state.sub("recrawl"))
         try:
             replan(history, policy)
-            return format_lines(collect(history, policy, now, days))
+            return collect(history, policy, now, days)
         finally:
             history.rollback()
             history.close()

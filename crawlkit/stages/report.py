@@ -19,6 +19,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from crawlkit.durable import MANIFEST
 from crawlkit.errors import StateError
 from crawlkit.frontier.store import Frontier
 from crawlkit.frontier.waiting import WAITING, read_waiting
-from crawlkit.recrawl.stats import report_data
+from crawlkit.recrawl.stats import RecrawlStats, merge, report_data
 from crawlkit.report import build_report
 from crawlkit.seen import SeenStore
 from crawlkit.stages.frontier import crawl_frontier_stats
@@ -176,36 +177,9 @@ def _frontier_counters(state: Path, roots: list[Path]) -> dict[str, Any]:
 
 
 def merge_recrawl(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """One recrawl section of several states' (:func:`report_data`): counts summed,
-    freshness weighted by URLs tracked, the change rate and daily budget of the first
-    that has them."""
+    """One recrawl section of several states' (:func:`report_data`), as
+    :func:`crawlkit.recrawl.stats.merge` sums them."""
     have = [p for p in parts if p]
     if len(have) <= 1:
         return have[0] if have else None
-    tracked = sum(int(p.get("tracked") or 0) for p in have)
-    histogram: dict[str, int] = {}
-    for p in have:
-        for label, count in p.get("histogram") or []:
-            histogram[label] = histogram.get(label, 0) + int(count)
-    days = max(len(p.get("due_per_day") or []) for p in have)
-    budgets = [float(p["budget_per_day"]) for p in have if p.get("budget_per_day") is not None]
-    return {
-        "tracked": tracked,
-        "estimated": sum(int(p.get("estimated") or 0) for p in have),
-        "histogram": [[label, count] for label, count in histogram.items()],
-        "freshness": (
-            sum(float(p.get("freshness", 1.0)) * int(p.get("tracked") or 0) for p in have) / tracked
-            if tracked
-            else 1.0
-        ),
-        "mu": next((p["mu"] for p in have if p.get("mu") is not None), None),
-        "budget_per_day": sum(budgets) if budgets else None,
-        "due_per_day": [
-            sum(
-                int((p.get("due_per_day") or [])[d])
-                for p in have
-                if d < len(p.get("due_per_day") or [])
-            )
-            for d in range(days)
-        ],
-    }
+    return asdict(merge([RecrawlStats(**p) for p in have]))

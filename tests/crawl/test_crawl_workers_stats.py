@@ -1,6 +1,8 @@
 """`crawlkit frontier stats --state S` of a `crawl --workers N` state: the workers'
 frontiers as one, as `report` sums them (the parent keeps no frontier of its own);
-the commands that would write to S's own frontier are refused."""
+the commands that would write to S's own frontier are refused, and so are the stages
+whose stores are the workers' (seen-merge, dedup, recrawl, fetch), while seen-merge
+--contains and recrawl --stats answer from the workers' stores."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 import orjson
 from conftest import crawlkit, start_testweb
 
+from crawlkit import streams
 from crawlkit.stages.frontier import crawl_frontier_stats
 
 
@@ -66,3 +69,43 @@ def test_frontier_stats_of_a_workers_state_are_the_workers_summed(tmp_path: Path
         assert res.code == 2, (args, res.stderr)
         assert len(res.stderr.splitlines()) == 1 and "is a crawl of --workers" in res.stderr
     assert crawl_frontier_stats(state) == stats  # nothing changed
+    # so is every stage whose stores are the workers' (the seen sets, dedup indexes,
+    # recrawl histories, hosts' clocks): nothing is made in S itself
+    links = tmp_path / "links.ndjson"
+    links.write_text('{"url": "http://h0.test/new-page", "depth": 1}\n')
+    for args in (
+        ("seen-merge", "--state", str(state), str(links)),
+        ("seen-merge", "--state", str(state), "--rebuild"),
+        ("dedup", "--state", str(state), str(links)),
+        ("recrawl", "--state", str(state), str(links)),
+        ("fetch", "--state", str(state), str(links)),
+    ):
+        res = crawlkit(*args)
+        assert res.code == 2, (args, res.stderr)
+        assert len(res.stderr.splitlines()) == 1 and "is a crawl of --workers" in res.stderr
+    assert {p.name for p in state.iterdir()} == {"LOCK", "crawl", "warc", "workers"}
+    # the questions are answered from the workers' stores
+    fetched = [
+        r["url"]
+        for k in ("0", "1")
+        for r in streams.read_records(
+            sorted((state / "workers" / k).glob("crawl/cycles/*/fetch.ndjson"))
+        )
+        if r["outcome"] == "fetched"
+    ]
+    res = crawlkit("seen-merge", "--state", str(state), "--contains", *fetched, "http://h0.test/no")
+    assert res.code == 0, res.stderr
+    assert [orjson.loads(line)["seen"] for line in res.lines] == [True] * len(fetched) + [False]
+    res = crawlkit("recrawl", "--state", str(state), "--stats")
+    assert res.code == 0, res.stderr
+    tracked = [
+        crawlkit("recrawl", "--state", str(state / "workers" / k), "--stats").stdout
+        for k in ("0", "1")
+    ]
+    assert _tracked(res.stdout) == sum(_tracked(t) for t in tracked) == len(fetched)
+
+
+def _tracked(stats: bytes) -> int:
+    """The URLs tracked of ``crawlkit recrawl --stats``'s text."""
+    first = stats.decode().splitlines()[0]  # "URLs tracked: N, with a rate ..."
+    return int(first.split(":")[1].split(",")[0])
