@@ -96,16 +96,17 @@ from crawlkit.times import parse_duration
 
 
 def read_seeds(items: list[str]) -> list[str]:
-    """Seeds from arguments: a URL, or a file of URLs (one a line, # comments)."""
+    """Seeds from arguments: a URL, or a file of URLs (one a line, # comments; ``-``
+    is standard input, as for every stage)."""
+    streams.check_single_stdin(items)
     seeds: list[str] = []
     for item in items:
         if "://" in item:
             seeds.append(item)
             continue
-        path = Path(item)
-        if not path.exists():
+        if not streams.is_stdio(item) and not Path(item).exists():
             raise UsageError(f"{item}: neither a URL nor a file")
-        for _, _, text in streams.read_text_lines([path]):
+        for _, _, text in streams.read_text_lines([item]):
             line = (text or "").split("#", 1)[0].strip()
             if line:
                 seeds.append(line)
@@ -116,7 +117,10 @@ def read_seeds(items: list[str]) -> list[str]:
 def crawl_command(
     seeds: Annotated[
         list[str] | None,
-        typer.Argument(help="Seed URLs, or files of seed URLs (one a line).", show_default=False),
+        typer.Argument(
+            help="Seed URLs, or files of seed URLs (one a line; - reads standard input).",
+            show_default=False,
+        ),
     ] = None,
     state: StateDir = ...,  # type: ignore[assignment]
     config: ConfigOption = None,
