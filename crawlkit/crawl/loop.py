@@ -48,7 +48,7 @@ from crawlkit.crawl.signals import graceful_signals
 from crawlkit.crawl.step_process import StepProcess
 from crawlkit.crawl.steps import ExplainContext, render
 from crawlkit.crawl.stores import Stores
-from crawlkit.crawl.summary import CrawlSummary, save_totals
+from crawlkit.crawl.summary import NOTHING_FETCHED, CrawlSummary, save_totals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.frontier.scope import Scope
 from crawlkit.shard.routing import inbox_files, role_from_options
@@ -197,7 +197,7 @@ class Crawl:
                 if self._failed_so_far():
                     # Not one answer over HTTP in any run, and failures (a seed's host
                     # down): say so now rather than sleep until the retry time.
-                    self.summary.stopped = "nothing could be fetched; deferred URLs wait"
+                    self.summary.stopped = NOTHING_FETCHED
                     break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"

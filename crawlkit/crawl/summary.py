@@ -12,6 +12,8 @@ from crawlkit import streams
 from crawlkit.crawl.retry import ErrorTally
 
 LIMIT = "page limit (--max-pages)"  # the reason a run stops on --max-pages
+# the reason a run stops when no URL of any run got an answer and some failed
+NOTHING_FETCHED = "nothing could be fetched; deferred URLs wait"
 
 __all__ = [
     "LIMIT",
@@ -223,6 +225,11 @@ def _stopped(parts: Sequence[dict[str, Any]], parked: int) -> str:
     done = {"frontier empty"} | {r for r in reasons if r.startswith("done for this budget")}
     if LIMIT in reasons and all(r in done or r == LIMIT for r in reasons):
         return LIMIT  # as one process says it, the others had nothing left
+    if NOTHING_FETCHED in reasons and all(
+        r == NOTHING_FETCHED or (r in done and not p.get("outcomes"))
+        for r, p in zip(reasons, parts, strict=True)
+    ):
+        return NOTHING_FETCHED  # as one process says it: the others had nothing at all
     if reasons and all(r in done for r in reasons):
         if parked:
             return f"done for this budget period ({parked} URLs of over-budget sites parked)"

@@ -33,7 +33,7 @@ from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
 from crawlkit.crawl.files import is_done, write_file
 from crawlkit.crawl.rebalance import _copy_history
-from crawlkit.crawl.summary import CrawlSummary
+from crawlkit.crawl.summary import NOTHING_FETCHED, CrawlSummary
 from crawlkit.crawl.workers import WORKER_MARGIN, merge_summaries, prepare, worker_deadline
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
@@ -423,6 +423,15 @@ def test_merged_summary_takes_the_end_figures_of_each_worker_last_run() -> None:
     s = merge_summaries([first, again, other], elapsed=1, last=[again, other])
     assert s["queued"] == 2 and s["requests"] == 13
     assert s["stopped"] == "page limit (--max-pages)"
+
+
+def test_merged_summary_says_nothing_could_be_fetched_as_one_process_does() -> None:
+    """Every seed's host down, all of them one worker's: the other had nothing at all."""
+    failed = {"outcomes": {"deferred": 1}, "stopped": NOTHING_FETCHED}
+    idle = {"outcomes": {}, "stopped": "frontier empty"}
+    assert merge_summaries([failed, idle], elapsed=1)["stopped"] == NOTHING_FETCHED
+    worked = {"outcomes": {"fetched": 3}, "stopped": "frontier empty"}  # one got answers
+    assert merge_summaries([failed, worked], elapsed=1)["stopped"].startswith("worker 0: ")
 
 
 def test_new_urls_of_the_inbox_and_of_the_post_thread_are_both_counted(tmp_path: Path) -> None:
