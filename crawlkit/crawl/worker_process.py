@@ -78,16 +78,18 @@ def worker_main(
     deadline: float | None,
     temp_dir: str,
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
-    # The parent started this process with SIGINT and SIGTERM ignored (see
-    # WorkerFleet._start): from here the first is kept for the crawl to stop on
-    # cleanly, a second acts at once; the parent forwards its stops once told so.
+    # A group of its own first: a terminal's Ctrl-C (or a job runner's signal to the
+    # group) reaches the parent alone, which forwards one stop. Until then this process
+    # ignores SIGINT and SIGTERM (the parent started it so, WorkerFleet._start); from
+    # here the first is kept for the crawl to stop on cleanly, a second acts at once,
+    # and the parent forwards its stops once told "ready".
+    os.setpgrp()
     early_signals.hold({signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL})
     with contextlib.suppress(OSError):
         conn.send(("ready",))
     if temp_dir:  # multiprocessing's pymp-* goes there too: the parent removes it
         tempfile.tempdir = temp_dir
     cap_arenas()  # as the CLI does for one crawl process, before any thread starts
-    os.setpgrp()  # a terminal's Ctrl-C reaches the parent alone; it forwards one signal
     _die_with_parent()
     collect_by_clock()  # as the CLI does for one crawl process (crawl/collector.py)
     lock = threading.Lock()
