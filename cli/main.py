@@ -42,10 +42,16 @@ def _command_name(root: click.Command, argv: Sequence[str]) -> str:
     return " ".join(words)
 
 
+# The commands that run a crawl (archive is one with its report and WACZ after it):
+# a stop while they start is held for the crawl, and their process pools' files go
+# to a private temporary directory.
+CRAWLS = ("crawl", "archive")
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run one command line and return its exit status (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if next((a for a in args if not a.startswith("-")), None) == "crawl":
+    if next((a for a in args if not a.startswith("-")), None) in CRAWLS:
         # Before the crawl's modules are imported (a second or more): a job runner's
         # stop in that time is a clean stop, not an exit 143 (crawlkit.early_signals).
         early_signals.hold()
@@ -57,7 +63,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     _raise_open_file_limit()
     _quiet_resource_tracker()
     with contextlib.ExitStack() as stack:
-        if invocation.command == "crawl":
+        if invocation.command in CRAWLS:
             stack.enter_context(private_temp_dir())  # what a kill -9 leaves is swept
         return _run(command, args, prefix)
 

@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, start_testweb, wait_until_locked
 
 from crawlkit.tempdirs import LOCK, PREFIX, private_temp_dir, sweep
@@ -64,18 +65,21 @@ def test_a_base_too_long_for_a_socket_below_it_is_used_as_it_is(monkeypatch) -> 
         long.rmdir()
 
 
+@pytest.mark.parametrize("command", ["crawl", "archive"])
 def test_a_crawl_killed_with_sigkill_leaves_nothing_once_the_next_one_ran(
-    tmp_path: Path,
+    tmp_path: Path, command: str
 ) -> None:
     temp = Path(tempfile.mkdtemp(prefix="ck-", dir="/tmp"))  # short: sockets go below it
     try:
         with start_testweb(tmp_path, "--hosts", "2", "--pages", "30", "--special", "none") as web:
-            state = tmp_path / "state"
-            args = [
-                "crawl",
-                str(web.seeds),
-                "--state",
-                str(state),
+            if command == "crawl":
+                state = tmp_path / "state"
+                args = ["crawl", str(web.seeds), "--state", str(state)]
+            else:  # a crawl, then its report and WACZ
+                first = web.seeds.read_text().split()[0]
+                args = ["archive", first, str(tmp_path / "coll")]
+                state = tmp_path / "coll" / "state"
+            args += [
                 "--min-delay",
                 "0.2s",
                 "--allow-net",
