@@ -303,7 +303,8 @@ def frontier_add(
                 fresh, mark_seen = urls, lambda: None
                 out_of_scope: list[Refusal] = []
                 if urls and (state.path / SEEN_SUBDIR).exists():
-                    # (links too deep are refused before the seen set: traps.depth_refusal)
+                    # Out of scope or too deep: refused before the seen set, so a
+                    # later seed or a shorter path still brings them (invariant 4).
                     new = stack.enter_context(
                         fresh_records(
                             state.path,
@@ -311,6 +312,7 @@ def frontier_add(
                             canonicalizer=canon,
                             reporter=reporter,
                             on_refused=out_of_scope.append,
+                            scope=scoped,
                             max_depth=(limits or TrapLimits()).max_depth,
                         )
                     )

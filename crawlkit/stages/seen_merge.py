@@ -515,6 +515,7 @@ def fresh_records(
     canonicalizer: Canonicalizer,
     reporter: Reporter | None = None,
     on_refused: Callable[[Refusal], None] | None = None,
+    scope: Scope | None = None,
     max_depth: int | None = None,
 ) -> Iterator[FreshRecords]:
     """:func:`fresh_in` on the seen set of ``state_path``, held open (and locked) for
@@ -525,6 +526,7 @@ def fresh_records(
             records,
             canonicalizer=canonicalizer,
             reporter=reporter,
+            scope=scope,
             on_refused=on_refused,
             max_depth=max_depth,
         )

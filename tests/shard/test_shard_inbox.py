@@ -12,6 +12,7 @@ from conftest import crawlkit
 from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.shard.routing import inbox_files
+from crawlkit.shard.slots import SlotMap
 
 
 def _shard_one(tmp_path: Path) -> tuple[Path, list[str]]:
@@ -108,3 +109,41 @@ def test_deliver_does_not_carry_a_symlink_from_an_outbox(tmp_path: Path) -> None
     assert "0 outbox files delivered" in res.stderr
     assert not (s1 / "inbox").exists() or not list((s1 / "inbox").iterdir())
     assert (s0 / "outbox-rejected" / "link.ndjson.zst").is_symlink()
+
+
+def test_delivered_urls_refused_by_scope_or_depth_are_not_marked_seen(tmp_path: Path) -> None:
+    """Invariant 4 on the inbox path: a delivered URL outside --scope or past
+    --max-depth is refused before the seen set, so a seed that widens the scope, or
+    a shorter path, brings it back later."""
+    state, args = _shard_one(tmp_path)
+    slots = SlotMap.load(Path(args[1]))
+    own = [f"http://s{i}.example/" for i in range(40)]
+    own = [u for u in own if slots.shard_of_site(u.split("/")[2]) == 1]
+    seed, far = own[:2]
+    res = crawlkit(
+        "frontier",
+        "add",
+        "--state",
+        str(state),
+        "--scope",
+        "host",
+        "--urls",
+        "--reason",
+        "seed",
+        "-",
+        input=f"{seed}\n".encode(),
+    )
+    assert res.code == 0, res.stderr
+    assert crawlkit("seen-merge", "--state", str(state), input=b"").code == 0  # a seen set
+    inbox = state / "inbox"
+    inbox.mkdir(exist_ok=True)
+    with streams.open_output(inbox / "from-0.ndjson.zst") as out:
+        out.write_record({"url": far + "page", "reason": "link", "depth": 1})
+        out.write_record({"url": seed + "deep", "reason": "link", "depth": 25})
+        out.write_record({"url": seed + "near", "reason": "link", "depth": 1})
+    res = crawlkit("frontier", "add", "--state", str(state), "--scope", "host", input=b"")
+    assert res.code == 0, res.stderr
+    urls = (far + "page", seed + "deep", seed + "near")
+    seen = crawlkit("seen-merge", "--state", str(state), "--contains", *urls)
+    assert [orjson.loads(line)["seen"] for line in seen.lines] == [False, False, True]
+    assert seed + "near" in _queued(state)
