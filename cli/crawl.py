@@ -298,6 +298,9 @@ def crawl_command(
     rep = reporter()
     streams.check_output_dir(warc_dir, "--warc-dir")
     streams.check_output(timeline, "--timeline")
+    if timeline is not None and timeline.suffix in (".zst", ".gz"):
+        # (appended to once a second, so never compressed: the name would say otherwise)
+        raise UsageError(f"--timeline {timeline}: plain NDJSON is appended to it; no .zst/.gz")
     if not scope:
         raise UsageError("--scope must not be empty")
     run_for = parse_duration(duration) if duration else None

@@ -342,7 +342,7 @@ TimelineFile = Annotated[
     Path | None,
     typer.Option(
         "--timeline",
-        help="Append the crawl loop's states once a second to this NDJSON file (in "
+        help="Append the crawl loop's states once a second to this plain NDJSON file (in "
         "flight, held, queued, post-processing backlog, refills), for finding stalls. "
         "With --workers N each worker appends to a file of its own, the name with -wK "
         "before the suffix (t.ndjson: t-w0.ndjson, t-w1.ndjson, ...).",

@@ -152,6 +152,18 @@ def test_a_timeline_that_cannot_be_written_is_refused_before_the_crawl(tmp_path:
     )
     assert res.code == 2 and "--timeline" in res.stderr and "not a directory" in res.stderr
     assert not (tmp_path / "state").exists()
+    # appended to once a second, never compressed: a .zst or .gz name would lie
+    for name in ("timeline.ndjson.zst", "timeline.ndjson.gz"):
+        res = crawlkit(
+            "crawl",
+            "http://127.0.0.1:9/",
+            "--state",
+            str(tmp_path / "state"),
+            "--timeline",
+            str(tmp_path / name),
+        )
+        assert res.code == 2 and "plain NDJSON" in res.stderr, res.stderr
+        assert not (tmp_path / "state").exists() and not (tmp_path / name).exists()
 
 
 def test_a_worker_cuts_its_cycles_by_age_as_big_per_page_as_one_process() -> None:
