@@ -8,6 +8,8 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
+from crawlkit import streams
+from crawlkit.errors import UsageError
 from crawlkit.stages.index import write_index
 
 
@@ -56,6 +58,9 @@ def index(
 
         crawlkit index coll/warc/*.warc.gz -o coll/index.cdxj
     """
+    if any(streams.is_stdio(w) for w in warcs):
+        # each line names its WARC file, which replay opens by that name
+        raise UsageError("a WARC on standard input has no file name for the index to give")
     lines = write_index(warcs, out)
     if not quiet:
         reporter().info(f"{lines} captures indexed from {len(warcs)} WARC files")

@@ -75,6 +75,13 @@ def test_a_damaged_warc_is_a_one_line_error(tmp_path: Path, case: str) -> None:
     assert not out.exists()
 
 
+def test_a_warc_on_standard_input_is_refused(tmp_path: Path) -> None:
+    """Each line names its WARC file ("filename"), which replay opens: "-" is none."""
+    res = crawlkit("index", "-", "-o", str(tmp_path / "out.cdxj"), input=_record(*_GOOD))
+    assert res.code == 2 and "standard input" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.cdxj").exists()
+
+
 def test_a_200_mb_header_line_is_refused_at_once(tmp_path: Path) -> None:
     """(Before: a 20 MB line took 7.9 s, a 200 MB one never ended.) The file is sparse:
     200 MB of NUL bytes with no line end, of which the reader reads 256 KiB."""
