@@ -115,7 +115,8 @@ STEPS: tuple[Step, ...] = (
     Step(
         "links",
         "seen-merge and frontier add: new links and redirects are queued, those outside "
-        "--scope refused before they are marked seen; deferred URLs wait in the waiting "
+        "--scope or past --max-depth refused before they are marked seen; deferred URLs "
+        "wait in the waiting "
         "room until their retry time ('frontier next' queues them then)",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
