@@ -140,30 +140,25 @@ def test_the_timeline_counts_every_fetch_record_and_refill(tmp_path: Path) -> No
     assert sum(x["refill_given"] for x in lines) >= 1
 
 
-def test_a_timeline_that_cannot_be_written_is_refused_before_the_crawl(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("file/timeline.ndjson", "not a directory"),
+        # appended to once a second, never compressed: a .zst or .gz name would lie
+        ("timeline.ndjson.zst", "plain NDJSON"),
+        ("timeline.ndjson.gz", "plain NDJSON"),
+    ],
+)
+def test_a_timeline_that_cannot_be_written_is_refused_before_the_crawl(
+    tmp_path: Path, name: str, why: str
+) -> None:
     (tmp_path / "file").write_text("")
-    res = crawlkit(
-        "crawl",
-        "http://127.0.0.1:9/",
-        "--state",
-        str(tmp_path / "state"),
-        "--timeline",
-        str(tmp_path / "file" / "timeline.ndjson"),
-    )
-    assert res.code == 2 and "--timeline" in res.stderr and "not a directory" in res.stderr
-    assert not (tmp_path / "state").exists()
-    # appended to once a second, never compressed: a .zst or .gz name would lie
-    for name in ("timeline.ndjson.zst", "timeline.ndjson.gz"):
-        res = crawlkit(
-            "crawl",
-            "http://127.0.0.1:9/",
-            "--state",
-            str(tmp_path / "state"),
-            "--timeline",
-            str(tmp_path / name),
-        )
-        assert res.code == 2 and "plain NDJSON" in res.stderr, res.stderr
-        assert not (tmp_path / "state").exists() and not (tmp_path / name).exists()
+    timeline = tmp_path / name
+    state = tmp_path / "state"
+    seed = "http://127.0.0.1:9/"
+    res = crawlkit("crawl", seed, "--state", str(state), "--timeline", str(timeline))
+    assert res.code == 2 and "--timeline" in res.stderr and why in res.stderr, res.stderr
+    assert not state.exists() and not timeline.exists()
 
 
 def test_a_worker_cuts_its_cycles_by_age_as_big_per_page_as_one_process() -> None:
