@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["KINDS", "defaults", "hold", "take"]
@@ -35,18 +34,13 @@ def _keep(signum: int, _frame: object) -> None:
     _held.append(signal.Signals(signum).name)
 
 
-def hold(defaults: Mapping[signal.Signals, Any] | None = None) -> None:
-    """Keep the first SIGINT/SIGTERM from now on until :func:`take` is called.
-
-    ``defaults``: the handlers a second signal and :func:`take` put back, when not
-    the current ones (a process started with the signals ignored names its own)."""
+def hold() -> None:
+    """Keep the first SIGINT/SIGTERM from now on until :func:`take` is called."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in KINDS:
         current = signal.getsignal(sig)
-        if defaults is not None and sig in defaults:
-            _defaults[sig] = defaults[sig]
-        elif current is not _keep:
+        if current is not _keep:
             _defaults[sig] = current
         signal.signal(sig, _keep)
 

@@ -79,12 +79,11 @@ def worker_main(
     temp_dir: str,
 ) -> None:  # pragma: no cover - runs in the spawned process (covered by the CLI tests)
     # A group of its own first: a terminal's Ctrl-C (or a job runner's signal to the
-    # group) reaches the parent alone, which forwards one stop. Until then this process
-    # ignores SIGINT and SIGTERM (the parent started it so, WorkerFleet._start); from
-    # here the first is kept for the crawl to stop on cleanly, a second acts at once,
-    # and the parent forwards its stops once told "ready".
+    # group) reaches the parent alone, which forwards one stop. From here the first
+    # signal is kept for the crawl to stop on cleanly, a second acts at once, and the
+    # parent forwards its stops once told "ready".
     os.setpgrp()
-    early_signals.hold({signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL})
+    early_signals.hold()
     with contextlib.suppress(OSError):
         conn.send(("ready",))
     if temp_dir:  # multiprocessing's pymp-* goes there too: the parent removes it

