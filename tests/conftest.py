@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -84,28 +85,41 @@ def _children_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
             os.environ["TMPDIR"] = before
 
 
+def poll_until(
+    condition: Callable[[], bool],
+    proc: subprocess.Popen,
+    what: str,
+    timeout: float = 60.0,
+    every: float = 0.01,
+) -> None:
+    """Wait until ``condition()`` holds, looking again every ``every`` seconds: for an
+    event with no signal of its own (a file that grows, a process in /proc, a lock in
+    /proc/locks), looking is the only way to see it. Fails, naming ``what``, if
+    ``proc`` (the process expected to bring it about) ends first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"it ended (status {proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"not {what} in {timeout:g} s"
+        time.sleep(every)
+
+
 def wait_until_locked(lock: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
     """Wait until some process holds the flock on ``lock`` (a state directory's LOCK),
     as /proc/locks shows it: the lock is never touched, so its owner never sees a
     rival. Fails if ``proc`` (the process expected to take it) ends first."""
-    import time
 
-    deadline = time.monotonic() + timeout
-    while True:
+    def held() -> bool:
         try:
             inode = os.stat(lock).st_ino
-            held = any(
-                line.split()[1] == "FLOCK" and line.split()[5].rsplit(":", 1)[1] == str(inode)
-                for line in Path("/proc/locks").read_text().splitlines()
-                if len(line.split()) > 5
-            )
         except FileNotFoundError:
-            held = False
-        if held:
-            return
-        assert proc.poll() is None, f"it ended (status {proc.returncode}) before {lock} was locked"
-        assert time.monotonic() < deadline, f"{lock} was not locked in {timeout:g} s"
-        time.sleep(0.01)
+            return False
+        return any(
+            line.split()[1] == "FLOCK" and line.split()[5].rsplit(":", 1)[1] == str(inode)
+            for line in Path("/proc/locks").read_text().splitlines()
+            if len(line.split()) > 5
+        )
+
+    poll_until(held, proc, f"{lock} was locked", timeout)
 
 
 # -- crawlkit testweb: a synthetic web on loopback (issue 3) ----------------------------

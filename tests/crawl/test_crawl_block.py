@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, crawlkit, start_testweb
+from conftest import ROOT, crawlkit, poll_until, start_testweb
 
 from crawlkit import streams
 from crawlkit.crawl.feed import FEW_HOSTS_PER_HOST
@@ -46,14 +46,11 @@ def _wait_for_requests(web, proc: subprocess.Popen, host: str, n: int) -> None:
     """Wait until the server's log has ``n`` requests to hosts named ``host...`` (the
     event: the log is the server's only record of them, so it is polled), failing if
     the crawl ends first or 60 s pass."""
-    deadline = time.monotonic() + 60
-    while True:
-        log = web.requests(settle=0.0)
-        if len([q for q in log if q["host"].startswith(host)]) >= n:
-            return
-        assert proc.poll() is None, "the crawl ended before the requests came"
-        assert time.monotonic() < deadline, f"no {n} requests to {host or 'the web'} in 60 s"
-        time.sleep(0.02)  # the log is a file: looked at again
+
+    def asked() -> int:
+        return len([q for q in web.requests(settle=0.0) if q["host"].startswith(host)])
+
+    poll_until(lambda: asked() >= n, proc, f"{n} requests to {host or 'the web'}", every=0.02)
 
 
 def _crawl_and_block(

@@ -15,14 +15,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
 import orjson
 import pytest
-from conftest import ROOT, crawlkit, start_testweb
+from conftest import ROOT, crawlkit, poll_until, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
@@ -89,11 +88,13 @@ def _wait_for_fetch_logs(
     ``state/where`` (the event: a worker's cycle has fetch records, or is done;
     polled, as a file has no other signal here), failing if the crawl ends first or
     90 s pass."""
-    deadline = time.monotonic() + 90
-    while len(list(state.glob(f"{where}/crawl/cycles/*/{name}"))) < n:
-        assert proc.poll() is None, proc.communicate()[1].decode()
-        assert time.monotonic() < deadline, f"{where} wrote {n} {name} not in 90 s"
-        time.sleep(0.02)
+    poll_until(
+        lambda: len(list(state.glob(f"{where}/crawl/cycles/*/{name}"))) >= n,
+        proc,
+        f"{where} wrote {n} {name}",
+        timeout=90,
+        every=0.02,
+    )
 
 
 def _fetched_in(cycles: list[Path]) -> int:

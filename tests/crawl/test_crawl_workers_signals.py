@@ -12,11 +12,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, start_testweb
+from conftest import ROOT, poll_until, start_testweb
 
 # 4 hosts of 20 pages, a quarter of a second between requests to a host: a crawl of
 # several seconds, so a stop is seen
@@ -80,11 +79,8 @@ def test_a_sigterm_while_the_workers_start_is_a_clean_stop(tmp_path: Path) -> No
     with start_testweb(tmp_path, *WEB) as web:
         proc = _popen(_args(web, tmp_path / "s"))
         try:
-            deadline = time.monotonic() + 60
             # both spawned: they import for a second or more before they hold signals
-            while _workers_spawned(proc.pid) < 2:
-                assert proc.poll() is None and time.monotonic() < deadline, "no workers"
-                time.sleep(0.005)
+            poll_until(lambda: _workers_spawned(proc.pid) >= 2, proc, "both workers", every=0.005)
         finally:
             proc.send_signal(signal.SIGTERM)
         summary = _stopped_cleanly(proc, "SIGTERM")
