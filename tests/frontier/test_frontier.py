@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from crawlkit.frontier.budgets import BudgetPolicy, SiteTable
 from crawlkit.frontier.priority import split
-from crawlkit.frontier.queues import SegmentQueue, SegmentStore
+from crawlkit.frontier.queues import SMALL_SEGMENT, SegmentQueue, SegmentStore
 from crawlkit.frontier.store import NextOptions
 from crawlkit.frontier.traps import TrapChecker, TrapLimits, depth_refusal
 from crawlkit.stages.frontier import frontier_add, frontier_links, frontier_next, frontier_stats
@@ -819,3 +819,38 @@ def test_cli_next_budget_period_and_its_hidden_old_name_cycle(tmp_path: Path) ->
     assert "--cycle is the old name of --budget-period" in both.stderr
     helptext = crawlkit("frontier", "next", "--help").stdout.decode()
     assert "--budget-period" in helptext and "--cycle" not in helptext
+
+
+def _lines_written(store: SegmentStore) -> list[int]:
+    """Count the lines of every segment the store writes (a list of one counter)."""
+    written = [0]
+    write_raw = store.write_raw
+
+    def counted(raw: bytes) -> int:
+        written[0] += raw.count(b"\n")
+        return write_raw(raw)
+
+    store.write_raw = counted  # type: ignore[method-assign]
+    return written
+
+
+@pytest.mark.parametrize("sizes", [[100] * 200, list(range(400, 0, -2)), [1] * 500])
+def test_small_pushes_at_the_tail_rewrite_each_line_a_few_times(
+    tmp_path: Path, sizes: list[int]
+) -> None:
+    # The frontier's next pushes the lines it rotates to the tail, a few hundred at a
+    # time; a small tail segment is merged with them. Merging the whole small tail at
+    # every push rewrote each line ~SMALL_SEGMENT / push times; merged as a binary
+    # counter carries, a line is rewritten a few times, and few small files are left.
+    store = SegmentStore(tmp_path)
+    written = _lines_written(store)
+    q = SegmentQueue(store)
+    pushed: list[bytes] = []
+    for size in sizes:
+        lines = [b"%d\n" % (len(pushed) + i) for i in range(size)]
+        q.push_back(lines)
+        pushed += lines
+        small = [count - start for _, count, start in q.segs if count - start < SMALL_SEGMENT]
+        assert len(small) <= 13
+    assert written[0] <= 12 * len(pushed)
+    assert q.take_all() == pushed
