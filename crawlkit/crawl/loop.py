@@ -151,12 +151,10 @@ class Crawl:
         """Recover what the last run left, call ``admit`` (queue seeds and retries),
         then crawl until a limit or nothing is left."""
         limits = self.limits
-        with graceful_signals(limits.on_signal, lambda: bool(limits.interrupted)) as reinstall:
-            return self._run(reinstall, admit)
+        with graceful_signals(limits.on_signal):
+            return self._run(admit)
 
-    def _run(
-        self, reinstall: Callable[[], None], admit: Callable[[], None] | None = None
-    ) -> CrawlSummary:
+    def _run(self, admit: Callable[[], None] | None = None) -> CrawlSummary:
         limits = self.limits
         leftover: Leftover | None = self.recovery.recover()
         if admit is not None:
@@ -170,7 +168,6 @@ class Crawl:
             self.gate.release_waiting()
             before = sum(self.summary.outcomes.values())
             self.feed.run(leftover)
-            reinstall()  # the fetch run's own handlers are gone with it
             leftover = None
             if self.feed.post_error is not None:
                 raise self.feed.post_error

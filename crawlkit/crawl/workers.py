@@ -467,6 +467,10 @@ class WorkerFleet:
             return  # a worker has not written its role yet
         moved = deliver(dirs, self.rep)["files"]
         if self.stopped:
+            # A stop ends a worker waiting for work too: it would end on its own
+            # SIGTERM, but a worker that lost it (a fetch run's loop swallowed it once)
+            # waited for work for good, and the parent for it.
+            self._end_idle()
             return
         # An ended worker (its run stopped for another reason) that was sent work
         # is started again, while the crawl goes on.
@@ -482,6 +486,10 @@ class WorkerFleet:
             return
         if self._drain():
             return  # someone spoke since: look again at the next delivery
+        self._end_idle()
+
+    def _end_idle(self) -> None:
+        """Tell every worker waiting for work that none will come."""
         for w in self.workers:
             if w.state == "idle" and w.conn is not None and not w.conn.closed:
                 with contextlib.suppress(OSError):

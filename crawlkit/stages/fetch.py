@@ -16,11 +16,13 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from crawlkit import early_signals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.dns import DnsClient, parse_server
@@ -229,20 +231,7 @@ def _run(
             on_redirect=cast("Callable[[Record], None] | None", on_redirect),
             on_robots_capture=cast("Callable[[Record], None] | None", on_robots_capture),
         )
-        loop = asyncio.get_running_loop()
-
-        def interrupted(signum: signal.Signals) -> None:
-            # First SIGINT/SIGTERM: stop starting requests, report the rest as deferred.
-            # A second one gets the default behaviour (the handlers are removed).
-            fetcher.stop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-            if on_interrupt is not None:
-                on_interrupt(signum.name)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, interrupted, sig)
+        stop_on_signal.attach(asyncio.get_running_loop(), fetcher.stop)
         try:
             more = None if refill is None else (lambda: refill(fetcher))
             async for record in fetcher.run(cast("Iterable[Record]", records), refill=more):
@@ -254,8 +243,64 @@ def _run(
                 await http.close()
         return {**fetcher.counts, "redirects": fetcher.redirects_out}
 
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main())
-    return uvloop.run(main())
+    stop_on_signal = _FirstSignal(on_interrupt)
+    with stop_on_signal:
+        try:
+            import uvloop
+        except ImportError:
+            return asyncio.run(main())
+        return uvloop.run(main())
+
+
+class _FirstSignal:
+    """The fetch run's SIGINT and SIGTERM, for as long as the run lasts: the first
+    stops new requests (the fetcher's ``stop``, on its loop; every URL not fetched yet
+    comes out ``deferred``) and tells ``on_interrupt`` at once; a second acts as it
+    would have before any handler (stops at once).
+
+    A plain handler (``signal.signal``), not the loop's ``add_signal_handler``: that
+    only queued a callback, which a loop ending at that moment never ran, and the loop
+    left its own handler installed once closed, which took the signals that came
+    before the crawl put its handlers back. A worker of ``crawl --workers 2`` lost the
+    parent's stop there and waited for work for good (``bench/crash_hunt.py``). Here
+    the handlers in place before the run come back when it ends (unless a signal came:
+    then the defaults stay, so the next one stops at once).
+    """
+
+    def __init__(self, on_interrupt: Callable[[str], None] | None):
+        self.on_interrupt = on_interrupt
+        self.came = False
+        self.before: dict[signal.Signals, Any] = {}
+        self.stop: Callable[[], None] | None = None
+
+    def __enter__(self) -> _FirstSignal:
+        if threading.current_thread() is threading.main_thread():
+            self.before = {sig: signal.signal(sig, self._handle) for sig in early_signals.KINDS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.came:
+            for sig, handler in self.before.items():
+                signal.signal(sig, handler)
+
+    def attach(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+        """The fetcher to stop, on ``loop``; stopped now if a signal came already."""
+
+        def stop_on_loop() -> None:
+            loop.call_soon_threadsafe(stop)
+
+        self.stop = stop_on_loop
+        if self.came:
+            stop()
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        for sig, handler in early_signals.defaults().items():
+            if handler == self._handle:  # nothing held them: Python's own defaults
+                handler = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            signal.signal(sig, handler)
+        self.came = True
+        if self.stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self.stop()
+        if self.on_interrupt is not None:
+            self.on_interrupt(signal.Signals(signum).name)

@@ -708,3 +708,23 @@ def test_a_worker_started_again_first_waits_for_its_last_run_to_exit(
     assert events[-1] == "start" and len(events) == 3
     if w.temp_dir is not None:
         shutil.rmtree(w.temp_dir, ignore_errors=True)
+
+
+def test_a_stopped_crawl_ends_a_worker_that_waits_for_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that lost the parent's SIGTERM (a fetch run's closed loop took it) went
+    on to wait for work, and the parent, stopped by the other worker's death, sent it
+    neither work nor "end": the crawl never ended (bench/crash_hunt.py, about one kill
+    in 30). A stop now ends the workers that wait."""
+    fleet = workers_mod.WorkerFleet(tmp_path, [], CrawlOptions(), 2)
+    for w in fleet.workers:
+        (tmp_path / "workers" / str(w.k)).mkdir(parents=True)
+        (tmp_path / "workers" / str(w.k) / "shard.json").write_text("{}")
+    monkeypatch.setattr(workers_mod, "deliver", lambda dirs, reporter=None: {"files": 0})
+    parent, child = multiprocessing.Pipe()
+    fleet.workers[0].state = "failed"
+    fleet.workers[1].conn, fleet.workers[1].state = parent, "idle"
+    fleet._stop("worker 0 died")
+    fleet._deliver_and_check()
+    assert child.poll(0) and child.recv() == "end"
