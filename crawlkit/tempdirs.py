@@ -61,8 +61,30 @@ def private_temp_dir() -> Iterator[Path | None]:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = before[1]
+        _remove_after_multiprocessing(path, lock)
+
+
+def _remove_after_multiprocessing(path: Path, lock: int) -> None:
+    """Remove the private directory now, or at exit if multiprocessing made its own
+    directory in it (``pymp-*``, when the crawl started a fork server): multiprocessing
+    removes that one as the interpreter exits and printed a traceback when it was gone
+    already, at the end of every crawl. Then this one goes after it (a finalizer of
+    lower priority than its -100), its lock held until then."""
+
+    def remove() -> None:
         shutil.rmtree(path, ignore_errors=True)
         os.close(lock)
+
+    try:
+        theirs = any(entry.name.startswith("pymp-") for entry in os.scandir(path))
+    except OSError:
+        theirs = False
+    if not theirs:
+        remove()
+        return
+    from multiprocessing import util
+
+    util.Finalize(None, remove, exitpriority=-101)
 
 
 def sweep(base: Path) -> int:
