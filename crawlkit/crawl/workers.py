@@ -225,6 +225,7 @@ class _Worker:
     room: int = -1  # pages --max-pages left when it was last started again on it
     ready: bool = False  # its current process holds signals: a stop may be sent
     stops_sent: int = 0  # SIGTERMs sent to its current process (WorkerFleet._forward_stops)
+    starts: int = 0  # processes started for it in this crawl
 
 
 class WorkerFleet:
@@ -323,7 +324,7 @@ class WorkerFleet:
             args=(
                 w.k,
                 str(worker_dir(self.state, w.k)),
-                self._seeds_of(w.k),
+                self._seeds_of(w.k, again=w.starts > 0),
                 opts,
                 child,
                 worker_deadline(self.deadline, self.options.duration),
@@ -337,12 +338,18 @@ class WorkerFleet:
         # be lost for as long as the worker took to read them. The parent's own stops
         # wait for "ready" instead, _forward_stops.)
         proc.start()
+        w.starts += 1
         child.close()
         w.process, w.conn, w.state, w.unfinished = proc, parent, "busy", None
 
-    def _seeds_of(self, k: int) -> tuple[list[str], list[str]]:
-        """Worker k's own seeds, and the others'."""
+    def _seeds_of(self, k: int, *, again: bool = False) -> tuple[list[str], list[str]]:
+        """Worker k's own seeds, and the others'. Started ``again`` in this crawl, it
+        has queued and rechecked its own already: they only widen its scope, as the
+        others' do (named again, a seed's failed robots.txt was asked again at once,
+        seconds after the first run asked it, and its summary counted it twice)."""
         peers = [u for j, own in enumerate(self.own_seeds) if j != k for u in own]
+        if again:
+            return [], [*self.own_seeds[k], *peers]
         return self.own_seeds[k], peers
 
     def _on_signal(self, signum: int, frame: Any) -> None:

@@ -728,3 +728,47 @@ def test_a_stopped_crawl_ends_a_worker_that_waits_for_work(
     fleet._stop("worker 0 died")
     fleet._deliver_and_check()
     assert child.poll(0) and child.recv() == "end"
+
+
+def test_a_worker_started_again_in_a_crawl_is_not_given_its_seeds_to_queue_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker started again (its inbox got links after its run ended) was given its
+    seeds as if named again: a seed's failed robots.txt was asked again seconds after
+    the first run asked it, and the summary counted the seed's deferral twice. Its
+    seeds still widen its scope, as the others' do."""
+    fleet = workers_mod.WorkerFleet(tmp_path, [], CrawlOptions(), 2)
+    fleet.map_path = tmp_path / "map.json"
+    fleet.own_seeds = [["http://a.test/"], ["http://b.test/"]]
+    given: list[tuple[list[str], list[str]]] = []
+
+    class Started:
+        def __init__(self, args: tuple, **_kwargs: object) -> None:
+            given.append(args[2])
+
+        def start(self) -> None:
+            pass
+
+        def is_alive(self) -> bool:
+            return False
+
+    class Context:
+        Process = Started
+
+        @staticmethod
+        def Pipe() -> tuple:  # multiprocessing's name
+            return multiprocessing.Pipe()
+
+    monkeypatch.setattr(fleet, "_ctx", Context())
+    w = fleet.workers[0]
+    try:
+        fleet._start(w)
+        w.state = "ended"
+        fleet._start(w)
+    finally:
+        if w.temp_dir is not None:
+            shutil.rmtree(w.temp_dir, ignore_errors=True)
+    assert given == [
+        (["http://a.test/"], ["http://b.test/"]),
+        ([], ["http://a.test/", "http://b.test/"]),
+    ]
