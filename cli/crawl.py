@@ -317,7 +317,7 @@ def crawl_command(
         budgets=not no_budgets,
         warc_dir=warc_dir,
         fetch=fetch_config(
-            state=state,
+            state=None,  # the crawl reads the cookies jar of its state, each worker its own
             agent=agent,
             concurrency=concurrency,
             min_delay=min_delay,

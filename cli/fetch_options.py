@@ -117,13 +117,11 @@ def request_settings(
         credentials=read_netrc(netrc_file) if netrc_file else None,
         keep_cookies=cookies is not None,
     )
-    saved = state / SITE_COOKIES if state is not None else None
-    if cookies is not None and saved is not None and saved.exists():
+    if cookies is not None and state is not None:
         from crawlkit_cli.app import reporter
 
-        # the crawl's own jar: a bad line is skipped with a warning, never fatal
-        for cookie in read_cookies(saved, on_bad=reporter().warn):
-            settings.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
+        # the state's own jar: a bad line is skipped with a warning, never fatal
+        settings.load(state / SITE_COOKIES, reporter().warn)
     return settings or None
 
 
@@ -152,7 +150,7 @@ def host_min_delays() -> tuple[tuple[str, float], ...]:
 
 def fetch_config(
     *,
-    state: Path,
+    state: Path | None,
     agent: str,
     concurrency: int,
     min_delay: str,

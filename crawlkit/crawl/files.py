@@ -56,6 +56,11 @@ class CrawlDir:
     def totals(self) -> Path:
         return self.root / "totals.json"
 
+    @property
+    def cookies(self) -> Path:
+        """The cookies the sites set (with --cookies), kept for the next run."""
+        return self.root / "cookies.txt"
+
 
 def is_done(cycle: Path, step: str) -> bool:
     return (cycle / f"{step}.done").exists()

@@ -78,6 +78,9 @@ class Crawl:
         self.rep = reporter
         self.dir = CrawlDir(state)
         self.summary = CrawlSummary()
+        request = options.fetch.request
+        if request is not None and request.keep_cookies:  # sent again, saved at the end
+            request.load(self.dir.cookies, reporter.warn)
         totals = streams.read_json(self.dir.totals) if self.dir.totals.exists() else {}
         self.fetched_before = int(totals.get("fetched", 0))
         requests_before = int(totals.get("requests", totals.get("fetched", 0)))
@@ -212,7 +215,7 @@ class Crawl:
         if self.opts.archive.index and self.opts.archive.merge_index:
             update_collection_index(self.cycles.warcs.root, self.rep)
         if self.opts.fetch.request is not None and self.opts.fetch.request.keep_cookies:
-            self.opts.fetch.request.save(self.dir.root / "cookies.txt")  # cookies sites set
+            self.opts.fetch.request.save(self.dir.cookies)  # cookies sites set
         self._save_totals()
         return self.summary
 

@@ -35,7 +35,7 @@ import base64
 import netrc
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -166,6 +166,14 @@ class RequestSettings:
                 cookie = parse_set_cookie(value, url, now)
                 if cookie is not None:
                     self.site_cookies.set(cookie, now)
+
+    def load(self, path: Path, on_bad: Callable[[str], None]) -> None:
+        """Take in the cookies the sites set that a run saved at ``path`` (:meth:`save`),
+        if there is such a file; ``on_bad`` is told of a bad line, which is skipped."""
+        if not path.exists():
+            return
+        for cookie in read_cookies(path, on_bad=on_bad):
+            self.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
 
     def save(self, path: Path) -> None:
         """Write the cookies the sites set, unexpired, as a Netscape cookies.txt of

@@ -300,7 +300,11 @@ def test_set_cookie_parsing():
     assert "Cookie" not in RequestSettings(clock=lambda: now).for_url("http://s.test/")
 
 
-def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path, workers):
+    # With --workers 2 each worker keeps the cookies of its own sites in its own state
+    # (STATE/workers/K/crawl/cookies.txt), and its next run sends them: the parent read
+    # STATE/crawl/cookies.txt, which no worker writes, and the next run sent none.
     import http.server
     import threading
 
@@ -338,6 +342,8 @@ def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path):
             "127.0.0.1/32",
             "--cookies",
             str(cookies),
+            "--workers",
+            workers,
         ]
         res = crawlkit("crawl", base, *common, timeout=120)
         assert res.code == 0, res.stderr
@@ -349,5 +355,6 @@ def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path):
         server.server_close()
     # /robots.txt, /, /next: the cookie set by / comes back with /next
     assert first[0] is None and first[-1] == "visit=1"
-    assert "\tvisit\t1" in (state / "crawl" / "cookies.txt").read_text()
+    jars = [p.read_text() for p in state.glob("**/crawl/cookies.txt")]
+    assert sum("\tvisit\t1" in jar for jar in jars) == 1
     assert seen[-1] == "visit=1"  # the next run sends the kept cookie from its first page
