@@ -83,6 +83,10 @@ class PageBudget:
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_used": None}  # a callable of the process it is in
 
+    def to_json(self) -> dict[str, object]:
+        """What a worker's settings say of it (not the live count of the process)."""
+        return {"max_pages": self.max_pages, "workers": self.workers, "file": str(self.path)}
+
     def attach(self, used: Callable[[], int]) -> None:
         """``used()``: this worker's requests made, all runs (``Limits.pages_total``)."""
         self._used = used

@@ -52,6 +52,10 @@ class _Linger:
         self.conn = conn
         self.budget = budget
 
+    def to_json(self) -> str:
+        """What a worker's settings (settings.json, its WARC files' warcinfo) say of it."""
+        return "waits for its peers' links"
+
     def __call__(self, stop: Callable[[], bool]) -> bool:
         if self.budget is not None:
             self.budget.release()  # nothing in flight: the others may use the rest

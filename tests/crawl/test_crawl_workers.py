@@ -5,7 +5,9 @@ every workers crawl is compared with: the same pages, the same summary and repor
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import math
 import multiprocessing
 import os
@@ -33,6 +35,7 @@ from crawlkit.crawl.feed import INBOX_EVERY, Feed
 from crawlkit.crawl.files import is_done, write_file
 from crawlkit.crawl.rebalance import _copy_history
 from crawlkit.crawl.summary import NOTHING_FETCHED, CrawlSummary
+from crawlkit.crawl.worker_process import _Linger
 from crawlkit.crawl.workers import WORKER_MARGIN, merge_summaries, prepare, worker_deadline
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
@@ -40,6 +43,7 @@ from crawlkit.records import url_record
 from crawlkit.recrawl import Entry, History
 from crawlkit.shard.routing import grow
 from crawlkit.shard.slots import SlotMap
+from crawlkit.stages.report_collection import warcinfo_fields
 from crawlkit.state import open_state
 from crawlkit.url import Canonicalizer
 
@@ -772,3 +776,21 @@ def test_a_worker_started_again_in_a_crawl_is_not_given_its_seeds_to_queue_again
         (["http://a.test/"], ["http://b.test/"]),
         ([], ["http://a.test/", "http://b.test/"]),
     ]
+
+
+def test_a_workers_settings_name_no_object_of_its_process(tmp_path: Path) -> None:
+    """A worker's settings.json and its WARC files' warcinfo held "<..._Linger object at
+    0x7f...>": an address of the process, different in every run."""
+    budget = PageBudget(tmp_path / "budget", 0, 2, 10)
+    options = dataclasses.replace(
+        CrawlOptions(),
+        linger=_Linger(tmp_path, lambda message: None, None, budget),
+        page_budget=budget,
+    )
+    settings = warcinfo_fields(options)["crawlkit-settings"]
+    assert " at 0x" not in settings
+    assert json.loads(settings)["page_budget"] == {
+        "max_pages": 10,
+        "workers": 2,
+        "file": str(tmp_path / "budget"),
+    }
