@@ -54,7 +54,11 @@ def crawlkit(
         timeout=timeout,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
+    err = proc.stderr.decode("utf-8", "replace")
+    # A traceback is a crash of one of the command's processes (or of its exit), never
+    # the one-line error a user is owed, whatever the exit status says.
+    assert "Traceback (most recent call last)" not in err or "--debug" in args, err
+    return Result(proc.returncode, proc.stdout, err)
 
 
 @pytest.fixture
@@ -309,6 +313,11 @@ def testweb(tmp_path: Path) -> Iterator[TestWeb]:
         yield web
 
 
+#: A route of this content type answers with its body alone, no status line or
+#: headers: a broken server (the client gets no status).
+RAW = "raw"
+
+
 class _RoutesHandler(BaseHTTPRequestHandler):
     routes: dict[str, tuple[str, bytes]]
     log: list[str]
@@ -317,6 +326,9 @@ class _RoutesHandler(BaseHTTPRequestHandler):
         self.log.append(self.path)
         found = self.routes.get(self.path)
         ctype, body = found if found is not None else ("text/plain", b"")
+        if ctype == RAW:
+            self.wfile.write(body)
+            return
         self.send_response(200 if found is not None else 404)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -329,9 +341,9 @@ class _RoutesHandler(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def serve_routes(routes: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str, list[str]]]:
-    """A small site on 127.0.0.1: ``routes`` maps a path to (content type, body), any
-    other path is a 404. Yields the root URL (``http://127.0.0.1:PORT``, no slash) and
-    the paths asked, in order: the request log that judges a test."""
+    """A small site on 127.0.0.1: ``routes`` maps a path to (content type, body) (see
+    :data:`RAW`), any other path is a 404. Yields the root URL (``http://127.0.0.1:PORT``,
+    no slash) and the paths asked, in order: the request log that judges a test."""
     log: list[str] = []
     handler = type("Handler", (_RoutesHandler,), {"routes": routes, "log": log})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

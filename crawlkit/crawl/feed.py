@@ -426,7 +426,10 @@ class FetchRun:
             self.cut_asked = asked
         summary.outcomes[str(rec.get("outcome"))] += 1
         summary.errors.note(rec)
-        if rec.get("status") is not None:
+        if "fetched_at" in rec:
+            # A page request made (robots.txt is not a record): answered with a status,
+            # failed under way (a broken response, a reset, a timeout), or cut by the
+            # run's end. Counting only those with a status let --max-pages through.
             summary.requests += 1
         stopped = bool(rec.get("stopped"))
         summary.unstarted += stopped

@@ -43,7 +43,7 @@ class CrawlSummary:
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
     refetched: int = 0
-    requests: int = 0  # fetch records with an HTTP status: what the server saw
+    requests: int = 0  # page requests made (fetch records with fetched_at), answered or not
     unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
     next_retry_at: str | None = None  # when the first waiting URL is due (UTC ISO)

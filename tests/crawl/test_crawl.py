@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, crawlkit, start_testweb, wait_until_locked
+from conftest import RAW, ROOT, crawlkit, serve_routes, start_testweb, wait_until_locked
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
@@ -379,3 +379,31 @@ def test_crawl_over_https_end_to_end(tmp_path: Path) -> None:
                 if r.rec_type == "response"
             ]
     assert sum(u.startswith("https://") for u in uris) >= 30
+
+
+def test_max_pages_counts_the_requests_that_got_no_status(tmp_path: Path) -> None:
+    """--max-pages counts every request for a page: a request the server answered with
+    garbage (no status) was not counted, so the crawl made more page requests than
+    the limit, and its summary said fewer requests than the server's log."""
+    pages = {f"/ok{i}.html": ("text/html", b"<p>ok</p>") for i in range(4)}
+    broken = {f"/bad{i}.html": (RAW, b"garbage\r\n\r\n") for i in range(4)}
+    links = "".join(f'<a href="{path}">x</a>' for path in [*broken, *pages])
+    home = {"/": ("text/html", f"<html><body>{links}</body></html>".encode())}
+    with serve_routes({**home, **broken, **pages}) as (root, log):
+        res = crawlkit(
+            "crawl",
+            f"{root}/",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            "--max-pages",
+            "6",
+            "--json",
+        )
+    assert res.code == 0, res.stderr
+    asked = [path for path in log if path != "/robots.txt"]
+    assert len(asked) == 6 and sum(p.startswith("/bad") for p in asked) >= 1
+    assert orjson.loads(res.stdout)["requests"] == 6
