@@ -68,6 +68,17 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _is_fetch(rec: Record) -> bool:
+    """A fetch record (it has an outcome; a record of another tool may have only a
+    status and a time), not extract's page record, which has a status and the fetch's
+    time too, and its simhash and links: read as a second fetch of the page a moment
+    later, it made every page's first visit two checks and its outcome none."""
+    if "outcome" in rec:
+        return True
+    is_page = "simhash" in rec or "links" in rec
+    return not is_page and "status" in rec and "fetched_at" in rec
+
+
 def collect_events(
     records: Iterable[tuple[str, int, Record]],
     *,
@@ -105,7 +116,7 @@ def collect_events(
             url, host, site = parsed.url, parsed.host, parsed.site
             fp = fp if fp is not None else int(parsed.fp, 16)
         where[fp] = (host, site)
-        if "outcome" in rec or ("status" in rec and "fetched_at" in rec):
+        if _is_fetch(rec):
             problem = time_problem(rec, "fetched_at") or time_problem(rec, "retry_at")
             if problem is not None:
                 reporter.bad_record(source, line, problem)

@@ -604,3 +604,29 @@ def test_in_lists_come_in_ten_lengths_and_find_every_entry(tmp_path: Path) -> No
         found = sorted(e.fp for e in history.entries(fps))
         assert found == sorted(fps[:-1])
     history.close()
+
+
+def test_extracts_page_record_is_joined_to_its_fetch_not_a_second_fetch(tmp_path: Path) -> None:
+    """extract's page record carries the fetch's status and time (to the microsecond,
+    the fetch record's to the millisecond): it was read as a second fetch, so every
+    page crawled had two checks after one visit and no outcome, and a URL without an
+    outcome is never rescheduled."""
+    state = tmp_path / "s"
+    url = "https://a.test/p"
+    fetched = _fetch_rec(url, "2026-06-01T10:00:00.123Z", "sha1:A")
+    page = {
+        "url": url,
+        "status": 200,
+        "fetched_at": "2026-06-01T10:00:00.123456Z",
+        "content_type": "text/html",
+        "digest": "sha1:A",
+        "simhash": "f0f0f0f0f0f0f0f0",
+        "links": 3,
+    }
+    summary = recrawl(tmp_path / "s", [("t", 1, fetched), ("t", 2, page)], write=list, now=T0)
+    assert (summary.fetches, summary.pages) == (1, 1)
+    history = History(state / "recrawl")
+    entry = history.get(fingerprint_int(url))
+    history.close()
+    assert entry.checks == 1 and entry.outcome == "fetched"
+    assert entry.simhash == int("f0f0f0f0f0f0f0f0", 16)  # the page's, joined to its fetch
