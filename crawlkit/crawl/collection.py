@@ -42,6 +42,7 @@ from crawlkit.report import render_html
 from crawlkit.stages.report import crawl_report
 from crawlkit.stages.report_collection import warc_files_of
 from crawlkit.stages.wacz import write_wacz
+from crawlkit.state import crawl_roots
 from crawlkit.warc.write import WarcWriter
 
 __all__ = ["Collection", "package_collection", "write_provenance"]
@@ -113,11 +114,14 @@ def _outlinks(cycle: Path) -> dict[str, list[tuple[str, str]]]:
 
 
 def _open_cycles(state: Path) -> Iterator[Path]:
-    """The finished cycles whose provenance is not written yet."""
-    cycles = state / "crawl" / "cycles"
-    for cycle in sorted(p for p in cycles.glob("[0-9]*") if p.is_dir()) if cycles.exists() else []:
-        if is_done(cycle, "cycle") and not is_done(cycle, _MARKER):
-            yield cycle
+    """The finished cycles whose provenance is not written yet: the crawl's, and with
+    ``--workers N`` each worker's (a crawl of workers has none of its own)."""
+    for root in crawl_roots(state):
+        cycles = root / "crawl" / "cycles"
+        found = sorted(p for p in cycles.glob("[0-9]*") if p.is_dir()) if cycles.exists() else []
+        for cycle in found:
+            if is_done(cycle, "cycle") and not is_done(cycle, _MARKER):
+                yield cycle
 
 
 def write_provenance(

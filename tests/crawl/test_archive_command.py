@@ -16,6 +16,7 @@ from conftest import crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 GAP = "0.05s"
+LOG_URI = "urn:crawlkit:crawl-log.ndjson"
 HEADER_SECRET = "SEKRET-HEADER-7f3a"
 COOKIE_SECRET = "SEKRET-COOKIE-91bc"
 
@@ -169,3 +170,34 @@ def test_archive_refuses_state_and_warc_dir(tmp_path: Path) -> None:
     res = crawlkit("archive", "http://x.test/", str(tmp_path / "c"), "--state", "elsewhere")
     assert res.code == 2
     assert "--state: the collection's is OUT/state, OUT/warc" in res.stderr
+
+
+def test_archive_with_workers_writes_the_crawl_log_and_outlinks(tmp_path: Path) -> None:
+    """`archive --workers 2` wrote an empty crawl log and no outlink record: the
+    provenance was read from STATE/crawl/cycles, and a crawl of workers keeps its
+    cycles in each worker's state."""
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "4", "--special", "none") as web:
+        seed = web.seeds.read_text().split()[0]
+        out = tmp_path / "coll"
+        res = crawlkit(
+            "archive",
+            seed,
+            str(out),
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--min-delay",
+            GAP,
+            "--workers",
+            "2",
+        )
+        assert res.code == 0, res.stderr
+    records = [r for warc in _warcs(out) for r in _records(warc)]
+    fetched = {h.get_header("WARC-Target-URI") for t, h, _ in records if t == "response"}
+    fetched = {url for url in fetched if not url.endswith("/robots.txt")}  # not in the log
+    (log,) = [body for t, h, body in records if h.get_header("WARC-Target-URI") == LOG_URI]
+    logged = {json.loads(line)["url"] for line in log.decode().splitlines()}
+    assert fetched and fetched <= logged
+    outlinks = [h for t, h, _ in records if t == "metadata" and h.get_header("WARC-Refers-To")]
+    assert seed in {h.get_header("WARC-Target-URI") for h in outlinks}
