@@ -122,17 +122,33 @@ def read_role(state: str | os.PathLike[str]) -> ShardRole | None:
     return ShardRole(int(data["shard"]), slot_map, map_path)
 
 
+def saved_shard(state: str | os.PathLike[str]) -> int | None:
+    """The shard number saved in a state directory (its map is not read), or None."""
+    path = Path(state) / SHARD_FILE
+    return int(streams.read_json(path)["shard"]) if path.exists() else None
+
+
 def adopt_role(state: str | os.PathLike[str], role: ShardRole) -> ShardRole:
-    """Record ``role`` in a new state directory, or check it against the saved one."""
-    saved = read_role(state)
-    if saved is None:
+    """Record ``role`` in a new state directory, or check it against the saved one.
+
+    A role given with its map file wins over the saved one's map, which is not read:
+    a state moved or copied elsewhere (a crawl of ``--workers N`` keeps its map in the
+    state) saved the path the map had then. The saved file then names the given map.
+    """
+    path = Path(state) / SHARD_FILE
+    if not path.exists():
         if not 0 <= role.shard < role.slot_map.shards:
             raise UsageError(f"--shard {role.shard} is outside 0..{role.slot_map.shards - 1}")
-        streams.atomic_write_json(Path(state) / SHARD_FILE, role.to_json())
+        streams.atomic_write_json(path, role.to_json())
         return role
-    if saved.shard != role.shard:
-        raise StateError(f"{state} is the state of shard {saved.shard}, not shard {role.shard}")
-    return saved if role.map_path is None else role
+    saved = streams.read_json(path)
+    if int(saved["shard"]) != role.shard:
+        raise StateError(f"{state} is the state of shard {saved['shard']}, not shard {role.shard}")
+    if role.map_path is None:
+        return read_role(state) or role
+    if saved != role.to_json():
+        streams.atomic_write_json(path, role.to_json())  # the map where it is now
+    return role
 
 
 def role_from_options(
@@ -308,12 +324,12 @@ def deliver(
     dirs = [Path(d) for d in state_dirs]
     owner_dir: dict[int, Path] = {}
     for d in dirs:
-        role = read_role(d)
-        if role is None:
+        shard = saved_shard(d)  # (its map is not needed: a moved state's path is old)
+        if shard is None:
             raise UsageError(f"{d} is not a shard's state directory (no {SHARD_FILE})")
-        if role.shard in owner_dir:
-            raise UsageError(f"shard {role.shard} appears twice: {owner_dir[role.shard]} and {d}")
-        owner_dir[role.shard] = d
+        if shard in owner_dir:
+            raise UsageError(f"shard {shard} appears twice: {owner_dir[shard]} and {d}")
+        owner_dir[shard] = d
     counts = {"files": 0, "undeliverable": 0}
     # Each inbox is fsynced once, after all its files are in: crawl --workers
     # delivers every 0.5 s, a file or two from each peer's every cycle.

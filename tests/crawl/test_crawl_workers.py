@@ -794,3 +794,30 @@ def test_a_workers_settings_name_no_object_of_its_process(tmp_path: Path) -> Non
         "workers": 2,
         "file": str(tmp_path / "budget"),
     }
+
+
+def test_a_workers_state_moved_elsewhere_crawls_on(tmp_path: Path) -> None:
+    """Each worker's shard.json named its slot map by the path it had then: a state of
+    `crawl --workers 2` moved (mv) refused to run ("STATE/workers/map.json: not a slot
+    map"), where a moved state of one process runs on."""
+    with start_testweb(tmp_path, "--hosts", "3", "--pages", "6", "--special", "none") as web:
+        args = [
+            "--workers",
+            "2",
+            "--allow-net",
+            web.info["allow_net"],
+            "--hosts-file",
+            str(web.hosts_file),
+            "--min-delay",
+            "0.05s",
+        ]
+        first = crawlkit(
+            "crawl", str(web.seeds), "--state", str(tmp_path / "a"), "--max-pages", "4", *args
+        )
+        assert first.code == 0, first.stderr
+        (tmp_path / "a").rename(tmp_path / "b")
+        again = crawlkit("crawl", str(web.seeds), "--state", str(tmp_path / "b"), *args)
+        assert again.code == 0, again.stderr
+        web.flush()
+        pages = [q for q in web.requests() if q["path"] != "/robots.txt"]
+    assert len(pages) == len({(q["host"], q["path"]) for q in pages}) > 4  # on, none twice
