@@ -76,6 +76,11 @@ def handoff(
         for target in sorted(frontier.blocks):
             Frontier.post_command(dst.sub("frontier"), "block", target)
         receiver = Frontier.open(dst.sub("frontier"))
+        if receiver.cycle_start is None and frontier.cycle_start is not None:
+            # ... and the budget period it was used in: a new owner's first batch would
+            # start a period of its own, which forgets every site's pages used
+            receiver.cycle_start = frontier.cycle_start
+            receiver.cycle_number = frontier.cycle_number
         for site, info in frontier.sites.sites.items():
             if moved(site) and new_map.shard_of_site(site) == new_role.shard:
                 receiver.sites.adopt(site, info)

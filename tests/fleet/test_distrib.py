@@ -428,7 +428,8 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     res = crawlkit("frontier", "next", "--state", str(old), "--max", "1000", "--per-host", "5")
     assert res.code == 0, res.stderr
     with open_state(old) as state:
-        before = Frontier.open(state.sub("frontier")).sites
+        giver = Frontier.open(state.sub("frontier"))
+        before, period = giver.sites, (giver.cycle_start, giver.cycle_number)
         used, linkers = before.get("late.example").used, before.get("late.example").linkers
     assert used == 5 and set(linkers or ()) == {"s0.example", "s1.example"}
     # grow the fleet until late.example moves to the newest shard
@@ -457,6 +458,10 @@ def test_a_handoff_carries_each_moved_sites_linkers_and_budget_use(tmp_path: Pat
     assert receiver.blocks == {"late.example"}
     assert after.get("late.example").linkers == linkers
     assert after.get("late.example").used == used
+    # ... in the budget period it was used in: the new owner's first batch would have
+    # started a period of its own and forgotten it (growing --workers 2 to 3 gave the
+    # moved sites of a link farm a whole budget again, 66 more pages)
+    assert period[0] is not None and (receiver.cycle_start, receiver.cycle_number) == period
     assert "handed over" in res.stderr and "what it knew of" in res.stderr
 
 
