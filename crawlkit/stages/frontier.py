@@ -494,8 +494,9 @@ def frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
 
 def crawl_frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object]:
     """:func:`frontier_stats` of a crawl's state; of a ``crawl --workers N`` state, the
-    workers' frontiers as one (each URL is queued in its owner's alone): counts summed,
-    the per-level lists level by level, the budget period the latest and its start the
+    workers' frontiers as one (each URL is queued in its owner's alone): counts summed
+    (the sites known the most one knows: each knows them all), the per-level lists
+    level by level, the budget period the latest and its start the
     earliest, the 10 sites with the most parked URLs of all, the blocks joined."""
     workers = crawl_roots(Path(state_path))[1:]
     if not workers:
@@ -514,6 +515,9 @@ def crawl_frontier_stats(state_path: str | os.PathLike[str]) -> dict[str, object
         parked_sites=top[:10],
     )
     merged["blocked"] = sorted({target for part in parts for target in part["blocked"]})
+    # every worker's site table learns every site (the site links are shared): the
+    # most any knows, not the sum (two workers on a web of 32 sites said 64)
+    merged["sites_known"] = max(int(part.get("sites_known", 0)) for part in parts)
     return merged
 
 
