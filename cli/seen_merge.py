@@ -35,7 +35,7 @@ from crawlkit.frontier.scope import Scope
 from crawlkit.records import Record, Refusal
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
-from crawlkit.state import crawl_roots, refuse_workers_state, workers_of
+from crawlkit.state import crawl_roots, refuse_workers_state, require_existing_state, workers_of
 from crawlkit.url import Canonicalizer, fingerprint_int
 
 
@@ -326,6 +326,7 @@ def _contains(state: Path, urls: list[str]) -> None:
     URL is in its owner's alone)."""
     rep = reporter()
     canon = Canonicalizer()
+    require_existing_state(state)  # "seen": false of a mistyped --state would mislead
     roots = crawl_roots(state)[1:] if workers_of(state) else [state]
     with contextlib.ExitStack() as stack:
         stores = [

@@ -32,7 +32,7 @@ from crawlkit.recrawl.history import estimate_entries
 from crawlkit.recrawl.plan import pick, replan
 from crawlkit.recrawl.stats import RecrawlStats, collect, format_lines, merge
 from crawlkit.stages.frontier import lock_state
-from crawlkit.state import crawl_roots, refuse_workers_state, workers_of
+from crawlkit.state import crawl_roots, refuse_workers_state, require_existing_state, workers_of
 from crawlkit.streams import Record
 from crawlkit.times import iso, parse_time, time_problem
 from crawlkit.url import Canonicalizer
@@ -223,6 +223,7 @@ def recrawl_stats(
     ``policy`` now; writes nothing but a migration of an old history (the plan is
     rolled back). A crawl of ``--workers N`` has one history a worker: their figures
     are summed (:func:`crawlkit.recrawl.stats.merge`)."""
+    require_existing_state(state_path)  # reading makes nothing (a mistyped --state)
     now = time.time() if now is None else now
     policy = policy or RecrawlPolicy()
     roots = crawl_roots(Path(state_path))[1:] if workers_of(Path(state_path)) else [state_path]

@@ -23,7 +23,17 @@ def test_usage_errors_name_no_env_var(args: list[str], message: str) -> None:
     assert "env var" not in r.stderr
 
 
-@pytest.mark.parametrize("command", [["report"], ["frontier", "stats"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["report"],
+        ["frontier", "stats"],
+        # these two made the state (a LOCK, an empty history) and answered from it:
+        # "URLs tracked: 0" and "seen": false, exit 0
+        ["recrawl", "--stats"],
+        ["seen-merge", "--contains", "http://a.test/"],
+    ],
+)
 def test_a_mistyped_state_is_an_error_and_is_not_created(
     tmp_path: Path, command: list[str]
 ) -> None:
