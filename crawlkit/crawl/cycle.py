@@ -49,6 +49,9 @@ __all__ = ["CycleRunner", "CycleWarcs", "FetchLogs", "PostWorker", "fetch_log"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
 _SHEETS_LOCK = threading.Lock()
+#: A copy of a page at another URL is parsed from its first capture (its links are
+#: its own): these media types.
+_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class CycleWarcs:
@@ -70,12 +73,14 @@ class CycleWarcs:
         # Each cycle's fetch log, parsed once for the cut and every post step.
         self.fetch_logs = FetchLogs()
 
-    def stylesheet_originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
+    def originals(self, cycle: Path) -> dict[str, tuple[str, int, int]]:
         """payload digest -> (WARC file, offset, length) of the first capture of each
-        stylesheet the cycle fetched: a copy of it at another URL is stored as a
-        revisit, and extract reads the body from there to parse the copy against its
-        own URL. The first captures are kept in ``STATE/crawl/stylesheets.ndjson``
-        (one line each, appended), so a later cycle or run finds them. Called from the
+        stylesheet the cycle fetched, and of each page it fetched a copy of at another
+        URL: a copy is stored as a revisit, and extract reads the body from there to
+        parse the copy against its own URL. The first captures of stylesheets are
+        kept in ``STATE/crawl/stylesheets.ndjson`` (one line each, appended), so a
+        later cycle or run finds them; a page's copy names its first capture in its
+        fetch record (``warc.refers_to``, from the fetcher's digests). Called from the
         fetch side (``-j`` N hands a cycle out when it is cut) and the post thread:
         one at a time, so the first capture of a digest is the one both see."""
         with _SHEETS_LOCK:
@@ -90,7 +95,14 @@ class CycleWarcs:
             digest, warc = rec.get("digest"), rec.get("warc")
             if rec.get("outcome") != "fetched" or not digest or not isinstance(warc, dict):
                 continue
-            if media_type(rec.get("content_type")) != "text/css":
+            kind = media_type(rec.get("content_type"))
+            first = warc.get("refers_to")
+            if kind in _PAGE_TYPES and isinstance(first, dict):
+                where = self.path_of(Path(str(first.get("file"))).name)
+                if where is not None:
+                    out[str(digest)] = (str(where), int(first["offset"]), int(first["length"]))
+                continue
+            if kind != "text/css":
                 continue
             if digest not in known:
                 place = (Path(str(warc["file"])).name, int(warc["offset"]), int(warc["length"]))
@@ -270,7 +282,7 @@ class CycleRunner:
                     streams.open_output(cycle / "pages.ndjson.zst") as pages,
                     streams.open_output(cycle / "links.ndjson.zst") as links,
                 ):
-                    originals = self.warcs.stylesheet_originals(cycle)
+                    originals = self.warcs.originals(cycle)
                     if self.workers is not None:
                         stats = self.workers.extract(
                             sources,
@@ -456,7 +468,7 @@ class CycleRunner:
             return
         sources = self.warcs.sources(cycle)
         if sources:
-            originals = self.warcs.stylesheet_originals(cycle)
+            originals = self.warcs.originals(cycle)
             self._extracting[cycle] = (sources, self.workers.submit(sources, originals))
 
     def archive_closed_warcs(self) -> None:

@@ -19,6 +19,7 @@ that many bodies.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -123,11 +124,10 @@ class WarcArchiver:
         assert self.warc is not None and res.status is not None
         digest = sha1_digest(res.body)
         date = warc_date(res.started, self.warc.version)
-        revisit = None
-        if self.state is not None and res.body and not res.truncated and 200 <= res.status < 300:
-            revisit = self.state.digest(digest)
-            if revisit is None:
-                self.state.put_digest(digest, url, date)
+        first = None
+        kept = self.state is not None and res.body and not res.truncated and 200 <= res.status < 300
+        if kept and self.state is not None:
+            first = self.state.digest(digest)
         meta = {
             "fetchTimeMs": str(int(res.elapsed * 1000)),
             "ipAddress": res.address or "",
@@ -146,11 +146,18 @@ class WarcArchiver:
             payload_digest=digest,
             truncated=res.truncated,
             depth=depth if isinstance(depth, int) else None,
-            revisit_of=revisit,
+            revisit_of=first[:2] if first is not None else None,
             metadata=meta,
             precompressed=encoded,
         )
-        return digest, self.warc.write_capture(cap).to_dict()
+        where = self.warc.write_capture(cap).to_dict()
+        if kept and first is None and self.state is not None:
+            self.state.put_digest(digest, url, date, json.dumps(where))
+        elif first is not None and first[2] is not None and first[0] != url:
+            # A copy at another URL: its links resolve against its own URL, so extract
+            # parses it from the first capture (crawl/cycle.py: CycleWarcs.originals).
+            where["refers_to"] = {**json.loads(first[2]), "url": first[0]}
+        return digest, where
 
     async def close(self) -> None:
         """Close the WARC file (renamed to its final name) after what was queued."""

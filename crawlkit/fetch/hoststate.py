@@ -8,10 +8,12 @@ One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
 * ``robots``: the robots.txt cache entry per origin (``RobotsEntry.to_dict()``);
 * ``dns``: the resolver cache (unexpired answers and failures);
 * ``digests``: payload digest → (URI, WARC-Date) of its first capture, for revisit
-  records. Most captures are new payloads, so a lookup first asks an in-memory filter
-  of every digest known (:class:`KnownDigests`, two bytes a digest, built from the
-  table once lookups have cost as much as reading it): a payload it has never seen
-  then costs no query.
+  records, and where that capture is (``place``: ``{"file", "offset", "length"}`` as
+  JSON; a column added when missing, empty in rows of older states), so a copy at
+  another URL can be parsed from it. Most captures are new payloads, so a lookup
+  first asks an in-memory filter of every digest known (:class:`KnownDigests`, two
+  bytes a digest, built from the table once lookups have cost as much as reading
+  it): a payload it has never seen then costs no query.
 
 Durability contract (docs/design.md invariant 2, "a restart never bursts"):
 
@@ -39,7 +41,10 @@ from typing import Any
 
 from crawlkit.errors import StateError
 
-__all__ = ["HostRecord", "HostState", "KnownDigests"]
+__all__ = ["Digest", "HostRecord", "HostState", "KnownDigests"]
+
+#: The first capture of a payload: (URI, WARC-Date, place as JSON or None).
+Digest = tuple[str, str, str | None]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hosts (
@@ -48,7 +53,8 @@ CREATE TABLE IF NOT EXISTS hosts (
     inflight_since REAL);
 CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dns (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS digests (digest TEXT PRIMARY KEY, uri TEXT NOT NULL, date TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS digests (
+    digest TEXT PRIMARY KEY, uri TEXT NOT NULL, date TEXT NOT NULL, place TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _VERSION = "1"
@@ -123,6 +129,9 @@ class HostState:
                 self._db.execute("INSERT INTO meta VALUES ('version', ?)", (_VERSION,))
             elif row[0] != _VERSION:
                 raise StateError(f"{self.path}: state version {row[0]}, expected {_VERSION}")
+            columns = {c[1] for c in self._db.execute("PRAGMA table_info(digests)")}
+            if "place" not in columns:  # a state of an older crawlkit
+                self._db.execute("ALTER TABLE digests ADD COLUMN place TEXT")
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{self.path}: {exc}") from exc
         self._lock = threading.Lock()
@@ -132,10 +141,10 @@ class HostState:
         self._host_rows: dict[str, tuple[Any, ...]] = {}
         self.crashed = False
         self._robots_rows: dict[str, str] = {}
-        self._digest_rows: dict[str, tuple[str, str]] = {}
+        self._digest_rows: dict[str, Digest] = {}
         # Rows of the transaction being committed: no longer pending, not yet visible
         # to the reader connection. Set before the pending rows are swapped out.
-        self._digests_committing: dict[str, tuple[str, str]] = {}
+        self._digests_committing: dict[str, Digest] = {}
         self._known: KnownDigests | None = None  # see _maybe_build_known
         self._queries_before_filter: int | None = None
 
@@ -188,8 +197,9 @@ class HostState:
             self._robots_rows[origin] = json.dumps(entry)
 
     # -- digests -------------------------------------------------------------------------
-    def digest(self, digest: str) -> tuple[str, str] | None:
-        """The (URI, WARC-Date) of the first capture of this payload digest, or None."""
+    def digest(self, digest: str) -> Digest | None:
+        """The (URI, WARC-Date, place) of the first capture of this payload digest (place:
+        ``{"file", "offset", "length"}`` as JSON, or None), or None."""
         hit = self._digest_rows.get(digest) or self._digests_committing.get(digest)
         if hit is not None:
             return hit
@@ -199,14 +209,14 @@ class HostState:
         if known is not None and digest not in known:
             return None
         row = self._reader.execute(
-            "SELECT uri, date FROM digests WHERE digest=?", (digest,)
+            "SELECT uri, date, place FROM digests WHERE digest=?", (digest,)
         ).fetchone()
-        return (row[0], row[1]) if row else None
+        return (row[0], row[1], row[2]) if row else None
 
-    def put_digest(self, digest: str, uri: str, date: str) -> None:
+    def put_digest(self, digest: str, uri: str, date: str, place: str | None = None) -> None:
         with self._lock:
             if digest not in self._digest_rows:
-                self._digest_rows[digest] = (uri, date)
+                self._digest_rows[digest] = (uri, date, place)
                 if self._known is not None:
                     if self._known.full():
                         self._known = None  # rebuilt, twice as large, at the next lookup
@@ -281,8 +291,8 @@ class HostState:
                     db.executemany("INSERT OR REPLACE INTO robots VALUES (?, ?)", robots.items())
                 if digests:
                     db.executemany(
-                        "INSERT OR IGNORE INTO digests VALUES (?, ?, ?)",
-                        [(d, u, t) for d, (u, t) in digests.items()],
+                        "INSERT OR IGNORE INTO digests VALUES (?, ?, ?, ?)",
+                        [(d, *row) for d, row in digests.items()],
                     )
                 db.execute("COMMIT")
             except BaseException:

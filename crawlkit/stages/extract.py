@@ -190,6 +190,19 @@ def _revisit_css(resp: Any, options: ExtractOptions, sheets: _Stylesheets) -> by
     return sheets.body_of(resp.payload_digest)
 
 
+def _revisit_html(resp: Any, sheets: _Stylesheets) -> bytes | None:
+    """The body of a page stored as a revisit of a first capture at another URL, when
+    the caller says where that one is (``originals``: a crawl's cycle does), or None.
+    Its relative links resolve against its own URL: a site that serves the same pages
+    as another (a mirror, sites built from one template) has its own pages behind
+    them, which were never found when its copies were skipped."""
+    if resp.status != 200 or resp.payload_digest not in sheets.originals:
+        return None
+    if media_type(resp.content_type) not in ("text/html", "application/xhtml+xml"):
+        return None
+    return sheets.body_of(resp.payload_digest)
+
+
 def _jobs(
     paths: Sequence[WarcSource],
     options: ExtractOptions,
@@ -227,6 +240,21 @@ def _jobs(
                             css,
                             None,
                             "css",
+                        )
+                        continue
+                    page = _revisit_html(resp, sheets)
+                    if page is not None:
+                        yield (
+                            resp.target_uri,
+                            resp.date,
+                            resp.payload_digest,
+                            200,
+                            resp.content_type,
+                            resp.headers.get("x-robots-tag"),
+                            resp.depth,
+                            page,
+                            None,
+                            "html",
                         )
                     continue
                 if resp.status is not None:

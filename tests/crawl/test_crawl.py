@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -407,3 +408,39 @@ def test_max_pages_counts_the_requests_that_got_no_status(tmp_path: Path) -> Non
     asked = [path for path in log if path != "/robots.txt"]
     assert len(asked) == 6 and sum(p.startswith("/bad") for p in asked) >= 1
     assert orjson.loads(res.stdout)["requests"] == 6
+
+
+def test_a_copy_of_a_page_at_another_url_has_its_own_links_followed(tmp_path: Path) -> None:
+    """Two directories serving the same bytes (a mirror, sites built from one template):
+    the second copy of a page is stored as a revisit, and its links were never
+    extracted, so its relative links (its own pages) were never fetched."""
+    index = b'<html><body><a href="p1.html">one</a></body></html>'
+    one = b'<html><body><a href="p2.html">two</a></body></html>'
+    two = b"<html><body><p>the end</p></body></html>"
+    routes = {"/": ("text/html", b'<a href="/a/">a</a> <a href="/b/">b</a>')}
+    for d in ("a", "b"):
+        routes[f"/{d}/"] = ("text/html", index)
+        routes[f"/{d}/p1.html"] = ("text/html", one)
+        routes[f"/{d}/p2.html"] = ("text/html", two)
+    with serve_routes(routes) as (root, log):
+        res = crawlkit(
+            "crawl",
+            f"{root}/",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            "--json",
+        )
+    assert res.code == 0, res.stderr
+    assert sorted(p for p in log if p != "/robots.txt") == sorted(routes)  # each once
+    # the copies are still revisits in the WARC (stored once), and pages of their own
+    warcs = sorted((tmp_path / "s" / "warc").rglob("*.warc.gz"))
+    kinds = Counter()
+    for warc in warcs:
+        with open(warc, "rb") as f:
+            kinds.update(r.rec_type for r in ArchiveIterator(f))
+    assert kinds["revisit"] == 3
+    assert orjson.loads(res.stdout)["pages"] == 7

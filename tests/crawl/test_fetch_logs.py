@@ -45,8 +45,8 @@ def test_the_log_is_parsed_once_for_every_reader(tmp_path: Path, monkeypatch) ->
 
     monkeypatch.setattr(streams, "read_records_with_lines", counting)
     warcs = CycleWarcs(tmp_path / "warc", tmp_path / "crawl", NullReporter())
-    first = warcs.sources(cycle), warcs.stylesheet_originals(cycle)
-    again = warcs.sources(cycle), warcs.stylesheet_originals(cycle)
+    first = warcs.sources(cycle), warcs.originals(cycle)
+    again = warcs.sources(cycle), warcs.originals(cycle)
     logs = warcs.fetch_logs
     assert logs.records(cycle) == RECORDS
     assert [(n, r) for _, n, r in logs.lines(cycle, NullReporter())] == list(enumerate(RECORDS, 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from crawlkit.fetch.hoststate import HostRecord, HostState, KnownDigests
@@ -15,7 +16,7 @@ def test_host_state_round_trip(tmp_path: Path) -> None:
     s.close()
     s = HostState(tmp_path)
     assert s.host("a.test") == HostRecord(100.0, 60.0, 160.0, 0.2, 1.0, 99.0)
-    assert s.digest("sha1:X") == ("http://a.test/", "2026-01-01T00:00:00Z")
+    assert s.digest("sha1:X") == ("http://a.test/", "2026-01-01T00:00:00Z", None)
     assert s.host("b.test") is None
     s.close()
 
@@ -80,8 +81,8 @@ def test_a_digest_being_committed_is_found(tmp_path: Path) -> None:
 
     s._db = Db(s._db)  # type: ignore[assignment]
     s.commit()
-    assert seen == [("http://a.test/", "2026-01-01T00:00:00Z")]
-    assert s.digest("sha1:A") == ("http://a.test/", "2026-01-01T00:00:00Z")
+    assert seen == [("http://a.test/", "2026-01-01T00:00:00Z", None)]
+    assert s.digest("sha1:A") == ("http://a.test/", "2026-01-01T00:00:00Z", None)
     s.close()
 
 
@@ -93,3 +94,28 @@ def test_known_digests_filter_has_no_false_negatives_and_few_false_positives() -
     false = sum(_digest(i) in known for i in range(20_000, 60_000))
     assert false < 40_000 * 0.01  # about 0.25% at capacity
     assert not known.full() or known.count >= known.capacity
+
+
+def test_a_digest_keeps_where_its_first_capture_is_and_older_states_open(
+    tmp_path: Path,
+) -> None:
+    """A digest's first capture is found by where it is (a copy at another URL is parsed
+    from it); a state of an older crawlkit, whose table has no such column, gets one
+    and its rows say they do not know."""
+    old = tmp_path / "old"
+    old.mkdir()
+    db = sqlite3.connect(old / "hosts.sqlite")
+    db.executescript(
+        "CREATE TABLE digests (digest TEXT PRIMARY KEY, uri TEXT NOT NULL, date TEXT NOT NULL);"
+        "INSERT INTO digests VALUES ('sha1:OLD', 'http://a.test/', '2026-01-01T00:00:00Z');"
+    )
+    db.commit()
+    db.close()
+    s = HostState(old)
+    assert s.digest("sha1:OLD") == ("http://a.test/", "2026-01-01T00:00:00Z", None)
+    place = '{"file": "x.warc.gz", "offset": 10, "length": 99}'
+    s.put_digest("sha1:NEW", "http://b.test/", "2026-01-02T00:00:00Z", place)
+    s.close()
+    s = HostState(old)
+    assert s.digest("sha1:NEW") == ("http://b.test/", "2026-01-02T00:00:00Z", place)
+    s.close()
