@@ -187,7 +187,8 @@ def fetch(
     exactly one fetch record per input URL, in completion order: url, status,
     outcome (fetched, not-modified, redirect, robots-denied, deferred, refused, error),
     fetched_at, elapsed_ms, ip, bytes, content_type, etag, last_modified, digest,
-    location, warc {file, offset, length}, error, retry_at (deferred), truncated,
+    location, warc {file, offset, length, and refers_to: where a revisit's payload was
+    first captured, at another URL}, error, retry_at (deferred), truncated,
     error_code (tls-* and dns-* failures), tls_unverified (--insecure).
 
     Politeness: one request at a time per host, the gap above between them, robots.txt

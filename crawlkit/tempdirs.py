@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,11 +80,10 @@ def _remove_after_multiprocessing(path: Path, lock: int) -> None:
         theirs = any(entry.name.startswith("pymp-") for entry in os.scandir(path))
     except OSError:
         theirs = False
-    if not theirs:
+    util = sys.modules.get("multiprocessing.util")  # loaded if it made a directory here
+    if not theirs or util is None:
         remove()
         return
-    from multiprocessing import util
-
     util.Finalize(None, remove, exitpriority=-101)
 
 

@@ -19,24 +19,23 @@ a robots.txt response gives a record per ``Sitemap:`` line, and a sitemap or fee
 (told by its content) the sitemap stage's URL records, both with ``reason:
 "sitemap"`` (see :mod:`crawlkit.sitemap.discover`).
 
-Counted and passed over, never fatal: revisit records other than stylesheets, non-200
-responses, non-HTML bodies and records whose target URI is not a usable http(s) URL. A
-stylesheet stored as a ``revisit`` (the same bytes as one captured at another URL) is
-parsed against its own URL, from the body of the capture it repeats (see
-:func:`extract_warcs`). Every page gets its
-page record: a page over a parse-time cap (HTML bytes, links, nesting depth, attributes
-a tag: see :mod:`crawlkit.html.guard`) is parsed up to the cap and written with
-``"capped": [...]``; a page whose parse raised, or whose worker died on it, is recorded
-from a bounded scan of its bytes (its title and ``<a href>`` links, see
+Counted and passed over, never fatal: revisit records other than stylesheets and copies
+of pages, non-200 responses, non-HTML bodies and records whose target URI is not a
+usable http(s) URL. A stylesheet stored as a ``revisit`` (the same bytes as one captured
+at another URL) is parsed against its own URL, from the body of the capture it repeats
+(see :func:`extract_warcs`); so is a page, when the caller says where the capture it
+repeats is (``originals``: a crawl's cycle does, from the fetch records). Every page
+gets its page record: a page over a parse-time cap (HTML bytes, links, nesting depth,
+attributes a tag: see :mod:`crawlkit.html.guard`) is parsed up to the cap and written
+with ``"capped": [...]``; a page whose parse raised, or whose worker died on it, is
+recorded from a bounded scan of its bytes (its title and ``<a href>`` links, see
 :mod:`crawlkit.html.fallback`) with ``"error": "..."``, or with ``"capped": ["time"]``
 when it ran out of its CPU deadline (see :mod:`crawlkit.stages.extract_page`). Capped
-pages and page errors are counted apart and reported on stderr with the URL. Pages
-are always parsed in worker processes (``jobs`` of them, one at least, see
+pages and page errors are counted apart and reported on stderr with the URL. Pages are
+always parsed in worker processes (``jobs`` of them, one at least, see
 :mod:`crawlkit.stages.extract_pool`), so no page holds up the process that reads the
-WARC. A truncated or damaged WARC ends that file
-with one line on stderr after the records before the damage were processed; the next
-file is read.
-"""
+WARC. A truncated or damaged WARC ends that file with one line on stderr after the
+records before the damage were processed; the next file is read."""
 
 from __future__ import annotations
 
