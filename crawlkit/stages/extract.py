@@ -253,7 +253,7 @@ def _jobs(
                             resp.depth,
                             page,
                             None,
-                            "html",
+                            "copy",
                         )
                     continue
                 if resp.status is not None:

@@ -132,7 +132,8 @@ def link_priority(depth: int, nofollow: bool) -> float:
 # A job is the part of a WARC response a worker needs, as plain picklable values.
 Job = tuple[str, str | None, str | None, int, str | None, str | None, int, bytes, str | None, str]
 # (target_uri, fetched_at, digest, status, content_type, x_robots_tag, depth, body,
-#  truncated, kind: "html", "css", "robots" or "sitemap")
+#  truncated, kind: "html", "css", "robots", "sitemap", or "copy": a page's copy at
+#  another URL, parsed for its links alone, its page record being the first capture's)
 ChunkResult = tuple[bytes, bytes, dict[str, int], list[tuple[str, str]]]
 # A whole WARC file, or (file, [(offset, length), ...]): the records a fetch log names.
 WarcSource = str | tuple[str, Sequence[tuple[int, int]]]
@@ -445,8 +446,9 @@ def _write_page(
         record["error"] = page.error
         out.counts["errors"] += 1
         out.warnings.append((f"{page_url.url}: {page.error}", "page error"))
-    out.pages.append(orjson.dumps(record, option=_NL))
-    out.counts["pages"] += 1
+    if _kind != "copy":  # a copy's page is the first capture's (dedup, site yield)
+        out.pages.append(orjson.dumps(record, option=_NL))
+        out.counts["pages"] += 1
     _link_lines(page.links, page_url.url, depth, "link", out.links)
     if keep_requisites:
         _link_lines(page.requisites, page_url.url, depth, "requisite", out.links)
@@ -472,7 +474,7 @@ def lost_page(
         else f"the parser process died on it (exit code {exitcode})"
     )
     try:
-        page_url = ex.canon.parse(target) if kind == "html" else None
+        page_url = ex.canon.parse(target) if kind in ("html", "copy") else None
     except InvalidURL as exc:
         out.counts["bad_url"] += 1
         out.warnings.append((f"{target[:200]}: {exc}", "unusable URL"))
