@@ -287,6 +287,7 @@ def crawl(
                 owns=owns,
                 seen=run.stores.seen,
                 history=run.stores.history,
+                queued=lambda urls: run.stores.frontier.queued_among(urls, "seed"),
             )
             gate.queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             admission.add_seeds(seeds)

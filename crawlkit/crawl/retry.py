@@ -59,10 +59,14 @@ def retry_records(
     now: float | None = None,
     seen: SeenStore | None = None,
     history: History | None = None,
+    queued: Callable[[set[str]], set[str]] | None = None,
 ) -> list[Record]:
     """The URL records a run should queue again at its start (see the module doc), each
-    once: the ``seeds`` already seen but never fetched, then the URLs the recrawl
-    history says are due, less those in the waiting room (it queues them itself).
+    once: the ``seeds`` already seen but never fetched, less those ``queued`` says are
+    still queued (a run stopped before it handed them out: queued twice, the second
+    copy came out "refused: duplicate", so the next run's summary called every seed
+    refused), then the URLs the recrawl history says are due, less those in the
+    waiting room (it queues them itself).
     Seeds never seen are left to the seen set (``Crawl.add_seeds``): call this first.
     ``owns(site)`` keeps a shard to its own sites. ``seen`` and ``history`` are the
     opened seen set and recrawl history of the state (``crawlkit crawl`` passes its
@@ -79,6 +83,9 @@ def retry_records(
         if owns is None or owns(parsed.site):
             records[parsed.url] = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))
     out = _never_fetched(state, _seen(state, list(records.values()), seen), history)
+    if out and queued is not None:
+        still = queued({str(r["url"]) for r in out})
+        out = [r for r in out if str(r["url"]) not in still]
     due: list[Record] = []
     if history is not None:
         recrawl_in(history, [], write=due.extend, now=now)

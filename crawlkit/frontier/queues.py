@@ -24,7 +24,7 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,13 @@ class SegmentQueue:
                 f"the manifest says {count}"
             )
         return lines
+
+    def lines(self) -> Iterator[bytes]:
+        """Every queued line, head first, the queue left as it is."""
+        for seg_id, count, start in self.segs:
+            head = self._head
+            lines = head[1] if head is not None and head[0] == seg_id else None
+            yield from (lines or self._lines(seg_id, count))[start:]
 
     def take(self, n: int) -> list[bytes]:
         """Remove and return up to ``n`` lines from the head."""

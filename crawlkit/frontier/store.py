@@ -490,6 +490,19 @@ class Frontier:
                     self._forget(rec, parked=parked)
                     self._refuse(rec, "blocked", "operator block", refused.append)
 
+    def queued_among(self, urls: set[str], reason: str) -> set[str]:
+        """Those of ``urls`` queued or parked with ``reason`` (a read of every segment,
+        made only while the counts say some URL of that reason is queued)."""
+        if not urls or not self.reasons.get(reason):
+            return set()
+        marker = b'"reason":' + orjson.dumps(reason)
+        found: set[str] = set()
+        for queue in self._all_queues():
+            for line in queue.lines():
+                if marker in line and (url := orjson.loads(line).get("url")) in urls:
+                    found.add(url)
+        return found
+
     def take_where(self, predicate: Callable[[Record], bool]) -> list[Record]:
         """Remove and return every queued or parked record for which ``predicate`` holds.
 

@@ -445,3 +445,38 @@ def test_a_copy_of_a_page_at_another_url_has_its_own_links_followed(tmp_path: Pa
             kinds.update(r.rec_type for r in ArchiveIterator(f))
     assert kinds["revisit"] == 3
     assert orjson.loads(res.stdout)["pages"] == 4
+
+
+def test_seeds_still_queued_from_a_stopped_run_are_not_queued_again(tmp_path: Path) -> None:
+    """A run stopped before it handed its seeds out leaves them queued; the next run
+    queued them again as "seen, never fetched", the second copies came out "refused:
+    duplicate", and its summary and report called every seed refused. The state here
+    is what such a run leaves: the seeds seen and queued, none fetched."""
+    routes = {f"/{name}.html": ("text/html", b"<p>a page</p>") for name in "abc"}
+    with serve_routes(routes) as (root, log):
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("".join(f"{root}{path}\n" for path in routes))
+        state = tmp_path / "s"
+        canon = crawlkit("canon", "--json", str(seeds))
+        records = b"".join(
+            orjson.dumps({**orjson.loads(line), "depth": 0, "reason": "seed"}) + b"\n"
+            for line in canon.stdout.splitlines()
+        )
+        fresh = crawlkit("seen-merge", "--state", str(state), "-", input=records)
+        queued = crawlkit("frontier", "add", "--state", str(state), "-", input=fresh.stdout)
+        assert queued.code == 0 and "3 queued" in queued.stderr, queued.stderr
+        res = crawlkit(
+            "crawl",
+            str(seeds),
+            "--state",
+            str(state),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            "--json",
+        )
+    assert res.code == 0, res.stderr
+    summary = orjson.loads(res.stdout)
+    assert summary["outcomes"] == {"fetched": 3} and summary["refused"] == {}
+    assert sorted(p for p in log if p != "/robots.txt") == sorted(routes)
