@@ -224,36 +224,24 @@ def _jobs(
                 stats.records += 1
                 if resp.record_type == "revisit":
                     stats.revisits += 1
-                    # A stylesheet's url() and @import resolve against its own URL: a
-                    # copy of one at another URL (/fr/ beside /en/) needs its own links.
+                    # A stylesheet's url() and @import, and a page's links, resolve
+                    # against its own URL: a copy of one at another URL (/fr/ beside
+                    # /en/, a mirror) needs its own links (a page's copy only those).
                     css = _revisit_css(resp, options, sheets)
-                    if css is not None:
+                    page = None if css is not None else _revisit_html(resp, sheets)
+                    body = css if css is not None else page
+                    if body is not None:
                         yield (
                             resp.target_uri,
                             resp.date,
                             resp.payload_digest,
                             200,
                             resp.content_type,
-                            None,
+                            None if page is None else resp.headers.get("x-robots-tag"),
                             resp.depth,
-                            css,
+                            body,
                             None,
-                            "css",
-                        )
-                        continue
-                    page = _revisit_html(resp, sheets)
-                    if page is not None:
-                        yield (
-                            resp.target_uri,
-                            resp.date,
-                            resp.payload_digest,
-                            200,
-                            resp.content_type,
-                            resp.headers.get("x-robots-tag"),
-                            resp.depth,
-                            page,
-                            None,
-                            "copy",
+                            "css" if page is None else "copy",
                         )
                     continue
                 if resp.status is not None:
