@@ -32,7 +32,7 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import CrawlSummary, progress_info
 from crawlkit.diag import HeldReporter, NullReporter, Reporter
 from crawlkit.frontier.sitelinks import SiteLinks
-from crawlkit.html.page import media_type
+from crawlkit.html.page import HTML_TYPES, media_type
 from crawlkit.records import Refusal
 from crawlkit.stages.extract import (
     ExtractOptions,
@@ -49,9 +49,6 @@ __all__ = ["CycleRunner", "CycleWarcs", "FetchLogs", "PostWorker", "fetch_log"]
 
 STYLESHEETS = "stylesheets.ndjson"  # STATE/crawl/: the first capture of each stylesheet
 _SHEETS_LOCK = threading.Lock()
-#: A copy of a page at another URL is parsed from its first capture (its links are
-#: its own): these media types.
-_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 class CycleWarcs:
@@ -97,7 +94,7 @@ class CycleWarcs:
                 continue
             kind = media_type(rec.get("content_type"))
             first = warc.get("refers_to")
-            if kind in _PAGE_TYPES and isinstance(first, dict):
+            if kind in HTML_TYPES and isinstance(first, dict):  # a page's copy
                 where = self.path_of(Path(str(first.get("file"))).name)
                 if where is not None:
                     out[str(digest)] = (str(where), int(first["offset"]), int(first["length"]))

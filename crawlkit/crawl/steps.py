@@ -116,8 +116,8 @@ STEPS: tuple[Step, ...] = (
         "links",
         "seen-merge and frontier add: new links and redirects are queued, those outside "
         "--scope or past --max-depth refused before they are marked seen; deferred URLs "
-        "wait in the waiting "
-        "room until their retry time ('frontier next' queues them then)",
+        "wait in the waiting room until their retry time ('frontier next' queues them "
+        "then)",
         (
             "crawlkit frontier links --state {state} $C/links.ndjson.zst",
             "crawlkit seen-merge --state {state} --scope {scope}{seen_flags} "

@@ -124,10 +124,9 @@ class WarcArchiver:
         assert self.warc is not None and res.status is not None
         digest = sha1_digest(res.body)
         date = warc_date(res.started, self.warc.version)
-        first = None
-        kept = self.state is not None and res.body and not res.truncated and 200 <= res.status < 300
-        if kept and self.state is not None:
-            first = self.state.digest(digest)
+        # a 2xx payload whole: stored once, its copies as revisits of the first capture
+        state = self.state if res.body and not res.truncated and 200 <= res.status < 300 else None
+        first = state.digest(digest) if state is not None else None
         meta = {
             "fetchTimeMs": str(int(res.elapsed * 1000)),
             "ipAddress": res.address or "",
@@ -151,8 +150,8 @@ class WarcArchiver:
             precompressed=encoded,
         )
         where = self.warc.write_capture(cap).to_dict()
-        if kept and first is None and self.state is not None:
-            self.state.put_digest(digest, url, date, json.dumps(where))
+        if state is not None and first is None:
+            state.put_digest(digest, url, date, json.dumps(where))
         elif first is not None and first[2] is not None and first[0] != url:
             # A copy at another URL: its links resolve against its own URL, so extract
             # parses it from the first capture (crawl/cycle.py: CycleWarcs.originals).

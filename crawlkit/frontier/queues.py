@@ -157,7 +157,9 @@ class SegmentQueue:
         for seg_id, count, start in self.segs:
             head = self._head
             lines = head[1] if head is not None and head[0] == seg_id else None
-            yield from (lines or self._lines(seg_id, count))[start:]
+            if lines is None:
+                lines = self._lines(seg_id, count)
+            yield from lines[start:]
 
     def take(self, n: int) -> list[bytes]:
         """Remove and return up to ``n`` lines from the head."""

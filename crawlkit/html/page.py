@@ -54,6 +54,7 @@ from crawlkit.url import Canonicalizer, ParsedURL, whatwg_href
 
 __all__ = [
     "BOILERPLATE_TAGS",
+    "HTML_TYPES",
     "HtmlExtractor",
     "Link",
     "LinkResolver",
@@ -126,7 +127,8 @@ _ASCII_SPACE = " \t\n\r\f"
 # ---------------------------------------------------------------- content type
 
 
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+#: The media types of HTML pages.
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Types a server sends when it does not know better: sniff those.
 _GENERIC_TYPES = frozenset(
     {"", "text/plain", "application/octet-stream", "unknown/unknown", "application/unknown", "*/*"}
@@ -189,7 +191,7 @@ def _sniff_html(body: bytes) -> bool:
 def looks_like_html(content_type: str | None, body: bytes) -> bool:
     """Whether a response body is an HTML page (see the module docstring)."""
     mtype = media_type(content_type)
-    if mtype in _HTML_TYPES:
+    if mtype in HTML_TYPES:
         return not body.startswith(_BINARY_MAGIC)
     if mtype in _GENERIC_TYPES:
         return _sniff_html(body)

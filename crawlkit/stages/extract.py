@@ -49,6 +49,7 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
 from crawlkit.heap import release_free_heap
 from crawlkit.html.page import (
+    HTML_TYPES,
     HtmlExtractor,
     looks_like_html,
     media_type,
@@ -197,7 +198,7 @@ def _revisit_html(resp: Any, sheets: _Stylesheets) -> bytes | None:
     them, which were never found when its copies were skipped."""
     if resp.status != 200 or resp.payload_digest not in sheets.originals:
         return None
-    if media_type(resp.content_type) not in ("text/html", "application/xhtml+xml"):
+    if media_type(resp.content_type) not in HTML_TYPES:
         return None
     return sheets.body_of(resp.payload_digest)
 
