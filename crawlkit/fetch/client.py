@@ -485,7 +485,7 @@ class AiohttpClient:
             result.error_code = "tls-protocol"
             result.error = f"tls-protocol: {_describe(exc.os_error)}"[:300]
         except aiohttp.ClientConnectorError as exc:
-            result.error = _describe(exc)
+            result.error = _describe_connect(exc)
             if url.scheme == "https" and isinstance(exc.os_error, ConnectionResetError):
                 # A reset can only follow an established TCP connection, so the server
                 # dropped our ClientHello (how many servers answer an unwanted version).
@@ -514,6 +514,16 @@ class AiohttpClient:
 def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return mask_url(f"{type(exc).__name__}: {text}")[:300]  # a proxy URL's password
+
+
+def _describe_connect(exc: Any) -> str:  # an aiohttp.ClientConnectorError
+    """A failed connection in words: aiohttp's own text names its connection key, whose
+    ``ssl:`` part is the repr of an SSL context (an address in this process's memory)
+    for plain http too."""
+    reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+    return mask_url(f"{type(exc).__name__}: cannot connect to {exc.host}:{exc.port}: {reason}")[
+        :300
+    ]
 
 
 def _response_head(resp: Any) -> bytes:

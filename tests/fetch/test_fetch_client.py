@@ -206,3 +206,28 @@ def test_a_dropped_connection_is_not_silently_retried() -> None:
     thread.join(6)
     assert res.status is None and res.error
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_refused_connection_is_told_in_words_without_a_context_repr(scheme: str) -> None:
+    import socket as socketlib
+
+    with socketlib.socket() as sock:  # a port bound and never listened on refuses
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+        async def go() -> FetchResult:
+            c = AiohttpClient()
+            try:
+                return await c.fetch(
+                    FetchRequest(f"{scheme}://closed.test:{port}/", "127.0.0.1", timeout=5)
+                )
+            finally:
+                await c.close()
+
+        res = asyncio.run(go())
+    assert res.status is None
+    assert res.error == (
+        f"ClientConnectorError: cannot connect to closed.test:{port}: "
+        f"Connect call failed ('127.0.0.1', {port})"
+    )
