@@ -46,8 +46,10 @@ def report(
     requisites fetched and every one missing with why (an error, a refusal, parked
     over a site's budget, queued or deferred when the crawl stopped, not followed),
     the WARC files with
-    their sizes and SHA-256 (cached in the WARC directory's indexes/), the CDXJ index,
-    and the politeness audit ('crawlkit audit') of the crawl's own fetch log.
+    their sizes and SHA-256 (cached in the WARC directory's indexes/), those not yet
+    moved in from new/ (being written, or left open by a stop until the next run
+    closes them), the CDXJ index, and the politeness audit ('crawlkit audit') of the
+    crawl's own fetch log.
 
     Streams the logs; memory grows with the number of hosts and of URLs fetched (to
     find the requisites never fetched). Reads STATE without locking it, so it can run

@@ -406,6 +406,20 @@ def contents_section(report: dict[str, Any]) -> str:
     )
 
 
+def _new_warcs(files: list[dict[str, Any]]) -> str:
+    if not files:
+        return ""
+    return (
+        "<p>Not yet in the collection, in new/ (being written, or left there by a stop:"
+        " the next run of the crawl cuts an open one back to its last whole record,"
+        " closes it and moves it in):</p>"
+        + _table(
+            ["file", "bytes", "state"],
+            [[w["name"], w["bytes"], "open" if w["open"] else "closed"] for w in files],
+        )
+    )
+
+
 def files_section(report: dict[str, Any]) -> str:
     """The WARC files with their hashes, the index, robots exceptions."""
     c = report.get("collection") or {}
@@ -417,6 +431,7 @@ def files_section(report: dict[str, Any]) -> str:
             ["file", "bytes", "SHA-256"],
             [[w["name"], w["bytes"], w["sha256"]] for w in c.get("warc_files", [])],
         )
+        + _new_warcs(c.get("warc_new_files") or [])
         + (f"<p>CDXJ index: {html.escape(str(c['index']))}</p>" if c.get("index") else "")
     )
     if c.get("robots_ignored_for"):

@@ -16,7 +16,10 @@ WARC directory, and returns the ``collection`` section of ``crawlkit report``:
   error status, a failed fetch, robots.txt, a refusal), with why;
 * ``warc_files``: name, bytes and SHA-256 of each WARC file (hashes are kept in
   ``WARC_DIR/indexes/NAME.sha256`` once computed: WARC files do not change once
-  closed), and the CDXJ index beside them;
+  closed), and the CDXJ index beside them; ``warc_new_files``: name, bytes and
+  whether it is still open of each file not yet moved in from ``WARC_DIR/new`` (being
+  written, or left there by a stop: the next run of the crawl cuts an open one back
+  to its last whole record, closes it and moves it in), not hashed;
 * ``audit``: the politeness audit (:mod:`crawlkit.stages.audit`) of the crawl's own fetch
   log, with the run's minimum gap: the proof, carried with the collection, that it
   was gathered politely.
@@ -44,6 +47,7 @@ from crawlkit.html.page import media_type
 from crawlkit.masking import mask_secrets
 from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
+from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.times import iso
 from crawlkit.url import Canonicalizer
 
@@ -52,6 +56,7 @@ __all__ = [
     "record_settings",
     "settings_of",
     "warc_files_of",
+    "warc_new_files_of",
     "warcinfo_fields",
 ]
 
@@ -125,6 +130,18 @@ def _sha256(warc: Path, cache_dir: Path) -> str:
     if cache_dir.is_dir():
         streams.atomic_write_bytes(cache, f"{stat.st_size} {digest}\n".encode())
     return digest
+
+
+def warc_new_files_of(warc_dir: Path) -> list[dict[str, Any]]:
+    """Name, bytes and openness of each WARC file in ``warc_dir``'s ``new/``."""
+    warcs = sorted(
+        p
+        for p in warc_new_dir(warc_dir).glob("*.warc*")
+        if p.is_file() and p.name.removesuffix(".open").endswith((".warc", ".warc.gz"))
+    )
+    return [
+        {"name": p.name, "bytes": p.stat().st_size, "open": p.name.endswith(".open")} for p in warcs
+    ]
 
 
 def warc_files_of(warc_dir: Path) -> list[dict[str, Any]]:
@@ -328,6 +345,7 @@ def collection_section(
         "warc_dir": str(warc_dir),
         "warc_files": warc_files,
         "warc_bytes": sum(w["bytes"] for w in warc_files),
+        "warc_new_files": warc_new_files_of(warc_dir),
         "index": str(index) if index.exists() else None,
         "audit": audit,
     }

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import RAW, ROOT, crawlkit, serve_routes, start_testweb, wait_until_locked
+from conftest import (
+    RAW,
+    ROOT,
+    crawlkit,
+    poll_until,
+    serve_routes,
+    start_testweb,
+    wait_until_locked,
+)
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
@@ -165,6 +173,40 @@ def test_kill9_ten_times_then_finish_equals_uninterrupted(tmp_path: Path) -> Non
     totals = streams.read_json(state / "crawl" / "totals.json")
     # Refetches after crashes are counted and bounded by what can be in flight.
     assert 0 <= totals["refetched"] <= kills * 40
+
+
+def test_report_names_the_warc_files_a_stop_left_in_new(tmp_path: Path) -> None:
+    """After a kill -9 the WARC file being written stays in ``warc/new``, open: the
+    report says so (it listed no WARC file at all), and the next run moves it in."""
+    with start_testweb(tmp_path, "--hosts", "2", "--pages", "30", "--special", "none") as web:
+        state = tmp_path / "state"
+        # a 0.2 s gap keeps the crawl going for seconds after its first pages
+        args = [*_crawl_args(web, state, "--batch", "10"), "--min-delay", "0.2s"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            poll_until(lambda: len(_fetched_pages(state)) >= 3, proc, "three pages fetched", 120)
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        opened = sorted(p.name for p in (state / "warc" / "new").glob("*.warc.gz.open"))
+        assert opened
+        report = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"]
+        assert report["warc_files"] == []
+        assert [w["name"] for w in report["warc_new_files"] if w["open"]] == opened
+        crawlkit("report", "--state", str(state), "--html", str(tmp_path / "r.html"))
+        assert opened[0] in (tmp_path / "r.html").read_text()
+        res = crawlkit(*args)
+        assert res.code == 0, res.stderr
+        report = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"]
+    assert report["warc_new_files"] == []
+    closed = {w["name"] for w in report["warc_files"]}
+    assert {name.removesuffix(".open") for name in opened} <= closed
 
 
 def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:

@@ -142,6 +142,7 @@ def test_collection_section_renders_well_formed() -> None:
         },
         "warc_files": [{"name": "a.warc.gz", "bytes": 2048, "sha256": "ab" * 32}],
         "warc_bytes": 2048,
+        "warc_new_files": [{"name": "b.warc.gz.open", "bytes": 512, "open": True}],
         "index": "/c/warc/index.cdxj",
         "audit": {"ok": True, "requests": 41, "violations": [], "warnings": []},
     }
@@ -160,6 +161,7 @@ def test_collection_section_renders_well_formed() -> None:
         "HTTP 404",
         "ab" * 32,
         "2,048",
+        "b.warc.gz.open",
         "polite: no violations",
     ):
         assert text in page, text
