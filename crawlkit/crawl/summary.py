@@ -42,7 +42,7 @@ class CrawlSummary:
     inbox_new_urls: int = 0
     refused: Counter[str] = field(default_factory=Counter)
     dedup: Counter[str] = field(default_factory=Counter)
-    refetched: int = 0
+    refetched: int = 0  # URLs the fetcher held unanswered at a stop, handed out again
     requests: int = 0  # page requests made (fetch records with fetched_at), answered or not
     unstarted: int = 0  # deferred because the run ended before their host was due
     waiting: int = 0
@@ -152,7 +152,7 @@ def summary_text(summary: dict[str, Any]) -> str:
     lines.append(
         f"  still queued {int(summary['queued']) - parked}, waiting (deferred) "
         f"{summary['waiting']}, not started before the stop {summary['unstarted']}, "
-        f"refetched after a crash {summary['refetched']}"
+        f"handed out again after a stop {summary['refetched']}"
     )
     if parked:
         lines.append(
