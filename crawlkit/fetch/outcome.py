@@ -144,7 +144,8 @@ def redirect_target(
     parses) and, when there is no target record, its ``error``: past ``max_hops``
     (counted from the input's ``hops`` when its ``reason`` is ``redirect``), or a
     target that is not a URL crawlkit fetches. The target record carries the source's
-    ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``.
+    ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``,
+    and the source's ``requisite_hops`` when it was fetched as a page requisite.
     """
     target = urljoin(url, location.strip())
     fields["location"] = target
@@ -164,6 +165,11 @@ def redirect_target(
     hint = priority if isinstance(priority, float) else None
     out = cast(Record, records.url_record(parsed, depth=depth, reason="redirect", priority=hint))
     out.update(hops=hops, via=url)
+    requisite_hops = rec.get("requisite_hops")
+    if isinstance(requisite_hops, int) and requisite_hops > 0:
+        # a page requisite's target is the requisite: an archive follows it whatever the
+        # scope, at the same hop count (crawl/archive.py), and reports it as one
+        out["requisite_hops"] = requisite_hops
     return out
 
 

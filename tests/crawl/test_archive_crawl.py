@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import crawlkit, start_testweb
+from conftest import RAW, crawlkit, serve_routes, start_testweb
 
 from crawlkit import streams
 from crawlkit.crawl.archive import ArchiveOptions, Excludes, LinkPolicy
@@ -109,6 +109,50 @@ def test_crawl_fetches_every_requisite_even_outside_the_scope(tmp_path, web):
     theirs = subprocess.run([str(exe), "--sort", *warcs], capture_output=True, text=True)
     assert index.read_text() == theirs.stdout
     assert len(index.read_text().splitlines()) >= len(needed) + 2
+
+
+def _moved(status: int, location: str) -> tuple[str, bytes]:
+    return RAW, f"HTTP/1.0 {status} Moved\r\nLocation: {location}\r\n\r\n".encode()
+
+
+def test_a_requisite_that_redirects_is_followed_to_its_target(tmp_path):
+    """A stylesheet or image that redirects (a CDN's habit) is captured where it
+    lands, on the page's host or another, and counts as a requisite, not as a link
+    of one: before, every target was refused ``from-requisite`` and the report said
+    nothing was missing."""
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    with serve_routes({"/off.png": ("image/png", png), "/page.html": ("text/html", b"x")}) as (
+        other,
+        other_log,
+    ):
+        page = (
+            '<html><head><link rel="stylesheet" href="/style.css"></head><body>'
+            '<img src="/img/chain.png"><img src="/img/offsite.png"></body></html>'
+        )
+        routes = {
+            "/": ("text/html", page.encode()),
+            "/style.css": _moved(301, "/css/real.css"),
+            "/css/real.css": ("text/css", b"body { background: url(bg.png) }"),
+            "/css/bg.png": ("image/png", png),
+            "/img/chain.png": _moved(302, "/img/chain2.png"),
+            "/img/chain2.png": _moved(302, "chain3.png"),  # relative
+            "/img/chain3.png": ("image/png", png),
+            "/img/offsite.png": _moved(302, f"{other}/off.png"),
+        }
+        with serve_routes(routes) as (root, log):
+            state = tmp_path / "state"
+            args = ["crawl", f"{root}/", "--state", str(state), "--scope", "host"]
+            args += ["--min-delay", GAP, "--allow-net", "127.0.0.0/8", "--timeout", "5s"]
+            res = crawlkit(*args, timeout=120)
+            assert res.code == 0, res.stderr
+    assert {"/css/real.css", "/css/bg.png", "/img/chain3.png"} <= set(log)
+    assert other_log == ["/robots.txt", "/off.png"]  # the target only, not its site
+    report = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"]
+    assert report["requisites"]["missing"] == 0
+    assert not any("from-requisite" in problem for problem in report["problems"])
+    by_url = {r["url"]: r for r in fetch_records(state)}
+    assert by_url[f"{other}/off.png"]["requisite_hops"] == 1
+    assert by_url[f"{root}/css/bg.png"]["requisite_hops"] == 2  # found in the stylesheet
 
 
 def test_no_requisites_fetches_pages_only(tmp_path, web):
