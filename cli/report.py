@@ -42,7 +42,8 @@ def report(
     For archivists the "collection" section (and its HTML tables) says what the
     collection holds and how it was made: the seeds and the effective settings of the
     last run, each seed's answer and the pages fetched on its host, responses by
-    content type, status codes and errors and refusals with example URLs, page
+    content type, status codes, errors, responses kept cut (a size cap, a broken
+    body) and refusals with example URLs, page
     requisites fetched and every one missing with why (an error, a refusal, parked
     over a site's budget, queued or deferred when the crawl stopped, not followed),
     the WARC files with

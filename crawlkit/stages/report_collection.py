@@ -10,8 +10,9 @@ WARC directory, and returns the ``collection`` section of ``crawlkit report``:
   the hosts whose robots.txt rules the operator set aside (``--ignore-robots-for``);
 * ``mime_types``: fetched responses by media type, with counts and bytes;
 * ``statuses`` and ``problems`` (fetch outcomes other than fetched, not-modified and
-  redirect, by outcome and error; refusals by reason), each with up to
-  ``examples`` URLs;
+  redirect, by outcome and error; responses kept cut, by why: ``truncated: length``
+  past a size cap, ``time`` past the timeout, ``disconnect`` a body the server broke
+  off; refusals by reason), each with up to ``examples`` URLs;
 * ``requisites``: how many page requisites were fetched, and those missing (an
   error status, a failed fetch, robots.txt, a refusal), with why;
 * ``warc_files``: name, bytes and SHA-256 of each WARC file (hashes are kept in
@@ -285,6 +286,8 @@ def collection_section(
             kind = media_type(rec.get("content_type")) or "(none)"
             mimes[kind] += 1
             mime_bytes[kind] += int(rec.get("bytes") or 0)
+            if rec.get("truncated"):  # kept, cut (WARC-Truncated): a cap, or a broken body
+                _examples(problems, f"truncated: {rec['truncated']}", url, examples)
         elif outcome not in _OK_OUTCOMES:
             error = str(rec.get("error") or rec.get("reason_detail") or "").split("\n")[0][:120]
             _examples(problems, f"{outcome}: {error}" if error else outcome, url, examples)

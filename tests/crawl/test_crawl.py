@@ -209,6 +209,30 @@ def test_report_names_the_warc_files_a_stop_left_in_new(tmp_path: Path) -> None:
     assert {name.removesuffix(".open") for name in opened} <= closed
 
 
+def test_report_lists_the_responses_kept_cut(tmp_path: Path) -> None:
+    """A body past --max-body and one the server broke off are kept, cut (WARC-
+    Truncated): the report lists both among the problems, where it counted them as
+    plain 200s."""
+    head = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n"
+    routes = {
+        "/": ("text/html", b'<a href="/big.html">b</a> <a href="/cut.html">c</a>'),
+        "/big.html": ("text/html", b"<p>" + b"x" * 200_000),
+        "/cut.html": (RAW, head + b"<p>" + b"y" * 5_000),  # then the connection closes
+    }
+    with serve_routes(routes) as (root, log):
+        state = tmp_path / "state"
+        args = ["crawl", f"{root}/", "--state", str(state), "--min-delay", GAP]
+        args += ["--allow-net", "127.0.0.0/8", "--timeout", "5s", "--max-body", "50KB"]
+        res = crawlkit(*args)
+        assert res.code == 0, res.stderr
+    assert {"/big.html", "/cut.html"} <= set(log)
+    problems = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"][
+        "problems"
+    ]
+    assert problems["truncated: length"]["examples"] == [f"{root}/big.html"]
+    assert problems["truncated: disconnect"]["examples"] == [f"{root}/cut.html"]
+
+
 def test_second_crawl_on_one_state_is_refused(tmp_path: Path) -> None:
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "10", "--special", "none") as web:
         state = tmp_path / "state"
