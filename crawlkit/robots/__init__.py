@@ -49,6 +49,9 @@ What the parser does, rule by rule (RFC 9309 section numbers in brackets):
   is literal. In the query, escaped ``: / ? @`` are decoded, so
   ``?baz=https://foo.bar`` and ``?baz=https%3A%2F%2Ffoo.bar`` match alike (the
   RFC's own table in 2.2.2); in the path ``%2F`` stays distinct from ``/``.
+* A URL's ``.`` and ``..`` path segments (``%2e`` too) are resolved before it is
+  matched, as a server resolves them before it serves: ``/x/../private/`` is
+  ``/private/`` (canonical URLs have none; a URL given as is could walk past a rule).
 * ``crawl-delay`` (not in the RFC, widely used) belongs to its group; a value that is
   not a finite non-negative number is ignored; merged groups take the largest value.
   ``sitemap`` lines are global, whatever group they appear in [2.2.4].
@@ -67,7 +70,12 @@ Real-world quirks, decided here (as Google's reference parser does):
 
 from __future__ import annotations
 
-from crawlkit.robots._normalize import agent_token, normalize_path, normalize_pattern
+from crawlkit.robots._normalize import (
+    agent_token,
+    normalize_path,
+    normalize_pattern,
+    remove_dot_segments,
+)
 from crawlkit.robots._parse import MAX_ROBOTS_BYTES, RobotsTxt
 from crawlkit.robots._rules import Group, Rule, Verdict
 from crawlkit.robots.policy import MAX_CACHE_AGE, RobotsEntry, RobotsPolicy, rules_for_status
@@ -84,5 +92,6 @@ __all__ = [
     "agent_token",
     "normalize_path",
     "normalize_pattern",
+    "remove_dot_segments",
     "rules_for_status",
 ]

@@ -63,11 +63,36 @@ _PLAIN_TARGET = re.compile(
 
 
 def target_of(url: str) -> str:
-    """:func:`normalize_path` of :func:`path_of` ``url``, with a fast path."""
+    """:func:`normalize_path` of :func:`path_of` ``url`` without dot segments (the
+    path a server serves), with a fast path."""
     m = _PLAIN_TARGET.fullmatch(url)
-    if m is not None:
-        return m.group(1)
-    return normalize_path(path_of(url))
+    target = m.group(1) if m is not None else normalize_path(path_of(url))
+    return remove_dot_segments(target) if "/." in target else target
+
+
+def remove_dot_segments(target: str) -> str:
+    """``target`` (a path and query, normalised: ``%2e`` is ``.`` already) with the
+    ``.`` and ``..`` segments of its path resolved as the WHATWG URL standard and RFC
+    3986 5.2.4 do, and as servers do before they serve it: ``/x/../private/`` is
+    ``/private/``, so a rule for ``/private/`` covers it (an input URL that was never
+    canonicalized reached the fetcher with them, and past its robots.txt)."""
+    q = target.find("?")
+    path, query = (target, "") if q < 0 else (target[:q], target[q:])
+    if "/." not in path:
+        return target
+    segments = path.split("/")[1:]
+    kept: list[str] = []
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+            continue
+        if last:  # "/a/b/.." is "/a/": the directory, with its slash
+            kept.append("")
+    return "/" + "/".join(kept) + query
 
 
 def normalize_path(path: str) -> str:

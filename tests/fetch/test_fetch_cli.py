@@ -32,3 +32,29 @@ def test_cli_takes_bare_urls_reports_bad_lines_and_refuses_without_allow_net(
     assert ":3:" in res.stderr and "1 bad input records skipped" in res.stderr
     bad = crawlkit("fetch", "--state", str(tmp_path / "s"), "--allow-net", "nope", input=b"")
     assert bad.code == 2 and "not a CIDR" in bad.stderr
+
+
+def test_dot_segments_do_not_walk_past_robots_txt(tmp_path: Path) -> None:
+    """``/x/../private/`` is ``/private/`` to a server: a URL given with dot segments
+    (plain or ``%2e``) is judged by the path it names. Before, robots.txt was
+    matched against the raw path and the fetcher fetched what it forbids."""
+    import orjson
+    from conftest import crawlkit, serve_routes
+
+    routes = {"/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n")}
+    with serve_routes(routes) as (root, log):
+        urls = [f"{root}/x/../private/a.html", f"{root}/x/%2e%2E/private/b.html", f"{root}/ok"]
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            input="\n".join(urls).encode() + b"\n",
+        )
+    assert res.code == 0, res.stderr
+    outcomes = {r["url"]: r["outcome"] for r in map(orjson.loads, res.lines)}
+    assert [outcomes[u] for u in urls] == ["robots-denied", "robots-denied", "fetched"]
+    assert log == ["/robots.txt", "/ok"]
