@@ -40,10 +40,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import gzip
 import io
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -51,6 +49,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
 from xml.parsers import expat
 
+from crawlkit.decoders import GzipReader
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
 from crawlkit.records import URLRecord, url_record
@@ -350,13 +349,21 @@ class SitemapReader:
     # ---- input
 
     def _chunks(self, stream: BinaryIO) -> Iterator[bytes]:
-        """Uncompressed chunks, gzip undone, stopped at ``max_bytes``."""
-        head = stream.read(_CHUNK)
-        if head.startswith(b"\x1f\x8b"):
-            stream = gzip.GzipFile(fileobj=_Prefixed(head, stream), mode="rb")  # type: ignore[assignment]
-            head = b""
+        """Uncompressed chunks, gzip undone, stopped at ``max_bytes``.
+
+        Each read takes what one read of the source gives (``read1``): a buffered
+        reader's ``read(n)`` drops what it gathered when the source then raises, and
+        a gzip input cut short (decoded by :func:`crawlkit.streams.open_input`, or
+        here when the bytes came from a fetch) raised after up to 64 KiB of entries,
+        all of a small file's, where the records before the damage are kept.
+        """
+        read = getattr(stream, "read1", stream.read)
         try:
-            chunk = head or stream.read(_CHUNK)
+            chunk = read(_CHUNK)
+            if chunk.startswith(b"\x1f\x8b"):
+                stream = GzipReader(_Prefixed(chunk, stream), "")  # type: ignore[arg-type]
+                read = stream.read  # a raw stream: one read of the source a call
+                chunk = read(_CHUNK)
             while chunk:
                 room = self.max_bytes - self.stats.bytes
                 if len(chunk) > room:
@@ -367,8 +374,10 @@ class SitemapReader:
                     return
                 self.stats.bytes += len(chunk)
                 yield chunk
-                chunk = stream.read(_CHUNK)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+                chunk = read(_CHUNK)
+        except InputError as exc:
+            if exc.source:  # the input's own reader: it says where already
+                raise
             raise SitemapError(
                 f"corrupt or truncated gzip data ({exc})", source=self.source
             ) from exc

@@ -449,6 +449,33 @@ def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
     assert "2 failed" in res.stderr
 
 
+@pytest.mark.parametrize("cut", [3_000, 30_000])
+def test_cli_cut_gzip_keeps_every_entry_before_the_damage(cli, tmp_path: Path, cut: int) -> None:
+    """A gzip sitemap cut short: every whole entry before the cut comes out, then the
+    error and exit 1 (a small file gave none, a larger one lost up to 64 KiB)."""
+    data = gzip.compress(_urlset(20_000))[:cut]
+    readable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data).count(b"</url>")
+    assert readable > 1_000
+    (tmp_path / "cut.xml.gz").write_bytes(data)
+    res = cli("sitemap", str(tmp_path / "cut.xml.gz"))
+    assert res.code == 1
+    assert len(res.lines) == readable
+    assert "cut.xml.gz: gzip stream ends early" in res.stderr
+
+
+def test_cut_gzip_bytes_keep_the_entries_before_the_damage() -> None:
+    """The same from bytes (a sitemap the crawl fetched): the records come before the
+    error."""
+    data = gzip.compress(_urlset(20_000))[:3_000]
+    readable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data).count(b"</url>")
+    reader = SitemapReader(reporter=Reporter("t", io.StringIO()))
+    got = []
+    with pytest.raises(SitemapError, match="gzip"):
+        for rec in reader.read(io.BytesIO(data)):
+            got.append(rec)
+    assert len(got) == readable
+
+
 def test_same_host_skips_and_reports_foreign_urls() -> None:
     doc = b"https://www.example.com/a\nhttps://evil.example.net/b\nhttps://WWW.example.com/c\n"
     out = io.StringIO()
