@@ -125,5 +125,5 @@ def audit(
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         sys.stdout.write(format_report(report))
-    if not report["ok"] or rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if not report["ok"] or rep.input_damaged:
         raise typer.Exit(1)

@@ -81,5 +81,5 @@ def canon(
                 sink.write_record(record)
             else:
                 sink.write((record["url"] or "").encode("utf-8") + b"\n")
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)

@@ -95,5 +95,5 @@ def dedup(
                 site_sink.write_records(site_records(store, stats.sites))
     if not quiet:
         rep.info(stats.summary())
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)

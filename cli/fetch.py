@@ -296,3 +296,5 @@ def fetch(
             rep.info(f"{counts['redirects']} redirect targets not written (use --redirects FILE)")
         if rep.bad_records:
             rep.info(f"{rep.bad_records} bad input records skipped")
+    if rep.input_damaged:
+        raise typer.Exit(1)

@@ -252,7 +252,7 @@ def add(
         )
         if not quiet:
             rep.info(f"{read} deferred records, {taken} now in the waiting room")
-        if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+        if rep.input_damaged:
             raise typer.Exit(1)
         return
     limits = TrapLimits(
@@ -307,7 +307,7 @@ def add(
             f"{f', {result.held} waiting until due' if result.held else ''}; "
             f"{rep.bad_records} bad records skipped{sharded}"
         )
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)
 
 
@@ -356,7 +356,7 @@ def links(
     )
     if not quiet:
         rep.info(f"{read} link records, {noted} between sites; {rep.bad_records} bad skipped")
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)
 
 

@@ -199,5 +199,5 @@ def recrawl_command(
             f"({summary.ignored} of other kinds ignored, {rep.bad_records} bad); "
             f"{summary.updated} URLs updated, {summary.tracked} tracked, {summary.emitted} due"
         )
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)

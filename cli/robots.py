@@ -93,7 +93,7 @@ def check(
     with streams.open_output(out) as sink:
         for record in check_lines(rules, agent, lines, rep):
             sink.write_record(record)
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)
 
 

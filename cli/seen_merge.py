@@ -283,7 +283,7 @@ def seen_merge(
     if merger.stats.too_deep:
         deep = merger.stats.too_deep
         rep.info(f"{deep} URLs more than {max_depth} link hops from a seed refused")
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)
 
 

@@ -162,5 +162,5 @@ def shard(
             f"{sum(per_shard)} records to {slot_map.shards} shards "
             f"(largest {max(per_shard)}, smallest {min(per_shard)}); {rep.bad_records} skipped"
         )
-    if rep.counts["truncated input"] or rep.counts["corrupt input"]:
+    if rep.input_damaged:
         raise typer.Exit(1)

@@ -47,6 +47,12 @@ class Reporter:
     def bad_records(self) -> int:
         return self.counts["bad record"]
 
+    @property
+    def input_damaged(self) -> bool:
+        """A truncated or corrupt input was read (its records before the damage were
+        kept): the command exits 1 at the end (docs/design.md)."""
+        return bool(self.counts["truncated input"] or self.counts["corrupt input"])
+
 
 class HeldReporter(Reporter):
     """Keeps its lines until :meth:`release` passes them on, in order, to another

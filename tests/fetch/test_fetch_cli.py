@@ -58,3 +58,33 @@ def test_dot_segments_do_not_walk_past_robots_txt(tmp_path: Path) -> None:
     outcomes = {r["url"]: r["outcome"] for r in map(orjson.loads, res.lines)}
     assert [outcomes[u] for u in urls] == ["robots-denied", "robots-denied", "fetched"]
     assert log == ["/robots.txt", "/ok"]
+
+
+def test_a_cut_input_is_fetched_up_to_the_damage_and_exits_1(tmp_path: Path) -> None:
+    """As every stage: the records before the damage are fetched, the damage named,
+    and the exit status 1 so a script's ``set -e`` stops (fetch exited 0)."""
+    import orjson
+    import zstandard
+    from conftest import crawlkit, serve_routes
+
+    with serve_routes({"/a": ("text/plain", b"a"), "/b": ("text/plain", b"b")}) as (root, log):
+        whole = b"".join(
+            zstandard.compress(orjson.dumps({"url": f"{root}{path}"}) + b"\n")
+            for path in ("/a", "/b", "/c")
+        )
+        cut = tmp_path / "batch.zst"
+        cut.write_bytes(whole[: len(whole) - 8])  # inside the last frame
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            str(cut),
+        )
+    assert res.code == 1
+    assert "zstd stream ends inside a frame" in res.stderr
+    assert [orjson.loads(line)["url"] for line in res.lines] == [f"{root}/a", f"{root}/b"]
+    assert log == ["/robots.txt", "/a", "/b"]
