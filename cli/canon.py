@@ -10,6 +10,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import OutFile
 
 from crawlkit import streams
+from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.stages.canon import canon_records
 from crawlkit.url import Canonicalizer, Rules, load_param_denylist
 
@@ -74,6 +75,11 @@ def canon(
     """
     rep = reporter()
     canonicalizer = Canonicalizer(rules, param_denylist=load_param_denylist(param_denylist or []))
+    if base is not None:
+        try:
+            canonicalizer.canonicalize(base)
+        except InvalidURL as exc:  # every line would be lost, absolute ones too
+            raise UsageError(f"--base: {exc}") from exc
     lines = streams.read_text_lines(files, rep, aligned=True)
     with streams.open_output(out) as sink:
         for record in canon_records(lines, canonicalizer, base=base, reporter=rep):

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import crawlkit_cli
 import orjson
+import pytest
 import typer
 from crawlkit_cli.app import LazyGroup
 from crawlkit_cli.commands import COMMANDS
@@ -51,6 +52,16 @@ def test_canon_empty_line_resolves_to_the_base_only_with_base(cli) -> None:
     assert "empty line" not in res.stderr
     res = cli("canon", input=b"http://a.com/\n\n")
     assert res.lines == ["http://a.com/", ""] and "<stdin>:2: empty line" in res.stderr
+
+
+@pytest.mark.parametrize("base", ["not a url", "ftp://a.com/"])
+def test_canon_an_unusable_base_is_a_usage_error(cli, base: str) -> None:
+    """Not a blank line for every input line, absolute URLs too, and exit 0."""
+    res = cli("canon", "--base", base, input=b"http://z.com/\nrel\n")
+    assert res.code == 2
+    assert res.lines == []
+    [line] = res.stderr.strip().splitlines()
+    assert line.startswith("crawlkit canon: --base: ")
 
 
 def test_canon_takes_url_records_of_other_stages(cli) -> None:
