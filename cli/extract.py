@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,8 @@ from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
-from crawlkit.stages.extract import ExtractOptions, extract_warcs
+from crawlkit.stages.extract import ExtractOptions, WarcSource, extract_warcs
+from crawlkit.stages.extract_fetchlog import fetch_log_sources
 from crawlkit.times import parse_size
 from crawlkit.url import Rules
 
@@ -80,6 +82,22 @@ def extract(
             "for the URLs of sitemaps and feeds found in the WARC.",
         ),
     ] = True,
+    fetch_log: Annotated[
+        str | None,
+        typer.Option(
+            "--fetch-log",
+            help="Read the WARC records this fetch log's records point to (in "
+            "--warc-dir), instead of WARC files: copies of a page or stylesheet first "
+            "captured at another URL are parsed from that capture ('-' reads stdin).",
+        ),
+    ] = None,
+    warc_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--warc-dir",
+            help="With --fetch-log: the fetch's WARC directory (its default: STATE/warc).",
+        ),
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
     """Turn WARC responses into page records and link records.
@@ -133,6 +151,13 @@ def extract(
     and counted apart. A truncated WARC is reported in one line after the records
     before the damage were written, and the exit status is 1.
 
+    With --fetch-log, the input is a fetch log of 'crawlkit fetch' (fetch records
+    pointing into WARC): the records it names are read, in its order, from the files in
+    --warc-dir (new/, still being written, or moved up), and a copy of a page or of a
+    stylesheet at another URL (a revisit) is parsed from its first capture against its
+    own URL, for its links (no page record of its own), as 'crawlkit crawl' does. A
+    file the log names and --warc-dir lacks is reported, and the exit status is 1.
+
     Streams: memory holds a few chunks of responses per worker. Same input, same
     bytes out, for any --jobs (unless a page is near its CPU deadline). Touches no
     state.
@@ -145,7 +170,11 @@ def extract(
         raise UsageError("--jobs must be at least 1")
     if max_links < 1:
         raise UsageError("--max-links must be at least 1")
-    files = _inputs(warcs or ["-"])
+    if fetch_log is not None and warcs:
+        raise UsageError("give WARC files or --fetch-log, not both")
+    if (fetch_log is None) != (warc_dir is None):
+        raise UsageError("--fetch-log and --warc-dir go together")
+    files = _inputs(warcs or ["-"]) if fetch_log is None else [fetch_log]
     streams.check_single_stdin(files)
     if links is not None and streams.is_stdio(links) and streams.is_stdio(pages):
         raise UsageError("--pages and --links cannot both be stdout")
@@ -157,20 +186,29 @@ def extract(
         sitemaps=sitemaps,
     )
     rep = reporter()
+    sources: Sequence[WarcSource] = files
+    originals = None
+    missing = 0
+    if fetch_log is not None and warc_dir is not None:
+        if not warc_dir.is_dir():
+            raise UsageError(f"--warc-dir {warc_dir}: no such directory")
+        logged = fetch_log_sources(streams.read_records([fetch_log], rep), warc_dir, rep)
+        sources, originals, missing = logged.ranges, logged.originals, len(logged.missing)
     with contextlib.ExitStack() as stack:
         page_sink = stack.enter_context(streams.open_output(pages))
         link_sink = stack.enter_context(streams.open_output(links)) if links is not None else None
         stats = extract_warcs(
-            files,
+            sources,
             page_sink.write,
             link_sink.write if link_sink is not None else None,
             jobs=jobs,
             options=options,
             reporter=rep,
+            originals=originals,
         )
     if not quiet:
         rep.info(stats.summary())
-    if stats.damaged_files:
+    if stats.damaged_files or missing or rep.input_damaged:
         raise typer.Exit(1)
 
 

@@ -41,8 +41,8 @@ from crawlkit.stages.extract import (
     FilesResult,
     extract_warcs,
 )
-from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.streams import Record
+from crawlkit.warc.places import find_warc, warc_new_dir
 from crawlkit.warc.write import index_of, named_by
 
 __all__ = ["CycleRunner", "CycleWarcs", "FetchLogs", "PostWorker", "fetch_log"]
@@ -131,16 +131,8 @@ class CycleWarcs:
         return known
 
     def path_of(self, name: str) -> Path | None:
-        """Where the WARC file ``name`` is now: being written, closed, or archived.
-
-        Looked up in the order a file moves (``.open`` → ``new/`` → the archive), so a
-        rename between two lookups cannot hide it.
-        """
-        new_dir = warc_new_dir(self.root)
-        for path in (new_dir / f"{name}.open", new_dir / name, self.root / name):
-            if path.exists():
-                return path
-        return None
+        """Where the WARC file ``name`` is now: being written, closed, or archived."""
+        return find_warc(self.root, name)
 
     def sources(self, cycle: Path) -> list[tuple[str, list[tuple[int, int]]]]:
         """The cycle's WARC records as (file, [(offset, length), ...]) from its fetch log.

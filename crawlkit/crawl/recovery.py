@@ -17,8 +17,8 @@ from crawlkit.crawl.cycle import CycleRunner
 from crawlkit.crawl.files import CrawlDir, is_done, mark_done, read_file
 from crawlkit.crawl.summary import CrawlSummary
 from crawlkit.diag import Reporter
-from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.streams import Record
+from crawlkit.warc.places import warc_new_dir
 from crawlkit.warc.write import finish_open_file
 
 __all__ = ["Leftover", "Recovery"]

@@ -38,16 +38,12 @@ from crawlkit.robots import RobotsPolicy
 from crawlkit.shard.routing import ShardRole, record_site, stale_refusal, write_outbox
 from crawlkit.state import open_state
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.places import warc_new_dir
 from crawlkit.warc.write import DEFAULT_WARC, WarcOptions, WarcWriter
 
-__all__ = ["fetch_records", "warc_new_dir"]
+__all__ = ["fetch_records"]
 
 Refill = Callable[[Fetcher], Coroutine[Any, Any, list[Record] | None]]
-
-
-def warc_new_dir(warc_dir: str | os.PathLike[str]) -> Path:
-    """Where finished WARC files go: ``WARC_DIR/new`` (``crawlkit extract`` reads there)."""
-    return Path(warc_dir) / "new"
 
 
 def fetch_records(

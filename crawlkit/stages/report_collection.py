@@ -48,9 +48,9 @@ from crawlkit.html.page import media_type
 from crawlkit.masking import mask_secrets
 from crawlkit.records import Record, refusal_reason
 from crawlkit.stages.audit import AuditConfig, run_audit
-from crawlkit.stages.fetch import warc_new_dir
 from crawlkit.times import iso
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.places import warc_new_dir
 
 __all__ = [
     "collection_section",
