@@ -103,10 +103,26 @@ def _site_of(record: PageRecord) -> str:
         return ""
 
 
+def _other_kind(record: PageRecord) -> str | None:
+    """What a record that is not a page record is (extract's page records have no
+    outcome, no finder and no reason), or None."""
+    if "outcome" in record:
+        return "a fetch record (it has an outcome)"
+    if "from" in record or "reason" in record:
+        return "a link or URL record (it has from or reason)"
+    return None
+
+
 def _parse(source: str, lineno: int, record: PageRecord, reporter: Reporter) -> _Item | None:
     url = record.get("url")
     if not isinstance(url, str) or not url:
         reporter.bad_record(source, lineno, 'no "url" (not a page record)')
+        return None
+    other = _other_kind(record)
+    if other is not None:
+        # stored as a page, a link or a fetch record counted against its site's yield
+        # (pages, no unique ones), which sets the frontier's budgets
+        reporter.bad_record(source, lineno, f"{other}, not a page record")
         return None
     sh: int | None = None
     raw = record.get("simhash")

@@ -345,6 +345,25 @@ def test_cli(tmp_path):
     assert res.code == 2
 
 
+def test_link_and_fetch_records_are_not_taken_for_pages(tmp_path):
+    """Fed the wrong file, dedup stored every link as a unique page of its site, and
+    the site records it wrote (yields, which set the frontier's budgets) counted them."""
+    link = {"url": "http://a.example/l", "site": "a.example", "from": "http://a.example/"}
+    link["reason"] = "link"
+    fetch = {"url": "http://a.example/f", "site": "a.example", "outcome": "fetched"}
+    fetch["digest"] = "sha1:F"
+    page = {"url": "http://a.example/p", "site": "a.example", "digest": "sha1:P"}
+    inp = tmp_path / "in.ndjson"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in (link, fetch, page)))
+    sites = tmp_path / "sites.ndjson"
+    res = crawlkit("dedup", "--state", str(tmp_path / "S"), str(inp), "--sites", str(sites))
+    assert res.code == 0, res.stderr
+    assert [json.loads(x)["url"] for x in res.lines] == ["http://a.example/p"]
+    assert "in.ndjson:1: a link or URL record" in res.stderr
+    assert "in.ndjson:2: a fetch record" in res.stderr
+    assert json.loads(sites.read_text())["pages"] == 1
+
+
 def test_locked_state(tmp_path):
     from crawlkit.state import open_state
 
