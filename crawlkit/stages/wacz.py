@@ -21,9 +21,10 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
                                    title, created, wacz_version "1.1.1", software
     datapackage-digest.json        the sha256 of datapackage.json
 
-Pages are the HTTP 200 HTML responses of the WARCs (not revisits), in time order,
-with the title of the page (the ``<title>``, or "" when it has none), unless the
-caller gives the page list. ``id`` is 16 hex digits of the sha256 of ts and URL.
+Pages are the HTTP 200 HTML responses of the WARCs, and the revisits that are copies of
+them at other URLs, in time order, with the title of the page (the ``<title>``, or ""
+when it has none), unless the caller gives the page list. ``id`` is 16 hex digits of
+the sha256 of ts and URL.
 
 The package is written to a temporary name and renamed when complete (invariant 5).
 ``text`` is the page's visible text as ``crawlkit extract`` computes it, for
@@ -100,8 +101,13 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     with title and text as ``crawlkit extract`` computes them, parsed in a worker
     under extract's CPU deadline (:func:`crawlkit.stages.extract.page_texts`), so a
     hostile page cannot hold the package up (it gets its bounded scan's title and no
-    text). Memory holds the URLs seen and the pages waiting for the worker."""
-    waiting: deque[tuple[str, str]] = deque()  # (url, ts) of the pages sent, in order
+    text); then the copies of those pages at other URLs (revisits of an HTTP 200 with
+    the payload of a page listed: a mirror, /en/ beside /fr/), with its title and no
+    text. Memory holds the URLs seen, each page's payload digest and title, and the
+    pages waiting for the worker."""
+    waiting: deque[tuple[str, str, str | None]] = deque()  # (url, ts, digest) sent, in order
+    copies: list[tuple[str, str, str]] = []  # (url, ts, digest) of revisits
+    titles: dict[str, str] = {}  # payload digest -> the title of its page
 
     def bodies() -> Iterator[tuple[str, bytes, str | None]]:
         seen: set[str] = set()
@@ -110,17 +116,28 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
                 path,
                 want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE,
             ):
-                if resp.record_type != "response" or resp.status != 200 or resp.body is None:
+                if resp.status != 200 or resp.target_uri in seen:
                     continue
-                if not looks_like_html(resp.content_type, resp.body) or resp.target_uri in seen:
+                if resp.record_type == "revisit":
+                    if resp.payload_digest and media_type(resp.content_type) in _HTML_LIKE:
+                        seen.add(resp.target_uri)
+                        copies.append((resp.target_uri, resp.date or "", resp.payload_digest))
+                    continue
+                if resp.body is None or not looks_like_html(resp.content_type, resp.body):
                     continue
                 seen.add(resp.target_uri)
-                waiting.append((resp.target_uri, resp.date or ""))
+                waiting.append((resp.target_uri, resp.date or "", resp.payload_digest))
                 yield resp.target_uri, resp.body, resp.content_type
 
     for title, text in page_texts(bodies()):
-        url, ts = waiting.popleft()
+        url, ts, digest = waiting.popleft()
+        if digest:
+            titles.setdefault(digest, title or "")
         yield Page(url, ts, title or "", text)
+    for url, ts, digest in copies:
+        title = titles.get(digest)
+        if title is not None:  # a copy of a page (not of an image, or of nothing here)
+            yield Page(url, ts, title)
 
 
 def pages_of_warcs(paths: Iterable[str | os.PathLike[str]]) -> list[Page]:

@@ -194,3 +194,36 @@ def test_pywb_replays_from_crawlkits_index(tmp_path, warcs):
         assert got[url]["status"] == 200, url
         assert got[url]["sha256"] == hashlib.sha256(body).hexdigest(), url
     assert got["http://never.archived.test/"]["status"] == 404
+
+
+def test_a_pages_copy_at_another_url_is_in_the_page_list(tmp_path):
+    """A page served at two URLs is stored once, the second capture as a revisit: it
+    is a page of the collection too (ReplayWeb.page lists and replays it), where an
+    image's copy is not. It was left out of pages.jsonl."""
+    from conftest import serve_routes
+
+    page = b"<html><head><title>Same</title></head><body>words</body></html>"
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    routes = {"/en/": ("text/html", page), "/fr/": ("text/html", page)}
+    routes |= {"/a.png": ("image/png", png), "/b.png": ("image/png", png)}
+    with serve_routes(routes) as (root, _log):
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            input="".join(f"{root}{path}\n" for path in routes).encode(),
+        )
+        assert res.code == 0, res.stderr
+    [warc] = (tmp_path / "s" / "warc" / "new").glob("*.warc.gz")
+    out = tmp_path / "c.wacz"
+    res = crawlkit("wacz", str(warc), "-o", str(out))
+    assert res.code == 0, res.stderr
+    check = wacz_validate(out)
+    assert check.returncode == 0 and "Validation succeeded" in check.stdout, check.stdout
+    with zipfile.ZipFile(out) as zf:
+        pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert {p["url"]: p["title"] for p in pages} == {f"{root}/en/": "Same", f"{root}/fr/": "Same"}
