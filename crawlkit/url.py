@@ -36,6 +36,7 @@ from ada_url.ada_adapter import lib as _ADA
 from crawlkit.errors import InvalidURL
 
 __all__ = [
+    "IF_TOKEN",
     "Canonicalizer",
     "ParsedURL",
     "Rules",
@@ -43,6 +44,7 @@ __all__ = [
     "fingerprint_int",
     "is_public_suffix",
     "load_param_denylist",
+    "looks_like_session_token",
     "read_denylist",
     "site_of_host",
     "site_of_record",
@@ -69,6 +71,19 @@ class ParsedURL(NamedTuple):
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PCT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _JSESSIONID = re.compile(r";jsessionid=[^/?#]*", re.IGNORECASE)
+# A denylist name written ``name=token`` counts only when its value looks like a
+# session token (:func:`looks_like_session_token`): ``sid=1`` is a story id on many
+# sites, ``sid=9f2c4e1a...`` a session (Heritrix strips sid= only with 32 of them).
+IF_TOKEN = "=token"
+_SESSION_TOKEN = re.compile(
+    r"[A-Za-z0-9]{16,}|(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{8,}"
+)
+
+
+def looks_like_session_token(value: str) -> bool:
+    """16 or more letters or digits, or 8 or more with both in it: a generated id, not
+    a page's number, word or slug."""
+    return _SESSION_TOKEN.fullmatch(value) is not None
 
 
 def _pct_repl(match: re.Match[str]) -> str:
@@ -265,8 +280,10 @@ class Canonicalizer:
     ):
         self.rules = Rules(rules)
         exact, prefixes = param_denylist if param_denylist is not None else load_param_denylist()
-        self._deny_exact = frozenset(exact)
+        self._deny_exact = frozenset(n for n in exact if not n.endswith(IF_TOKEN))
         self._deny_prefixes = prefixes
+        # names dropped only with a value that looks like a session token ("sid=token")
+        self._deny_tokens = frozenset(n[: -len(IF_TOKEN)] for n in exact if n.endswith(IF_TOKEN))
 
     def canonicalize(self, url: str, base: str | None = None) -> str:
         return self.parse(url, base).url
@@ -338,12 +355,15 @@ class Canonicalizer:
         kept: list[tuple[str, str]] = []
         deny_exact = self._deny_exact
         deny_prefixes = self._deny_prefixes
+        deny_tokens = self._deny_tokens
         for piece in query.split("&"):
             if not piece:
                 continue
-            key = piece.partition("=")[0]
+            key, _, value = piece.partition("=")
             lowered = key.lower()
             if lowered in deny_exact or (deny_prefixes and lowered.startswith(deny_prefixes)):
+                continue
+            if lowered in deny_tokens and looks_like_session_token(value):
                 continue
             kept.append((key, piece))
         if len(kept) > 1:

@@ -17,7 +17,9 @@ as a record with its reason, never silently dropped):
     explosions.
 ``param-denylist``
     a query parameter (or a ``;name=`` path parameter) whose name is on the denylist:
-    session ids that make every visit a new URL. Canonicalization at ``--rules
+    session ids that make every visit a new URL (names that also carry a page's own
+    id or word, ``sid`` and ``session``, only with a value that looks like a generated
+    token: ``?sid=12`` is a story, ``?sid=4x20931877`` a session). Canonicalization at ``--rules
     default`` already drops the common ones, so this catches what other rules or
     other tools let through; the list can be extended.
 ``session-id``
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit.patterns import MAX_URL_LENGTH
-from crawlkit.url import read_denylist
+from crawlkit.url import IF_TOKEN, looks_like_session_token, read_denylist
 
 __all__ = [
     "DEFAULT_PARAM_DENYLIST",
@@ -74,10 +76,12 @@ REASONS = (
 
 #: Session-id parameter names (compared lowercased); a trailing ``*`` is a prefix.
 DEFAULT_PARAM_DENYLIST = (
-    "sid",
-    "sess",
+    # name=token: only with a value that looks like a session token (url.py); these
+    # names also carry a page's own id or word (?sid=12, ?session=keynote)
+    "sid=token",
+    "sess=token",
     "sessid",
-    "session",
+    "session=token",
     "sessionid",
     "session_id",
     "session-id",
@@ -89,7 +93,7 @@ DEFAULT_PARAM_DENYLIST = (
     "cftoken",
     "zenid",
     "oscsid",
-    "s_id",
+    "s_id=token",
     "sessiontoken",
     "sesskey",
 )
@@ -183,19 +187,22 @@ class TrapChecker:
             if len(params) > lim.max_query_params:
                 return "query-params", f"{len(params)} parameters > {lim.max_query_params}"
             for piece in params:
-                name = piece.split("=", 1)[0].lower()
-                if self._denied(name):
+                name, _, value = piece.partition("=")
+                name = name.lower()
+                if self._denied(name) or (
+                    name + IF_TOKEN in self._deny_exact and looks_like_session_token(value)
+                ):
                     return "param-denylist", name[:80]
         if ";" in path:
             for piece in path.split(";")[1:]:
                 name = piece.split("=", 1)[0].lower()
-                if "=" in piece and self._denied(name):
+                if "=" in piece and self._named(name):
                     return "session-id", f";{name[:80]}="
         if "(" in path and _ASPNET_SESSION.search(path):
             return "session-id", "asp.net cookieless session"
         for i in range(len(segments) - 1):
             seg = segments[i]
-            if len(seg) <= 16 and (seg == "s" or self._denied(seg.lower())):
+            if len(seg) <= 16 and (seg == "s" or self._named(seg.lower())):
                 token = segments[i + 1]
                 if len(token) >= 6 and _TOKEN.match(token) and any(c.isdigit() for c in token):
                     return "session-id", f"/{seg}/{token[:40]}/"
@@ -204,7 +211,13 @@ class TrapChecker:
             return "calendar", f"year {year} > {self.last_year}"
         return None
 
+    def _named(self, name: str) -> bool:
+        """``name`` is on the denylist, whatever its value or only with a token (a path
+        segment or parameter so named: the path rules look at what follows)."""
+        return self._denied(name) or name + IF_TOKEN in self._deny_exact
+
     def _denied(self, name: str) -> bool:
+        """``name`` is on the denylist whatever its value."""
         return name in self._deny_exact or (
             bool(self._deny_prefixes) and name.startswith(self._deny_prefixes)
         )

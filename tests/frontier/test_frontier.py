@@ -57,6 +57,8 @@ def link(url: str, frm: str | None = None, depth: int = 1, **extra) -> dict:
         ("https://a.test/x/x/x", 1, "repeated-segment"),
         ("https://a.test/s?" + "&".join(f"f{i}=1" for i in range(11)), 1, "query-params"),
         ("https://a.test/p?sid=8f3a9c0d", 1, "param-denylist"),
+        ("https://a.test/p?sid=0000000000012345", 1, "param-denylist"),
+        ("https://a.test/p?session=4x20931877", 1, "param-denylist"),
         ("https://a.test/p?PHPSESSID=abc", 1, "param-denylist"),
         ("https://a.test/p;jsessionid=ABC123/x", 1, "session-id"),
         ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "session-id"),
@@ -84,6 +86,9 @@ def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
         "https://a.test/cal/2027/12/",  # next year's calendar is allowed
         "https://a.test/item/2999",  # a number is not a date
         "https://a.test/p?side=1&sidebar=2",  # names that merely start like "sid"
+        "https://a.test/story.php?sid=12",  # a story's id, not a session's
+        "https://a.test/article.pl?sid=06/12/05/1234567",
+        "https://a.test/talks?session=keynote",
         "https://a.test/s/about/",  # a segment "s" followed by a word
         "https://a.test/docs/s3/v2/",
     ],

@@ -207,6 +207,24 @@ def test_record_fields() -> None:
     assert len(parsed.fp) == 16 and parsed.fp == fingerprint(parsed.url)
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # sid names a story on many sites (?sid=1, Slashdot's ?sid=06/12/05/1234567):
+        # dropped only with a generated token, where it is a session's
+        ("http://a.com/story.php?sid=1", "http://a.com/story.php?sid=1"),
+        ("http://a.com/a.pl?sid=06/12/05/1234567", "http://a.com/a.pl?sid=06/12/05/1234567"),
+        ("http://a.com/p?sid=news-2024-story", "http://a.com/p?sid=news-2024-story"),
+        ("http://a.com/p?sid=9f2c4e1a7b3d5f60a1b2c3d4e5f60718&b=1", "http://a.com/p?b=1"),
+        ("http://a.com/p?SID=1x208431&b=1", "http://a.com/p?b=1"),
+        ("http://a.com/p?sid=0000000000012345", "http://a.com/p"),
+        ("http://a.com/p?phpsessid=1", "http://a.com/p"),  # a session's name: any value
+    ],
+)
+def test_sid_is_dropped_only_as_a_session_token(url: str, expected: str) -> None:
+    assert DEFAULT.canonicalize(url) == expected
+
+
 def test_user_denylist_extends_shipped_one(tmp_path) -> None:
     extra = tmp_path / "deny.txt"
     extra.write_text("# mine\nref\nsrc_*\n")
