@@ -116,7 +116,8 @@ def extract(
     priority 1/(depth + 1), halved for nofollow; reason "link"; via) plus from,
     nofollow and tag: from a[href], area[href], link[rel=canonical|alternate|next],
     frame and iframe src, and meta refresh, resolved against <base href> and the
-    page's final URL (WARC-Target-URI), canonicalized, http(s) only, each URL once
+    page's final URL (WARC-Target-URI) with a query's non-ASCII characters in the
+    page's encoding, as browsers send them, canonicalized, http(s) only, each URL once
     per page. rel=nofollow and meta robots (or X-Robots-Tag) nofollow flag links
     "nofollow": true; noindex is recorded. A page's depth is the WARC-Crawlkit-Depth
     header of its record (0 if absent).

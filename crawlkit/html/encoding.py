@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 
-__all__ = ["codec_for_label"]
+__all__ = ["codec_for_label", "query_in_document_encoding"]
 
 # WHATWG Encoding Standard labels whose Python codec differs from the label's name.
 _WHATWG_LABELS = {
@@ -67,3 +67,31 @@ def codec_for_label(label: str | None) -> str | None:
         return codecs.lookup(name).name
     except LookupError:
         return None
+
+
+# Encodings whose documents' URLs take UTF-8 queries anyway (the WHATWG URL Standard's
+# "encoding override" is UTF-8 for them).
+_UTF = frozenset({"utf-8", "utf_8", "utf8", "utf-16", "utf-16-le", "utf-16-be", "utf_16"})
+
+
+def query_in_document_encoding(href: str, codec: str) -> str:
+    """``href`` with the non-ASCII characters of its query percent-encoded in the
+    document's encoding ``codec``, as a browser requests a link of such a page (the
+    WHATWG URL Standard's encoding override): ``?q=café`` on a windows-1252 page is
+    ``?q=caf%E9``, not UTF-8's ``caf%C3%A9``, which the server may read as another
+    query and a replay of the page would not find. A character the encoding lacks
+    becomes ``&%23NNN;`` (its numeric character reference). Path and fragment are left
+    to the URL parser, which encodes them in UTF-8 for every document."""
+    if href.isascii() or codec.lower() in _UTF:
+        return href
+    start = href.find("?")
+    if start < 0:
+        return href
+    end = href.find("#", start)
+    end = len(href) if end < 0 else end
+    query = href[start + 1 : end]
+    if query.isascii():
+        return href
+    data = query.encode(codec, "xmlcharrefreplace")
+    encoded = "".join(f"%{b:02X}" if b >= 0x80 or (b == 0x23) else chr(b) for b in data)
+    return href[: start + 1] + encoded + href[end:]

@@ -47,7 +47,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from crawlkit.dedup.simhash import simhash
 from crawlkit.html.css import css_refs
-from crawlkit.html.encoding import codec_for_label
+from crawlkit.html.encoding import codec_for_label, query_in_document_encoding
 from crawlkit.html.guard import guard_markup
 from crawlkit.html.resolve import LinkResolver
 from crawlkit.url import Canonicalizer, ParsedURL, whatwg_href
@@ -530,6 +530,13 @@ class HtmlExtractor:
                 if background:
                     reqs.append((background, "background"))
 
+        if codec != "utf-8":  # a link's query is sent in the page's encoding (WHATWG)
+            raw_links = [(query_in_document_encoding(h, codec), nf, t) for h, nf, t in raw_links]
+            reqs = [
+                (h if t == "style" else query_in_document_encoding(h, codec), t) for h, t in reqs
+            ]
+            if canonical_href is not None:
+                canonical_href = query_in_document_encoding(canonical_href, codec)
         base = self.base_of(url, base_href)
         authority = _authority(base)
 
