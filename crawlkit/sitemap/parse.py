@@ -361,8 +361,8 @@ class SitemapReader:
         try:
             chunk = read(_CHUNK)
             if chunk.startswith(b"\x1f\x8b"):
-                stream = GzipReader(_Prefixed(chunk, stream), "")  # type: ignore[arg-type]
-                read = stream.read  # a raw stream: one read of the source a call
+                gunzip = GzipReader(_Prefixed(chunk, stream), "")  # type: ignore[arg-type]
+                read = gunzip.read  # a raw stream: one read of the source a call
                 chunk = read(_CHUNK)
             while chunk:
                 room = self.max_bytes - self.stats.bytes
