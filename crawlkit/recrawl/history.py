@@ -24,7 +24,9 @@ when it is due. :func:`apply_event` is the update, a pure function:
   fetch makes the URL due now; the fetch that follows adds no observation (the
   read counted the change).
 * ``deferred`` fetches are due again at their ``retry_at``; errors back off (1 h,
-  doubling, up to the interval); robots-denied URLs wait at least a day.
+  doubling, up to the interval), and so does a body the server broke off or that
+  outlasted the timeout (``stages/recrawl.py``); robots-denied URLs wait at least a
+  day.
 
 Events older than the last one applied to a URL are ignored, so applying the same
 fetch log twice is harmless (docs/design.md invariant 5).

@@ -79,6 +79,16 @@ def _is_fetch(rec: Record) -> bool:
     return not is_page and "status" in rec and "fetched_at" in rec
 
 
+def _fetch_outcome(rec: Record) -> str | None:
+    """The outcome the history learns: a body the server broke off or that outlasted
+    the timeout (``truncated``: disconnect, time) is an error to retry after the
+    backoff, not an observation (its digest differs from the page's: a false change);
+    one cut at a size cap is the page as the crawl keeps it."""
+    if rec.get("truncated") in ("disconnect", "time"):
+        return "error"
+    return _str(rec.get("outcome"))
+
+
 def collect_events(
     records: Iterable[tuple[str, int, Record]],
     *,
@@ -126,7 +136,7 @@ def collect_events(
                 kind="fetch",
                 at=at if at is not None else now,
                 url=url,
-                outcome=_str(rec.get("outcome")),
+                outcome=_fetch_outcome(rec),
                 status=_int(rec.get("status")),
                 etag=_str(rec.get("etag")),
                 last_modified=_str(rec.get("last_modified")),

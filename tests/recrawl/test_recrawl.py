@@ -190,6 +190,27 @@ def test_stage_emits_due_urls_once_with_validators(tmp_path: Path) -> None:
     assert x_entry.checks == 2 and x_entry.due == T0 + 3 * DAY + x_entry.interval
 
 
+@pytest.mark.parametrize(("truncated", "errors"), [("disconnect", 1), ("time", 1), ("length", 0)])
+def test_a_body_cut_by_the_server_is_retried_not_observed(
+    tmp_path: Path, truncated: str, errors: int
+) -> None:
+    """A body the server broke off has another digest than the page: read as a fetch,
+    it was a change the page never made, and the page waited a whole interval."""
+    state = tmp_path / "s"
+    url = "https://a.test/p"
+    run(state, [_fetch_rec(url, T0, "sha1:A")], now=T0)
+    cut = _fetch_rec(url, T0 + DAY, "sha1:CUT", truncated=truncated)
+    run(state, [cut], now=T0 + DAY)
+    history = History(state / "recrawl")
+    entry = history.get(fingerprint_int(url))
+    history.close()
+    assert entry.errors == errors
+    if errors:
+        assert entry.checks == 1 and entry.due == T0 + DAY + H  # retried after the backoff
+    else:  # a size cap cuts every fetch alike: the page as the crawl keeps it
+        assert entry.checks == 2
+
+
 def test_stage_page_record_decides_near_duplicate(tmp_path: Path) -> None:
     """The digest changes but the simhash (from the page record) is 2 bits away."""
     state = tmp_path / "s"
