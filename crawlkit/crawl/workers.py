@@ -49,6 +49,8 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import re
+import shlex
 import shutil
 import signal
 import tempfile
@@ -611,6 +613,17 @@ def explain_workers(
     dirs = " ".join(f"--deliver {worker_dir(root, k)}" for k in range(n))
     opts = worker_options(options, root, map_path, 0, n, options.duration)
     opts = dataclasses.replace(opts, warc_dir=Path(options.warc_dir or root / "warc"))
+    # worker 0's own fetch settings, in place of the user's
+    own = {
+        "--concurrency": str(opts.fetch.concurrency),
+        "--ip-table": str(opts.fetch.ip_table),
+        "--warc-prefix": opts.warc.prefix,
+    }
+    given = (flags or {}).get("fetch_flags", "")  # " --flag value" each, as rendered
+    for name in own:
+        given = re.sub(rf" {re.escape(name)} \S+", "", given)
+    given += "".join(f" {name} {shlex.quote(value)}" for name, value in own.items())
+    flags = {**(flags or {}), "fetch_flags": given}
     return "\n".join(
         [
             f"# crawl --workers {n}: a parent process (not a stage) runs {n} worker processes,",

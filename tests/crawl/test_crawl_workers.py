@@ -320,6 +320,18 @@ def test_explain_with_workers_shows_the_worker_pipeline_and_the_delivery(tmp_pat
     assert "--shard 0 --slot-map" in out and "prefix crawlkit-wK" in out
     assert f"--deliver {state}/workers/2" in out
     assert not state.exists() or not (state / "workers").exists()  # explain writes nothing
+    # worker 0's fetch runs with its own settings: its share of --concurrency, the
+    # shared per-IP table, its WARC prefix (it showed the user's flags)
+    shown = crawlkit(
+        *("crawl", "https://example.org/", "--state", str(state), "--workers", "3"),
+        *("--explain", "--concurrency", "90", "--min-delay", "2s"),
+    )
+    [fetch] = [
+        line for line in shown.stdout.decode().splitlines() if line.startswith("crawlkit fetch")
+    ]
+    assert "--concurrency 30 " in fetch and "--concurrency 90" not in fetch
+    assert f"--ip-table {state.resolve()}/workers/ip-table" in fetch
+    assert "--warc-prefix crawlkit-w0" in fetch and "--min-delay 2s" in fetch
 
 
 PER_IP_GAP = 0.08
