@@ -17,9 +17,22 @@ from crawlkit import streams
 from crawlkit.state import StateDir
 from crawlkit.streams import Record
 
-__all__ = ["CYCLE_FORMAT", "CrawlDir", "is_done", "mark_done", "read_file", "write_file"]
+__all__ = [
+    "CYCLE_FORMAT",
+    "CrawlDir",
+    "cookie_jar",
+    "is_done",
+    "mark_done",
+    "read_file",
+    "write_file",
+]
 
 CYCLE_FORMAT = "{:06d}"
+
+
+def cookie_jar(state: Path) -> Path:
+    """Where the crawl of ``state`` keeps the cookies the sites set (with --cookies)."""
+    return Path(state) / "crawl" / "cookies.txt"
 
 
 class CrawlDir:
@@ -59,7 +72,7 @@ class CrawlDir:
     @property
     def cookies(self) -> Path:
         """The cookies the sites set (with --cookies), kept for the next run."""
-        return self.root / "cookies.txt"
+        return cookie_jar(self.state_path)
 
 
 def is_done(cycle: Path, step: str) -> bool:

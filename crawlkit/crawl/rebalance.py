@@ -22,7 +22,10 @@ on with it, :func:`crawlkit.crawl.workers.prepare`):
    owner (the keys of other sites do no harm: their URLs never reach it);
 6. the new worker's recrawl history gets the old workers' entries of its sites (a
    copy: what was fetched, and when it is due again), else a seed of a moved site,
-   seen but with no fetch in the history, would be fetched again as "never fetched".
+   seen but with no fetch in the history, would be fetched again as "never fetched";
+7. the new worker's cookie jar (``--cookies``: the cookies the sites set) gets the old
+   workers' cookies of its sites (a copy), else a moved site's session would start
+   over without them.
 
 Not carried: the dedup index of the moved sites (near-duplicates are found per
 worker), and the robots.txt cache (the new owner asks a moved host's robots.txt once
@@ -34,6 +37,7 @@ Shrinking (``n < had``) is refused.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +45,10 @@ import numpy as np
 
 from crawlkit import streams
 from crawlkit.crawl.blocks import hand_posted
+from crawlkit.crawl.files import cookie_jar
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
+from crawlkit.fetch.cookies import read_cookies, write_cookies
 from crawlkit.fleet.handoff import handoff
 from crawlkit.frontier.store import Frontier
 from crawlkit.recrawl.history import History
@@ -51,6 +57,7 @@ from crawlkit.shard.routing import SHARD_FILE, ShardRole, adopt_role, grow, inbo
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.frontier import add_to
 from crawlkit.state import open_state
+from crawlkit.url import site_of_host
 
 __all__ = ["grow_workers"]
 
@@ -75,7 +82,8 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
     for k in range(had, n):  # 2.
         dirs[k].mkdir(parents=True, exist_ok=True)
         adopt_role(dirs[k], ShardRole(k, current, map_path))
-    moved = {"urls": 0, "waiting": 0, "hosts": 0, "sites": 0, "seen_keys": 0, "history": 0}
+    moved = dict.fromkeys(["urls", "waiting", "hosts", "sites", "seen_keys", "history"], 0)
+    moved["cookies"] = 0
     for src in range(had):  # 3.
         if not (dirs[src] / SHARD_FILE).exists():
             # a worker that never ran (its role is written first): nothing to hand but
@@ -89,6 +97,7 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
         _queue_handed(dirs[dst])  # 4.
         moved["seen_keys"] += _copy_seen(dirs[:had], dirs[dst])  # 5.
         moved["history"] += _copy_history(dirs[:had], dirs[dst], current, dst)  # 6.
+        moved["cookies"] += _copy_cookies(dirs[:had], dirs[dst], current, dst)  # 7.
     streams.atomic_write_json(root / "fleet.json", {"workers": n})
     rep.info(
         f"workers {had} -> {n}: {moved['sites']} sites, {moved['hosts']} hosts, "
@@ -161,3 +170,28 @@ def _copy_history(sources: list[Path], dest: Path, slot_map: SlotMap, shard: int
             out.close()
         copied += len(newer)
     return copied
+
+
+def _copy_cookies(sources: list[Path], dest: Path, slot_map: SlotMap, shard: int) -> int:
+    """Copy the cookies the sites of shard ``shard`` set from the ``sources``' jars
+    into ``dest``'s (one already there wins: a rerun after a crash); returns how many."""
+    jar = cookie_jar(dest)
+    kept = {c.key: c for c in read_cookies(jar, on_bad=_skip)} if jar.exists() else {}
+    copied = 0
+    for src in sources:
+        path = cookie_jar(src)
+        if not path.exists():
+            continue
+        for cookie in read_cookies(path, on_bad=_skip):
+            site = site_of_host(cookie.domain)
+            if site and slot_map.shard_of_site(site) == shard and cookie.key not in kept:
+                kept[cookie.key] = cookie
+                copied += 1
+    if copied:
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        write_cookies(jar, kept.values(), time.time())
+    return copied
+
+
+def _skip(reason: str) -> None:
+    """A bad line of a crawl's own jar: the fetcher, which reads it next, says so."""

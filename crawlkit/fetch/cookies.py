@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.url import is_public_suffix
 
@@ -44,6 +45,7 @@ __all__ = [
     "cookie_problem",
     "parse_set_cookie",
     "read_cookies",
+    "write_cookies",
 ]
 
 TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -128,6 +130,23 @@ def read_cookies(path: Path, *, on_bad: Callable[[str], None] | None = None) -> 
             continue
         out.append(cookie)
     return out
+
+
+def write_cookies(path: Path, cookies: Iterable[Cookie], now: float) -> None:
+    """Write ``cookies``, unexpired at ``now``, as a Netscape cookies.txt of mode 0600
+    (cookies are secrets, docs/design.md invariant 9); a cookie that would not read
+    back (see :func:`cookie_problem`) is left out."""
+    lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
+    for c in cookies:
+        if (c.expires and c.expires < now) or cookie_problem(c) is not None:
+            continue
+        subdomains = "TRUE" if c.subdomains else "FALSE"
+        secure = "TRUE" if c.secure else "FALSE"
+        domain = ("." if c.subdomains else "") + c.domain
+        lines.append(
+            "\t".join([domain, subdomains, c.path, secure, str(c.expires), c.name, c.value])
+        )
+    streams.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
 
 
 def _cookie_line(line: str) -> Cookie:

@@ -40,15 +40,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.fetch.cookies import (
     TOKEN,
     Cookie,
     CookieJar,
-    cookie_problem,
     parse_set_cookie,
     read_cookies,
+    write_cookies,
 )
 
 __all__ = [
@@ -176,28 +175,8 @@ class RequestSettings:
             self.site_cookies[(cookie.domain, cookie.path, cookie.name)] = cookie
 
     def save(self, path: Path) -> None:
-        """Write the cookies the sites set, unexpired, as a Netscape cookies.txt of
-        mode 0600 (cookies are secrets, docs/design.md invariant 9); a cookie that would not
-        read back (see :func:`~crawlkit.fetch.cookies.cookie_problem`) is left out."""
-        now = self.clock()
-        lines = ["# Netscape HTTP Cookie File (cookies the sites set; crawlkit)"]
-        for c in self.site_cookies.values():
-            if (c.expires and c.expires < now) or cookie_problem(c) is not None:
-                continue
-            lines.append(
-                "\t".join(
-                    [
-                        ("." if c.subdomains else "") + c.domain,
-                        "TRUE" if c.subdomains else "FALSE",
-                        c.path,
-                        "TRUE" if c.secure else "FALSE",
-                        str(c.expires),
-                        c.name,
-                        c.value,
-                    ]
-                )
-            )
-        streams.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"), mode=0o600)
+        """Write the cookies the sites set, unexpired (:func:`write_cookies`)."""
+        write_cookies(path, self.site_cookies.values(), self.clock())
 
     def to_json(self) -> dict[str, Any]:
         """What may be shown: header names, cookie counts by domain, netrc hosts."""
