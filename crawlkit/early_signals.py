@@ -15,11 +15,13 @@ both functions do nothing.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["KINDS", "defaults", "hold", "take"]
+__all__ = ["KINDS", "blocked", "defaults", "drop_blocked", "hold", "take"]
 
 KINDS = (signal.SIGINT, signal.SIGTERM)
 
@@ -32,6 +34,30 @@ def _keep(signum: int, _frame: object) -> None:
     for sig, handler in _defaults.items():
         signal.signal(sig, handler)
     _held.append(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (blocked, not ignored) in this thread meanwhile:
+    one that comes is delivered when the block ends. A process started meanwhile
+    inherits the mask (fork and exec keep it), so a signal to the whole process group
+    while it imports waits in it too, until :func:`drop_blocked`."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, KINDS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def drop_blocked() -> None:
+    """Drop the SIGINT and SIGTERM that waited, blocked, since this process started
+    (:func:`blocked`), and take them from now on as the handlers then say: a signal
+    to a group is also its parent's, whose handling stands for both. Setting a
+    signal's handler to SIG_IGN discards one pending (POSIX), before it is unblocked."""
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in KINDS}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, KINDS)
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
 
 
 def hold() -> None:

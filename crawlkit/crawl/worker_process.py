@@ -87,6 +87,7 @@ def worker_main(
     # signal is kept for the crawl to stop on cleanly, a second acts at once, and the
     # parent forwards its stops once told "ready".
     os.setpgrp()
+    early_signals.drop_blocked()  # a group's signal while it imported: the parent's too
     early_signals.hold()
     with contextlib.suppress(OSError):
         conn.send(("ready",))

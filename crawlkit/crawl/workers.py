@@ -33,8 +33,8 @@ Signals: workers run in process groups of their own; the parent forwards the fir
 SIGINT/SIGTERM (each worker ends as a crawl does on one) and a second one, to each
 worker once it has said "ready" (it holds signals from then on), and a signal that
 came while the parent itself started counts too. A signal to the whole process group
-in the second or so a worker imports, before it has a group of its own, still ends
-that worker (a death: the crawl stops, exit 1, and loses nothing). ``--for``:
+in the second or so a worker imports, before it has a group of its own, waits in it
+(it starts with them blocked) and is dropped there: the parent got it too. ``--for``:
 each worker gets the time left; one still running :data:`KILL_AFTER` seconds past
 the deadline is killed (kill -9 loses nothing). A worker that dies (kill -9, a crash)
 is reported in one line and the crawl stops with exit 1: every worker's state is an
@@ -56,6 +56,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -334,12 +335,19 @@ class WorkerFleet:
             ),
             name=f"crawl-worker-{w.k}",
         )
-        # (Not started with the signals ignored, which would keep a group's signal
-        # from a worker that imports: the parent would ignore them too meanwhile, and
-        # a spawn writes the worker's arguments to it after the exec, so a stop could
-        # be lost for as long as the worker took to read them. The parent's own stops
-        # wait for "ready" instead, _forward_stops.)
-        proc.start()
+        # Started with SIGINT and SIGTERM blocked, not ignored: the worker inherits the
+        # mask, so a signal to the whole group (a terminal's Ctrl-C) while it imports
+        # waits in it, and it drops that one once it has a group of its own (the
+        # parent got it too, and forwards its stops once told "ready",
+        # _forward_stops); the parent's own is delivered when the start returns (a
+        # spawn writes the worker's arguments after the exec: a while, never lost).
+        # Ignored instead, the parent would have lost a signal meanwhile; neither,
+        # the worker died of it, with a traceback.
+        # (multiprocessing's resource tracker unblocks them after it starts itself,
+        # which the first start would do inside the block: started before it)
+        resource_tracker.ensure_running()
+        with early_signals.blocked():
+            proc.start()
         w.starts += 1
         child.close()
         w.process, w.conn, w.state, w.unfinished = proc, parent, "busy", None

@@ -214,6 +214,52 @@ def _start(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
     )
 
 
+def _importing_workers(parent: int) -> list[int]:
+    """The pids of ``parent``'s spawned children (the workers as they start)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"spawn_main" in cmdline:
+            out.append(int(entry.name))
+    return out
+
+
+def test_ctrl_c_to_the_group_while_workers_import_stops_cleanly(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, a worker too while it
+    still imports (before it has a group of its own): it died of it with a traceback,
+    and the crawl exited 1. It waits, blocked, in the worker, which drops it: the
+    parent got it too and stops the crawl as on any first signal (exit 0)."""
+    with start_testweb(tmp_path, *WEB) as web:
+        state = tmp_path / "state"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *_args(web, state, "--workers", "2")],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # a group of its own, as a terminal's job has
+        )
+        try:
+            # the moment a worker exists it is importing (a second or so): signal then
+            poll_until(lambda: _importing_workers(proc.pid), proc, "a worker started", 60, 0.002)
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = err.decode()
+    assert proc.returncode == 0, text
+    assert "Traceback" not in text and "died" not in text
+    assert json.loads(out)["stopped"].startswith("interrupted")
+
+
 def test_kill9_of_a_worker_then_sigterm_lose_nothing(
     tmp_path: Path, baseline: dict, request: pytest.FixtureRequest
 ) -> None:
