@@ -52,6 +52,7 @@ from xml.parsers import expat
 from crawlkit.decoders import GzipReader
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, InvalidURL, UsageError
+from crawlkit.html.encoding import codec_for_label
 from crawlkit.records import URLRecord, url_record
 from crawlkit.times import parse_time
 from crawlkit.url import Canonicalizer
@@ -424,11 +425,12 @@ class SitemapReader:
         encoding = declared.group(1).decode("ascii").lower() if declared else None
         if encoding is not None and encoding not in _EXPAT_ENCODINGS:
             # expat knows four encodings; Python decodes the rest (windows-1252, shift_jis,
-            # ...) to UTF-8 on the way in, chunk by chunk.
-            try:
-                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-            except LookupError as exc:
-                raise SitemapError(f"unknown encoding {encoding!r}", source=self.source) from exc
+            # ...) to UTF-8 on the way in, chunk by chunk. Only the web's encodings (the
+            # WHATWG labels): any other Python codec name ("undefined", "zlib") crashed.
+            codec = codec_for_label(encoding)
+            if codec is None:
+                raise SitemapError(f"unknown encoding {encoding!r}", source=self.source)
+            decoder = codecs.getincrementaldecoder(codec)(errors="replace")
             first = decoder.decode(first).encode("utf-8")
             chunks = _transcode(chunks, decoder)
             parser = expat.ParserCreate("UTF-8", namespace_separator=_SEP)

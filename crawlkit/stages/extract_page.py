@@ -359,8 +359,16 @@ def process_chunk(
     out = _Out()
     for job in jobs:
         _arm(len(job[7]))
+        pages, links = len(out.pages), len(out.links)
         try:
             _one(job, ex, keep_requisites, out)
+        except Exception as exc:  # a bug met on one response: reported, never the run's end
+            del out.pages[pages:], out.links[links:]
+            out.counts["errors"] += 1
+            why = f"{type(exc).__name__}: {exc}"[:300]
+            out.warnings.append(
+                (f"{job[0][:200]}: cannot read it ({why}); passed over", "page error")
+            )
         finally:
             _disarm()
     return out.result()
