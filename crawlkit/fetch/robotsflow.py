@@ -346,6 +346,11 @@ class RobotsFlow:
             )
             return None
         body = _decode_body(res, ROBOTS_MAX_BYTES) if 200 <= status < 300 else b""
+        if body is None:
+            # Read as it came, a compressed file is no rules at all: allow what it forbids
+            coding = res.header("Content-Encoding")
+            why = f"robots.txt in a Content-Encoding that cannot be read ({coding})"
+            return self.policy.on_error(why, now, task.previous)
         entry = self.policy.on_response(status, body, now, task.previous)
         if len(body) > 64 * 1024:
             # Parsing and compiling a big file takes ~0.5 s: keep the loop serving.
@@ -386,17 +391,37 @@ def _warm_rules(entry: RobotsEntry, agent: str, origin: str) -> None:
     entry.rules().check(agent, origin + "/")
 
 
-def _decode_body(res: FetchResult, cap: int) -> bytes:
-    """The body with gzip/deflate Content-Encoding undone, at most ``cap`` bytes."""
-    enc = (res.header("Content-Encoding") or "").strip().lower()
-    if enc not in ("gzip", "x-gzip", "deflate"):
-        return res.body[:cap]
-    for wbits in (47, -15):
+def _decode_body(res: FetchResult, cap: int) -> bytes | None:
+    """The body with its Content-Encoding undone (gzip, deflate, stacked too), at most
+    ``cap`` bytes; None when it cannot be undone (a coding never asked for, br or zstd;
+    a damaged stream). One gzip or deflate label on a body that is plain text is the
+    text: many servers label what they send so and do not compress it."""
+    codings = [c.strip().lower() for c in (res.header("Content-Encoding") or "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    body = res.body
+    for coding in reversed(codings):  # the last applied is undone first (RFC 9110 8.4)
+        decoded = _inflate(body, cap) if coding in ("gzip", "x-gzip", "deflate") else None
+        if decoded is None:
+            return body[:cap] if len(codings) == 1 and _plain_text(body) else None
+        body = decoded
+    return body[:cap]
+
+
+def _inflate(data: bytes, cap: int) -> bytes | None:
+    for wbits in (47, -15):  # gzip or zlib by the header; raw deflate
         try:
-            return zlib.decompressobj(wbits).decompress(res.body, cap)
+            return zlib.decompressobj(wbits).decompress(data, cap)
         except zlib.error:
             continue
-    return b""
+    return None
+
+
+def _plain_text(data: bytes) -> bool:
+    """No control bytes but white space in its first 4 KiB (compressed data has)."""
+    head = data[:4096]
+    return not head.startswith(b"\x1f\x8b") and not any(
+        b < 32 and b not in (9, 10, 12, 13) for b in head
+    )
 
 
 def robots_url(origin: str) -> str:

@@ -88,3 +88,52 @@ def test_a_cut_input_is_fetched_up_to_the_damage_and_exits_1(tmp_path: Path) -> 
     assert "zstd stream ends inside a frame" in res.stderr
     assert [orjson.loads(line)["url"] for line in res.lines] == [f"{root}/a", f"{root}/b"]
     assert log == ["/robots.txt", "/a", "/b"]
+
+
+def _robots_route(coding: str, body: bytes) -> tuple[str, bytes]:
+    from conftest import RAW
+
+    head = f"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: {coding}\r\n"
+    return RAW, head.encode() + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_robots_txt_in_a_content_encoding_is_read_or_taken_as_unreachable(
+    tmp_path: Path,
+) -> None:
+    """A robots.txt that could not be decoded was read as it came (br) or as empty
+    (gzip that is not): no rules, and the fetcher fetched what it forbids. Now a label
+    on plain text is the text, stacked and listed codings are undone, and what cannot
+    be read is unreachable (RFC 9309: disallow all, retry later)."""
+    import gzip as gz
+
+    import orjson
+    from conftest import crawlkit, serve_routes
+
+    rules = b"User-agent: *\nDisallow: /private\n"
+    cases = {
+        "gzip": rules,  # labelled, not compressed
+        "gzip, identity": gz.compress(rules),
+        "gzip, gzip": gz.compress(gz.compress(rules)),
+        "br": bytes(range(256)) * 4,  # never asked for
+    }
+    for coding, body in cases.items():
+        routes = {"/robots.txt": _robots_route(coding, body), "/ok": ("text/plain", b"ok")}
+        with serve_routes(routes) as (root, log):
+            res = crawlkit(
+                "fetch",
+                "--state",
+                str(tmp_path / coding.replace(", ", "-")),
+                "--allow-net",
+                "127.0.0.0/8",
+                "--min-delay",
+                "0.05s",
+                input=f"{root}/private/x\n{root}/ok\n".encode(),
+            )
+        assert res.code == 0, res.stderr
+        outcomes = [orjson.loads(line)["outcome"] for line in res.lines]
+        if coding == "br":
+            assert outcomes == ["deferred", "deferred"], coding
+            assert log == ["/robots.txt"], coding
+        else:
+            assert outcomes == ["robots-denied", "fetched"], coding
+            assert log == ["/robots.txt", "/ok"], coding
