@@ -528,7 +528,12 @@ def _describe_connect(exc: Any) -> str:  # an aiohttp.ClientConnectorError
 
 def _response_head(resp: Any) -> bytes:
     version = f"HTTP/{resp.version.major}.{resp.version.minor}" if resp.version else "HTTP/1.1"
-    lines = [f"{version} {resp.status} {resp.reason or ''}".rstrip().encode("latin-1")]
+    # aiohttp decodes the reason phrase as UTF-8 with surrogateescape: encoded back so,
+    # it is the bytes the server sent (obs-text, RFC 9112 4: "200 Trouv\xe9" and UTF-8
+    # phrases are both seen); as latin-1 it raised and the response was lost
+    reason = (resp.reason or "").encode("utf-8", "surrogateescape")
+    lines = [f"{version} {resp.status} ".encode("ascii") + reason]
+    lines[0] = lines[0].rstrip()
     lines.extend(k + b": " + v for k, v in resp.raw_headers)
     return b"\r\n".join(lines) + b"\r\n\r\n"
 

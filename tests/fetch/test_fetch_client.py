@@ -231,3 +231,34 @@ def test_a_refused_connection_is_told_in_words_without_a_context_repr(scheme: st
         f"ClientConnectorError: cannot connect to closed.test:{port}: "
         f"Connect call failed ('127.0.0.1', {port})"
     )
+
+
+@pytest.mark.parametrize("reason", [b"Trouv\xe9", "OK \u2713 \u597d".encode()])
+def test_a_reason_phrase_of_any_bytes_is_kept_as_sent(tmp_path: Path, reason: bytes) -> None:
+    """obs-text in the reason phrase (RFC 9112 4): encoding the status line as latin-1
+    raised, and the response was stored empty, 'truncated' though it came whole."""
+    import gzip as gz
+
+    from conftest import RAW, crawlkit, serve_routes
+
+    raw = (
+        b"HTTP/1.0 200 "
+        + reason
+        + b"\r\nContent-Type: text/html\r\nContent-Length: 8\r\n\r\n<p>whole"
+    )
+    with serve_routes({"/p": (RAW, raw)}) as (root, _log):
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            input=f"{root}/p\n".encode(),
+        )
+    assert res.code == 0, res.stderr
+    record = __import__("orjson").loads(res.lines[-1])
+    assert (record["outcome"], record["bytes"], record.get("truncated")) == ("fetched", 8, None)
+    [warc] = (tmp_path / "s" / "warc" / "new").glob("*.warc.gz")
+    assert b"HTTP/1.0 200 " + reason + b"\r\n" in gz.decompress(warc.read_bytes())
