@@ -93,6 +93,16 @@ class FetchResult:
                 return v
         return None
 
+    def location(self) -> str | None:
+        """The Location header with each byte over 0x7F percent-encoded, as curl and
+        browsers follow it: header values are read as latin-1, and a raw UTF-8 target
+        (``/café/``, as Apache and IIS send it) went to the URL parser as ``cafÃ©``
+        and came out ``/caf%C3%83%C2%A9/``, a URL the server never named."""
+        value = self.header("Location")
+        if value is None or value.isascii():
+            return value
+        return "".join(c if c < "\x80" else f"%{ord(c):02X}" for c in value)
+
 
 class HttpClient(Protocol):
     async def fetch(self, request: FetchRequest) -> FetchResult: ...

@@ -659,7 +659,7 @@ class Fetcher:
             target = redirect_target(
                 rec,
                 item.url,
-                res.header("Location") or "",
+                res.location() or "",
                 fields,
                 max_hops=cfg.max_hops,
                 canon=self.canon,

@@ -122,7 +122,7 @@ def shape_response(
         outcome = "deferred"
         fields["retry_at"] = iso_time(backoff_until)
         fields["error"] = f"HTTP {status}: backing off"
-    elif 300 <= status < 400 and res.header("Location"):
+    elif 300 <= status < 400 and res.location():
         outcome = "redirect"
     else:
         outcome = "fetched"

@@ -333,8 +333,8 @@ class RobotsFlow:
                 now,
                 task.previous,
             )
-        if 300 <= status < 400 and res.header("Location") and task.hops < self.policy.max_redirects:
-            target = urljoin(task.url, (res.header("Location") or "").strip())
+        if 300 <= status < 400 and res.location() and task.hops < self.policy.max_redirects:
+            target = urljoin(task.url, (res.location() or "").strip())
             try:
                 sp = split_url(target)
             except InvalidURL as exc:

@@ -262,3 +262,34 @@ def test_a_reason_phrase_of_any_bytes_is_kept_as_sent(tmp_path: Path, reason: by
     assert (record["outcome"], record["bytes"], record.get("truncated")) == ("fetched", 8, None)
     [warc] = (tmp_path / "s" / "warc" / "new").glob("*.warc.gz")
     assert b"HTTP/1.0 200 " + reason + b"\r\n" in gz.decompress(warc.read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("location", "target"),
+    [
+        ("/café/ü?q=ß".encode(), "/caf%C3%A9/%C3%BC?q=%C3%9F"),  # raw UTF-8 (Apache, IIS)
+        (b"/caf\xe9", "/caf%E9"),  # a byte that is no UTF-8: kept, as curl does
+    ],
+)
+def test_a_raw_non_ascii_location_is_followed_to_the_bytes_it_names(
+    tmp_path: Path, location: bytes, target: str
+) -> None:
+    """Header values are read as latin-1: a raw UTF-8 Location went to the URL parser
+    as mojibake and the crawler asked /caf%C3%83%C2%A9/, a URL the server never named."""
+    import orjson
+    from conftest import RAW, crawlkit, serve_routes
+
+    raw = b"HTTP/1.0 301 Moved\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n"
+    with serve_routes({"/p": (RAW, raw)}) as (root, _log):
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            input=f"{root}/p\n".encode(),
+        )
+    assert res.code == 0, res.stderr
+    assert orjson.loads(res.lines[-1])["location"] == root + target
