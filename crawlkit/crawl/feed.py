@@ -426,10 +426,12 @@ class FetchRun:
             self.cut_asked = asked
         summary.outcomes[str(rec.get("outcome"))] += 1
         summary.errors.note(rec)
-        if "fetched_at" in rec:
+        if rec.get("fetched_at") is not None:
             # A page request made (robots.txt is not a record): answered with a status,
             # failed under way (a broken response, a reset, a timeout), or cut by the
-            # run's end. Counting only those with a status let --max-pages through.
+            # run's end. Counting only those with a status let --max-pages through;
+            # counting every record with the field (null when no request was made:
+            # robots-denied, deferred, not started) stopped it short.
             summary.requests += 1
         stopped = bool(rec.get("stopped"))
         summary.unstarted += stopped

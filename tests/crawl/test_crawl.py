@@ -476,6 +476,30 @@ def test_max_pages_counts_the_requests_that_got_no_status(tmp_path: Path) -> Non
     assert orjson.loads(res.stdout)["requests"] == 6
 
 
+def test_max_pages_does_not_count_urls_never_requested(tmp_path: Path) -> None:
+    """A robots-denied URL (or one deferred, or not started before a stop) has a null
+    fetched_at: counted as a request, it used up --max-pages with nothing asked, and
+    a cron crawl stopped on 'page limit' with pages still to fetch."""
+    denied = {f"/d{i}.html": ("text/html", b"<p>no</p>") for i in range(4)}
+    pages = {f"/ok{i}.html": ("text/html", b"<p>ok</p>") for i in range(4)}
+    links = "".join(f'<a href="{path}">x</a>' for path in [*denied, *pages])
+    routes = {
+        "/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /d\n"),
+        "/": ("text/html", f"<html><body>{links}</body></html>".encode()),
+        **denied,
+        **pages,
+    }
+    with serve_routes(routes) as (root, log):
+        args = ["crawl", f"{root}/", "--state", str(tmp_path / "s"), "--json"]
+        res = crawlkit(
+            *args, "--allow-net", "127.0.0.0/8", "--min-delay", "0.05s", "--max-pages", "5"
+        )
+    assert res.code == 0, res.stderr
+    summary = orjson.loads(res.stdout)
+    assert sorted(p for p in log if p != "/robots.txt") == ["/", *sorted(pages)]
+    assert summary["requests"] == 5 and summary["outcomes"]["robots-denied"] == 4
+
+
 def test_a_copy_of_a_page_at_another_url_has_its_own_links_followed(tmp_path: Path) -> None:
     """Two directories serving the same bytes (a mirror, sites built from one template):
     the second copy of a page is stored as a revisit, and its links were never
