@@ -71,6 +71,14 @@ def shard(
             "waiting URLs of the sites --slot-map moved to it. Both owners must be stopped.",
         ),
     ] = None,
+    handoff_shard: Annotated[
+        int | None,
+        typer.Option(
+            "--shard",
+            help="With --handoff-to a new directory: its shard number in --slot-map (a new "
+            "node's state is made so).",
+        ),
+    ] = None,
     quiet: Quiet = False,
 ) -> None:
     """Split a record stream by registered-domain hash slot into N shard files.
@@ -89,7 +97,9 @@ def shard(
     --deliver moves shards' outboxes into their owners' inboxes between time slices;
     --handoff-from/--handoff-to hand the sites a new map moved over to their new
     owner (host clocks first, then each site's linkers, budget used and dedup yield,
-    then queued and waiting URLs), with both stopped.
+    then queued and waiting URLs, then copies of their recrawl history and of the
+    cookies they set), with both stopped; a new node's directory is made shard K of
+    the map with --shard K.
 
     Example:
 
@@ -111,12 +121,13 @@ def shard(
             raise UsageError("--handoff-from and --handoff-to go together, with --slot-map")
         from crawlkit.fleet.handoff import handoff  # loads the frontier and numpy: only here
 
-        counts = handoff(map_file, handoff_from, handoff_to)
+        counts = handoff(map_file, handoff_from, handoff_to, handoff_shard)
         if not quiet:
             reporter().info(
                 f"handed over {counts['urls']} queued and {counts['waiting']} waiting URLs "
                 f"and {counts['hosts']} host clocks and what it knew of {counts['sites']} sites "
-                "(linkers, budget used, dedup yield)"
+                f"(linkers, budget used, dedup yield); copied {counts['history']} recrawl "
+                f"history entries and {counts['cookies']} cookies"
             )
         return
     streams.check_output_dir(out_dir, "--out-dir")

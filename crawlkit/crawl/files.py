@@ -14,13 +14,13 @@ from typing import Any
 import orjson
 
 from crawlkit import streams
+from crawlkit.fetch.cookies import cookie_jar
 from crawlkit.state import StateDir
 from crawlkit.streams import Record
 
 __all__ = [
     "CYCLE_FORMAT",
     "CrawlDir",
-    "cookie_jar",
     "is_done",
     "mark_done",
     "read_file",
@@ -28,11 +28,6 @@ __all__ = [
 ]
 
 CYCLE_FORMAT = "{:06d}"
-
-
-def cookie_jar(state: Path) -> Path:
-    """Where the crawl of ``state`` keeps the cookies the sites set (with --cookies)."""
-    return Path(state) / "crawl" / "cookies.txt"
 
 
 class CrawlDir:

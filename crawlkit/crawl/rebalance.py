@@ -12,20 +12,17 @@ on with it, :func:`crawlkit.crawl.workers.prepare`):
 2. each new worker's directory becomes shard K of that map;
 3. each old worker hands the moved sites to the new ones
    (:func:`crawlkit.fleet.handoff.handoff`): host clocks, site knowledge, queued and
-   waiting URLs;
+   waiting URLs, and copies of the moved sites' recrawl history (what was fetched,
+   and when it is due again: else a seed of a moved site, seen but with no fetch in
+   the history, would be fetched again as "never fetched") and of the cookies they
+   set (``--cookies``);
 4. the handed URLs are queued in the new owner's frontier at once (not admitted
    from its inbox, where the seen set of step 5 would take them for seen), under the
    operator blocks of the old workers (the handoff carries them; ``frontier block``
    posts to every worker from then on);
 5. the new worker's seen set gets every key of the old workers' seen sets, so a
    link to a page of a moved site that was fetched already is not new to its new
-   owner (the keys of other sites do no harm: their URLs never reach it);
-6. the new worker's recrawl history gets the old workers' entries of its sites (a
-   copy: what was fetched, and when it is due again), else a seed of a moved site,
-   seen but with no fetch in the history, would be fetched again as "never fetched";
-7. the new worker's cookie jar (``--cookies``: the cookies the sites set) gets the old
-   workers' cookies of its sites (a copy), else a moved site's session would start
-   over without them.
+   owner (the keys of other sites do no harm: their URLs never reach it).
 
 Not carried: the dedup index of the moved sites (near-duplicates are found per
 worker), and the robots.txt cache (the new owner asks a moved host's robots.txt once
@@ -37,7 +34,6 @@ Shrinking (``n < had``) is refused.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +41,15 @@ import numpy as np
 
 from crawlkit import streams
 from crawlkit.crawl.blocks import hand_posted
-from crawlkit.crawl.files import cookie_jar
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import UsageError
-from crawlkit.fetch.cookies import read_cookies, write_cookies
 from crawlkit.fleet.handoff import handoff
 from crawlkit.frontier.store import Frontier
-from crawlkit.recrawl.history import History
 from crawlkit.seen import SeenStore
 from crawlkit.shard.routing import SHARD_FILE, ShardRole, adopt_role, grow, inbox_dir
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.frontier import add_to
 from crawlkit.state import open_state
-from crawlkit.url import site_of_host
 
 __all__ = ["grow_workers"]
 
@@ -96,8 +88,6 @@ def grow_workers(root: Path, had: int, n: int, reporter: Reporter | None = None)
     for dst in range(had, n):
         _queue_handed(dirs[dst])  # 4.
         moved["seen_keys"] += _copy_seen(dirs[:had], dirs[dst])  # 5.
-        moved["history"] += _copy_history(dirs[:had], dirs[dst], current, dst)  # 6.
-        moved["cookies"] += _copy_cookies(dirs[:had], dirs[dst], current, dst)  # 7.
     streams.atomic_write_json(root / "fleet.json", {"workers": n})
     rep.info(
         f"workers {had} -> {n}: {moved['sites']} sites, {moved['hosts']} hosts, "
@@ -135,63 +125,3 @@ def _copy_seen(sources: list[Path], dest: Path) -> int:
                         out.commit(keys)
                         added += len(keys)
     return added
-
-
-def _copy_history(sources: list[Path], dest: Path, slot_map: SlotMap, shard: int) -> int:
-    """Copy the recrawl history entries of shard ``shard``'s sites from the ``sources``
-    into ``dest``'s (the newest fetch wins); returns how many."""
-    copied = 0
-    for src in sources:
-        if not (src / "recrawl").exists():
-            continue
-        history = History(src / "recrawl")
-        try:
-            table = history.table()
-            ours = np.array(
-                [bool(s) and slot_map.shard_of_site(s) == shard for s in table.sites], bool
-            )
-            fps = [int(fp) for fp in table.fp[ours[table.site_ix]]]
-            entries = list(history.entries(fps))
-        finally:
-            history.close()
-        if not entries:
-            continue
-        out = History(dest / "recrawl")
-        try:
-            have = {e.fp: e for e in out.entries([e.fp for e in entries])}
-            newer = [
-                e
-                for e in entries
-                if e.fp not in have or (have[e.fp].last_event or 0) < (e.last_event or 0)
-            ]
-            out.put(newer)
-            out.commit()
-        finally:
-            out.close()
-        copied += len(newer)
-    return copied
-
-
-def _copy_cookies(sources: list[Path], dest: Path, slot_map: SlotMap, shard: int) -> int:
-    """Copy the cookies the sites of shard ``shard`` set from the ``sources``' jars
-    into ``dest``'s (one already there wins: a rerun after a crash); returns how many."""
-    jar = cookie_jar(dest)
-    kept = {c.key: c for c in read_cookies(jar, on_bad=_skip)} if jar.exists() else {}
-    copied = 0
-    for src in sources:
-        path = cookie_jar(src)
-        if not path.exists():
-            continue
-        for cookie in read_cookies(path, on_bad=_skip):
-            site = site_of_host(cookie.domain)
-            if site and slot_map.shard_of_site(site) == shard and cookie.key not in kept:
-                kept[cookie.key] = cookie
-                copied += 1
-    if copied:
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        write_cookies(jar, kept.values(), time.time())
-    return copied
-
-
-def _skip(reason: str) -> None:
-    """A bad line of a crawl's own jar: the fetcher, which reads it next, says so."""

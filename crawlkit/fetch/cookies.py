@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import ipaddress
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from crawlkit.url import is_public_suffix
 __all__ = [
     "Cookie",
     "CookieJar",
+    "cookie_jar",
     "cookie_problem",
     "parse_set_cookie",
     "read_cookies",
@@ -130,6 +132,12 @@ def read_cookies(path: Path, *, on_bad: Callable[[str], None] | None = None) -> 
             continue
         out.append(cookie)
     return out
+
+
+def cookie_jar(state: str | os.PathLike[str]) -> Path:
+    """Where ``crawlkit crawl`` keeps the cookies the sites set (``--cookies``), in a
+    crawl state (a worker's or a fleet shard's too): read back by the next run."""
+    return Path(state) / "crawl" / "cookies.txt"
 
 
 def write_cookies(path: Path, cookies: Iterable[Cookie], now: float) -> None:

@@ -33,12 +33,12 @@ from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.budget import PageBudget, reset
 from crawlkit.crawl.feed import INBOX_EVERY, Feed
 from crawlkit.crawl.files import is_done, write_file
-from crawlkit.crawl.rebalance import _copy_history
 from crawlkit.crawl.summary import NOTHING_FETCHED, CrawlSummary
 from crawlkit.crawl.worker_process import _Linger
 from crawlkit.crawl.workers import WORKER_MARGIN, merge_summaries, prepare, worker_deadline
 from crawlkit.diag import NullReporter
 from crawlkit.errors import UsageError
+from crawlkit.fleet.handoff import copy_history
 from crawlkit.records import url_record
 from crawlkit.recrawl import Entry, History
 from crawlkit.shard.routing import grow
@@ -686,7 +686,7 @@ def test_a_new_worker_gets_the_history_of_its_own_sites_and_no_other(tmp_path: P
         )
         history.commit()
         history.close()
-    copied = _copy_history([tmp_path / "0", tmp_path / "1"], tmp_path / "2", slot_map, 2)
+    copied = copy_history([tmp_path / "0", tmp_path / "1"], tmp_path / "2", slot_map, 2)
     out = History(tmp_path / "2" / "recrawl")
     got = out.entries([1000 * k + i for k in range(2) for i in range(len(sites))])
     assert sorted((e.site, e.url) for e in got) == sorted(

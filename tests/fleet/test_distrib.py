@@ -18,6 +18,7 @@ from crawlkit import streams
 from crawlkit.crawl.admission import site_edges
 from crawlkit.errors import StateError
 from crawlkit.frontier.waiting import WAITING, read_waiting
+from crawlkit.recrawl import History
 from crawlkit.shard.routing import ShardRole, adopt_role, deliver, grow, read_role, write_outbox
 from crawlkit.shard.slots import SlotMap, slot_of
 
@@ -153,9 +154,10 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
         the_map = fleet / "map.json"
         res = crawlkit("shard", "--map", str(the_map), "--grow", "5", "--save-map", str(the_map))
         assert res.code == 0, res.stderr
-        new_dir = fleet / "shard-4"
-        adopt_role(new_dir, ShardRole(4, SlotMap.load(the_map), the_map))
-        handed = 0
+        new_dir = fleet / "shard-4"  # made shard 4 by the first handoff (--shard 4)
+        grown = SlotMap.load(the_map)
+        handed = copied = 0
+        moved_history = sum(_history_of_shard(fleet / f"shard-{k}", grown, 4) for k in range(4))
         for k in range(4):
             res = crawlkit(
                 "shard",
@@ -165,10 +167,15 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
                 str(fleet / f"shard-{k}"),
                 "--handoff-to",
                 str(new_dir),
+                "--shard",
+                "4",
             )
             assert res.code == 0, res.stderr
             words = res.stderr.split("handed over ")[1].split()
             handed += int(words[0]) + int(words[3])  # queued + waiting URLs
+            copied += int(res.stderr.split("copied ")[1].split()[0])
+        # the moved sites' history goes with them, else no shard revisits their pages
+        assert copied == moved_history == _history_of_shard(new_dir, grown, 4)
         _run_fleet(fleet, 5, web, NO_BUDGETS)
         report = audit_web(web)
     dirs = [fleet / f"shard-{k}" for k in range(5)]
@@ -176,6 +183,19 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
     assert expected <= set(got)  # no URL lost
     assert report["ok"], report["violations"][:5]  # no host hit inside its gap
     assert handed > 0  # the test really moved queued URLs mid-crawl
+
+
+def _history_of_shard(state: Path, slot_map: SlotMap, shard: int) -> int:
+    """How many URLs of ``shard``'s sites ``state``'s recrawl history tracks."""
+    if not (state / "recrawl").exists():
+        return 0
+    history = History(state / "recrawl")
+    try:
+        table = history.table()
+    finally:
+        history.close()
+    ours = [bool(s) and slot_map.shard_of_site(s) == shard for s in table.sites]
+    return sum(ours[i] for i in table.site_ix)
 
 
 def test_a_shard_already_owned_refuses_a_second_process(tmp_path: Path) -> None:

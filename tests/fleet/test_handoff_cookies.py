@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crawlkit.crawl.files import cookie_jar
-from crawlkit.crawl.rebalance import _copy_cookies
-from crawlkit.fetch.cookies import Cookie, read_cookies, write_cookies
+from crawlkit.fetch.cookies import Cookie, cookie_jar, read_cookies, write_cookies
+from crawlkit.fleet.handoff import copy_cookies
 from crawlkit.shard.slots import SlotMap
 
 FAR = 4_000_000_000  # expires in 2096
@@ -29,10 +28,10 @@ def test_the_new_owner_gets_the_cookies_of_its_sites_only(tmp_path: Path) -> Non
         mine = [s for i, s in enumerate(sites) if i % 2 == k]
         write_cookies(jar, [_cookie(h) for s in mine for h in (s, f"www.{s}")], 0)
     new = tmp_path / "2"
-    copied = _copy_cookies(olds, new, grown, 2)
+    copied = copy_cookies(olds, new, grown, 2)
     moved = {s for s in sites if grown.shard_of_site(s) == 2}
     assert moved and len(moved) < len(sites)
     got = {c.domain for c in read_cookies(cookie_jar(new))}
     assert got == {h for s in moved for h in (s, f"www.{s}")}
     assert copied == 2 * len(moved)
-    assert _copy_cookies(olds, new, grown, 2) == 0  # a rerun after a crash adds none
+    assert copy_cookies(olds, new, grown, 2) == 0  # a rerun after a crash adds none
