@@ -501,6 +501,12 @@ class AiohttpClient:
                 # dropped our ClientHello (how many servers answer an unwanted version).
                 result.error_code = "tls-protocol"
                 result.error = "tls-protocol: the server reset the connection in the handshake"
+        except aiohttp.ClientResponseError as exc:
+            # what aiohttp raises for a response it cannot parse (its text says "400",
+            # the status it would answer with as a server: no status of this response)
+            result.error = f"malformed response: {_one_line(str(exc.message))}"[:300]
+            if result.status is not None:
+                result.truncated = "disconnect"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             result.error = _describe(exc)
             if result.status is not None:
@@ -522,8 +528,15 @@ class AiohttpClient:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = _one_line(str(exc)) or type(exc).__name__
     return mask_url(f"{type(exc).__name__}: {text}")[:300]  # a proxy URL's password
+
+
+def _one_line(text: str) -> str:
+    """An error text on one line: its lines joined, a line that only points (``^``)
+    left out (aiohttp's parse errors draw the bad byte under the input)."""
+    lines = (line.strip() for line in text.splitlines())
+    return " ".join(line for line in lines if line and line.strip("^ ") != "")
 
 
 def _describe_connect(exc: Any) -> str:  # an aiohttp.ClientConnectorError

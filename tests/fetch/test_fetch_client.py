@@ -293,3 +293,28 @@ def test_a_raw_non_ascii_location_is_followed_to_the_bytes_it_names(
         )
     assert res.code == 0, res.stderr
     assert orjson.loads(res.lines[-1])["location"] == root + target
+
+
+def test_a_response_that_cannot_be_parsed_is_told_on_one_line(tmp_path: Path) -> None:
+    """aiohttp's parse errors read 'ClientResponseError: 400, message=...' over
+    several lines, as if the server had answered 400."""
+    import orjson
+    from conftest import RAW, crawlkit, serve_routes
+
+    with serve_routes({"/p": (RAW, b"HTTP/1.1 0 Weird\r\n\r\n")}) as (root, _log):
+        res = crawlkit(
+            "fetch",
+            "--state",
+            str(tmp_path / "s"),
+            "--allow-net",
+            "127.0.0.0/8",
+            "--min-delay",
+            "0.05s",
+            input=f"{root}/p\n".encode(),
+        )
+    assert res.code == 0, res.stderr
+    record = orjson.loads(res.lines[-1])
+    assert record["status"] is None and record["outcome"] == "error"
+    assert record["error"].startswith("malformed response: ")
+    assert "\n" not in record["error"] and "400" not in record["error"]
+    assert "HTTP/1.1 0 Weird" in record["error"]
