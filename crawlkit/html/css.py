@@ -10,7 +10,9 @@ Contracts:
   an ``@import`` target or a quoted ``url()`` argument.
 * ``url(x)``, ``url("x")`` and ``url('x')`` are found anywhere (declarations,
   ``@font-face`` ``src``, ``image-set()``, ``@import url(x)``); ``@import "x"``
-  (a bare string) too. CSS escapes (``\\"``, ``\\28``) in a URL are decoded.
+  (a bare string) too, and a bare string that begins an option of ``image-set()``
+  (``-webkit-image-set()`` too: ``image-set("a.avif" type("image/avif"), "a.jpg")``).
+  CSS escapes (``\\"``, ``\\28``) in a URL are decoded.
 * Work is linear in the input, and at most ``max_bytes`` of CSS are read and
   ``max_urls`` references returned, so a hostile stylesheet costs bounded time and
   memory. Recursion over ``@import`` is not done here: each imported file is fetched
@@ -40,7 +42,9 @@ class CssRef(NamedTuple):
 # The tokens that matter, found left to right; a comment or a string is consumed whole,
 # so a "url(" inside one is never taken for a reference, and every step moves past
 # what it read (linear time, however the input is broken).
-_NEXT = re.compile(r"""/\*|["']|(?<![\w-])url\(|@import""", re.IGNORECASE)
+_NEXT = re.compile(
+    r"""/\*|["']|(?<![\w-])url\(|@import|(?<![\w-])(?:-webkit-)?image-set\(""", re.IGNORECASE
+)
 _STRING = {q: re.compile(r"(?:\\.|[^\\\n" + q + r"])*+", re.DOTALL) for q in "\"'"}
 _RAW = re.compile(r"""(?:\\[0-9a-fA-F]{1,6}[ \t\n]?|\\.|[^)\s"'(\\])*+""", re.DOTALL)
 _WS = re.compile(r"[ \t\r\n\f]*+")
@@ -112,6 +116,8 @@ def css_refs(
     if len(text) > max_bytes:
         text = text[:max_bytes]
     lowered = text.lower()
+    if "image-set(" in lowered:  # its bare strings are URLs: the token scanner knows
+        return _css_refs_stepwise(text, max_urls)
     if "url(" not in lowered and "@import" not in lowered:
         return []  # most style blocks and attributes: no scan at all
     refs: list[CssRef] = []
@@ -154,6 +160,8 @@ def _css_refs_stepwise(text: str, max_urls: int = MAX_CSS_URLS) -> list[CssRef]:
             pos = end if close < 0 else close + 2
         elif token in ("'", '"'):
             pos = _string(text, pos, token)[1]
+        elif token[-1] == "(" and token[0] != "u" and token[0] != "U":  # image-set(
+            pos = _image_set(text, pos, refs)
         else:
             kind = "url"
             if token[0] == "@":
@@ -169,7 +177,44 @@ def _css_refs_stepwise(text: str, max_urls: int = MAX_CSS_URLS) -> list[CssRef]:
             value, pos = _url_argument(text, pos)
             if value is not None:
                 _add(refs, value, kind)
-    return refs
+    return refs[:max_urls]  # (an image-set() adds all its options at once)
+
+
+def _image_set(text: str, pos: int, refs: list[CssRef]) -> int:
+    """The URLs of an ``image-set(`` (``pos`` just after the parenthesis): a string
+    that begins an option (``image-set("a.avif" type("image/avif"), "a.jpg" 1x)``)
+    and every ``url()``; returns where its ")" ends. Linear: each step moves on."""
+    depth, option_start, end = 0, True, len(text)
+    while pos < end:
+        pos = _run_end(_WS, text, pos)
+        if text.startswith("/*", pos):
+            close = text.find("*/", pos + 2)
+            pos = end if close < 0 else close + 2
+            continue
+        ch = text[pos : pos + 1]
+        if ch in ("'", '"'):
+            value, pos = _string(text, pos + 1, ch)
+            if option_start and depth == 0:
+                _add(refs, value, "url")
+            option_start = False
+            continue
+        if text[pos : pos + 4].lower() == "url(" and not _NAME_CHAR.match(text, pos - 1):
+            value, pos = _url_argument(text, pos + 4)
+            _add(refs, value, "url")
+            option_start = False
+            continue
+        if ch == ")":
+            if depth == 0:
+                return pos + 1
+            depth -= 1
+        elif ch == "(":
+            depth += 1
+        option_start = ch == "," and depth == 0
+        pos += 1
+    return pos
+
+
+_NAME_CHAR = re.compile(r"[\w-]")
 
 
 def _string(text: str, pos: int, quote: str) -> tuple[str | None, int]:

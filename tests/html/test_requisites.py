@@ -158,6 +158,16 @@ CSS_CASES = [
     ("a{b:url(unclosed.png", []),
     ('a{b:url("unterminated\n)} c{d:url(next.png)}', [("next.png", "url")]),
     ("a{b:image-set(url(i1.png) 1x, url(i2.png) 2x)}", [("i1.png", "url"), ("i2.png", "url")]),
+    # image-set()'s bare strings are URLs (not type()'s, not a gradient's); in order
+    (
+        'a{b:url(z.png)} c{d:image-set("a.avif" type("image/avif"), "a.jpg" 1x)} e{f:url(y.png)}',
+        [("z.png", "url"), ("a.avif", "url"), ("a.jpg", "url"), ("y.png", "url")],
+    ),
+    (
+        'a{b:-webkit-image-set("x1.png" 1x, linear-gradient(red, "no") 2x, "x3.png" 3x)}',
+        [("x1.png", "url"), ("x3.png", "url")],
+    ),
+    ('/* image-set("no.png") */ a{content:"image-set(\'no\')"}', []),
 ]
 
 
@@ -173,8 +183,9 @@ def test_css_refs(css, expected):
         "a{b:url(" * 300_000,  # every url( is unclosed
         "/*" * 500_000,
         "'\\" * 500_000,
+        "a{b:image-set(" * 150_000,  # every image-set( unclosed, nested
     ],
-    ids=["unterminated-strings", "unclosed-urls", "comments", "escapes"],
+    ids=["unterminated-strings", "unclosed-urls", "comments", "escapes", "image-sets"],
 )
 def test_css_refs_linear_on_hostile_input(hostile):
     # A scanner that re-read the rest of the line at each "url(" would take hours
@@ -185,6 +196,7 @@ def test_css_refs_linear_on_hostile_input(hostile):
 def test_css_refs_bounded():
     many = "a{b:url(x.png)}" * 1000
     assert len(css_refs(many, max_urls=50)) == 50
+    assert len(css_refs("a{b:image-set(" + '"x.png" 1x,' * 1000 + ")}", max_urls=50)) == 50
     assert css_refs("a{b:url(x.png)}" + " " * 100 + "c{d:url(y.png)}", max_bytes=50) == [
         ("x.png", "url")
     ]
