@@ -228,7 +228,8 @@ Header = Annotated[
     list[str] | None,
     typer.Option(
         "--header",
-        help="Send this header ('Name: value') with every page request (repeatable).",
+        help="Send this header ('Name: value') with every page request (repeatable); "
+        "not User-Agent (--agent: robots.txt is matched for it), Host or the framing.",
         show_default=False,
     ),
 ]

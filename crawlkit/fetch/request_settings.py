@@ -63,14 +63,30 @@ _TOKEN = TOKEN
 _BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
+# Headers an operator's header would make lie: the agent robots.txt was matched for
+# (sent another, a site's "Disallow: /" for that agent was fetched through), the host
+# the URL's robots.txt, politeness and address are for, and the message's framing.
+_FETCHERS_OWN = {
+    "user-agent": "give it with --agent (robots.txt is matched for its first token)",
+    "host": "it is the URL's host, whose robots.txt, gap and address the request has",
+    "content-length": "the fetcher frames the request",
+    "transfer-encoding": "the fetcher frames the request",
+    "connection": "the fetcher manages its connections",
+}
+
+
 def parse_header(text: str, where: str = "--header") -> tuple[str, str]:
-    """``Name: value`` as a pair; a missing colon, a bad name or a control character
-    in the value is a UsageError naming ``where``."""
+    """``Name: value`` as a pair; a missing colon, a bad name, a control character in
+    the value or a header the fetcher owns (User-Agent, Host, the framing) is a
+    UsageError naming ``where``."""
     name, colon, value = text.partition(":")
     name = name.strip()
     value = value.strip()
     if not colon or not _TOKEN.fullmatch(name):
         raise UsageError(f"{where}: {text!r} is not 'Name: value' with a valid header name")
+    why = _FETCHERS_OWN.get(name.lower())
+    if why is not None:
+        raise UsageError(f"{where}: {name} cannot be set here: {why}")
     if _BAD_VALUE.search(value):
         raise UsageError(f"{where}: the value of {name} holds a control character")
     return name, value

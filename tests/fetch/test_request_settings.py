@@ -358,3 +358,27 @@ def test_cookies_a_site_sets_are_sent_back_and_kept_for_the_next_run(tmp_path, w
     jars = [p.read_text() for p in state.glob("**/crawl/cookies.txt")]
     assert sum("\tvisit\t1" in jar for jar in jars) == 1
     assert seen[-1] == "visit=1"  # the next run sends the kept cookie from its first page
+
+
+@pytest.mark.parametrize(
+    "name", ["User-Agent", "user-agent", "Host", "Content-Length", "Connection"]
+)
+def test_a_header_the_fetcher_owns_is_refused(tmp_path, name):
+    """--header 'User-Agent: MyBot/2.0' was sent while robots.txt was matched for
+    --agent: a site's 'User-agent: mybot / Disallow: /' was fetched through (a helper's
+    server saw 14 pages as MyBot/2.0). Host sent another name than the URL's."""
+    with pytest.raises(UsageError, match=f"{name} cannot be set here"):
+        parse_header(f"{name}: x")
+    res = crawlkit(
+        "crawl",
+        "http://a.test/",
+        "--state",
+        str(tmp_path / "s"),
+        "--explain",
+        "--header",
+        f"{name}: x",
+    )
+    assert res.code == 2
+    [line] = res.stderr.strip().splitlines()
+    assert "cannot be set here" in line
+    assert parse_header("X-Archive: test run") == ("X-Archive", "test run")
