@@ -186,6 +186,7 @@ class Excludes:
             self._from_file = read_ignore_file(ignore_file)
             self._stamp = self._file_stamp()
         self._all = PatternSet([*self.fixed, *self._from_file])
+        self.version = 0  # one more each time the ignore file's patterns are read again
 
     def _file_stamp(self) -> tuple[int, int] | None:
         assert self.ignore_file is not None
@@ -194,6 +195,10 @@ class Excludes:
         except OSError:
             return None
         return (st.st_mtime_ns, st.st_size)
+
+    def changed(self) -> bool:
+        """Whether the ignore file changed since it was last read (a stat, no read)."""
+        return self.ignore_file is not None and self._file_stamp() != self._stamp
 
     def refresh(self) -> None:
         """Read the ignore file again if it changed since the last read."""
@@ -209,6 +214,7 @@ class Excludes:
             self.rep.warn(f"{exc}; the patterns read before stay in force", "ignore file")
             return
         self._all = PatternSet([*self.fixed, *self._from_file])
+        self.version += 1
         self.rep.info(f"{self.ignore_file}: {len(self._from_file)} patterns in force")
 
     def match(self, url: str) -> str | None:

@@ -48,6 +48,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
@@ -101,6 +102,7 @@ class LinkPolicy:
         self.excludes = Excludes(
             self.options.excludes, self.options.ignore_file, reporter=self.reporter
         )
+        self._held_checked = 0  # the patterns' version the fetcher's URLs were checked at
 
     def sort(
         self,
@@ -154,6 +156,21 @@ class LinkPolicy:
                 continue
             candidates.append(rec)
         return candidates, refused
+
+    def refuse_held(self, fetcher: Any, on_refused: Callable[[list[Record]], None]) -> None:
+        """After a batch: if the ignore file's patterns changed since the fetcher was
+        last checked, the URLs it holds that they match are answered refused
+        (``excluded``) instead of fetched, as a block's are: held, they were asked for
+        minutes after the operator excluded them (``--per-host`` of them a host, at
+        each host's gap). Requests in flight finish."""
+        excludes = self.excludes
+        if not excludes or excludes.version == self._held_checked:
+            return
+        self._held_checked = excludes.version
+        detail = f"an exclude pattern ({excludes.ignore_file}, changed during the run)"
+        on_refused(
+            fetcher.refuse_queued(lambda rec: excludes.refusal(rec) is not None, "excluded", detail)
+        )
 
     def exclude_batch(self, records: list[Record]) -> tuple[list[Record], list[Refusal]]:
         """``(kept, refused)``: a batch from the frontier without excluded URLs."""

@@ -535,9 +535,13 @@ class FetchRun:
         try:
             # New URLs queued (post-processing added a cycle's links) end the wait too:
             # there is new work to hand out. Looked at every REFILL_LOOK seconds.
-            # So do a stop (a signal, --for, --max-pages), the fetcher's end, a block.
+            # So do a stop (a signal, --for, --max-pages), the fetcher's end, a block,
+            # an edit of the ignore file (what the fetcher holds is checked after it).
+            excludes = self.feed.link_policy.excludes
             while not answered.is_set() and gate.version == self.version_at_batch:
                 if not fetcher.running or self.feed.limits.should_stop() or blocks.posted():
+                    break
+                if excludes and excludes.changed():
                     break
                 left = until - loop.time()
                 if left <= 0 or (fetcher.idle.is_set() and not held):
@@ -599,6 +603,7 @@ class FetchRun:
             for path, records in handed:
                 self.track(path, records)
             feed.blocks.refuse_held(fetcher)
+            feed.link_policy.refuse_held(fetcher, feed.gate.count_refused)
             self.answers_at_batch = self.answers
             self.version_at_batch = feed.gate.version
             if batch:

@@ -77,3 +77,44 @@ def test_pattern_appended_mid_crawl_leaves_only_matching_urls(tmp_path: Path) ->
     # pages are left out (refused, or linked only from refused pages: never found)
     wanted = {u for u in pages & found if not re.search(pattern, u)}
     assert len(wanted) >= 1 and wanted <= fetched
+
+
+def test_urls_the_fetcher_holds_are_refused_once_the_file_excludes_them(tmp_path: Path) -> None:
+    """The fetcher holds up to --per-host URLs a host: a pattern added while it held
+    some was applied to new batches only, and the held ones were still asked, one a
+    gap, for seconds after the operator excluded them (minutes at a long Crawl-delay).
+    Judged from the server's log: after the edit, no excluded page is asked but the
+    one in flight and, at most, one started before the fetcher read the change."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT, poll_until, serve_routes
+
+    trap = [f"/p/{i}.html" for i in range(12)]
+    rest = [f"/q/{i}.html" for i in range(4)]
+    home = "".join(f'<a href="{path}">x</a>' for path in [*trap, *rest])
+    routes = {"/": ("text/html", home.encode())}
+    routes |= {path: ("text/html", b"<p>page</p>") for path in [*trap, *rest]}
+    ignore = tmp_path / "ignore.txt"
+    ignore.write_text("")
+    with serve_routes(routes) as (root, log):
+        args = ["crawl", f"{root}/", "--state", str(tmp_path / "s"), "--ignore-file", str(ignore)]
+        args += ["--allow-net", "127.0.0.0/8", "--min-delay", "0.4s", "--per-host", "8"]
+        args += ["--delay-factor", "0", "--for", "60s"]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crawlkit", *args],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            poll_until(lambda: any(p.startswith("/p/") for p in log), proc, "a /p/ page asked")
+            edited_at = len(log)
+            ignore.write_text("/p/\n")
+            assert proc.wait(timeout=120) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+    after = [p for p in log[edited_at:] if p.startswith("/p/")]
+    assert len(after) <= 1, after
+    assert set(rest) <= set(log)  # the rest of the site is crawled
