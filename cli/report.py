@@ -29,10 +29,11 @@ def report(
     Reads what 'crawlkit crawl' leaves in STATE (fetch logs, dedup records, refusals
     of every cycle, the seen set's and frontier's counters; of a crawl with --workers N,
     every worker's, summed: one report of the crawl) and prints one JSON
-    object: fetches, outcomes, status mix, hosts (and a row per host: URLs, fetched,
-    errors, bytes, smallest gap), fetch rate, smallest gap between fetches of one
-    host, dedup savings, refusals by reason, the Bloom filter's measured
-    false-positive rate, and the data of each plot. --html writes a single file
+    object: fetches (fetch records), requests (those of a request made: a robots
+    denial or a deferral makes none), outcomes, status mix, hosts (and a row per
+    host: URLs, fetched, errors, bytes, smallest gap), fetch rate, smallest gap
+    between fetches of one host, dedup savings, refusals by reason, the Bloom
+    filter's measured false-positive rate, and the data of each plot. --html writes a single file
     (inline CSS and SVG, no scripts): at a glance first (pages, requisites, errors,
     time, the politeness verdict), then the plots (fetch rate over time, status mix,
     gap distribution per host, top hosts, refusals, dedup), then the tables (seeds,

@@ -65,9 +65,11 @@ def build_report(
     host_times: defaultdict[str, list[float]] = defaultdict(list)
     times: list[float] = []
     bytes_total = 0
+    requests = 0  # records of a request made (robots-denied, deferred... made none)
     for rec in fetches:
         outcome = str(rec.get("outcome") or "unknown")
         outcomes[outcome] += 1
+        requests += rec.get("fetched_at") is not None
         status = rec.get("status")
         statuses[str(status) if status is not None else "none"] += 1
         bytes_total += int(rec.get("bytes") or 0)
@@ -120,6 +122,7 @@ def build_report(
     pages = sum(kinds.values())
     return {
         "fetches": sum(outcomes.values()),
+        "requests": requests,
         "outcomes": dict(outcomes.most_common()),
         "statuses": dict(statuses.most_common()),
         "bytes": bytes_total,
@@ -304,7 +307,7 @@ def glance_section(report: dict[str, Any]) -> str:
         ("errors", format_number(errors)),
         ("time", f"{report['duration_s']:.1f} s"),
         ("politeness", verdict),
-        ("requests", format_number(report["fetches"])),
+        ("requests", format_number(report.get("requests", report["fetches"]))),
         ("hosts", format_number(report["hosts"])),
         ("bytes", f"{report['bytes'] / 1e6:.1f} MB"),
         ("rate", f"{report['fetch_rate_per_s'] or 0:.1f}/s"),

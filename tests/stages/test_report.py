@@ -68,7 +68,9 @@ def _fetches() -> list[dict]:
                 "bytes": 50,
             }
         )
-    recs.append({"url": "http://c.test/x", "outcome": "robots-denied", "status": None})
+    recs.append(
+        {"url": "http://c.test/x", "outcome": "robots-denied", "status": None, "fetched_at": None}
+    )
     return recs
 
 
@@ -80,6 +82,9 @@ def test_report_numbers() -> None:
         counters={"bloom_fp_rate": 0.0009},
     )
     assert rep["fetches"] == 41
+    # the robots-denied URL was never asked (no fetched_at): records are not requests
+    assert rep["requests"] == 40
+    assert "requests<b>40</b>" in render_html(rep)  # the glance said 41: every record
     assert rep["outcomes"] == {"fetched": 40, "robots-denied": 1}
     assert rep["statuses"]["200"] == 35 and rep["statuses"]["404"] == 5
     assert rep["hosts"] == 2
