@@ -90,6 +90,7 @@ from crawlkit.crawl.workers import (
 )
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
+from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.masking import mask_argv
 from crawlkit.times import parse_duration
@@ -303,6 +304,7 @@ def crawl_command(
         raise UsageError(f"--timeline {timeline}: plain NDJSON is appended to it; no .zst/.gz")
     if not scope:
         raise UsageError("--scope must not be empty")
+    Scope(scope)  # a bad regex is a usage error here, --explain too (as a run says)
     run_for = parse_duration(duration) if duration else None
     if run_for is not None and run_for <= 0:  # 0 read as "no limit" ran a crawl forever
         raise UsageError(f"--for {duration}: must be more than 0 (leave it out for no limit)")

@@ -271,3 +271,13 @@ def test_explain_passes_the_ip_table_to_fetch(tmp_path: Path) -> None:
     (fetch_line,) = [line for line in res.text.splitlines() if line.startswith("crawlkit fetch")]
     assert f"--ip-table {table}" in fetch_line
     assert not table.exists()  # explaining opens nothing
+
+
+def test_explain_refuses_a_bad_scope_as_a_run_does(tmp_path: Path) -> None:
+    """--explain printed a pipeline for --scope '(a' and exited 0; the run refuses it."""
+    args = ["crawl", "http://a.test/", "--state", str(tmp_path / "S"), "--scope", "(a"]
+    for extra in (["--explain"], ["--for", "1s"]):
+        res = crawlkit(*args, *extra)
+        assert res.code == 2, (extra, res.stderr)
+        [line] = res.stderr.strip().splitlines()
+        assert "--scope" in line and "bad regular expression" in line
