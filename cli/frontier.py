@@ -600,6 +600,8 @@ def block(target: Target, state: StateDir = ...) -> None:  # type: ignore[assign
 @frontier_app.command("unblock")
 def unblock(target: Target, state: StateDir = ...) -> None:  # type: ignore[assignment]
     """Lift a block. URLs already refused stay refused; add them again to queue them.
+    A target that is not blocked (in force or posted) is an error, exit 1, naming the
+    blocks there are: a block is lifted by the name it was given (a host:port by it).
 
     Example:
 

@@ -29,7 +29,7 @@ from crawlkit.diag import Reporter
 from crawlkit.durable import MANIFEST
 from crawlkit.errors import LockedError, StateError, UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.commands import normalize_target
+from crawlkit.frontier.commands import normalize_target, read_commands
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.store import AddResult, Batch, Frontier, NextOptions
 from crawlkit.frontier.traps import TrapLimits
@@ -547,11 +547,20 @@ def frontier_block(
     worker's crawl applies its own): which worker owns the target's site is the slot
     map's business, and a block must hold wherever the site goes. (Posted before the
     first crawl of workers, it is copied to them then: crawlkit.crawl.blocks.)"""
-    if not normalize_target(target):  # posted, it would be read past: no block at all
+    name = normalize_target(target)
+    if not name:  # posted, it would be read past: no block at all
         raise UsageError(f"{target!r} names no site or host")
     open_state(state_path, lock=False)  # creates the directory, takes no lock
     op = "unblock" if unblock else "block"
-    return [
-        Frontier.post_command(root / "frontier", op, target)
-        for root in crawl_roots(Path(state_path))[1:] or [Path(state_path)]
-    ]
+    roots = crawl_roots(Path(state_path))[1:] or [Path(state_path)]
+    if unblock:
+        # a target that is no block (in force or posted) would lift nothing, silently:
+        # "h1.test" where "h1.test:8080" is blocked left the block in force
+        blocked = set[str]()
+        for root in roots:
+            in_force = set(cast("list[str]", frontier_stats(root).get("blocked") or []))
+            blocked |= read_commands(root / "frontier" / "inbox", in_force).blocks
+        if name not in blocked:
+            listed = ", ".join(sorted(blocked)) or "none"
+            raise StateError(f"{name} is not blocked (blocks: {listed}); nothing lifted")
+    return [Frontier.post_command(root / "frontier", op, target) for root in roots]

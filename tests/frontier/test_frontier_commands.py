@@ -36,3 +36,18 @@ def test_a_block_of_no_site_or_host_is_a_usage_error(tmp_path: Path) -> None:
         ]
     assert not (state / "frontier" / "inbox").exists()  # nothing posted
     assert crawlkit("frontier", "unblock", "--state", str(state), "").code == 2
+
+
+def test_unblocking_what_is_not_blocked_says_so(tmp_path: Path) -> None:
+    """'unblock h1.test' where 'h1.test:8080' was blocked exited 0 and lifted nothing:
+    the block stayed in force, and nothing told the operator."""
+    state = tmp_path / "state"
+    assert crawlkit("frontier", "block", "--state", str(state), "h1.test:8080").code == 0
+    res = crawlkit("frontier", "unblock", "--state", str(state), "h1.test")
+    assert res.code == 1
+    assert res.stderr.splitlines() == [
+        "crawlkit frontier unblock: h1.test is not blocked (blocks: h1.test:8080); nothing lifted"
+    ]
+    # a block posted and not yet applied is lifted; the second unblock has nothing to lift
+    assert crawlkit("frontier", "unblock", "--state", str(state), "H1.test:8080").code == 0
+    assert crawlkit("frontier", "unblock", "--state", str(state), "h1.test:8080").code == 1
