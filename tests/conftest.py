@@ -8,10 +8,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -354,3 +355,21 @@ def serve_routes(routes: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str, li
     finally:
         server.shutdown()
         server.server_close()
+
+
+def fetch_loopback(state: Path, urls: Iterable[str], *extra: str) -> Result:
+    """``crawlkit fetch`` of ``urls`` (given on stdin) from servers on 127.0.0.1, as
+    :func:`serve_routes` runs them: loopback allowed, a 0.05 s gap per host."""
+    return crawlkit(
+        *("fetch", "--state", str(state), "--allow-net", "127.0.0.0/8", "--min-delay", "0.05s"),
+        *extra,
+        input="".join(f"{url}\n" for url in urls).encode(),
+    )
+
+
+def start_crawlkit(*args: str, **popen: Any) -> subprocess.Popen:
+    """``python -m crawlkit ARGS`` started in the background (its output dropped unless
+    ``popen`` says otherwise): for a test that acts while the command runs."""
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT, **popen)

@@ -19,6 +19,7 @@ from conftest import (
     crawlkit,
     poll_until,
     serve_routes,
+    start_crawlkit,
     start_testweb,
     wait_until_locked,
 )
@@ -182,12 +183,7 @@ def test_report_names_the_warc_files_a_stop_left_in_new(tmp_path: Path) -> None:
         state = tmp_path / "state"
         # a 0.2 s gap keeps the crawl going for seconds after its first pages
         args = [*_crawl_args(web, state, "--batch", "10"), "--min-delay", "0.2s"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawlkit", *args],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start_crawlkit(*args)
         try:
             poll_until(lambda: len(_fetched_pages(state)) >= 3, proc, "three pages fetched", 120)
             os.kill(proc.pid, signal.SIGKILL)

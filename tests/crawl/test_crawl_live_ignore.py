@@ -85,10 +85,7 @@ def test_urls_the_fetcher_holds_are_refused_once_the_file_excludes_them(tmp_path
     gap, for seconds after the operator excluded them (minutes at a long Crawl-delay).
     Judged from the server's log: after the edit, no excluded page is asked but the
     one in flight and, at most, one started before the fetcher read the change."""
-    import subprocess
-    import sys
-
-    from conftest import ROOT, poll_until, serve_routes
+    from conftest import poll_until, serve_routes, start_crawlkit
 
     trap = [f"/p/{i}.html" for i in range(12)]
     rest = [f"/q/{i}.html" for i in range(4)]
@@ -101,12 +98,7 @@ def test_urls_the_fetcher_holds_are_refused_once_the_file_excludes_them(tmp_path
         args = ["crawl", f"{root}/", "--state", str(tmp_path / "s"), "--ignore-file", str(ignore)]
         args += ["--allow-net", "127.0.0.0/8", "--min-delay", "0.4s", "--per-host", "8"]
         args += ["--delay-factor", "0", "--for", "60s"]
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "crawlkit", *args],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = start_crawlkit(*args)
         try:
             poll_until(lambda: any(p.startswith("/p/") for p in log), proc, "a /p/ page asked")
             edited_at = len(log)

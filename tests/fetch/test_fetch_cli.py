@@ -39,21 +39,12 @@ def test_dot_segments_do_not_walk_past_robots_txt(tmp_path: Path) -> None:
     (plain or ``%2e``) is judged by the path it names. Before, robots.txt was
     matched against the raw path and the fetcher fetched what it forbids."""
     import orjson
-    from conftest import crawlkit, serve_routes
+    from conftest import fetch_loopback, serve_routes
 
     routes = {"/robots.txt": ("text/plain", b"User-agent: *\nDisallow: /private/\n")}
     with serve_routes(routes) as (root, log):
         urls = [f"{root}/x/../private/a.html", f"{root}/x/%2e%2E/private/b.html", f"{root}/ok"]
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            input="\n".join(urls).encode() + b"\n",
-        )
+        res = fetch_loopback(tmp_path / "s", urls)
     assert res.code == 0, res.stderr
     outcomes = {r["url"]: r["outcome"] for r in map(orjson.loads, res.lines)}
     assert [outcomes[u] for u in urls] == ["robots-denied", "robots-denied", "fetched"]
@@ -65,7 +56,7 @@ def test_a_cut_input_is_fetched_up_to_the_damage_and_exits_1(tmp_path: Path) -> 
     and the exit status 1 so a script's ``set -e`` stops (fetch exited 0)."""
     import orjson
     import zstandard
-    from conftest import crawlkit, serve_routes
+    from conftest import fetch_loopback, serve_routes
 
     with serve_routes({"/a": ("text/plain", b"a"), "/b": ("text/plain", b"b")}) as (root, log):
         whole = b"".join(
@@ -74,16 +65,7 @@ def test_a_cut_input_is_fetched_up_to_the_damage_and_exits_1(tmp_path: Path) -> 
         )
         cut = tmp_path / "batch.zst"
         cut.write_bytes(whole[: len(whole) - 8])  # inside the last frame
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            str(cut),
-        )
+        res = fetch_loopback(tmp_path / "s", [], str(cut))
     assert res.code == 1
     assert "zstd stream ends inside a frame" in res.stderr
     assert [orjson.loads(line)["url"] for line in res.lines] == [f"{root}/a", f"{root}/b"]
@@ -107,7 +89,7 @@ def test_robots_txt_in_a_content_encoding_is_read_or_taken_as_unreachable(
     import gzip as gz
 
     import orjson
-    from conftest import crawlkit, serve_routes
+    from conftest import fetch_loopback, serve_routes
 
     rules = b"User-agent: *\nDisallow: /private\n"
     cases = {
@@ -119,16 +101,8 @@ def test_robots_txt_in_a_content_encoding_is_read_or_taken_as_unreachable(
     for coding, body in cases.items():
         routes = {"/robots.txt": _robots_route(coding, body), "/ok": ("text/plain", b"ok")}
         with serve_routes(routes) as (root, log):
-            res = crawlkit(
-                "fetch",
-                "--state",
-                str(tmp_path / coding.replace(", ", "-")),
-                "--allow-net",
-                "127.0.0.0/8",
-                "--min-delay",
-                "0.05s",
-                input=f"{root}/private/x\n{root}/ok\n".encode(),
-            )
+            state = tmp_path / coding.replace(", ", "-")
+            res = fetch_loopback(state, [f"{root}/private/x", f"{root}/ok"])
         assert res.code == 0, res.stderr
         outcomes = [orjson.loads(line)["outcome"] for line in res.lines]
         if coding == "br":

@@ -239,7 +239,7 @@ def test_a_reason_phrase_of_any_bytes_is_kept_as_sent(tmp_path: Path, reason: by
     raised, and the response was stored empty, 'truncated' though it came whole."""
     import gzip as gz
 
-    from conftest import RAW, crawlkit, serve_routes
+    from conftest import RAW, fetch_loopback, serve_routes
 
     raw = (
         b"HTTP/1.0 200 "
@@ -247,16 +247,7 @@ def test_a_reason_phrase_of_any_bytes_is_kept_as_sent(tmp_path: Path, reason: by
         + b"\r\nContent-Type: text/html\r\nContent-Length: 8\r\n\r\n<p>whole"
     )
     with serve_routes({"/p": (RAW, raw)}) as (root, _log):
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            input=f"{root}/p\n".encode(),
-        )
+        res = fetch_loopback(tmp_path / "s", [f"{root}/p"])
     assert res.code == 0, res.stderr
     record = __import__("orjson").loads(res.lines[-1])
     assert (record["outcome"], record["bytes"], record.get("truncated")) == ("fetched", 8, None)
@@ -277,20 +268,11 @@ def test_a_raw_non_ascii_location_is_followed_to_the_bytes_it_names(
     """Header values are read as latin-1: a raw UTF-8 Location went to the URL parser
     as mojibake and the crawler asked /caf%C3%83%C2%A9/, a URL the server never named."""
     import orjson
-    from conftest import RAW, crawlkit, serve_routes
+    from conftest import RAW, fetch_loopback, serve_routes
 
     raw = b"HTTP/1.0 301 Moved\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n"
     with serve_routes({"/p": (RAW, raw)}) as (root, _log):
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            input=f"{root}/p\n".encode(),
-        )
+        res = fetch_loopback(tmp_path / "s", [f"{root}/p"])
     assert res.code == 0, res.stderr
     assert orjson.loads(res.lines[-1])["location"] == root + target
 
@@ -299,19 +281,10 @@ def test_a_response_that_cannot_be_parsed_is_told_on_one_line(tmp_path: Path) ->
     """aiohttp's parse errors read 'ClientResponseError: 400, message=...' over
     several lines, as if the server had answered 400."""
     import orjson
-    from conftest import RAW, crawlkit, serve_routes
+    from conftest import RAW, fetch_loopback, serve_routes
 
     with serve_routes({"/p": (RAW, b"HTTP/1.1 0 Weird\r\n\r\n")}) as (root, _log):
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            input=f"{root}/p\n".encode(),
-        )
+        res = fetch_loopback(tmp_path / "s", [f"{root}/p"])
     assert res.code == 0, res.stderr
     record = orjson.loads(res.lines[-1])
     assert record["status"] is None and record["outcome"] == "error"

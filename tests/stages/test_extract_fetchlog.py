@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from conftest import crawlkit, serve_routes
+from conftest import crawlkit, fetch_loopback, serve_routes
 
 PAGE = (
     b'<html><head><title>T</title><link rel="stylesheet" href="s.css"></head>'
@@ -24,19 +24,7 @@ ROUTES = {
 
 def _fetch(tmp_path: Path, root: str) -> Path:
     log = tmp_path / "fetch.ndjson"
-    urls = [f"{root}{path}" for path in ROUTES]
-    res = crawlkit(
-        "fetch",
-        "--state",
-        str(tmp_path / "s"),
-        "--allow-net",
-        "127.0.0.0/8",
-        "--min-delay",
-        "0.05s",
-        "--log",
-        str(log),
-        input="\n".join(urls).encode() + b"\n",
-    )
+    res = fetch_loopback(tmp_path / "s", [f"{root}{path}" for path in ROUTES], "--log", str(log))
     assert res.code == 0, res.stderr
     return log
 

@@ -200,23 +200,14 @@ def test_a_pages_copy_at_another_url_is_in_the_page_list(tmp_path):
     """A page served at two URLs is stored once, the second capture as a revisit: it
     is a page of the collection too (ReplayWeb.page lists and replays it), where an
     image's copy is not. It was left out of pages.jsonl."""
-    from conftest import serve_routes
+    from conftest import fetch_loopback, serve_routes
 
     page = b"<html><head><title>Same</title></head><body>words</body></html>"
     png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
     routes = {"/en/": ("text/html", page), "/fr/": ("text/html", page)}
     routes |= {"/a.png": ("image/png", png), "/b.png": ("image/png", png)}
     with serve_routes(routes) as (root, _log):
-        res = crawlkit(
-            "fetch",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            input="".join(f"{root}{path}\n" for path in routes).encode(),
-        )
+        res = fetch_loopback(tmp_path / "s", [f"{root}{path}" for path in routes])
         assert res.code == 0, res.stderr
     [warc] = (tmp_path / "s" / "warc" / "new").glob("*.warc.gz")
     out = tmp_path / "c.wacz"
