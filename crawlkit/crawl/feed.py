@@ -430,8 +430,7 @@ class FetchRun:
             # A page request made (robots.txt is not a record): answered with a status,
             # failed under way (a broken response, a reset, a timeout), or cut by the
             # run's end. Counting only those with a status let --max-pages through;
-            # counting every record with the field (null when no request was made:
-            # robots-denied, deferred, not started) stopped it short.
+            # counting every record with the key (null: no request) stopped it short.
             summary.requests += 1
         stopped = bool(rec.get("stopped"))
         summary.unstarted += stopped
@@ -532,12 +531,12 @@ class FetchRun:
         loop = asyncio.get_running_loop()
         until = loop.time() + REFILL_WAIT
         gate, blocks = self.feed.gate, self.feed.blocks
+        excludes = self.feed.link_policy.excludes
         try:
             # New URLs queued (post-processing added a cycle's links) end the wait too:
             # there is new work to hand out. Looked at every REFILL_LOOK seconds.
             # So do a stop (a signal, --for, --max-pages), the fetcher's end, a block,
             # an edit of the ignore file (what the fetcher holds is checked after it).
-            excludes = self.feed.link_policy.excludes
             while not answered.is_set() and gate.version == self.version_at_batch:
                 if not fetcher.running or self.feed.limits.should_stop() or blocks.posted():
                     break
