@@ -373,3 +373,12 @@ def start_crawlkit(*args: str, **popen: Any) -> subprocess.Popen:
     popen.setdefault("stdout", subprocess.DEVNULL)
     popen.setdefault("stderr", subprocess.DEVNULL)
     return subprocess.Popen([sys.executable, "-m", "crawlkit", *args], cwd=ROOT, **popen)
+
+
+def crawl_loopback(seed: str, state: Path, *extra: str) -> Result:
+    """``crawlkit crawl`` of ``seed`` (a URL or a seeds file) on servers on 127.0.0.1, as
+    :func:`serve_routes` runs them: loopback allowed, a 0.05 s gap per host."""
+    return crawlkit(
+        *("crawl", seed, "--state", str(state), "--allow-net", "127.0.0.0/8"),
+        *("--min-delay", "0.05s", *extra),
+    )

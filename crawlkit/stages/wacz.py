@@ -106,11 +106,11 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     text. Memory holds the URLs seen, each page's payload digest and title, and the
     pages waiting for the worker."""
     waiting: deque[tuple[str, str, str | None]] = deque()  # (url, ts, digest) sent, in order
-    copies: list[tuple[str, str, str]] = []  # (url, ts, digest) of revisits
+    copies: dict[str, tuple[str, str]] = {}  # url -> (ts, digest) of the first revisit
     titles: dict[str, str] = {}  # payload digest -> the title of its page
+    seen: set[str] = set()  # the URLs of the pages sent
 
     def bodies() -> Iterator[tuple[str, bytes, str | None]]:
-        seen: set[str] = set()
         for path in paths:
             for resp in iter_responses(
                 path,
@@ -120,8 +120,7 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
                     continue
                 if resp.record_type == "revisit":
                     if resp.payload_digest and media_type(resp.content_type) in _HTML_LIKE:
-                        seen.add(resp.target_uri)
-                        copies.append((resp.target_uri, resp.date or "", resp.payload_digest))
+                        copies.setdefault(resp.target_uri, (resp.date or "", resp.payload_digest))
                     continue
                 if resp.body is None or not looks_like_html(resp.content_type, resp.body):
                     continue
@@ -134,9 +133,11 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
         if digest:
             titles.setdefault(digest, title or "")
         yield Page(url, ts, title or "", text)
-    for url, ts, digest in copies:
+    for url, (ts, digest) in copies.items():
         title = titles.get(digest)
-        if title is not None:  # a copy of a page (not of an image, or of nothing here)
+        # a copy of a page (not of an image, nor of nothing here) at a URL with no
+        # page of its own (a response there, before or after the revisit, is listed)
+        if title is not None and url not in seen:
             yield Page(url, ts, title)
 
 

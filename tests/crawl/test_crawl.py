@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     RAW,
     ROOT,
+    crawl_loopback,
     crawlkit,
     poll_until,
     serve_routes,
@@ -217,9 +218,7 @@ def test_report_lists_the_responses_kept_cut(tmp_path: Path) -> None:
     }
     with serve_routes(routes) as (root, log):
         state = tmp_path / "state"
-        args = ["crawl", f"{root}/", "--state", str(state), "--min-delay", GAP]
-        args += ["--allow-net", "127.0.0.0/8", "--timeout", "5s", "--max-body", "50KB"]
-        res = crawlkit(*args)
+        res = crawl_loopback(f"{root}/", state, "--timeout", "5s", "--max-body", "50KB")
         assert res.code == 0, res.stderr
     assert {"/big.html", "/cut.html"} <= set(log)
     problems = orjson.loads(crawlkit("report", "--state", str(state)).stdout)["collection"][
@@ -453,19 +452,7 @@ def test_max_pages_counts_the_requests_that_got_no_status(tmp_path: Path) -> Non
     links = "".join(f'<a href="{path}">x</a>' for path in [*broken, *pages])
     home = {"/": ("text/html", f"<html><body>{links}</body></html>".encode())}
     with serve_routes({**home, **broken, **pages}) as (root, log):
-        res = crawlkit(
-            "crawl",
-            f"{root}/",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            "--max-pages",
-            "6",
-            "--json",
-        )
+        res = crawl_loopback(f"{root}/", tmp_path / "s", "--max-pages", "6", "--json")
     assert res.code == 0, res.stderr
     asked = [path for path in log if path != "/robots.txt"]
     assert len(asked) == 6 and sum(p.startswith("/bad") for p in asked) >= 1
@@ -486,10 +473,7 @@ def test_max_pages_does_not_count_urls_never_requested(tmp_path: Path) -> None:
         **pages,
     }
     with serve_routes(routes) as (root, log):
-        args = ["crawl", f"{root}/", "--state", str(tmp_path / "s"), "--json"]
-        res = crawlkit(
-            *args, "--allow-net", "127.0.0.0/8", "--min-delay", "0.05s", "--max-pages", "5"
-        )
+        res = crawl_loopback(f"{root}/", tmp_path / "s", "--json", "--max-pages", "5")
     assert res.code == 0, res.stderr
     summary = orjson.loads(res.stdout)
     assert sorted(p for p in log if p != "/robots.txt") == ["/", *sorted(pages)]
@@ -509,17 +493,7 @@ def test_a_copy_of_a_page_at_another_url_has_its_own_links_followed(tmp_path: Pa
         routes[f"/{d}/p1.html"] = ("text/html", one)
         routes[f"/{d}/p2.html"] = ("text/html", two)
     with serve_routes(routes) as (root, log):
-        res = crawlkit(
-            "crawl",
-            f"{root}/",
-            "--state",
-            str(tmp_path / "s"),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            "--json",
-        )
+        res = crawl_loopback(f"{root}/", tmp_path / "s", "--json")
     assert res.code == 0, res.stderr
     assert sorted(p for p in log if p != "/robots.txt") == sorted(routes)  # each once
     # the copies are still revisits in the WARC (stored once), and give no page record
@@ -551,17 +525,7 @@ def test_seeds_still_queued_from_a_stopped_run_are_not_queued_again(tmp_path: Pa
         fresh = crawlkit("seen-merge", "--state", str(state), "-", input=records)
         queued = crawlkit("frontier", "add", "--state", str(state), "-", input=fresh.stdout)
         assert queued.code == 0 and "3 queued" in queued.stderr, queued.stderr
-        res = crawlkit(
-            "crawl",
-            str(seeds),
-            "--state",
-            str(state),
-            "--allow-net",
-            "127.0.0.0/8",
-            "--min-delay",
-            "0.05s",
-            "--json",
-        )
+        res = crawl_loopback(str(seeds), state, "--json")
     assert res.code == 0, res.stderr
     summary = orjson.loads(res.stdout)
     assert summary["outcomes"] == {"fetched": 3} and summary["refused"] == {}
