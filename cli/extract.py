@@ -9,10 +9,12 @@ from typing import Annotated
 
 import typer
 from crawlkit_cli.app import app, reporter
+from crawlkit_cli.fetch_options import AGENT_DEFAULT
 from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
+from crawlkit.robots import agent_token
 from crawlkit.stages.extract import ExtractOptions, WarcSource, extract_warcs
 from crawlkit.stages.extract_fetchlog import fetch_log_sources
 from crawlkit.times import parse_size
@@ -82,6 +84,15 @@ def extract(
             "for the URLs of sitemaps and feeds found in the WARC.",
         ),
     ] = True,
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            help="The crawler's User-Agent (as given to fetch): its first token names "
+            "the <meta name=TOKEN> and the 'X-Robots-Tag: TOKEN: ...' directives obeyed "
+            "besides those for robots, as robots.txt is matched.",
+        ),
+    ] = AGENT_DEFAULT,
     fetch_log: Annotated[
         str | None,
         typer.Option(
@@ -119,8 +130,10 @@ def extract(
     page's final URL (WARC-Target-URI) with a query's non-ASCII characters in the
     page's encoding, as browsers send them, canonicalized, http(s) only, each URL once
     per page. rel=nofollow and meta robots (or X-Robots-Tag) nofollow flag links
-    "nofollow": true; noindex is recorded. A page's depth is the WARC-Crawlkit-Depth
-    header of its record (0 if absent).
+    "nofollow": true; noindex is recorded. <meta name=robots> and <meta name=TOKEN>
+    count (TOKEN: --agent's first token); of X-Robots-Tag headers (each read on its
+    own), the directives after 'otherbot:' up to the next name are otherbot's. A
+    page's depth is the WARC-Crawlkit-Depth header of its record (0 if absent).
 
     Page requisites, what a browser loads to show the page, are link records with
     reason "requisite" (never nofollow; the page record counts them in
@@ -185,6 +198,7 @@ def extract(
         max_links=max_links,
         requisites=requisites,
         sitemaps=sitemaps,
+        agent=agent_token(agent) or "crawlkit",
     )
     rep = reporter()
     sources: Sequence[WarcSource] = files

@@ -51,8 +51,10 @@ from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.summary import NOTHING_FETCHED, CrawlSummary, save_totals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.frontier.scope import Scope
+from crawlkit.robots import agent_token
 from crawlkit.shard.routing import inbox_files, role_from_options
 from crawlkit.stages.extract import ExtractWorkers
+from crawlkit.stages.extract_page import ExtractOptions
 from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import StateDir, open_state
 from crawlkit.times import iso
@@ -87,7 +89,9 @@ class Crawl:
         self.limits = Limits(options, self.summary, requests_before, clock)
         warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
         # N extract processes (-j N, one at least) live for the whole run.
-        workers = ExtractWorkers(max(1, options.jobs))
+        # robots directives in pages are matched to the token robots.txt is matched to
+        extract_options = ExtractOptions(agent=agent_token(options.fetch.agent) or "crawlkit")
+        workers = ExtractWorkers(max(1, options.jobs), extract_options)
         try:
             role = role_from_options(state.path, options.shard, options.shards, options.slot_map)
             link_policy = LinkPolicy(options.archive, reporter)

@@ -23,7 +23,8 @@ the page, with a cheap pre-scan (numpy, no Python loop per tag):
   tags that can hold children minus the end tags that can close one (an end tag
   whose name has no element open, ``</x>``, closes nothing), never below zero. Void
   elements (``br``, ``img``, ...), elements whose end tag is implied by the next one
-  (``p``, ``li``, ``td``, ``option``, ...), raw-text elements and tags self-closed
+  (``p``, ``li``, ``td``, ``option``, ...), those of which one only is open at a time
+  (``a``, ``nobr``, ``button``), raw-text elements and tags self-closed
   (``/>``) inside ``<svg>`` or ``<math>`` do not count; a tag that breaks out of
   foreign content (``<div>``, ``<p>``, ...) ends it, as the tree builder does. Where
   the scan is unsure it errs high. The tags inside comments and raw text count too,
@@ -32,7 +33,7 @@ the page, with a cheap pre-scan (numpy, no Python loop per tag):
   value) cannot hide a deep page.
 * Start tags that would open an element deeper than :data:`MAX_DEPTH`, and the end tags
   that close such elements, are removed: the text inside them stays, one level up (as
-  in a browser that caps depth); a link whose own ``<a>`` tag was past the cap is lost.
+  in a browser that caps depth), and so do links (an ``<a>`` is never counted).
   ``<html>`` and ``<body>`` start tags past the first :data:`MAX_REPEATS` are dropped
   (each adds its attributes to the one element, checked against all it has).
 
@@ -140,6 +141,11 @@ _IMPLIED_END = {
     "head",
     "body",
 }
+# A start tag of these ends the open one of its kind (the tree builder's adoption agency
+# for <a> and <nobr>, "a button in scope" for <button>): at most one is open at a time,
+# so however many follow unclosed (<a name="x"/> is an open <a> in HTML) they add one
+# level at most. Counted as nesting, 300 of them capped a shallow page and its links.
+_ONE_OPEN = {"a", "nobr", "button"}
 _RAWTEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
 _FOREIGN = {"svg", "math"}
 # Start tags that end foreign content (WHATWG "in foreign content"; font always).
@@ -212,7 +218,7 @@ _NOCOUNT, _FOREIGN_ROOT, _BREAKS_OUT, _RAW = 1, 2, 4, 8
 _FLAGS: dict[int, int] = {}
 _LONG_NAMES: dict[int, bytes] = {}  # known names longer than the key, by key
 for _names, _flag in (
-    (_VOID | _IMPLIED_END | set(_RAWTEXT), _NOCOUNT),
+    (_VOID | _IMPLIED_END | _ONE_OPEN | set(_RAWTEXT), _NOCOUNT),
     (_FOREIGN, _FOREIGN_ROOT),
     (_BREAKOUT, _BREAKS_OUT),
     (set(_RAWTEXT), _RAW),

@@ -11,7 +11,10 @@ Contracts:
   gzip, ...), as browsers do (WHATWG MIME Sniffing).
 * :func:`detect_charset` follows the WHATWG encoding sniffing order: a byte order mark,
   then the Content-Type ``charset``, then a ``<meta charset>`` or ``<meta http-equiv>``
-  in the first 4 KiB, then UTF-8 if the bytes are valid UTF-8, else windows-1252.
+  in the first 4 KiB as HTML's prescan reads tags (not in a comment, not in another
+  tag's attribute: :mod:`crawlkit.html.prescan`), then UTF-8 if the bytes are valid
+  UTF-8, else windows-1252. A page served as ``application/xhtml+xml`` follows XML's
+  rules instead: after the BOM and the header, its XML declaration, else UTF-8.
   Labels map to codecs by the WHATWG Encoding Standard (``iso-8859-1`` means
   windows-1252, ``gb2312`` means gb18030, ...).
 * :class:`HtmlExtractor` parses with selectolax's Lexbor parser (the HTML5 tree
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
@@ -49,6 +53,7 @@ from crawlkit.dedup.simhash import simhash
 from crawlkit.html.css import css_refs
 from crawlkit.html.encoding import codec_for_label, query_in_document_encoding
 from crawlkit.html.guard import guard_markup
+from crawlkit.html.prescan import prescan, xml_declared
 from crawlkit.html.resolve import LinkResolver
 from crawlkit.url import Canonicalizer, ParsedURL, whatwg_href
 
@@ -123,6 +128,9 @@ _SRC_ATTRS: dict[str, tuple[str, ...]] = {
     "image": ("href", "xlink:href"),
 }
 _ASCII_SPACE = " \t\n\r\f"
+# What a URL parser strips from both ends of a URL: C0 controls and space (not
+# Unicode's white space, which str.strip() takes too).
+_URL_SPACE = "".join(map(chr, range(0x21)))
 
 # ---------------------------------------------------------------- content type
 
@@ -201,16 +209,16 @@ def looks_like_html(content_type: str | None, body: bytes) -> bool:
 # ---------------------------------------------------------------- charset
 
 _CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+\-]+)""", re.IGNORECASE
-)
 
 
 def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, str, int]:
     """``(codec, source, bom_length)``: which codec decodes ``body`` and why.
 
-    ``source`` is one of ``bom``, ``header``, ``meta``, ``utf-8`` (valid UTF-8 without
-    a declaration) or ``default`` (windows-1252, the web's historical default).
+    ``source`` is one of ``bom``, ``header``, ``meta`` (HTML's prescan,
+    :mod:`crawlkit.html.prescan`), ``xml`` (the XML declaration of a page served as
+    ``application/xhtml+xml``, whose ``<meta>`` is not read: XML's rules), ``utf-8``
+    (valid UTF-8 without a declaration, and any XHTML page without one) or ``default``
+    (windows-1252, the web's historical default).
     """
     if body.startswith(b"\xef\xbb\xbf"):
         return "utf-8", "bom", 3
@@ -223,14 +231,12 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
         codec = codec_for_label(match.group(1)) if match else None
         if codec:
             return codec, "header", 0
-    meta = _META_CHARSET.search(body, 0, 4096)
-    if meta:
-        codec = codec_for_label(meta.group(1).decode("ascii", "replace"))
-        if codec:
-            # A page that says utf-16 in ASCII-compatible bytes is not UTF-16 (WHATWG).
-            if codec.startswith("utf-16"):
-                codec = "utf-8"
-            return codec, "meta", 0
+    if media_type(content_type) == "application/xhtml+xml":
+        declared = xml_declared(body)
+        return (declared, "xml", 0) if declared else ("utf-8", "utf-8", 0)
+    declared = prescan(body)
+    if declared:
+        return declared, "meta", 0
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
@@ -241,44 +247,85 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
 # ---------------------------------------------------------------- robots
 
 
-def parse_robots_directives(value: str | None) -> tuple[bool, bool]:
-    """``(noindex, nofollow)`` from a meta robots content or an X-Robots-Tag value.
+# Directives that take a value after a colon (not an agent's name before one).
+_VALUED_DIRECTIVES = frozenset(
+    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
+)
+_AGENT_NAME = re.compile(r"[a-z0-9_.-]+")
 
-    ``none`` means both. An X-Robots-Tag line aimed at one named bot
-    (``otherbot: noindex``) is ignored; tokens are case-insensitive.
+
+def parse_robots_directives(value: str | None, agent: str = "crawlkit") -> tuple[bool, bool]:
+    """``(noindex, nofollow)`` from a meta robots content or X-Robots-Tag values.
+
+    ``none`` means both; tokens are case-insensitive. ``value`` may hold several
+    X-Robots-Tag header lines, one a line (each is read on its own). On a line, a name
+    and a colon (``otherbot: noindex, nofollow``) aim the directives after it, up to
+    the next name, at that agent: they count when the name is ``agent`` (the product
+    token of ``--agent``, as robots.txt matches it), ``robots`` or ``all``, and are
+    passed over otherwise (Google's and Bing's reading of the header).
     """
     if not value:
         return False, False
+    ours = {"robots", "all", agent.lower()}
     noindex = nofollow = False
-    for part in value.split(","):
-        token = part.strip().lower()
-        if ":" in token:
-            agent, _, token = token.partition(":")
-            if agent.strip() not in ("", "robots", "all", "crawlkit"):
+    for line in value.split("\n"):
+        applies = True  # directives before any name are everyone's
+        for part in line.split(","):
+            token = part.strip().lower()
+            name, colon, rest = token.partition(":")
+            name = name.strip()
+            if (
+                colon
+                and name not in _VALUED_DIRECTIVES
+                and (_AGENT_NAME.fullmatch(name) or not name)
+            ):
+                applies = not name or name in ours
+                token = rest.strip()
+            if not applies:
                 continue
-            token = token.strip()
-        if token == "noindex":
-            noindex = True
-        elif token == "nofollow":
-            nofollow = True
-        elif token == "none":
-            noindex = nofollow = True
+            if token == "noindex":
+                noindex = True
+            elif token == "nofollow":
+                nofollow = True
+            elif token == "none":
+                noindex = nofollow = True
     return noindex, nofollow
 
 
-_REFRESH = re.compile(r"""^\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$""", re.IGNORECASE | re.DOTALL)
+_DIGITS = re.compile(r"[0-9]*")
+_DIGITS_AND_DOTS = re.compile(r"[0-9.]*")
+_SKIP_SPACE = re.compile(r"[\t\n\f\r ]*")
+_URL_EQUALS = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.IGNORECASE)
 
 
 def refresh_target(content: str) -> str | None:
-    """The URL of a ``<meta http-equiv=refresh content="5; url=...">``, or None."""
-    match = _REFRESH.match(content)
-    if not match:
+    """The URL of a ``<meta http-equiv=refresh content="5; url=...">``, or None.
+
+    HTML's "shared declarative refresh steps": the content starts with a delay (digits,
+    or a dot), then ``;``, ``,`` or white space, then the URL, optionally after
+    ``url=`` and in quotes. Anything else (``url=/x`` alone, ``-1; url=/x``,
+    ``1e0; url=/x``, ``text/html; charset=utf-8``) is no refresh at all, and was read
+    as a link to a URL nobody wrote.
+    """
+    pos = _SKIP_SPACE.match(content).end()  # type: ignore[union-attr]
+    digits = _DIGITS.match(content, pos).end()  # type: ignore[union-attr]
+    if digits == pos and content[pos : pos + 1] != ".":
         return None
-    target = match.group(1).strip()
+    pos = _DIGITS_AND_DOTS.match(content, digits).end()  # type: ignore[union-attr]
+    if pos < len(content):
+        if content[pos] not in ";," + _ASCII_SPACE:
+            return None
+        pos = _SKIP_SPACE.match(content, pos).end()  # type: ignore[union-attr]
+        if content[pos : pos + 1] in (";", ","):
+            pos += 1
+        pos = _SKIP_SPACE.match(content, pos).end()  # type: ignore[union-attr]
+    if pos >= len(content):
+        return None  # a refresh of the page itself
+    url_equals = _URL_EQUALS.match(content, pos)
+    target = content[url_equals.end() if url_equals is not None else pos :]
     if target[:1] in ("'", '"'):
-        quote = target[0]
-        target = target[1:].split(quote, 1)[0]
-    return target.strip() or None
+        target = target[1:].split(target[0], 1)[0]
+    return target.strip(_URL_SPACE) or None
 
 
 # ---------------------------------------------------------------- links
@@ -289,7 +336,8 @@ def parse_srcset(value: str) -> list[str]:
 
     A candidate is a URL then optional descriptors up to a comma; a URL that ends in
     commas loses them (``a.png,b.png`` is two candidates), and a comma inside the
-    descriptors' parentheses does not end the candidate.
+    descriptors' parentheses (from a ``(`` to the first ``)``) does not end the
+    candidate.
     """
     urls: list[str] = []
     pos, end = 0, len(value)
@@ -303,9 +351,18 @@ def parse_srcset(value: str) -> list[str]:
         if url.endswith(","):
             url = url.rstrip(",")
         else:
-            depth = 0  # skip the descriptors up to the next comma outside parentheses
-            while pos < end and not (value[pos] == "," and depth == 0):
-                depth += (value[pos] == "(") - (value[pos] == ")")
+            # Skip the descriptors up to the next comma outside parentheses: the
+            # standard's tokenizer is "in parens" from a "(" to the first ")" (they
+            # do not nest, and a ")" outside them is a character like any other).
+            in_parens = False
+            while pos < end:
+                char = value[pos]
+                if in_parens:
+                    in_parens = char != ")"
+                elif char == ",":
+                    break
+                elif char == "(":
+                    in_parens = True
                 pos += 1
         if url:
             urls.append(url)
@@ -375,6 +432,17 @@ def _serialize(url: str, base: str | None) -> str | None:
         return None
 
 
+def _in_foreign(node: Any) -> bool:
+    """Whether ``node`` is inside ``<svg>`` or ``<math>``: an SVG ``<title>`` (an
+    icon's name) is not the page's title (``document.title`` reads HTML's only)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in ("svg", "math"):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _authority(href: str) -> str:
     slash = href.find("/", href.find("://") + 3) if "://" in href else -1
     return href[:slash] if slash > 0 else href
@@ -392,8 +460,12 @@ class HtmlExtractor:
         *,
         max_html_bytes: int = MAX_HTML_BYTES,
         max_links: int = MAX_LINKS,
+        agent: str = "crawlkit",
     ):
         self.canon = canon
+        # The crawler's product token: which <meta name> and X-Robots-Tag agent
+        # prefix besides "robots" speak to it (robots.txt matches the same token).
+        self.agent = agent.lower()
         self.max_html_bytes = max_html_bytes
         self.max_links = max_links
         self.resolver = LinkResolver(canon)
@@ -409,7 +481,11 @@ class HtmlExtractor:
         ``<base href>`` of ``base_href`` (None: no such element)."""
         base = _serialize(url, None) or url
         if base_href:
-            base = _serialize(base_href, base) or base
+            href = _serialize(base_href, base)
+            # A base that fails to parse, or is a data: or javascript: URL, is passed
+            # over (HTML's "set the frozen base URL"): the page's own URL stays.
+            if href is not None and not href.startswith(("data:", "javascript:")):
+                base = href
         return base
 
     def resolve_on(self, href: str, base: str) -> ParsedURL | None:
@@ -448,7 +524,7 @@ class HtmlExtractor:
         except Exception as exc:  # a bug of the scan: parse the page as it is
             error = f"guard: {type(exc).__name__}: {exc}"
         tree = LexborHTMLParser(markup)
-        noindex, nofollow = parse_robots_directives(x_robots_tag)
+        noindex, nofollow = parse_robots_directives(x_robots_tag, self.agent)
 
         # One pass over the tree for everything but the text.
         title: str | None = None
@@ -501,8 +577,8 @@ class HtmlExtractor:
                     if target:
                         raw_links.append((target, False, "meta"))
                 meta_name = attrs.get("name")
-                if meta_name is not None and meta_name.strip().lower() in ("robots", "crawlkit"):
-                    ni, nf = parse_robots_directives(attrs.get("content"))
+                if meta_name is not None and meta_name.strip().lower() in ("robots", self.agent):
+                    ni, nf = parse_robots_directives(attrs.get("content"), self.agent)
                     noindex = noindex or ni
                     nofollow = nofollow or nf
             elif tag == "style":
@@ -516,7 +592,7 @@ class HtmlExtractor:
             elif tag == "base":
                 if base_href is None:
                     base_href = (node.attributes.get("href") or "").strip()
-            elif tag == "title" and title is None:
+            elif tag == "title" and title is None and not _in_foreign(node):
                 title = " ".join(node.text().split())
 
         if css and _STYLE_URL.search(raw):

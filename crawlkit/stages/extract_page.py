@@ -80,6 +80,18 @@ class ExtractOptions:
     sitemaps: bool = True  # write records for robots.txt Sitemap lines and sitemaps
     page_cpu: float = PAGE_CPU  # a worker's CPU deadline per record (0: none) ...
     page_cpu_per_mb: float = PAGE_CPU_PER_MB  # ... plus this a MB of body
+    # The crawler's product token (robots.txt's, of --agent): the <meta name> and the
+    # X-Robots-Tag prefix besides "robots" whose directives it obeys.
+    agent: str = "crawlkit"
+
+    def parser(self) -> HtmlExtractor:
+        """A page parser with these caps and this agent."""
+        return HtmlExtractor(
+            Canonicalizer(self.rules),
+            max_html_bytes=self.max_html_bytes,
+            max_links=self.max_links,
+            agent=self.agent,
+        )
 
 
 @dataclass(slots=True)
@@ -187,11 +199,7 @@ def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
     # down; a worker dying of it mid-page would turn that into a failed run.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     map_large_blocks()  # a body or batch buffer freed goes back at once (crawlkit/heap.py)
-    _worker = HtmlExtractor(
-        Canonicalizer(options.rules),
-        max_html_bytes=options.max_html_bytes,
-        max_links=options.max_links,
-    )
+    _worker = options.parser()
     _want_requisites = options.requisites
     # Lazy set-up (tables, the suffix list) is paid here, not from the first page's time.
     # (A page that fails the way the warm-up does is recorded with its error.)

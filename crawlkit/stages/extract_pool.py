@@ -30,7 +30,6 @@ from crawlkit.stages.extract_page import (
     lost_page,
     texts_chunk,
 )
-from crawlkit.url import Canonicalizer
 
 __all__ = ["ChunkPool", "ExtractStopped", "executor", "page_texts", "wait_result"]
 
@@ -64,11 +63,7 @@ class ChunkPool:
 
     def _lost(self, job: Job, exitcode: int | None) -> ChunkResult:
         if self._parser is None:
-            self._parser = HtmlExtractor(
-                Canonicalizer(self.options.rules),
-                max_html_bytes=self.options.max_html_bytes,
-                max_links=self.options.max_links,
-            )
+            self._parser = self.options.parser()
         return lost_page(job, self._parser, exitcode, self.options.requisites)
 
     def _new(self) -> cf.ProcessPoolExecutor:
@@ -224,7 +219,7 @@ def page_texts(
 
     def lost(item: tuple[str, bytes, str | None]) -> tuple[str | None, str]:
         nonlocal parser
-        parser = parser or HtmlExtractor(Canonicalizer(options.rules))
+        parser = parser or options.parser()
         return quick_page(parser, item[1], item[0], content_type=item[2]).title, ""
 
     def take() -> Iterator[tuple[str | None, str]]:

@@ -80,7 +80,8 @@ class WarcResponse:
     """One HTTP response (or revisit) record.
 
     ``headers`` holds the HTTP response headers with lowercased names (the last value
-    of a repeated header wins). ``body`` is None when it was not asked for.
+    of a repeated header wins, but X-Robots-Tag keeps every line, joined by newlines).
+    ``body`` is None when it was not asked for.
     """
 
     record_type: str  # "response" or "revisit"
@@ -327,6 +328,11 @@ def _split_http_head(block: bytes) -> tuple[bytes, int] | None:
     return block[:end], end + 4
 
 
+# Repeated headers whose every line counts, kept one a line: X-Robots-Tag lines add up
+# (and an agent's name on one line does not reach into the next).
+_EACH_LINE = frozenset({"x-robots-tag"})
+
+
 def _parse_http_head(head: bytes) -> tuple[int | None, dict[str, str]]:
     lines = head.replace(b"\r\n", b"\n").split(b"\n")
     status: int | None = None
@@ -338,7 +344,11 @@ def _parse_http_head(head: bytes) -> tuple[int | None, dict[str, str]]:
     for raw in lines[1:]:
         name, sep, value = raw.partition(b":")
         if sep:
-            headers[name.strip().decode("latin-1").lower()] = value.strip().decode("latin-1")
+            key = name.strip().decode("latin-1").lower()
+            text = value.strip().decode("latin-1")
+            if key in _EACH_LINE and key in headers:
+                text = f"{headers[key]}\n{text}"
+            headers[key] = text
     return status, headers
 
 

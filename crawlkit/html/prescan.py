@@ -1,0 +1,194 @@
+"""Which charset a page declares in its own bytes: HTML's prescan, XML's declaration.
+
+:func:`prescan` is the WHATWG HTML Standard's "prescan a byte stream to determine its
+encoding" (https://html.spec.whatwg.org/#prescan-a-byte-stream-to-determine-its-encoding):
+it reads tags as the tokenizer would, so a ``<meta charset>`` inside a comment, or
+inside another tag's attribute value, is not one; and a ``content="...charset=..."``
+counts only beside ``http-equiv="content-type"`` (a ``<meta name="description"
+content="text/html; charset=windows-1251">`` on a UTF-8 page is a description). A
+regular expression over the bytes took all three for declarations, and the page's
+title and text were read in the wrong charset.
+
+:func:`xml_declared` is the ``encoding`` of an XML declaration (``<?xml version="1.0"
+encoding="Shift_JIS"?>``), which is what an XHTML page served as
+``application/xhtml+xml`` declares: XML parsers, browsers among them, never look at
+its ``<meta>``.
+
+Both scan at most :data:`PRESCAN_BYTES`; both give the Python codec of a label of the
+WHATWG Encoding Standard (:func:`~crawlkit.html.encoding.codec_for_label`), or None.
+"""
+
+from __future__ import annotations
+
+import re
+
+from crawlkit.html.encoding import codec_for_label
+
+__all__ = ["PRESCAN_BYTES", "prescan", "xml_declared"]
+
+PRESCAN_BYTES = 4096
+"""Bytes of a page searched for a declaration. The standard says 1,024 at least;
+pages that put a long ``<head>`` of scripts before their ``<meta charset>`` are
+common enough that browsers read further (Blink until the body starts)."""
+
+_WS = b"\t\n\x0c\r "
+_SPACE_OR_SLASH = re.compile(rb"[\t\n\x0c\r /]*")
+_SPACES = re.compile(rb"[\t\n\x0c\r ]*")
+_NAME_REST = re.compile(rb"[^\t\n\x0c\r />=]*")
+_UNQUOTED = re.compile(rb"[^\t\n\x0c\r >]*")
+# Everything up to the next <meta> tag, as the prescan reads it, in one match: text, a
+# comment (up to the first "-->" after "<!", so "<!-->" is one), any other tag with
+# its attributes as :func:`_attribute` reads them (a value whose quote is never closed
+# runs to the end), "<!", "</" or "<?" up to ">", a "<" that starts nothing. It stops
+# at a <meta>, or where the prescan would run out of bytes (an open comment).
+_TAG_REST = (
+    rb"""[^\t\n\x0c\r >]*+(?:[\t\n\x0c\r /]*+[^\t\n\x0c\r />][^\t\n\x0c\r />=]*+"""
+    rb"""(?:[\t\n\x0c\r ]*+=[\t\n\x0c\r ]*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|(?=>)"""
+    rb"""|[^\t\n\x0c\r >]++))?+)*+[\t\n\x0c\r /]*+>?"""
+)
+_TO_META = re.compile(
+    rb"(?:[^<]++|<!(?=--).*?-->|(?!<meta[\t\n\x0c\r /])</?[a-z]"
+    + _TAG_REST
+    + rb"|<(?!!--)[!/?][^>]*+>|<(?![a-z!/?]))*+",
+    re.DOTALL | re.IGNORECASE,
+)
+_META = re.compile(rb"<meta[\t\n\x0c\r /]", re.IGNORECASE)
+_XML_DECLARATION = re.compile(
+    rb"""<\?xml[\t\n\r ][^>]*?encoding[\t\n\r ]*=[\t\n\r ]*(?:"([^"]*)"|'([^']*)')"""
+)
+
+
+class _End(Exception):
+    """The bytes ran out inside a tag: the prescan finds nothing."""
+
+
+def xml_declared(body: bytes) -> str | None:
+    """The codec an XML declaration at the very start of ``body`` names, or None.
+
+    A declaration written in ASCII bytes that names UTF-16 is UTF-8 (its bytes say so).
+    """
+    if not body.startswith(b"<?xml"):
+        return None
+    match = _XML_DECLARATION.match(body, 0, PRESCAN_BYTES)
+    if match is None:
+        return None
+    label = (match.group(1) or match.group(2) or b"").decode("ascii", "replace")
+    codec = codec_for_label(label)
+    return "utf-8" if codec is not None and codec.startswith("utf-16") else codec
+
+
+def prescan(body: bytes) -> str | None:
+    """The codec the page's first ``<meta>`` declaring one names (see the module
+    docstring), or None when there is none (or its label is no charset of the web)."""
+    data = body[:PRESCAN_BYTES]
+    if _META.search(data) is None:  # most pages: nothing to read tag by tag
+        return None
+    try:
+        return _prescan(data)
+    except _End:
+        return None
+
+
+def _prescan(data: bytes) -> str | None:
+    pos = 0
+    while True:
+        pos = _TO_META.match(data, pos).end()  # type: ignore[union-attr]
+        if not _META.match(data, pos):
+            return None  # the end, or where the bytes run out inside a comment or tag
+        codec, pos = _meta(data, pos + 5)
+        if codec is not None:
+            return codec
+        pos += 1
+
+
+def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
+    """Read a ``<meta>`` tag's attributes from ``pos`` (just past ``<meta``): the
+    codec it declares, or None, and where its attributes end."""
+    names: set[bytes] = set()
+    got_pragma = False
+    need_pragma: bool | None = None
+    charset: str | None = None
+    failed = False  # a charset attribute whose label is no encoding
+    while (attribute := _attribute(data, pos)) is not None:
+        name, value, pos = attribute
+        if name in names:
+            continue
+        names.add(name)
+        if name == b"http-equiv":
+            got_pragma = got_pragma or value == b"content-type"
+        elif name == b"content":
+            label = _charset_in_content(value)
+            codec = codec_for_label(label.decode("ascii", "replace")) if label else None
+            if codec is not None and charset is None and not failed:
+                charset, need_pragma = codec, True
+        elif name == b"charset":
+            charset = codec_for_label(value.decode("ascii", "replace"))
+            failed, need_pragma = charset is None, False
+    pos = _SPACE_OR_SLASH.match(data, pos).end()  # type: ignore[union-attr]
+    if need_pragma is None or (need_pragma and not got_pragma) or charset is None:
+        return None, pos
+    # A page that says utf-16 in ASCII-compatible bytes is not UTF-16.
+    return ("utf-8" if charset.startswith("utf-16") else charset), pos
+
+
+def _attribute(data: bytes, pos: int) -> tuple[bytes, bytes, int] | None:
+    """The standard's "get an attribute" at ``pos``: (name, value, the position after
+    it), names and values lowercased, or None at the tag's ``>``. Raises :class:`_End`
+    when the bytes run out first."""
+    n = len(data)
+    pos = _SPACE_OR_SLASH.match(data, pos).end()  # type: ignore[union-attr]
+    if pos >= n:
+        raise _End
+    if data[pos] == 0x3E:  # ">"
+        return None
+    # The first byte is the name's whatever it is ("=" included).
+    end = _NAME_REST.match(data, pos + 1).end()  # type: ignore[union-attr]
+    name = data[pos:end].lower()
+    pos = end
+    if pos >= n:
+        raise _End
+    if data[pos] in _WS:
+        pos = _SPACES.match(data, pos).end()  # type: ignore[union-attr]
+        if pos >= n:
+            raise _End
+    if data[pos] != 0x3D:  # no "=": a name alone
+        return name, b"", pos
+    pos = _SPACES.match(data, pos + 1).end()  # type: ignore[union-attr]
+    if pos >= n:
+        raise _End
+    quote = data[pos]
+    if quote in (0x22, 0x27):
+        close = data.find(bytes((quote,)), pos + 1)
+        if close < 0:
+            raise _End
+        return name, data[pos + 1 : close].lower(), close + 1
+    if quote == 0x3E:
+        return name, b"", pos
+    end = _UNQUOTED.match(data, pos).end()  # type: ignore[union-attr]
+    if end >= n:
+        raise _End
+    return name, data[pos:end].lower(), end
+
+
+def _charset_in_content(value: bytes) -> bytes | None:
+    """The standard's "extracting a character encoding from a meta element": the label
+    after ``charset=`` in a ``content`` value (lowercased), or None."""
+    pos = 0
+    while True:
+        found = value.find(b"charset", pos)
+        if found < 0:
+            return None
+        pos = _SPACES.match(value, found + 7).end()  # type: ignore[union-attr]
+        if value[pos : pos + 1] == b"=":
+            break
+    pos = _SPACES.match(value, pos + 1).end()  # type: ignore[union-attr]
+    if pos >= len(value):
+        return None
+    quote = value[pos : pos + 1]
+    if quote in (b'"', b"'"):
+        close = value.find(quote, pos + 1)
+        return value[pos + 1 : close] if close >= 0 else None
+    end = pos
+    while end < len(value) and value[end] not in _WS and value[end] != 0x3B:  # ";"
+        end += 1
+    return value[pos:end]
