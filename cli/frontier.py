@@ -50,6 +50,7 @@ from crawlkit.stages.frontier import (
 from crawlkit.state import require_existing_state
 from crawlkit.streams import Record
 from crawlkit.times import iso, parse_duration, parse_time, time_problem
+from crawlkit.url import trim_url
 
 frontier_app = typer.Typer(
     help="Priority queues of URLs to fetch: trap limits, site budgets, durable batches.\n\n"
@@ -123,7 +124,7 @@ def _plain_urls(lines: Iterator[tuple[str, int, str | None]], reason: str) -> It
     """One URL record per non-empty line (a line that is not UTF-8 is a bad record)."""
     for _, _, text in lines:
         if text is not None and text.strip() and not text.lstrip().startswith("#"):
-            yield {"url": text.strip(), "reason": reason, "depth": 0}
+            yield {"url": trim_url(text), "reason": reason, "depth": 0}
 
 
 @frontier_app.command("add")

@@ -49,6 +49,7 @@ __all__ = [
     "site_of_host",
     "site_of_record",
     "site_of_url",
+    "trim_url",
     "whatwg_href",
 ]
 
@@ -70,7 +71,19 @@ class ParsedURL(NamedTuple):
 
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PCT = re.compile(r"%([0-9A-Fa-f]{2})?")
-_JSESSIONID = re.compile(r";jsessionid=[^/?#]*", re.IGNORECASE)
+# What a URL parser strips from both ends of a URL: C0 controls and space. Not what
+# str.strip() takes (Unicode's white space too): "/a\u00a0" is a URL of its own.
+URL_SPACE = "".join(map(chr, range(0x21)))
+
+
+def trim_url(text: str) -> str:
+    """``text`` without the C0 controls and spaces around it (the WHATWG URL parser's
+    first step; a no-break space or U+3000 is part of the URL)."""
+    return text.strip(URL_SPACE)
+
+
+# The parameter only: "/list;jsessionid=A1;page=2" keeps ";page=2" (a page of its own).
+_JSESSIONID = re.compile(r";jsessionid=[^/?#;]*", re.IGNORECASE)
 # A denylist name written ``name=token`` counts only when its value looks like a
 # session token (:func:`looks_like_session_token`): ``sid=1`` is a story id on many
 # sites, ``sid=9f2c4e1a...`` a session (Heritrix strips sid= only with 32 of them).

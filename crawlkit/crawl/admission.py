@@ -25,7 +25,7 @@ from crawlkit.records import url_record
 from crawlkit.robots import RobotsEntry
 from crawlkit.shard.routing import inbox_files
 from crawlkit.streams import Record
-from crawlkit.url import site_of_url
+from crawlkit.url import site_of_url, trim_url
 
 __all__ = ["INBOX_PREFIX", "Admission"]
 
@@ -59,7 +59,7 @@ class Admission:
         records: list[Record] = []
         for raw in urls:
             try:
-                parsed = self.gate.canon.parse(raw.strip())
+                parsed = self.gate.canon.parse(trim_url(raw))
             except InvalidURL as exc:
                 self.rep.warn(f"seed skipped: {exc}", "bad seed")
                 continue
@@ -83,7 +83,7 @@ class Admission:
         sites: set[str] = set()
         for raw in urls:
             try:
-                parsed = self.gate.canon.parse(raw.strip())
+                parsed = self.gate.canon.parse(trim_url(raw))
             except InvalidURL:
                 continue
             sites.add(str(url_record(parsed, depth=0, reason="seed")["site"]))
@@ -138,7 +138,7 @@ class Admission:
         links are judged by the run's whole scope."""
         for raw in urls:
             try:
-                parsed = self.gate.canon.parse(raw.strip())
+                parsed = self.gate.canon.parse(trim_url(raw))
             except InvalidURL:
                 continue
             self.gate.scope.add_seed(dict(url_record(parsed, depth=0, priority=1.0, reason="seed")))

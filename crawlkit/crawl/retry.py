@@ -40,7 +40,7 @@ from crawlkit.seen.store import SUBDIR as SEEN_SUBDIR
 from crawlkit.seen.store import SeenStore
 from crawlkit.stages.recrawl import recrawl, recrawl_in
 from crawlkit.streams import Record
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, trim_url
 
 __all__ = ["ErrorTally", "fetched_nothing", "never_fetched", "retry_records"]
 
@@ -77,7 +77,7 @@ def retry_records(
     records: dict[str, Record] = {}
     for raw in seeds:
         try:
-            parsed = canon.parse(raw.strip())
+            parsed = canon.parse(trim_url(raw))
         except InvalidURL:
             continue  # add_seeds reports it
         if owns is None or owns(parsed.site):
@@ -112,7 +112,7 @@ def never_fetched(
     records: dict[str, Record] = {}
     for raw in seeds:
         try:
-            parsed = canon.parse(raw.strip())
+            parsed = canon.parse(trim_url(raw))
         except InvalidURL:
             continue
         records[parsed.url] = dict(url_record(parsed, depth=0, priority=1.0, reason="seed"))

@@ -78,7 +78,7 @@ from crawlkit.shard.routing import deliver, inbox_files
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.report_collection import record_settings
 from crawlkit.state import WORKERS_DIR, open_state, workers_of
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, trim_url
 
 __all__ = [
     "DELIVER_EVERY",
@@ -191,7 +191,7 @@ def split_seeds(seeds: Sequence[str], slot_map: SlotMap) -> list[list[str]]:
     out: list[list[str]] = [[] for _ in range(slot_map.shards)]
     for raw in seeds:
         try:
-            site = str(url_record(canon.parse(raw.strip()), depth=0, reason="seed")["site"])
+            site = str(url_record(canon.parse(trim_url(raw)), depth=0, reason="seed")["site"])
         except InvalidURL:
             out[0].append(raw)
             continue

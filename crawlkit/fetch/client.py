@@ -396,13 +396,16 @@ class AiohttpClient:
         return retry
 
     def _pin(self, url: Any, address: str) -> None:
-        if url.host:
+        # By the name aiohttp resolves, raw_host: the ASCII (punycode) form. yarl's
+        # host is the Unicode one (bücher.test), which no lookup asked for: an IDN
+        # host's pin was never found and its robots.txt never fetched.
+        if url.raw_host:
             pins = self._resolver.pins
             if len(pins) >= _MAX_PINS:  # a long run: forget the oldest half
                 for name in list(pins)[: _MAX_PINS // 2]:
                     if name not in self._resolver.proxies:
                         del pins[name]
-            name = url.host.lower().rstrip(".")
+            name = url.raw_host.lower().rstrip(".")
             pins.pop(name, None)  # re-insert: the dict's order is least recently used first
             pins[name] = address
 

@@ -20,14 +20,13 @@ import calendar
 import email.utils
 from collections import deque
 from typing import Any, cast
-from urllib.parse import urljoin
 
 from crawlkit import records
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.client import FetchResult
 from crawlkit.records import Record, error_code
 from crawlkit.times import iso
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, whatwg_href
 
 __all__ = [
     "OUTCOMES",
@@ -129,6 +128,18 @@ def shape_response(
     return outcome, fields
 
 
+def resolve_location(url: str, location: str) -> str | None:
+    """The URL a redirect's ``Location`` names, resolved against ``url`` by the WHATWG
+    URL Standard as browsers resolve it (in http(s) ``\\`` is ``/``, ``///host/x``
+    names a host, tabs and newlines are dropped), or None when it is no URL
+    (``http://[google.com]/``; Python's ``urljoin`` raised on it, and a crawl that met
+    one failed, on every run)."""
+    try:
+        return whatwg_href(location, url)
+    except (ValueError, UnicodeError):
+        return None
+
+
 def redirect_target(
     rec: Record,
     url: str,
@@ -147,8 +158,11 @@ def redirect_target(
     ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``,
     and the source's ``requisite_hops`` when it was fetched as a page requisite.
     """
-    target = urljoin(url, location.strip())
-    fields["location"] = target
+    target = resolve_location(url, location)
+    fields["location"] = target if target is not None else location
+    if target is None:
+        fields["error"] = "redirect target refused: not a URL"
+        return None
     hops = rec.get("hops") if rec.get("reason") == "redirect" else 0
     hops = (hops if isinstance(hops, int) else 0) + 1
     if hops > max_hops:

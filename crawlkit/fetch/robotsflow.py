@@ -39,7 +39,7 @@ import contextlib
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver
@@ -56,7 +56,7 @@ from crawlkit.fetch.hosts import (
     split_url,
 )
 from crawlkit.fetch.hoststate import HostState
-from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time
+from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time, resolve_location
 from crawlkit.robots import RobotsEntry, RobotsPolicy
 
 __all__ = [
@@ -334,8 +334,10 @@ class RobotsFlow:
                 task.previous,
             )
         if 300 <= status < 400 and res.location() and task.hops < self.policy.max_redirects:
-            target = urljoin(task.url, (res.location() or "").strip())
+            target = resolve_location(task.url, res.location() or "")
             try:
+                if target is None:
+                    raise InvalidURL(f"not a URL: {res.location()!r}")
                 sp = split_url(target)
             except InvalidURL as exc:
                 return self.policy.on_error(f"robots.txt redirect: {exc}", now, task.previous)

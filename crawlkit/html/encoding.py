@@ -88,13 +88,26 @@ def codec_for_label(label: str | None) -> str | None:
 _UTF = frozenset({"utf-8", "utf_8", "utf8", "utf-16", "utf-16-le", "utf-16-be", "utf_16"})
 
 
+def _url_reference(error: UnicodeError) -> tuple[str, int]:
+    """An encoding error's characters as percent-encoded numeric references."""
+    assert isinstance(error, UnicodeEncodeError)
+    chars = error.object[error.start : error.end]
+    return "".join(f"%26%23{ord(c)}%3B" for c in chars), error.end
+
+
+_URL_REFERENCE = "crawlkit.url-reference"
+codecs.register_error(_URL_REFERENCE, _url_reference)
+
+
 def query_in_document_encoding(href: str, codec: str) -> str:
     """``href`` with the non-ASCII characters of its query percent-encoded in the
     document's encoding ``codec``, as a browser requests a link of such a page (the
     WHATWG URL Standard's encoding override): ``?q=café`` on a windows-1252 page is
     ``?q=caf%E9``, not UTF-8's ``caf%C3%A9``, which the server may read as another
     query and a replay of the page would not find. A character the encoding lacks
-    becomes ``&%23NNN;`` (its numeric character reference). Path and fragment are left
+    becomes ``%26%23NNN%3B``, its numeric character reference percent-encoded (the
+    standard's "percent-encode after encoding": a bare ``&`` would split the
+    parameter). Path and fragment are left
     to the URL parser, which encodes them in UTF-8 for every document."""
     if href.isascii() or codec.lower() in _UTF:
         return href
@@ -106,6 +119,6 @@ def query_in_document_encoding(href: str, codec: str) -> str:
     query = href[start + 1 : end]
     if query.isascii():
         return href
-    data = query.encode(codec, "xmlcharrefreplace")
+    data = query.encode(codec, _URL_REFERENCE)
     encoded = "".join(f"%{b:02X}" if b >= 0x80 or (b == 0x23) else chr(b) for b in data)
     return href[: start + 1] + encoded + href[end:]

@@ -55,7 +55,7 @@ from crawlkit.html.encoding import codec_for_label, query_in_document_encoding
 from crawlkit.html.guard import guard_markup
 from crawlkit.html.prescan import prescan, xml_declared
 from crawlkit.html.resolve import LinkResolver
-from crawlkit.url import Canonicalizer, ParsedURL, whatwg_href
+from crawlkit.url import Canonicalizer, ParsedURL, trim_url, whatwg_href
 
 __all__ = [
     "BOILERPLATE_TAGS",
@@ -128,9 +128,6 @@ _SRC_ATTRS: dict[str, tuple[str, ...]] = {
     "image": ("href", "xlink:href"),
 }
 _ASCII_SPACE = " \t\n\r\f"
-# What a URL parser strips from both ends of a URL: C0 controls and space (not
-# Unicode's white space, which str.strip() takes too).
-_URL_SPACE = "".join(map(chr, range(0x21)))
 
 # ---------------------------------------------------------------- content type
 
@@ -325,7 +322,7 @@ def refresh_target(content: str) -> str | None:
     target = content[url_equals.end() if url_equals is not None else pos :]
     if target[:1] in ("'", '"'):
         target = target[1:].split(target[0], 1)[0]
-    return target.strip(_URL_SPACE) or None
+    return trim_url(target) or None
 
 
 # ---------------------------------------------------------------- links
@@ -591,7 +588,7 @@ class HtmlExtractor:
                 raw_links.append((node.attributes.get("src") or "", False, tag))
             elif tag == "base":
                 if base_href is None:
-                    base_href = (node.attributes.get("href") or "").strip()
+                    base_href = trim_url(node.attributes.get("href") or "")
             elif tag == "title" and title is None and not _in_foreign(node):
                 title = " ".join(node.text().split())
 

@@ -16,7 +16,7 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import CanonRecord, canon_record
 from crawlkit.streams import LineError
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, trim_url
 
 
 def canon_records(
@@ -42,12 +42,15 @@ def canon_records(
             error = text.reason if isinstance(text, LineError) else "invalid UTF-8"
             yield canon_record(None, None, error)
             continue
-        raw = text.strip()
+        raw = trim_url(text)
         try:
             if not raw and base is None:
                 raise InvalidURL("empty line")
             if raw.startswith("{"):  # a URL record of another stage: its "url"
-                raw = text = _url_of_record(raw)
+                # (with --base, a line that is no JSON object is a relative reference)
+                url = _url_of_record(raw, strict=base is None)
+                if url is not None:
+                    raw = text = url
             parsed = canon.parse(raw, base)
         except InvalidURL as exc:
             reporter.bad_record(source, lineno, str(exc))
@@ -56,10 +59,14 @@ def canon_records(
         yield canon_record(text, parsed)
 
 
-def _url_of_record(line: str) -> str:
+def _url_of_record(line: str, strict: bool) -> str | None:
+    """The "url" of a JSON record line; for a line that is no JSON, an error when
+    ``strict``, else None (the line is a URL reference such as ``{id}/x``)."""
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        if not strict:
+            return None
         raise InvalidURL(f"a line starting with '{{' is not JSON ({exc})") from None
     url = record.get("url") if isinstance(record, dict) else None
     if not isinstance(url, str):
