@@ -66,10 +66,11 @@ def check(
     """Check URLs against a robots.txt by RFC 9309: one verdict a line.
 
     Reads the robots.txt given with --robots (first 512 KiB) and URLs from the
-    arguments or stdin, one a line (blank lines skipped). Writes one NDJSON object per
-    URL, in order: {"url", "allowed", "rule"}, where "rule" is the deciding line (as
-    "Disallow: /private/") or null when no rule matched or the status decided. The
-    longest matching pattern wins, Allow wins a tie, /robots.txt is always allowed.
+    arguments (an empty one is the path /) or stdin, one a line (blank lines
+    skipped). Writes one NDJSON object per URL, in order: {"url", "allowed",
+    "rule"}, where "rule" is the deciding line (as "Disallow: /private/") or null
+    when no rule matched or the status decided. The longest matching pattern wins,
+    Allow wins a tie, /robots.txt is always allowed.
     An input line that is a JSON record with a "url" (from crawlkit sitemap, say)
     comes out as that record plus "allowed" and "rule".
 
@@ -91,7 +92,7 @@ def check(
     else:
         lines = streams.read_text_lines(None, rep, aligned=True)
     with streams.open_output(out) as sink:
-        for record in check_lines(rules, agent, lines, rep):
+        for record in check_lines(rules, agent, lines, rep, skip_blank=not urls):
             sink.write_record(record)
     if rep.input_damaged:
         raise typer.Exit(1)

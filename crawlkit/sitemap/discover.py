@@ -40,6 +40,10 @@ __all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_rec
 _ROOTS = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?(urlset|sitemapindex|rss|RDF|feed)[\s>/]")
 _TEXT_URL = re.compile(rb"\s*https?://\S+\s*$")
 _SNIFF = 4096
+# XML's prolog before the root element: white space, the declaration and processing
+# instructions, comments (which may hold "<" or run for a licence's length), DOCTYPE.
+_PROLOG = re.compile(rb"(?:\s++|<\?.*?\?>|<!--.*?-->|<!(?!--)[^>]*+>)*+", re.DOTALL)
+_SNIFF_XML = 65536  # how far the prolog is read
 
 
 def is_robots_txt(url: str) -> bool:
@@ -54,20 +58,19 @@ def _head(body: bytes) -> bytes:
     """The first bytes of the document, gzip opened (a little of it)."""
     if body.startswith(b"\x1f\x8b"):
         try:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body[:65536], _SNIFF)
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(body[:65536], _SNIFF_XML)
         except zlib.error:
             return b""
-    return body[:_SNIFF]
+    return body[:_SNIFF_XML]
 
 
 def looks_like_sitemap(body: bytes) -> bool:
     """Whether ``body`` is a sitemap or feed document (see the module docstring)."""
     head = _head(body).lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"<"):
-        # the root element: the first tag that is not a declaration, comment or PI
-        for match in re.finditer(rb"<([^?!][^\s>/]*)", head):
-            return _ROOTS.match(head, match.start()) is not None
-        return False
+        # the root element: the first tag after the prolog
+        return _ROOTS.match(head, _PROLOG.match(head).end()) is not None  # type: ignore[union-attr]
+    head = head[:_SNIFF]
     lines = [line for line in head.split(b"\n")[:20] if line.strip()]
     if len(lines) > 1 and len(head) == _SNIFF:
         lines = lines[:-1]  # the last line may be cut

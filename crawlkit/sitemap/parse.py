@@ -395,7 +395,11 @@ class SitemapReader:
         if not body:
             self.stats.format = "empty"
             self.reporter.warn(f"{self.source}: empty sitemap", kind="empty sitemap")
-        elif body.startswith((b"<", b"\xff\xfe", b"\xfe\xff")):
+        elif body.startswith(b"<"):
+            # From the first "<": white space before the XML declaration (many CMS
+            # plugins send it) makes expat refuse the whole document.
+            yield from self._read_xml(body, chunks)
+        elif body.startswith((b"\xff\xfe", b"\xfe\xff")):
             yield from self._read_xml(first, chunks)
         else:
             self.stats.format = "text"

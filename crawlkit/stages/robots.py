@@ -30,8 +30,12 @@ def check_lines(
     agent: str,
     lines: Iterable[tuple[str, int, Any]],
     reporter: Reporter | None = None,
+    *,
+    skip_blank: bool = True,
 ) -> Iterator[dict[str, Any]]:
-    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order.
+    """One ``{"url", "allowed", "rule"}`` record per non-blank input line, in order
+    (per line, blank ones too, without ``skip_blank``: URLs given as arguments, where
+    ``""`` is the empty path, checked as ``/`` is).
 
     ``lines`` are ``(source, line_number, text)`` as from
     :func:`crawlkit.streams.read_text_lines` (``aligned=True``). A line is a URL, or a JSON
@@ -63,7 +67,7 @@ def check_lines(
         if error is not None:
             yield {"url": None, "allowed": False, "rule": None, "error": error}
             continue
-        if not url:
+        if not url and skip_blank:
             continue
         verdict = robots.check(agent, url)
         if record is None:

@@ -1246,3 +1246,18 @@ def test_cli_errors(cli, tmp_path) -> None:
 def test_dot_segments_are_resolved_before_matching(url: str, allowed: bool) -> None:
     robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /private/\n")
     assert robots.check("bot", url).allowed is allowed
+
+
+def test_check_answers_an_empty_url_argument(tmp_path) -> None:
+    # Every argument gets its verdict (Google's test: the empty URL is disallowed by
+    # "Disallow: /"); only blank lines of stdin are skipped.
+    from conftest import crawlkit
+
+    robots = tmp_path / "robots.txt"
+    robots.write_text("User-agent: *\nDisallow: /\n")
+    out = crawlkit("robots", "check", "--robots", str(robots), "--agent", "FooBot", "", "/a")
+    assert out.code == 0, out.stderr
+    assert out.text.splitlines() == [
+        '{"url":"","allowed":false,"rule":"Disallow: /"}',
+        '{"url":"/a","allowed":false,"rule":"Disallow: /"}',
+    ]
