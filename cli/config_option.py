@@ -18,10 +18,11 @@ from typing import Annotated, Any
 
 import click
 import typer
+from click.core import ParameterSource
 
 from crawlkit.crawl.config import HOST_KEYS, OptionKind, load_config
 
-__all__ = ["ConfigOption"]
+__all__ = ["ConfigOption", "config_line", "value_origin"]
 
 
 def _kinds(command: click.Command) -> dict[str, tuple[str, str]]:
@@ -72,7 +73,33 @@ def _load(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Pa
         defaults[name] = [*defaults.get(name, []), *ignored]
     ctx.default_map = defaults
     ctx.meta["crawlkit.crawl.config.hosts"] = config.hosts
+    ctx.meta[_WHERE] = {kinds[key][0]: where for key, where in config.where.items() if key in kinds}
     return value
+
+
+_WHERE = "crawlkit.crawl.config.where"  # parameter name -> "FILE:LINE" of its key
+
+
+def config_line(ctx: click.Context | None, name: str) -> str | None:
+    """ "FILE:LINE" of the config file key that gave parameter ``name`` its value, or
+    None when the value came from the command line or a default."""
+    if ctx is None:
+        return None
+    where = ctx.meta.get(_WHERE, {}).get(name)
+    if where is None or ctx.get_parameter_source(name) is not ParameterSource.DEFAULT_MAP:
+        return None
+    return str(where)
+
+
+def value_origin(flag: str) -> str:
+    """How an error about ``flag``'s value (``--min-delay``) names where it came from:
+    ``FILE:LINE: min-delay`` when a config file gave it, else the flag."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return flag
+    name = next((p.name for p in ctx.command.params if flag in getattr(p, "opts", ())), None)
+    where = config_line(ctx, name) if name else None
+    return f"{where}: {flag.lstrip('-')}" if where else flag
 
 
 ConfigOption = Annotated[

@@ -32,6 +32,7 @@ from crawlkit_cli.fetch_options import (
     fetch_config,
     warc_options,
 )
+from crawlkit_cli.fetch_options import duration as seconds_of
 from crawlkit_cli.options import (
     MAX_DEPTH_DEFAULT,
     Agent,
@@ -93,7 +94,6 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.masking import mask_argv
-from crawlkit.times import parse_duration
 
 
 def read_seeds(items: list[str]) -> list[str]:
@@ -305,7 +305,7 @@ def crawl_command(
     if not scope:
         raise UsageError("--scope must not be empty")
     Scope(scope)  # a bad regex is a usage error here, --explain too (as a run says)
-    run_for = parse_duration(duration) if duration else None
+    run_for = seconds_of(duration, "--for") if duration else None
     if run_for is not None and run_for <= 0:  # 0 read as "no limit" ran a crawl forever
         raise UsageError(f"--for {duration}: must be more than 0 (leave it out for no limit)")
     options = CrawlOptions(

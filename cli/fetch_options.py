@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import click
 import typer
+from crawlkit_cli.config_option import value_origin
 
 from crawlkit.errors import UsageError
 from crawlkit.fetch.config import DEFAULT_WARC, FetchConfig, WarcOptions
@@ -67,11 +68,24 @@ SITE_COOKIES = Path("crawl") / "cookies.txt"
 
 
 def duration(text: str, flag: str) -> float:
-    """Seconds of a duration flag; a negative one is a usage error naming ``flag``."""
-    value = parse_duration(text)
+    """Seconds of a duration flag; a bad or negative one is a usage error naming
+    ``flag`` (or the config file line that gave it)."""
+    try:
+        value = parse_duration(text)
+    except UsageError as exc:
+        raise UsageError(f"{value_origin(flag)}: {exc}") from None
     if value < 0:
-        raise UsageError(f"{flag} must not be negative")
+        raise UsageError(f"{value_origin(flag)} must not be negative")
     return value
+
+
+def byte_size(text: str, flag: str) -> int:
+    """Bytes of a size flag (10MB); a bad one is a usage error naming ``flag`` (or the
+    config file line that gave it)."""
+    try:
+        return parse_size(text)
+    except UsageError as exc:
+        raise UsageError(f"{value_origin(flag)}: {exc}") from None
 
 
 def robots_exceptions(hosts: list[str] | None) -> tuple[str, ...]:
@@ -182,8 +196,8 @@ def fetch_config(
         per_ip_delay=None if per_ip_delay is None else duration(per_ip_delay, "--per-ip-delay"),
         duration=None if run_for is None else duration(run_for, "--for"),
         timeout=duration(timeout, "--timeout"),
-        max_body=parse_size(max_body),
-        max_decoded=parse_size(max_decoded),
+        max_body=byte_size(max_body, "--max-body"),
+        max_decoded=byte_size(max_decoded, "--max-decoded"),
         backoff=duration(backoff, "--backoff"),
         max_backoff=duration(max_backoff, "--max-backoff"),
         ignore_robots_for=robots_exceptions(ignore_robots_for),
@@ -208,4 +222,6 @@ def warc_options(size: str, prefix: str, version: str) -> WarcOptions:
     crawl)."""
     if version not in ("1.0", "1.1"):
         raise UsageError("--warc-version must be 1.1 or 1.0")
-    return WarcOptions(size=parse_size(size), prefix=check_warc_prefix(prefix), version=version)
+    return WarcOptions(
+        size=byte_size(size, "--warc-size"), prefix=check_warc_prefix(prefix), version=version
+    )

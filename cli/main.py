@@ -80,6 +80,17 @@ def _run(command: click.Command, args: list[str], prefix: str) -> int:
             return _broken_pipe()
         raise
     except click.UsageError as exc:
+        # A value a config file gave (per-ip = 0) is refused as its flag's would be:
+        # say which file and line it came from.
+        param = getattr(exc, "param", None)
+        where = None
+        if param is not None and param.name and exc.ctx is not None:
+            from crawlkit_cli.config_option import config_line  # (imports the crawl)
+
+            where = config_line(exc.ctx, param.name)
+        if where is not None:  # the mistake is in the file, not the command line
+            print(f"{prefix}: {where}: {exc.format_message()}", file=sys.stderr)
+            return 2
         print(f"{prefix}: {exc.format_message()}", file=sys.stderr)
         print(f"Try 'crawlkit {invocation.command} --help'.".replace("  ", " "), file=sys.stderr)
         return 2

@@ -65,6 +65,7 @@ class ConfigFile:
     path: Path
     options: dict[str, Any] = field(default_factory=dict)
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)  # option -> "FILE:LINE" of its key
 
 
 _TABLE = re.compile(r"^\s*\[\s*(.+?)\s*\]\s*(?:#.*)?$")
@@ -165,6 +166,7 @@ def load_config(path: str | Path, options: dict[str, str]) -> ConfigFile:
         if not _kind_ok(value, kind):
             raise UsageError(f"{at(key)}: {key} must be {kind}, not {_describe(value)}")
         out.options[key] = value
+        out.where[key] = at(key)
     return out
 
 

@@ -76,6 +76,11 @@ def test_config_values_apply_and_flags_win(tmp_path):
         ('[hosts."*.a.org"]\nignore-robots = true\n', 1, '[hosts."*.a.org"] is not a host'),
         ('[hosts."a b"]\n', 1, '[hosts."a b"] is not a host'),
         ('scope = "site\n', 1, "not valid TOML"),
+        # values the option itself refuses
+        ("per-ip = 0\n", 1, "Invalid value for '--per-ip': 0 is not in the range x>=1."),
+        ('# a comment\nmin-delay = "fast"\n', 2, "min-delay: not a duration: 'fast'"),
+        ('max-body = "huge"\n', 1, "max-body: not a size: 'huge'"),
+        ('for = "soon"\n', 1, "for: not a duration: 'soon'"),
     ],
 )
 def test_config_mistakes_name_file_and_line(tmp_path, text, where, message):
