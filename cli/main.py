@@ -18,7 +18,7 @@ import typer
 from crawlkit_cli.app import app, invocation
 
 from crawlkit import early_signals
-from crawlkit.errors import CrawlkitError, describe_os_error
+from crawlkit.errors import CrawlkitError, describe_os_error, environment_error
 from crawlkit.tempdirs import private_temp_dir
 
 
@@ -114,6 +114,10 @@ def _run(command: click.Command, args: list[str], prefix: str) -> int:
     except Exception as exc:  # a bug: say so on one line, traceback only on request
         if invocation.debug:
             traceback.print_exc()
+        environment = environment_error(exc)
+        if environment is not None:  # (a full disk seen through a store's error)
+            print(f"{prefix}: {environment}", file=sys.stderr)
+            return 1
         print(
             f"{prefix}: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
             file=sys.stderr,

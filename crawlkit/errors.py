@@ -27,6 +27,7 @@ internal error.
 from __future__ import annotations
 
 import errno
+import sqlite3
 
 
 class CrawlkitError(Exception):
@@ -108,3 +109,26 @@ def describe_os_error(exc: OSError) -> str:
     if exc.errno is None and "requested and" in str(exc):
         reason = f"short write ({exc}); is the disk full?"
     return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """What the environment did behind ``exc``, in plain words (``PATH: no space left
+    on device``), or None when nothing did.
+
+    The first OSError in its chain of causes counts, so a full disk met while the run
+    shut down (a store's own write failing after the WARC writer's did) is still named
+    as the disk, not as the store's error; SQLite's "database or disk is full" is a
+    full disk too.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for error in chain:
+        if isinstance(error, OSError):
+            return describe_os_error(error)
+    for error in chain:
+        if isinstance(error, sqlite3.OperationalError) and "disk is full" in str(error):
+            return "no space left on device (an SQLite store: database or disk is full)"
+    return None

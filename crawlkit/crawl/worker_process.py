@@ -28,6 +28,7 @@ from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.loop import crawl
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.diag import Reporter
+from crawlkit.errors import environment_error
 from crawlkit.shard.routing import inbox_files
 
 __all__ = ["LINGER_POLL", "worker_main"]
@@ -130,7 +131,7 @@ def worker_main(
             peer_seeds=peers,
         )
     except Exception as exc:  # a one-line error, as the CLI would print it
-        send(("error", f"{type(exc).__name__}: {exc}"))
+        send(("error", environment_error(exc) or f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None
     finally:
         if options.page_budget is not None:

@@ -199,3 +199,28 @@ def test_a_frontier_next_that_fails_to_write_leaves_no_new_segments(tmp_path: Pa
     assert sorted(p.name for p in (state / "frontier").iterdir()) == before
     r = crawlkit("frontier", "stats", "--state", str(state))
     assert b'"queued":4000' in r.stdout
+
+
+def test_a_full_disk_behind_a_store_error_is_named_as_the_disk() -> None:
+    # A run that met a full disk in the WARC writer, then failed again in a store's
+    # write while shutting down, said "internal error: OperationalError: database or
+    # disk is full": the first cause in the chain is named now, and SQLite's own
+    # "disk is full" is a full disk too.
+    import errno
+    import sqlite3
+
+    from crawlkit.errors import environment_error
+
+    def shut_down_after_a_full_disk() -> None:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device", "S/warc/new/a.warc.gz")
+        finally:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    try:
+        shut_down_after_a_full_disk()
+    except sqlite3.OperationalError as exc:
+        assert environment_error(exc) == "S/warc/new/a.warc.gz: no space left on device"
+    full = sqlite3.OperationalError("database or disk is full")
+    assert environment_error(full).startswith("no space left on device")
+    assert environment_error(ValueError("a bug")) is None
