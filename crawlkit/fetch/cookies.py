@@ -89,7 +89,15 @@ class Cookie:
             self.subdomains and host.endswith("." + self.domain) and not is_ip(host)
         ):
             return False
-        return path.startswith(self.path) if self.path else True
+        return path_match(path, self.path) if self.path else True
+
+
+def path_match(path: str, cookie_path: str) -> bool:
+    """RFC 6265 5.1.4: ``/sub`` covers ``/sub`` and ``/sub/...``, not ``/subway``."""
+    if not path.startswith(cookie_path):
+        return False
+    rest = path[len(cookie_path) :]
+    return not rest or cookie_path.endswith("/") or rest.startswith("/")
 
 
 def cookie_problem(cookie: Cookie) -> str | None:

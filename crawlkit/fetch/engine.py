@@ -79,6 +79,7 @@ from crawlkit.fetch.outcome import (
     OUTCOMES,
     Outbox,
     Record,
+    conditional,
     fetch_record,
     fetch_refusal,
     iso_time,
@@ -577,11 +578,11 @@ class Fetcher:
         then the per-URL headers of the request settings."""
         rec = item.record
         headers = self._headers
-        if rec.get("etag") or rec.get("last_modified"):
+        if conditional(rec):
             headers = dict(headers)
-            if isinstance(rec.get("etag"), str):
+            if isinstance(rec.get("etag"), str) and rec["etag"]:
                 headers["If-None-Match"] = rec["etag"]
-            if isinstance(rec.get("last_modified"), str):
+            if isinstance(rec.get("last_modified"), str) and rec["last_modified"]:
                 headers["If-Modified-Since"] = rec["last_modified"]
         if self.config.request:
             headers = {**headers, **self.config.request.for_url(item.url)}

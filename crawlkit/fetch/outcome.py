@@ -32,12 +32,14 @@ __all__ = [
     "OUTCOMES",
     "Outbox",
     "Record",
+    "conditional",
     "error_code",
     "fetch_record",
     "fetch_refusal",
     "iso_time",
     "parse_retry_after",
     "redirect_target",
+    "resolve_location",
     "shape_response",
     "timing_fields",
 ]
@@ -55,15 +57,15 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # ("²" is a digit to str.isdigit, not to float)
         return float(value)
     try:
         parsed = email.utils.parsedate_tz(value)
-    except (TypeError, ValueError):
+        if parsed is None:
+            return None
+        return max(0.0, calendar.timegm(parsed[:9]) - (parsed[9] or 0) - now)
+    except (TypeError, ValueError, OverflowError):  # a year past what a C long holds
         return None
-    if parsed is None:
-        return None
-    return max(0.0, calendar.timegm(parsed[:9]) - (parsed[9] or 0) - now)
 
 
 def fetch_record(rec: Record, url: str, outcome: str, **fields: Any) -> Record:
@@ -115,7 +117,13 @@ def shape_response(
         fields["truncated"] = res.truncated
     if res.tls_unverified:
         fields["tls_unverified"] = res.tls_unverified
-    if status == 304:
+    if status == 304 and not conditional(rec):
+        # A 304 to a plain GET says nothing about what was had before (there was
+        # nothing): counted as "unchanged", its page was never captured.
+        outcome = "error"
+        fields["error"] = "HTTP 304 to a request that was not conditional"
+        fields["etag"] = fields["last_modified"] = None
+    elif status == 304:
         outcome = "not-modified"
     elif status in (429, 503):
         outcome = "deferred"
@@ -126,6 +134,12 @@ def shape_response(
     else:
         outcome = "fetched"
     return outcome, fields
+
+
+def conditional(rec: Record) -> bool:
+    """Whether the request for ``rec`` asks with validators (If-None-Match or
+    If-Modified-Since, from the record's ``etag`` / ``last_modified``)."""
+    return any(isinstance(rec.get(k), str) and rec.get(k) for k in ("etag", "last_modified"))
 
 
 def resolve_location(url: str, location: str) -> str | None:

@@ -213,3 +213,21 @@ def test_a_cookie_with_a_tab_does_not_break_the_next_run(tmp_path: Path, tab_coo
     res = crawlkit("crawl", tab_cookie_server + "again", *common, timeout=120)
     assert res.code == 0, res.stderr
     assert "cookies.txt:3: " in res.stderr and "skipped" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "sent"),
+    [
+        ("/sub", True),
+        ("/sub/page", True),
+        ("/subway", False),  # RFC 6265 5.1.4: a path-match ends at a "/"
+        ("/subscribe", False),
+        ("/other", False),
+    ],
+)
+def test_a_cookie_path_matches_whole_segments(path: str, sent: bool) -> None:
+    cookie = Cookie("a.test", False, "/sub", False, 0, "sess", "abc")
+    assert cookie.matches("http", "a.test", path, 0.0) is sent
+    assert Cookie("a.test", False, "/sub/", False, 0, "s", "v").matches(
+        "http", "a.test", "/sub/x", 0.0
+    )
