@@ -33,7 +33,9 @@ def index(
     """Write a CDXJ index of WARC files, SURT-sorted, as pywb and cdxj-indexer write it.
 
     One line per capture (response, revisit, resource and metadata records, but not
-    application/warc-fields ones): the SURT key of WARC-Target-URI as pywb computes it
+    application/warc-fields ones, nor revisits of the server-not-modified profile: a
+    304 that pywb would replay as an empty page where the capture it confirms
+    should show): the SURT key of WARC-Target-URI as pywb computes it
     (host labels reversed, IP addresses too, "www" dropped, port kept unless the
     default, path and query lowercased, query parameters sorted), the WARC-Date as 14
     digits, then a JSON block with url, mime, status, digest, length, offset and

@@ -177,6 +177,7 @@ class RecrawlRecord(TypedDict, total=False):
     interval: float  #: seconds until the next visit after this one (importance applied)
     etag: str | None  #: the ETag of the last fetch, for If-None-Match
     last_modified: str | None  #: the Last-Modified of the last fetch, for If-Modified-Since
+    digest: str | None  #: the payload digest it had (a 304 is a revisit of that capture)
     last_fetch: str | None  #: when it was last fetched, ISO 8601 UTC
     changes: int  #: fetches that found the page changed
     checks: int  #: fetches that compared the page with the one before
@@ -362,6 +363,7 @@ def recrawl_record(
     last_fetch: str | None,
     changes: int,
     checks: int,
+    digest: str | None = None,
 ) -> RecrawlRecord:
     """A URL due for a recrawl, in the order ``crawlkit recrawl`` writes it."""
     return {
@@ -377,6 +379,7 @@ def recrawl_record(
         "interval": interval,
         "etag": etag,
         "last_modified": last_modified,
+        "digest": digest,
         "last_fetch": last_fetch,
         "changes": changes,
         "checks": checks,

@@ -69,20 +69,31 @@ class WarcArchiver:
         return self.pending >= self.max_pending
 
     async def archive(
-        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+        self,
+        res: FetchResult,
+        url: str,
+        depth: Any,
+        extra: dict[str, str],
+        not_modified_of: str | None = None,
     ) -> tuple[str, Any]:
         """Write the exchange to the WARC; returns (payload digest, location dict or None).
+
+        ``not_modified_of`` is given for a 304 to a conditional GET: the digest the page
+        had (the input record's, "" when unknown). The capture is then a revisit of the
+        server-not-modified profile, of the earlier capture with that digest when the
+        state knows it, and its digest is that one: a replay of the page shows the
+        content it still has, not the 304's empty body.
 
         Hashing, the revisit lookup and compression run on the WARC thread, in order,
         so the event loop only hands the response over. Without a writer, or without a
         response, nothing is written and the location is None.
         """
         if self.warc is None or res.status is None:
-            return sha1_digest(res.body), None
+            return not_modified_of or sha1_digest(res.body), None
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[str, Any]] = loop.create_future()
         with self._lock:
-            self._queue.append((future, (res, url, depth, extra)))
+            self._queue.append((future, (res, url, depth, extra, not_modified_of)))
             start, self._draining = not self._draining, True
         if start:
             loop.run_in_executor(self._pool, self._drain, loop)
@@ -118,15 +129,24 @@ class WarcArchiver:
             loop.call_soon_threadsafe(_deliver, [f for f, _ in batch], results)
 
     def _write(
-        self, res: FetchResult, url: str, depth: Any, extra: dict[str, str]
+        self,
+        res: FetchResult,
+        url: str,
+        depth: Any,
+        extra: dict[str, str],
+        not_modified_of: str | None = None,
     ) -> tuple[str, Any]:
-        """WARC thread: one capture, a revisit when a 2xx payload was seen before."""
+        """WARC thread: one capture, a revisit when a 2xx payload was seen before (or
+        when the server said the page was not modified)."""
         assert self.warc is not None and res.status is not None
-        digest = sha1_digest(res.body)
         date = warc_date(res.started, self.warc.version)
+        not_modified = not_modified_of is not None
+        digest = not_modified_of or sha1_digest(res.body)
         # a 2xx payload whole: stored once, its copies as revisits of the first capture
         state = self.state if res.body and not res.truncated and 200 <= res.status < 300 else None
         first = state.digest(digest) if state is not None else None
+        if not_modified and not_modified_of and self.state is not None:
+            first = self.state.digest(not_modified_of)  # the capture it is the same as
         meta = {
             "fetchTimeMs": str(int(res.elapsed * 1000)),
             "ipAddress": res.address or "",
@@ -146,13 +166,14 @@ class WarcArchiver:
             truncated=res.truncated,
             depth=depth if isinstance(depth, int) else None,
             revisit_of=first[:2] if first is not None else None,
+            not_modified=not_modified,
             metadata=meta,
             precompressed=encoded,
         )
         where = self.warc.write_capture(cap).to_dict()
         if state is not None and first is None:
             state.put_digest(digest, url, date, json.dumps(where))
-        elif first is not None and first[2] is not None and first[0] != url:
+        elif first is not None and first[2] is not None and first[0] != url and not not_modified:
             # A copy at another URL: its links resolve against its own URL, so extract
             # parses it from the first capture (crawl/cycle.py: CycleWarcs.originals).
             where["refers_to"] = {**json.loads(first[2]), "url": first[0]}

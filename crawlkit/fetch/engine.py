@@ -652,7 +652,13 @@ class Fetcher:
             return
         extra = {"tlsUnverified": res.tls_unverified} if res.tls_unverified else {}
         extra.update(provenance_fields(rec))  # the hop path, in the capture's metadata
-        digest, loc = await self.archiver.archive(res, item.url, rec.get("depth"), extra)
+        not_modified_of = None
+        if res.status == 304 and conditional(rec):
+            known = rec.get("digest")
+            not_modified_of = known if isinstance(known, str) else ""
+        digest, loc = await self.archiver.archive(
+            res, item.url, rec.get("depth"), extra, not_modified_of
+        )
         outcome, fields = shape_response(
             rec, res, digest=digest, warc=loc, backoff_until=host.backoff_until
         )

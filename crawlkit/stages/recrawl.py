@@ -361,6 +361,7 @@ def _update(
             interval=round(entry.interval, 3),
             etag=entry.etag,
             last_modified=entry.last_modified,
+            digest=entry.digest,
             last_fetch=iso(entry.last_fetch) if entry.last_fetch else None,
             changes=entry.changes,
             checks=entry.checks,

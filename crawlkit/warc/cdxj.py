@@ -14,7 +14,10 @@ spacing of cdxj-indexer's default output (``url``, ``mime``, ``status``, ``diges
 indexes of one WARC are the same bytes, which a test checks.
 
 Indexed: ``response``, ``revisit`` (mime ``warc/revisit``), ``resource`` and
-``metadata`` records, except ``application/warc-fields`` resources and metadata.
+``metadata`` records, except ``application/warc-fields`` resources and metadata, and
+(unlike cdxj-indexer) revisits of the server-not-modified profile: a 304 to a
+conditional GET, which pywb replays as an empty 304 whatever record it refers to, so
+that a replay of the page at a later time shows the capture the 304 confirmed.
 ``offset`` and ``length`` are the record's place in the file as stored (the gzip
 member, for ``.warc.gz``); ``filename`` is the file's base name. ``digest`` is
 ``WARC-Payload-Digest``, or a sha1 of the payload computed when the record has none.
@@ -58,6 +61,7 @@ from crawlkit.warc.surt import surt_key
 
 __all__ = [
     "INDEXED_TYPES",
+    "NOT_MODIFIED_PROFILE",
     "ZIPNUM_LINES",
     "capture_line",
     "index_lines",
@@ -92,6 +96,10 @@ def _timestamp(date: str, number: int, source: str) -> str:
     raise InputError(f"record {number}: WARC-Date {shown!r} is not a date", source=source)
 
 
+#: The end of a server-not-modified revisit's WARC-Profile (WARC 1.0 and 1.1).
+NOT_MODIFIED_PROFILE = "/revisit/server-not-modified"
+
+
 def _line(record: WarcRecord, name: str, source: str) -> str | None:
     """The index line of one record, or None for a record that is not indexed (as
     cdxj-indexer's defaults: response, revisit, resource and metadata records, but
@@ -101,6 +109,8 @@ def _line(record: WarcRecord, name: str, source: str) -> str | None:
         return None
     wh = record.headers
     if rec_type in ("resource", "metadata") and wh.get("content-type") == "application/warc-fields":
+        return None
+    if rec_type == "revisit" and wh.get("warc-profile", "").endswith(NOT_MODIFIED_PROFILE):
         return None
     url = wh.get("warc-target-uri", "")
     if not url and rec_type != "metadata":

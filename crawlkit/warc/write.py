@@ -96,6 +96,11 @@ _PROFILE = {
     "1.1": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
     "1.0": "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest",
 }
+# A 304 to a conditional GET: the server says the page is as it was (WARC 1.1 6.7.2).
+_NOT_MODIFIED_PROFILE = {
+    "1.1": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+    "1.0": "http://netpreserve.org/warc/1.0/revisit/server-not-modified",
+}
 
 
 def sha1_digest(data: bytes) -> str:
@@ -195,6 +200,9 @@ class Capture:
     truncated: str | None = None
     depth: int | None = None
     revisit_of: tuple[str, str] | None = None  # (uri, WARC-Date) of the earlier capture
+    # A 304 to a conditional GET: a revisit of the server-not-modified profile, of
+    # ``revisit_of`` when the earlier capture is known; ``payload_digest`` is its digest.
+    not_modified: bool = False
     precompressed: bool = False  # the body has a Content-Encoding (gzip, br, ...)
     metadata: dict[str, str] = field(default_factory=dict)
 
@@ -473,7 +481,8 @@ class WarcWriter:
             common.append(("WARC-IP-Address", cap.ip))
         common.append(("WARC-Warcinfo-ID", self._warcinfo_id))
         head = _clean_head(cap.response_head)
-        if cap.revisit_of is None:
+        revisit = cap.revisit_of is not None or cap.not_modified
+        if not revisit:
             block = head + cap.body
             headers = [
                 ("WARC-Type", "response"),
@@ -486,13 +495,19 @@ class WarcWriter:
                 headers.append(("WARC-Truncated", cap.truncated))
         else:
             block = head
+            profiles = _NOT_MODIFIED_PROFILE if cap.not_modified else _PROFILE
             headers = [
                 ("WARC-Type", "revisit"),
                 ("WARC-Record-ID", response_id),
                 *common,
-                ("WARC-Profile", _PROFILE[self.version]),
-                ("WARC-Refers-To-Target-URI", cap.revisit_of[0]),
-                ("WARC-Refers-To-Date", cap.revisit_of[1]),
+                ("WARC-Profile", profiles[self.version]),
+            ]
+            if cap.revisit_of is not None:
+                headers += [
+                    ("WARC-Refers-To-Target-URI", cap.revisit_of[0]),
+                    ("WARC-Refers-To-Date", cap.revisit_of[1]),
+                ]
+            headers += [
                 ("WARC-Block-Digest", sha1_digest(block)),
                 ("WARC-Payload-Digest", cap.payload_digest),
             ]
@@ -501,15 +516,15 @@ class WarcWriter:
         headers.append(("Content-Type", "application/http; msgtype=response"))
         # An already compressed body does not shrink (deflate gains ~1% on gzip output at
         # ~100-150 µs for 8 KB); stored deflate blocks cost ~8 µs and ~0.3 KB of headers.
-        level = 0 if cap.precompressed and cap.revisit_of is None else None
+        level = 0 if cap.precompressed and not revisit else None
         offset, length = self._append(headers, block, level)
         location = WarcLocation(self._name, offset, length)
-        if self._index is not None:
+        if self._index is not None and not cap.not_modified:  # (cdxj.py: not indexed)
             line = capture_line(
                 url=cap.url,
                 date=date,
                 http_head=head,
-                revisit=cap.revisit_of is not None,
+                revisit=revisit,
                 digest=cap.payload_digest or sha1_digest(cap.body),
                 offset=offset,
                 length=length,

@@ -1,0 +1,105 @@
+"""A 304 to a conditional GET is archived as a revisit of the capture it repeats.
+
+It was stored as a plain ``response`` of 304 with no body: pywb replayed the latest
+capture of every page a recrawl found unchanged as an empty 304. Now it is a
+``revisit`` of the server-not-modified profile (WARC 1.1 6.7.2) referring to the
+capture of the digest the recrawl record carries, and a replay shows that page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+from archive_tools import pywb_replay
+from conftest import crawlkit, fetch_loopback
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import streams
+
+PAGE = b"<html><p>the archived page</p></html>"
+
+
+class _Conditional(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/robots.txt":
+            body, status = b"User-agent: *\nAllow: /\n", 200
+        elif self.headers.get("If-None-Match") == '"v1"':
+            body, status = b"", 304
+        else:
+            body, status = PAGE, 200
+        self.send_response(status)
+        self.send_header("ETag", '"v1"')
+        if status == 200:
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def _server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Conditional)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/page"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_304_is_a_revisit_that_replays_the_page(tmp_path: Path) -> None:
+    state = tmp_path / "s"
+    first_log, second_log = tmp_path / "first.ndjson", tmp_path / "second.ndjson"
+    with _server() as url:
+        assert fetch_loopback(state, [url], "--log", str(first_log)).code == 0
+        (first,) = streams.read_records([str(first_log)])
+        # what `crawlkit recrawl` emits for the page: its validators and digest
+        due = {"url": url, "reason": "recrawl", "etag": first["etag"], "digest": first["digest"]}
+        batch = tmp_path / "due.ndjson"
+        batch.write_bytes(orjson.dumps(due) + b"\n")
+        result = crawlkit(
+            *("fetch", "--state", str(state), "--allow-net", "127.0.0.0/8"),
+            *("--log", str(second_log), str(batch)),
+        )
+    assert result.code == 0, result.stderr
+    (second,) = streams.read_records([str(second_log)])
+    assert (second["status"], second["outcome"]) == (304, "not-modified")
+    assert second["digest"] == first["digest"]
+
+    warcs = sorted((state / "warc").rglob("*.warc.gz"))
+    kinds = []
+    for warc in warcs:
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f):
+                target = record.rec_headers["WARC-Target-URI"]
+                if record.rec_type in ("response", "revisit") and target == url:
+                    kinds.append((record.rec_type, record.rec_headers))
+    (response, revisit) = kinds
+    assert response[0] == "response"
+    assert revisit[0] == "revisit"
+    headers = revisit[1]
+    assert headers["WARC-Profile"].endswith("/revisit/server-not-modified")
+    assert headers["WARC-Refers-To-Target-URI"] == url
+    assert headers["WARC-Refers-To-Date"] == response[1]["WARC-Date"]
+    assert headers["WARC-Payload-Digest"] == response[1]["WARC-Payload-Digest"]
+
+    coll = tmp_path / "pywb" / "collections" / "c"
+    (coll / "archive").mkdir(parents=True)
+    (coll / "indexes").mkdir()
+    for warc in warcs:
+        shutil.copy(warc, coll / "archive" / warc.name)
+    index = crawlkit("index", *map(str, warcs), "-o", str(coll / "indexes" / "index.cdxj"))
+    assert index.code == 0, index.stderr
+    replayed = pywb_replay(tmp_path / "pywb", "c", url)[url]  # the latest capture: the 304
+    assert replayed["status"] == 200
+    assert replayed["sha256"] == hashlib.sha256(PAGE).hexdigest()
