@@ -167,7 +167,14 @@ class Picker:
         on_handed: Callable[[Record], None],
         on_blocked: Callable[[Record], None],
         queued_hosts: Mapping[str, int] | None = None,
+        period: int | None = None,
     ):
+        # The budget period URLs are charged to (None: budgets off). A URL handed out
+        # is tagged with it ("budget_period"); one handed back unfetched in the same
+        # period (deferred before its request: the run stopped, robots.txt could not
+        # be had) carries the tag and is not charged again. Charged at each hand-out,
+        # a site crawled in --for slices got 69 pages of its budget of 110.
+        self.period = period
         self.queues = queues
         self.queued_hosts = queued_hosts
         self.parked = parked
@@ -262,12 +269,13 @@ class Picker:
                 rec = cands[i][1]
                 host = rec["host"]
                 site = rec["site"]
+                charged = self.period is not None and rec.get("budget_period") == self.period
                 # Budget before --per-host: a URL whose site has used its budget waits
                 # for the next cycle whatever its host's turn, so say so now (parked)
                 # rather than rotate it to the tail for the next batch to park.
                 if is_blocked is not None and is_blocked(site, host):
                     status[i] = 4
-                elif budgets and self._left(site) <= 0:
+                elif budgets and not charged and self._left(site) <= 0:
                     status[i] = 3
                 elif per_host and self.host_n[host] >= per_host:
                     status[i] = 2
@@ -275,7 +283,8 @@ class Picker:
                     status[i] = 1
                     picked.append(i)
                     self.host_n[host] += 1
-                    self.sites.get(site).used += 1
+                    if not charged:
+                        self.sites.get(site).used += 1
                 if r + 1 < len(idx):
                     still.append(idx)
                 if len(picked) >= need:
@@ -304,8 +313,12 @@ class Picker:
                 info.parked += 1
             elif st == 4:
                 self.on_blocked(rec)
+        period = self.period
         for i in picked:
             line, rec = cands[i]
+            if period is not None and rec.get("budget_period") != period:
+                end = b"\n" if line.endswith(b"\n") else b""
+                line = orjson.dumps({**rec, "budget_period": period}) + end
             self.batch.append(line)
             self.on_handed(rec)
 

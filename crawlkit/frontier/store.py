@@ -447,6 +447,7 @@ class Frontier:
             on_handed=lambda rec: self._forget(rec, parked=False, handed=True),
             on_blocked=blocked,
             queued_hosts=self.hosts,
+            period=self.cycle_number if opts.budgets else None,
         )
         pick(picker, opts)
         self.totals["handed-out"] += len(picker.batch)

@@ -217,6 +217,9 @@ class WaitingRoom:
                 continue
             keep = {k: v for k, v in rec.items() if k not in FETCH_FIELDS}
             keep["retry_at"] = rec.get("retry_at")
+            if rec.get("status") is not None:
+                # a request was made (429, 503): the next hand-out is charged again
+                keep.pop("budget_period", None)
             taken += self._put(keep, float(parse_time(rec.get("retry_at")) or 0.0))
         return taken
 

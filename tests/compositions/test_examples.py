@@ -96,10 +96,14 @@ def test_cron_script_continues_and_skips_when_still_running(tmp_path: Path) -> N
         totals = streams.read_json(d / "state" / "crawl" / "totals.json")
         assert totals["runs"] == 1
         summary = orjson.loads((d / "last-run.json").read_text())
-        assert summary["fetched"] >= 30
+        assert summary["fetched"] >= 1
         again = _run(script, str(d), str(web.seeds), "--scope", "any", *_net(web), env=env)
         assert again.returncode == 0, again.stderr
-        assert streams.read_json(d / "state" / "crawl" / "totals.json")["runs"] == 2
+        totals = streams.read_json(d / "state" / "crawl" / "totals.json")
+        assert totals["runs"] == 2
+        # The second run went on from the first: between them, the 36 pages. (How many
+        # the first run's 30 s reach depends on the machine's load: 24 on a busy one.)
+        assert totals["fetched"] >= 36
         _audit_ok(web)
 
 

@@ -859,3 +859,27 @@ def test_small_pushes_at_the_tail_rewrite_each_line_a_few_times(
         assert len(small) <= 13
     assert written[0] <= 12 * len(pushed)
     assert q.take_all() == pushed
+
+
+def test_a_url_handed_back_unfetched_is_not_charged_twice(tmp_path: Path) -> None:
+    # A URL handed out and deferred before its request (the run's --for ended, its
+    # robots.txt could not be had) used the site's budget again when handed out from
+    # the waiting room: a site crawled in --for slices got 69 pages of its 110. One
+    # that was asked (a 503) is charged again: the server was.
+    from crawlkit.stages.frontier import frontier_defer
+
+    state = tmp_path / "s"
+    base = BudgetPolicy().base
+    add(state, [link(f"https://slices.test/p{i}") for i in range(base + 5)])
+    first, _ = take(state, 500, per_host=1000)
+    assert len(first) == base
+    assert {r["budget_period"] for r in first} == {1}
+    past = "2026-05-28T00:00:00Z"  # due again at once
+    deferred = [
+        {**r, "outcome": "deferred", "status": None, "retry_at": past, "stopped": True}
+        for r in first[:-1]
+    ] + [{**first[-1], "outcome": "deferred", "status": 503, "retry_at": past}]
+    assert frontier_defer(state, deferred) == (base, base)
+    again, _ = take(state, 500, per_host=1000, now=NOW + 60)  # the same budget period
+    assert sorted(r["url"] for r in again) == sorted(r["url"] for r in first[:-1])
+    assert frontier_stats(state)["budgets"]["used"] == base
