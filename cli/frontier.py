@@ -234,7 +234,7 @@ def add(
 
     Example:
 
-        crawlkit frontier add --state S --urls --reason seed seeds.txt
+        crawlkit seen-merge --state S --reason seed seeds.txt | crawlkit frontier add --state S
 
         crawlkit seen-merge --state S links | crawlkit frontier add --state S
 

@@ -116,8 +116,9 @@ def parse(
     prints one indented JSON object: "groups" in file order, each with its product
     tokens ("agents"), its rules (as written and as compared after percent-encoding
     normalisation) and "crawl_delay"; global "sitemaps"; "ignored" lines with the
-    reason (the first 100; "ignored_count" counts all). With --agent, "selected" lists
-    the line numbers of the groups that apply to it (merged), or [] for none.
+    reason (the first 100; "ignored_count" counts all). With --agent, "selected" is
+    {"agent", "groups", "crawl_delay"}: the line numbers of the groups that apply to
+    it (merged; [] for none) and the Crawl-delay it gets (null for none).
 
     Buffers the one file. Touches no state.
 

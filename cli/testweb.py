@@ -146,7 +146,9 @@ def testweb(
         int,
         typer.Option(
             "--crawl-delay-hosts",
-            help="Ordinary hosts whose robots.txt asks for a Crawl-delay of --crawl-delay.",
+            help="Ordinary hosts whose robots.txt asks for a Crawl-delay of --crawl-delay: "
+            "any but the first (h0, the root of a few-seed web) and those whose "
+            "robots.txt is a 404, so at most --hosts minus 1.",
         ),
     ] = 0,
     warm: Annotated[

@@ -23,7 +23,7 @@ if [ -f "$W/seeds.txt" ] && [ ! -f "$W/seeds.done" ]; then
         | crawlkit frontier add --state "$S" > "$W/seed-refusals.ndjson"
     touch "$W/seeds.done"
 fi
-crawlkit frontier next --state "$S" --max 20000 > "$W/batch.ndjson.zst"
+crawlkit frontier next --state "$S" --max 20000 -o "$W/batch.ndjson.zst"
 crawlkit fetch --state "$S" "$W/batch.ndjson.zst" --log "$W/fetched.ndjson.zst" \
     --redirects "$W/redirects.ndjson" "$@"
 if ! ls "$S"/warc/new/*.warc.gz > /dev/null 2>&1; then
@@ -36,7 +36,7 @@ crawlkit extract "$S"/warc/new/*.warc.gz --pages "$W/pages.ndjson.zst" \
 mkdir -p "$S/warc/done"
 mv "$S"/warc/new/*.warc.gz "$S/warc/done/"
 crawlkit dedup --state "$S" "$W/pages.ndjson.zst" --sites "$W/sites.ndjson" \
-    > "$W/dedup.ndjson.zst"
+    -o "$W/dedup.ndjson.zst"
 crawlkit frontier add --state "$S" "$W/sites.ndjson" > /dev/null
 crawlkit frontier links --state "$S" "$W/links.ndjson.zst"   # site importance, budgets
 crawlkit seen-merge --state "$S" "$W/links.ndjson.zst" "$W/redirects.ndjson" \

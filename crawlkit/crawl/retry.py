@@ -168,8 +168,9 @@ class ErrorTally:
     """Failed fetches of a run by reason (the record's ``error_code``, such as
     ``dns-nxdomain`` or ``tls-expired``, else the error's first words), with an example:
     errors below HTTP, URLs the fetcher refused (network policy...) except repeats of
-    a URL already in flight, and URLs deferred because their robots.txt could not be
-    had (``robots.txt unavailable``)."""
+    a URL already in flight, URLs deferred because their robots.txt could not be had
+    (``robots.txt unavailable``), and redirects that lead nowhere (``redirect limit
+    reached``: past ``--max-hops``)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
@@ -184,6 +185,11 @@ class ErrorTally:
         if outcome == "deferred" and text.startswith(ROBOTS_UNAVAILABLE):
             reason = f"{ROBOTS_UNAVAILABLE} ({code})" if code else ROBOTS_UNAVAILABLE
             self._add(reason, record, text)
+            return
+        if outcome == "redirect" and record.get("error"):
+            # a redirect that leads nowhere (past the hop limit, to no URL): its page is
+            # lost to the crawl as surely as by an error
+            self._add(short_label(text.split(":", 1)[0].split(" (", 1)[0]), record, text)
             return
         if outcome not in ("error", "refused") or record.get("refused") == "duplicate":
             return

@@ -76,7 +76,7 @@ STEPS: tuple[Step, ...] = (
         "frontier next: the next URLs, at most --per-host of a host in the fetcher",
         (
             "crawlkit frontier next --state {state}{shard} --max {batch} --per-host {per_host}"
-            "{no_budgets}{next_flags} > $C/batch.ndjson.zst",
+            "{no_budgets}{next_flags} -o $C/batch.ndjson.zst",
         ),
         post=False,
     ),
@@ -107,7 +107,7 @@ STEPS: tuple[Step, ...] = (
         "dedup: exact and near duplicates; site yields feed the budgets",
         (
             "crawlkit dedup --state {state} $C/pages.ndjson.zst --sites $C/sites.ndjson.zst "
-            "> $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope}"
+            "-o $C/dedup.ndjson.zst && crawlkit frontier add --state {state}{shard} --scope {scope}"
             "{add_flags} $C/sites.ndjson.zst",
         ),
         run=lambda cycles, cycle: cycles.dedup(cycle),

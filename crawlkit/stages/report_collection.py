@@ -10,9 +10,10 @@ WARC directory, and returns the ``collection`` section of ``crawlkit report``:
   the hosts whose robots.txt rules the operator set aside (``--ignore-robots-for``);
 * ``mime_types``: fetched responses by media type, with counts and bytes;
 * ``statuses`` and ``problems`` (fetch outcomes other than fetched, not-modified and
-  redirect, by outcome and error; responses kept cut, by why: ``truncated: length``
-  past a size cap, ``time`` past the timeout, ``disconnect`` a body the server broke
-  off; refusals by reason), each with up to ``examples`` URLs;
+  redirect, and redirects that lead nowhere, by outcome and error; responses kept
+  cut, by why: ``truncated: length`` past a size cap, ``time`` past the timeout,
+  ``disconnect`` a body the server broke off; refusals by reason), each with up to
+  ``examples`` URLs;
 * ``requisites``: how many page requisites were fetched, and those missing (an
   error status, a failed fetch, robots.txt, a refusal), with why;
 * ``warc_files``: name, bytes and SHA-256 of each WARC file (hashes are kept in
@@ -288,7 +289,8 @@ def collection_section(
             mime_bytes[kind] += int(rec.get("bytes") or 0)
             if rec.get("truncated"):  # kept, cut (WARC-Truncated): a cap, or a broken body
                 _examples(problems, f"truncated: {rec['truncated']}", url, examples)
-        elif outcome not in _OK_OUTCOMES:
+        elif outcome not in _OK_OUTCOMES or (outcome == "redirect" and rec.get("error")):
+            # (a redirect with an error leads nowhere: past the hop limit, or to no URL)
             error = str(rec.get("error") or rec.get("reason_detail") or "").split("\n")[0][:120]
             _examples(problems, f"{outcome}: {error}" if error else outcome, url, examples)
         if _is_requisite(rec) and isinstance(url, str):

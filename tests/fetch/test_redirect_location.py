@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
-from conftest import RAW, crawl_loopback, fetch_loopback, serve_routes
+from conftest import RAW, crawl_loopback, crawlkit, fetch_loopback, serve_routes
 
 from crawlkit import streams
 
@@ -88,3 +89,20 @@ def test_an_internationalized_host_is_fetched(tmp_path: Path) -> None:
         )
     assert result.code == 0, result.stderr
     assert log == ["/robots.txt", "/"]
+
+
+def test_a_redirect_chain_past_the_hop_limit_is_counted_and_reported(tmp_path: Path) -> None:
+    # /r0 -> /r1 -> ... -> /r7: the fetcher stops after 5 hops. The summary's errors
+    # and the report's problems said nothing of it; the page was lost silently.
+    routes = {f"/r{i}": _redirect(f"/r{i + 1}") for i in range(7)}
+    routes["/r7"] = ("text/html", b"the end")
+    with serve_routes(routes) as (root, log):
+        result = crawl_loopback(f"{root}/r0", tmp_path / "s", "--for", "30s", "--json")
+    assert result.code == 0, result.stderr
+    assert "/r7" not in log and "/r6" not in log
+    summary = orjson.loads(result.stdout)
+    assert summary["errors"]["redirect limit reached"]["count"] == 1
+    report = orjson.loads(crawlkit("report", "--state", str(tmp_path / "s")).stdout)
+    assert (
+        report["collection"]["problems"]["redirect: redirect limit reached (5 hops)"]["count"] == 1
+    )
