@@ -146,3 +146,20 @@ def format_duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+# The wall clock and the monotonic one, read together once: steady_time's anchor.
+_WALL_AT_START, _MONO_AT_START = time.time(), time.monotonic()
+
+
+def steady_time() -> float:
+    """Seconds since the epoch that never jump: the wall clock when this process first
+    read it, plus the monotonic seconds since.
+
+    A crawl's deadlines and host gaps are kept in it. Kept in ``time.time()``, an NTP
+    step of the system clock back by an hour (or a VM's clock set right) froze a
+    running crawl: every host's next request an hour away, and ``--for`` past only an
+    hour later. Values stay comparable with the wall times of earlier runs (a host's
+    saved clock, a retry time), as the two clocks advance at the same rate.
+    """
+    return _WALL_AT_START + (time.monotonic() - _MONO_AT_START)

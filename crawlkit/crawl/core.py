@@ -28,6 +28,7 @@ from crawlkit.shard.routing import ShardRole, split_by_owner, write_outbox
 from crawlkit.stages.frontier import add_to, links_to
 from crawlkit.stages.seen_merge import fresh_in
 from crawlkit.streams import Record
+from crawlkit.times import steady_time
 from crawlkit.url import Canonicalizer
 
 __all__ = ["HOLD_PER_SLOT", "MERGE_CHUNK", "STOP_GRACE", "Gate", "Limits", "Merged", "Router"]
@@ -64,7 +65,7 @@ class Limits:
         options: CrawlOptions,
         summary: CrawlSummary,
         requests_before: int,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = steady_time,
     ):
         self.clock = clock
         self.summary = summary

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ from crawlkit.stages.extract import ExtractWorkers
 from crawlkit.stages.extract_page import ExtractOptions
 from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import StateDir, open_state
-from crawlkit.times import iso
+from crawlkit.times import iso, steady_time
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 
@@ -73,7 +72,7 @@ class Crawl:
         *,
         reporter: Reporter,
         progress: Callable[[dict[str, Any]], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = steady_time,
     ):
         self.state = state
         self.opts = options

@@ -16,7 +16,6 @@ import os
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from crawlkit.crawl.options import CrawlOptions
 from crawlkit.diag import Reporter
 from crawlkit.errors import environment_error
 from crawlkit.shard.routing import inbox_files
+from crawlkit.times import steady_time
 
 __all__ = ["LINGER_POLL", "worker_main"]
 
@@ -109,7 +109,7 @@ def worker_main(
     # --for is the parent's deadline, not the start of this process plus the time left
     # when it was spawned (importing takes seconds on a loaded machine); ``deadline``
     # is already the workers' (the parent's less its margin, worker_deadline)
-    duration = max(0.1, deadline - time.time()) if deadline else None
+    duration = max(0.1, deadline - steady_time()) if deadline else None
     timeline = options.timeline
     if timeline is not None:  # one file a worker: NAME-wK.EXT beside the one asked for
         timeline = timeline.with_name(f"{timeline.stem}-w{k}{timeline.suffix}")

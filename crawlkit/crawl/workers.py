@@ -54,7 +54,6 @@ import shlex
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from multiprocessing import resource_tracker
 from pathlib import Path
@@ -78,6 +77,7 @@ from crawlkit.shard.routing import deliver, inbox_files
 from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.report_collection import record_settings
 from crawlkit.state import WORKERS_DIR, open_state, workers_of
+from crawlkit.times import steady_time
 from crawlkit.url import Canonicalizer, trim_url
 
 __all__ = [
@@ -244,7 +244,7 @@ class WorkerFleet:
         *,
         reporter: Reporter | None = None,
         progress: Callable[[dict[str, Any]], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = steady_time,
     ):
         if options.shard is not None or options.shards is not None or options.slot_map:
             raise UsageError("--workers N > 1 shards the crawl itself: no --shard/--slot-map")

@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
@@ -92,6 +91,7 @@ from crawlkit.fetch.resolver import Resolver
 from crawlkit.fetch.robotsflow import RobotsFlow
 from crawlkit.fetch.scheduler import Scheduler
 from crawlkit.robots import RobotsPolicy
+from crawlkit.times import steady_time
 from crawlkit.url import Canonicalizer
 from crawlkit.warc.write import WarcWriter
 
@@ -143,7 +143,7 @@ class Fetcher:
         canonicalizer: Canonicalizer | None = None,
         on_redirect: Callable[[Record], None] | None = None,
         on_robots_capture: Callable[[Record], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = steady_time,
     ):
         self.config = config
         self.client = client

@@ -53,7 +53,7 @@ from crawlkit.fetch.outcome import (
     parse_retry_after,
 )
 from crawlkit.fetch.resolver import Resolution, Resolver
-from crawlkit.fetch.scheduler import HostQueue, Scheduler
+from crawlkit.fetch.scheduler import MAX_RETRY_AFTER, HostQueue, Scheduler
 from crawlkit.robots import RobotsEntry
 
 __all__ = [
@@ -315,6 +315,14 @@ class HostTable:
             host.last_elapsed = saved.last_elapsed
             host.crawl_delay = saved.crawl_delay
             host.next_allowed = saved.next_allowed
+            # A saved clock further ahead than the host's gap or backoff can put it was
+            # written by a clock that was ahead (a machine's clock set right between two
+            # runs): the next run waited the error out, an hour of deferring every URL.
+            sched = self.scheduler
+            longest = now + max(sched.max_backoff, MAX_RETRY_AFTER)
+            host.backoff_until = min(host.backoff_until, longest)
+            held = max(now + sched.gap(host), host.backoff_until)
+            host.next_allowed = min(host.next_allowed, held)
             if saved.inflight_since is not None or (self.state and self.state.crashed):
                 # The last run died, maybe with a request to this host in flight whose
                 # record was lost: count it as ending now, so the full gap is kept.

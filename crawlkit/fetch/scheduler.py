@@ -51,7 +51,7 @@ from typing import Any
 from crawlkit.fetch.config import FetchConfig
 from crawlkit.fetch.iptable import IpClaim, IpGate, IpTable
 
-__all__ = ["HostQueue", "Scheduler"]
+__all__ = ["MAX_RETRY_AFTER", "HostQueue", "Scheduler"]
 
 MAX_RETRY_AFTER = 86_400.0
 
