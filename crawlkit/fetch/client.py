@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
 from crawlkit import deflate
+from crawlkit.fetch.freeze import FreezeWatch
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
@@ -365,14 +366,17 @@ class AiohttpClient:
         # decides about retries, so turn it off (a private switch; checked by a test).
         if hasattr(self._session, "_retry_connection"):
             self._session._retry_connection = False
+        self._freeze = FreezeWatch()  # a pause of the process is no server's slowness
 
     async def close(self) -> None:
+        self._freeze.stop()
         await self._session.close()
 
     async def fetch(self, request: FetchRequest) -> FetchResult:
         import yarl
 
         url = yarl.URL(request.url, encoded=True)
+        self._freeze.start()
         self._pin(url, request.address)
         if url.scheme != "https" or self._insecure is None:
             return await self._attempt(request, url, None)
@@ -446,8 +450,11 @@ class AiohttpClient:
         resp = None
         chunks: list[bytes] = []
         counter: _DecodedCounter | None = None
+        frozen_before = self._freeze.frozen
+        deadline: asyncio.Timeout | None = None
         try:
-            async with asyncio.timeout(request.timeout):
+            async with asyncio.timeout(request.timeout) as deadline:
+                self._freeze.watch(deadline)
                 resp = await self._session.get(
                     target,
                     headers=headers,
@@ -515,6 +522,7 @@ class AiohttpClient:
             if result.status is not None:
                 result.truncated = "disconnect"
         finally:
+            self._freeze.unwatch(deadline)
             _connecting.reset(token)
             for sock in watch:
                 sock.close()
@@ -526,7 +534,9 @@ class AiohttpClient:
         # what arrived is kept, also when the body was cut by a cap, a timeout or a reset
         result.body = b"".join(chunks)
         result.decoded_bytes = counter.total if counter is not None else 0
-        result.elapsed = time.perf_counter() - t0
+        # (less the time the process did not run: no measure of the server)
+        frozen = self._freeze.frozen - frozen_before
+        result.elapsed = max(0.0, time.perf_counter() - t0 - frozen)
         return result
 
 
