@@ -108,7 +108,24 @@ def describe_os_error(exc: OSError) -> str:
     reason = _PLAIN.get(exc.errno or 0) or (exc.strerror or str(exc)).lower()
     if exc.errno is None and "requested and" in str(exc):
         reason = f"short write ({exc}); is the disk full?"
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        # the file it failed on is only the one that came last: name the limit
+        reason += f" ({_open_file_limit()})"
     return f"{exc.filename}: {reason}" if exc.filename else reason
+
+
+def _open_file_limit() -> str:
+    """The process's open-file limit and what a crawl needs, in words."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return "raise the open-file limit, ulimit -n"
+    return (
+        f"the open-file limit, ulimit -n, is {soft}: a crawl holds about 100 files "
+        "besides its connections (--concurrency); raise the limit"
+    )
 
 
 def environment_error(exc: BaseException) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import crawlkit
+from conftest import crawlkit, serve_routes
 
 from crawlkit import streams
 from crawlkit.seen.runs import write_run
@@ -224,3 +224,32 @@ def test_a_full_disk_behind_a_store_error_is_named_as_the_disk() -> None:
     full = sqlite3.OperationalError("database or disk is full")
     assert environment_error(full).startswith("no space left on device")
     assert environment_error(ValueError("a bug")) is None
+
+
+def test_too_few_open_files_names_the_limit(tmp_path: Path) -> None:
+    # Under `ulimit -n 64` a crawl failed "S/crawl/cycles: too many open files",
+    # naming the file it failed on last, not the cause.
+    import resource
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+
+    with serve_routes({"/": ("text/html", b"<a href='/a'>a</a>")}) as (root, _log):
+        out = subprocess.run(
+            [
+                *(sys.executable, "-m", "crawlkit", "crawl", f"{root}/"),
+                *("--state", str(tmp_path / "s"), "--allow-net", "127.0.0.0/8", "--for", "20s"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            preexec_fn=limit,
+        )
+    assert out.returncode == 1, out.stderr
+    assert "too many open files (the open-file limit, ulimit -n, is 40" in out.stderr
+    assert "Traceback" not in out.stderr
