@@ -51,7 +51,8 @@ def dedup(
     (dup_of is that first URL), "near" when another URL's page has a simhash at most
     --max-distance bits away (dup_of is the closest, distance the bits), else
     "unique". A URL is never a copy of itself: a recrawl with unchanged content is
-    unique. Pages without visible text are only checked for exact copies. With
+    unique. Pages without visible text, or whose text has no word that
+    counts (only digits and dates: simhash 0), are only checked for exact copies. With
     --sites, site records {"site","pages","exact","near","yield"} give the share of
     copies among each site's recent pages (yield = (exact + near) / pages), for the
     frontier's budgets.

@@ -119,7 +119,8 @@ def extract(
     from the BOM, the header, or <meta>) with Lexbor, and writes one page record per
     page: url, host, site, fp, depth, status, fetched_at, content_type, charset,
     digest (the WARC-Payload-Digest, or a sha1 of the payload when absent), simhash
-    (64-bit, 16 hex digits, over word 3-shingles of the visible text without script,
+    (64-bit, 16 hex digits, over the distinct word 3-shingles of the visible text
+    (non-ASCII spaces, punctuation and symbols separate words) without script,
     style, noscript, template, nav, header, footer and aside; digits and the names of
     days and months do not count, so a changed timestamp leaves it as it was), title,
     canonical, noindex, nofollow, links (count), text_bytes (visible text, whitespace

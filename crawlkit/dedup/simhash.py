@@ -4,14 +4,21 @@ Contract:
 
 * :func:`simhash` maps a text to a 64-bit integer; the same text gives the same value
   in every process and on every run (no Python ``hash``, no per-process tables).
-* Words are maximal runs of letters, digits, ``_`` and any non-ASCII character, after
-  lowercasing. Digits add nothing to a word, so words made only of digits vanish, and
-  the English names of days and months and clock words (:data:`DATE_WORDS`) are left
-  out too: timestamps, counters and view counts are what changes most often between
-  two copies of one page, and leaving them out keeps such copies 0–3 bits apart.
-* Features are the 3-shingles of the remaining words (each counted as often as it
-  occurs); a text of one or two words has one feature (those words), an empty text
-  has the simhash 0.
+* Words are maximal runs of letters, digits, ``_`` and any non-ASCII character but
+  white space, punctuation, symbols, controls and private-use glyphs (which separate
+  words, as ASCII's do: a no-break space, "·", "–", an emoji, an icon font's glyph)
+  and invisible format characters (a soft hyphen, a zero-width joiner: left out, so
+  they join), after lowercasing (:func:`separated`). Digits add nothing to a word,
+  so words made only of digits vanish, and the English names of days and months and
+  clock words (:data:`DATE_WORDS`) are left out too: timestamps, counters and view
+  counts are what changes most often between two copies of one page, and leaving
+  them out keeps such copies 0–3 bits apart.
+* Features are the distinct 3-shingles of the remaining words (each counted once);
+  a text of one or two words has one feature (those words), an empty text has the
+  simhash 0. Counted as often as they occurred, the shingles of a sidebar repeated
+  down a page (an archive list of 36 months "October 2019 (3)", of which digits and
+  month names leave "&nbsp;" each time, or "(3 posts)") outvoted a 2.5 KB article:
+  different articles of one blog were near copies, and its budget was cut.
 * :func:`hamming` is the number of differing bits; it is symmetric and a metric.
 
 How it is fast (1.4 times the first version's speed on 1 KB of text, twice on 20 KB,
@@ -31,9 +38,11 @@ bytes assume a little-endian machine, as the first version did.
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 
-__all__ = ["DATE_WORDS", "hamming", "simhash", "simhash_hex", "word_hashes"]
+__all__ = ["DATE_WORDS", "hamming", "separated", "simhash", "simhash_hex", "word_hashes"]
 
 _U64 = np.uint64
 
@@ -193,10 +202,65 @@ def _folded_utf8(text: str) -> bytes:
     return b"".join(pieces)
 
 
+# What a non-ASCII character is to words, by code point: a word character, a separator
+# (as a space), or left out. Built on the first non-ASCII text from the Unicode
+# database (planes 0 and 1, and the tags of plane 14: about 40 ms once); other code
+# points are word characters, but planes 15 and 16 (private use: a glyph, no word).
+_WORD, _SPACE, _DROP = 0, 1, 2
+_TABLE_END = 0x20000
+_TAGS = (0xE0000, 0xE1000)
+_PRIVATE_PLANES = 0xF0000
+_KINDS: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def _kind(char: str) -> int:
+    category = unicodedata.category(char)
+    if char == "\u200b" or category[0] in "ZPS" or category in ("Cc", "Co"):
+        return _SPACE  # (the zero-width space is a word break in Thai and Khmer)
+    return _DROP if category == "Cf" else _WORD
+
+
+def _kind_tables() -> tuple[np.ndarray, np.ndarray]:
+    global _KINDS
+    if _KINDS is None:
+        low = np.array([_kind(chr(cp)) if cp >= 0x80 else 0 for cp in range(_TABLE_END)], np.uint8)
+        low[0xD800:0xE000] = _WORD  # lone surrogates: what they were
+        tags = np.array([_kind(chr(cp)) for cp in range(*_TAGS)], np.uint8)
+        _KINDS = (low, tags)
+    return _KINDS
+
+
+def separated(text: str) -> str:
+    """``text`` with its non-ASCII separators as spaces and its invisible format
+    characters left out (see the module docstring); ASCII text is returned as it is.
+
+    Vectorised over the code points (UTF-32): a regular expression of the classes
+    took 30 times the whole simhash's time on a page of 10,000 characters."""
+    if text.isascii():
+        return text
+    low, tags = _kind_tables()
+    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    kinds = low.take(np.minimum(points, _TABLE_END - 1))
+    high = points >= _TABLE_END
+    if high.any():
+        at = high.nonzero()[0]
+        far = points[at]
+        in_tags = (far >= _TAGS[0]) & (far < _TAGS[1])
+        kinds[at] = np.where(
+            in_tags,
+            tags.take(np.where(in_tags, far - _TAGS[0], 0)),
+            np.where(far >= _PRIVATE_PLANES, _SPACE, _WORD),
+        )
+    if not kinds.any():
+        return text
+    kept = np.where(kinds == _SPACE, np.uint32(0x20), points)[kinds != _DROP]
+    return kept.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
+
+
 def word_hashes(text: str) -> np.ndarray:
     """64-bit hashes of the words of ``text`` in order (digit-only words and
     :data:`DATE_WORDS` left out)."""
-    raw = _word_sums(text)
+    raw = _word_sums(separated(text))
     # One test leaves out both digit-only words (sum 0) and date words.
     buckets = np.bitwise_and(raw, _DATE_BITS).view(np.intp)
     return _fmix(raw[_DATE_TABLE.take(buckets) != raw])
@@ -378,10 +442,14 @@ def simhash(text: str) -> int:
     words = word_hashes(text)
     if words.size == 0:
         return 0
-    m = max(1, words.size - 2)
+    n = max(1, words.size - 2)
+    shingles = np.empty(n, dtype=_U64)
+    _shingle_hashes(words, shingles, np.empty(n, dtype=_U64))
+    shingles = _distinct(shingles)  # each distinct shingle once (module docstring)
+    m = shingles.size
     if m <= _VOTE_BLOCK:
         sliced = np.empty((8, m), dtype=_U64)
-        _shingle_hashes(words, sliced[0], sliced[1])
+        sliced[0] = shingles
         votes = _bit_votes(sliced)
     else:
         # A long text's shingles are counted a block at a time: eight rows of a
@@ -391,12 +459,24 @@ def simhash(text: str) -> int:
         block = np.empty((8, _VOTE_BLOCK), dtype=_U64)
         for start in range(0, m, _VOTE_BLOCK):
             part = block[:, : min(_VOTE_BLOCK, m - start)]
-            _shingle_hashes(words[start : start + part.shape[1] + 2], part[0], part[1])
+            part[0] = shingles[start : start + part.shape[1]]
             votes += _bit_votes(part)
     # A bit is set when more than half of the shingles have it (ties clear it).
     chosen = votes > m // 2
     # Byte j of the result packs bits b = 0..7 of column j.
     return int.from_bytes(np.packbits(chosen, axis=0, bitorder="little").tobytes(), "little")
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``values`` sorted, each once (np.unique took 8 times as long here: 145 against
+    18 µs for 1,700 shingles)."""
+    values.sort()
+    if values.size < 2:
+        return values
+    keep = np.empty(values.size, dtype=np.bool_)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values if keep.all() else values[keep]
 
 
 def simhash_hex(text: str) -> str:

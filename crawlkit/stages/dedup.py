@@ -10,8 +10,9 @@ input order (docs/design.md invariant 1)::
   ``dup_of`` is that first URL, ``distance`` 0.
 * ``near``: a stored page of another URL has a simhash at most ``k`` (3) bits away;
   ``dup_of`` is the closest one (the earliest among equally close), ``distance`` the
-  number of differing bits. Pages with no visible text (``text_bytes`` 0) or no
-  simhash are only checked for exact copies.
+  number of differing bits. Pages with no visible text (``text_bytes`` 0), with no
+  word that counts (simhash 0: a table of prices, a date alone) or no simhash are
+  only checked for exact copies.
 * ``unique``: neither; ``dup_of`` and ``distance`` are null.
 
 A URL is never a duplicate of itself: a recrawl whose content did not change matches
@@ -138,7 +139,9 @@ def _parse(source: str, lineno: int, record: PageRecord, reporter: Reporter) -> 
                 "bad simhash",
             )
     text_bytes = record.get("text_bytes")
-    eligible = sh is not None and not (isinstance(text_bytes, int) and text_bytes <= 0)
+    # A simhash of 0 is a text with no word that counts (digits and dates only): all
+    # such pages would be near copies of each other, across sites.
+    eligible = bool(sh) and not (isinstance(text_bytes, int) and text_bytes <= 0)
     return _Item(
         record,
         url,

@@ -73,7 +73,7 @@ def _near_duplicates(ctx: HostContext, web: Web, host: Host, req: Request) -> Re
     body = (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Wire story</title></head>'
         f"<body>\n<p class=edition>Edition {ident}</p>\n<p class=stamp>Updated {stamp}</p>\n"
-        f'<div class="ad">{_ADS[n % len(_ADS)]}</div>\n{article}<a href="/">home</a>\n'
+        f'<aside class="ad">{_ADS[n % len(_ADS)]}</aside>\n{article}<a href="/">home</a>\n'
         "</body></html>\n"
     ).encode()
     return html_page(body, headers=[("Cache-Control", "no-cache")])

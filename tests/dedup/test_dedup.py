@@ -642,3 +642,25 @@ def test_an_old_layout_state_opens_and_is_migrated(tmp_path):
         assert store.url_of(0) == "http://a.example/1" and store.url_of(1) == "http://b.example/2"
     finally:
         store.close()
+
+
+def test_pages_with_no_word_that_counts_are_checked_for_exact_copies_only(tmp_path):
+    # A table of prices and a page that says only a date have no word left (digits and
+    # date words do not count): simhash 0, like an empty page. They were near copies of
+    # each other, across sites, and raised the sites' yields.
+    from crawlkit.dedup.simhash import simhash_hex
+
+    texts = ["12,99 4.50 17 % 3.20 / 8.75", "Monday, 5 May 2025 10:30 am", "1 2 3 4 5 6 7 8 9"]
+    pages = [
+        {
+            "url": f"http://s{i}.test/p",
+            "site": f"s{i}.test",
+            "digest": f"d{i}",
+            "simhash": simhash_hex(t),
+            "text_bytes": len(t),
+        }
+        for i, t in enumerate(texts)
+    ]
+    assert {p["simhash"] for p in pages} == {"0000000000000000"}
+    out = run(tmp_path / "store", pages)
+    assert [r["kind"] for r in out] == ["unique", "unique", "unique"]

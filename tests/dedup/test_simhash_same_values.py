@@ -2,7 +2,11 @@
 
 Simhashes are stored in dedup indexes across runs, so a faster implementation must
 not change a single bit. The original module (per-byte uint64 prefix sums over the
-lowercased UTF-8) is copied below, unchanged but for the names, as the reference.
+lowercased UTF-8) is copied below, unchanged but for the names, as the reference;
+since the features changed (non-ASCII separators, each distinct shingle counted
+once: crawlkit/dedup/simhash.py), the reference takes the text through the module's
+``separated`` first and votes with each distinct shingle once, and
+``test_separators_follow_the_unicode_database`` checks ``separated`` itself.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def _fmix(x: np.ndarray) -> np.ndarray:
 
 
 def reference_word_hashes(text: str) -> np.ndarray:
-    hashes = _word_hashes_raw(text)
+    hashes = _word_hashes_raw(module.separated(text))
     maybe = np.flatnonzero(_DATE_FILTER[hashes & _LOW16])
     if maybe.size:
         found = hashes[maybe].tolist()
@@ -126,7 +130,7 @@ def reference_simhash(text: str) -> int:
     words = reference_word_hashes(text)
     if words.size == 0:
         return 0
-    shingles = _shingle_hashes(words)
+    shingles = np.unique(_shingle_hashes(words))
     m = shingles.size
     votes = _bit_votes(shingles)
     chosen = (2 * votes > m).astype(np.uint8)
@@ -316,3 +320,20 @@ def test_ascii_text_with_a_few_other_characters_equals_the_original(words, inser
         at %= len(text) + 1
         text = text[:at] + char + text[at:]
     assert_same(text)
+
+
+def test_separators_follow_the_unicode_database() -> None:
+    import unicodedata
+
+    for cp in [*range(0x80, 0x20000, 7), 0xA0, 0x200B, 0x200C, 0xAD, 0xFEFF, 0xE0001, 0x10FFFD]:
+        char = chr(cp)
+        if 0xD800 <= cp < 0xE000:
+            continue
+        category = unicodedata.category(char)
+        got = module.separated(f"a{char}b")
+        if cp == 0x200B or category[0] in "ZPS" or category in ("Cc", "Co"):
+            assert got == "a b", (hex(cp), category)
+        elif category == "Cf":
+            assert got == "ab", (hex(cp), category)
+        else:
+            assert got == f"a{char}b", (hex(cp), category)
