@@ -140,7 +140,8 @@ def fetch(
         typer.Option(
             "--for",
             help="Start no request after this long; URLs not served by then come out "
-            "'deferred' with retry_at (in-flight requests finish, within --timeout).",
+            "'deferred' with retry_at (in-flight requests get 3 s more; one cut then "
+            "comes out deferred, a robots.txt with no verdict).",
             show_default=False,
         ),
     ] = None,

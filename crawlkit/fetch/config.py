@@ -15,11 +15,18 @@ from typing import Any
 from crawlkit.masking import mask_url
 from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
 
-__all__ = ["DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
+__all__ = ["DEADLINE_GRACE", "DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
 
 # The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
 # are matched by its product token, "crawlkit".
 DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+
+
+# A request in flight when the run's time is up (--for, a signal) gets at most this long
+# past the deadline; one cut short by it comes out deferred ("stopped") to be asked
+# again by the next run (a robots.txt gives no verdict), so a slow or stalled server
+# cannot hold a cron slot open for the whole --timeout.
+DEADLINE_GRACE = 3.0
 
 
 @dataclass

@@ -62,7 +62,7 @@ from typing import Any
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver, provenance_fields
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
-from crawlkit.fetch.config import DEFAULT_AGENT, FetchConfig
+from crawlkit.fetch.config import DEADLINE_GRACE, DEFAULT_AGENT, FetchConfig
 from crawlkit.fetch.hosts import (
     Host,
     HostTable,
@@ -108,11 +108,7 @@ __all__ = [
 ]
 
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
-# A page request in flight when the run's time is up (--for, a signal) gets at most
-# this long past the deadline; one cut short by it comes out deferred ("stopped"), to
-# be asked again by the next run, so a slow server cannot hold a cron slot open for
-# the whole --timeout.
-DEADLINE_GRACE = 3.0
+# (DEADLINE_GRACE, from config.py: how long past the run's end a request may go on.)
 
 
 class Fetcher:
@@ -171,7 +167,7 @@ class Fetcher:
         self._failures: list[BaseException] = []
         self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
         self.running = False  # inside run(), until it starts to finish (WARC still open)
-        self._in_flight: set[asyncio.Timeout] = set()  # page requests' scopes (see stop)
+        self._in_flight: set[asyncio.Timeout] = set()  # requests' scopes (see stop)
         self.outbox = Outbox()
         self.commits = StateCommits(state, clock)
         # Responses waiting for the WARC thread; past the limit no request starts, so a
@@ -201,6 +197,7 @@ class Fetcher:
             on_capture=on_robots_capture,
             clock=clock,
         )
+        self.robots.in_flight = self._in_flight  # stop() bounds robots.txt requests too
 
     # ------------------------------------------------------------------ figures
     @property
@@ -510,16 +507,17 @@ class Fetcher:
     def stop(self) -> None:
         """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).
 
-        Requests in flight finish (robots.txt within the timeout, pages within
-        ``DEADLINE_GRACE``: one cut short comes out deferred) and are reported as usual.
+        Requests in flight finish within ``DEADLINE_GRACE`` (a page cut short comes out
+        deferred; a robots.txt cut short gives no verdict, its host's URLs deferred)
+        and are reported as usual.
         """
         self.hosts.deadline = min(self.hosts.deadline, self.clock())
         self.hosts.stop_reason = "fetch stopped before the host was due (interrupted)"
         self._wake.set()
-        # Page requests in flight get DEADLINE_GRACE more, as at the deadline (a drip
-        # or a stall would hold the stop for the whole --timeout); one cut short comes
-        # out deferred. (A robots.txt request is left to finish: cut, it would read
-        # as "unavailable" and defer its host for the retry time.)
+        # Requests in flight get DEADLINE_GRACE more, as at the deadline (a drip or a
+        # stall would hold the stop for the whole --timeout); a page cut short comes
+        # out deferred, a robots.txt cut short settles nothing (robotsflow._cut), so
+        # its host is not taken for unreachable.
         with contextlib.suppress(RuntimeError):  # no running loop: nothing in flight
             cap = asyncio.get_running_loop().time() + DEADLINE_GRACE
             for scope in self._in_flight:

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver
 from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
-from crawlkit.fetch.config import FetchConfig
+from crawlkit.fetch.config import DEADLINE_GRACE, FetchConfig
 from crawlkit.fetch.hosts import (
     Host,
     HostTable,
@@ -178,6 +178,8 @@ class RobotsFlow:
         self.archiver = archiver
         self.on_capture = on_capture
         self.clock = clock
+        # The cut scopes of the requests in flight (the engine's: its stop() moves them)
+        self.in_flight: set[asyncio.Timeout] = set()
         # origin -> entry, least recently used first; _bytes: their entry_cost sum
         self._entries: OrderedDict[str, RobotsEntry] = OrderedDict()
         self._bytes = 0
@@ -296,16 +298,35 @@ class RobotsFlow:
         """Fetch one robots.txt hop through ``host``'s clock, settle or follow it, move
         the host's clock on, then archive the response and report the capture."""
         cfg = self.config
-        res = await self.client.fetch(
-            FetchRequest(
-                task.url,
-                host.address or "",
-                self.headers,
-                cfg.timeout,
-                ROBOTS_MAX_BYTES,
-                cfg.max_decoded,
-            )
-        )
+        # Bounded by the run's end as a page request is (engine._fetch_url): a robots.txt
+        # that stalls (a TLS handshake never answered) held --for and SIGTERM for the
+        # whole --timeout. Cut so, it gives no verdict: the host's URLs come out
+        # deferred by the stop, and the next run asks again.
+        deadline = self.hosts.deadline + DEADLINE_GRACE
+        timeout = min(cfg.timeout, max(0.0, deadline - self.clock()))
+        scope = asyncio.timeout(None)
+        res: FetchResult | None = None
+        with contextlib.suppress(TimeoutError):
+            async with scope:
+                self.in_flight.add(scope)
+                try:
+                    res = await self.client.fetch(
+                        FetchRequest(
+                            task.url,
+                            host.address or "",
+                            self.headers,
+                            timeout,
+                            ROBOTS_MAX_BYTES,
+                            cfg.max_decoded,
+                        )
+                    )
+                finally:
+                    self.in_flight.discard(scope)
+        if res is None and not scope.expired():
+            raise RuntimeError("robots.txt fetch ended without a result")  # (never)
+        if res is None or (timeout < cfg.timeout and _cut_for_time(res)):
+            self._cut(host, task, res)
+            return
         entry = await self._judge(host, task, res)
         if entry is not None:
             self.settle(task.origin, entry)
@@ -323,6 +344,18 @@ class RobotsFlow:
             _, location = await self.archiver.archive(res, task.url, None, extra)
             if location is not None and self.on_capture is not None:
                 self.on_capture({"url": task.url, "warc": location})
+
+    def _cut(self, host: Host, task: RobotsTask, res: FetchResult | None) -> None:
+        """The run ended during ``task``: no entry is settled or saved; the hosts
+        waiting on it go back to the scheduler, which defers their URLs (the stop)."""
+        now = self.clock()
+        if res is None:
+            res = FetchResult(error="the run ended during the request", started=now)
+        self.hosts.finish(host, res)
+        self.hosts.schedule(host, now)
+        for waiter in self._inflight.pop(task.origin, []):
+            if not waiter.busy and not waiter.queued:
+                self.hosts.schedule(waiter, now)
 
     async def _judge(self, host: Host, task: RobotsTask, res: FetchResult) -> RobotsEntry | None:
         """The entry ``res`` makes, or None when it is a redirect being followed."""
@@ -438,3 +471,11 @@ def robots_url(origin: str) -> str:
         if origin.startswith(scheme) and origin.endswith(port):
             return origin[: -len(port)] + "/robots.txt"
     return origin + "/robots.txt"
+
+
+def _cut_for_time(res: FetchResult) -> bool:
+    """Whether a request ended for want of time (before or during the response)."""
+    error = res.error or ""
+    return res.truncated == "time" or (
+        res.status is None and (error.startswith("timeout") or "handshake-timeout" in error)
+    )

@@ -80,7 +80,7 @@ def test_a_segment_that_cannot_be_opened_is_not_called_missing(tmp_path, monkeyp
     with pytest.raises(OSError) as caught:
         store.read(seg)
     assert not isinstance(caught.value, StateError)
-    assert describe_os_error(caught.value).endswith(": too many open files")
+    assert ": too many open files (the open-file limit" in describe_os_error(caught.value)
     monkeypatch.undo()
     store.path(seg).unlink()
     with pytest.raises(StateError, match="is missing"):

@@ -7,6 +7,8 @@ conditional was recorded "not-modified" (no change) for a page never captured.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 from conftest import RAW, fetch_loopback, serve_routes
@@ -53,3 +55,39 @@ def test_a_304_to_a_plain_get_is_an_error_not_unchanged(tmp_path: Path) -> None:
     assert page["outcome"] == "error"
     assert page["error"] == "HTTP 304 to a request that was not conditional"
     assert page.get("etag") is None  # never sent back as if it were the page's
+
+
+def test_a_robots_txt_that_never_answers_does_not_hold_for(tmp_path: Path) -> None:
+    # A server that takes the connection and never answers (a TLS handshake that
+    # stalls, a hung robots.txt): --for 2s took the whole --timeout (31 s), the
+    # robots.txt request being left to finish. It is cut at the run's end and its
+    # host's URL deferred, not taken for unreachable (no "robots.txt unavailable").
+    import socket
+    import time
+
+    held: list[socket.socket] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    log = tmp_path / "fetched.ndjson"
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(server.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    started = time.monotonic()
+    try:
+        result = fetch_loopback(
+            tmp_path / "s", [f"http://127.0.0.1:{port}/x"], "--for", "2s", "--log", str(log)
+        )
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    took = time.monotonic() - started
+    assert result.code == 0, result.stderr
+    assert took < 2 + 3 + 8, took  # --for, the grace, and a loaded machine's start-up
+    (record,) = streams.read_records([str(log)])
+    assert record["outcome"] == "deferred"
+    assert "robots.txt unavailable" not in (record["error"] or "")
