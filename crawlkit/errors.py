@@ -27,6 +27,7 @@ internal error.
 from __future__ import annotations
 
 import errno
+import resource
 import sqlite3
 
 
@@ -117,10 +118,8 @@ def describe_os_error(exc: OSError) -> str:
 def _open_file_limit() -> str:
     """The process's open-file limit and what a crawl needs, in words."""
     try:
-        import resource
-
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ImportError, OSError, ValueError):
+    except (OSError, ValueError):
         return "raise the open-file limit, ulimit -n"
     return (
         f"the open-file limit, ulimit -n, is {soft}: a crawl holds about 100 files "
