@@ -12,26 +12,41 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from conftest import ROOT, poll_until, start_crawlkit, start_testweb
 
 SHIM = ROOT / "tests" / "tools" / "clock_step"
 
 
-def test_a_clock_step_back_mid_run_neither_stalls_nor_outlasts_for(tmp_path: Path) -> None:
+def _stepped_clock(tmp_path: Path, seconds: str) -> tuple[Path, dict[str, str]]:
+    """The step file (its ``seconds`` to start with) and the environment that loads
+    the shim reading it."""
     step = tmp_path / "step"
-    step.write_text("0")
+    step.write_text(seconds)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(SHIM), os.environ.get("PYTHONPATH", "")]),
         "CRAWLKIT_TEST_CLOCK_STEP": str(step),
     }
+    return step, env
+
+
+def _flags(web: Any) -> tuple[str, ...]:
+    """crawl flags for the test web: its addresses, any scope, no budgets, short gaps."""
+    return (
+        *("--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"]),
+        *("--scope", "any", "--no-budgets", "--min-delay", "0.05s", "--delay-factor", "0"),
+    )
+
+
+def test_a_clock_step_back_mid_run_neither_stalls_nor_outlasts_for(tmp_path: Path) -> None:
+    step, env = _stepped_clock(tmp_path, "0")
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "150", "--special", "none") as web:
         started = time.monotonic()
         crawl = start_crawlkit(
             *("crawl", str(web.seeds), "--state", str(tmp_path / "s")),
-            *("--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"]),
-            *("--scope", "any", "--no-budgets", "--min-delay", "0.05s", "--delay-factor", "0"),
+            *_flags(web),
             *("--for", "15s"),
             env=env,
         )
@@ -55,18 +70,9 @@ def test_a_run_after_the_clock_was_set_right_fetches_at_once(tmp_path: Path) -> 
     # saved clocks said "next request in an hour", and the run deferred every URL:
     # "nothing due before the time limit". A saved clock past the host's gap (and
     # backoff) is taken for the clock's error.
-    step = tmp_path / "step"
-    step.write_text("3600")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SHIM), os.environ.get("PYTHONPATH", "")]),
-        "CRAWLKIT_TEST_CLOCK_STEP": str(step),
-    }
+    step, env = _stepped_clock(tmp_path, "3600")
     with start_testweb(tmp_path, "--hosts", "2", "--pages", "150", "--special", "none") as web:
-        flags = (
-            *("--hosts-file", str(web.hosts_file), "--allow-net", web.info["allow_net"]),
-            *("--scope", "any", "--no-budgets", "--min-delay", "0.05s", "--delay-factor", "0"),
-        )
+        flags = _flags(web)
         first = start_crawlkit(
             "crawl", str(web.seeds), "--state", str(tmp_path / "s"), *flags, "--for", "4s", env=env
         )
