@@ -210,8 +210,9 @@ def add(
     --deferred, the deferred records of a fetch log ("outcome": "deferred") until
     their "retry_at"; 'frontier next' queues each once its time has come.
 
-    Scope (--scope, what crawl --scope does): seed records (reason seed) widen it
-    and are kept in DIR/scope.json, so later adds judge by every seed so far; a URL
+    Scope (--scope, what crawl --scope does): seed records (reason seed) widen it,
+    as do a seed's redirect targets (seed_redirect: true) under host and site, and
+    are kept in DIR/scope.json, so later adds judge by every seed so far; a URL
     off the seeds' hosts (host) or sites (site), or not matching the regular
     expression, is refused "out-of-scope" with a detail naming the scope. Page
     requisites (reason requisite) and site records pass whatever the scope.

@@ -278,7 +278,8 @@ ScopeOption = Annotated[
         "--scope",
         help="Follow links only on the seeds' hosts (host) or registered domains (site), "
         "anywhere (any), or to URLs a regular expression (RE2 syntax) finds; the others are "
-        "refused out-of-scope, before they are marked seen. Seeds widen it.",
+        "refused out-of-scope, before they are marked seen. Seeds widen it, and so do their "
+        "redirect targets (http://a.org/ moved to https://www.a.org/).",
     ),
 ]
 Exclude = Annotated[

@@ -157,7 +157,8 @@ def seen_merge(
     the second time.
 
     Scope (--scope host|site|any|REGEX, what crawl --scope does): seed records
-    (reason seed) widen it and are kept in DIR/scope.json; a URL off the seeds' hosts
+    (reason seed) widen it, as do a seed's redirect targets (seed_redirect: true)
+    under host and site, and are kept in DIR/scope.json; a URL off the seeds' hosts
     (host) or sites (site), or not matching the regular expression, is not checked nor
     marked seen (so a seed added later that widens the scope finds it new): it is
     written to --refused FILE as the record plus "outcome": "refused", "refused":

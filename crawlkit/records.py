@@ -137,6 +137,7 @@ class URLRecord(TypedDict, total=False):
     due: str  #: when a recrawl is due, ISO 8601 UTC
     kind: str  #: "sitemap" when the URL is itself a sitemap (fetched and read as one)
     hops: int  #: redirects followed to reach it (``reason: "redirect"``)
+    seed_redirect: bool  #: a redirect target reached from a seed: a seed to --scope host|site
     importance: int  #: a recrawl's page importance, 0..3, 0 most important
     level: int  #: the frontier's queue level, 0..3, 0 most urgent
 

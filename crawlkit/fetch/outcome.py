@@ -170,7 +170,9 @@ def redirect_target(
     (counted from the input's ``hops`` when its ``reason`` is ``redirect``), or a
     target that is not a URL crawlkit fetches. The target record carries the source's
     ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``,
-    and the source's ``requisite_hops`` when it was fetched as a page requisite.
+    the source's ``requisite_hops`` when it was fetched as a page requisite, and
+    ``seed_redirect`` when the source is a seed or a seed's redirect target (a seed
+    itself to ``--scope host|site``: frontier/scope.py).
     """
     target = resolve_location(url, location)
     fields["location"] = target if target is not None else location
@@ -198,6 +200,8 @@ def redirect_target(
         # a page requisite's target is the requisite: an archive follows it whatever the
         # scope, at the same hop count (crawl/archive.py), and reports it as one
         out["requisite_hops"] = requisite_hops
+    if rec.get("reason") == "seed" or rec.get("seed_redirect") is True:
+        out["seed_redirect"] = True
     return out
 
 

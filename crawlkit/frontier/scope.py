@@ -6,8 +6,11 @@ URL found while outside the scope is still new once a later seed widens it;
 ``frontier add --scope`` refuses them before they are queued.
 
 ``host`` and ``site`` are relative to the seeds: a URL record with ``reason: "seed"``
-widens the scope (its host, its registered domain) and is always let in; any other
-URL record must be on a seed's host (``host``) or site (``site``). A regex is
+widens the scope (its host, its registered domain) and is always let in; so does a
+seed's redirect target (``seed_redirect``, within ``--max-hops``), as Heritrix takes
+it for a seed: ``http://example.com/`` answering with ``https://www.example.com/``
+(or a domain that moved) otherwise crawled nothing but the redirect under ``host``.
+Any other URL record must be on a seed's host (``host``) or site (``site``). A regex is
 searched in the URL, in linear time (:mod:`crawlkit.patterns`: RE2 syntax), and a
 URL longer than 2,000 characters is refused (``url-length``) before it runs.
 ``any`` lets everything in.
@@ -109,7 +112,10 @@ class Scope:
         url = rec.get("url")
         if url is None or _is_requisite(rec):
             return None
-        if self.spec == "any" and rec.get("reason") != "seed":
+        seed = rec.get("reason") == "seed" or (
+            rec.get("seed_redirect") is True and self.regex is None
+        )
+        if self.spec == "any" and not seed:
             return None  # (seeds are kept under any too: a later add may narrow it)
         fields = rec
         if not rec.get("host") or not rec.get("site"):
@@ -118,7 +124,7 @@ class Scope:
             except InvalidURL:
                 return None
             fields = {**rec, "url": parsed.url, "host": parsed.host, "site": parsed.site}
-        if rec.get("reason") == "seed":
+        if seed:
             self.add_seed(fields)
             return None
         if self.regex is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import crawlkit, serve_routes
+from conftest import RAW, crawl_loopback, crawlkit, serve_routes
 
 PAGE = b"<!doctype html><title>a</title><body>a</body>"
 
@@ -29,3 +29,28 @@ def test_seeds_from_standard_input(tmp_path: Path) -> None:
     assert log[:2] == ["/robots.txt", "/a.html"], log
     twice = crawlkit("crawl", "-", "-", "--state", str(tmp_path / "t"), input=b"")
     assert twice.code == 2 and "standard input" in twice.stderr
+
+
+def test_a_seeds_redirect_target_is_a_seed_to_the_scope(tmp_path: Path) -> None:
+    """`http://old.test/` answering with a moved domain's page: under `--scope host`
+    the target's host is crawled as a seed's (its own link to /a fetched), and the
+    scope is no wider (a link to a third host is refused), from the server's log."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("127.0.0.1 old.test www.new.test other.test\n")
+    routes: dict[str, tuple[str, bytes]] = {"/a": ("text/html", PAGE)}
+    with serve_routes(routes) as (root, log):
+        port = root.rsplit(":", 1)[1]
+        moved = f"HTTP/1.0 301 Moved\r\nLocation: http://www.new.test:{port}/home\r\n\r\n"
+        routes["/"] = (RAW, moved.encode())
+        routes["/home"] = (
+            "text/html",
+            f'<title>home</title><a href="/a">a</a> <a href="http://other.test:{port}/other">o</a>'.encode(),
+        )
+        res = crawl_loopback(
+            f"http://old.test:{port}/",
+            tmp_path / "s",
+            *("--hosts-file", str(hosts), "--scope", "host", "--json"),
+        )
+    assert res.code == 0, res.stderr
+    assert "/home" in log and "/a" in log, log
+    assert "/other" not in log, log
