@@ -89,6 +89,7 @@ from crawlkit.crawl.workers import (
     explain_workers,
     workers_fetched_nothing,
 )
+from crawlkit.diag import Reporter
 from crawlkit.errors import CrawlkitError, UsageError
 from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.scope import Scope
@@ -96,9 +97,11 @@ from crawlkit.frontier.traps import TrapLimits
 from crawlkit.masking import mask_argv
 
 
-def read_seeds(items: list[str]) -> list[str]:
+def read_seeds(items: list[str], reporter: Reporter) -> list[str]:
     """Seeds from arguments: a URL, or a file of URLs (one a line, # comments; ``-``
-    is standard input, as for every stage)."""
+    is standard input, as for every stage). A line that is not UTF-8 and a damaged
+    (cut, corrupt) compressed file are reported to ``reporter``: the crawl goes on
+    from the seeds before the damage and exits 1 at the end."""
     streams.check_single_stdin(items)
     seeds: list[str] = []
     for item in items:
@@ -107,7 +110,7 @@ def read_seeds(items: list[str]) -> list[str]:
             continue
         if not streams.is_stdio(item) and not Path(item).exists():
             raise UsageError(f"{item}: neither a URL nor a file")
-        for _, _, text in streams.read_text_lines([item]):
+        for _, _, text in streams.read_text_lines([item], reporter):
             line = (text or "").split("#", 1)[0].strip()
             if line:
                 seeds.append(line)
@@ -361,7 +364,8 @@ def crawl_command(
         return
     cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
     collect_by_clock()  # crawl/collector.py
-    all_seeds = read_seeds(seeds or []) + list(sitemap or [])
+    all_seeds = read_seeds(seeds or [], rep) + list(sitemap or [])
+    seeds_damaged = rep.input_damaged
     if workers > 1:
         summary = WorkerFleet(
             state, all_seeds, options, workers, reporter=rep, progress=progress_printer()
@@ -379,6 +383,8 @@ def crawl_command(
         print(summary_text(summary), file=sys.stderr)
     if summary.get("failed"):
         raise CrawlkitError(f"{summary['stopped']}; run the crawl again to finish what was cut")
+    if seeds_damaged:
+        raise CrawlkitError("the seeds were read up to damage (see above); fix them and run again")
     failed = workers_fetched_nothing if workers > 1 else fetched_nothing
     if failed(state, summary):
         why = "; ".join(

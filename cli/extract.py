@@ -208,7 +208,7 @@ def extract(
     if fetch_log is not None and warc_dir is not None:
         if not warc_dir.is_dir():
             raise UsageError(f"--warc-dir {warc_dir}: no such directory")
-        logged = fetch_log_sources(streams.read_records([fetch_log], rep), warc_dir, rep)
+        logged = fetch_log_sources(streams.read_records_with_lines([fetch_log], rep), warc_dir, rep)
         sources, originals, missing = logged.ranges, logged.originals, len(logged.missing)
     with contextlib.ExitStack() as stack:
         page_sink = stack.enter_context(streams.open_output(pages))

@@ -17,7 +17,7 @@ import click
 import typer
 from crawlkit_cli.app import app, invocation
 
-from crawlkit import early_signals
+from crawlkit import early_signals, streams
 from crawlkit.errors import CrawlkitError, describe_os_error, environment_error
 from crawlkit.tempdirs import private_temp_dir
 
@@ -60,6 +60,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     invocation.debug = "--debug" in args
     invocation.argv = tuple(args)
     prefix = f"crawlkit {invocation.command}".strip()
+    _hold_closed_stdio()
     _raise_open_file_limit()
     _quiet_resource_tracker()
     with contextlib.ExitStack() as stack:
@@ -126,6 +127,45 @@ def _run(command: click.Command, args: list[str], prefix: str) -> int:
     return result if isinstance(result, int) else 0
 
 
+class _ClosedStream:
+    """Stands for a standard stream the caller closed (``>&-``): using it is an error
+    that names it, which the command reports in one line (an ``OSError``)."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        self._name, self._fd = name, fd
+
+    def fileno(self) -> int:
+        return self._fd  # (/dev/null holds the number)
+
+    def isatty(self) -> bool:
+        return False
+
+    def flush(self) -> None:  # (at exit: nothing was written)
+        pass
+
+    def __getattr__(self, attr: str) -> object:
+        raise OSError(f"standard {self._name} is closed")
+
+
+def _hold_closed_stdio() -> None:
+    """Open /dev/null on each of fds 0-2 found closed, and make a closed stdin or
+    stdout an error to use. Python leaves ``sys.stdout`` None for a closed fd 1 (a
+    traceback at the first write or at exit), and the next file opened would take the
+    number: a WARC as fd 1 of a worker that prints."""
+    for fd, name in ((0, "input"), (1, "output"), (2, "error")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_RDWR)
+            if held != fd:  # (the lowest free number: fd itself, unless 0 or 1 too)
+                os.dup2(held, fd)
+                os.close(held)
+            if fd == 2:
+                sys.stderr = open(fd, "w", closefd=False)  # noqa: SIM115 - for good
+            else:
+                setattr(sys, ("stdin", "stdout")[fd], _ClosedStream(name, fd))
+
+
 # Past this, a soft limit raised to an "unlimited" hard one gains nothing.
 _MAX_OPEN_FILES = 1 << 20
 
@@ -163,6 +203,14 @@ def _broken_pipe() -> int:
     # stdout at /dev/null so that final flush is silent.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+    if streams.ABANDONED:  # (`extract --links L | head -1`: L was asked for too)
+        names = ", ".join(str(path) for path in streams.ABANDONED)
+        print(
+            f"crawlkit {invocation.command}: standard output was closed before the end; "
+            f"not written: {names}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

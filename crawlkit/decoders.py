@@ -17,9 +17,19 @@ import zstandard
 from crawlkit import deflate
 from crawlkit.errors import InputError, TruncatedInput
 
-__all__ = ["READ_CHUNK", "DecodingReader", "GzipReader", "ZstdReader"]
+__all__ = ["READ_CHUNK", "ZSTD_MAGIC", "DecodingReader", "GzipReader", "ZstdReader", "starts_zstd"]
 
 READ_CHUNK = 1 << 16  # bytes of input decoded at a time
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def starts_zstd(magic: bytes) -> bool:
+    """Whether the first four bytes of a stream begin a zstd frame or a skippable frame
+    (magic 0x184D2A50 to 0x184D2A5F, little-endian), which ``pzstd`` writes first: read
+    as plain text, every record of such a file was lost."""
+    if magic.startswith(ZSTD_MAGIC):
+        return True
+    return len(magic) >= 4 and magic[1:4] == b"\x2a\x4d\x18" and magic[0] & 0xF0 == 0x50
 
 
 class DecodingReader(io.RawIOBase):

@@ -35,13 +35,14 @@ from typing import IO, Any, BinaryIO
 import orjson
 import zstandard
 
-from crawlkit.decoders import READ_CHUNK, GzipReader, ZstdReader
+from crawlkit.decoders import READ_CHUNK, GzipReader, ZstdReader, starts_zstd
+from crawlkit.decoders import ZSTD_MAGIC as ZSTD_MAGIC  # (a name of this module too)
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError, OutputError, TruncatedInput, UsageError, describe_os_error
 from crawlkit.records import Record
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which JSON (RFC 8259) lets a reader drop
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
 
 
@@ -69,7 +70,7 @@ def open_input(path: str | os.PathLike[str] | None) -> io.BufferedReader:
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), source=source) from exc
     magic = buffered.peek(4)[:4]
-    if magic.startswith(ZSTD_MAGIC):
+    if starts_zstd(magic):
         return io.BufferedReader(ZstdReader(buffered, source), READ_CHUNK)
     if magic.startswith(GZIP_MAGIC):
         return io.BufferedReader(GzipReader(buffered, source), READ_CHUNK)
@@ -104,6 +105,8 @@ def iter_lines(
             if not line:
                 return
             lineno += 1
+            if lineno == 1 and line.startswith(_BOM):
+                line = line[len(_BOM) :]  # Windows editors start a file with one
             if len(line) > max_line and not line.endswith(b"\n"):
                 skipped = len(line)
                 while line and not line.endswith(b"\n"):
@@ -313,6 +316,11 @@ def _why_not_writable(path: Path) -> str:
 
 _WRITE_BATCH = 64 * 1024  # bytes of records Output.write_records joins into one write
 
+#: The output files this process gave up (an error, a reader of its standard output
+#: gone): a command that stops because ``| head`` closed its stdout is a normal end
+#: only when nothing else it was asked to write was lost (cli/main.py).
+ABANDONED: list[Path] = []
+
 
 class Output:
     """A binary output that is either stdout or a file committed atomically on close.
@@ -333,12 +341,16 @@ class Output:
             self._raw = sys.stdout.buffer
             self._stream = self._raw
             return
+        name = self.path.name  # (its format: the name given, not a link's target's)
+        if self.path.is_symlink() and not writes_through(self.path):
+            # written where the link leads, as the shell's > and sort -o write: renamed
+            # over, the link itself was replaced by a file and its target left old
+            self.path = Path(os.path.realpath(self.path))
         check_output(self.path)
         try:
             self._open()
         except OSError as exc:  # name the output, not its temporary file
             raise OutputError(f"{self.path}: {describe_os_error(_without_name(exc))}") from exc
-        name = self.path.name
         if name.endswith(".zst"):
             self._closer = zstandard.ZstdCompressor(level=level).stream_writer(
                 self._raw, closefd=False
@@ -460,6 +472,7 @@ class Output:
             self._raw.close()
         with contextlib.suppress(OSError):
             self._tmp.unlink()
+        ABANDONED.append(self.path)
 
     def __enter__(self) -> Output:
         return self

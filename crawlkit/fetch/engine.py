@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
@@ -108,6 +109,7 @@ __all__ = [
 ]
 
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
+_UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")  # never in a URL as sent (WHATWG encodes them)
 # (DEADLINE_GRACE, from config.py: how long past the run's end a request may go on.)
 
 
@@ -244,7 +246,9 @@ class Fetcher:
         emit = self.outbox.emit
         url = rec.get("url")
         if not isinstance(url, str) or not url:
-            emit(fetch_refusal(rec, str(url), "invalid-url", "record has no url"), settles=False)
+            out = fetch_refusal(rec, "", "invalid-url", "record has no url")
+            out["url"] = url  # as it came (null, a number, absent): no made-up string
+            emit(out, settles=False)
             return None
         if rec.get("outcome") == "refused":
             # Refused upstream (a frontier block, a trap limit): passed through, never
@@ -253,6 +257,13 @@ class Fetcher:
             emit(fetch_record(rec, url, "refused", error=str(why)), settles=False)
             return None
         try:
+            if not url.isascii() or _UNSENDABLE.search(url):
+                # A request line and the WARC's headers take it as it is: a CR LF in it
+                # wrote headers of its own into the WARC, a space split the request line.
+                raise InvalidURL(
+                    "URL holds a space, a control or a non-ASCII character "
+                    "(give canonical URLs: crawlkit canon, frontier next)"
+                )
             sp = split_url(url)
         except InvalidURL as exc:
             emit(fetch_refusal(rec, url, "invalid-url", str(exc)), settles=False)

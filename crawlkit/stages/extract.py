@@ -218,7 +218,13 @@ def _jobs(
             if isinstance(path, tuple):  # records at (offset, length) ranges of a file
                 # (renamed between this look and the open, the file is unreadable here
                 # and the crawl reads the cycle again: CycleRunner.extract)
-                responses = iter_responses_at(current_name(path[0]), path[1], **kw)
+                def damaged(exc: InputError) -> None:  # the next range is read
+                    stats.damaged_files += 1
+                    reporter.warn(str(exc), "damaged WARC")
+
+                responses = iter_responses_at(
+                    current_name(path[0]), path[1], on_damage=damaged, **kw
+                )
             else:
                 responses = iter_responses(path, **kw)
             for resp in responses:

@@ -33,11 +33,13 @@ class FetchLogSources:
 
 
 def fetch_log_sources(
-    records: Iterable[Record], warc_dir: Path, reporter: Reporter
+    records: Iterable[tuple[str, int, Record]], warc_dir: Path, reporter: Reporter
 ) -> FetchLogSources:
-    """The sources of the fetch records ``records`` whose WARC files are in ``warc_dir``
-    (as the fetch wrote them: ``new/``, still ``.open``, or moved up); a file not
-    found is reported once and its records left out."""
+    """The sources of the fetch records ``records`` (``(source, line, record)``, as
+    :func:`crawlkit.streams.read_records_with_lines` gives them) whose WARC files are
+    in ``warc_dir`` (as the fetch wrote them: ``new/``, still ``.open``, or moved up);
+    a file not found is reported once and its records left out, and a record whose
+    offset or length is no count is reported with its line and skipped."""
     spans: dict[str, list[tuple[int, int]]] = {}
     found: dict[str, Path | None] = {}
     out = FetchLogSources()
@@ -50,18 +52,31 @@ def fetch_log_sources(
                 reporter.warn(f"{warc_dir}: no WARC file {name}", "damaged WARC")
         return found[name]
 
-    for rec in records:
+    for source, line, rec in records:
         warc = rec.get("warc")
         if not isinstance(warc, dict) or not warc.get("file"):
             continue  # no response stored: refused, deferred, an error
+        span = _span(warc)
+        if span is None:
+            reporter.bad_record(source, line, "warc offset and length are not counts")
+            continue
         name = Path(str(warc["file"])).name
         if where(name) is None:
             continue
-        spans.setdefault(name, []).append((int(warc["offset"]), int(warc["length"])))
+        spans.setdefault(name, []).append(span)
         first, digest = warc.get("refers_to"), rec.get("digest")
         if isinstance(first, dict) and first.get("file") and digest:
-            path = where(Path(str(first["file"])).name)
-            if path is not None:
-                out.originals[str(digest)] = (str(path), int(first["offset"]), int(first["length"]))
+            first_span = _span(first)
+            path = where(Path(str(first["file"])).name) if first_span is not None else None
+            if path is not None and first_span is not None:
+                out.originals[str(digest)] = (str(path), *first_span)
     out.ranges = [(str(found[name]), ranges) for name, ranges in spans.items()]
     return out
+
+
+def _span(warc: dict) -> tuple[int, int] | None:
+    """``(offset, length)`` of a WARC location: a count and a positive count, or None."""
+    offset, length = warc.get("offset"), warc.get("length")
+    if type(offset) is not int or type(length) is not int or offset < 0 or length <= 0:
+        return None
+    return offset, length

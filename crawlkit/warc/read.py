@@ -50,6 +50,7 @@ from typing import Any, BinaryIO
 import zstandard
 
 from crawlkit import deflate
+from crawlkit.decoders import starts_zstd
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.streams import display_name, is_stdio
 
@@ -112,7 +113,6 @@ class WarcStats:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FILL = 1 << 20
 _PIECE = 16384
 _FILL_OUT = 4 << 20
@@ -145,7 +145,7 @@ class WarcStream:
             self._mode = "gzip"
             self._dec: object = deflate.decompressobj(31)
             self._in_member = False
-        elif magic.startswith(_ZSTD_MAGIC):
+        elif starts_zstd(magic):
             self._mode = "zstd"
             self._zctx = zstandard.ZstdDecompressor()
             self._dec = self._zctx.decompressobj()
@@ -467,11 +467,15 @@ def iter_responses_at(
     want_body: Callable[[int | None, str | None], bool] | None = None,
     max_body: int = MAX_BODY,
     stats: WarcStats | None = None,
+    on_damage: Callable[[InputError], None] | None = None,
 ) -> Iterator[WarcResponse]:
     """Like :func:`iter_responses`, over the records at ``(offset, length)`` ranges of
     ``path`` (as fetch records give them), read in the order given; the file may still
     be growing (a writer appends after them). A range that does not hold whole records
-    raises :class:`TruncatedInput` / :class:`InputError` after the records before it.
+    (past the file's end, not a record's start) raises :class:`TruncatedInput` /
+    :class:`InputError` after the records before it; with ``on_damage``, that is
+    called instead and the next range is read (one bad fetch record lost every later
+    page of its file).
     """
     source = display_name(path)
     stats = stats if stats is not None else WarcStats()
@@ -481,12 +485,34 @@ def iter_responses_at(
         raise InputError(exc.strerror or str(exc), source=source) from exc
     with raw:
         for offset, length in ranges:
-            raw.seek(offset)
-            data = raw.read(length)
-            if len(data) < length:
-                raise TruncatedInput(f"no whole record at offset {offset}", source=source)
-            stream = WarcStream(io.BytesIO(data), f"{source}@{offset}")
-            yield from _iter_stream(stream, source, want_body, max_body, stats)
+            try:
+                yield from _iter_range(raw, offset, length, source, want_body, max_body, stats)
+            except InputError as exc:
+                if on_damage is None:
+                    raise
+                on_damage(exc)
+
+
+def _iter_range(
+    raw: BinaryIO,
+    offset: int,
+    length: int,
+    source: str,
+    want_body: Callable[[int | None, str | None], bool] | None,
+    max_body: int,
+    stats: WarcStats,
+) -> Iterator[WarcResponse]:
+    """The responses of the records at ``offset`` (``length`` bytes) of ``raw``."""
+    if offset < 0 or length <= 0:
+        raise InputError(f"no record at offset {offset} of length {length}", source=source)
+    if offset + length > os.fstat(raw.fileno()).st_size:  # never read a made-up length
+        raise TruncatedInput(f"no whole record at offset {offset}", source=source)
+    raw.seek(offset)
+    data = raw.read(length)
+    if len(data) < length:
+        raise TruncatedInput(f"no whole record at offset {offset}", source=source)
+    stream = WarcStream(io.BytesIO(data), f"{source}@{offset}")
+    yield from _iter_stream(stream, source, want_body, max_body, stats)
 
 
 def _iter_stream(
@@ -497,8 +523,9 @@ def _iter_stream(
     stats: WarcStats,
 ) -> Iterator[WarcResponse]:
     """The responses of one decoded stream (a file, or the records of one range)."""
-    number = 0
+    number = whole = 0  # records begun, records read whole
     while True:
+        whole = number
         try:
             head = _read_head(stream, number + 1, source)
             if head is None:
@@ -527,10 +554,9 @@ def _iter_stream(
                 stats,
             )
         except InputError as exc:
-            kept = max(number - 1, 0)
             why = f" ({stream.damage})" if stream.damage else ""
             raise type(exc)(
-                f"{_bare(exc, source)}{why}; the {kept} records before it were kept",
+                f"{_bare(exc, source)}{why}; the {whole} records before it were kept",
                 source=source,
             ) from None
         yield response
@@ -554,6 +580,9 @@ def _read_head(
     if not line:
         return None
     start = stream.tell() - len(line)
+    cut = not line.endswith(b"\n") and len(line) < MAX_HEADER_BYTES
+    if cut and b"WARC/".startswith(line[:5]):  # cut inside "WARC/": no other damage
+        raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
     if not line.startswith(b"WARC/"):
         raise InputError(
             f"record {number}: not a WARC record (starts {line[:20]!r})", source=source

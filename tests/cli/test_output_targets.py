@@ -130,3 +130,69 @@ def test_atomic_write_to_a_device_keeps_it(tmp_path: Path) -> None:
     dev = _null_device(tmp_path)
     streams.atomic_write_bytes(dev, b"discarded\n")
     assert stat.S_ISCHR(dev.stat().st_mode)
+
+
+def test_an_output_through_a_symlink_is_written_where_it_leads(tmp_path: Path) -> None:
+    """As the shell's > and sort -o do: the link stays a link, its target is new."""
+    (tmp_path / "real.txt").write_text("old\n")
+    link = tmp_path / "out.txt"
+    link.symlink_to("real.txt")
+    res = crawlkit("canon", "-o", str(link), input=URLS)
+    assert res.code == 0, res.stderr
+    assert link.is_symlink() and (tmp_path / "real.txt").read_bytes() == URLS
+
+
+@pytest.mark.parametrize(
+    ("redirect", "code", "said"),
+    [
+        ("-o {out} >&-", 0, ""),  # stdout not needed: closed is fine
+        (">&-", 1, "crawlkit canon: standard output is closed"),
+        ("-o {out} - <&-", 1, "crawlkit canon: standard input is closed"),
+    ],
+)
+def test_a_closed_standard_stream_is_a_one_line_error_only_when_used(
+    tmp_path: Path, redirect: str, code: int, said: str
+) -> None:
+    """A closed stdout ended in a traceback (even with -o FILE written), a closed stdin
+    in "internal error: AttributeError"."""
+    urls = tmp_path / "urls.txt"
+    urls.write_bytes(URLS)
+    out = tmp_path / "out.txt"
+    source = "" if "<&-" in redirect else str(urls)
+    line = f"{sys.executable} -m crawlkit canon {source} {redirect.format(out=out)}"
+    proc = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.strip() == said, proc.stderr
+    if code == 0:
+        assert out.read_bytes() == URLS
+
+
+def test_head_closing_stdout_is_an_error_when_another_output_is_lost(tmp_path: Path) -> None:
+    """`extract W --links L | head -1` ended 0 with L never written; `canon | head -1`
+    is still a normal end (0, nothing said)."""
+    page = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<title>t</title><a href=/x>x</a>"
+    records = []
+    for i in range(3000):
+        head = (
+            f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://a.test/{i}\r\n"
+            f"WARC-Date: 2026-12-02T01:02:03Z\r\nWARC-Record-ID: <urn:uuid:{i}>\r\n"
+            "Content-Type: application/http; msgtype=response\r\n"
+            f"Content-Length: {len(page)}\r\n\r\n"
+        )
+        records.append(head.encode() + page + b"\r\n\r\n")
+    warc = tmp_path / "many.warc"
+    warc.write_bytes(b"".join(records))
+    links = tmp_path / "links.ndjson"
+    cmd = f"{sys.executable} -m crawlkit extract {warc} --links {links} | head -1 >/dev/null"
+    proc = subprocess.run(
+        ["bash", "-c", cmd + "; exit ${PIPESTATUS[0]}"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert f"not written: {links}" in proc.stderr and not links.exists()
+    urls = tmp_path / "urls.txt"
+    urls.write_bytes(b"".join(b"http://a.test/%d\n" % i for i in range(100_000)))
+    cmd = f"{sys.executable} -m crawlkit canon {urls} | head -1 >/dev/null"
+    proc = subprocess.run(
+        ["bash", "-c", cmd + "; exit ${PIPESTATUS[0]}"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr

@@ -259,3 +259,33 @@ def test_a_large_write_to_a_closed_pipe_raises_instead_of_counting_as_written() 
         check=False,
     )
     assert "raised" in res.stderr, res.stderr
+
+
+def _skippable(data: bytes, kind: int = 0) -> bytes:
+    """A zstd skippable frame (pzstd writes one first, its index of the frames)."""
+    return (0x184D2A50 + kind).to_bytes(4, "little") + len(data).to_bytes(4, "little") + data
+
+
+@pytest.mark.parametrize("kind", [0, 15])
+def test_a_zstd_file_that_starts_with_a_skippable_frame_is_zstd(tmp_path: Path, kind: int) -> None:
+    recs = _records(300)
+    path = tmp_path / "pzstd-made"
+    body = zstandard.ZstdCompressor().compress(_ndjson(recs))
+    path.write_bytes(_skippable(b"\x00" * 4, kind) + body)
+    assert list(streams.read_records([path])) == recs
+    cut = tmp_path / "cut"
+    cut.write_bytes(path.read_bytes()[:-20])
+    rep, buf = _reporter()
+    list(streams.read_records([cut], rep))
+    assert rep.counts["truncated input"] == 1 and "inside a frame" in buf.getvalue()
+
+
+def test_a_byte_order_mark_before_the_first_line_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "windows.ndjson"
+    path.write_bytes(b'\xef\xbb\xbf{"n": 1}\r\n{"n": 2}\r\n')
+    rep, buf = _reporter()
+    assert list(streams.read_records([path], rep)) == [{"n": 1}, {"n": 2}]
+    assert rep.bad_records == 0, buf.getvalue()
+    text = tmp_path / "seeds.txt"
+    text.write_bytes(b"\xef\xbb\xbfhttp://a.test/\r\n")
+    assert [t for _, _, t in streams.read_text_lines([text])] == ["http://a.test/"]

@@ -54,3 +54,23 @@ def test_a_seeds_redirect_target_is_a_seed_to_the_scope(tmp_path: Path) -> None:
     assert res.code == 0, res.stderr
     assert "/home" in log and "/a" in log, log
     assert "/other" not in log, log
+
+
+def test_a_damaged_seeds_file_is_said_and_exits_1_after_the_crawl(tmp_path: Path) -> None:
+    """A seeds file cut short (gzip) was read up to the cut in silence (exit 0); a
+    UTF-8 byte order mark (a Windows editor's) made the first seed no URL."""
+    import gzip
+
+    with serve_routes({"/a.html": ("text/html", PAGE), "/b.html": ("text/html", PAGE)}) as (
+        root,
+        log,
+    ):
+        whole = gzip.compress(
+            f"\ufeff{root}/a.html\r\n".encode() + f"{root}/b.html\n".encode() * 400
+        )
+        seeds = tmp_path / "seeds.txt.gz"
+        seeds.write_bytes(whole[: len(whole) - 12])
+        res = crawl_loopback(str(seeds), tmp_path / "s")
+    assert res.code == 1, res.stderr
+    assert "gzip stream ends early" in res.stderr and "seeds were read up to damage" in res.stderr
+    assert "/a.html" in log, (log, res.stderr)

@@ -111,3 +111,34 @@ def test_robots_txt_in_a_content_encoding_is_read_or_taken_as_unreachable(
         else:
             assert outcomes == ["robots-denied", "fetched"], coding
             assert log == ["/robots.txt", "/ok"], coding
+
+
+def test_a_url_that_cannot_be_sent_as_it_is_is_refused_not_written(tmp_path: Path) -> None:
+    """A hand-made batch's URL with CR LF wrote "WARC-Type: foo" into the WARC's
+    headers and the request line; a space split the request line. Each is refused as
+    invalid-url (canonical URLs never hold one), and a record with no string url keeps
+    what it had, not "None"; the good URL is fetched (server log)."""
+    import json
+
+    from conftest import fetch_loopback, serve_routes
+
+    with serve_routes({"/ok": ("text/html", b"<title>ok</title>")}) as (root, log):
+        lines = [
+            json.dumps({"url": f"{root}/x\r\nWARC-Type: foo"}),
+            f"{root}/a b",
+            f"{root}/caf\u00e9",
+            json.dumps({"url": None, "id": 7}),
+            f"{root}/ok",
+        ]
+        res = fetch_loopback(tmp_path / "s", [line for line in lines])
+    assert res.code == 0, res.stderr
+    out = [json.loads(line) for line in res.lines]
+    assert [(r["url"], r["outcome"]) for r in out if r["outcome"] == "fetched"] == [
+        (f"{root}/ok", "fetched")
+    ]
+    refused = [r for r in out if r["outcome"] == "refused"]
+    assert [r["refused"] for r in refused] == ["invalid-url"] * 4, refused
+    assert {"url": None, "id": 7}.items() <= refused[-1].items()
+    assert log == ["/robots.txt", "/ok"], log
+    warcs = list((tmp_path / "s" / "warc").rglob("*.warc.gz"))
+    assert warcs and not any(b"WARC-Type: foo" in __import__("gzip").open(w).read() for w in warcs)

@@ -62,3 +62,34 @@ def test_a_warc_file_the_log_names_and_the_directory_lacks_exits_1(tmp_path: Pat
     assert both.code == 2 and "WARC files or --fetch-log, not both" in both.stderr
     alone = crawlkit("extract", "--fetch-log", str(log))
     assert alone.code == 2 and "--fetch-log and --warc-dir go together" in alone.stderr
+
+
+PAGES = {f"/p{i}.html": ("text/html", f"<title>p{i}</title>".encode()) for i in range(5)}
+
+
+def test_a_bad_location_in_the_log_loses_only_its_own_page(tmp_path: Path) -> None:
+    """One fetch record pointing off a record's start, past the file's end, or with no
+    offset: before, the first lost every later page of its file, the second ended
+    in MemoryError and the third in KeyError ("internal error"), 0 pages."""
+    with serve_routes(PAGES) as (root, _log):
+        log = tmp_path / "fetch.ndjson"
+        urls = [f"{root}{path}" for path in PAGES]
+        res = fetch_loopback(tmp_path / "s", urls, "--log", str(log))
+        assert res.code == 0, res.stderr
+    recs = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    pages = [r for r in recs if r.get("outcome") == "fetched"]
+    assert len(pages) == 5
+    warc_dir = str(tmp_path / "s" / "warc")
+    for bad in ({"offset": 7}, {"length": 10**12}, {"offset": None}, {"offset": -5}):
+        where = {**pages[1]["warc"], **bad}
+        if bad.get("offset", 0) is None:
+            del where["offset"]
+        edited = [{**r, "warc": where} if r is pages[1] else r for r in recs]
+        damaged = tmp_path / "damaged.ndjson"
+        damaged.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in edited))
+        res = crawlkit("extract", "--fetch-log", str(damaged), "--warc-dir", warc_dir)
+        # a damaged WARC exits 1; a record that is no location is a bad line, skipped
+        assert res.code == (0 if bad.get("offset", 0) in (None, -5) else 1), (bad, res.stderr)
+        assert "internal error" not in res.stderr, (bad, res.stderr)
+        got = [orjson.loads(line)["url"] for line in res.lines]
+        assert got == [r["url"] for r in pages if r is not pages[1]], (bad, res.stderr)

@@ -194,3 +194,33 @@ def test_odd_uris_are_keyed_as_cdxj_indexer_keys_them(tmp_path: Path) -> None:
     assert code == 0, err
     assert text == _cdxj_indexer(warc)
     assert len(text.splitlines()) > len(ODD_URIS)
+
+
+def test_a_zstd_warc_that_starts_with_a_skippable_frame_is_read(tmp_path: Path) -> None:
+    """pzstd writes a skippable frame first: the file was taken for a plain WARC and
+    refused ("not a WARC record (starts b'P*M\\x18...')")."""
+    import zstandard
+
+    plain = tmp_path / "a.warc"
+    plain.write_bytes(_record(*_GOOD) * 3)
+    skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\0" * 4
+    packed = tmp_path / "a.warc.zst"
+    packed.write_bytes(skippable + zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    code, text, err = _index(packed)
+    assert code == 0, err
+    assert len(text.splitlines()) == 3 and "example.com" in text
+
+
+@pytest.mark.parametrize("cut", [2, 40])
+def test_a_warc_cut_in_a_records_head_counts_the_records_kept(tmp_path: Path, cut: int) -> None:
+    """Cut 2 or 40 bytes into record 4's head: three whole records before it (extract
+    said two), and a cut inside "WARC/" is the file ending, not a record that is no
+    WARC record."""
+    record = _record(*_GOOD)
+    path = tmp_path / "cut.warc"
+    path.write_bytes(record * 3 + record[:cut])
+    for command in ("extract", "index"):
+        res = crawlkit(command, str(path))
+        assert res.code == 1
+        assert "ends inside the headers of record 4" in res.stderr, res.stderr
+        assert "3 whole records" in res.stderr or "the 3 records" in res.stderr, res.stderr
