@@ -29,6 +29,7 @@ from crawlkit.stages.frontier import add_to, links_to
 from crawlkit.stages.seen_merge import fresh_in
 from crawlkit.streams import Record
 from crawlkit.times import steady_time
+from crawlkit.totals import RequestJournal
 from crawlkit.url import Canonicalizer
 
 __all__ = ["HOLD_PER_SLOT", "MERGE_CHUNK", "STOP_GRACE", "Gate", "Limits", "Merged", "Router"]
@@ -156,6 +157,7 @@ class Gate:
         self.rep = reporter
         self.clock = clock
         self.max_depth = max_depth  # --max-depth, applied before the seen set too
+        self.journal = RequestJournal(dir.root)  # this run's page requests, on disk
         self.canon = Canonicalizer()
         self.version = 0  # counts additions to the frontier
         # The post thread and the fetch side's refill (inbox, stale batches) both add

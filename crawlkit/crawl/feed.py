@@ -666,6 +666,7 @@ class FetchRun:
                 net=opts.net,
                 on_robots_capture=lambda rec: self.live.robots_capture(rec),
                 host_state=feed.stores.hosts,
+                on_request=feed.gate.journal.count,  # on disk: --max-pages after a kill -9
             )
             # The fetcher answered every URL it was given (one record each), so a batch
             # file still here can only differ in spelling from its records: done too.

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from crawlkit import streams
 from crawlkit.crawl.admission import Admission
 from crawlkit.crawl.archive import LinkPolicy, update_collection_index
 from crawlkit.crawl.core import Gate, Limits
@@ -57,6 +56,7 @@ from crawlkit.stages.extract_page import ExtractOptions
 from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import StateDir, open_state
 from crawlkit.times import iso, steady_time
+from crawlkit.totals import read_totals
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 
@@ -82,7 +82,7 @@ class Crawl:
         request = options.fetch.request
         if request is not None and request.keep_cookies:  # sent again, saved at the end
             request.load(self.dir.cookies, reporter.warn)
-        totals = streams.read_json(self.dir.totals) if self.dir.totals.exists() else {}
+        totals = read_totals(self.dir.root)  # killed runs' requests counted too
         self.fetched_before = int(totals.get("fetched", 0))
         requests_before = int(totals.get("requests", totals.get("fetched", 0)))
         self.limits = Limits(options, self.summary, requests_before, clock)
@@ -248,7 +248,8 @@ class Crawl:
         return "frontier empty"
 
     def _save_totals(self) -> None:
-        save_totals(self.dir.totals, self.summary, self.fetched_before)
+        save_totals(self.dir.totals, self.summary, self.fetched_before, self.gate.journal)
+        self.gate.journal.close()
 
 
 def crawl(

@@ -10,6 +10,7 @@ from typing import Any
 
 from crawlkit import streams
 from crawlkit.crawl.retry import ErrorTally
+from crawlkit.totals import RequestJournal, count_journals, forget_journals
 
 LIMIT = "page limit (--max-pages)"  # the reason a run stops on --max-pages
 # the reason a run stops when no URL of any run got an answer and some failed
@@ -106,12 +107,16 @@ def progress_info(summary: CrawlSummary, cycle: str, elapsed: float) -> dict[str
     }
 
 
-def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
-    """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``)."""
+def save_totals(
+    path: Path, summary: CrawlSummary, fetched_before: int, journal: RequestJournal | None = None
+) -> None:
+    """Add a finished run to the totals of all runs (``STATE/crawl/totals.json``), and
+    the requests of runs killed before (their journals: :mod:`crawlkit.crawl.journal`)."""
     totals: dict[str, Any] = streams.read_json(path) if path.exists() else {}
     # --max-pages counts requests over all runs (Crawl reads "requests", else "fetched")
     requests_before = int(totals.get("requests", totals.get("fetched", 0)) or 0)
-    totals["requests"] = requests_before + summary.requests
+    killed = count_journals(path.parent, totals, journal)
+    totals["requests"] = requests_before + killed + summary.requests
     totals["fetched"] = fetched_before + summary.outcomes["fetched"]
     totals["runs"] = int(totals.get("runs", 0)) + 1
     totals["refetched"] = int(totals.get("refetched", 0)) + summary.refetched
@@ -120,6 +125,7 @@ def save_totals(path: Path, summary: CrawlSummary, fetched_before: int) -> None:
     totals["seen"] = dict(seen)
     totals["last_run"] = summary.to_json()
     streams.atomic_write_json(path, totals)
+    forget_journals(path.parent, totals)
 
 
 def _error_lines(errors: dict[str, Any]) -> list[str]:

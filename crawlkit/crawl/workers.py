@@ -78,6 +78,7 @@ from crawlkit.shard.slots import SlotMap
 from crawlkit.stages.report_collection import record_settings
 from crawlkit.state import WORKERS_DIR, open_state, workers_of
 from crawlkit.times import steady_time
+from crawlkit.totals import read_totals
 from crawlkit.url import Canonicalizer, trim_url
 
 __all__ = [
@@ -587,8 +588,8 @@ def _remove_temp_dir(w: _Worker) -> None:
 
 
 def _totals(state: Path) -> int:
-    path = state / "crawl" / "totals.json"
-    totals = streams.read_json(path) if path.exists() else {}
+    """A worker's page requests of all runs, killed ones included."""
+    totals = read_totals(state / "crawl") if (state / "crawl").is_dir() else {}
     return int(totals.get("requests", totals.get("fetched", 0)) or 0)
 
 

@@ -125,7 +125,9 @@ class Fetcher:
     ``on_redirect`` receives the URL record of every redirect target within the hop
     limit. ``state`` (optional) makes host clocks, backoffs, robots and digests
     durable; ``warc`` (optional) archives every response. ``on_robots_capture`` is told
-    ``{"url", "warc"}`` of each robots.txt capture (they have no fetch record).
+    ``{"url", "warc"}`` of each robots.txt capture (they have no fetch record), and
+    ``on_request`` of each page request as it is sent (``crawl`` counts them on disk:
+    ``--max-pages`` after a kill -9).
     """
 
     def __init__(
@@ -141,6 +143,7 @@ class Fetcher:
         canonicalizer: Canonicalizer | None = None,
         on_redirect: Callable[[Record], None] | None = None,
         on_robots_capture: Callable[[Record], None] | None = None,
+        on_request: Callable[[], None] | None = None,
         clock: Callable[[], float] = steady_time,
     ):
         self.config = config
@@ -153,6 +156,7 @@ class Fetcher:
         self.canon = canonicalizer or Canonicalizer()
         self.on_redirect = on_redirect
         self.on_robots_capture = on_robots_capture
+        self.on_request = on_request
         self.clock = clock
         self.scheduler = Scheduler.from_config(config)
         self.redirects_out = 0
@@ -614,6 +618,8 @@ class Fetcher:
             cfg.max_decoded,
         )
         started = self.clock()
+        if self.on_request is not None:
+            self.on_request()
         # A stop (stop()) gives the request DEADLINE_GRACE more through this scope.
         scope = asyncio.timeout(None)
         try:

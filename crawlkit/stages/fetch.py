@@ -68,6 +68,7 @@ def fetch_records(
     net: NetOptions | None = None,
     on_robots_capture: Callable[[FetchRecord], None] | None = None,
     host_state: HostState | None = None,
+    on_request: Callable[[], None] | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
 
@@ -154,6 +155,7 @@ def fetch_records(
             on_interrupt,
             net,
             on_robots_capture,
+            on_request,
         )
     if stale:
         counts["refused"] = counts.get("refused", 0) + stale["refused"]
@@ -206,6 +208,7 @@ def _run(
     on_interrupt: Callable[[str], None] | None = None,
     net: NetOptions | None = None,
     on_robots_capture: Callable[[FetchRecord], None] | None = None,
+    on_request: Callable[[], None] | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         opts = net or NetOptions()
@@ -226,6 +229,7 @@ def _run(
             # the fetcher's callbacks take its records as plain dicts
             on_redirect=cast("Callable[[Record], None] | None", on_redirect),
             on_robots_capture=cast("Callable[[Record], None] | None", on_robots_capture),
+            on_request=on_request,
         )
         stop_on_signal.attach(asyncio.get_running_loop(), fetcher.stop)
         try:

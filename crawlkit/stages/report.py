@@ -39,6 +39,7 @@ from crawlkit.stages.report_collection import collection_section
 from crawlkit.stages.seen_merge import store_stats
 from crawlkit.state import crawl_roots
 from crawlkit.streams import Record
+from crawlkit.totals import read_totals
 
 __all__ = ["crawl_report", "crawl_roots", "merge_recrawl", "pending_urls"]
 
@@ -123,7 +124,7 @@ def pending_urls(state: Path, urls: set[str]) -> dict[str, str]:
 def _totals_counters(roots: list[Path]) -> dict[str, Any]:
     """Runs (the most any state had: a worker started again within a run counts
     twice), URLs refetched after crashes and the seen set's checks, summed."""
-    parts = [streams.read_json(t) for r in roots if (t := r / "crawl" / "totals.json").exists()]
+    parts = [read_totals(r / "crawl") for r in roots if (r / "crawl" / "totals.json").exists()]
     if not parts:
         return {}
     seen: Counter[str] = Counter()

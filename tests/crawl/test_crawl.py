@@ -530,3 +530,29 @@ def test_seeds_still_queued_from_a_stopped_run_are_not_queued_again(tmp_path: Pa
     summary = orjson.loads(res.stdout)
     assert summary["outcomes"] == {"fetched": 3} and summary["refused"] == {}
     assert sorted(p for p in log if p != "/robots.txt") == sorted(routes)
+
+
+def test_max_pages_holds_over_runs_killed_with_sigkill(tmp_path: Path) -> None:
+    """A killed run's requests were never added to the totals (they are saved when a
+    run ends): five kill -9s let --max-pages 300 fetch 600 pages. Each request is
+    counted on disk as it is sent; the server's log holds the limit."""
+    pages = {f"/p{i}.html": ("text/html", b"<p>page</p>") for i in range(80)}
+    links = "".join(f'<a href="{path}">x</a>' for path in pages)
+    routes = {"/": ("text/html", f"<html><body>{links}</body></html>".encode()), **pages}
+    state = tmp_path / "s"
+    with serve_routes(routes) as (root, log):
+        args = ("crawl", f"{root}/", "--state", str(state), "--allow-net", "127.0.0.0/8")
+        args += ("--min-delay", "0.05s", "--max-pages", "30")
+        for _ in range(3):
+            before = len(log)
+            proc = start_crawlkit(*args)
+            try:
+                poll_until(lambda b=before: len(log) >= b + 6, proc, "6 more requests")
+            finally:
+                proc.kill()
+                proc.wait(timeout=60)
+        res = crawlkit(*args, "--json")
+    assert res.code == 0, res.stderr
+    asked = [path for path in log if path != "/robots.txt"]
+    assert len(asked) <= 30 and len(asked) >= 20, len(asked)
+    assert orjson.loads(res.stdout)["stopped"] == "page limit (--max-pages)"
