@@ -181,7 +181,8 @@ on_signal() {
     echo "$0: stopped by SIG$1 in round $round; stopping the round's shards" >&2
     if [ -n "$round_pid" ]; then
         if kill -s TERM -- "-$round_pid" 2> /dev/null; then
-            while kill -0 -- "-$round_pid" 2> /dev/null; do sleep 0.1; done
+            # (kill -s 0, not kill -0: dash reads "-0 --" as a bad number and fails)
+            while kill -s 0 -- "-$round_pid" 2> /dev/null; do sleep 0.1; done
         else  # no process group of its own (no setsid): the runner alone
             kill -s TERM "$round_pid" 2> /dev/null || true
             wait "$round_pid" || true

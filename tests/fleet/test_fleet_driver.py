@@ -65,32 +65,37 @@ def test_sigterm_to_the_driver_stops_its_shards_and_frees_their_state(tmp_path: 
     fleet = tmp_path / "fleet"
     # slow enough that both shards are still crawling when the driver is stopped
     slow = ["--min-delay", "2s", "--delay-factor", "0"]
-    with start_testweb(tmp_path, *SMALL) as web:
+    # a file, not a pipe: waiting for a pipe's end waited for the shards too
+    with start_testweb(tmp_path, *SMALL) as web, (tmp_path / "driver.err").open("w") as err:
         driver = subprocess.Popen(
             [str(EXAMPLES / "fleet.sh"), str(fleet), "2", str(web.seeds), *net_flags(web), *slow],
             env=fleet_env(RUNNER=runner, SLICE="60s"),
             cwd=tmp_path,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=err,
             stdin=subprocess.DEVNULL,
-            text=True,
         )
         try:
             for k in range(2):
                 wait_until_locked(fleet / f"shard-{k}" / "LOCK", driver)
+            crawls = [_owner(fleet / f"shard-{k}" / "LOCK") for k in range(2)]
             # both crawls are fetching (so past their start-up): each asked a robots.txt
             deadline = time.monotonic() + 60
             while len({q["host"] for q in web.requests()}) < 4:  # every host
                 assert driver.poll() is None and time.monotonic() < deadline
                 time.sleep(0.05)
             driver.send_signal(signal.SIGTERM)
-            _, stderr = driver.communicate(timeout=60)
+            driver.wait(timeout=60)
         finally:
             if driver.poll() is None:
                 driver.kill()
                 driver.wait()
+    stderr = (tmp_path / "driver.err").read_text()
     assert driver.returncode == 143, stderr[-2000:]
     assert "stopped by SIGTERM" in stderr, stderr[-2000:]
+    # Ended before the driver: under dash, `kill -0 -- -PGID` failed at once ("Illegal
+    # number"), and the driver left its shards running behind it.
+    assert not [pid for pid in crawls if _running(pid)], "shard crawls outlived the driver"
     for k in range(2):  # no shard is left running: the next run can take every state
         try:
             state = open_state(fleet / f"shard-{k}")
@@ -99,3 +104,17 @@ def test_sigterm_to_the_driver_stops_its_shards_and_frees_their_state(tmp_path: 
         state.close()
         summary = orjson.loads((fleet / f"shard-{k}.last.json").read_bytes())
         assert summary["stopped"].startswith("interrupted"), summary["stopped"]
+
+
+def _owner(lock: Path) -> int:
+    """The pid a state directory's LOCK names ("pid N on HOST")."""
+    return int(lock.read_text().split()[1])
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return fields[0] != "Z"
