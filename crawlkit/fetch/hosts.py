@@ -102,6 +102,7 @@ class Host(HostQueue):
     durable: bool = False  # the state has a row for it (written before any request)
     state: str = "new"  # new, resolving, ready, failed
     failure: tuple[str, str] | None = None  # (outcome, error) once failed
+    last_end: float | None = None  # when its last request ended (kept in the state)
 
 
 @dataclass
@@ -323,6 +324,12 @@ class HostTable:
             host.backoff_until = min(host.backoff_until, longest)
             held = max(now + sched.gap(host), host.backoff_until)
             host.next_allowed = min(host.next_allowed, held)
+            if saved.last_end is not None:
+                # The gap is this run's: a --min-delay raised after a complaint holds
+                # from the first request, not from the second (the saved time was made
+                # with the last run's gap).
+                host.last_end = saved.last_end
+                host.next_allowed = max(host.next_allowed, saved.last_end + sched.gap(host))
             if saved.inflight_since is not None or (self.state and self.state.crashed):
                 # The last run died, maybe with a request to this host in flight whose
                 # record was lost: count it as ending now, so the full gap is kept.
@@ -431,6 +438,7 @@ class HostTable:
         self.scheduler.finish(
             host, now, elapsed=res.elapsed, status=res.status, retry_after=retry_after
         )
+        host.last_end = now
         if self.state is not None:
             self.state.put_host(
                 host.key, self._record(host, inflight=None, next_allowed=host.next_allowed)
@@ -447,6 +455,7 @@ class HostTable:
             host.last_elapsed,
             host.crawl_delay,
             inflight,
+            host.last_end,
         )
 
     # ------------------------------------------------------------------ memory

@@ -3,8 +3,9 @@
 One SQLite database (``hosts.sqlite``, WAL journal, ``synchronous=FULL``) holds:
 
 * ``hosts``: per host the next-allowed time, the backoff step and its end, the last
-  fetch time, the Crawl-delay, and ``inflight_since`` (set when a request starts,
-  cleared when it ends);
+  fetch time, the Crawl-delay, ``inflight_since`` (set when a request starts,
+  cleared when it ends) and ``last_end`` (when the last request ended: the next run
+  keeps its own gap from it, a column added when missing);
 * ``robots``: the robots.txt cache entry per origin (``RobotsEntry.to_dict()``);
 * ``dns``: the resolver cache (unexpired answers and failures);
 * ``digests``: payload digest → (URI, WARC-Date) of its first capture, for revisit
@@ -50,7 +51,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS hosts (
     host TEXT PRIMARY KEY, next_allowed REAL NOT NULL, backoff REAL NOT NULL,
     backoff_until REAL NOT NULL, last_elapsed REAL NOT NULL, crawl_delay REAL NOT NULL,
-    inflight_since REAL);
+    inflight_since REAL, last_end REAL);
 CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, entry TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS dns (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS digests (
@@ -112,6 +113,7 @@ class HostRecord:
     last_elapsed: float
     crawl_delay: float
     inflight_since: float | None
+    last_end: float | None = None  # when the last request ended (None: not known)
 
 
 class HostState:
@@ -132,6 +134,9 @@ class HostState:
             columns = {c[1] for c in self._db.execute("PRAGMA table_info(digests)")}
             if "place" not in columns:  # a state of an older crawlkit
                 self._db.execute("ALTER TABLE digests ADD COLUMN place TEXT")
+            columns = {c[1] for c in self._db.execute("PRAGMA table_info(hosts)")}
+            if "last_end" not in columns:  # a state of an older crawlkit
+                self._db.execute("ALTER TABLE hosts ADD COLUMN last_end REAL")
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{self.path}: {exc}") from exc
         self._lock = threading.Lock()
@@ -155,7 +160,7 @@ class HostState:
         if row is None:
             row = self._reader.execute(
                 "SELECT next_allowed, backoff, backoff_until, last_elapsed, crawl_delay, "
-                "inflight_since FROM hosts WHERE host=?",
+                "inflight_since, last_end FROM hosts WHERE host=?",
                 (key,),
             ).fetchone()
         return HostRecord(*row) if row else None
@@ -165,7 +170,7 @@ class HostState:
         self.commit()
         rows = self._reader.execute(
             "SELECT host, next_allowed, backoff, backoff_until, last_elapsed, crawl_delay, "
-            "inflight_since FROM hosts"
+            "inflight_since, last_end FROM hosts"
         ).fetchall()
         return [(row[0], HostRecord(*row[1:])) for row in rows]
 
@@ -180,6 +185,7 @@ class HostState:
                 rec.last_elapsed,
                 rec.crawl_delay,
                 rec.inflight_since,
+                rec.last_end,
             )
 
     # -- robots --------------------------------------------------------------------------
@@ -285,7 +291,8 @@ class HostState:
             try:
                 if hosts:
                     db.executemany(
-                        "INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?, ?, ?)", hosts.values()
+                        "INSERT OR REPLACE INTO hosts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        hosts.values(),
                     )
                 if robots:
                     db.executemany("INSERT OR REPLACE INTO robots VALUES (?, ?)", robots.items())

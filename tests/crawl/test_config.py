@@ -138,3 +138,20 @@ def test_a_host_min_delay_from_the_config_file(tmp_path):
     assert min(gaps["h1.test"]) < 0.3  # the other host keeps the global gap
     audit = crawlkit("audit", "--server-log", str(web.log_path), "--min-gap", "0.05s", "--json")
     assert json.loads(audit.stdout)["ok"]
+
+
+def test_a_min_delay_raised_between_runs_holds_from_the_first_request(tmp_path):
+    """The host clock a run saves was made with its gap: run 2, given a longer
+    --min-delay after a complaint, asked each host again ~1 s after run 1 had (a
+    helper's server log); it keeps its own gap from run 1's last request now."""
+    with start_testweb(tmp_path, "--hosts", "1", "--pages", "6", "--special", "none") as web:
+        args = ("crawl", web.url("h0.test"), "--state", str(tmp_path / "state"))
+        args += ("--allow-net", web.info["allow_net"], "--hosts-file", str(web.hosts_file))
+        first = crawlkit(*args, "--min-delay", "0.05s", "--max-pages", "2", timeout=120)
+        assert first.code == 0, first.stderr
+        ended = max(q["t_end"] for q in web.requests() if q["path"] != "/robots.txt")
+        second = crawlkit(*args, "--min-delay", "4s", "--max-pages", "3", timeout=120)
+        assert second.code == 0, second.stderr
+        later = [q for q in web.requests() if q["t_start"] > ended and q["path"] != "/robots.txt"]
+    assert later, "run 2 asked nothing"
+    assert later[0]["t_start"] - ended >= 4 - 0.025  # (the web's end stamp may lag a little)
