@@ -289,6 +289,8 @@ def collection_section(
             mime_bytes[kind] += int(rec.get("bytes") or 0)
             if rec.get("truncated"):  # kept, cut (WARC-Truncated): a cap, or a broken body
                 _examples(problems, f"truncated: {rec['truncated']}", url, examples)
+        elif rec.get("refused") == "duplicate":
+            pass  # the same URL handed out twice (again after a crash): the other is its answer
         elif outcome not in _OK_OUTCOMES or (outcome == "redirect" and rec.get("error")):
             # (a redirect with an error leads nowhere: past the hop limit, or to no URL)
             error = str(rec.get("error") or rec.get("reason_detail") or "").split("\n")[0][:120]

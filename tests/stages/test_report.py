@@ -214,3 +214,22 @@ def test_report_reads_top_down_glance_charts_tables_then_settings() -> None:
     assert "allow_net = 127.0.0.0/9, ::1/128" in page  # text, not a Python repr
     assert "fetch.insecure = no" in page and "fetch.proxy = (none)" in page
     assert "[&#x27;" not in page and "['" not in page
+
+
+def test_a_url_handed_out_twice_is_no_problem_of_the_collection(tmp_path) -> None:
+    """After a kill -9 a URL can be handed out twice in one cycle: the fetcher asks it
+    once and answers the copy "refused: duplicate". The report listed those copies
+    as problems of pages that were fetched (a helper's kill -9 loop: 8 of them)."""
+    from crawlkit.stages.report_collection import collection_section
+
+    url = "http://a.test/page"
+    fetched = {"url": url, "outcome": "fetched", "status": 200, "content_type": "text/html"}
+    copy = {
+        "url": url,
+        "outcome": "refused",
+        "refused": "duplicate",
+        "error": "the same URL is already queued or in flight",
+    }
+    lost = {"url": "http://a.test/gone", "outcome": "error", "error": "timeout after 30s"}
+    section = collection_section(tmp_path, [fetched, copy, lost], [])
+    assert list(section["problems"]) == ["error: timeout after 30s"], section["problems"]
