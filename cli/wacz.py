@@ -63,8 +63,9 @@ def wacz(
     and indexes/index.idx, as py-wacz writes it, which replay tools read a block at
     a time), pages/pages.jsonl (a header line, then one line per page with id, url,
     ts, title and text, the page's visible text for full-text search: the HTTP 200
-    HTML responses, and their copies at other URLs stored as revisits, with the
-    page's title and no text, in capture order), reports/ (the files given with --report; one
+    HTML responses (a URL again when its content changed), and their copies at other
+    URLs stored as revisits, with the page's title and no text, in capture order),
+    reports/ (the files given with --report; one
     named like a Frictionless descriptor, such as report.json, is stored as
     report.data.json so validators do not misread it), datapackage.json (every file
     with its size and sha256, the title, created, wacz_version 1.1.1) and

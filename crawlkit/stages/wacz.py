@@ -97,7 +97,8 @@ class Page:
 
 
 def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
-    """The pages of the WARCs, in file order, once per URL: HTTP 200 HTML responses,
+    """The pages of the WARCs, in file order, once per URL and content (a page whose
+    later capture changed is listed again, with its new text): HTTP 200 HTML responses,
     with title and text as ``crawlkit extract`` computes them, parsed in a worker
     under extract's CPU deadline (:func:`crawlkit.stages.extract.page_texts`), so a
     hostile page cannot hold the package up (it gets its bounded scan's title and no
@@ -109,6 +110,7 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     copies: dict[str, tuple[str, str]] = {}  # url -> (ts, digest) of the first revisit
     titles: dict[str, str] = {}  # payload digest -> the title of its page
     seen: set[str] = set()  # the URLs of the pages sent
+    sent: set[tuple[str, str | None]] = set()  # and their payload digests
 
     def bodies() -> Iterator[tuple[str, bytes, str | None]]:
         for path in paths:
@@ -116,15 +118,18 @@ def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
                 path,
                 want_body=lambda status, ctype: status == 200 and media_type(ctype) in _HTML_LIKE,
             ):
-                if resp.status != 200 or resp.target_uri in seen:
+                if resp.status != 200 or (resp.target_uri, resp.payload_digest) in sent:
                     continue
                 if resp.record_type == "revisit":
+                    if resp.target_uri in seen:
+                        continue  # (its content is listed: this capture changed nothing)
                     if resp.payload_digest and media_type(resp.content_type) in _HTML_LIKE:
                         copies.setdefault(resp.target_uri, (resp.date or "", resp.payload_digest))
                     continue
                 if resp.body is None or not looks_like_html(resp.content_type, resp.body):
                     continue
                 seen.add(resp.target_uri)
+                sent.add((resp.target_uri, resp.payload_digest))
                 waiting.append((resp.target_uri, resp.date or "", resp.payload_digest))
                 yield resp.target_uri, resp.body, resp.content_type
 

@@ -138,6 +138,7 @@ class WarcStream:
         # the one holding the oldest record still asked about (see raw_span)
         self._members: collections.deque[tuple[int, int]] = collections.deque([(0, 0)])
         self._eof = False
+        self._last_span_start = -1  # where raw_span's last record's member started
         self.damage: str | None = None
         magic = self._peek_raw()
         self._mode = "plain"
@@ -174,6 +175,17 @@ class WarcStream:
         while len(members) > 1 and members[1][0] <= start:
             members.popleft()
         raw_start = members[0][1]
+        if raw_start == self._last_span_start:
+            # A WARC gzipped whole (or a frame of several records): every record would
+            # point at the file's start, and a replay of any would read the first.
+            kind = "gzip member" if self._mode == "gzip" else "zstd frame"
+            raise InputError(
+                f"a record shares its {kind} with the one before it: the file is not "
+                f"compressed record by record, so no record has an offset of its own "
+                f"(recompress it, e.g. warcio recompress)",
+                source=self.source,
+            )
+        self._last_span_start = raw_start
         while not self._eof and members[-1][0] < end:
             self._fill()
         raw_end = next((raw for dec, raw in members if dec >= end), self._raw_read)
@@ -313,6 +325,13 @@ def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
             continue
         last = name.strip().lower()
         headers[last] = value.strip()
+    uri = headers.get("warc-target-uri")
+    if uri is not None:
+        # As warcio reads it (so the index is cdxj-indexer's): wget 1.19 and later write
+        # it in angle brackets, WARC 1.0's grammar; a space is percent-encoded.
+        if uri.startswith("<") and uri.endswith(">"):
+            uri = uri[1:-1]
+        headers["warc-target-uri"] = uri.replace(" ", "%20")
     return headers
 
 

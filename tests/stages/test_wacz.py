@@ -218,3 +218,29 @@ def test_a_pages_copy_at_another_url_is_in_the_page_list(tmp_path):
     with zipfile.ZipFile(out) as zf:
         pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
     assert {p["url"]: p["title"] for p in pages} == {f"{root}/en/": "Same", f"{root}/fr/": "Same"}
+
+
+def test_a_page_that_changed_between_captures_is_listed_for_each_content(tmp_path):
+    """Two crawls of one URL whose page changed: pages.jsonl kept the first capture
+    only, so the new text was not in full-text search. An unchanged third capture
+    adds no line."""
+    from conftest import fetch_loopback, serve_routes
+
+    routes = {"/p": ("text/html", b"<title>First</title><p>first edition</p>")}
+    with serve_routes(routes) as (root, _log):
+        for n, body in enumerate([b"", b"<title>Second</title><p>second edition</p>", b""]):
+            if body:
+                routes["/p"] = ("text/html", body)
+            res = fetch_loopback(tmp_path / f"s{n}", [f"{root}/p"])
+            assert res.code == 0, res.stderr
+    warcs = sorted(str(w) for w in tmp_path.glob("s*/warc/new/*.warc.gz"))
+    out = tmp_path / "c.wacz"
+    res = crawlkit("wacz", *warcs, "-o", str(out))
+    assert res.code == 0, res.stderr
+    with zipfile.ZipFile(out) as zf:
+        pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
+    assert [(p["url"], p["title"]) for p in pages] == [
+        (f"{root}/p", "First"),
+        (f"{root}/p", "Second"),
+    ]
+    assert "second edition" in pages[1]["text"]

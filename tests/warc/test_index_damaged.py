@@ -205,10 +205,23 @@ def test_a_zstd_warc_that_starts_with_a_skippable_frame_is_read(tmp_path: Path) 
     plain.write_bytes(_record(*_GOOD) * 3)
     skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"\0" * 4
     packed = tmp_path / "a.warc.zst"
-    packed.write_bytes(skippable + zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    frames = [zstandard.ZstdCompressor().compress(_record(*_GOOD)) for _ in range(3)]
+    packed.write_bytes(skippable + b"".join(frames))  # a frame a record, as WARC's zstd is
     code, text, err = _index(packed)
     assert code == 0, err
     assert len(text.splitlines()) == 3 and "example.com" in text
+
+
+def test_a_warc_gzipped_whole_is_refused_for_an_index(tmp_path: Path) -> None:
+    """gzip over the whole file, not record by record: every line said offset 0 and
+    the file's length, and pywb replayed the warcinfo record for any page (500)."""
+    import gzip
+
+    whole = tmp_path / "whole.warc.gz"
+    whole.write_bytes(gzip.compress(_record(*_GOOD) * 3))
+    code, text, err = _index(whole)
+    assert code == 1 and text == ""
+    assert "not compressed record by record" in err and "1 whole records before it" in err
 
 
 @pytest.mark.parametrize("cut", [2, 40])
@@ -224,3 +237,18 @@ def test_a_warc_cut_in_a_records_head_counts_the_records_kept(tmp_path: Path, cu
         assert res.code == 1
         assert "ends inside the headers of record 4" in res.stderr, res.stderr
         assert "3 whole records" in res.stderr or "the 3 records" in res.stderr, res.stderr
+
+
+def test_a_bracketed_or_spaced_target_uri_is_indexed_as_cdxj_indexer_does(tmp_path: Path) -> None:
+    """wget (1.19 and later) writes WARC-Target-URI in angle brackets: the index keyed
+    "<http)/..." with no mime or status, and pywb and ReplayWeb.page found no page."""
+    warc = tmp_path / "wget.warc"
+    records = [
+        _record(*_without("WARC-Target-URI", "WARC-Target-URI: <http://example.com/a>")),
+        _record(*_without("WARC-Target-URI", "WARC-Target-URI: http://example.com/b c")),
+    ]
+    warc.write_bytes(b"".join(records))
+    code, text, err = _index(warc)
+    assert code == 0, err
+    assert text == _cdxj_indexer(warc)
+    assert text.startswith("com,example)/a ") and '"status": "200"' in text
