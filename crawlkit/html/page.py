@@ -18,9 +18,9 @@ Contracts:
   Labels map to codecs by the WHATWG Encoding Standard (``iso-8859-1`` means
   windows-1252, ``gb2312`` means gb18030, ...).
 * :class:`HtmlExtractor` parses with selectolax's Lexbor parser (the HTML5 tree
-  builder, so broken markup parses as a browser would). Links come from ``a[href]``,
-  ``area[href]``, ``link[rel=canonical|alternate|next]``, ``frame[src]``,
-  ``iframe[src]`` and ``<meta http-equiv=refresh>``, are resolved against
+  builder, so broken markup parses as a browser would). Links come from ``a[href]``
+  (an SVG ``a[xlink:href]`` too), ``area[href]``, ``link[rel=canonical|alternate|next]``,
+  ``frame[src]``, ``iframe[src]`` and ``<meta http-equiv=refresh>``, are resolved against
   ``<base href>`` and the page URL by the WHATWG URL rules, canonicalized, and kept
   only when they are http(s); each canonical URL appears once per page (its first
   occurrence; nofollow only if every occurrence is nofollow).
@@ -87,9 +87,9 @@ BOILERPLATE_TAGS = [
 ]
 
 _SELECTOR = (
-    "a[href], area[href], link[href], frame[src], iframe[src], meta, base[href], title, "
-    "img, source, script[src], video, audio, track[src], object[data], embed[src], "
-    "input[src], image, style"
+    "a[href], a[xlink\\:href], area[href], link[href], frame[src], iframe[src], meta, "
+    "base[href], title, img, source, script[src], video, audio, track[src], object[data], "
+    "embed[src], input[src], image, style"
 )
 # Without url( or @import anywhere in the page, <style> blocks hold no requisite.
 _SELECTOR_NO_STYLE = _SELECTOR.removesuffix(", style")
@@ -540,7 +540,9 @@ class HtmlExtractor:
                 attrs = node.attributes
                 rel = attrs.get("rel")
                 nf = rel is not None and "nofollow" in rel.lower().split()
-                raw_links.append((attrs.get("href") or "", nf, tag))
+                # (an SVG <a> may say xlink:href, SVG 1.1's spelling; href wins)
+                href = attrs.get("href") or attrs.get("xlink:href") or ""
+                raw_links.append((href, nf, tag))
             elif tag in _SRC_ATTRS:
                 attrs = node.attributes
                 for name in _SRC_ATTRS[tag]:

@@ -215,3 +215,17 @@ def test_crawl_obeys_each_header_line_and_its_own_agent_name(tmp_path: Path) -> 
     assert result.code == 0, result.stderr
     assert "/ok2" in log
     assert not {"/x1", "/x3", "/x4"} & set(log), log
+
+
+def test_an_svg_link_written_with_xlink_href_is_a_link(ex: HtmlExtractor) -> None:
+    """SVG 1.1's <a xlink:href> is a hyperlink to a browser; only href was read, so a
+    page linked this way was never reached (found on a test page of real patterns)."""
+    html = (
+        b'<svg><a xlink:href="x.html"><rect/></a><a href="y.html" xlink:href="no.html">'
+        b"<circle/></a></svg><a>no link</a>"
+    )
+    page = ex.extract(html, "http://a.test/dir/")
+    assert [link.url.url for link in page.links] == [
+        "http://a.test/dir/x.html",
+        "http://a.test/dir/y.html",
+    ]
