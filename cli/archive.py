@@ -38,8 +38,10 @@ def archive_command(
     """Archive one site with everything its pages need: WARC, CDXJ, report, WACZ.
 
     The archivist's command: crawls URL's registered domain (--scope site) with no
-    per-site page budget, fetching every page's requisites (images, stylesheets and
-    what they import, scripts, fonts, media) also from other hosts, politely
+    per-site page budget, each URL as the pages link it (--rules safe: query order,
+    session ids and tracking parameters kept, so a replay finds every link), fetching
+    every page's requisites (images, stylesheets and what they import, scripts,
+    fonts, media) also from other hosts, politely
     (robots.txt, at least 1 s between requests to a host), then writes:
 
         OUT/warc/            WARC files and index.cdxj (pywb's CDXJ); the last
@@ -77,6 +79,8 @@ def archive_command(
         str(collection.state),
         "--scope",
         "site",
+        "--rules",
+        "safe",
         "--no-budgets",
         "--warc-dir",
         str(collection.warc_dir),

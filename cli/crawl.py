@@ -95,6 +95,7 @@ from crawlkit.fetch.netoptions import NetOptions
 from crawlkit.frontier.scope import Scope
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.masking import mask_argv
+from crawlkit.url import Rules
 
 
 def read_seeds(items: list[str], reporter: Reporter) -> list[str]:
@@ -129,6 +130,17 @@ def crawl_command(
     state: StateDir = ...,  # type: ignore[assignment]
     config: ConfigOption = None,
     scope: ScopeOption = "site",
+    rules: Annotated[
+        Rules,
+        typer.Option(
+            "--rules",
+            help="URL canonicalization rules (see 'crawlkit canon'): default for a search "
+            "crawl; safe (archive's) fetches and stores each URL as the page links it, "
+            "query order, session ids and tracking parameters kept. Kept with the "
+            "crawl's seeds: a later run uses the first run's.",
+            case_sensitive=False,
+        ),
+    ] = Rules.DEFAULT,
     max_pages: Annotated[
         int | None,
         typer.Option("--max-pages", min=0, help="Stop after this many fetched pages."),
@@ -313,6 +325,7 @@ def crawl_command(
         raise UsageError(f"--for {duration}: must be more than 0 (leave it out for no limit)")
     options = CrawlOptions(
         scope=scope,
+        rules=rules.value,
         max_pages=max_pages,
         duration=run_for,
         batch_size=batch,

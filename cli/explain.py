@@ -34,6 +34,7 @@ TEMPLATED = frozenset(
     {
         "--state",
         "--scope",
+        "--rules",  # extract's (the stages that read a state read its rules there)
         "--shard",
         "--shards",
         "--slot-map",

@@ -71,6 +71,7 @@ from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
 from crawlkit.fetch.netoptions import NetOptions
+from crawlkit.frontier.scope import adopt_state_rules
 from crawlkit.records import URLRecord
 from crawlkit.shard.routing import role_from_options
 from crawlkit.stages.fetch import fetch_records
@@ -239,6 +240,7 @@ def fetch(
         "host clocks, robots.txt caches and cookies",
         "fetch with the state of the worker that owns the hosts, or crawl it",
     )
+    adopt_state_rules(state)  # redirect targets named as the crawl names URLs
     warc = warc_options(warc_size, warc_prefix, warc_version)
     streams.check_output_dir(warc_dir, "--warc-dir")
     fetch = fetch_config(

@@ -35,7 +35,7 @@ from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
 from crawlkit.frontier.budgets import BudgetPolicy
-from crawlkit.frontier.scope import Scope
+from crawlkit.frontier.scope import Scope, adopt_state_rules
 from crawlkit.frontier.store import REASONS, Batch, NextOptions
 from crawlkit.frontier.traps import TrapLimits
 from crawlkit.shard.routing import role_from_options
@@ -280,6 +280,7 @@ def add(
             _url_or_site_records(streams.read_records_with_lines(files, rep), rep), reason
         )
     role = role_from_options(state, shard, shards, slot_map)
+    adopt_state_rules(state)  # URLs named as the crawl of the state names them
     # Another stage on the same state directory may be writing into our pipe while it
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = _reading_a_pipe(files)

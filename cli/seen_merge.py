@@ -31,7 +31,7 @@ from crawlkit_cli.options import (
 from crawlkit import streams
 from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL, UsageError
-from crawlkit.frontier.scope import Scope
+from crawlkit.frontier.scope import Scope, adopt_state_rules
 from crawlkit.records import Record, Refusal
 from crawlkit.seen import SeenStore
 from crawlkit.stages.seen_merge import DEFAULT_CHUNK, Line, SeenMerge, read_lines, store_stats
@@ -230,6 +230,7 @@ def seen_merge(
     _check_scope(scope)
     patterns = excludes(exclude, ignore_file, max_url_length)
     scoped = Scope.load(state, scope) if scope is not None else None
+    adopt_state_rules(state)  # URLs named as the crawl of the state names them
     canon = Canonicalizer()
     lines: Iterable[Line] = read_lines(files, rep)
     link_refused: list[Refusal] = []

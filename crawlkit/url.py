@@ -46,6 +46,7 @@ __all__ = [
     "load_param_denylist",
     "looks_like_session_token",
     "read_denylist",
+    "set_process_rules",
     "site_of_host",
     "site_of_record",
     "site_of_url",
@@ -278,8 +279,22 @@ def load_param_denylist(
     return read_denylist(lines)
 
 
+# The rule level of a Canonicalizer made without one: Rules.DEFAULT, unless this
+# process runs a crawl that names another (crawl --rules; an archive's is safe). The
+# crawl's modules make their own canonicalizers (the frontier's, the fetcher's for
+# redirects, the sitemap reader's): one setting for the process keeps every URL of the
+# crawl under the same rules, where one left at the default renamed the others' URLs.
+_process_rules: list[Rules] = [Rules.DEFAULT]
+
+
+def set_process_rules(rules: Rules | str) -> None:
+    """The rule level of every :class:`Canonicalizer` this process makes without one."""
+    _process_rules[0] = Rules(rules)
+
+
 class Canonicalizer:
-    """Turns URL text into :class:`ParsedURL` under one rule level.
+    """Turns URL text into :class:`ParsedURL` under one rule level (by default the
+    process's: :func:`set_process_rules`).
 
     ``canonicalize`` raises :class:`InvalidURL` (and only that) for input that cannot be
     used: unparsable, not http(s), or without a host.
@@ -287,11 +302,11 @@ class Canonicalizer:
 
     def __init__(
         self,
-        rules: Rules | str = Rules.DEFAULT,
+        rules: Rules | str | None = None,
         *,
         param_denylist: tuple[frozenset[str], tuple[str, ...]] | None = None,
     ):
-        self.rules = Rules(rules)
+        self.rules = Rules(rules) if rules is not None else _process_rules[0]
         exact, prefixes = param_denylist if param_denylist is not None else load_param_denylist()
         self._deny_exact = frozenset(n for n in exact if not n.endswith(IF_TOKEN))
         self._deny_prefixes = prefixes

@@ -57,6 +57,7 @@ from crawlkit.stages.report_collection import record_settings, warcinfo_fields
 from crawlkit.state import StateDir, open_state
 from crawlkit.times import iso, steady_time
 from crawlkit.totals import read_totals
+from crawlkit.url import Rules, set_process_rules
 
 __all__ = ["Crawl", "CrawlOptions", "CrawlSummary", "crawl", "explain"]
 
@@ -87,19 +88,26 @@ class Crawl:
         requests_before = int(totals.get("requests", totals.get("fetched", 0)))
         self.limits = Limits(options, self.summary, requests_before, clock)
         warc_root = Path(options.warc_dir) if options.warc_dir else state.path / "warc"
+        saved = Scope.saved(state.path)
+        rules = Rules(saved.rules if saved is not None else options.rules)
+        if rules != options.rules:
+            reporter.info(
+                f"URL rules {rules.value!r} of the running crawl kept (not {options.rules!r})"
+            )
+        set_process_rules(rules)  # before any URL is read (see crawlkit.url)
         # N extract processes (-j N, one at least) live for the whole run.
         # robots directives in pages are matched to the token robots.txt is matched to
-        extract_options = ExtractOptions(agent=agent_token(options.fetch.agent) or "crawlkit")
-        workers = ExtractWorkers(max(1, options.jobs), extract_options)
+        agent = agent_token(options.fetch.agent) or "crawlkit"
+        workers = ExtractWorkers(max(1, options.jobs), ExtractOptions(rules=rules, agent=agent))
         try:
             role = role_from_options(state.path, options.shard, options.shards, options.slot_map)
             link_policy = LinkPolicy(options.archive, reporter)
-            saved = Scope.saved(state.path)
             if saved is not None and saved.spec != options.scope:
                 reporter.info(
                     f"scope {saved.spec!r} of the running crawl kept (not {options.scope!r})"
                 )
             scope = Scope.load(state.path, saved.spec if saved is not None else options.scope)
+            scope.rules = rules.value
             # The stores are opened once for the run (the state directory is locked by
             # it) and committed by the stage functions after every change.
             self.stores = Stores(state, options, reporter, self.dir.waiting)
@@ -328,6 +336,7 @@ def explain(
             budgets=options.budgets,
             jobs=options.jobs,
             scope=shlex.quote(options.scope),
+            rules=options.rules,
             shard=_shard_flags(options),
             seeds=_seed_source(seeds),
             **dict(flags or {}),

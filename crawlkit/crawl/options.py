@@ -21,6 +21,9 @@ class CrawlOptions:
     """Every knob of ``crawlkit crawl``, with explicit defaults (see the CLI's help)."""
 
     scope: str = "site"
+    # URL rules (canon --rules): default for a search crawl; an archive's are safe, so
+    # it fetches and stores each URL as the page links it (replay finds it so)
+    rules: str = "default"
     max_pages: int | None = None
     duration: float | None = None
     batch_size: int = 1000

@@ -29,6 +29,7 @@ class ExplainContext:
     budgets: bool
     jobs: int
     scope: str
+    rules: str = "default"  # crawl --rules: extract's; the other stages read the state's
     shard: str = ""  # " --shard K --shards N" (or --slot-map FILE) of a fleet's shard
     # The other options crawl was given, as flags of each stage that has them (the CLI
     # reads them off its own options: crawlkit_cli.explain); each empty or " --x y".
@@ -94,7 +95,7 @@ STEPS: tuple[Step, ...] = (
         "extract: pages and links of the cycle's WARC records",
         (
             # the directory, not a glob: a cycle that wrote no WARC file extracts nothing
-            "crawlkit extract -j {jobs} {warc}/new --pages $C/pages.ndjson.zst "
+            "crawlkit extract -j {jobs}{rules_flag} {warc}/new --pages $C/pages.ndjson.zst "
             "--links $C/links.ndjson.zst",
             # extracted files join the collection, so the next cycle reads only its own
             # (find: none to move is no error)
@@ -154,6 +155,7 @@ SEED_COMMAND = (
 def render(ctx: ExplainContext) -> str:
     """The loop as shell commands for one cycle, one comment line per step."""
     fields = {**ctx.__dict__, "no_budgets": "" if ctx.budgets else " --no-budgets"}
+    fields["rules_flag"] = "" if ctx.rules == "default" else f" --rules {ctx.rules}"
     lines = []
     if ctx.seeds:
         lines += [

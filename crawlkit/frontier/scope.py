@@ -36,9 +36,9 @@ from crawlkit import streams
 from crawlkit.errors import InvalidURL, UsageError
 from crawlkit.patterns import MAX_URL_LENGTH, Pattern, compile_pattern, too_long
 from crawlkit.records import Record, Refusal, refusal
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, set_process_rules
 
-__all__ = ["SCOPES", "Scope", "scope_file"]
+__all__ = ["SCOPES", "Scope", "adopt_state_rules", "scope_file"]
 
 SCOPES = ("host", "site", "any")
 _LEGACY = Path("crawl") / "scope.json"
@@ -54,6 +54,9 @@ class Scope:
 
     def __init__(self, spec: str, *, max_url_length: int = MAX_URL_LENGTH):
         self.spec = spec
+        # the URL rules of the crawl (crawl --rules), kept with its seeds so every
+        # later run names URLs as the first did
+        self.rules = "default"
         self.max_url_length = max_url_length
         self.hosts: set[str] = set()
         self.sites: set[str] = set()
@@ -137,13 +140,19 @@ class Scope:
         return refusal(rec, "out-of-scope", why)
 
     def to_json(self) -> dict[str, Any]:
-        return {"spec": self.spec, "hosts": sorted(self.hosts), "sites": sorted(self.sites)}
+        return {
+            "spec": self.spec,
+            "hosts": sorted(self.hosts),
+            "sites": sorted(self.sites),
+            "rules": self.rules,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Scope:
         scope = cls(data["spec"])
         scope.hosts = set(data.get("hosts", []))
         scope.sites = set(data.get("sites", []))
+        scope.rules = str(data.get("rules") or "default")
         return scope
 
     @classmethod
@@ -160,7 +169,7 @@ class Scope:
         scope = cls(spec)
         saved = cls.saved(state)
         if saved is not None:
-            scope.hosts, scope.sites = saved.hosts, saved.sites
+            scope.hosts, scope.sites, scope.rules = saved.hosts, saved.sites, saved.rules
         scope.state = Path(state)
         return scope
 
@@ -177,3 +186,11 @@ class Scope:
 def _is_requisite(rec: Record) -> bool:
     hops = rec.get("requisite_hops")
     return rec.get("reason") == "requisite" or (isinstance(hops, int) and hops > 0)
+
+
+def adopt_state_rules(state: str | Path) -> None:
+    """Name URLs in this process as the crawl of ``state`` names them (its ``--rules``,
+    kept with its seeds): fetch's redirects, seen-merge's and frontier add's URLs."""
+    saved = Scope.saved(state)
+    if saved is not None:
+        set_process_rules(saved.rules)

@@ -38,7 +38,7 @@ from crawlkit.html.page import MAX_HTML_BYTES, MAX_LINKS, HtmlExtractor, Link, P
 from crawlkit.records import link_fields, page_record
 from crawlkit.sitemap.discover import robots_records, sitemap_records
 from crawlkit.sitemap.parse import MAX_SITEMAP_BYTES
-from crawlkit.url import Canonicalizer, ParsedURL, Rules
+from crawlkit.url import Canonicalizer, ParsedURL, Rules, set_process_rules
 from crawlkit.warc.read import MAX_BODY
 
 __all__ = [
@@ -200,6 +200,7 @@ def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
     # down; a worker dying of it mid-page would turn that into a failed run.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     map_large_blocks()  # a body or batch buffer freed goes back at once (crawlkit/heap.py)
+    set_process_rules(options.rules)  # (a sitemap's URLs are named as the pages' links)
     _worker = options.parser()
     _want_requisites = options.requisites
     # Lazy set-up (tables, the suffix list) is paid here, not from the first page's time.

@@ -201,3 +201,37 @@ def test_archive_with_workers_writes_the_crawl_log_and_outlinks(tmp_path: Path) 
     assert fetched and fetched <= logged
     outlinks = [h for t, h, _ in records if t == "metadata" and h.get_header("WARC-Refers-To")]
     assert seed in {h.get_header("WARC-Target-URI") for h in outlinks}
+
+
+def test_an_archive_fetches_and_stores_each_url_as_the_page_links_it(tmp_path: Path) -> None:
+    """The crawl's default URL rules sort a query and drop tracking parameters: an
+    archive asked for /list?page=2&q=x where the page links /list?q=x&page=2, and a
+    replay of the link found no capture (ReplayWeb.page: "Archived Page Not Found").
+    An archive's rules are safe (URLs as linked); a search crawl keeps the default."""
+    from conftest import serve_routes
+
+    links = b'<a href="list.html?q=x&amp;page=2">l</a> '
+    links += b'<a href="promo.html?id=3&amp;utm_source=rss">p</a>'
+    routes = {
+        "/": ("text/html", b"<html><body>" + links + b"</body></html>"),
+        "/list.html?q=x&page=2": ("text/html", b"<p>list</p>"),
+        "/promo.html?id=3&utm_source=rss": ("text/html", b"<p>promo</p>"),
+        "/list.html?page=2&q=x": ("text/html", b"<p>list</p>"),
+        "/promo.html?id=3": ("text/html", b"<p>promo</p>"),
+    }
+    with serve_routes(routes) as (root, log):
+        net = ("--allow-net", "127.0.0.0/8", "--min-delay", "0.05s")
+        out = tmp_path / "coll"
+        res = crawlkit("archive", f"{root}/", str(out), *net, "--for", "30s", timeout=180)
+        assert res.code == 0, res.stderr
+        archived = sorted(p for p in log if p not in ("/robots.txt", "/"))
+        log.clear()
+        crawl = crawlkit("crawl", f"{root}/", "--state", str(tmp_path / "s"), *net, timeout=120)
+        assert crawl.code == 0, crawl.stderr
+        crawled = sorted(p for p in log if p not in ("/robots.txt", "/"))
+    assert archived == ["/list.html?q=x&page=2", "/promo.html?id=3&utm_source=rss"]
+    assert crawled == ["/list.html?page=2&q=x", "/promo.html?id=3"]
+    uris = {head.get_header("WARC-Target-URI") for w in _warcs(out) for _, head, _ in _records(w)}
+    assert f"{root}/list.html?q=x&page=2" in uris and f"{root}/list.html?page=2&q=x" not in uris
+    again = crawlkit("crawl", f"{root}/", "--state", str(out / "state"), *net, "--for", "2s")
+    assert "URL rules 'safe' of the running crawl kept (not 'default')" in again.stderr
