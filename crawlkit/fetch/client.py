@@ -293,6 +293,13 @@ class _DecodedCounter:
         return True
 
 
+def _body_complete(resp: Any, size: int) -> bool:
+    """Whether the ``size`` bytes read are the whole body of ``resp``: its
+    Content-Length, or the end of the stream already received."""
+    length = resp.content_length
+    return (length is not None and size >= length) or resp.content.at_eof()
+
+
 class AiohttpClient:
     """The production client (one aiohttp session, keep-alive, one connection per host).
 
@@ -487,7 +494,11 @@ class AiohttpClient:
                     chunks.append(chunk)
                     size += len(chunk)
                     if not counter.feed(chunk):
-                        result.truncated = "length"
+                        # Decoded past --max-decoded: the rest is not read. Stored whole
+                        # when nothing was left (a small bomb of 3 KB), it is no
+                        # truncated record (WARC-Truncated said so of every such one).
+                        if not _body_complete(resp, size):
+                            result.truncated = "length"
                         break
         except TimeoutError:
             result.error = f"timeout after {request.timeout:g}s"

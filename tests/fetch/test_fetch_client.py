@@ -12,6 +12,11 @@ import pytest
 
 from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult
 
+# 30 MB of zeros in ~130 KB: the decoded cap trips with most of it unread. 3 MB in
+# ~3 KB: read whole before the cap trips.
+BOMB = gzip.compress(b"\0" * 30_000_000, 1)
+SMALL_BOMB = gzip.compress(b"\0" * 3_000_000)
+
 
 @pytest.fixture(scope="module")
 def tiny_server():
@@ -19,9 +24,9 @@ def tiny_server():
 
     async def handler(request: web.Request) -> web.StreamResponse:
         if request.path == "/bomb":
-            return web.Response(
-                body=gzip.compress(b"\0" * 20_000_000), headers={"Content-Encoding": "gzip"}
-            )
+            return web.Response(body=BOMB, headers={"Content-Encoding": "gzip"})
+        if request.path == "/small-bomb":  # all of it in the first read
+            return web.Response(body=SMALL_BOMB, headers={"Content-Encoding": "gzip"})
         if request.path == "/stall":
             resp = web.StreamResponse()
             await resp.prepare(request)
@@ -72,15 +77,26 @@ def test_client_connects_to_the_pinned_address_keeping_the_name(tiny_server: int
             stall = await c.fetch(
                 FetchRequest(f"http://named.test:{tiny_server}/stall", "127.0.0.1", timeout=0.5)
             )
-            return [ok, bomb, stall]
+            small = await c.fetch(
+                FetchRequest(
+                    f"http://named.test:{tiny_server}/small-bomb",
+                    "127.0.0.1",
+                    max_decoded=1_000_000,
+                )
+            )
+            return [ok, bomb, stall, small]
         finally:
             await c.close()
 
-    ok, bomb, stall = asyncio.run(go())
+    ok, bomb, stall, small = asyncio.run(go())
     assert ok.status == 200 and ok.body == f"hello named.test:{tiny_server} t/1".encode()
     assert bomb.truncated == "length" and bomb.decoded_bytes > 1_000_000
     assert len(bomb.body) < 100_000  # stopped at the decoded cap, body kept raw (gzip)
     assert stall.truncated == "time" and stall.body == b"partial" and "timeout" in stall.error
+    # Past the decoded cap with the whole body read: stored whole, so no truncated
+    # record (WARC-Truncated: length was written on such complete records).
+    assert small.truncated is None and small.body == SMALL_BOMB
+    assert small.decoded_bytes > 1_000_000
 
 
 def test_https_keeps_the_name_for_sni_and_host_while_pinned(tmp_path: Path) -> None:
