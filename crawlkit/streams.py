@@ -352,7 +352,7 @@ class Output:
         except OSError as exc:  # name the output, not its temporary file
             raise OutputError(f"{self.path}: {describe_os_error(_without_name(exc))}") from exc
         if name.endswith(".zst"):
-            self._closer = zstandard.ZstdCompressor(level=level).stream_writer(
+            self._closer = zstandard.ZstdCompressor(level=level, write_checksum=True).stream_writer(
                 self._raw, closefd=False
             )
             self._stream = self._closer

@@ -142,7 +142,7 @@ class SideTables:
             or len(self.journal) >= MAX_JOURNAL_FILES
             or entries > self.compact_at * (len(sites.sites) + len(hosts))
         )
-        cctx = zstandard.ZstdCompressor(level=1)
+        cctx = zstandard.ZstdCompressor(level=1, write_checksum=True)
         if full:
             for kind, value in (("sites", sites.to_json()), ("hosts", dict(hosts))):
                 name = f"{kind}-{seq}.json.zst"

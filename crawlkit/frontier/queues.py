@@ -58,7 +58,7 @@ class SegmentStore:
         self.durable = directory
         self.directory = directory.path
         self.next_id = next_id
-        self._cctx = zstandard.ZstdCompressor(level=level)
+        self._cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
         self._dctx = zstandard.ZstdDecompressor()
 
     @staticmethod
