@@ -316,7 +316,10 @@ def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
     headers: dict[str, str] = {}
     last = ""
     for raw in lines:
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        try:  # as warcio decodes a header line (so the index is cdxj-indexer's)
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            line = raw.decode("iso-8859-1").rstrip("\r\n")
         if line[:1] in (" ", "\t") and last:
             headers[last] += " " + line.strip()
             continue

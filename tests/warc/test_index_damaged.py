@@ -252,3 +252,14 @@ def test_a_bracketed_or_spaced_target_uri_is_indexed_as_cdxj_indexer_does(tmp_pa
     assert code == 0, err
     assert text == _cdxj_indexer(warc)
     assert text.startswith("com,example)/a ") and '"status": "200"' in text
+
+
+def test_a_target_uri_not_in_utf8_is_read_as_warcio_reads_it(tmp_path: Path) -> None:
+    """A header line that is not UTF-8 is Latin-1 to warcio; it was U+FFFD here, so the
+    index's url differed from cdxj-indexer's."""
+    record = _record(*_GOOD).replace(b"http://example.com/", b"http://example.com/caf\xe9")
+    warc = tmp_path / "latin.warc"
+    warc.write_bytes(record)
+    code, text, err = _index(warc)
+    assert code == 0, err
+    assert text == _cdxj_indexer(warc) and "\ufffd" not in text
