@@ -328,8 +328,9 @@ class HostTable:
                 # The gap is this run's: a --min-delay raised after a complaint holds
                 # from the first request, not from the second (the saved time was made
                 # with the last run's gap).
-                host.last_end = saved.last_end
-                host.next_allowed = max(host.next_allowed, saved.last_end + sched.gap(host))
+                # (no later than now: a clock that was ahead wrote it, as above)
+                host.last_end = min(saved.last_end, now)
+                host.next_allowed = max(host.next_allowed, host.last_end + sched.gap(host))
             if saved.inflight_since is not None or (self.state and self.state.crashed):
                 # The last run died, maybe with a request to this host in flight whose
                 # record was lost: count it as ending now, so the full gap is kept.
