@@ -401,8 +401,9 @@ def fetch_record(rec: Mapping[str, Any], url: str, outcome: str, **fields: Any) 
     given in ``fields``), then ``error_code`` when ``error`` names a classified failure.
 
     ``etag`` and ``last_modified`` default to the input's (a conditional GET's
-    validators stay with the URL). ``error_code`` and ``tls_unverified`` of an earlier
-    fetch of the same record are dropped.
+    validators stay with the URL), and so does ``digest`` of a ``deferred`` record (the
+    payload the page had: its next attempt's 304 refers to it). ``error_code`` and
+    ``tls_unverified`` of an earlier fetch of the same record are dropped.
     """
     out = dict(rec)
     out.update(
@@ -416,7 +417,7 @@ def fetch_record(rec: Mapping[str, Any], url: str, outcome: str, **fields: Any) 
         content_type=None,
         etag=rec.get("etag"),
         last_modified=rec.get("last_modified"),
-        digest=None,
+        digest=rec.get("digest") if outcome == "deferred" else None,
         location=None,
         warc=None,
         error=None,

@@ -129,6 +129,10 @@ def shape_response(
         outcome = "deferred"
         fields["retry_at"] = iso_time(backoff_until)
         fields["error"] = f"HTTP {status}: backing off"
+        # what the page had, for the next attempt (not the error's: a 503 without
+        # validators made the retry a plain GET, and its digest the page's)
+        fields["etag"], fields["last_modified"] = rec.get("etag"), rec.get("last_modified")
+        fields["digest"] = rec.get("digest")
     elif 300 <= status < 400 and res.location():
         outcome = "redirect"
     else:

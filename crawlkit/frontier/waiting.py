@@ -217,6 +217,8 @@ class WaitingRoom:
                 continue
             keep = {k: v for k, v in rec.items() if k not in FETCH_FIELDS}
             keep["retry_at"] = rec.get("retry_at")
+            if isinstance(rec.get("digest"), str):  # the page's (records.fetch_record)
+                keep["digest"] = rec["digest"]
             if rec.get("status") is not None:
                 # a request was made (429, 503): the next hand-out is charged again
                 keep.pop("budget_period", None)

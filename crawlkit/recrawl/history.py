@@ -242,8 +242,14 @@ def apply_event(
         new.depth = event.depth
     new.outcome = outcome or None
     new.status = event.status
-    not_modified = outcome in _NOT_MODIFIED or event.status == 304
-    if not_modified or outcome in _FETCHED or (not outcome and event.status is not None):
+    # A 304 the fetcher called an error (to a GET without validators: nothing was
+    # captured) and a server error (500-599: a page's error, not its content, whose
+    # digest became the page's and counted a change) back off as errors.
+    status = event.status if isinstance(event.status, int) else None
+    server_error = status is not None and 500 <= status <= 599
+    not_modified = outcome in _NOT_MODIFIED or (status == 304 and outcome != "error")
+    fetched = outcome in _FETCHED or (not outcome and status is not None)
+    if not server_error and (not_modified or fetched):
         _apply_fetch(entry, new, event, not_modified, policy, prior, estimate_now)
     elif outcome == "deferred":
         new.due = event.retry_at if event.retry_at is not None else event.at + policy.error_backoff
@@ -350,10 +356,17 @@ def _apply_fetch(
     new.last_fetch = event.at
     new.observed = event.at
     new.errors = 0
-    if event.etag is not None:
+    if not not_modified:
+        # The response's validators replace the old ones, none included: an ETag the
+        # server dropped, sent again as If-None-Match, made every later answer a 200
+        # (If-None-Match outranks If-Modified-Since). A 304 keeps them.
         new.etag = event.etag
-    if event.last_modified is not None:
         new.last_modified = event.last_modified
+    else:
+        if event.etag is not None:
+            new.etag = event.etag
+        if event.last_modified is not None:
+            new.last_modified = event.last_modified
     if digest is not None:
         new.digest = digest
     if event.simhash is not None:

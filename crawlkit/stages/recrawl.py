@@ -131,6 +131,12 @@ def collect_events(
             if problem is not None:
                 reporter.bad_record(source, line, problem)
                 continue
+            if rec.get("outcome") == "deferred":
+                # It waits in the waiting room alone (frontier add --deferred), as in
+                # crawl's recrawl step: learned here too, it became due a second time,
+                # as a recrawl, and the pipeline fetched it twice.
+                summary.ignored += 1
+                continue
             at = parse_time(rec.get("fetched_at"))
             event = Event(
                 kind="fetch",

@@ -278,17 +278,20 @@ def test_hostile_bodies_are_bounded_and_the_batch_goes_on(web: TestWeb, tmp_path
     for url in by_size:
         rec = got[CANON.parse(url).url]
         assert (rec["bytes"] or 0) <= 1_000_000
-        if "bomb" in url or "huge" in url or "endless" in url:
+        if "huge" in url or "endless" in url:
             assert rec["truncated"] == "length", rec
     bomb = next(r for r in records if "bomb" in r["url"])
     assert bomb["bytes"] < 1_000_000  # the decoded cap stopped it, not the body cap
+    # Its 64 KiB are often read whole before the decoded cap trips: a record holding
+    # all the server sent is no truncated one (e44f954); else it is cut by length.
+    assert bomb.get("truncated") in (None, "length"), bomb
     truncated = 0
     for f in (tmp_path / "w" / "new").glob("*.warc.gz"):
         with open(f, "rb") as fh:
             for r in warcio.archiveiterator.ArchiveIterator(fh):
                 if r.rec_headers.get_header("WARC-Truncated"):
                     truncated += 1
-    assert truncated >= 3
+    assert truncated >= 2 + (bomb.get("truncated") == "length")  # huge, endless (and bomb)
 
     # Drips and stalls, then the slow host's own front page: a host asks one URL at a
     # time, in order, so the page is asked once they ended, each by the 1-s timeout.

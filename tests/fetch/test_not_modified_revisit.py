@@ -103,3 +103,27 @@ def test_a_304_is_a_revisit_that_replays_the_page(tmp_path: Path) -> None:
     replayed = pywb_replay(tmp_path / "pywb", "c", url)[url]  # the latest capture: the 304
     assert replayed["status"] == 200
     assert replayed["sha256"] == hashlib.sha256(PAGE).hexdigest()
+
+
+def test_a_deferred_recrawl_keeps_what_the_page_had(tmp_path: Path) -> None:
+    """A recrawl deferred by a 503 (or by the run's end) lost its digest, and the 503's
+    missing validators replaced the page's: the retry was a plain GET, and a later 304
+    was archived as a revisit of an empty payload. The deferred record keeps the
+    input's etag, last_modified and digest, and so does the waiting room."""
+    from conftest import RAW, serve_routes
+
+    from crawlkit.frontier.waiting import read_waiting
+
+    busy = b"HTTP/1.0 503 Busy\r\nRetry-After: 60\r\nContent-Length: 4\r\n\r\nbusy"
+    with serve_routes({"/p": (RAW, busy)}) as (root, _log):
+        had = {"url": f"{root}/p", "etag": '"v1"', "digest": "sha1:PAGEDIGEST", "reason": "recrawl"}
+        log = tmp_path / "fetch.ndjson"
+        res = fetch_loopback(tmp_path / "s", [orjson.dumps(had).decode()], "--log", str(log))
+        assert res.code == 0, res.stderr
+    [rec] = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    assert rec["outcome"] == "deferred" and rec["status"] == 503
+    assert (rec["etag"], rec["digest"]) == ('"v1"', "sha1:PAGEDIGEST")
+    add = crawlkit("frontier", "add", "--state", str(tmp_path / "s"), "--deferred", str(log))
+    assert add.code == 0, add.stderr
+    [waiting] = list(read_waiting(tmp_path / "s" / "crawl" / "waiting.ndjson.zst"))
+    assert (waiting["etag"], waiting["digest"]) == ('"v1"', "sha1:PAGEDIGEST")

@@ -651,3 +651,45 @@ def test_extracts_page_record_is_joined_to_its_fetch_not_a_second_fetch(tmp_path
     history.close()
     assert entry.checks == 1 and entry.outcome == "fetched"
     assert entry.simhash == int("f0f0f0f0f0f0f0f0", 16)  # the page's, joined to its fetch
+
+
+def test_a_server_error_is_an_error_not_the_pages_content() -> None:
+    """A 500 on a recrawl became the page's digest: a false change, and the next 304
+    was archived as a revisit of the error page."""
+    e = apply_event(None, fetch(T0, "page"), 1, P)
+    e = apply_event(e, fetch(T0 + DAY, "error-page", status=500), 1, P)
+    assert e is not None and e.digest == "page" and e.changes == 0 and e.errors == 1
+    assert e.due - (T0 + DAY) < 2 * H  # backs off as an error (1 h), not the interval
+
+
+def test_a_304_the_fetcher_called_an_error_counts_as_no_visit() -> None:
+    """A 304 to a GET without validators captured nothing ("error"): the history took
+    it for "not modified", so a page never captured drifted to the longest interval."""
+    e = apply_event(None, fetch(T0, None, outcome="error", status=304), 1, P)
+    assert e is not None and e.last_fetch is None and e.errors == 1
+
+
+def test_validators_a_response_drops_are_dropped() -> None:
+    """The page lost its ETag: the old one, sent as If-None-Match forever, outranked
+    If-Modified-Since, and every visit of an unchanged page was a 200."""
+    e = apply_event(
+        None, fetch(T0, "d", etag='"v1"', last_modified="Thu, 01 Jan 2026 00:00:00 GMT"), 1, P
+    )
+    e = apply_event(e, fetch(T0 + DAY, "d2", last_modified="Fri, 02 Jan 2026 00:00:00 GMT"), 1, P)
+    assert e is not None and e.etag is None and e.last_modified.startswith("Fri")
+    e = apply_event(e, fetch(T0 + 2 * DAY, None, outcome="not-modified", status=304), 1, P)
+    assert e is not None and e.last_modified.startswith("Fri")  # a 304 keeps them
+
+
+def test_the_stage_leaves_deferred_urls_to_the_waiting_room(tmp_path: Path) -> None:
+    """Fed the fetch log, the stage learned its deferred URLs and made them due as
+    recrawls: the README pipeline fetched them twice (crawl's own step skips them)."""
+    rec = {
+        "url": "https://a.test/p",
+        "outcome": "deferred",
+        "status": 503,
+        "fetched_at": "2026-05-01T00:00:00Z",
+        "retry_at": "2026-05-01T00:01:00Z",
+    }
+    due = run(tmp_path / "s", [rec], T0 + 30 * DAY)
+    assert due == []
