@@ -363,7 +363,9 @@ def _update(
             fp=f"{entry.fp:016x}",
             depth=entry.depth if entry.depth is not None else 0,
             importance=entry.importance,
-            due=iso(entry.due),
+            # picked now (--max-urls picks "due or not"): due now, else frontier add
+            # held a pick made ahead of its time in the waiting room, and next gave none
+            due=iso(min(entry.due, now)),
             interval=round(entry.interval, 3),
             etag=entry.etag,
             last_modified=entry.last_modified,

@@ -19,6 +19,7 @@ from crawlkit.recrawl import Entry, Event, History, RecrawlPolicy, apply_event
 from crawlkit.recrawl.estimate import CHANGED, UNCHANGED, unpack
 from crawlkit.recrawl.history import http_date
 from crawlkit.stages.recrawl import recrawl, recrawl_stats
+from crawlkit.times import parse_time
 from crawlkit.url import fingerprint_int
 
 H = 3600.0
@@ -413,6 +414,9 @@ def test_max_urls_alone_spends_them_where_freshness_is_bought(tmp_path: Path) ->
     assert max(Counter(r["host"] for r in out).values()) <= 2
     changing = {u for u in urls if u.endswith(("0", "1"))}
     assert {r["url"] for r in out} <= changing
+    # picked now, so due now: a pick's later due made frontier add hold it waiting,
+    # and the pipeline fetched none of them
+    assert all(parse_time(r["due"]) <= T0 + 7 * H for r in out), [r["due"] for r in out]
 
 
 def test_stats_show_rates_freshness_and_days_ahead(tmp_path: Path) -> None:
