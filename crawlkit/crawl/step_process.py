@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import orjson
+
 from crawlkit import streams
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
@@ -105,21 +107,42 @@ def dedup_cycle(store: DedupStore, cycle: Path, reporter: Reporter) -> Deduped:
 
 
 def cycle_observations(
-    logged: Iterable[tuple[str, int, Record]], pages: Path, reporter: Reporter
+    logged: Iterable[tuple[str, int, Record]],
+    pages: Path,
+    reporter: Reporter,
+    links: Path | None = None,
 ) -> Iterator[tuple[str, int, Record]]:
-    """What the recrawl history learns from a cycle: its fetch records (``logged``)
-    and page records, each with its source and line. Deferred URLs wait in the
-    waiting room alone: fed to the history too, they would become due a second time,
-    as recrawls."""
+    """What the recrawl history learns from a cycle: its fetch records (``logged``),
+    page records, and the sitemap entries among its ``links`` that carry a
+    ``lastmod`` (a known page's lastmod newer than its last fetch makes it due: it
+    was dropped by seen-merge before, and the page waited its whole interval), each
+    with its source and line. Deferred URLs wait in the waiting room alone: fed to
+    the history too, they would become due a second time, as recrawls."""
     return (
         item
         for item in itertools.chain(
             logged,
             # (no path at all would read stdin)
             streams.read_records_with_lines([pages], reporter) if pages.exists() else (),
+            _lastmods(links, reporter) if links is not None and links.exists() else (),
         )
         if item[2].get("outcome") != "deferred"
     )
+
+
+def _lastmods(links: Path, reporter: Reporter) -> Iterator[tuple[str, int, Record]]:
+    """The link records of ``links`` with a ``lastmod`` (sitemap entries); the other
+    lines, most of them, are passed over without being parsed."""
+    source = str(links)
+    with contextlib.closing(streams.open_input(links)) as stream:
+        for number, line in streams.iter_lines(stream, source, reporter):
+            if line and b'"lastmod"' in line:
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # (the links step reports it)
+                if isinstance(rec, dict) and rec.get("lastmod") is not None:
+                    yield source, number, rec
 
 
 DUE = "recrawl-due.ndjson.zst"  # in a cycle: the URLs its recrawl step emitted
@@ -153,7 +176,9 @@ def recrawl_cycle(
         logged = streams.read_records_with_lines([cycle / "fetch.ndjson"], reporter)
     recrawl_in(
         history,
-        cycle_observations(logged, cycle / "pages.ndjson.zst", reporter),
+        cycle_observations(
+            logged, cycle / "pages.ndjson.zst", reporter, cycle / "links.ndjson.zst"
+        ),
         write=keep,
         now=now,
         reporter=reporter,

@@ -136,7 +136,7 @@ STEPS: tuple[Step, ...] = (
         (
             "crawlkit recrawl --state {state} --hold-mu "
             + f"{RECRAWL_HOLD_MU:g}s"
-            + " $C/fetch.ndjson $C/pages.ndjson.zst "
+            + " $C/fetch.ndjson $C/pages.ndjson.zst $C/links.ndjson.zst "
             "| crawlkit frontier add --state {state}{shard} --scope {scope}{add_flags}",
         ),
         run=lambda cycles, cycle: cycles.recrawl(cycle),

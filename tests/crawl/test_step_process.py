@@ -369,3 +369,28 @@ def _holders(path: Path) -> set[int]:
         except OSError:  # (a process that ended, or another user's)
             continue
     return pids
+
+
+def test_a_sitemap_lastmod_in_a_cycles_links_makes_a_known_page_due(tmp_path: Path) -> None:
+    """crawl fed its recrawl step the fetch log and pages only: a sitemap's newer
+    lastmod for a page already fetched was dropped by seen-merge, and the page waited
+    its whole interval (a helper's server log: fetched once)."""
+    history = History(tmp_path / "history")
+    try:
+        first = _cycle(tmp_path / "cycles", "000001", T0, set())
+        recrawl_cycle(history, first, T0 + 60, 0.0, NullReporter())
+        later = tmp_path / "cycles" / "000002"
+        later.mkdir()
+        (later / "fetch.ndjson").write_bytes(b"")
+        lastmod = {
+            "url": "https://s1.test/p1",
+            "reason": "sitemap",
+            "lastmod": "2026-05-29T00:00:00Z",
+        }
+        plain = {"url": "https://s1.test/other", "reason": "link", "from": "https://s1.test/"}
+        with streams.open_output(later / "links.ndjson.zst") as out:
+            out.write(orjson.dumps(plain) + b"\n" + orjson.dumps(lastmod) + b"\n")
+        due = recrawl_cycle(history, later, T0 + 2 * 3600, 0.0, NullReporter())
+    finally:
+        history.close()
+    assert [r["url"] for r in due] == ["https://s1.test/p1"]
