@@ -33,7 +33,13 @@ class RequestJournal:
     """This run's journal in the crawl directory ``root``: :meth:`count` a request."""
 
     def __init__(self, root: Path) -> None:
-        self.name = f"requests-{time.time_ns():020d}.journal"
+        # Named after every journal before it, also when the clock was set back since
+        # (a name not after totals.json's last_journal would be taken as counted).
+        path = root / "totals.json"
+        last = str(streams.read_json(path).get("last_journal") or "") if path.exists() else ""
+        names = [last, *(p.name for p in root.glob(_GLOB))]
+        before = max((_number(name) for name in names), default=0)
+        self.name = f"requests-{max(time.time_ns(), before + 1):020d}.journal"
         self._fd: int | None = os.open(
             root / self.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
         )
@@ -47,6 +53,12 @@ class RequestJournal:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _number(name: str) -> int:
+    """The number in a journal's name (0 for none)."""
+    digits = name.removeprefix("requests-").removesuffix(".journal")
+    return int(digits) if digits.isdigit() else 0
 
 
 def _uncounted(root: Path, totals: dict[str, Any], exclude: str = "") -> list[tuple[Path, int]]:
