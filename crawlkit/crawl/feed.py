@@ -34,7 +34,7 @@ from crawlkit.crawl.core import HOLD_PER_SLOT, Gate, Limits
 from crawlkit.crawl.cycle import CycleRunner, PostWorker
 from crawlkit.crawl.files import CrawlDir, mark_done, write_file
 from crawlkit.crawl.options import CrawlOptions
-from crawlkit.crawl.recovery import Leftover
+from crawlkit.crawl.recovery import Leftover, within_limit
 from crawlkit.crawl.stores import Stores
 from crawlkit.crawl.timeline import LoopProbe, Timeline
 from crawlkit.diag import Reporter
@@ -643,6 +643,10 @@ class FetchRun:
                 old.unlink(missing_ok=True)
             self.track(path, leftover.records)
             initial = feed.blocks.leftover(leftover.records)
+            # A killed run's URLs count against --max-pages too (recovery.py)
+            initial, over = within_limit(initial, feed.limits.pages_left(0), self.clock())
+            for rec in over:
+                self.sink(rec)
         config = opts.fetch
         if feed.limits.deadline is not None:
             left = max(0.0, feed.limits.deadline - self.clock())

@@ -15,13 +15,15 @@ from pathlib import Path
 from crawlkit import streams
 from crawlkit.crawl.cycle import CycleRunner
 from crawlkit.crawl.files import CrawlDir, is_done, mark_done, read_file
-from crawlkit.crawl.summary import CrawlSummary
+from crawlkit.crawl.summary import LIMIT, CrawlSummary
 from crawlkit.diag import Reporter
+from crawlkit.records import FetchRecord, fetch_record
 from crawlkit.streams import Record
+from crawlkit.times import iso
 from crawlkit.warc.places import warc_new_dir
 from crawlkit.warc.write import finish_open_file
 
-__all__ = ["Leftover", "Recovery"]
+__all__ = ["Leftover", "Recovery", "within_limit"]
 
 
 @dataclass
@@ -124,3 +126,19 @@ def _salvage(cycle: Path, valid_end: dict[str, int]) -> None:
                     continue
             kept.append(rec)
     streams.atomic_write_bytes(log, b"".join(streams.dumps(r) for r in kept))
+
+
+def within_limit(
+    records: list[Record], room: float, now: float
+) -> tuple[list[Record], list[FetchRecord]]:
+    """A killed run's URLs to fetch again, cut to the ``room`` --max-pages leaves, and
+    the fetch records of those past it: deferred, due ``now``, never asked (fetched
+    all, they took the crawl past its limit). Refusals pass whatever the room."""
+    asked = [r for r in records if r.get("outcome") != "refused"]
+    keep = max(0, int(min(room, len(asked))))
+    over = {id(r) for r in asked[keep:]}
+    back = [
+        fetch_record(r, str(r["url"]), "deferred", retry_at=iso(now), error=f"{LIMIT}: not asked")
+        for r in asked[keep:]
+    ]
+    return [r for r in records if id(r) not in over], back
