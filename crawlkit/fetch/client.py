@@ -53,6 +53,7 @@ from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
 from crawlkit import deflate
 from crawlkit.fetch.freeze import FreezeWatch
+from crawlkit.fetch.lenient import lenient_protocol_factory
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
@@ -172,6 +173,11 @@ def _capped_connector(aiohttp: Any, idle_cap: int, **kwargs: Any) -> Any:
     connection, so the number of keys with idle connections is the idle count."""
 
     class CappedConnector(aiohttp.TCPConnector):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            # each connection's protocol gives a refused response a second look
+            self._factory = lenient_protocol_factory(self._loop)
+
         def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
             super()._release(key, protocol, should_close=should_close)
             idle = self._conns
