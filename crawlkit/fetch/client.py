@@ -46,14 +46,14 @@ import socket
 import ssl
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
 from crawlkit import deflate
 from crawlkit.fetch.freeze import FreezeWatch
-from crawlkit.fetch.lenient import lenient_protocol_factory
+from crawlkit.fetch.protocol import REUSED, crawl_protocol_factory, mark_idle
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
@@ -175,10 +175,11 @@ def _capped_connector(aiohttp: Any, idle_cap: int, **kwargs: Any) -> Any:
     class CappedConnector(aiohttp.TCPConnector):
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            # each connection's protocol gives a refused response a second look
-            self._factory = lenient_protocol_factory(self._loop)
+            # each connection's protocol: crawlkit/fetch/protocol.py
+            self._factory = crawl_protocol_factory(self._loop)
 
         def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
+            mark_idle(protocol)
             super()._release(key, protocol, should_close=should_close)
             idle = self._conns
             while len(idle) > idle_cap:
@@ -202,6 +203,8 @@ _MAX_DEFLATE_RATIO = 1032
 _MAX_PINS = 100_000  # names with a pinned address kept by the resolver
 _NO_FILE_LIMIT = 1 << 20  # what an unlimited RLIMIT_NOFILE counts as
 _MAX_UNVERIFIED = 100_000  # origins remembered as failing a TLS check (--insecure)
+_MAX_HEADER_LINE = 1 << 16  # bytes of a status or header line (see AiohttpClient)
+_MAX_HEADERS = 512
 # Failures --insecure fetches anyway (a stalled handshake is not a failed check).
 _INSECURE_RETRY = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-protocol")
 
@@ -328,6 +331,13 @@ class AiohttpClient:
         import aiohttp
 
         self._aiohttp = aiohttp
+        # how a kept-alive connection the server closed fails a request sent on it
+        self._closed_under_us = (
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientOSError,
+            ConnectionResetError,
+            BrokenPipeError,
+        )
         self._resolver = _PinnedResolver()
         self._verify: ssl.SSLContext = verifying_context(ca_file)
         self._insecure: ssl.SSLContext | None = insecure_context() if insecure else None
@@ -373,6 +383,13 @@ class AiohttpClient:
             trust_env=False,  # HTTP(S)_PROXY and NO_PROXY: see _proxy_for
             skip_auto_headers=("User-Agent",),
             read_bufsize=1 << 16,
+            # aiohttp's limits (8,190 bytes a header line, 128 headers) refused real
+            # responses whole: a WAF's Set-Cookie of 10-20 KB, a CDN's long header
+            # list (robots.txt so answered made its host "unavailable"). Browsers take
+            # 256 KB of headers; these bound a response's head at 64 KiB a line.
+            max_line_size=_MAX_HEADER_LINE,
+            max_field_size=_MAX_HEADER_LINE,
+            max_headers=_MAX_HEADERS,
         )
         # aiohttp silently resends an idempotent request once when the connection drops
         # before the response: a second request inside the host's gap. The scheduler
@@ -446,8 +463,30 @@ class AiohttpClient:
     async def _attempt(
         self, request: FetchRequest, url: Any, ssl_context: ssl.SSLContext | None
     ) -> FetchResult:
-        """One GET on one connection (``ssl_context``: None is the verifying one)."""
+        """One GET (``ssl_context``: None is the verifying one), sent again at once on a
+        new connection when the kept-alive one it went on turns out closed by the server
+        before any byte of an answer. That is a server closing an idle connection (its
+        keep-alive timeout: gunicorn's is 2 s) as the request was sent, which the server
+        never read; browsers and curl resend it (RFC 9112 9.3.1). Not resent, such a page
+        was an error record, and in a crawl waited an hour's backoff. A new connection
+        that fails so is not resent: that server read the request and dropped it."""
+        result, stale = await self._send(request, url, ssl_context)
+        if not stale:
+            return result
+        left = max(1.0, request.timeout - result.elapsed)
+        again, _ = await self._send(replace(request, timeout=left), url, ssl_context)
+        again.started = result.started
+        again.elapsed += result.elapsed
+        return again
+
+    async def _send(
+        self, request: FetchRequest, url: Any, ssl_context: ssl.SSLContext | None
+    ) -> tuple[FetchResult, bool]:
+        """One GET on one connection, and whether it failed as a stale connection does
+        (see :meth:`_attempt`)."""
         aiohttp = self._aiohttp
+        stale = False
+        REUSED.set(False)  # set when a connection is made ready for this request
         proxy = self._proxy_for(url)
         target, headers, server_hostname = url, request.headers, None
         if proxy is not None and (url.raw_host or "").strip("[]") != request.address:
@@ -538,6 +577,8 @@ class AiohttpClient:
             result.error = _describe(exc)
             if result.status is not None:
                 result.truncated = "disconnect"
+            else:
+                stale = REUSED.get() and isinstance(exc, self._closed_under_us)
         finally:
             self._freeze.unwatch(deadline)
             _connecting.reset(token)
@@ -554,7 +595,7 @@ class AiohttpClient:
         # (less the time the process did not run: no measure of the server)
         frozen = self._freeze.frozen - frozen_before
         result.elapsed = max(0.0, time.perf_counter() - t0 - frozen)
-        return result
+        return result, stale
 
 
 def _describe(exc: BaseException) -> str:

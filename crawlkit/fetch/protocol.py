@@ -1,0 +1,227 @@
+"""The protocol each of the client's connections gets: aiohttp's, read as browsers read.
+
+**A second look at a response llhttp refuses.** aiohttp parses responses with llhttp
+(C), which reads whatever follows a complete message in the same read as the next
+response. A 301 or 204 that sends a body with ``Content-Length: 0``, or a body a byte
+longer than its ``Content-Length``, so ended in "Bad status line", and the error lost
+the first response whole although every byte of it had arrived: the page, or the
+redirect to it, was an error record. Browsers and curl take the message and drop the
+extra bytes; so does aiohttp's pure-Python parser (the one ``AIOHTTP_NO_EXTENSIONS=1``
+selects, lax on responses as browsers are). Parsing every response in Python cost ~0.1
+CPU s per 1,000 pages more in ``bench/bench_fetch.py`` (0.88 against ~1.0), so llhttp
+keeps the first look: the bytes it is fed are kept only until it hands over a response
+(a response's head is one read, as a rule), and when it refuses them, the Python parser
+reads the same bytes again. A response so read closes its connection after it: what the
+server sent past it is nobody's, and must not become the head of the next response on
+that connection. A head both refuse for a fault browsers forgive (a space before a
+colon, ``Content-Length: 5, 5``, a length beside chunked framing: :func:`repaired_head`)
+is read once more mended; anything else is refused with llhttp's words.
+
+**Nothing read while idle is a response.** A server may write to a kept-alive
+connection between requests: a ``408 Request Timeout`` before it closes an idle one
+(nginx, Apache), a stray copy of a response. aiohttp parsed it then and handed it to
+the next request on that connection as its answer: a page archived with a 408, or with
+another URL's body, that the server was never asked for. Bytes that arrive while the
+connection waits in the pool close it, and so does a response parsed between the end
+of one request and the next (bytes that came just before the connection went back to
+the pool); the next request goes on a new connection.
+
+**Was the connection reused?** :data:`REUSED` tells the request whether it went on a
+connection that had carried one before (see :mod:`crawlkit.fetch.client`: such a
+connection the server closed while idle is the one failure resent at once).
+
+This reaches into aiohttp's connector (``_factory``, the protocol each connection gets)
+and protocol (``_parser``, set per request): private names, so
+``tests/fetch/test_connection_protocol.py`` tells when an aiohttp release moves them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, cast
+
+__all__ = ["REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
+
+#: Set for each request when its connection is made ready for it: True when that
+#: connection carried a request before (it came from the pool).
+REUSED: ContextVar[bool] = ContextVar("crawlkit_connection_reused", default=False)
+
+
+class _SecondLook:
+    """One response's parser: llhttp first; on its refusal of a response not yet handed
+    over, the Python parser over the same bytes."""
+
+    def __init__(
+        self,
+        strict: Any,
+        make_lenient: Callable[[], Any],
+        errors: type[Exception],
+        close_after: Callable[[], None],
+    ) -> None:
+        self._active = strict
+        self._make_lenient = make_lenient
+        self._close_after = close_after
+        self._errors = errors
+        self._fed: list[bytes] | None = []  # None once a response was handed over
+
+    def feed_data(self, data: bytes) -> Any:
+        fed = self._fed
+        try:
+            messages, upgraded, tail = self._active.feed_data(data)
+        except self._errors as refused:
+            if fed is None:
+                raise
+            fed.append(data)
+            self._fed = None
+            return self._read_again(b"".join(fed), refused)
+        if fed is not None:
+            if messages:
+                self._fed = None
+            elif data:
+                fed.append(data)
+        return messages, upgraded, tail
+
+    def _read_again(self, data: bytes, refused: Exception) -> Any:
+        lenient = self._make_lenient()
+        try:
+            messages, upgraded, tail = lenient.feed_data(data)
+        except self._errors:
+            repaired = repaired_head(data)
+            if repaired is None:
+                raise refused from None  # in llhttp's words, as before
+            lenient = self._make_lenient()
+            try:
+                messages, upgraded, tail = lenient.feed_data(repaired)
+            except self._errors:
+                raise refused from None
+        self._active = lenient
+        self._close_after()
+        return messages, upgraded, tail
+
+    def __getattr__(self, name: str) -> Any:
+        # feed_eof, pause_reading and whatever else the protocol asks of its parser
+        return getattr(self._active, name)
+
+
+def repaired_head(data: bytes) -> bytes | None:
+    """``data`` with its response head mended as browsers read it, or None when it has
+    no whole head or nothing to mend. Both parsers refuse these, and each is seen:
+
+    * whitespace between a header's name and its colon (RFC 9112 5.1 has a proxy remove
+      it from a response; ``Content-Type : text/html``);
+    * a Content-Length list of one value repeated (``5, 5``, or the header twice), as a
+      proxy stacking its copy on the server's makes it: that value (RFC 9110 8.6);
+    * Content-Length beside a chunked Transfer-Encoding: the chunks frame the body, the
+      length is dropped (RFC 9112 6.3).
+
+    A Content-Length list of different values stays refused: no length is the body's.
+    """
+    end = data.find(b"\r\n\r\n")
+    end = end + 4 if end >= 0 else -1
+    bare = data.find(b"\n\n")
+    if bare >= 0 and (end < 0 or bare + 2 < end):
+        end = bare + 2
+    if end < 0:
+        return None
+    status, *lines = data[:end].rstrip(b"\r\n").split(b"\n")
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines:
+        name, colon, value = line.rstrip(b"\r").partition(b":")
+        if not colon:
+            return None
+        headers.append((name.rstrip(b" \t"), value.strip(b" \t")))
+    lengths = {
+        part.strip()
+        for name, value in headers
+        if name.lower() == b"content-length"
+        for part in value.split(b",")
+    }
+    chunked = any(
+        name.lower() == b"transfer-encoding"
+        and value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
+        for name, value in headers
+    )
+    kept = [(n, v) for n, v in headers if n.lower() != b"content-length"]
+    if lengths and not chunked:
+        if len(lengths) != 1:
+            return None
+        kept.append((b"Content-Length", lengths.pop()))
+    head = b"\r\n".join([status.rstrip(b"\r"), *(n + b": " + v for n, v in kept)])
+    repaired = head + b"\r\n\r\n" + data[end:]
+    return None if repaired == data else repaired
+
+
+@functools.cache
+def _handler_class() -> type:
+    from aiohttp.client_exceptions import ClientPayloadError
+    from aiohttp.client_proto import ResponseHandler
+    from aiohttp.http_exceptions import HttpProcessingError
+    from aiohttp.http_parser import HttpResponseParserPy
+
+    class CrawlProtocol(ResponseHandler):
+        requests = 0  # how many requests this connection has been made ready for
+        idle = False  # in the pool, between requests
+
+        def set_response_params(self, **params: Any) -> None:
+            # a response parsed, or bytes kept, since the last one ended: sent unasked
+            stray = self.requests > 0 and (len(self) > 0 or bool(self._tail))
+            super().set_response_params(**params)
+            REUSED.set(self.requests > 0)
+            self.requests += 1
+            self.idle = False
+            if stray:
+                self._buffer.clear()  # never this request's answer
+                self._close_unused()
+                return
+            if self._parser is None:
+                return
+
+            def make_lenient() -> Any:
+                return HttpResponseParserPy(
+                    self,
+                    self._loop,
+                    params.get("read_bufsize", 2**16),
+                    timer=params.get("timer"),
+                    payload_exception=ClientPayloadError,
+                    response_with_body=not params.get("skip_payload", False),
+                    read_until_eof=params.get("read_until_eof", False),
+                    auto_decompress=params.get("auto_decompress", True),
+                    max_line_size=params.get("max_line_size", 8190),
+                    max_field_size=params.get("max_field_size", 8190),
+                    max_headers=params.get("max_headers", 128),
+                )
+
+            def close_after() -> None:
+                self._should_close = True  # never reused: see the module's docstring
+
+            second_look = _SecondLook(self._parser, make_lenient, HttpProcessingError, close_after)
+            self._parser = cast(Any, second_look)  # quacks as the parser it wraps
+
+        def data_received(self, data: bytes) -> None:
+            if self.idle and data:
+                self._close_unused()
+                return
+            super().data_received(data)
+
+        def _close_unused(self) -> None:
+            self._should_close = True
+            if self.transport is not None:
+                # the pool drops a closing connection; a request on it fails as on
+                # one the server closed, and is sent again on a new one
+                self.transport.close()
+
+    return CrawlProtocol
+
+
+def mark_idle(protocol: Any) -> None:
+    """``protocol`` waits in the pool (the connector's ``_release`` calls this)."""
+    if hasattr(protocol, "idle"):
+        protocol.idle = True
+
+
+def crawl_protocol_factory(loop: Any) -> Callable[[], Any]:
+    """What an aiohttp connector's ``_factory`` is set to: a :class:`CrawlProtocol` per
+    connection."""
+    return functools.partial(_handler_class(), loop=loop)
