@@ -587,3 +587,31 @@ def test_a_deeply_nested_page_is_recorded_capped(tmp_path):
     assert [x["url"] for x in links] == ["http://deep.example/first"]
     assert pages[0]["text_bytes"] >= len("intro first hello")
     assert "over the depth cap" in stderr
+
+
+def test_gzip_members_and_coding_lines_are_all_undone(tmp_path):
+    # Two gzip members back to back (a server that flushes as it writes): only the first
+    # was read, the page cut short with nothing said. Two Content-Encoding lines are one
+    # list (gzipped twice): the last line alone left the body gzipped once, no page.
+    page = b"<html><head><title>Whole</title></head><body>" + b"<p>text</p>" * 40
+    page += b'<a href="/last">last</a></body></html>'
+    members = gzip.compress(page[:100]) + gzip.compress(page[100:])
+    twice = gzip.compress(gzip.compress(page))
+    warc = tmp_path / "codings.warc"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+    warc.write_bytes(
+        raw_record("http://a.example/members", head + b"Content-Encoding: gzip\r\n\r\n" + members)
+        + raw_record(
+            "http://a.example/twice",
+            head + b"Content-Encoding: gzip\r\nContent-Encoding: gzip\r\n\r\n" + twice,
+        )
+    )
+    pages, links, stderr = extract_files(tmp_path, warc)
+    assert [(p["url"], p["title"]) for p in pages] == [
+        ("http://a.example/members", "Whole"),
+        ("http://a.example/twice", "Whole"),
+    ], stderr
+    assert {(x["from"], x["url"]) for x in links} == {
+        ("http://a.example/members", "http://a.example/last"),
+        ("http://a.example/twice", "http://a.example/last"),
+    }
