@@ -161,18 +161,20 @@ class Crawl:
         self.cycles.close()
         self.stores.close()
 
-    def run(self, admit: Callable[[], None] | None = None) -> CrawlSummary:
-        """Recover what the last run left, call ``admit`` (queue seeds and retries),
-        then crawl until a limit or nothing is left."""
+    def run(self, admit: Callable[[Leftover], None] | None = None) -> CrawlSummary:
+        """Recover what the last run left, call ``admit`` with the URLs it hands out
+        again (to queue seeds and retries besides them), then crawl until a limit or
+        nothing is left."""
         limits = self.limits
         with graceful_signals(limits.on_signal):
             return self._run(admit)
 
-    def _run(self, admit: Callable[[], None] | None = None) -> CrawlSummary:
+    def _run(self, admit: Callable[[Leftover], None] | None = None) -> CrawlSummary:
         limits = self.limits
-        leftover: Leftover | None = self.recovery.recover()
+        recovered = self.recovery.recover()
         if admit is not None:
-            admit()
+            admit(recovered)
+        leftover: Leftover | None = recovered
         idle_runs = 0
         while True:
             reason = limits.should_stop()
@@ -286,12 +288,16 @@ def crawl(
 
         gate, admission = run.gate, run.admission
 
-        def admit() -> None:
+        def admit(leftover: Leftover) -> None:
             admission.requeue_admitted()  # what a crash left between seen set and frontier
             # seeds seen before but never fetched, and due retries; asked after the
             # recovery has put the cycles a crash left into the recrawl history, else a
             # seed fetched in one of them reads as never fetched and is queued again
             owns = gate.role.owns if gate.role is not None else None
+            # a seed the killed run had handed out goes again with the leftover: queued
+            # besides, it was a second copy, fetched twice when a --max-pages share
+            # sent it after the first was answered
+            in_hand = {str(r.get("url")) for r in leftover.records}
             retry = retry_records(
                 state.path,
                 seeds,
@@ -299,7 +305,9 @@ def crawl(
                 owns=owns,
                 seen=run.stores.seen,
                 history=run.stores.history,
-                queued=lambda urls: run.stores.frontier.queued_among(urls, "seed"),
+                queued=lambda urls: (
+                    run.stores.frontier.queued_among(urls, "seed") | (urls & in_hand)
+                ),
             )
             gate.queue(retry, run.dir.root / "retry-refused.ndjson.zst")
             admission.add_seeds(seeds)

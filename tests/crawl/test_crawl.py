@@ -556,3 +556,41 @@ def test_max_pages_holds_over_runs_killed_with_sigkill(tmp_path: Path) -> None:
     asked = [path for path in log if path != "/robots.txt"]
     assert len(asked) <= 30 and len(asked) >= 20, len(asked)
     assert orjson.loads(res.stdout)["stopped"] == "page limit (--max-pages)"
+
+
+def test_a_seed_handed_out_before_a_kill_is_fetched_once(tmp_path: Path) -> None:
+    # A seed the killed run had handed to its fetcher goes again with what the recovery
+    # leaves; it was also queued again as a seed never fetched: a second copy, "refused:
+    # duplicate" when both were in flight, fetched twice when a --max-pages share (a
+    # worker's) sent it after the first was answered.
+    from crawlkit.crawl import Crawl, CrawlOptions
+    from crawlkit.diag import NullReporter
+    from crawlkit.state import open_state
+
+    routes = {f"/p{i}": ("text/html", b"<title>p</title>") for i in range(4)}
+    with serve_routes(routes) as (root, log):
+        seeds = [root + path for path in routes]
+        state = tmp_path / "state"
+        with open_state(state) as opened:
+            killed = Crawl(
+                opened,
+                CrawlOptions(scope="host", batch_size=2, budgets=False),
+                reporter=NullReporter(),
+            )
+            assert killed.admission.add_seeds(seeds) == 4
+            batch = killed.feed.next_batch(killed.dir.new_cycle(), lambda path, recs: None)
+            handed = [r["url"] for r in batch]
+            killed.close()  # as a kill leaves it: the batch file, no fetch record
+        assert len(handed) == 2
+        seeds_file = tmp_path / "seeds.txt"
+        seeds_file.write_text("".join(f"{s}\n" for s in seeds))
+        result = crawl_loopback(str(seeds_file), state, "--scope", "host", "--json")
+    assert result.code == 0, result.stderr
+    assert "2 URLs handed to the fetcher before the stop go again" in result.stderr
+    assert sorted(log) == sorted(["/robots.txt", *routes]), log
+    outcomes = Counter(
+        r["outcome"]
+        for path in state.glob("crawl/cycles/*/fetch.ndjson")
+        for r in streams.read_records([path])
+    )
+    assert outcomes == {"fetched": 4}, outcomes
