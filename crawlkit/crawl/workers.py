@@ -64,6 +64,7 @@ from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.blocks import hand_posted
 from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
+from crawlkit.crawl.files import is_done
 from crawlkit.crawl.loop import explain
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.rebalance import grow_workers
@@ -139,6 +140,7 @@ def prepare(state: Path, n: int, reporter: Reporter | None = None) -> Path:
             to = f"--workers {shards}" if shards != had else f"--workers {had} or more"
             raise UsageError(f"{state} is a crawl of --workers {had}; run it with {to}")
         if had < n:
+            _refuse_cut_work(state, root, had, n)
             grow_workers(root, had, n, reporter)
         return map_path
     one_process = state / "crawl"
@@ -149,6 +151,31 @@ def prepare(state: Path, n: int, reporter: Reporter | None = None) -> Path:
     SlotMap.even(n).save(map_path)  # before fleet.json: a crash in between redoes both
     streams.atomic_write_json(saved, {"workers": n})
     return map_path
+
+
+def _refuse_cut_work(state: Path, root: Path, had: int, n: int) -> None:
+    """Refuse to grow a crawl whose last run was killed with work cut: the handover
+    copies the moved sites' recrawl history before that work is finished (a killed
+    worker's cycles, post-processed by its next run), so the new owners took pages
+    fetched in the cut cycles for never fetched and fetched them again (seed pages,
+    44 of them in a helper's server log), and the URLs the killed run had handed out
+    would go again from a worker that no longer owns their hosts."""
+    for k in range(had):
+        crawl_dir = root / str(k) / "crawl"
+        cycles = crawl_dir / "cycles"
+        cut = [
+            c.name
+            for c in (sorted(cycles.iterdir()) if cycles.is_dir() else [])
+            if c.is_dir() and c.name.isdigit() and not is_done(c, "cycle")
+        ]
+        handed = list((crawl_dir / "batches").glob("*.ndjson.zst"))
+        if cut or handed:
+            what = f"cycle {cut[0]}" if cut else "URLs handed to its fetcher"
+            raise UsageError(
+                f"{state}: worker {k} has {what} left by a run that was killed; run the "
+                f"crawl once with --workers {had} to finish that (a short --for will do), "
+                f"then with --workers {n}"
+            )
 
 
 def worker_options(

@@ -879,3 +879,23 @@ def test_a_workers_state_moved_elsewhere_crawls_on(tmp_path: Path) -> None:
         web.flush()
         pages = [q for q in web.requests() if q["path"] != "/robots.txt"]
     assert len(pages) == len({(q["host"], q["path"]) for q in pages}) > 4  # on, none twice
+
+
+def test_a_crawl_with_work_a_kill_cut_is_not_grown(tmp_path: Path) -> None:
+    # Growing copies the moved sites' history before the killed worker's cut cycles
+    # are post-processed: the new owners fetched those cycles' pages again (seed pages,
+    # 44 in a helper's server log, --workers 2 with one killed, then 3).
+    prepare(tmp_path, 2)
+    crawl_dir = tmp_path / "workers" / "1" / "crawl"
+    (crawl_dir / "cycles" / "000002").mkdir(parents=True)
+    with pytest.raises(UsageError, match=r"worker 1 has cycle 000002 left by a run that was"):
+        prepare(tmp_path, 3)
+    (crawl_dir / "cycles" / "000002" / "cycle.done").write_text("{}\n")
+    (crawl_dir / "batches").mkdir()
+    (crawl_dir / "batches" / "000003-1.ndjson.zst").write_bytes(b"")
+    with pytest.raises(UsageError, match=r"once with --workers 2 .*then with --workers 3$"):
+        prepare(tmp_path, 3)
+    assert streams.read_json(tmp_path / "workers" / "fleet.json") == {"workers": 2}
+    (crawl_dir / "batches" / "000003-1.ndjson.zst").unlink()
+    prepare(tmp_path, 3)  # nothing cut: grown
+    assert streams.read_json(tmp_path / "workers" / "fleet.json") == {"workers": 3}
