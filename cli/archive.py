@@ -60,8 +60,8 @@ def archive_command(
     --proxy, --operator, ...), except --state and --warc-dir, which are OUT's.
     Exit status as crawl's: 1 when nothing at all could be fetched.
 
-    Memory and state as 'crawlkit crawl'; the WACZ step holds the index and page
-    list in memory.
+    Memory and state as 'crawlkit crawl'; the WACZ step sorts the index and page
+    list in bounded memory, as 'crawlkit wacz' does.
 
     Example:
 

@@ -230,7 +230,7 @@ def fetch(
 
     Example:
 
-        crawlkit frontier next --state S --max 20000 > batch.ndjson.zst
+        crawlkit frontier next --state S --max 20000 -o batch.ndjson.zst
         crawlkit fetch --state S batch.ndjson.zst --log fetched.ndjson.zst --redirects r.ndjson
     """
     rep = reporter()

@@ -18,8 +18,10 @@ from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
 __all__ = ["DEADLINE_GRACE", "DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
 
 # The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
-# are matched by its product token, "crawlkit".
-DEFAULT_AGENT = "crawlkit/0.1 (+https://github.com/crawlkit/crawlkit)"
+# are matched by its product token, "crawlkit". No contact URL: it named a repository
+# of another project called CrawlKit, where a site's operator found nobody to ask. An
+# operator's crawl names its own (`--agent 'mybot/1.0 (+https://example.org/bot)'`).
+DEFAULT_AGENT = "crawlkit/0.1"
 
 
 # A request in flight when the run's time is up (--for, a signal) gets at most this long

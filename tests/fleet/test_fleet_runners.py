@@ -423,7 +423,7 @@ elif args[0] == "run-pods":
         for e in container["env"]:
             env[e["name"]] = str(index) if "valueFrom" in e else e["value"]
         script = re.sub(r"[$][(](\\w+)[)]", lambda m: env[m.group(1)], container["args"][0])
-        script = script.replace("pip install --quiet crawlkit &&", "")
+        script = script.replace("pip install --quiet /fleet/dist/crawlkit-*.whl &&", "")
         script = script.replace("/fleet/", fleet + "/")
         with open(state / f"{name}-{index}.log", "w") as log:
             pods.append(subprocess.Popen(container["command"] + [script], env=env, stderr=log))
