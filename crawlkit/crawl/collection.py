@@ -40,7 +40,7 @@ from crawlkit.crawl.files import is_done, mark_done, read_file
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.report import render_html
 from crawlkit.stages.report import crawl_report
-from crawlkit.stages.report_collection import warc_files_of
+from crawlkit.stages.report_collection import crawl_warcinfo, warc_files_of
 from crawlkit.stages.wacz import write_wacz
 from crawlkit.state import crawl_roots
 from crawlkit.warc.write import WarcWriter
@@ -141,7 +141,12 @@ def write_provenance(
     warcs: dict[str, Path] = {p.name: p for p in warc_dir.glob("*.warc.gz")}
     cycles = list(_open_cycles(collection.state))
     log_lines: list[bytes] = []
-    writer = WarcWriter(warc_dir, prefix=prefix, info={"description": "crawl log and report"})
+    # the crawl's own warcinfo fields (settings, robots, operator, isPartOf), as in
+    # every other file of the collection; its description says what this file holds
+    fields = crawl_warcinfo(collection.state)
+    given = fields.get("description")
+    fields["description"] = f"{given} (crawl log and report)" if given else "crawl log and report"
+    writer = WarcWriter(warc_dir, prefix=prefix, info=fields)
     writer.info.update(info or {})
     with writer:
         for cycle in cycles:

@@ -73,7 +73,11 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, set | frozenset):
+        # sorted: a set's order changes with each process's string hashing, and the
+        # same settings must read the same in every file's warcinfo
+        return sorted((_plain(v) for v in value), key=repr)
+    if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, os.PathLike):
         return os.fspath(value)
@@ -109,6 +113,27 @@ def warcinfo_fields(options: Any) -> dict[str, str]:
     fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
     given = {k: " ".join(str(v).split()) for k, v in (options.warc_info or {}).items()}
     return {**fields, **mask_secrets(given)}
+
+
+def crawl_warcinfo(state_path: str | os.PathLike[str]) -> dict[str, str]:
+    """The warcinfo fields of the crawl's own WARC files, from ``STATE/crawl/settings.json``
+    (its last run): those of :func:`warcinfo_fields` and the fetch stage's ``robots`` and
+    ``http-header-user-agent``, for a file written after the crawl (the archive's crawl
+    log and report), whose warcinfo had none of them."""
+    settings = dict(settings_of(state_path).get("settings") or {})
+    if not settings:
+        return {}
+    given = settings.pop("warc_info", None) or {}
+    fetch = settings.get("fetch") or {}
+    fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
+    if isinstance(fetch, dict):
+        if fetch.get("agent"):
+            fields["http-header-user-agent"] = str(fetch["agent"])
+        ignored = fetch.get("ignore_robots_for") or []
+        fields["robots"] = "obey" + (", except for " + " ".join(ignored) if ignored else "")
+    if isinstance(given, dict):
+        fields |= {k: " ".join(str(v).split()) for k, v in given.items()}
+    return fields
 
 
 def settings_of(state_path: str | os.PathLike[str]) -> dict[str, Any]:

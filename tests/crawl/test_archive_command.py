@@ -57,6 +57,7 @@ def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
             str(cookies),
             "--warc-prefix",
             "coll",
+            *("--operator", "Tester", "--description", "A test archive"),
         ]
         first = crawlkit(*args)
         assert first.code == 0, first.stderr
@@ -98,6 +99,14 @@ def test_archive_a_site_once_politely_with_provenance(tmp_path: Path) -> None:
     settings = json.loads(fields["crawlkit-settings"])
     assert settings["scope"] == "site" and settings["budgets"] is False
     assert settings["fetch"]["min_delay"] == 0.05
+    # ... in every file, the crawl log's and report's too (they had none of them)
+    for name, recs in by_file.items():
+        info_type, _, info = recs[0]
+        assert info_type == "warcinfo", name
+        each = dict(line.split(": ", 1) for line in info.decode().split("\r\n") if ": " in line)
+        assert json.loads(each["crawlkit-settings"]) == settings, name
+        assert each["robots"] == "obey" and each["operator"] == "Tester", name
+        assert each["description"].startswith("A test archive"), name
 
     # each capture's metadata record says how it was reached
     meta = {
