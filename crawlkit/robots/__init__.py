@@ -19,13 +19,17 @@ values), ``policy`` (fetch outcomes to cache entries). Import from this package.
 
 What the parser does, rule by rule (RFC 9309 section numbers in brackets):
 
-* Input is UTF-8, with or without a byte-order mark; invalid bytes are kept as their
+* Input is UTF-8, with or without a byte-order mark (or its first byte or two, which
+  Google's parser skips too); invalid bytes are kept as their
   percent-escapes, so they still match the same bytes in a URL [2.3]. Lines end with
   LF, CRLF or CR [2.2]. ``#`` starts a comment [2.2]. The first 512 KiB are parsed
   (the RFC asks for at least 500 KiB [2.5]); a line cut by that limit is dropped
   whole, because half a path could allow or forbid more than the full one.
 * A group is one or more ``user-agent`` lines followed by rules; a ``user-agent``
-  line after a rule starts a new group [2.1]. Blank lines, unknown lines and
+  line after a rule starts a new group [2.1]. A key is read by its start where it
+  restricts, as Google's parser reads it (``User-agents``, ``Disallowed``,
+  ``Disallow-path``: read exactly, each was an unknown key and a file's rules were
+  lost). Blank lines, unknown lines and
   ``sitemap`` lines do not end a group (nor does ``crawl-delay`` end a run of
   ``user-agent`` lines). Rules before any ``user-agent`` line belong to no group
   and are ignored.

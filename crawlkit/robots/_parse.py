@@ -29,7 +29,28 @@ _KEYS = {
     "sitemap": "sitemap",
     "site-map": "sitemap",
 }
+# Keys read by their start, as Google's parser reads them: "User-agents: *" or
+# "Disallowed: /x" are what their writers meant, and read exactly they were unknown
+# keys (the whole file's rules lost with the first). Only the keys that restrict: an
+# "Allowed:" line stays unknown, which errs towards asking less.
+_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("user-agent", "ua"),
+    ("useragent", "ua"),
+    ("user agent", "ua"),
+    ("disallow", "disallow"),
+)
 _LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _kind(key: str) -> str | None:
+    """What a lower-cased key names: one of ``_KEYS``, or a key starting as one of
+    ``_PREFIXES`` does."""
+    kind = _KEYS.get(key)
+    if kind is None:
+        kind = next((k for prefix, k in _PREFIXES if key.startswith(prefix)), None)
+    return kind
+
+
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
@@ -90,9 +111,14 @@ class RobotsTxt:
             body = body[:MAX_ROBOTS_BYTES]
             cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
             body = body[: cut + 1] if cut >= 0 else b""
+        # a UTF-8 BOM, or the first byte or two of one (Google's parser skips those as
+        # well; kept, they made the first line an unknown key: a file starting
+        # "\xef\xbbUser-agent: *" with "Disallow: /" allowed everything)
+        for bom in (b"\xef\xbb\xbf", b"\xef\xbb", b"\xef"):
+            if body.startswith(bom):
+                body = body[len(bom) :]
+                break
         text = body.decode("utf-8", "surrogateescape")
-        if text.startswith("\ufeff"):
-            text = text[1:]
         robots._parse_text(text)
         return robots
 
@@ -116,7 +142,7 @@ class RobotsTxt:
                     self._ignore(lineno, raw, "not a key: value line")
                     continue
                 key, value = words
-            kind = _KEYS.get(" ".join(key.split()).lower())
+            kind = _kind(" ".join(key.split()).lower())
             value = value.strip()
             if kind is None:
                 self._ignore(lineno, raw, "unknown key")
@@ -136,7 +162,8 @@ class RobotsTxt:
                 self._ignore(lineno, raw, "outside any group (no user-agent line before it)")
             elif kind == "delay":
                 # Not an RFC rule, so like any other record it does not end the list of
-                # user-agent lines (RFC 9309 2.2.4; Google's parser agrees).
+                # user-agent lines (RFC 9309 2.2.4). Google's parser starts a new group
+                # there; merging the agents is the stricter reading.
                 delay = _parse_delay(value)
                 if delay is None:
                     self._ignore(lineno, raw, "crawl-delay is not a non-negative number")

@@ -1261,3 +1261,29 @@ def test_check_answers_an_empty_url_argument(tmp_path) -> None:
         '{"url":"","allowed":false,"rule":"Disallow: /"}',
         '{"url":"/a","allowed":false,"rule":"Disallow: /"}',
     ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xef\xbbUser-agent: *\nDisallow: /\n",  # the first bytes of a BOM (Google's suite)
+        b"\xefUser-agent: *\nDisallow: /\n",
+        b"\xef\xbb\xbfUser-agent: *\nDisallow: /\n",
+        b"User-agents: *\nDisallow: /\n",  # keys Google reads by their start
+        b"User-agent-name: *\nDisallow: /\n",
+        b"User-agent: *\nDisallowed: /\n",
+        b"User-agent: *\nDisallow-path: /\n",
+        b"User-agent: *\nDisallow; /\n",
+    ],
+)
+def test_what_google_reads_as_a_disallow_is_one(body: bytes) -> None:
+    # Each was read as "unknown key" (or the rules as outside any group): the site's
+    # Disallow lost, every URL allowed.
+    robots = RobotsTxt.parse(body)
+    assert not robots.check("FooBot", "/x").allowed, robots.ignored
+
+
+def test_an_allow_key_is_not_read_by_its_start() -> None:
+    # "Allowed:" would widen access: it stays unknown, the Disallow holds
+    robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /\nAllowed: /x\n")
+    assert not robots.check("FooBot", "/x").allowed
