@@ -45,6 +45,7 @@ import resource
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -53,7 +54,7 @@ from urllib.request import proxy_bypass  # aiohttp imports urllib.request anyway
 
 from crawlkit import deflate
 from crawlkit.fetch.freeze import FreezeWatch
-from crawlkit.fetch.protocol import REUSED, crawl_protocol_factory, mark_idle
+from crawlkit.fetch.protocol import ON_SENT, REUSED, crawl_protocol_factory, mark_idle
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
@@ -68,6 +69,9 @@ class FetchRequest:
     timeout: float = 30.0
     max_body: int = 10_000_000
     max_decoded: int = 10_000_000
+    # called when the request goes out on its connection (after the connect, as it is
+    # written): the per-IP gap counts from then (crawlkit.fetch.scheduler)
+    on_sent: Callable[[], None] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -487,6 +491,7 @@ class AiohttpClient:
         aiohttp = self._aiohttp
         stale = False
         REUSED.set(False)  # set when a connection is made ready for this request
+        ON_SENT.set(request.on_sent)
         proxy = self._proxy_for(url)
         target, headers, server_hostname = url, request.headers, None
         if proxy is not None and (url.raw_host or "").strip("[]") != request.address:

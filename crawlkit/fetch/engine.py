@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
@@ -616,6 +617,7 @@ class Fetcher:
             timeout,
             cfg.max_body,
             cfg.max_decoded,
+            on_sent=functools.partial(self.hosts.sent, host),
         )
         started = self.clock()
         if self.on_request is not None:

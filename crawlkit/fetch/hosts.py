@@ -429,6 +429,10 @@ class HostTable:
                 self._record(host, inflight=now, next_allowed=now + sched.gap(host)),
             )
 
+    def sent(self, host: Host) -> None:
+        """The request to ``host`` went out now (see :meth:`Scheduler.sent`)."""
+        self.scheduler.sent(host, self.clock())
+
     def finish(self, host: Host, res: FetchResult) -> float:
         """The request to ``host`` ended with ``res``: its clock moves on (a 429/503
         backs off, at least Retry-After), durably; returns the time it ended."""

@@ -26,8 +26,10 @@ connection waits in the pool close it, and so does a response parsed between the
 of one request and the next (bytes that came just before the connection went back to
 the pool); the next request goes on a new connection.
 
-**Was the connection reused?** :data:`REUSED` tells the request whether it went on a
-connection that had carried one before (see :mod:`crawlkit.fetch.client`: such a
+**When did it go out?** :data:`ON_SENT` is called as a request goes out, after its
+connection was made (the per-IP gap counts from then). **Was the connection reused?**
+:data:`REUSED` tells the request whether it went on a connection that had carried one
+before (see :mod:`crawlkit.fetch.client`: such a
 connection the server closed while idle is the one failure resent at once).
 
 This reaches into aiohttp's connector (``_factory``, the protocol each connection gets)
@@ -42,11 +44,14 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, cast
 
-__all__ = ["REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
+__all__ = ["ON_SENT", "REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
 
 #: Set for each request when its connection is made ready for it: True when that
 #: connection carried a request before (it came from the pool).
 REUSED: ContextVar[bool] = ContextVar("crawlkit_connection_reused", default=False)
+#: What to call when the request goes out (its connection is ready, it is written
+#: next): set by the client for each request (``FetchRequest.on_sent``).
+ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("crawlkit_on_sent", default=None)
 
 
 class _SecondLook:
@@ -168,6 +173,9 @@ def _handler_class() -> type:
             # a response parsed, or bytes kept, since the last one ended: sent unasked
             stray = self.requests > 0 and (len(self) > 0 or bool(self._tail))
             super().set_response_params(**params)
+            sent = ON_SENT.get()
+            if sent is not None:
+                sent()
             REUSED.set(self.requests > 0)
             self.requests += 1
             self.idle = False

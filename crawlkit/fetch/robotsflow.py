@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -318,6 +319,7 @@ class RobotsFlow:
                             timeout,
                             ROBOTS_MAX_BYTES,
                             cfg.max_decoded,
+                            on_sent=functools.partial(self.hosts.sent, host),
                         )
                     )
                 finally:

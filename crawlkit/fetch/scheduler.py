@@ -268,6 +268,16 @@ class Scheduler:
             self._ip_active[ip] = self._ip_active.get(ip, 0) + 1
             self._ip_next[ip] = now + self.per_ip_delay
 
+    def sent(self, host: HostQueue, now: float) -> None:
+        """The request :meth:`start` counted went out at ``now``: the address's gap counts
+        from then too. A start is counted when the request is launched; on a loaded
+        machine it went out up to 0.2 s later (a fresh host's clock committed first, the
+        connection made, the loop late), and a request to the same address launched
+        ``per_ip_delay`` after the first start reached the server 39 ms after it."""
+        ip = host.address
+        if ip is not None and host.busy:
+            self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), now + self.per_ip_delay)
+
     def gap(self, host: HostQueue, elapsed: float | None = None) -> float:
         """The wait after a fetch that took ``elapsed`` seconds (default: the last one)."""
         e = host.last_elapsed if elapsed is None else elapsed

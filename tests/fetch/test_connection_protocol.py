@@ -255,3 +255,32 @@ def test_a_head_is_mended_only_where_browsers_mend_it() -> None:
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4" + body) is None  # sound
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n") is None  # no whole head
     assert repaired_head(b"HTTP/1.1 200 OK\r\nno colon here" + body) is None
+
+
+def test_on_sent_is_called_once_as_each_request_goes_out() -> None:
+    import asyncio
+
+    from crawlkit.fetch.client import AiohttpClient, FetchRequest
+
+    calls: list[tuple[str, int]] = []
+    with keepalive_server() as (root, log):
+
+        async def go() -> list[int | None]:
+            client = AiohttpClient()
+            statuses = []
+            try:
+                for path in ("/k2", "/k3"):
+                    request = FetchRequest(
+                        root + path,
+                        "127.0.0.1",
+                        on_sent=lambda p=path: calls.append((p, len(log))),
+                    )
+                    statuses.append((await client.fetch(request)).status)
+            finally:
+                await client.close()
+            return statuses
+
+        assert asyncio.run(go()) == [200, 200]
+    # once each, before the server had the request (the log had only those before it)
+    assert calls == [("/k2", 0), ("/k3", 1)]
+    assert [p for _, p in log] == ["/k2", "/k3"]

@@ -124,3 +124,28 @@ def test_per_address_clocks_long_past_are_forgotten() -> None:
     other.items.append("x")
     sched.push(other)
     assert sched.pop_ready(6.05) is None and sched.pop_ready(6.1) is other
+
+
+def test_the_per_ip_gap_counts_from_when_a_request_went_out() -> None:
+    # A start is counted at launch; on a loaded machine the request went out 0.2 s
+    # later, and the next one to the address, launched per_ip_delay after the first
+    # start, reached the server 39 ms after it (a helper's server log).
+    sched = Scheduler(min_delay=0, per_ip=2, per_ip_delay=0.25)
+    first = HostQueue("a", address="10.0.0.1")
+    first.items.append("x")
+    second = HostQueue("b", address="10.0.0.1")
+    second.items.append("y")
+    sched.push(first)
+    sched.push(second)
+    assert sched.pop_ready(0.0) is first
+    sched.start(first, 0.0)
+    sched.sent(first, 0.2)  # it went out now
+    assert sched.pop_ready(0.25) is None  # 0.25 after the launch, 0.05 after it went out
+    assert sched.pop_ready(0.449) is None
+    assert sched.pop_ready(0.45) is second
+    sched.start(second, 0.45)
+    sched.sent(second, 0.46)
+    sched.finish(first, 0.5, elapsed=0.3, status=200)
+    # a request not (or no longer) in flight moves no clock
+    sched.sent(first, 9.0)
+    assert sched._ip_next["10.0.0.1"] == 0.75
