@@ -56,6 +56,15 @@ def audit(
     per_ip: Annotated[
         int, typer.Option("--per-ip", help="Connections allowed at once per address.")
     ] = 2,
+    per_ip_gap: Annotated[
+        str | None,
+        typer.Option(
+            "--per-ip-gap",
+            help="Smallest allowed time between the starts of two requests to one "
+            "address (crawl's --per-ip-delay; not checked unless given).",
+            show_default=False,
+        ),
+    ] = None,
     min_backoff: Annotated[
         str,
         typer.Option(
@@ -94,7 +103,8 @@ def audit(
     request, requests inside --min-gap, inside the robots Crawl-delay, inside a backoff
     after 429/503 or before Retry-After, whether robots.txt came first, requests while
     robots.txt answered 5xx, robots-disallowed paths, trap depth, duplicate fetches and
-    bytes taken from hostile hosts; per address, connections at once against --per-ip.
+    bytes taken from hostile hosts; per address, connections at once against --per-ip
+    and, with --per-ip-gap, starts closer than that.
     Gaps shorter than 10 x the previous response time (docs/design.md's adaptive delay, only
     approximately visible to a server), duplicates and hostile bytes are warnings;
     everything else is a violation. Exit status 1 when any violation exists or a log is
@@ -113,6 +123,7 @@ def audit(
         min_gap=parse_duration(min_gap),
         per_host=per_host,
         per_ip=per_ip,
+        per_ip_gap=parse_duration(per_ip_gap) if per_ip_gap is not None else None,
         min_backoff=parse_duration(min_backoff),
         max_trap_depth=max_trap_depth,
         agent=agent,

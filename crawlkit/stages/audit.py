@@ -31,8 +31,10 @@ Checks, per host (docs/design.md invariants 2 and 3), each a *violation*:
   link-farm pages) above ``max_trap_depth``, when one is set.
 
 Per address: ``ip_conns`` — most connections in flight at once to one address, against
-``per_ip``. Reported without failing (*warnings*): ``adaptive`` (a gap shorter than
-0.9 × ``adaptive_factor`` × the previous response's time: DESIGN's "10 × the last
+``per_ip``; with ``per_ip_gap``, ``ip_gap`` — a request to an address that started less
+than that after the one before it to the same address started (``--per-ip-delay``).
+Reported without failing (*warnings*): ``adaptive`` (a gap shorter than 0.9 ×
+``adaptive_factor`` × the previous response's time: DESIGN's "10 × the last
 fetch time", measured on the server so only approximate), ``duplicates`` (a path fetched with
 200 more than once without validators) and ``hostile_bytes`` (bytes taken from hostile
 endpoints). Every gap comparison allows ``tolerance`` seconds of clock jitter.
@@ -40,6 +42,7 @@ endpoints). Every gap comparison allows ``tolerance`` seconds of clock jitter.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import defaultdict
 from collections.abc import Iterable
@@ -69,6 +72,7 @@ VIOLATIONS = (
     "disallowed",
     "trap_depth",
     "ip_conns",
+    "ip_gap",
 )
 WARNINGS = ("adaptive", "duplicates", "hostile_bytes")
 
@@ -80,6 +84,7 @@ class AuditConfig:
     min_gap: float = 1.0
     per_host: int = 1
     per_ip: int = 2
+    per_ip_gap: float | None = None  # starts to one address at least this far apart
     min_backoff: float = 60.0
     adaptive_factor: float = 10.0
     tolerance: float = 0.01
@@ -456,6 +461,19 @@ def audit(
         n, when = _max_overlap(evs)
         hosts_here = sorted({e.host for e in evs})
         addresses[addr] = {"max_conns": n, "limit": config.per_ip, "hosts": hosts_here}
+        if config.per_ip_gap is not None:
+            gaps = [(b - a, b) for a, b in itertools.pairwise(sorted(e.t_start for e in evs))]
+            short = [(gap, t) for gap, t in gaps if gap < config.per_ip_gap - config.tolerance]
+            addresses[addr]["min_start_gap"] = round(min(gaps)[0], 6) if gaps else None
+            if short:
+                violations.append(
+                    {
+                        "addr": addr,
+                        "check": "ip_gap",
+                        "count": len(short),
+                        "examples": [f"{gap:.3f}s apart at t={t:.3f}" for gap, t in short[:3]],
+                    }
+                )
         if n > config.per_ip:
             violations.append(
                 {
@@ -472,6 +490,7 @@ def audit(
             "min_gap": config.min_gap,
             "per_host": config.per_host,
             "per_ip": config.per_ip,
+            "per_ip_gap": config.per_ip_gap,
             "min_backoff": config.min_backoff,
             "adaptive_factor": config.adaptive_factor,
             "tolerance": config.tolerance,

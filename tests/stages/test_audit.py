@@ -400,3 +400,19 @@ def test_fetch_log_without_robots_records_and_default_agent(cli, tmp_path, testw
     bad = cli(*args)
     assert bad.code == 1
     assert [v["check"] for v in json.loads(bad.stdout)["violations"]] == ["disallowed"]
+
+
+def test_starts_to_one_address_closer_than_the_per_ip_gap():
+    # two hosts of one address, one after the other, their requests 0.039 s apart at
+    # the start (a helper's log, --per-ip-delay 0.25s): ok without --per-ip-gap
+    events = [
+        ev("h9.test", "/robots.txt", 0.0, 0.01, conn=1),
+        ev("h10.test", "/robots.txt", 0.3, 0.31, conn=2),
+        ev("h9.test", "/", 1.529, 1.540, conn=3),
+        ev("h10.test", "/", 1.568, 1.580, conn=4),
+    ]
+    assert audit(events, None, AuditConfig(min_gap=0.01))["ok"]
+    report = audit(events, None, AuditConfig(min_gap=0.01, per_ip_gap=0.25))
+    assert checks(report) == {("127.1.0.1", "ip_gap")}
+    assert report["addresses"]["127.1.0.1"]["min_start_gap"] == 0.039
+    assert audit(events, None, AuditConfig(min_gap=0.01, per_ip_gap=0.03))["ok"]
