@@ -68,12 +68,17 @@ MAX_BODY = 10 * 1024 * 1024
 MAX_HEADER_BYTES = 256 * 1024  # a record's WARC head, and an HTTP head, at most
 _SKIP_CHUNK = 1 << 20
 
-try:  # optional: br content coding
-    import brotli
+try:  # br content coding (a dependency; Google's Brotli >= 1.2 serves as well)
+    import brotlicffi
 
-    _brotli: Any = brotli
+    _brotli: Any = brotlicffi
 except ImportError:  # pragma: no cover - depends on the environment
-    _brotli = None
+    try:
+        import brotli
+
+        _brotli = brotli if hasattr(brotli.Decompressor(), "process") else None
+    except ImportError:
+        _brotli = None
 
 
 @dataclass(slots=True)
