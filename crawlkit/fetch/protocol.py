@@ -44,7 +44,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, cast
 
-__all__ = ["ON_SENT", "REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
+__all__ = ["MAX_HEAD", "ON_SENT", "REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
 
 #: Set for each request when its connection is made ready for it: True when that
 #: connection carried a request before (it came from the pool).
@@ -52,6 +52,12 @@ REUSED: ContextVar[bool] = ContextVar("crawlkit_connection_reused", default=Fals
 #: What to call when the request goes out (its connection is ready, it is written
 #: next): set by the client for each request (``FetchRequest.on_sent``).
 ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("crawlkit_on_sent", default=None)
+#: Bytes a response's head may take (status line, headers, interim responses): what
+#: Chrome allows. A header line may be 64 KiB and a head 512 lines (client.py), but
+#: never both: 512 lines of 64 KiB were 32 MiB a connection held while a hostile
+#: server sent them. Counted a read at a time: a head is refused once the reads that
+#: did not complete it pass this (so a connection holds at most one read more).
+MAX_HEAD = 256 * 1024
 
 
 class _SecondLook:
@@ -64,12 +70,15 @@ class _SecondLook:
         make_lenient: Callable[[], Any],
         errors: type[Exception],
         close_after: Callable[[], None],
+        too_big: Callable[[], Exception],
     ) -> None:
         self._active = strict
         self._make_lenient = make_lenient
         self._close_after = close_after
         self._errors = errors
+        self._too_big = too_big
         self._fed: list[bytes] | None = []  # None once a response was handed over
+        self._fed_bytes = 0
 
     def feed_data(self, data: bytes) -> Any:
         fed = self._fed
@@ -86,6 +95,9 @@ class _SecondLook:
                 self._fed = None
             elif data:
                 fed.append(data)
+                self._fed_bytes += len(data)
+                if self._fed_bytes > MAX_HEAD:
+                    raise self._too_big()
         return messages, upgraded, tail
 
     def _read_again(self, data: bytes, refused: Exception) -> Any:
@@ -204,7 +216,12 @@ def _handler_class() -> type:
             def close_after() -> None:
                 self._should_close = True  # never reused: see the module's docstring
 
-            second_look = _SecondLook(self._parser, make_lenient, HttpProcessingError, close_after)
+            def too_big() -> Exception:
+                return HttpProcessingError(message=f"response head over {MAX_HEAD} bytes")
+
+            second_look = _SecondLook(
+                self._parser, make_lenient, HttpProcessingError, close_after, too_big
+            )
             self._parser = cast(Any, second_look)  # quacks as the parser it wraps
 
         def data_received(self, data: bytes) -> None:

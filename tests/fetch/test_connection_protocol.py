@@ -218,6 +218,11 @@ RESPONSES |= {
     "/cookie": _page(b"Set-Cookie: waf=" + b"x" * 20_000 + b"\r\nContent-Length: 2\r\n"),
     "/many": _page(b"".join(b"X-H%d: v\r\n" % i for i in range(200)) + b"Content-Length: 2\r\n"),
     "/conflict": _page(b"Content-Length: 2, 3\r\n"),
+    # 20 lines of 30 KB: each under the line limit, the head over 256 KiB
+    "/hugehead": _page(
+        b"".join(b"X-Big%d: " % i + b"y" * 30_000 + b"\r\n" for i in range(20))
+        + b"Content-Length: 2\r\n"
+    ),
 }
 
 
@@ -225,7 +230,7 @@ def test_heads_browsers_forgive_are_read(tmp_path: Path) -> None:
     fetch_log = tmp_path / "fetched.ndjson"
     good = ["/spaced", "/listed", "/twice", "/both", "/cookie", "/many"]
     with keepalive_server() as (root, log):
-        urls = [root + p for p in [*good, "/conflict"]]
+        urls = [root + p for p in [*good, "/conflict", "/hugehead"]]
         result = fetch_loopback(tmp_path / "s", urls, "--log", str(fetch_log))
     assert result.code == 0, result.stderr
     records = {r["url"].removeprefix(root): r for r in streams.read_records([str(fetch_log)])}
@@ -236,7 +241,13 @@ def test_heads_browsers_forgive_are_read(tmp_path: Path) -> None:
     # two lengths, neither the body's for sure: still refused
     assert records["/conflict"]["outcome"] == "error"
     assert records["/conflict"]["error"].startswith("malformed response"), records["/conflict"]
-    assert sorted(p for _, p in log) == sorted(["/robots.txt", *good, "/conflict"])
+    # a head past what browsers take is refused (it was held whole meanwhile)
+    huge = records["/hugehead"]
+    assert (huge["outcome"], huge["error"]) == (
+        "error",
+        "malformed response: response head over 262144 bytes",
+    ), huge
+    assert sorted(p for _, p in log) == sorted(["/robots.txt", *good, "/conflict", "/hugehead"])
 
 
 def test_a_head_is_mended_only_where_browsers_mend_it() -> None:
