@@ -77,14 +77,17 @@ def test_cluster_examples_are_valid() -> None:
     assert "--shard $(JOB_COMPLETION_INDEX)" in args and "--slot-map" in args
 
 
-def _run_fleet(fleet: Path, shards: int, web, *extra: str, **env: str) -> None:
-    """Run examples/shards-parallel.sh over ``web`` (env: ROUNDS, SLICE, ...)."""
+def _run_fleet(
+    fleet: Path, shards: int, web, *extra: str, seeds: Path | None = None, **env: str
+) -> None:
+    """Run examples/shards-parallel.sh over ``web`` from its seeds, or ``seeds`` (env:
+    ROUNDS, SLICE, ...)."""
     proc = subprocess.run(
         [
             str(EXAMPLES / "shards-parallel.sh"),
             str(fleet),
             str(shards),
-            str(web.seeds),
+            str(seeds or web.seeds),
             *net_flags(web),
             *extra,
         ],
@@ -139,16 +142,31 @@ NO_BUDGETS = "--no-budgets"
 
 
 def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
+    # Every page a seed, and a 0.5 s gap in the first round: its 2 s slice leaves most
+    # of every site queued, so the rebalance moves queued URLs whatever the machine's
+    # load (from the home pages alone, a loaded machine's first round could end with
+    # their links still in a cycle to post-process, nothing queued to move).
+    seeds = tmp_path / "seeds.txt"
+
+    def seed_every_page(web) -> list[str]:  # (each web has a port of its own)
+        pages = [u for h in web.hosts_of_kind("ordinary") for u in h["allowed"]]
+        seeds.write_text("".join(f"{u}\n" for u in pages))
+        return pages
+
     with start_testweb(tmp_path, *BIG_WEB) as web:
+        pages = seed_every_page(web)
         one = tmp_path / "one"
         res = crawlkit(
-            "crawl", str(web.seeds), "--state", str(one), *net_flags(web), NO_BUDGETS, timeout=240
+            "crawl", str(seeds), "--state", str(one), *net_flags(web), NO_BUDGETS, timeout=240
         )
         assert res.code == 0, res.stderr
         expected = set(fetched_pages([one]))
+    assert len(expected) >= len(pages) > 100
     with start_testweb(tmp_path, *BIG_WEB) as web:
+        seed_every_page(web)
         fleet = tmp_path / "fleet"
-        _run_fleet(fleet, 4, web, NO_BUDGETS, ROUNDS="1", SLICE="2s")
+        slow = ("--min-delay", "0.5s")
+        _run_fleet(fleet, 4, web, NO_BUDGETS, *slow, seeds=seeds, ROUNDS="1", SLICE="2s")
         # Add a fifth shard while every shard is stopped: grow the map in place (an
         # atomic replace), then each old owner hands over what moved to shard 4.
         the_map = fleet / "map.json"
@@ -176,7 +194,7 @@ def test_rebalance_four_to_five_mid_crawl_loses_nothing(tmp_path: Path) -> None:
             copied += int(res.stderr.split("copied ")[1].split()[0])
         # the moved sites' history goes with them, else no shard revisits their pages
         assert copied == moved_history == _history_of_shard(new_dir, grown, 4)
-        _run_fleet(fleet, 5, web, NO_BUDGETS)
+        _run_fleet(fleet, 5, web, NO_BUDGETS, seeds=seeds)
         report = audit_web(web)
     dirs = [fleet / f"shard-{k}" for k in range(5)]
     got = fetched_pages(dirs)
