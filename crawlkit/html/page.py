@@ -205,6 +205,9 @@ def looks_like_html(content_type: str | None, body: bytes) -> bool:
 
 # ---------------------------------------------------------------- charset
 
+# A title's whitespace as document.title strips and collapses it: ASCII's only. str.split
+# took U+3000 and U+00A0 for spaces too ("…電話　習氏…" became "…電話 習氏…").
+_ASCII_SPACES = re.compile("[\t\n\x0c\r ]+")
 _CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
 
 
@@ -592,7 +595,7 @@ class HtmlExtractor:
                 if base_href is None:
                     base_href = trim_url(node.attributes.get("href") or "")
             elif tag == "title" and title is None and not _in_foreign(node):
-                title = " ".join(node.text().split())
+                title = _ASCII_SPACES.sub(" ", node.text()).strip(_ASCII_SPACE)
 
         if css and _STYLE_URL.search(raw):
             for node in tree.css("[style]"):

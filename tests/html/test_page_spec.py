@@ -229,3 +229,30 @@ def test_an_svg_link_written_with_xlink_href_is_a_link(ex: HtmlExtractor) -> Non
         "http://a.test/dir/x.html",
         "http://a.test/dir/y.html",
     ]
+
+
+@pytest.mark.parametrize("at", [5_000, 15_912, 34_468])
+def test_a_charset_declared_late_in_the_head_is_read(ex: HtmlExtractor, at: int) -> None:
+    # 5% of 1,392 real pages declared theirs past 4 KB (after scripts and styles); a
+    # Shift_JIS page so written was read as windows-1252, its title mojibake.
+    title = "米朝首脳直通電話"
+    filler = "<script>var x = 1;</script>\n" * (at // 28)
+    page = f"<html><head>{filler}<meta charset=shift_jis><title>{title}</title></head>"
+    body = (page + "<body><p>本文</p></body></html>").encode("cp932")
+    assert detect_charset(body) == ("cp932", "meta", 0)
+    assert ex.extract(body, PAGE).title == title
+
+
+def test_the_head_is_read_to_its_end_and_no_further() -> None:
+    filler = b"<script>var x = 1;</script>\n" * 200  # 5,600 bytes
+    in_body = b"<html><head>" + filler + b"</head><body><meta charset=koi8-r><p>x</p>"
+    assert detect_charset(in_body)[1] == "utf-8"  # (a <meta> in the body declares nothing)
+    early_body = b"<html><body>" + filler + b"<meta charset=koi8-r>"
+    assert detect_charset(early_body)[1] == "utf-8"
+    past_head = b"<html><head>" + filler * 12 + b"<meta charset=koi8-r>"  # past 64 KiB
+    assert detect_charset(past_head)[1] == "utf-8"
+
+
+def test_a_title_keeps_its_ideographic_and_no_break_spaces(ex: HtmlExtractor) -> None:
+    body = "<title>\n  電話\u3000習氏\u00a0x \t y  </title>".encode()
+    assert ex.extract(body, PAGE).title == "電話\u3000習氏\u00a0x y"
