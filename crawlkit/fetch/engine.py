@@ -159,7 +159,10 @@ class Fetcher:
         self.on_robots_capture = on_robots_capture
         self.on_request = on_request
         self.clock = clock
-        self.scheduler = Scheduler.from_config(config)
+        # the address clocks live on with the host state, for the next fetch run
+        self.scheduler = Scheduler.from_config(
+            config, ip_clocks=state.ip_clocks if state is not None else None
+        )
         self.redirects_out = 0
         self._headers = {
             "User-Agent": config.agent,

@@ -140,6 +140,10 @@ class HostState:
         except sqlite3.DatabaseError as exc:
             raise StateError(f"{self.path}: {exc}") from exc
         self._lock = threading.Lock()
+        # Each address's next allowed start, for every fetch run of this process on
+        # this state (crawlkit.fetch.scheduler): in memory only, as a run after a
+        # crash waits every host's full gap anyway.
+        self.ip_clocks: dict[str, float] = {}
         # Lookups from the event loop use their own connection: with WAL they never wait
         # for a commit (and its fsync) running on the writer connection in another thread.
         self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

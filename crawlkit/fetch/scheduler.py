@@ -113,10 +113,15 @@ class Scheduler:
         max_backoff: float = _DEFAULT.max_backoff,
         host_min_delay: dict[str, float] | None = None,
         ip_gate: IpGate | None = None,
+        ip_clocks: dict[str, float] | None = None,
     ):
         """Defaults are :class:`FetchConfig`'s; ``per_ip_delay`` None is ``min_delay / 4``.
         ``ip_gate`` shares the per-IP limit with other processes (see the module
-        docstring); its waits are added to the callers' ``now``."""
+        docstring); its waits are added to the callers' ``now``. ``ip_clocks`` (an
+        address's next allowed start) is kept by the caller for the schedulers after
+        this one: a crawl runs one fetch after another in a process, and each began
+        with no address clocks (a host alone on its address, --per-ip-delay 2s, was
+        asked 0.5 s after its last request, its own gap, at each new fetch run)."""
         if per_ip < 1:
             raise ValueError("per_ip must be at least 1")
         self.min_delay = min_delay
@@ -129,7 +134,7 @@ class Scheduler:
         self._heap: list[tuple[float, int, HostQueue]] = []
         self._seq = itertools.count()
         self._ip_active: dict[str, int] = {}
-        self._ip_next: dict[str, float] = {}
+        self._ip_next: dict[str, float] = ip_clocks if ip_clocks is not None else {}
         self._parked: dict[str, list[tuple[float, int, HostQueue]]] = {}
         self.busy = 0
         self.ip_gate = ip_gate
@@ -137,9 +142,12 @@ class Scheduler:
         self._probe: dict[str, HostQueue] = {}  # the host retrying the gate, by address
 
     @classmethod
-    def from_config(cls, config: FetchConfig) -> Scheduler:
+    def from_config(
+        cls, config: FetchConfig, ip_clocks: dict[str, float] | None = None
+    ) -> Scheduler:
         """The scheduler of a fetch run's politeness knobs (``--min-delay`` and the rest),
-        sharing the per-IP limit through the table at ``config.ip_table`` if named."""
+        sharing the per-IP limit through the table at ``config.ip_table`` if named, and
+        the address clocks of the runs before it in ``ip_clocks``."""
         gate = IpTable.open(config.ip_table) if config.ip_table else None
         return cls(
             min_delay=config.min_delay,
@@ -150,6 +158,7 @@ class Scheduler:
             max_backoff=config.max_backoff,
             host_min_delay=dict(config.host_min_delay),
             ip_gate=gate,
+            ip_clocks=ip_clocks,
         )
 
     # -- queue membership ---------------------------------------------------------------

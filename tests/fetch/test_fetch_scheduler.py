@@ -149,3 +149,57 @@ def test_the_per_ip_gap_counts_from_when_a_request_went_out() -> None:
     # a request not (or no longer) in flight moves no clock
     sched.sent(first, 9.0)
     assert sched._ip_next["10.0.0.1"] == 0.75
+
+
+def test_address_clocks_pass_from_one_fetch_run_to_the_next(tmp_path) -> None:
+    # A crawl runs one fetch after another on one host state; each began with no
+    # address clocks, so a host alone on its address (--per-ip-delay above its own gap)
+    # was asked after its own gap only at each new run (a helper's server log: 0.5 s
+    # against 2 s).
+    import http.server
+    import threading
+    import time
+
+    from crawlkit.fetch.config import FetchConfig
+    from crawlkit.fetch.hoststate import HostState
+    from crawlkit.stages.fetch import fetch_records
+
+    starts: list[tuple[str, float]] = []
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            starts.append((self.path, time.monotonic()))
+            self.send_response(200 if self.path != "/robots.txt" else 404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    config = FetchConfig(min_delay=0.05, delay_factor=0, per_ip=1, per_ip_delay=0.8)
+    (tmp_path / "fetch").mkdir()
+    hosts = HostState(tmp_path / "fetch")
+    try:
+        for path in ("/a", "/b"):  # two runs, as a crawl's loop makes them
+            got: list[dict] = []
+            fetch_records(
+                [{"url": root + path}],
+                got.append,
+                state_dir=tmp_path,
+                config=config,
+                allow_net=["127.0.0.0/8"],
+                host_state=hosts,
+            )
+            assert [r["outcome"] for r in got] == ["fetched"], got
+    finally:
+        hosts.close()
+        server.shutdown()
+        server.server_close()
+    assert [p for p, _ in starts] == ["/robots.txt", "/a", "/b"]
+    assert starts[2][1] - starts[1][1] >= 0.8 - 0.02, starts
