@@ -12,13 +12,15 @@ structure rather than of the callers' good intentions:
   on every further 429/503 up to ``max_backoff`` (1 h), and never shorter than the
   server's Retry-After (capped at a day). Any other answer clears the backoff.
 * Per IP address at most ``per_ip`` requests run at once, and a request to an
-  address starts at least ``per_ip_delay`` after the last one to it started or ended
-  (as the shared table counts, :mod:`crawlkit.fetch.iptable`). From its end too: a
-  start counted when it is launched is not when the server sees it (a fresh host's
-  clock is committed first, the connection is made), and by the server's log 10-23 of
-  960 starts to one address came up to 16 ms inside ``--per-ip-delay`` (one process,
-  ``--per-ip 1 --per-ip-delay 0.5s``, an idle machine). The end is seen after the
-  server sent it, so the gap after it holds in the server's log.
+  address starts at least ``per_ip_delay`` after the last one to it went out or ended
+  (:meth:`Scheduler.sent`, :meth:`Scheduler.finish`); while a request started to it
+  has not gone out, the address's other hosts wait. A start counted when it is
+  launched is not when the server sees it (a fresh host's clock is committed first,
+  the connection is made): counted so, 10-23 of 960 starts to one address came up to
+  16 ms inside ``--per-ip-delay`` by the server's log on an idle machine, and one came
+  211 ms inside it on a loaded one. The end is seen after the server sent it, so the
+  gap after it holds in the server's log. (The shared table, :mod:`crawlkit.fetch.
+  iptable`, counts from starts and ends.)
 * A host whose address is busy waits
   *parked* on that address (not in the heap, so nothing spins); each request to that
   address that ends puts the parked host due first back into the heap (O(log n), so
@@ -135,6 +137,10 @@ class Scheduler:
         self._seq = itertools.count()
         self._ip_active: dict[str, int] = {}
         self._ip_next: dict[str, float] = ip_clocks if ip_clocks is not None else {}
+        # Requests started and not yet gone out (sent), by host and by address: the
+        # address's next start waits for them (its gap counts from when they go out).
+        self._unsent: set[HostQueue] = set()
+        self._ip_unsent: dict[str, int] = {}
         self._parked: dict[str, list[tuple[float, int, HostQueue]]] = {}
         self.busy = 0
         self.ip_gate = ip_gate
@@ -231,7 +237,7 @@ class Scheduler:
             if ip is not None:
                 if self._probe and self._probe.get(ip) is host:
                     del self._probe[ip]  # out of the heap: it is the probe again if refused
-                if self._ip_active.get(ip, 0) >= self.per_ip:
+                if self._ip_active.get(ip, 0) >= self.per_ip or ip in self._ip_unsent:
                     # woken by finish() or release() of a request to this address
                     heapq.heappush(
                         self._parked.setdefault(ip, []),
@@ -275,7 +281,9 @@ class Scheduler:
         ip = host.address
         if ip is not None:
             self._ip_active[ip] = self._ip_active.get(ip, 0) + 1
-            self._ip_next[ip] = now + self.per_ip_delay
+            self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), now + self.per_ip_delay)
+            self._unsent.add(host)
+            self._ip_unsent[ip] = self._ip_unsent.get(ip, 0) + 1
 
     def sent(self, host: HostQueue, now: float) -> None:
         """The request :meth:`start` counted went out at ``now``: the address's gap counts
@@ -286,6 +294,20 @@ class Scheduler:
         ip = host.address
         if ip is not None and host.busy:
             self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), now + self.per_ip_delay)
+            if self._went_out(host, ip):
+                self._unpark_one(ip)
+
+    def _went_out(self, host: HostQueue, ip: str) -> bool:
+        """Count ``host``'s request as no longer waiting to go out; whether it was."""
+        if host not in self._unsent:
+            return False
+        self._unsent.discard(host)
+        left = self._ip_unsent[ip] - 1
+        if left:
+            self._ip_unsent[ip] = left
+        else:
+            del self._ip_unsent[ip]
+        return True
 
     def gap(self, host: HostQueue, elapsed: float | None = None) -> float:
         """The wait after a fetch that took ``elapsed`` seconds (default: the last one)."""
@@ -329,6 +351,8 @@ class Scheduler:
             self._release_claim(host, True)
         ip = host.address
         if ip is not None:
+            self._went_out(host, ip)  # (never sent: no connection, or a client that does
+            # not say when it sends)
             self._ip_active[ip] -= 1
             if not self._ip_active[ip]:
                 del self._ip_active[ip]

@@ -203,3 +203,22 @@ def test_address_clocks_pass_from_one_fetch_run_to_the_next(tmp_path) -> None:
         server.server_close()
     assert [p for p, _ in starts] == ["/robots.txt", "/a", "/b"]
     assert starts[2][1] - starts[1][1] >= 0.8 - 0.02, starts
+
+
+def test_an_address_waits_while_a_request_to_it_has_not_gone_out() -> None:
+    # A launched request may go out long after its launch (a slow TLS handshake, a
+    # loaded machine): the next start to the address waits for it, then the gap.
+    sched = Scheduler(min_delay=0, per_ip=2, per_ip_delay=0.25)
+    a, b, c = (HostQueue(k, address="10.0.0.9") for k in "abc")
+    for h in (a, b, c):
+        h.items.append("x")
+        sched.push(h)
+    assert sched.pop_ready(0.0) is a
+    sched.start(a, 0.0)
+    assert sched.pop_ready(5.0) is None  # a has not gone out: b and c wait, parked
+    sched.sent(a, 5.0)
+    assert sched.pop_ready(5.2) is None and sched.pop_ready(5.25) is b
+    sched.start(b, 5.25)
+    # a request that never goes out (no connection) frees its address when it ends
+    sched.finish(b, 6.0, elapsed=0.7, status=None)
+    assert sched.pop_ready(6.25) is c
