@@ -79,10 +79,40 @@ _CHANGEFREQ = frozenset({"always", "hourly", "daily", "weekly", "monthly", "year
 _RSS1_NS = "http://purl.org/rss/1.0/"
 _DC_NS = "http://purl.org/dc/elements/1.1/"
 _NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
+# The namespaces a sitemap's own elements are found in: the protocol's, the older
+# Google one, and none. A <url xmlns=""> under a namespaced <urlset> (a case scrapy
+# keeps a fixture of), or plain <url> under <sm:urlset>, was skipped whole: 0 URLs,
+# exit 0, nothing said. Extensions (image:, video:, news:, xhtml:) stay apart.
+_SITEMAP_NS = frozenset(
+    {
+        "",
+        "http://www.sitemaps.org/schemas/sitemap/0.9",
+        "https://www.sitemaps.org/schemas/sitemap/0.9",
+        "http://www.google.com/schemas/sitemap/0.84",
+    }
+)
 _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
 _EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
 _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
+_TEXT_LINES = re.compile(rb"\r\n|\r|\n")
 _SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
+
+
+_XML_START = re.compile(
+    rb"<\?xml[\t\r\n ]|<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex)[\t\r\n >]"
+)
+
+
+def _xml_after_junk(body: bytes) -> int | None:
+    """Where a sitemap's XML starts in ``body`` (the first chunk), when something that
+    is no sitemap text came before it: a line that is not a URL, then an XML
+    declaration or a sitemap root on a later line. None otherwise."""
+    found = _XML_START.search(body, 0, 64 * 1024)
+    if found is None:
+        return None
+    if re.match(rb"\s*https?://", body, re.IGNORECASE):
+        return None  # a text sitemap: its first line is a URL
+    return found.start()
 
 
 class SitemapError(InputError):
@@ -276,7 +306,7 @@ class _XMLHandler:
     def _record_ns_ok(self, ns: str) -> bool:
         if self.format in ("rss", "rdf"):
             return ns in ("", _RSS1_NS)
-        return ns == self.root_ns
+        return ns == self.root_ns or (self.format != "atom" and ns in _SITEMAP_NS)
 
     def _field_ns_ok(self, ns: str, local: str) -> bool:
         if ns == _DC_NS:
@@ -285,7 +315,7 @@ class _XMLHandler:
             return ns in ("", _RSS1_NS)
         if self.format == "rss":
             return ns == ""
-        return ns == self.root_ns
+        return ns == self.root_ns or (self.format != "atom" and ns in _SITEMAP_NS)
 
     def chars(self, data: str) -> None:
         if self.field is not None and self.text_len <= MAX_TEXT:
@@ -401,6 +431,14 @@ class SitemapReader:
             yield from self._read_xml(body, chunks)
         elif body.startswith((b"\xff\xfe", b"\xfe\xff")):
             yield from self._read_xml(first, chunks)
+        elif (start := _xml_after_junk(body)) is not None:
+            # A PHP notice or a stray line printed before the XML declaration: read
+            # as text, it gave one invented URL (a schema URL) and lost the real ones.
+            self.reporter.warn(
+                f"{self.source}: {start} bytes before the XML declaration skipped",
+                kind="malformed sitemap",
+            )
+            yield from self._read_xml(body[start:], chunks)
         else:
             self.stats.format = "text"
             yield from self._read_text(first, chunks)
@@ -580,7 +618,9 @@ class SitemapReader:
         lineno = 0  # lines completed so far
         skipping = False  # inside an overlong line
         while True:
-            lines = buf.split(b"\n")
+            # CR alone ends a line too (old Mac editors): split on \n only, such a
+            # file's URLs were glued into one invented URL (the parser drops the CRs).
+            lines = _TEXT_LINES.split(buf)
             buf = lines.pop()  # the unfinished last line
             for i, line in enumerate(lines):
                 if skipping:

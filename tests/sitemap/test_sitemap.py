@@ -516,3 +516,56 @@ def test_cli_limit_options(cli) -> None:
     assert "1 URLs beyond the first 2" in res.stderr
     res = cli("sitemap", "--default-priority", "2", str(DATA / "index.xml"))
     assert res.code == 2
+
+
+def _urls(data: bytes) -> tuple[list[str], str]:
+    out = io.StringIO()
+    records = list(parse_sitemap(data, None, reporter=Reporter("t", out)))
+    return [r["url"] for r in records], out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # scrapy's wrong-namespace fixture: <url xmlns=""> under the 0.84 namespace
+        b'<?xml version="1.0"?>\n<urlset xmlns="http://www.google.com/schemas/sitemap/0.84">'
+        b'<url xmlns=""><loc>http://www.example.com/</loc></url>'
+        b'<url xmlns=""><loc>http://www.example.com/2</loc></url></urlset>',
+        # a prefixed root, its records plain
+        b'<sm:urlset xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>http://www.example.com/</loc></url>"
+        b"<url><loc>http://www.example.com/2</loc></url></sm:urlset>",
+    ],
+)
+def test_records_in_another_sitemap_namespace_are_read(data: bytes) -> None:
+    # each gave 0 URLs, exit 0, nothing said
+    urls, _ = _urls(data)
+    assert urls == ["http://www.example.com/", "http://www.example.com/2"]
+
+
+def test_text_printed_before_the_xml_is_skipped_and_said() -> None:
+    # a PHP notice before the declaration: read as a text sitemap, it gave one invented
+    # URL (the schema's) and lost the real ones
+    data = (
+        b"Deprecated: Function create_function() is deprecated in /var/www/x.php\n"
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset\n'
+        b'  xsi:schemaLocation="http://www.sitemaps.org/schemas/sitemap/0.9\n'
+        b'  http://www.sitemaps.org/schemas/sitemap/0.9/sitemap.xsd"\n'
+        b'  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"\n'
+        b'  xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        b"<url><loc>https://example.com/a</loc></url>"
+        b"<url><loc>https://example.com/b</loc></url></urlset>\n"
+    )
+    urls, err = _urls(data)
+    assert urls == ["https://example.com/a", "https://example.com/b"]
+    assert "71 bytes before the XML declaration skipped" in err
+    # a text sitemap that lists a URL with "<?xml " in it stays one
+    assert _urls(b"https://example.com/x\nhttps://example.com/?q=<?xml \n")[0][:1] == [
+        "https://example.com/x"
+    ]
+
+
+def test_a_text_sitemap_with_cr_line_ends_is_one_url_a_line() -> None:
+    # split on LF only, its URLs were glued into one (the URL parser drops the CRs)
+    urls, _ = _urls(b"https://t.example.com/1\rhttps://t.example.com/2\rhttps://t.example.com/3\r")
+    assert urls == ["https://t.example.com/1", "https://t.example.com/2", "https://t.example.com/3"]
