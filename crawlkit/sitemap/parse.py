@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
+from urllib.parse import urljoin
 from xml.parsers import expat
 
 from crawlkit.decoders import GzipReader
@@ -95,6 +96,7 @@ _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:
 _EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
 _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
 _TEXT_LINES = re.compile(rb"\r\n|\r|\n")
+_XML_BASE = "http://www.w3.org/XML/1998/namespace\x1fbase"  # xml:base, as expat names it
 _SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
 
 
@@ -241,6 +243,7 @@ class _XMLHandler:
         self.field_depth = 0  # depth of that field's element
         self.text: list[str] = []
         self.text_len = 0
+        self.bases: list[tuple[int, str]] = []  # (depth, xml:base) of open elements
 
     # ---- refusals
 
@@ -256,6 +259,9 @@ class _XMLHandler:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise _Hostile(f"elements nested deeper than {MAX_DEPTH} levels are refused")
+        base = attrs.get(_XML_BASE)
+        if base is not None:
+            self.bases.append((self.depth, base.strip()))
         ns, local = _split(name)
         if self.format is None:
             known = _FORMATS.get(local)
@@ -282,7 +288,7 @@ class _XMLHandler:
             rel = attrs.get("rel", "alternate")
             href = attrs.get("href", "").strip()
             if rel == "alternate" and href and "loc" not in self.entry:
-                self.entry["loc"] = href
+                self.entry["loc"] = self._based(href)
                 self.line = self.parser.CurrentLineNumber
             return
         permalink = attrs.get("isPermaLink", "true").strip().lower() != "false"
@@ -295,6 +301,17 @@ class _XMLHandler:
             self.line = self.parser.CurrentLineNumber
         if key is not None:
             self._collect(key)
+
+    def _based(self, href: str) -> str:
+        """``href`` resolved against the ``xml:base`` of the elements it is in (Atom,
+        RFC 4287 2): ignored, a feed's relative links resolved against the feed's own
+        URL, URLs the feed never named. The outermost base is left to the document's
+        URL, as a relative ``href`` is."""
+        for _, base in reversed(self.bases):
+            href = urljoin(base, href)
+            if _ABSOLUTE.match(href):
+                break
+        return href
 
     def _collect(self, key: str) -> None:
         """Gather the text of the element just opened as the entry's ``key``."""
@@ -332,6 +349,8 @@ class _XMLHandler:
             self.record_depth = 0
             self.on_entry(self.entry, self.line)
             self.entry = {}
+        if self.bases and self.bases[-1][0] == self.depth:
+            self.bases.pop()
         self.depth -= 1
 
 

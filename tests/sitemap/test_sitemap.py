@@ -569,3 +569,23 @@ def test_a_text_sitemap_with_cr_line_ends_is_one_url_a_line() -> None:
     # split on LF only, its URLs were glued into one (the URL parser drops the CRs)
     urls, _ = _urls(b"https://t.example.com/1\rhttps://t.example.com/2\rhttps://t.example.com/3\r")
     assert urls == ["https://t.example.com/1", "https://t.example.com/2", "https://t.example.com/3"]
+
+
+def test_an_atom_feed_s_links_resolve_against_its_xml_base() -> None:
+    # xml:base was ignored: relative links resolved against the feed's own URL, URLs the
+    # feed never named (and without a base they were lost as unparsable)
+    data = (
+        b'<feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://atom.example.com/blog/">'
+        b'<entry><link rel="alternate" href="posts/two"/></entry>'
+        b'<entry xml:base="https://other.example.com/x/"><link href="three"/></entry>'
+        b'<entry xml:base="sub/"><link href="four"/></entry>'
+        b'<entry><link href="/five"/></entry></feed>'
+    )
+    out = io.StringIO()
+    records = parse_sitemap(data, "https://feeds.example.net/feed.xml", reporter=Reporter("t", out))
+    assert [r["url"] for r in records] == [
+        "https://atom.example.com/blog/posts/two",
+        "https://other.example.com/x/three",
+        "https://atom.example.com/blog/sub/four",
+        "https://atom.example.com/five",
+    ]
