@@ -53,8 +53,9 @@ def sitemap(
         bool,
         typer.Option(
             "--same-host",
-            help="Skip (and report) URLs on another host than --base, as the sitemap "
-            "protocol requires unless robots.txt vouches for them.",
+            help="Skip (and report) URLs on another host than --base. (The sitemap "
+            "protocol also wants them under the sitemap's directory and scheme, which "
+            "is not checked; a crawl reads a sitemap so too.)",
         ),
     ] = False,
     out: OutFile = "-",
