@@ -131,6 +131,7 @@ class SitemapStats:
     invalid: int = 0  # entries skipped for a bad or missing URL
     over_limit: int = 0  # entries beyond max_urls (counted, not emitted)
     foreign: int = 0  # skipped for naming another host (same_host only)
+    misplaced: int = 0  # <url> in a sitemap index, <sitemap> in a urlset (skipped)
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes
 
@@ -195,6 +196,8 @@ _FORMATS = {
     "RDF": ("rdf", "item"),
     "feed": ("atom", "entry"),
 }
+# format -> the record name of the other sitemap format, skipped and counted there
+_OTHER_RECORD = {"urlset": ("sitemap",), "sitemapindex": ("url",)}
 # format -> {field local name: record key}
 _FIELDS = {
     "urlset": {
@@ -277,6 +280,8 @@ class _XMLHandler:
                 self.record_depth = self.depth
                 self.entry = {}
                 self.line = self.parser.CurrentLineNumber
+            elif self.depth == 2 and local in _OTHER_RECORD.get(self.format, ()):
+                self.stats.misplaced += 1  # (was dropped with nothing said)
             return
         if local == "publication_date" and ns == _NEWS_NS and self.field is None:
             # Google News sitemaps date their URLs inside <news:news>, not <lastmod>.
@@ -465,6 +470,13 @@ class SitemapReader:
 
     def _report_limits(self) -> None:
         s = self.stats
+        if s.misplaced:
+            other = "<url>" if s.format == "sitemapindex" else "<sitemap>"
+            self.reporter.warn(
+                f"{self.source}: {s.misplaced:,} {other} records in a <{s.format}> skipped "
+                "(a sitemap index lists sitemaps, a urlset URLs)",
+                kind="malformed sitemap",
+            )
         if s.truncated:
             self.reporter.warn(
                 f"{self.source}: larger than {self.max_bytes:,} bytes uncompressed (the "

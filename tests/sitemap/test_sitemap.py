@@ -589,3 +589,15 @@ def test_an_atom_feed_s_links_resolve_against_its_xml_base() -> None:
         "https://atom.example.com/blog/sub/four",
         "https://atom.example.com/five",
     ]
+
+
+def test_a_record_of_the_other_sitemap_kind_is_said_skipped() -> None:
+    # a <url> in a sitemap index (or a <sitemap> in a urlset) was dropped in silence
+    data = (
+        b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<sitemap><loc>https://www.example.com/sm1.xml</loc></sitemap>"
+        b"<url><loc>https://www.example.com/page</loc></url></sitemapindex>"
+    )
+    urls, err = _urls(data)
+    assert urls == ["https://www.example.com/sm1.xml"]
+    assert "1 <url> records in a <sitemapindex> skipped" in err
