@@ -93,7 +93,10 @@ _SITEMAP_NS = frozenset(
     }
 )
 _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
-_EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16", "iso-8859-1", "us-ascii"})
+# What expat decodes itself. Not its iso-8859-1 and us-ascii: on the web those labels
+# are windows-1252 (the WHATWG Encoding Standard), and expat read bytes 0x80-0x9F as
+# C1 controls (a "€" in a URL became %C2%80 where a browser has %E2%82%AC).
+_EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16"})
 _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
 _TEXT_LINES = re.compile(rb"\r\n|\r|\n")
 _XML_BASE = "http://www.w3.org/XML/1998/namespace\x1fbase"  # xml:base, as expat names it
@@ -497,7 +500,7 @@ class SitemapReader:
         declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
         encoding = declared.group(1).decode("ascii").lower() if declared else None
         if encoding is not None and encoding not in _EXPAT_ENCODINGS:
-            # expat knows four encodings; Python decodes the rest (windows-1252, shift_jis,
+            # expat decodes UTF-8/16; Python decodes the rest (windows-1252, shift_jis,
             # ...) to UTF-8 on the way in, chunk by chunk. Only the web's encodings (the
             # WHATWG labels): any other Python codec name ("undefined", "zlib") crashed.
             codec = codec_for_label(encoding)

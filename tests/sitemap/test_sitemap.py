@@ -601,3 +601,16 @@ def test_a_record_of_the_other_sitemap_kind_is_said_skipped() -> None:
     urls, err = _urls(data)
     assert urls == ["https://www.example.com/sm1.xml"]
     assert "1 <url> records in a <sitemapindex> skipped" in err
+
+
+def test_an_iso_8859_1_sitemap_is_read_as_the_web_reads_it() -> None:
+    # the label means windows-1252 on the web: expat's own latin-1 read 0x80 as a C1
+    # control, a URL the site never linked
+    data = (
+        b'<?xml version="1.0" encoding="ISO-8859-1"?>'
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>http://www.example.com/caf\xe9</loc></url>"
+        b"<url><loc>http://www.example.com/\x80</loc></url></urlset>"
+    )
+    urls, _ = _urls(data)
+    assert urls == ["http://www.example.com/caf%C3%A9", "http://www.example.com/%E2%82%AC"]
