@@ -21,6 +21,8 @@ from crawlkit.streams import Record
 __all__ = [
     "CYCLE_FORMAT",
     "CrawlDir",
+    "batch_files_in",
+    "cycle_dirs_in",
     "is_done",
     "mark_done",
     "read_file",
@@ -44,10 +46,10 @@ class CrawlDir:
         self.admitted.mkdir(exist_ok=True)
 
     def batch_files(self) -> list[Path]:
-        return sorted(self.batches.glob("*.ndjson.zst"))
+        return batch_files_in(self.root)
 
     def cycle_dirs(self) -> list[Path]:
-        return sorted(p for p in self.cycles.iterdir() if p.is_dir() and p.name.isdigit())
+        return cycle_dirs_in(self.root)
 
     def new_cycle(self) -> Path:
         dirs = self.cycle_dirs()
@@ -68,6 +70,20 @@ class CrawlDir:
     def cookies(self) -> Path:
         """The cookies the sites set (with --cookies), kept for the next run."""
         return cookie_jar(self.state_path)
+
+
+def batch_files_in(root: Path) -> list[Path]:
+    """The batch files under a ``STATE/crawl`` directory ``root``: URLs handed to the
+    fetcher, not all answered yet (none when it has no such directory)."""
+    return sorted((root / "batches").glob("*.ndjson.zst"))
+
+
+def cycle_dirs_in(root: Path) -> list[Path]:
+    """The cycle directories under a ``STATE/crawl`` directory ``root``, oldest first."""
+    cycles = root / "cycles"
+    if not cycles.is_dir():
+        return []
+    return sorted(p for p in cycles.iterdir() if p.is_dir() and p.name.isdigit())
 
 
 def is_done(cycle: Path, step: str) -> bool:

@@ -64,7 +64,7 @@ from crawlkit.crawl.archive import update_collection_index
 from crawlkit.crawl.blocks import hand_posted
 from crawlkit.crawl.budget import BUDGET_FILE, PageBudget
 from crawlkit.crawl.budget import reset as reset_budget
-from crawlkit.crawl.files import is_done
+from crawlkit.crawl.files import batch_files_in, cycle_dirs_in, is_done
 from crawlkit.crawl.loop import explain
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.rebalance import grow_workers
@@ -162,14 +162,8 @@ def _refuse_cut_work(state: Path, root: Path, had: int, n: int) -> None:
     would go again from a worker that no longer owns their hosts."""
     for k in range(had):
         crawl_dir = root / str(k) / "crawl"
-        cycles = crawl_dir / "cycles"
-        cut = [
-            c.name
-            for c in (sorted(cycles.iterdir()) if cycles.is_dir() else [])
-            if c.is_dir() and c.name.isdigit() and not is_done(c, "cycle")
-        ]
-        handed = list((crawl_dir / "batches").glob("*.ndjson.zst"))
-        if cut or handed:
+        cut = [c.name for c in cycle_dirs_in(crawl_dir) if not is_done(c, "cycle")]
+        if cut or batch_files_in(crawl_dir):
             what = f"cycle {cut[0]}" if cut else "URLs handed to its fetcher"
             raise UsageError(
                 f"{state}: worker {k} has {what} left by a run that was killed; run the "

@@ -9,13 +9,21 @@ Kept apart from :mod:`crawlkit.fetch.engine` so that the parts the engine compos
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from crawlkit.masking import mask_url
 from crawlkit.warc.write import DEFAULT_WARC, WarcOptions
 
-__all__ = ["DEADLINE_GRACE", "DEFAULT_AGENT", "DEFAULT_WARC", "FetchConfig", "WarcOptions"]
+__all__ = [
+    "DEADLINE_GRACE",
+    "DEFAULT_AGENT",
+    "DEFAULT_WARC",
+    "FetchConfig",
+    "WarcOptions",
+    "robots_field",
+]
 
 # The User-Agent of fetch and crawl unless --agent says otherwise; robots.txt groups
 # are matched by its product token, "crawlkit". No contact URL: it named a repository
@@ -69,3 +77,11 @@ class FetchConfig:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["proxy"] = mask_url(self.proxy) if self.proxy else self.proxy
         return out
+
+
+def robots_field(ignore_robots_for: Sequence[str]) -> str:
+    """The ``robots`` field of a WARC file's warcinfo: ``obey``, and the hosts whose
+    robots.txt the run ignored (``--ignore-robots-for``)."""
+    if not ignore_robots_for:
+        return "obey"
+    return "obey, except for " + " ".join(ignore_robots_for)

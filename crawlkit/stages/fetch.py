@@ -25,6 +25,7 @@ from typing import Any, cast
 from crawlkit import early_signals
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.fetch.client import AiohttpClient, HttpClient
+from crawlkit.fetch.config import robots_field
 from crawlkit.fetch.dns import DnsClient, parse_server
 from crawlkit.fetch.engine import FetchConfig, Fetcher
 from crawlkit.fetch.hoststate import HostState
@@ -130,9 +131,7 @@ def fetch_records(
             index=warc_index,
             info={
                 "http-header-user-agent": config.agent,
-                "robots": "obey"
-                if not config.ignore_robots_for
-                else "obey, except for " + " ".join(config.ignore_robots_for),
+                "robots": robots_field(config.ignore_robots_for),
                 "hostname": socket.gethostname(),
                 **(warc_info or {}),
             },

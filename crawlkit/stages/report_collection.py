@@ -44,7 +44,7 @@ from typing import Any
 from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InvalidURL
-from crawlkit.fetch.config import FetchConfig
+from crawlkit.fetch.config import FetchConfig, robots_field
 from crawlkit.html.page import media_type
 from crawlkit.masking import mask_secrets
 from crawlkit.records import Record, refusal_reason
@@ -108,11 +108,15 @@ def warcinfo_fields(options: Any) -> dict[str, str]:
     ``crawlkit-settings``, the effective settings as one line of JSON with secrets
     masked (:mod:`crawlkit.masking`), then the fields the caller gave
     (``options.warc_info``: operator, isPartOf, description, command-line)."""
-    settings = mask_secrets(_plain(options))
-    settings.pop("warc_info", None)  # its fields are in the record already
-    fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
-    given = {k: " ".join(str(v).split()) for k, v in (options.warc_info or {}).items()}
-    return {**fields, **mask_secrets(given)}
+    return _info_fields(mask_secrets(_plain(options)), options.warc_info or {})
+
+
+def _info_fields(settings: dict[str, Any], given: dict[str, Any]) -> dict[str, str]:
+    """``crawlkit-settings`` (``settings`` as one line of JSON, less ``warc_info``,
+    whose fields are in the record already) and the ``given`` fields, one line each."""
+    shown = {k: v for k, v in settings.items() if k != "warc_info"}
+    fields = {"crawlkit-settings": json.dumps(shown, sort_keys=True, separators=(",", ":"))}
+    return {**fields, **mask_secrets({k: " ".join(str(v).split()) for k, v in given.items()})}
 
 
 def crawl_warcinfo(state_path: str | os.PathLike[str]) -> dict[str, str]:
@@ -120,19 +124,16 @@ def crawl_warcinfo(state_path: str | os.PathLike[str]) -> dict[str, str]:
     (its last run): those of :func:`warcinfo_fields` and the fetch stage's ``robots`` and
     ``http-header-user-agent``, for a file written after the crawl (the archive's crawl
     log and report), whose warcinfo had none of them."""
-    settings = dict(settings_of(state_path).get("settings") or {})
+    settings = settings_of(state_path).get("settings") or {}
     if not settings:
         return {}
-    given = settings.pop("warc_info", None) or {}
-    fetch = settings.get("fetch") or {}
-    fields = {"crawlkit-settings": json.dumps(settings, sort_keys=True, separators=(",", ":"))}
+    given = settings.get("warc_info")
+    fields = _info_fields(settings, given if isinstance(given, dict) else {})
+    fetch = settings.get("fetch")
     if isinstance(fetch, dict):
         if fetch.get("agent"):
             fields["http-header-user-agent"] = str(fetch["agent"])
-        ignored = fetch.get("ignore_robots_for") or []
-        fields["robots"] = "obey" + (", except for " + " ".join(ignored) if ignored else "")
-    if isinstance(given, dict):
-        fields |= {k: " ".join(str(v).split()) for k, v in given.items()}
+        fields["robots"] = robots_field(fetch.get("ignore_robots_for") or [])
     return fields
 
 
