@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -10,7 +11,7 @@ from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
-from crawlkit.stages.index import write_index
+from crawlkit.stages.index import distinct_files, write_index
 
 
 @app.command("index")
@@ -54,7 +55,9 @@ def index(
     bounded whatever the number of captures. A file that is not a WARC, ends inside
     a record (whatever its Content-Length says) or has a WARC head over 256 KiB is an
     error naming it and the record (the reader and limits of 'crawlkit extract' and
-    'crawlkit wacz'), and nothing is written. Touches no state.
+    'crawlkit wacz'), and nothing is written. One file named more than once (the
+    same path twice, ./a.warc.gz and a symlink to it) is read once, under the name it
+    was first given, and a line on stderr says so. Touches no state.
 
     Example:
 
@@ -63,6 +66,17 @@ def index(
     if any(streams.is_stdio(w) for w in warcs):
         # each line names its WARC file, which replay opens by that name
         raise UsageError("a WARC on standard input has no file name for the index to give")
-    lines = write_index(warcs, out)
+    # a file named twice (a glob given twice, ./a and a symlink to it) would give
+    # every line twice, which replay shows as duplicate captures
+    kept, repeats = distinct_files(warcs)
+    if repeats:
+        shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
+        reporter().warn(f"the same WARC file named more than once, read once: {shown}")
+    lines = write_index(kept, out)
     if not quiet:
-        reporter().info(f"{lines} captures indexed from {len(warcs)} WARC files")
+        reporter().info(f"{lines} captures indexed from {len(kept)} WARC files")
+
+
+def _shown(path: str | os.PathLike[str]) -> str:
+    """A path as a message shows it (bytes that are not UTF-8 as ``\\xNN``)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

@@ -14,7 +14,37 @@ from pathlib import Path
 from crawlkit import streams
 from crawlkit.warc.cdxj import sorted_index
 
-__all__ = ["write_index"]
+__all__ = ["distinct_files", "write_index"]
+
+
+_Path = str | os.PathLike[str]
+
+
+def distinct_files(paths: Iterable[_Path]) -> tuple[list[_Path], list[tuple[_Path, _Path]]]:
+    """Split ``paths`` into the first naming of each file and the later ones.
+
+    Two paths name one file when they have the same device and inode (the same name
+    twice, ``./a`` and ``a``, a symlink or a hard link), so a file is read once, under
+    the name it was first given. Returns ``(kept, repeats)``, ``kept`` in the given
+    order, ``repeats`` as ``(path, the earlier path it repeats)``. A path that cannot
+    be stat'ed is kept, for the reader to report by its name.
+    """
+    first: dict[tuple[int, int], _Path] = {}
+    kept: list[_Path] = []
+    repeats: list[tuple[_Path, _Path]] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            kept.append(path)
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in first:
+            repeats.append((path, first[key]))
+        else:
+            first[key] = path
+            kept.append(path)
+    return kept, repeats
 
 
 def write_index(
@@ -27,7 +57,8 @@ def write_index(
     """Write the sorted index of ``paths`` to ``out`` (``-`` is stdout; written to a
     temporary name and renamed). Returns the number of lines. ``max_bytes`` bounds
     the lines held in memory (0: the default); the rest are sorted in run files in
-    ``tmpdir`` (default: the system's), removed when done."""
+    ``tmpdir`` (default: the system's), removed when done. A file named twice is
+    indexed twice: callers drop repeats with :func:`distinct_files`."""
     pairs = [(p, Path(p).name) for p in paths]
     with sorted_index(pairs, tmpdir=tmpdir, max_bytes=max_bytes) as sorter:
         with streams.open_output(out) as sink:

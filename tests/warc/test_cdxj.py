@@ -206,3 +206,19 @@ def test_index_line_json_is_json_dumps(url, mime, filename):
     fields = {"url": url, **({"mime": mime} if mime else {}), "status": "200", "digest": "sha1:X"}
     fields |= {"length": "10", "offset": "0", "filename": filename}
     assert line == f"{surt_key(url)} 20261202150000 {json.dumps(fields)}"
+
+
+def test_index_reads_a_file_named_twice_once(tmp_path):
+    warc = crawlkit_warc(tmp_path / "ck")
+    link = tmp_path / "link.warc.gz"
+    link.symlink_to(warc)
+    alone = crawlkit("index", str(warc))
+    assert alone.code == 0, alone.stderr
+    # the same path twice, the path through "./", a symlink: one file, read once
+    res = crawlkit("index", warc.name, f"./{warc.name}", str(link), cwd=warc.parent)
+    assert res.code == 0, res.stderr
+    assert res.text == alone.text  # each line once, named as the file was first given
+    warned = [line for line in res.stderr.splitlines() if "read once" in line]
+    assert len(warned) == 1
+    assert f"./{warc.name} is {warc.name}" in warned[0] and f"{link} is {warc.name}" in warned[0]
+    assert "13 captures indexed from 1 WARC files" in res.stderr
