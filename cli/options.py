@@ -141,7 +141,12 @@ DelayFactor = Annotated[
 ]
 PerIp = Annotated[
     int,
-    typer.Option("--per-ip", min=1, help="Requests at once to one IP address (shared hosting)."),
+    typer.Option(
+        "--per-ip",
+        min=1,
+        help="Requests at once to one IP address (shared hosting); an IPv4-mapped IPv6 "
+        "address (::ffff:a.b.c.d) counts as its IPv4 address.",
+    ),
 ]
 Timeout = Annotated[
     str,

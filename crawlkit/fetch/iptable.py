@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import ipaddress
 import mmap
 import os
 import stat
@@ -72,7 +73,7 @@ import xxhash
 
 from crawlkit.errors import StateError
 
-__all__ = ["LOCK_RETRY", "MAX_SLOTS", "SLOT_POLL", "IpClaim", "IpGate", "IpTable"]
+__all__ = ["LOCK_RETRY", "MAX_SLOTS", "SLOT_POLL", "IpClaim", "IpGate", "IpTable", "ip_key"]
 
 MAGIC = b"CKIPTBL1"
 VERSION = 1
@@ -111,6 +112,23 @@ class IpGate(Protocol):
         """Give the slot back: after a request (``started``), or before one that never
         started, which takes back its start as well."""
         ...
+
+
+def ip_key(address: str) -> str:
+    """The address ``--per-ip`` counts a connection to ``address`` under.
+
+    An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``, written ``::ffff:7f00:1`` by
+    :mod:`ipaddress`), which a dual-stack resolver or a hosts file can give, reaches
+    the IPv4 server itself, so it is that IPv4 address; any other address is itself.
+    Otherwise one server reached under both forms got ``per_ip`` connections under
+    each. Cheap for the common case (no ``ffff``: returned as it is)."""
+    if ":" not in address or "ffff" not in address.lower():
+        return address
+    try:
+        mapped = ipaddress.IPv6Address(address.split("%", 1)[0]).ipv4_mapped
+    except ValueError:
+        return address
+    return address if mapped is None else str(mapped)
 
 
 def _try_lock(fd: int, offset: int) -> bool:

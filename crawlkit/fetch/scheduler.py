@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crawlkit.fetch.config import FetchConfig
-from crawlkit.fetch.iptable import IpClaim, IpGate, IpTable
+from crawlkit.fetch.iptable import IpClaim, IpGate, IpTable, ip_key
 
 __all__ = ["MAX_RETRY_AFTER", "HostQueue", "Scheduler"]
 
@@ -99,6 +99,12 @@ class HostQueue:
 
 
 _DEFAULT = FetchConfig()
+
+
+def _ip_of(host: HostQueue) -> str | None:
+    """The address ``host`` counts under for ``--per-ip`` (:func:`ip_key`: one server
+    reached as ``127.0.0.1`` and as ``::ffff:127.0.0.1`` is one address)."""
+    return None if host.address is None else ip_key(host.address)
 
 
 class Scheduler:
@@ -174,8 +180,9 @@ class Scheduler:
             return
         host.queued = True
         when = host.next_allowed
-        if host.address is not None:
-            when = max(when, self._ip_next.get(host.address, 0.0))
+        ip = _ip_of(host)
+        if ip is not None:
+            when = max(when, self._ip_next.get(ip, 0.0))
         heapq.heappush(self._heap, (when, next(self._seq), host))
 
     def next_time(self) -> float | None:
@@ -219,7 +226,7 @@ class Scheduler:
             heapq.heapify(self._heap)
             for h in late:
                 h.queued = False
-                ip = h.address
+                ip = _ip_of(h)
                 if ip is not None and ip in self._parked and not self._ip_active.get(ip):
                     # hosts parked behind a gate's probe, and no request of ours to
                     # wake them: one takes its place in the heap
@@ -233,7 +240,7 @@ class Scheduler:
         heap = self._heap
         while heap and heap[0][0] <= now:
             _, _, host = heapq.heappop(heap)
-            ip = host.address
+            ip = _ip_of(host)
             if ip is not None:
                 if self._probe and self._probe.get(ip) is host:
                     del self._probe[ip]  # out of the heap: it is the probe again if refused
@@ -278,7 +285,7 @@ class Scheduler:
         """Mark ``host`` as fetching (it stays out of the heap until :meth:`finish`)."""
         host.busy = True
         self.busy += 1
-        ip = host.address
+        ip = _ip_of(host)
         if ip is not None:
             self._ip_active[ip] = self._ip_active.get(ip, 0) + 1
             self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), now + self.per_ip_delay)
@@ -291,7 +298,7 @@ class Scheduler:
         machine it went out up to 0.2 s later (a fresh host's clock committed first, the
         connection made, the loop late), and a request to the same address launched
         ``per_ip_delay`` after the first start reached the server 39 ms after it."""
-        ip = host.address
+        ip = _ip_of(host)
         if ip is not None and host.busy:
             self._ip_next[ip] = max(self._ip_next.get(ip, 0.0), now + self.per_ip_delay)
             if self._went_out(host, ip):
@@ -349,7 +356,7 @@ class Scheduler:
             host.backoff_until = 0.0
         if self._claims:
             self._release_claim(host, True)
-        ip = host.address
+        ip = _ip_of(host)
         if ip is not None:
             self._went_out(host, ip)  # (never sent: no connection, or a client that does
             # not say when it sends)
@@ -373,8 +380,9 @@ class Scheduler:
         now); its turn on the address passes to a parked host."""
         if self._claims:
             self._release_claim(host, False)
-        if host.address is not None:
-            self._unpark_one(host.address)
+        ip = _ip_of(host)
+        if ip is not None:
+            self._unpark_one(ip)
 
     def close(self) -> None:
         """Give back every slot of the gate still held (requests cut off at the end of

@@ -4,12 +4,15 @@ name from the hosts file, AAAA-only through testweb's DNS, and by bracketed addr
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from conftest import TestWeb, crawlkit, start_testweb
 
+from crawlkit.fetch.iptable import ip_key
 from crawlkit.fetch.netpolicy import NetPolicy
 
 
@@ -120,3 +123,81 @@ def test_crawl_an_aaaa_only_host_and_a_bracketed_seed(web: TestWeb, tmp_path: Pa
         ("[::1]", "/"),
         ("[::1]", "/v6.html"),
     } <= pages
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("::ffff:127.0.0.1", "127.0.0.1"),
+        ("::ffff:7f00:1", "127.0.0.1"),  # as ipaddress writes it
+        ("0:0:0:0:0:FFFF:0A01:0203", "10.1.2.3"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "::1"),
+        ("ffff::1", "ffff::1"),
+        ("fe80::ffff:1%eth0", "fe80::ffff:1%eth0"),
+        ("64:ff9b::7f00:1", "64:ff9b::7f00:1"),  # NAT64 goes through a translator
+    ],
+)
+def test_per_ip_key_of_an_ipv4_mapped_address_is_the_ipv4_address(address: str, key: str) -> None:
+    assert ip_key(address) == key
+
+
+class _HoldHandler(BaseHTTPRequestHandler):
+    """Holds each answer until a second request is in flight (or 0.5 s went by), so
+    two connections at once cannot slip between each other; counts the most."""
+
+    lock = threading.Lock()
+    in_flight = 0
+    most = 0
+    two = threading.Event()
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+            if cls.in_flight >= 2:
+                cls.two.set()
+        cls.two.wait(0.5)
+        body = b"<html>x</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        with cls.lock:
+            cls.in_flight -= 1
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_per_ip_counts_an_ipv4_mapped_address_as_its_ipv4_server(tmp_path: Path) -> None:
+    """One server on 127.0.0.1, named a.test as ::ffff:127.0.0.1 (as a dual-stack
+    resolver may answer) and b.test as 127.0.0.1: with --per-ip 1 it never sees two
+    connections at once."""
+    handler = type("Handler", (_HoldHandler,), {"two": threading.Event()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        hosts = tmp_path / "hosts"
+        hosts.write_text("::ffff:127.0.0.1 a.test\n127.0.0.1 b.test\n")
+        urls = [f"http://{h}.test:{port}/{i}" for i in (1, 2) for h in "ab"]
+        got = fetch_mapped(tmp_path / "s", urls, "--hosts-file", str(hosts), "--per-ip", "1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sorted((r["url"], r["outcome"]) for r in got) == sorted((u, "fetched") for u in urls)
+    assert {r["ip"] for r in got} == {"::ffff:7f00:1", "127.0.0.1"}  # both forms were used
+    assert handler.most == 1
+
+
+def fetch_mapped(state: Path, urls: list[str], *args: str) -> list[dict]:
+    res = crawlkit(
+        *("fetch", "--state", str(state), "--min-delay", "0.05s"),
+        *("--allow-net", "127.0.0.0/8", "--allow-net", "::ffff:127.0.0.0/104", *args),
+        input="".join(u + "\n" for u in urls).encode(),
+    )
+    assert res.code == 0, res.stderr
+    return [json.loads(line) for line in res.lines]
