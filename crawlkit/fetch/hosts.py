@@ -126,10 +126,27 @@ def split_url(url: str) -> Split:
     hostname = (parts.hostname or "").rstrip(".")
     if not hostname:
         raise InvalidURL("URL has no host")
+    if "%" in hostname:
+        raise InvalidURL(_percent_in_host(hostname))
     default = 80 if scheme == "http" else 443
     shown = f"[{hostname}]" if ":" in hostname else hostname
     key = shown if port in (None, default) else f"{shown}:{port}"
     return Split(scheme, hostname, key, f"{scheme}://{shown}:{port or default}")
+
+
+def _percent_in_host(hostname: str) -> str:
+    """Why a host holding ``%`` is refused. urlsplit takes an IPv6 zone id
+    (``[fe80::1%25eth0]``, RFC 6874), which the WHATWG URL Standard, browsers and
+    ``crawlkit canon`` reject; let through, it failed to connect as a transient error
+    and was deferred hourly, forever. A percent-escape in a name is no DNS name (canon
+    decodes it)."""
+    if ":" in hostname:
+        zone = hostname[hostname.index("%") :]
+        return f"invalid URL: an IPv6 zone id ({zone!r}) in the host (the URL Standard has none)"
+    return (
+        f"invalid URL: a percent-escape in the host {hostname!r} "
+        "(give canonical URLs: crawlkit canon, frontier next)"
+    )
 
 
 class StateCommits:

@@ -201,3 +201,18 @@ def fetch_mapped(state: Path, urls: list[str], *args: str) -> list[dict]:
     )
     assert res.code == 0, res.stderr
     return [json.loads(line) for line in res.lines]
+
+
+def test_a_url_with_an_ipv6_zone_id_is_refused_once_as_invalid(tmp_path: Path) -> None:
+    """urlsplit takes [fe80::1%25eth0]; the URL Standard (and canon) do not. Let
+    through, the connection failed and the URL was deferred an hour, again and again."""
+    urls = ["http://[fe80::1%25eth0]/", "http://[fe80::1%25eth0]:8080/a", "http://a%41.test/"]
+    canon = crawlkit("canon", input="".join(u + "\n" for u in urls[:2]).encode())
+    assert canon.lines == ["", ""] and canon.stderr.count("cannot parse URL") == 2
+    got = fetch_mapped(tmp_path / "s", urls, "--allow-net", "fe80::/10")
+    assert [(r["url"], r["outcome"], r["refused"]) for r in got] == [
+        (u, "refused", "invalid-url") for u in urls
+    ]
+    assert "IPv6 zone id ('%25eth0')" in got[0]["error"]
+    assert "percent-escape in the host 'a%41.test'" in got[2]["error"]
+    assert not any("retry_at" in r for r in got)
