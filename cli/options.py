@@ -263,7 +263,9 @@ Proxy = Annotated[
     typer.Option(
         "--proxy",
         help="Send every request through this HTTP proxy (http://HOST:PORT). Targets are "
-        "still checked by the network policy; the proxy is an address you allow.",
+        "still checked by the network policy; the proxy is an address you allow. A proxy "
+        "that cannot be reached, answers 407 or refuses a CONNECT stops the run (exit 1): "
+        "the URLs not fetched come out deferred, their sites not blamed.",
         show_default=False,
     ),
 ]

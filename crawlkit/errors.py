@@ -9,8 +9,9 @@ Library code raises these; only the CLI's single exit point prints them (one lin
     │   └── TruncatedInput        compressed input ended early; records before it kept
     ├── OutputError               an output cannot be written (read-only, full disk, ...)
     ├── InvalidURL                a URL cannot be parsed or is not http(s)
-    ├── StateError                a state directory is missing, corrupt or of another version
-    │   └── LockedError           another process holds the state directory
+    ├── ProxyError                the --proxy failed a request: the fetch run stopped
+    └── StateError                a state directory is missing, corrupt or of another version
+        └── LockedError           another process holds the state directory
 
 A *bad record* is not an exception that ends a stage: readers report it on stderr with
 its file and line number, count it and go on (docs/design.md stream conventions). Nor is a
@@ -67,6 +68,13 @@ class OutputError(CrawlkitError):
 
 class InvalidURL(CrawlkitError, ValueError):
     """A URL that cannot be parsed, or whose scheme is not http or https."""
+
+
+class ProxyError(CrawlkitError):
+    """The proxy every request goes through failed one (unreachable, or it refused a
+    CONNECT or asked for credentials): the fetch run stopped, every URL it had not
+    fetched written out ``deferred``, since the rest would fail alike and be blamed
+    on their sites."""
 
 
 class StateError(CrawlkitError):

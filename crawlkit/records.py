@@ -211,7 +211,7 @@ class FetchRecord(URLRecord, total=False):
     location: str | None  #: a redirect's target, canonical when it could be parsed
     warc: WarcLocation | None  #: where the response record was written
     error: str | None  #: why it failed or was refused or deferred, one sentence
-    error_code: str  #: a classified failure: tls-expired, dns-nxdomain, ... (see error)
+    error_code: str  #: a classified failure: tls-expired, dns-nxdomain, proxy-refused, ...
     tls_unverified: str  #: fetched with --insecure after this TLS failure code
     truncated: str  #: why the body was cut short (length, time, ...)
     retry_at: str  #: a deferred URL's earliest retry, ISO 8601 UTC
@@ -387,7 +387,7 @@ def recrawl_record(
     }
 
 
-_ERROR_CODE = re.compile(r"\b((?:tls|dns)-[a-z]+(?:-[a-z]+)*):")
+_ERROR_CODE = re.compile(r"\b((?:tls|dns|proxy)-[a-z]+(?:-[a-z]+)*):")
 
 
 def error_code(error: str | None) -> str | None:

@@ -29,7 +29,10 @@ Guarantees of :meth:`AiohttpClient.fetch`:
   closed instead of drained.
 * It never raises for network trouble: failures come back in ``FetchResult.error``;
   classified ones (TLS, see :mod:`crawlkit.fetch.tls`) also in ``error_code``, and
-  ``error`` then starts with the code.
+  ``error`` then starts with the code. A proxy's failure is told from the site's:
+  ``proxy-unreachable`` (no connection to the proxy) and ``proxy-refused`` (CONNECT
+  answered with anything but 2xx, or a 407 to a plain http request, which only a
+  proxy sends), their errors naming the proxy (:attr:`FetchResult.proxy_failed`).
 * Redirects are not followed. TLS certificates are verified against the system store
   plus ``ca_file``, for the URL's host name; with ``insecure`` a failed check is
   retried once without verification on a new connection (the request is sent once)
@@ -58,7 +61,14 @@ from crawlkit.fetch.protocol import ON_SENT, REUSED, crawl_protocol_factory, mar
 from crawlkit.fetch.tls import classify_certificate_error, insecure_context, verifying_context
 from crawlkit.masking import mask_url
 
-__all__ = ["AiohttpClient", "FetchRequest", "FetchResult", "HttpClient", "connection_budget"]
+__all__ = [
+    "PROXY_FAILURES",
+    "AiohttpClient",
+    "FetchRequest",
+    "FetchResult",
+    "HttpClient",
+    "connection_budget",
+]
 
 
 @dataclass
@@ -91,6 +101,13 @@ class FetchResult:
     address: str | None = None
     error_code: str | None = None  # e.g. "tls-expired" (see crawlkit.fetch.tls)
     tls_unverified: str | None = None  # --insecure: the check that failed
+
+    @property
+    def proxy_failed(self) -> bool:
+        """The proxy failed the request (it never reached the site): see
+        :data:`PROXY_FAILURES`. Not the site's fault, and every request through
+        that proxy is likely to fail the same way."""
+        return self.error_code in PROXY_FAILURES
 
     def header(self, name: str) -> str | None:
         lname = name.lower()
@@ -521,6 +538,9 @@ class AiohttpClient:
                     proxy=proxy,
                     server_hostname=server_hostname,
                 )
+                if resp.status == 407 and proxy is not None:
+                    # Only a proxy answers 407 (RFC 9110 15.5.8): not the site's page
+                    raise _ProxyAnswered(f"answered {resp.status} {resp.reason or ''}".strip())
                 result.status = resp.status
                 result.headers = [
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers
@@ -550,6 +570,16 @@ class AiohttpClient:
                         if not _body_complete(resp, size):
                             result.truncated = "length"
                         break
+        except _ProxyAnswered as exc:  # a plain http request's 407 (above)
+            _proxy_failed(result, PROXY_REFUSED, f"the proxy {_shown_proxy(proxy)} {exc}")
+        except aiohttp.ClientHttpProxyError as exc:  # CONNECT answered with no 2xx
+            answer = f"{exc.status} {_one_line(str(exc.message))}".strip()
+            why = f"the proxy {_shown_proxy(proxy)} answered CONNECT with {answer}"
+            _proxy_failed(result, PROXY_REFUSED, why)
+        except aiohttp.ClientProxyConnectionError as exc:  # before ClientConnectorError
+            why = _describe(exc.os_error)
+            shown = _shown_proxy(proxy)
+            _proxy_failed(result, PROXY_UNREACHABLE, f"cannot connect to the proxy {shown}: {why}")
         except TimeoutError:
             result.error = f"timeout after {request.timeout:g}s"
             if result.status is not None:
@@ -601,6 +631,27 @@ class AiohttpClient:
         frozen = self._freeze.frozen - frozen_before
         result.elapsed = max(0.0, time.perf_counter() - t0 - frozen)
         return result, stale
+
+
+#: ``error_code`` of a request the proxy failed (never reached the site): the proxy
+#: refused it (407, or CONNECT answered with anything but 2xx), or could not be reached.
+PROXY_REFUSED = "proxy-refused"
+PROXY_UNREACHABLE = "proxy-unreachable"
+PROXY_FAILURES = frozenset({PROXY_REFUSED, PROXY_UNREACHABLE})
+
+
+class _ProxyAnswered(Exception):
+    """The proxy, not the site, answered a plain http request (407)."""
+
+
+def _proxy_failed(result: FetchResult, code: str, why: str) -> None:
+    result.error_code = code
+    result.error = f"{code}: {why}"[:300]
+
+
+def _shown_proxy(proxy: Any) -> str:
+    """The proxy's URL as an error shows it (its password masked)."""
+    return mask_url(str(proxy))
 
 
 def _describe(exc: BaseException) -> str:

@@ -177,6 +177,9 @@ class Fetcher:
         self._failures: list[BaseException] = []
         self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
         self.running = False  # inside run(), until it starts to finish (WARC still open)
+        # The first proxy failure (client.PROXY_FAILURES): it stopped the run, and the
+        # caller reports it (stages.fetch raises ProxyError once every record is out).
+        self.proxy_failure: str | None = None
         self._in_flight: set[asyncio.Timeout] = set()  # requests' scopes (see stop)
         self.outbox = Outbox()
         self.commits = StateCommits(state, clock)
@@ -206,6 +209,7 @@ class Fetcher:
             archiver=self.archiver,
             on_capture=on_robots_capture,
             clock=clock,
+            on_proxy_failure=self.proxy_failed,
         )
         self.robots.in_flight = self._in_flight  # stop() bounds robots.txt requests too
 
@@ -523,15 +527,16 @@ class Fetcher:
         due = sched.next_time()
         return sched.busy < self.config.concurrency and (due is None or due > now)
 
-    def stop(self) -> None:
-        """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM).
+    def stop(self, reason: str = "fetch stopped before the host was due (interrupted)") -> None:
+        """Start no new request; what is left comes out ``deferred`` (SIGINT, SIGTERM),
+        with ``"stopped": true`` and ``reason`` as its error.
 
         Requests in flight finish within ``DEADLINE_GRACE`` (a page cut short comes out
         deferred; a robots.txt cut short gives no verdict, its host's URLs deferred)
         and are reported as usual.
         """
         self.hosts.deadline = min(self.hosts.deadline, self.clock())
-        self.hosts.stop_reason = "fetch stopped before the host was due (interrupted)"
+        self.hosts.stop_reason = reason
         self._wake.set()
         # Requests in flight get DEADLINE_GRACE more, as at the deadline (a drip or a
         # stall would hold the stop for the whole --timeout); a page cut short comes
@@ -543,6 +548,16 @@ class Fetcher:
                 when = scope.when()
                 if when is None or when > cap:
                     scope.reschedule(cap)
+
+    def proxy_failed(self, res: FetchResult) -> None:
+        """The proxy failed a request (``res.proxy_failed``): every request goes
+        through it, so the rest would fail alike and each would be blamed on its site
+        (robots.txt unavailable, an hour's deferral). The run stops as on a signal:
+        what is left comes out deferred, ``"stopped": true``, naming the proxy; the
+        first failure is kept in :attr:`proxy_failure` for the caller to report."""
+        if self.proxy_failure is None:
+            self.proxy_failure = res.error or "the proxy failed"
+            self.stop(f"not fetched: the run stopped on a proxy failure ({self.proxy_failure})")
 
     def _launches(self, now: float) -> list[tuple[Host, Task]]:
         """The requests to start now: due hosts, as many as the free request slots
@@ -645,9 +660,25 @@ class Fetcher:
             )
         if cfg.request:
             cfg.request.note_response(item.url, res.headers)
+        if res.proxy_failed:
+            self.proxy_failed(res)  # before the host goes back: its URLs are deferred
         now = self.hosts.finish(host, res)
         # The host's clock is set: it may go back to the heap while the WARC is written.
         self.hosts.schedule(host, now)
+        if res.proxy_failed:
+            # the site was never asked (no fetched_at: no request to it to audit), it
+            # made no error of its own; asked again next run
+            self.outbox.emit(
+                fetch_record(
+                    rec,
+                    item.url,
+                    "deferred",
+                    retry_at=iso_time(now),
+                    error=res.error,
+                    stopped=True,
+                )
+            )
+            return
         if scope.expired() or (
             timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res))
         ):

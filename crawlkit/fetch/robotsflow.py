@@ -167,6 +167,7 @@ class RobotsFlow:
         archiver: WarcArchiver,
         on_capture: Callable[[Record], None] | None,
         clock: Callable[[], float],
+        on_proxy_failure: Callable[[FetchResult], None] | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
@@ -179,6 +180,7 @@ class RobotsFlow:
         self.archiver = archiver
         self.on_capture = on_capture
         self.clock = clock
+        self.on_proxy_failure = on_proxy_failure
         # The cut scopes of the requests in flight (the engine's: its stop() moves them)
         self.in_flight: set[asyncio.Timeout] = set()
         # origin -> entry, least recently used first; _bytes: their entry_cost sum
@@ -326,6 +328,13 @@ class RobotsFlow:
                     self.in_flight.discard(scope)
         if res is None and not scope.expired():
             raise RuntimeError("robots.txt fetch ended without a result")  # (never)
+        if res is not None and res.proxy_failed:
+            # The proxy's failure, not the site's: no verdict (robots.txt is not
+            # "unavailable", the host is not deferred an hour); the run stops.
+            if self.on_proxy_failure is not None:
+                self.on_proxy_failure(res)
+            self._cut(host, task, res)
+            return
         if res is None or (timeout < cfg.timeout and _cut_for_time(res)):
             self._cut(host, task, res)
             return

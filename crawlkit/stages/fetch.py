@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from crawlkit import early_signals
 from crawlkit.diag import NullReporter, Reporter
+from crawlkit.errors import ProxyError
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.config import robots_field
 from crawlkit.fetch.dns import DnsClient, parse_server
@@ -240,6 +241,9 @@ def _run(
         finally:
             if client is None:
                 await http.close()
+        if fetcher.proxy_failure is not None:
+            # every record is out (the rest deferred, "stopped"): the run failed as a whole
+            raise ProxyError(f"{fetcher.proxy_failure}; stopped, the URLs not fetched are deferred")
         return {**fetcher.counts, "redirects": fetcher.redirects_out}
 
     stop_on_signal = _FirstSignal(on_interrupt)
