@@ -106,7 +106,8 @@ def quick_page(
         if tag is None:
             continue
         raw = next(group for group in match.groups() if group is not None)
-        parsed = ex.resolve_on(href(raw), base) if raw.strip() else None
+        # an empty href is a link to the base URL, as the parsed page has it
+        parsed = ex.resolve_on(href(raw) if raw.strip() else base, base)
         if parsed is None or parsed.fp in seen:
             continue
         if len(links) >= ex.max_links:

@@ -23,7 +23,9 @@ Contracts:
   ``frame[src]``, ``iframe[src]`` and ``<meta http-equiv=refresh>``, are resolved against
   ``<base href>`` and the page URL by the WHATWG URL rules, canonicalized, and kept
   only when they are http(s); each canonical URL appears once per page (its first
-  occurrence; nofollow only if every occurrence is nofollow).
+  occurrence; nofollow only if every occurrence is nofollow). An ``a`` or ``area``
+  with an empty href (or one of spaces) links to the base URL, the page itself
+  without ``<base>``, as a browser has it; an empty ``src`` or ``link`` href is no link.
 * Page requisites (what a browser loads to show the page) are their own kind,
   :attr:`Page.requisites`, resolved the same way, each URL once per page: ``img``
   ``src`` and ``srcset``, ``source`` ``src`` and ``srcset`` (in ``picture``, ``video``
@@ -443,6 +445,15 @@ def _in_foreign(node: Any) -> bool:
     return False
 
 
+# What the URL parser strips from both ends of its input (C0 controls and space).
+_URL_SPACE = "".join(map(chr, range(0x21)))
+# The tags whose empty href (or one of spaces) is still a link: to the document's base
+# URL, as the URL parser resolves an empty reference (HTML: <a> and <area> with an
+# href are hyperlinks whatever its value; Chromium's document.links lists them). An
+# empty iframe or frame src is about:blank, a <link> with an empty href fetches nothing.
+_SELF_LINK_TAGS = frozenset({"a", "area"})
+
+
 def _authority(href: str) -> str:
     slash = href.find("/", href.find("://") + 3) if "://" in href else -1
     return href[:slash] if slash > 0 else href
@@ -627,8 +638,10 @@ class HtmlExtractor:
         index: dict[str, int] = {}
         resolve = self.resolver.resolve
         for href, link_nofollow, tag in raw_links:
-            if not href or not href.strip():
-                continue
+            if not href.strip(_URL_SPACE):
+                if tag not in _SELF_LINK_TAGS:
+                    continue  # an empty src or link href loads nothing
+                href = base  # see _SELF_LINK_TAGS
             parsed = resolve(href, base, authority)
             if parsed is None:
                 continue

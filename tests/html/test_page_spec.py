@@ -256,3 +256,12 @@ def test_the_head_is_read_to_its_end_and_no_further() -> None:
 def test_a_title_keeps_its_ideographic_and_no_break_spaces(ex: HtmlExtractor) -> None:
     body = "<title>\n  電話\u3000習氏\u00a0x \t y  </title>".encode()
     assert ex.extract(body, PAGE).title == "電話\u3000習氏\u00a0x y"
+
+
+def test_an_empty_href_links_to_the_page_in_the_fallback_scan_too(ex: HtmlExtractor) -> None:
+    body = b'<a href="">self</a><a href=" ">self</a><area href=""><a href="/x">x</a>'
+    page = quick_page(ex, body, PAGE + "#top", content_type="text/html")
+    assert [(link.url.url, link.tag) for link in page.links] == [
+        (PAGE, "a"),
+        ("http://127.0.0.1:8000/x", "a"),
+    ]

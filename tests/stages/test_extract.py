@@ -71,7 +71,19 @@ LINK_TABLE = [
     ("mailto and tel", '<a href="mailto:a@example.com">m</a><a href="tel:+1234">t</a>', []),
     ("data", '<a href="data:text/html,<p>hi</p>">d</a>', []),
     ("ftp and file", '<a href="ftp://example.com/f">f</a><a href="file:///etc/passwd">f</a>', []),
-    ("empty and missing href", '<a href="">e</a><a>none</a><a href="   ">s</a>', []),
+    # an empty href is the document's base URL (HTML, WHATWG URL: the page itself, its
+    # fragment dropped, as document.links has it); no href is no link
+    (
+        "empty and missing href",
+        '<a>none</a><a href="">e</a><a href="   ">s</a><area href>',
+        ["https://www.example.com/dir/page.html?q=1"],
+    ),
+    (
+        "empty href with a base",
+        '<base href="/b/x#f"><a href="">e</a>',
+        ["https://www.example.com/b/x"],
+    ),
+    ("empty src and link href", '<iframe src=""></iframe><link rel="next" href=" ">', []),
     ("fragment dropped", '<a href="/p#section">f</a>', ["https://www.example.com/p"]),
     (
         "uppercase tags and attributes",
