@@ -30,9 +30,11 @@ Checks, per host (docs/design.md invariants 2 and 3), each a *violation*:
 * ``trap_depth``: a trap depth (the test web logs ``depth`` on calendar, session and
   link-farm pages) above ``max_trap_depth``, when one is set.
 
-Per address: ``ip_conns`` — most connections in flight at once to one address, against
-``per_ip``; with ``per_ip_gap``, ``ip_gap`` — a request to an address that started less
-than that after the one before it to the same address started (``--per-ip-delay``).
+Per address (an IPv4-mapped one, ``::ffff:a.b.c.d``, counted as ``a.b.c.d``, as
+``--per-ip`` counts it): ``ip_conns`` — most connections in flight at once to one
+address, against ``per_ip``; with ``per_ip_gap``, ``ip_gap`` — a request to an
+address that started less than that after the one before it to the same address
+started (``--per-ip-delay``).
 Reported without failing (*warnings*): ``adaptive`` (a gap shorter than 0.9 ×
 ``adaptive_factor`` × the previous response's time: DESIGN's "10 × the last
 fetch time", measured on the server so only approximate), ``duplicates`` (a path fetched with
@@ -54,6 +56,7 @@ from urllib.parse import urlsplit
 from crawlkit import streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import InputError
+from crawlkit.fetch.iptable import ip_key
 from crawlkit.robots import RobotsTxt, agent_token
 from crawlkit.times import parse_time
 
@@ -413,7 +416,9 @@ def audit(
     for e in events:
         by_host[e.host].append(e)
         if e.addr:
-            by_addr[e.addr].append(e)
+            # one server under both spellings (127.0.0.1, ::ffff:127.0.0.1) is one
+            # address, as --per-ip counts it
+            by_addr[ip_key(e.addr)].append(e)
     hosts: dict[str, Any] = {}
     violations: list[dict[str, Any]] = []
     warnings: list[dict[str, Any]] = []

@@ -416,3 +416,25 @@ def test_starts_to_one_address_closer_than_the_per_ip_gap():
     assert checks(report) == {("127.1.0.1", "ip_gap")}
     assert report["addresses"]["127.1.0.1"]["min_start_gap"] == 0.039
     assert audit(events, None, AuditConfig(min_gap=0.01, per_ip_gap=0.03))["ok"]
+
+
+def test_an_ipv4_mapped_address_is_audited_as_its_ipv4_address(cli, tmp_path):
+    """Two hosts of one server, reached as ::ffff:127.0.0.1 and as 127.0.0.1 at once,
+    are two connections to one address (fetch --per-ip counts them so)."""
+    recs = [
+        {
+            "url": f"http://{host}.test:1/",
+            "fetched_at": "2026-11-30T07:00:00.000Z",
+            "elapsed_ms": 500,
+            "ip": ip,
+            "status": 200,
+        }
+        for host, ip in (("a", "::ffff:7f00:1"), ("b", "127.0.0.1"))
+    ]
+    log = tmp_path / "fetched.ndjson"
+    log.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = cli("audit", "--fetch-log", str(log), "--per-ip", "1", "--min-gap", "0s", "--json")
+    report = json.loads(res.stdout)
+    assert list(report["addresses"]) == ["127.0.0.1"]
+    assert report["addresses"]["127.0.0.1"]["max_conns"] == 2
+    assert res.code == 1 and {v["check"] for v in report["violations"]} == {"ip_conns"}
