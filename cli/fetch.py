@@ -205,12 +205,16 @@ def fetch(
     failed that way), and the host's clock moves on as after any error. A name that does
     not resolve (system resolver, or --dns-server) is an error record with error_code
     dns-nxdomain, dns-no-address, dns-timeout, dns-temporary (the system resolver's
-    EAI_AGAIN), dns-servfail, dns-refused or dns-error.
+    EAI_AGAIN), dns-servfail, dns-refused or dns-error. A --proxy that fails a request
+    (error_code proxy-unreachable or proxy-refused: a 407, a CONNECT refused) stops the
+    run, the URLs not fetched deferred with "stopped": true, their sites not blamed,
+    and exit status 1.
     Redirects are not followed: each target comes out as a URL record (--redirects), at
     most 5 hops. Request settings (--header, --cookies, --netrc, --proxy,
     --trust-env, --ignore-robots-for, and a --config file's [hosts."NAME"] tables)
     mean what they mean for 'crawlkit crawl'; they go with page requests only
-    (robots.txt is asked for without them). With --cookies, the cookies sites set
+    (robots.txt is asked for without them), but --proxy and --trust-env's proxies
+    carry robots.txt requests too. With --cookies, the cookies sites set
     are kept in STATE/crawl/cookies.txt and sent again by the next run, of fetch or
     crawl, on STATE. A URL given twice is asked once; the repeat comes out refused
     ("refused": "duplicate").
