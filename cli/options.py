@@ -264,8 +264,9 @@ Proxy = Annotated[
         "--proxy",
         help="Send every request through this HTTP proxy (http://HOST:PORT). Targets are "
         "still checked by the network policy; the proxy is an address you allow. A proxy "
-        "that cannot be reached, answers 407 or refuses a CONNECT stops the run (exit 1): "
-        "the URLs not fetched come out deferred, their sites not blamed.",
+        "that cannot be reached or answers 407 stops the run (exit 1): the URLs not fetched "
+        "come out deferred, their sites not blamed; a CONNECT it answers with another "
+        "status (a 502) is the site's error (error_code proxy-connect).",
         show_default=False,
     ),
 ]

@@ -30,9 +30,11 @@ Guarantees of :meth:`AiohttpClient.fetch`:
 * It never raises for network trouble: failures come back in ``FetchResult.error``;
   classified ones (TLS, see :mod:`crawlkit.fetch.tls`) also in ``error_code``, and
   ``error`` then starts with the code. A proxy's failure is told from the site's:
-  ``proxy-unreachable`` (no connection to the proxy) and ``proxy-refused`` (CONNECT
-  answered with anything but 2xx, or a 407 to a plain http request, which only a
-  proxy sends), their errors naming the proxy (:attr:`FetchResult.proxy_failed`).
+  ``proxy-unreachable`` (no connection to the proxy) and ``proxy-refused`` (a 407, to
+  a CONNECT or a plain http request: only a proxy sends it), their errors naming the
+  proxy (:attr:`FetchResult.proxy_failed`); ``proxy-connect`` (a CONNECT answered
+  with another status, a 502 when the proxy could not reach the site) is the site's
+  failure as the proxy saw it.
 * Redirects are not followed. TLS certificates are verified against the system store
   plus ``ca_file``, for the URL's host name; with ``insecure`` a failed check is
   retried once without verification on a new connection (the request is sent once)
@@ -575,7 +577,10 @@ class AiohttpClient:
         except aiohttp.ClientHttpProxyError as exc:  # CONNECT answered with no 2xx
             answer = f"{exc.status} {_one_line(str(exc.message))}".strip()
             why = f"the proxy {_shown_proxy(proxy)} answered CONNECT with {answer}"
-            _proxy_failed(result, PROXY_REFUSED, why)
+            # A 407 refuses every request; a 502, 503, 504 or 403 is most often about
+            # this target (the proxy could not reach or may not reach the site), so it
+            # is the site's failure as the proxy saw it, and the run goes on.
+            _proxy_failed(result, PROXY_REFUSED if exc.status == 407 else PROXY_CONNECT, why)
         except aiohttp.ClientProxyConnectionError as exc:  # before ClientConnectorError
             why = _describe(exc.os_error)
             shown = _shown_proxy(proxy)
@@ -634,10 +639,13 @@ class AiohttpClient:
 
 
 #: ``error_code`` of a request the proxy failed (never reached the site): the proxy
-#: refused it (407, or CONNECT answered with anything but 2xx), or could not be reached.
+#: asked for credentials (407), or could not be reached. Every request would fail so.
 PROXY_REFUSED = "proxy-refused"
 PROXY_UNREACHABLE = "proxy-unreachable"
 PROXY_FAILURES = frozenset({PROXY_REFUSED, PROXY_UNREACHABLE})
+#: ``error_code`` of a CONNECT the proxy answered with another status (502: it could
+#: not reach the site): a failure of that site, as a refused connection would be.
+PROXY_CONNECT = "proxy-connect"
 
 
 class _ProxyAnswered(Exception):

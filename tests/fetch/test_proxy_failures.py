@@ -1,7 +1,8 @@
-"""A --proxy that fails (unreachable, 407, a CONNECT refused) is named as the
-proxy, never blamed on the site: the run stops, every URL comes out deferred
-("stopped"), the command says why in one line, and the next run asks the site at
-once (no backoff, robots.txt not taken for unavailable)."""
+"""A --proxy that fails (unreachable, 407) is named as the proxy, never blamed on the
+site: the run stops, every URL comes out deferred ("stopped"), the command says why in
+one line, and the next run asks the site at once (no backoff, robots.txt not taken for
+unavailable). A CONNECT it answers 502 (it could not reach the site) is that site's
+error, named as the proxy's answer, and the run goes on."""
 
 from __future__ import annotations
 
@@ -101,14 +102,23 @@ def test_a_proxy_asking_for_credentials_stops_the_run(tmp_path: Path, proxy_407)
         _next_run_asks_the_site(tmp_path / "s", urls[:2], log)
 
 
-def test_a_connect_the_proxy_refuses_is_the_proxys_failure(tmp_path: Path, proxy_502) -> None:
+def test_a_connect_the_proxy_answers_502_is_that_sites_failure(tmp_path: Path, proxy_502) -> None:
+    """A 502 to CONNECT says the proxy could not reach that site: the site's error,
+    named as the proxy's answer, and the run goes on (a crawl behind a proxy must not
+    stop at the first dead HTTPS site)."""
     proxy_url = f"http://127.0.0.1:{proxy_502.server_address[1]}"
     with serve_routes({"/a": PAGE, "/b": PAGE}) as (root, log):
-        urls = [f"{root.replace('http:', 'https:')}/{p}" for p in "ab"]
-        res = fetch_loopback(tmp_path / "s", urls, "--proxy", proxy_url)
-        _check_failed_run(res, urls, proxy_url, "answered CONNECT with 502 Bad Gateway")
-        assert proxy_502.log == [f"CONNECT {root.removeprefix('http://')} HTTP/1.1"]
-        _next_run_asks_the_site(tmp_path / "s", urls, log)
+        https = [f"{root.replace('http:', 'https:')}/{p}" for p in "ab"]
+        res = fetch_loopback(tmp_path / "s", https, "--proxy", proxy_url)
+        assert res.code == 0, res.stderr
+        got = {r["url"]: r for r in _records(res)}
+        assert sorted(got) == sorted(https)
+        for url in https:
+            r = got[url]
+            assert not r.get("stopped") and r["error_code"] == "proxy-connect", r
+            assert proxy_url in r["error"] and "answered CONNECT with 502 Bad Gateway" in r["error"]
+        assert f"CONNECT {root.removeprefix('http://')} HTTP/1.1" in proxy_502.log
+        assert not log  # the site itself was never asked
 
 
 def test_a_proxy_that_cannot_be_reached_stops_the_run(tmp_path: Path) -> None:
