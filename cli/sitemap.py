@@ -58,6 +58,17 @@ def sitemap(
             "is not checked; a crawl reads a sitemap so too.)",
         ),
     ] = False,
+    vouched_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vouched-host",
+            help="With --same-host, keep URLs of HOST too: a host whose robots.txt names "
+            "--base in a Sitemap: line (the protocol's cross-submission; checking that "
+            "robots.txt is the caller's part, crawl does it). Repeatable.",
+            metavar="HOST",
+            show_default=False,
+        ),
+    ] = None,
     out: OutFile = "-",
     quiet: Quiet = False,
 ) -> None:
@@ -96,6 +107,9 @@ def sitemap(
             raise UsageError(f"--base: {exc}") from exc
     if same_host and via is None:
         raise UsageError("--same-host needs --base (the sitemap's own URL)")
+    if vouched_hosts and not same_host:
+        raise UsageError("--vouched-host needs --same-host (without it no host is skipped)")
+    vouched = [_host(canon, name) for name in vouched_hosts or ()]
     inputs = list(files) if files else ["-"]
     streams.check_single_stdin(inputs)
     run = SitemapRun()
@@ -110,6 +124,7 @@ def sitemap(
             max_bytes=int(limit),
             default_priority=default_priority,
             same_host=same_host,
+            vouched_hosts=vouched,
         )
         for record in records:
             sink.write_record(record)
@@ -123,3 +138,11 @@ def sitemap(
         )
     if failed:
         raise typer.Exit(1)
+
+
+def _host(canon: Canonicalizer, name: str) -> str:
+    """``name`` (``host`` or ``host:port``) as URL records spell a host."""
+    try:
+        return canon.parse(f"http://{name.strip()}/").host
+    except InvalidURL as exc:
+        raise UsageError(f"--vouched-host {name!r}: not a host name ({exc})") from exc

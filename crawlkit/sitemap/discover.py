@@ -14,8 +14,13 @@ fetcher as pages, and is archived.
   (gzip is opened first): XML whose root element is ``urlset``, ``sitemapindex``,
   ``rss``, ``rdf:RDF`` or ``feed``, or a plain text body whose first lines are all
   absolute http(s) URLs. Its records are the sitemap stage's (``lastmod`` and
-  ``priority`` kept, children of an index with ``kind: "sitemap"``); a sitemap lists
-  URLs of its own host only (the protocol's rule).
+  ``priority`` kept, children of an index with ``kind: "sitemap"``). A sitemap lists
+  URLs of its own host, or of a host whose robots.txt names the sitemap in a
+  ``Sitemap:`` line (sitemaps.org, cross-submission). That robots.txt is not in hand
+  here (its host may not be crawled yet), so a URL on another host is kept with
+  ``cross_host: true`` and the fetcher, which has every host's robots.txt before its
+  first request there, asks for it only if that file names the sitemap (``via``)
+  and refuses it ``sitemap-host`` otherwise.
 
 Work is bounded by the sitemap stage's limits (50,000 URLs, 50 MiB a file); a broken
 or hostile document keeps the records before the damage and is reported.
@@ -112,12 +117,21 @@ class _Warn(Reporter):
 
 
 def sitemap_records(body: bytes, sitemap_url: str, warn: Callable[[str], None]) -> list[LinkRecord]:
-    """The link records of one sitemap document's URLs (those before any damage)."""
+    """The link records of one sitemap document's URLs (those before any damage); those
+    on another host than the sitemap's carry ``cross_host: true`` (see the module
+    docstring)."""
     out: list[LinkRecord] = []
     try:
-        for found in parse_sitemap(body, sitemap_url, reporter=_Warn(warn), same_host=True):
+        own = Canonicalizer().parse(sitemap_url).host
+    except InvalidURL as exc:
+        warn(f"{sitemap_url}: sitemap at an invalid URL skipped: {exc}")
+        return out
+    try:
+        for found in parse_sitemap(body, sitemap_url, reporter=_Warn(warn)):
             found.setdefault("via", sitemap_url)
             rec: LinkRecord = {**found, "from": sitemap_url, "nofollow": False, "tag": "sitemap"}
+            if found["host"] != own:
+                rec["cross_host"] = True
             out.append(rec)
     except SitemapError as exc:
         warn(f"{sitemap_url}: {exc}")

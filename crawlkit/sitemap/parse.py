@@ -18,7 +18,9 @@ in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
 ``<published>``. Feed entries take RSS ``<link>`` (else a permalink ``<guid>``) or
 Atom ``<link rel="alternate">``; relative feed links resolve against ``base``.
 Sitemaps must list absolute URLs; with ``same_host`` URLs of other hosts are
-skipped and reported (the protocol's rule, unless robots.txt vouches for them).
+skipped and reported (the protocol's rule), except those of ``vouched_hosts``: hosts
+whose robots.txt names this sitemap in a ``Sitemap:`` line (the protocol's
+cross-submission), which the caller has checked.
 
 Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MiB uncompressed per
 file. Records up to the limit are emitted; what lies beyond is counted and reported
@@ -42,7 +44,7 @@ import codecs
 import contextlib
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
@@ -386,6 +388,7 @@ class SitemapReader:
         max_bytes: int = MAX_SITEMAP_BYTES,
         default_priority: float = DEFAULT_PRIORITY,
         same_host: bool = False,
+        vouched_hosts: Collection[str] = (),
     ):
         self.base = base
         self.source = source
@@ -398,6 +401,7 @@ class SitemapReader:
             if base is None:
                 raise UsageError("checking hosts needs the sitemap's own URL (base)")
             self.same_host = self.canon.parse(base).host
+        self.vouched_hosts = frozenset(host.lower() for host in vouched_hosts)
         self.max_urls = max_urls
         self.max_bytes = max_bytes
         self.default_priority = default_priority
@@ -592,7 +596,7 @@ class SitemapReader:
             stats.invalid += 1
             self.reporter.bad_record(self.source, line, f"invalid URL skipped: {exc}")
             return
-        if self.same_host is not None and parsed.host != self.same_host:
+        if self.same_host is not None and not self._own_host(parsed.host):
             stats.foreign += 1
             self.reporter.bad_record(
                 self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
@@ -628,6 +632,11 @@ class SitemapReader:
         else:
             stats.urls += 1
         self._pending.append(record)
+
+    def _own_host(self, host: str) -> bool:
+        """Whether a URL of ``host`` may be listed here: the sitemap's own host, or one
+        whose robots.txt names this sitemap (sitemaps.org, cross-submission)."""
+        return host == self.same_host or host in self.vouched_hosts
 
     def _priority(self, text: str | None, line: int) -> float:
         if text is None:

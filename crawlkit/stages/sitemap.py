@@ -8,7 +8,7 @@ read (reported, counted as failed), so one bad sitemap does not lose the others.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from crawlkit import streams
@@ -53,11 +53,14 @@ def read_sitemaps(
     max_bytes: int = MAX_SITEMAP_BYTES,
     default_priority: float = DEFAULT_PRIORITY,
     same_host: bool = False,
+    vouched_hosts: Collection[str] = (),
 ) -> Iterator[URLRecord]:
     """The URL records of every file in ``paths`` (``-`` is stdin), in order.
 
     A file that cannot be read on (malformed XML, corrupt gzip) keeps the records
-    before the damage, is reported as an error and counted in ``run.failed``.
+    before the damage, is reported as an error and counted in ``run.failed``. With
+    ``same_host``, URLs of hosts other than ``base``'s are skipped unless their host is
+    in ``vouched_hosts`` (hosts whose robots.txt names ``base``: cross-submission).
     """
     canon = canonicalizer if canonicalizer is not None else Canonicalizer()
     for path in paths:
@@ -70,6 +73,7 @@ def read_sitemaps(
             max_bytes=max_bytes,
             default_priority=default_priority,
             same_host=same_host,
+            vouched_hosts=vouched_hosts,
         )
         try:
             with contextlib.closing(streams.open_input(path)) as stream:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import crawlkit, start_testweb
+from conftest import crawl_loopback, crawlkit, serve_routes, start_testweb
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -98,6 +98,11 @@ def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
     res = crawlkit("extract", str(warc), "--links", str(links))
     assert res.code == 0, res.stderr
     records = [json.loads(line) for line in links.read_text().splitlines()]
+    foreign = [r for r in records if r["host"] == "other.test"]
+    assert [(r["url"], r["via"], r["cross_host"]) for r in foreign] == [
+        ("http://other.test/x", "http://s.test/sitemap.xml", True)
+    ]
+    records = [r for r in records if r not in foreign]
     got = [(r["from"], r["url"], r.get("kind"), r["reason"]) for r in records]
     assert got == [
         ("http://s.test/robots.txt", "http://s.test/sitemap.xml", "sitemap", "sitemap"),
@@ -110,7 +115,9 @@ def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
         ("http://s.test/page", "http://s.test/p2", None, "link"),  # HTML sniffed first
     ]
     assert records[2]["lastmod"] == "2026-10-01T00:00:00Z"
-    assert "other.test" in res.stderr  # another host's URL in a sitemap: reported, skipped
+    # Another host's URL in a sitemap is kept for the fetcher to check against that
+    # host's robots.txt (cross-submission); the records above are those without it.
+    assert [r for r in records if r.get("cross_host")] == []
     assert "5 sitemaps and robots.txt read" in res.stderr
     res = crawlkit("extract", str(warc), "--links", str(links), "--no-sitemaps")
     assert [json.loads(x)["url"] for x in links.read_text().splitlines()] == ["http://s.test/p2"]
@@ -175,3 +182,37 @@ def test_crawl_reaches_sitemap_only_pages(tmp_path):
         r["lastmod"].startswith(host["notes"]["lastmod"][r["url"]]) for r in xml_listed
     )
     assert json.loads(res.stdout)["fetched"] >= 6  # --sitemap alone: the sitemap and its pages
+
+
+def _urlset(*urls: str) -> bytes:
+    locs = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+    return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'.encode()
+
+
+def test_crawl_takes_another_hosts_urls_only_from_the_sitemap_its_robots_names(tmp_path):
+    """sitemaps.org cross-submission: a sitemap on host A may list host B's URLs when
+    B's robots.txt names that sitemap. A's two sitemaps both list B URLs; B's
+    robots.txt names one of them: B's server sees the URL of that one only."""
+    b_routes: dict[str, tuple[str, bytes]] = {"/named": ("text/html", b"<p>named</p>")}
+    b_routes["/unnamed"] = ("text/html", b"<p>unnamed</p>")
+    a_routes: dict[str, tuple[str, bytes]] = {"/": ("text/html", b"<p>home</p>")}
+    with serve_routes(a_routes) as (a, a_log), serve_routes(b_routes) as (b, b_log):
+        a_routes["/robots.txt"] = (
+            "text/plain",
+            f"User-agent: *\nAllow: /\nSitemap: {a}/named.xml\nSitemap: {a}/other.xml\n".encode(),
+        )
+        a_routes["/named.xml"] = ("application/xml", _urlset(f"{a}/own", f"{b}/named"))
+        a_routes["/other.xml"] = ("application/xml", _urlset(f"{b}/unnamed"))
+        a_routes["/own"] = ("text/html", b"<p>own</p>")
+        b_routes["/robots.txt"] = ("text/plain", f"Sitemap: {a}/named.xml\n".encode())
+        res = crawl_loopback(f"{a}/", tmp_path / "state", "--scope", "any")
+        assert res.code == 0, res.stderr
+    assert {"/named.xml", "/other.xml", "/own"} <= set(a_log)
+    assert sorted(b_log) == ["/named", "/robots.txt"]
+    fetched = [
+        json.loads(line)
+        for p in sorted((tmp_path / "state").glob("crawl/cycles/*/fetch.ndjson"))
+        for line in p.read_text().splitlines()
+    ]
+    refused = [(r["url"], r.get("refused")) for r in fetched if r["outcome"] == "refused"]
+    assert refused == [(f"{b}/unnamed", "sitemap-host")]

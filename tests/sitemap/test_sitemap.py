@@ -510,6 +510,23 @@ def test_cli_same_host(cli) -> None:
     assert res.code == 2 and "--same-host needs --base" in res.stderr
 
 
+def test_cli_vouched_host_keeps_cross_submitted_urls(tmp_path, cli) -> None:
+    """sitemaps.org cross-submission: a host whose robots.txt names the sitemap may be
+    listed in it; --vouched-host says so, and every other host is still skipped."""
+    doc = tmp_path / "s.txt"
+    doc.write_bytes(b"https://a.example/1\nhttps://b.example:8080/2\nhttps://c.example/3\n")
+    base = ("--same-host", "--base", "https://a.example/s.txt")
+    res = cli("sitemap", *base, "--vouched-host", "B.example:8080", str(doc))
+    assert res.code == 0, res.stderr
+    assert [orjson.loads(line)["url"] for line in res.lines] == [
+        "https://a.example/1",
+        "https://b.example:8080/2",
+    ]
+    assert "1 foreign skipped" in res.stderr and "c.example/3" in res.stderr
+    res = cli("sitemap", "--vouched-host", "b.example", str(doc))
+    assert res.code == 2 and "--vouched-host needs --same-host" in res.stderr
+
+
 def test_cli_limit_options(cli) -> None:
     res = cli("sitemap", "--max-urls", "2", str(DATA / "index.xml"))
     assert res.code == 0 and len(res.lines) == 2
