@@ -79,6 +79,11 @@ def sitemap(
     "reason": "sitemap"} plus "lastmod" (UTC, 2024-05-01T00:00:00Z) and "changefreq"
     when given, and "via" with --base. Children of a sitemap index come out as records
     with "kind": "sitemap" and their lastmod, so a pipeline can fetch the changed ones.
+    A <url>'s hreflang alternates (<xhtml:link rel="alternate" hreflang="de"
+    href="..."/>) are URLs to crawl too: each comes out as a record after its <loc>
+    (default priority, no lastmod), under the same rules (absolute, --same-host, the
+    limits), and each URL once a file, though every <url> of a language cluster
+    repeats the whole cluster.
 
     Protocol limits: 50,000 URLs and 50 MiB uncompressed per file; records up to the
     limit are written and the rest is counted and reported. Invalid URLs are reported

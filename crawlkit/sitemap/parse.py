@@ -12,7 +12,11 @@ Records (docs/design.md "Records"): every URL becomes a URL record ``{"url", "ho
 them, and ``via`` (the sitemap's own URL) when it is known. ``priority`` is the
 sitemap's ``<priority>`` (0.0-1.0) or the default (0.5, the protocol's default).
 A child of a sitemap index is the same record with ``"kind": "sitemap"``, so a
-pipeline can fetch it and skip children whose ``lastmod`` has not changed.
+pipeline can fetch it and skip children whose ``lastmod`` has not changed. A
+``<url>``'s hreflang alternates (``<xhtml:link rel="alternate" hreflang="de"
+href="..."/>``, Google's multilingual sitemaps) are URL records too, after its
+``<loc>``, under the same rules, with the default priority and no ``lastmod``; each
+URL once a document (a cluster's pages each repeat the whole cluster).
 ``lastmod`` comes from ``<lastmod>``, else Google News ``<news:publication_date>``;
 in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
 ``<published>``. Feed entries take RSS ``<link>`` (else a permalink ``<guid>``) or
@@ -82,6 +86,7 @@ _CHANGEFREQ = frozenset({"always", "hourly", "daily", "weekly", "monthly", "year
 _RSS1_NS = "http://purl.org/rss/1.0/"
 _DC_NS = "http://purl.org/dc/elements/1.1/"
 _NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
+_XHTML_NS = "http://www.w3.org/1999/xhtml"  # <xhtml:link rel="alternate" hreflang=...>
 # The namespaces a sitemap's own elements are found in: the protocol's, the older
 # Google one, and none. A <url xmlns=""> under a namespaced <urlset> (a case scrapy
 # keeps a fixture of), or plain <url> under <sm:urlset>, was skipped whole: 0 URLs,
@@ -233,7 +238,7 @@ class _XMLHandler:
     def __init__(
         self,
         parser: Any,
-        on_entry: Callable[[dict[str, str], int], None],
+        on_entry: Callable[[dict[str, str], int, list[tuple[str, int]]], None],
         stats: SitemapStats,
     ):
         self.parser = parser
@@ -247,6 +252,7 @@ class _XMLHandler:
         self.record_depth = 0  # depth of the open record element, 0 if none
         self.line = 0  # line of the record's URL (or of the record) for reports
         self.entry: dict[str, str] = {}
+        self.alternates: list[tuple[str, int]] = []  # (href, line) of a <url>'s hreflang links
         self.field: str | None = None  # key of the field whose text is being collected
         self.field_depth = 0  # depth of that field's element
         self.text: list[str] = []
@@ -284,6 +290,7 @@ class _XMLHandler:
             if local == self.record_name and self._record_ns_ok(ns):
                 self.record_depth = self.depth
                 self.entry = {}
+                self.alternates = []
                 self.line = self.parser.CurrentLineNumber
             elif self.depth == 2 and local in _OTHER_RECORD.get(self.format, ()):
                 self.stats.misplaced += 1  # (was dropped with nothing said)
@@ -292,7 +299,12 @@ class _XMLHandler:
             # Google News sitemaps date their URLs inside <news:news>, not <lastmod>.
             self._collect("published")
             return
-        if self.depth != self.record_depth + 1 or not self._field_ns_ok(ns, local):
+        if self.depth != self.record_depth + 1:
+            return
+        if ns == _XHTML_NS and local == "link" and self.format == "urlset":
+            self._alternate(attrs)
+            return
+        if not self._field_ns_ok(ns, local):
             return
         if self.format == "atom" and local == "link":
             rel = attrs.get("rel", "alternate")
@@ -311,6 +323,15 @@ class _XMLHandler:
             self.line = self.parser.CurrentLineNumber
         if key is not None:
             self._collect(key)
+
+    def _alternate(self, attrs: dict[str, str]) -> None:
+        """Keep the ``href`` of a ``<xhtml:link rel="alternate" hreflang=...>`` of a
+        ``<url>`` (Google's hreflang sitemaps): another language's version of the
+        page, a URL search engines crawl as they do ``<loc>``."""
+        rel = attrs.get("rel", "").lower().split()
+        href = attrs.get("href", "").strip()
+        if "alternate" in rel and "hreflang" in attrs and href:
+            self.alternates.append((href, self.parser.CurrentLineNumber))
 
     def _based(self, href: str) -> str:
         """``href`` resolved against the ``xml:base`` of the elements it is in (Atom,
@@ -357,8 +378,9 @@ class _XMLHandler:
             self.field = None
         elif self.record_depth and self.depth == self.record_depth:
             self.record_depth = 0
-            self.on_entry(self.entry, self.line)
+            self.on_entry(self.entry, self.line, self.alternates)
             self.entry = {}
+            self.alternates = []
         if self.bases and self.bases[-1][0] == self.depth:
             self.bases.pop()
         self.depth -= 1
@@ -407,6 +429,8 @@ class SitemapReader:
         self.default_priority = default_priority
         self.stats = SitemapStats()
         self._pending: list[URLRecord] = []
+        self._listed: set[int] | None = None  # fingerprints given, once hreflang is seen
+        self._alternates: set[int] = set()  # those given as hreflang alternates
 
     # ---- input
 
@@ -558,8 +582,16 @@ class SitemapReader:
         pending, self._pending = self._pending, []
         yield from pending
 
-    def _entry(self, entry: dict[str, str], line: int) -> None:
-        """Turn one <url>/<sitemap>/<item>/<entry> into a pending record, or report it."""
+    def _entry(self, entry: dict[str, str], line: int, alternates: list[tuple[str, int]]) -> None:
+        """Turn one <url>/<sitemap>/<item>/<entry> into a pending record, or report it;
+        then each of a <url>'s hreflang ``alternates`` (see :meth:`_add`)."""
+        if alternates and self._listed is None:
+            self._listed = set()  # from here on each URL is listed once (see _first_listing)
+        self._entry_loc(entry, line)
+        for href, at in alternates:
+            self._add(href, at, alternate=True)
+
+    def _entry_loc(self, entry: dict[str, str], line: int) -> None:
         loc = entry.get("loc") or ""
         guid = entry.get("guid") or ""
         if not loc and guid.startswith(("http://", "https://")):
@@ -580,7 +612,11 @@ class SitemapReader:
         lastmod: str | None = None,
         changefreq: str | None = None,
         priority: str | None = None,
+        alternate: bool = False,
     ) -> None:
+        """One URL as a pending record, or reported. An hreflang ``alternate`` has the
+        <loc>'s rules (absolute, same host, the limits) but the default priority and no
+        lastmod or changefreq (those are the <loc>'s)."""
         stats = self.stats
         if stats.urls + stats.sitemaps >= self.max_urls:
             stats.over_limit += 1
@@ -601,6 +637,8 @@ class SitemapReader:
             self.reporter.bad_record(
                 self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
             )
+            return
+        if not self._first_listing(parsed.fp, alternate):
             return
         record = url_record(
             parsed, depth=0, priority=self._priority(priority, line), reason="sitemap"
@@ -632,6 +670,23 @@ class SitemapReader:
         else:
             stats.urls += 1
         self._pending.append(record)
+
+    def _first_listing(self, fp: str, alternate: bool) -> bool:
+        """Whether to emit a URL: not when it is an hreflang alternate already listed
+        (as a <loc> or an alternate), nor a <loc> already given as an alternate. Every
+        <url> of a language cluster repeats the whole cluster, whose pages are <loc>s
+        too; a French page in 30 languages came out 31 times. Fingerprints are kept
+        from the first <url> with alternates on, so a sitemap without any keeps none
+        (memory stays flat) and repeats of a plain <loc> are left as they were."""
+        if self._listed is None:
+            return True
+        key = int(fp, 16)
+        if key in self._listed:
+            return not alternate and key not in self._alternates
+        self._listed.add(key)
+        if alternate:
+            self._alternates.add(key)
+        return True
 
     def _own_host(self, host: str) -> bool:
         """Whether a URL of ``host`` may be listed here: the sitemap's own host, or one

@@ -42,9 +42,11 @@ def test_urlset() -> None:
     assert [r["url"] for r in recs] == [
         "https://www.example.com/",
         "https://www.example.com/catalog?desc=vacation_hawaii&item=12",
+        "https://www.example.com/de/catalog",  # its hreflang alternate
         "https://www.example.com/caf%C3%A9/menu",
         "https://www.example.com/odd-fields",
     ]
+    assert recs.pop(2)["priority"] == 0.5
     first = recs[0]
     assert first == {
         "url": "https://www.example.com/",
@@ -63,8 +65,8 @@ def test_urlset() -> None:
     assert recs[2]["lastmod"] == "2024-05-01T23:59:59Z" and recs[2]["priority"] == 0.5
     odd = recs[3]
     assert "lastmod" not in odd and "changefreq" not in odd and odd["priority"] == 0.5
-    # the image:loc and xhtml:link inside <url> are not taken for pages
-    assert not any("cdn.example.com" in r["url"] or "/de/" in r["url"] for r in recs)
+    # the image:loc inside <url> is not taken for a page
+    assert not any("cdn.example.com" in r["url"] for r in recs)
     # each problem is reported with its line
     assert "t: https://www.example.com/sitemap.xml:28: invalid URL skipped: scheme 'ftp'" in err
     assert ":31: invalid URL skipped: relative URL '/relative/page'" in err
@@ -631,3 +633,49 @@ def test_an_iso_8859_1_sitemap_is_read_as_the_web_reads_it() -> None:
     )
     urls, _ = _urls(data)
     assert urls == ["http://www.example.com/caf%C3%A9", "http://www.example.com/%E2%82%AC"]
+
+
+HREFLANG = b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+  <url>
+    <loc>https://www.example.com/en/page</loc>
+    <lastmod>2024-05-01</lastmod>
+    <priority>0.9</priority>
+    <xhtml:link rel="alternate" hreflang="en" href="https://www.example.com/en/page"/>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/page"/>
+    <xhtml:link rel="alternate" hreflang="fr" href="https://evil.example.net/fr/page"/>
+    <xhtml:link rel="alternate" hreflang="x-default" href="https://www.example.com/"/>
+    <xhtml:link rel="stylesheet" href="https://www.example.com/not-a-language"/>
+    <xhtml:link rel="alternate" hreflang="it" href="/relative/it"/>
+  </url>
+  <url>
+    <loc>https://www.example.com/de/page</loc>
+    <xhtml:link rel="alternate" hreflang="en" href="https://www.example.com/en/page"/>
+    <xhtml:link rel="alternate" hreflang="de" href="https://www.example.com/de/page"/>
+    <xhtml:link rel="alternate" hreflang="x-default" href="https://www.example.com/"/>
+  </url>
+</urlset>
+"""
+
+
+def test_hreflang_alternates_are_urls_each_once_under_the_loc_rules() -> None:
+    """Search engines crawl a <url>'s hreflang alternates; they were dropped. Each URL
+    comes out once, another host's and a relative one are skipped as a <loc> is."""
+    out = io.StringIO()
+    reader = SitemapReader(
+        base="https://www.example.com/sitemap.xml", same_host=True, reporter=Reporter("t", out)
+    )
+    recs = list(reader.read(io.BytesIO(HREFLANG)))
+    assert [r["url"] for r in recs] == [
+        "https://www.example.com/en/page",
+        "https://www.example.com/de/page",
+        "https://www.example.com/",
+    ]
+    assert recs[0]["priority"] == 0.9 and recs[0]["lastmod"] == "2024-05-01T00:00:00Z"
+    assert recs[1]["priority"] == 0.5 and "lastmod" not in recs[1]  # the <loc>'s fields
+    assert reader.stats.urls == 3 and reader.stats.foreign == 1 and reader.stats.invalid == 1
+    assert ":10: URL on another host" in out.getvalue()
+    assert ":13: invalid URL skipped: relative URL" in out.getvalue()
+    limited = SitemapReader(max_urls=2, reporter=Reporter("t", io.StringIO()))
+    assert len(list(limited.read(io.BytesIO(HREFLANG)))) == 2
