@@ -74,7 +74,8 @@ def sitemap(
 ) -> None:
     """Turn sitemaps (XML, index, text, RSS, Atom; gzip) into URL records.
 
-    Reads sitemap documents; the format is recognised from the content. Writes one URL
+    Reads sitemap documents; the format is recognised from the content. A text
+    sitemap is UTF-8, or UTF-16 when it starts with a byte order mark. Writes one URL
     record a line: {"url" (canonical), "host", "site", "fp", "depth": 0, "priority",
     "reason": "sitemap"} plus "lastmod" (UTC, 2024-05-01T00:00:00Z) and "changefreq"
     when given, and "via" with --base. Children of a sitemap index come out as records

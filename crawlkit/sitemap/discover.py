@@ -71,7 +71,10 @@ def _head(body: bytes) -> bytes:
 
 def looks_like_sitemap(body: bytes) -> bool:
     """Whether ``body`` is a sitemap or feed document (see the module docstring)."""
-    head = _head(body).lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = _head(body)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as the sitemap stage reads it
+        head = head.decode("utf-16", errors="replace").encode("utf-8")
+    head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"<"):
         # the root element: the first tag after the prolog
         return _ROOTS.match(head, _PROLOG.match(head).end()) is not None  # type: ignore[union-attr]

@@ -4,7 +4,8 @@ One reader handles every format; the format is decided by the content, never by 
 name: gzip (magic bytes) is decompressed first, then a document whose first
 character is ``<`` is XML and is told apart by its root element (``urlset``,
 ``sitemapindex``, ``rss``, ``rdf:RDF``, ``feed``), and anything else is a plain text
-sitemap (one URL a line).
+sitemap (one URL a line, UTF-8; UTF-16 when a byte order mark says so, as it does
+for XML).
 
 Records (docs/design.md "Records"): every URL becomes a URL record ``{"url", "host",
 "site", "fp", "depth": 0, "priority", "reason": "sitemap"}`` with ``lastmod`` (ISO
@@ -108,6 +109,15 @@ _ABSOLUTE = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.\-]*:")
 _TEXT_LINES = re.compile(rb"\r\n|\r|\n")
 _XML_BASE = "http://www.w3.org/XML/1998/namespace\x1fbase"  # xml:base, as expat names it
 _SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _utf16_is_xml(body: bytes) -> bool:
+    """Whether ``body`` (UTF-16, BOM first) is XML: its first character after white
+    space is ``<``; else it is a text sitemap."""
+    return body[:4096].decode("utf-16", errors="replace").lstrip().startswith("<")
 
 
 _XML_START = re.compile(
@@ -484,8 +494,16 @@ class SitemapReader:
             # From the first "<": white space before the XML declaration (many CMS
             # plugins send it) makes expat refuse the whole document.
             yield from self._read_xml(body, chunks)
-        elif body.startswith((b"\xff\xfe", b"\xfe\xff")):
-            yield from self._read_xml(first, chunks)
+        elif body.startswith(_UTF16_BOMS):
+            # A BOM names the encoding beyond doubt (the protocol wants UTF-8, but a
+            # Windows editor saves "Unicode" text so): a text sitemap in UTF-16 was
+            # read as XML and refused as malformed, all of its URLs lost.
+            if _utf16_is_xml(body):
+                yield from self._read_xml(first, chunks)
+            else:
+                self.stats.format = "text"
+                decoded = self._from_utf16(body, chunks)
+                yield from self._read_text(next(decoded), decoded)
         elif (start := _xml_after_junk(body)) is not None:
             # A PHP notice or a stray line printed before the XML declaration: read
             # as text, it gave one invented URL (a schema URL) and lost the real ones.
@@ -498,6 +516,25 @@ class SitemapReader:
             self.stats.format = "text"
             yield from self._read_text(first, chunks)
         self._report_limits()
+
+    def _from_utf16(self, body: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """``body`` (BOM first) and the ``chunks`` after it, UTF-16 decoded to UTF-8 as
+        they come. Bytes that are no UTF-16 end the document with a SitemapError, after
+        the text before them (replacement characters would invent URLs)."""
+        codec = "utf-16-le" if body.startswith(b"\xff\xfe") else "utf-16-be"
+        decoder = codecs.getincrementaldecoder(codec)()
+        try:
+            yield decoder.decode(body[2:]).encode("utf-8")
+            for chunk in chunks:
+                yield decoder.decode(chunk).encode("utf-8")
+            if not self.stats.truncated:  # (a cut at max_bytes may split a character)
+                decoder.decode(b"", final=True)  # an odd byte or a lone surrogate at the end
+        except UnicodeDecodeError as exc:
+            yield exc.object[: exc.start].decode(codec).encode("utf-8")  # whole up to there
+            raise SitemapError(
+                f"invalid UTF-16 text ({exc.reason}); the file has a UTF-16 byte order mark",
+                source=self.source,
+            ) from exc
 
     def _report_limits(self) -> None:
         s = self.stats
@@ -711,7 +748,8 @@ class SitemapReader:
     # ---- plain text
 
     def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[URLRecord]:
-        """One URL a line (UTF-8); blank lines skipped; overlong lines reported."""
+        """One URL a line (UTF-8, UTF-16 decoded to it before); blank lines skipped;
+        overlong lines reported."""
         buf = first.removeprefix(b"\xef\xbb\xbf")
         lineno = 0  # lines completed so far
         skipping = False  # inside an overlong line

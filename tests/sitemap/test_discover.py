@@ -39,6 +39,8 @@ INDEX = (
         (b'<rss version="2.0"><channel></channel></rss>', True),
         (b'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"/>', True),
         (b"http://s.test/a\nhttps://s.test/b\n", True),
+        ("\ufeffhttp://s.test/a\r\nhttps://s.test/b\r\n".encode("utf-16-le"), True),
+        ('\ufeff<?xml version="1.0"?><urlset/>'.encode("utf-16-be"), True),
         (b"http://s.test/a\nnot a url\n", False),
         (b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>', False),
         (b"<html><body>http://s.test/</body></html>", False),

@@ -165,6 +165,32 @@ def test_declared_encodings(encoding: str, path: str) -> None:
     assert record["url"] == "https://e.com" + quote(path.encode("utf-8"), safe="/")
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_text_sitemap_with_a_bom_is_read_as_text(codec: str) -> None:
+    """A byte order mark names the encoding beyond doubt: such a text sitemap (what a
+    Windows editor saves as "Unicode") was refused as malformed XML, every URL lost."""
+    doc = "\ufeffhttps://e.com/a\r\n\r\nhttps://e.com/caf\u00e9\r\nhttps://e.com/ツ"
+    reader = SitemapReader(reporter=Reporter("t", io.StringIO()))
+    recs = list(reader.read(io.BytesIO(doc.encode(codec))))
+    assert [r["url"] for r in recs] == [
+        "https://e.com/a",
+        "https://e.com/caf%C3%A9",
+        "https://e.com/%E3%83%84",
+    ]
+    assert reader.stats.format == "text"
+    # the same cut into 64 KiB reads, a character split between two of them
+    many = "\ufeff" + "".join(f"https://e.com/é{i}\n" for i in range(5000))
+    assert len(list(parse_sitemap(gzip.compress(many.encode(codec))))) == 5000
+
+
+def test_invalid_utf16_text_keeps_the_urls_before_and_names_the_encoding() -> None:
+    data = "\ufeffhttps://e.com/a\nhttps://e.com/b\n".encode("utf-16-le") + b"\x00\xd8x\x00"
+    got: list[dict] = []
+    with pytest.raises(SitemapError, match=r"invalid UTF-16 text \(illegal UTF-16 surrogate\)"):
+        got.extend(parse_sitemap(data))
+    assert [r["url"] for r in got] == ["https://e.com/a", "https://e.com/b"]
+
+
 def test_unknown_encoding_is_an_error() -> None:
     with pytest.raises(SitemapError, match="unknown encoding 'klingon'"):
         list(parse_sitemap(b'<?xml version="1.0" encoding="klingon"?><urlset/>'))
