@@ -1,0 +1,195 @@
+"""expat callbacks that turn one XML document, sitemap or feed, into entries.
+
+:class:`XMLHandler` is told the document's elements by expat and hands each record
+(``<url>``, ``<sitemap>``, ``<item>``, ``<entry>``) on as an entry: a dict of its
+fields' text by key (``loc``, ``lastmod``, ``changefreq``, ``priority``, ``guid``,
+``published``), its line, and its hreflang alternates. Which elements count is
+:mod:`crawlkit.sitemap.formats`'. Feeds' own ways are here too: Atom's
+``<link rel="alternate">`` resolved against ``xml:base``, RSS ``<guid>`` permalinks,
+Dublin Core and Google News dates. Entity declarations and nesting deeper than
+``MAX_DEPTH`` raise :class:`Hostile`; a root element of no known format raises
+:class:`SitemapError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urljoin
+
+from crawlkit.sitemap.formats import (
+    DC_NS,
+    FIELDS,
+    FORMATS,
+    NEWS_NS,
+    OTHER_RECORD,
+    RSS1_NS,
+    SITEMAP_NS,
+    XHTML_NS,
+    XML_BASE,
+    split_name,
+)
+from crawlkit.sitemap.model import ABSOLUTE, MAX_DEPTH, MAX_TEXT, SitemapError, SitemapStats
+
+__all__ = ["Hostile", "OnEntry", "XMLHandler"]
+
+# (fields by key, line, [(hreflang href, line)]) of one record
+OnEntry = Callable[[dict[str, str], int, list[tuple[str, int]]], None]
+
+
+class Hostile(Exception):
+    """Raised inside expat callbacks; turned into a SitemapError with a position."""
+
+
+class XMLHandler:
+    """expat callbacks that turn one XML document into pending entries."""
+
+    def __init__(
+        self,
+        parser: Any,
+        on_entry: OnEntry,
+        stats: SitemapStats,
+    ):
+        self.parser = parser
+        self.stats = stats
+        self.on_entry = on_entry
+        self.depth = 0
+        self.format: str | None = None
+        self.root_ns = ""
+        self.record_name = ""
+        self.fields: dict[str, str] = {}
+        self.record_depth = 0  # depth of the open record element, 0 if none
+        self.line = 0  # line of the record's URL (or of the record) for reports
+        self.entry: dict[str, str] = {}
+        self.alternates: list[tuple[str, int]] = []  # (href, line) of a <url>'s hreflang links
+        self.field: str | None = None  # key of the field whose text is being collected
+        self.field_depth = 0  # depth of that field's element
+        self.text: list[str] = []
+        self.text_len = 0
+        self.bases: list[tuple[int, str]] = []  # (depth, xml:base) of open elements
+
+    # ---- refusals
+
+    def refuse_entity(self, *args: Any) -> None:
+        raise Hostile("entity declarations are refused (entity expansion or external entities)")
+
+    def refuse_external(self, *args: Any) -> int:
+        raise Hostile("external entities are refused")
+
+    # ---- structure
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise Hostile(f"elements nested deeper than {MAX_DEPTH} levels are refused")
+        base = attrs.get(XML_BASE)
+        if base is not None:
+            self.bases.append((self.depth, base.strip()))
+        ns, local = split_name(name)
+        if self.format is None:
+            known = FORMATS.get(local)
+            if known is None:
+                raise SitemapError(f"not a sitemap or feed: the root element is <{local}>")
+            self.format, self.record_name = known
+            self.stats.format = self.format
+            self.fields = FIELDS[self.format]
+            self.root_ns = ns
+            return
+        if self.record_depth == 0:
+            if local == self.record_name and self._record_ns_ok(ns):
+                self.record_depth = self.depth
+                self.entry = {}
+                self.alternates = []
+                self.line = self.parser.CurrentLineNumber
+            elif self.depth == 2 and local in OTHER_RECORD.get(self.format, ()):
+                self.stats.misplaced += 1  # (was dropped with nothing said)
+            return
+        if local == "publication_date" and ns == NEWS_NS and self.field is None:
+            # Google News sitemaps date their URLs inside <news:news>, not <lastmod>.
+            self._collect("published")
+            return
+        if self.depth != self.record_depth + 1:
+            return
+        if ns == XHTML_NS and local == "link" and self.format == "urlset":
+            self._alternate(attrs)
+            return
+        if not self._field_ns_ok(ns, local):
+            return
+        if self.format == "atom" and local == "link":
+            rel = attrs.get("rel", "alternate")
+            href = attrs.get("href", "").strip()
+            if rel == "alternate" and href and "loc" not in self.entry:
+                self.entry["loc"] = self._based(href)
+                self.line = self.parser.CurrentLineNumber
+            return
+        permalink = attrs.get("isPermaLink", "true").strip().lower() != "false"
+        if self.format == "rss" and local == "guid" and not permalink:
+            return
+        key = self.fields.get(local)
+        if key is None and local == "date" and ns == DC_NS:
+            key = "lastmod"
+        if key == "loc" and "loc" not in self.entry:
+            self.line = self.parser.CurrentLineNumber
+        if key is not None:
+            self._collect(key)
+
+    def _alternate(self, attrs: dict[str, str]) -> None:
+        """Keep the ``href`` of a ``<xhtml:link rel="alternate" hreflang=...>`` of a
+        ``<url>`` (Google's hreflang sitemaps): another language's version of the
+        page, a URL search engines crawl as they do ``<loc>``."""
+        rel = attrs.get("rel", "").lower().split()
+        href = attrs.get("href", "").strip()
+        if "alternate" in rel and "hreflang" in attrs and href:
+            self.alternates.append((href, self.parser.CurrentLineNumber))
+
+    def _based(self, href: str) -> str:
+        """``href`` resolved against the ``xml:base`` of the elements it is in (Atom,
+        RFC 4287 2): ignored, a feed's relative links resolved against the feed's own
+        URL, URLs the feed never named. The outermost base is left to the document's
+        URL, as a relative ``href`` is."""
+        for _, base in reversed(self.bases):
+            href = urljoin(base, href)
+            if ABSOLUTE.match(href):
+                break
+        return href
+
+    def _collect(self, key: str) -> None:
+        """Gather the text of the element just opened as the entry's ``key``."""
+        self.field = key
+        self.field_depth = self.depth
+        self.text = []
+        self.text_len = 0
+
+    def _record_ns_ok(self, ns: str) -> bool:
+        if self.format in ("rss", "rdf"):
+            return ns in ("", RSS1_NS)
+        return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
+
+    def _field_ns_ok(self, ns: str, local: str) -> bool:
+        if ns == DC_NS:
+            return local == "date"
+        if self.format == "rdf":
+            return ns in ("", RSS1_NS)
+        if self.format == "rss":
+            return ns == ""
+        return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
+
+    def chars(self, data: str) -> None:
+        if self.field is not None and self.text_len <= MAX_TEXT:
+            self.text.append(data)
+            self.text_len += len(data)
+
+    def end(self, name: str) -> None:
+        if self.field is not None and self.depth == self.field_depth:
+            # Text past MAX_TEXT was not kept; what was is still longer than MAX_TEXT, so
+            # an overlong URL is reported as such.
+            self.entry.setdefault(self.field, "".join(self.text).strip())
+            self.field = None
+        elif self.record_depth and self.depth == self.record_depth:
+            self.record_depth = 0
+            self.on_entry(self.entry, self.line, self.alternates)
+            self.entry = {}
+            self.alternates = []
+        if self.bases and self.bases[-1][0] == self.depth:
+            self.bases.pop()
+        self.depth -= 1

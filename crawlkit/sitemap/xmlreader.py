@@ -1,0 +1,107 @@
+"""One XML document through expat, a push parser, chunk by chunk: its encoding
+settled, hostile constructs refused, its records handed to ``on_entry``.
+
+expat decodes UTF-8 and UTF-16; any other declared encoding (a WHATWG label) is
+decoded by Python to UTF-8 on the way in. Entity declarations, external entities
+and deep nesting are refused (an external DTD is never loaded). Every error ends
+the document as a :class:`SitemapError` saying where it broke; the entries handed
+on before it stand."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from xml.parsers import expat
+
+from crawlkit.html.encoding import codec_for_label
+from crawlkit.sitemap.formats import SEP
+from crawlkit.sitemap.model import CHUNK, SitemapError, SitemapStats
+from crawlkit.sitemap.source import transcode
+from crawlkit.sitemap.xmlhandler import Hostile, OnEntry, XMLHandler
+
+__all__ = ["parse_xml", "xml_after_junk"]
+
+_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""")
+# What expat decodes itself. Not its iso-8859-1 and us-ascii: on the web those labels
+# are windows-1252 (the WHATWG Encoding Standard), and expat read bytes 0x80-0x9F as
+# C1 controls (a "€" in a URL became %C2%80 where a browser has %E2%82%AC).
+_EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16"})
+_XML_START = re.compile(
+    rb"<\?xml[\t\r\n ]|<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex)[\t\r\n >]"
+)
+
+
+def xml_after_junk(body: bytes) -> int | None:
+    """Where a sitemap's XML starts in ``body`` (the first chunk), when something that
+    is no sitemap text came before it: a line that is not a URL, then an XML
+    declaration or a sitemap root on a later line. None otherwise."""
+    found = _XML_START.search(body, 0, 64 * 1024)
+    if found is None:
+        return None
+    if re.match(rb"\s*https?://", body, re.IGNORECASE):
+        return None  # a text sitemap: its first line is a URL
+    return found.start()
+
+
+def parse_xml(
+    first: bytes,
+    chunks: Iterator[bytes],
+    on_entry: OnEntry,
+    stats: SitemapStats,
+    source: str,
+) -> Iterator[None]:
+    """Parse ``first`` and then ``chunks``, calling ``on_entry`` for each record;
+    yields after each chunk, for the caller to hand on what ``on_entry`` made.
+
+    Raises :class:`SitemapError` (with ``source``) for an unknown encoding, malformed
+    or hostile XML, or a root element of no known format.
+    """
+    declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
+    encoding = declared.group(1).decode("ascii").lower() if declared else None
+    if encoding is not None and encoding not in _EXPAT_ENCODINGS:
+        # expat decodes UTF-8/16; Python decodes the rest (windows-1252, shift_jis,
+        # ...) to UTF-8 on the way in, chunk by chunk. Only the web's encodings (the
+        # WHATWG labels): any other Python codec name ("undefined", "zlib") crashed.
+        codec = codec_for_label(encoding)
+        if codec is None:
+            raise SitemapError(f"unknown encoding {encoding!r}", source=source)
+        decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+        first = decoder.decode(first).encode("utf-8")
+        chunks = transcode(chunks, decoder)
+        parser = expat.ParserCreate("UTF-8", namespace_separator=SEP)
+    else:
+        parser = expat.ParserCreate(namespace_separator=SEP)
+    handler = XMLHandler(parser, on_entry, stats)
+    parser.buffer_text = True
+    parser.buffer_size = CHUNK
+    # Refuse what hostile documents need; an external DTD is never fetched.
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.EntityDeclHandler = handler.refuse_entity
+    parser.UnparsedEntityDeclHandler = handler.refuse_entity
+    parser.ExternalEntityRefHandler = handler.refuse_external
+    parser.StartElementHandler = handler.start
+    parser.EndElementHandler = handler.end
+    parser.CharacterDataHandler = handler.chars
+    data: bytes | None = first
+    try:
+        while data is not None:
+            parser.Parse(data, False)
+            yield
+            data = next(chunks, None)
+        if not stats.truncated:
+            parser.Parse(b"", True)
+    except expat.ExpatError as exc:
+        raise SitemapError(
+            f"malformed XML at line {exc.lineno}, column {exc.offset}: "
+            f"{expat.ErrorString(exc.code)}",
+            source=source,
+        ) from exc
+    except Hostile as exc:
+        raise SitemapError(
+            f"hostile XML refused at line {parser.CurrentLineNumber}: {exc}", source=source
+        ) from exc
+    except SitemapError as exc:
+        if exc.source is None:
+            raise SitemapError(str(exc), source=source) from exc
+        raise
