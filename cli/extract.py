@@ -153,8 +153,9 @@ def extract(
     kind "sitemap"); a response whose content is a sitemap, sitemap index, text
     sitemap (absolute URLs, one a line) or RSS/Atom feed gives the records of
     'crawlkit sitemap' (lastmod, priority), with from and via the sitemap's URL; a URL
-    on another host than the sitemap's has "cross_host": true, for fetch to check
-    that host's robots.txt names the sitemap (the protocol's cross-submission).
+    on another host than the sitemap's has "cross_host": true and none of the
+    sitemap's lastmod, changefreq or priority (a sitemap speaks for its own host):
+    it is queued as a link is, if --scope allows.
 
     Passed over with a count: revisit records, non-200 responses (a 3xx is the
     fetcher's business), bodies that are not HTML. Every page gets its page record.

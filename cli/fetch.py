@@ -218,11 +218,7 @@ def fetch(
     carry robots.txt requests too. With --cookies, the cookies sites set
     are kept in STATE/crawl/cookies.txt and sent again by the next run, of fetch or
     crawl, on STATE. A URL given twice is asked once; the repeat comes out refused
-    ("refused": "duplicate"). A URL record with "cross_host": true (a sitemap's URL on
-    another host than the sitemap, from extract) is asked for only if its host's
-    robots.txt names that sitemap (its via) in a Sitemap: line, the sitemap
-    protocol's cross-submission; else it comes out refused ("refused":
-    "sitemap-host") without a request.
+    ("refused": "duplicate").
 
     Buffers the whole batch (about 1 KB per URL); responses are streamed into the WARC.
     State: STATE/fetch/hosts.sqlite keeps host clocks, backoffs, robots.txt and DNS

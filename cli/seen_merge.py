@@ -145,9 +145,7 @@ def seen_merge(
     host, site and fp are set); records with "fp" are trusted as they are. Writes each
     URL the seen set does not hold, once, in input order, with all its fields (records
     that had "fp" byte for byte); repeats within the input keep the first. A URL that
-    cannot be used is reported with its line number and skipped. A sitemap's URL on
-    another host ("cross_host": true, which fetch may refuse) is seen as that URL
-    listed by that sitemap (its via), not as the URL: a link to it still passes.
+    cannot be used is reported with its line number and skipped.
 
     Buffers one chunk (--chunk-size records: their bytes plus about 70 bytes each
     while a chunk is checked) and streams chunk after chunk. Each chunk's new URLs

@@ -37,7 +37,7 @@ A refusal's reason
     Every record of a URL that will not be fetched has ``outcome: "refused"``,
     ``refused`` (a short code: ``blocked``, ``out-of-scope``, ``shard``,
     ``duplicate``, ``address``, ``invalid-url``, a trap limit such as
-    ``path-depth``, ``excluded``, ``url-length``, ``sitemap-host``, crawl's link step's
+    ``path-depth``, ``excluded``, ``url-length``, crawl's link step's
     ``requisite-depth`` and ``from-requisite``) and ``detail`` (one sentence for a
     person). A fetch record of a refusal is a whole fetch record (its fetch fields
     null) that also keeps docs/design.md's ``error`` (the same sentence), as every
@@ -136,8 +136,8 @@ class URLRecord(TypedDict, total=False):
     changefreq: str  #: a sitemap's changefreq, as written there
     due: str  #: when a recrawl is due, ISO 8601 UTC
     kind: str  #: "sitemap" when the URL is itself a sitemap (fetched and read as one)
-    cross_host: bool  #: listed by a sitemap (``via``) of another host: fetched only if
-    #: its own host's robots.txt names that sitemap (sitemaps.org cross-submission)
+    cross_host: bool  #: listed by a sitemap (``via``) of another host: queued as a link,
+    #: without that sitemap's lastmod, changefreq and priority
     hops: int  #: redirects followed to reach it (``reason: "redirect"``)
     seed_redirect: bool  #: a redirect target reached from a seed: a seed to --scope host|site
     importance: int  #: a recrawl's page importance, 0..3, 0 most important

@@ -12,10 +12,7 @@ made of the last answer, in memory and in the host state (docs/design.md invaria
   its missing rules would allow what they forbid).
 * **Verdicts.** A URL its origin's rules disallow comes out ``robots-denied`` without
   a request, unless its host is in ``ignore_robots_for``; an allowed one takes the
-  file's Crawl-delay into its host's clock. A URL a sitemap of another host listed
-  (``cross_host: true``, :mod:`crawlkit.sitemap.discover`) is asked for only if this
-  file names that sitemap (``via``) in a ``Sitemap:`` line, else refused
-  ``sitemap-host`` without a request (sitemaps.org, cross-submission).
+  file's Crawl-delay into its host's clock.
 * **Deferral.** When robots.txt cannot be had (network error, 5xx, 429: RFC 9309 says
   disallow all and retry later), the origin's URLs come out ``deferred`` until the
   entry expires, at once rather than at the host's next turn.
@@ -60,16 +57,8 @@ from crawlkit.fetch.hosts import (
     split_url,
 )
 from crawlkit.fetch.hoststate import HostState
-from crawlkit.fetch.outcome import (
-    Outbox,
-    Record,
-    fetch_record,
-    fetch_refusal,
-    iso_time,
-    resolve_location,
-)
+from crawlkit.fetch.outcome import Outbox, Record, fetch_record, iso_time, resolve_location
 from crawlkit.robots import MAX_ROBOTS_BYTES, RobotsEntry, RobotsPolicy
-from crawlkit.url import Canonicalizer
 
 __all__ = [
     "MAX_CRAWL_DELAY",
@@ -199,7 +188,6 @@ class RobotsFlow:
         self._bytes = 0
         self.max_bytes = ROBOTS_CACHE_BYTES
         self._inflight: dict[str, list[Host]] = {}  # origin -> hosts waiting on it
-        self._canon = Canonicalizer()  # compares a cross_host URL's sitemap and Sitemap lines
 
     # ------------------------------------------------------------------ the cache
     def entry(self, origin: str) -> RobotsEntry | None:
@@ -303,40 +291,10 @@ class RobotsFlow:
                         )
                     )
                 continue
-            if item.record.get("cross_host") is True and not self._vouched(item, entry):
-                items.popleft()
-                self.outbox.emit(
-                    fetch_refusal(
-                        item.record,
-                        item.url,
-                        "sitemap-host",
-                        f"listed by a sitemap of another host ({item.record.get('via')}) "
-                        "that this host's robots.txt does not name",
-                    )
-                )
-                continue
             delay = rules.crawl_delay(agent)
             host.crawl_delay = min(delay, MAX_CRAWL_DELAY) if delay else 0.0
             return items.popleft()
         return None
-
-    def _vouched(self, item: Item, entry: RobotsEntry) -> bool:
-        """Whether the robots.txt of ``item``'s origin names the sitemap that listed it
-        (``via``) in a ``Sitemap:`` line: sitemaps.org's cross-submission, the one way
-        a sitemap may list another host's URLs. Both sides are compared canonical."""
-        via = item.record.get("via")
-        if not isinstance(via, str):
-            return False
-        try:
-            wanted = self._canon.canonicalize(via)
-        except InvalidURL:
-            return False
-        base = robots_url(item.origin)
-        for line in entry.rules().sitemaps:
-            with contextlib.suppress(InvalidURL):
-                if self._canon.canonicalize(line, base) == wanted:
-                    return True
-        return False
 
     # ------------------------------------------------------------------ fetching
     async def fetch(self, host: Host, task: RobotsTask) -> None:

@@ -14,13 +14,14 @@ fetcher as pages, and is archived.
   (gzip is opened first): XML whose root element is ``urlset``, ``sitemapindex``,
   ``rss``, ``rdf:RDF`` or ``feed``, or a plain text body whose first lines are all
   absolute http(s) URLs. Its records are the sitemap stage's (``lastmod`` and
-  ``priority`` kept, children of an index with ``kind: "sitemap"``). A sitemap lists
-  URLs of its own host, or of a host whose robots.txt names the sitemap in a
-  ``Sitemap:`` line (sitemaps.org, cross-submission). That robots.txt is not in hand
-  here (its host may not be crawled yet), so a URL on another host is kept with
-  ``cross_host: true`` and the fetcher, which has every host's robots.txt before its
-  first request there, asks for it only if that file names the sitemap (``via``)
-  and refuses it ``sitemap-host`` otherwise.
+  ``priority`` kept, children of an index with ``kind: "sitemap"``). A URL on another
+  host than the sitemap's is kept as a link is, with ``cross_host: true`` and without
+  the sitemap's ``lastmod``, ``changefreq`` and ``priority`` (the default priority
+  instead): the protocol lets a sitemap speak for its own host only (or for a host
+  whose robots.txt names it, which is not in hand here), so its claims about another
+  host's pages are not taken, but the URL is a URL the crawl has found, and
+  ``--scope`` decides as for any link. Refusing it would lose pages a site's own
+  links lead to (seen set) or, remembered apart, fetch them twice.
 
 Work is bounded by the sitemap stage's limits (50,000 URLs, 50 MiB a file); a broken
 or hostile document keeps the records before the damage and is reported.
@@ -37,7 +38,7 @@ from crawlkit.diag import Reporter
 from crawlkit.errors import InvalidURL
 from crawlkit.records import LinkRecord, url_record
 from crawlkit.robots import RobotsTxt
-from crawlkit.sitemap.parse import SitemapError, parse_sitemap
+from crawlkit.sitemap.parse import DEFAULT_PRIORITY, SitemapError, parse_sitemap
 from crawlkit.url import Canonicalizer
 
 __all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_records"]
@@ -121,8 +122,8 @@ class _Warn(Reporter):
 
 def sitemap_records(body: bytes, sitemap_url: str, warn: Callable[[str], None]) -> list[LinkRecord]:
     """The link records of one sitemap document's URLs (those before any damage); those
-    on another host than the sitemap's carry ``cross_host: true`` (see the module
-    docstring)."""
+    on another host than the sitemap's carry ``cross_host: true`` and none of the
+    sitemap's claims about them (see the module docstring)."""
     out: list[LinkRecord] = []
     try:
         own = Canonicalizer().parse(sitemap_url).host
@@ -134,6 +135,9 @@ def sitemap_records(body: bytes, sitemap_url: str, warn: Callable[[str], None]) 
             found.setdefault("via", sitemap_url)
             rec: LinkRecord = {**found, "from": sitemap_url, "nofollow": False, "tag": "sitemap"}
             if found["host"] != own:
+                rec.pop("lastmod", None)
+                rec.pop("changefreq", None)
+                rec["priority"] = DEFAULT_PRIORITY
                 rec["cross_host"] = True
             out.append(rec)
     except SitemapError as exc:

@@ -57,7 +57,7 @@ from crawlkit.patterns import MAX_URL_LENGTH, Excludes, too_long
 from crawlkit.records import Record, Refusal, refusal
 from crawlkit.seen import SeenStore
 from crawlkit.seen.runs import lookup_sorted, merge_sorted
-from crawlkit.url import Canonicalizer, ParsedURL, fingerprint_int
+from crawlkit.url import Canonicalizer, ParsedURL
 
 __all__ = [
     "DEFAULT_CHUNK",
@@ -287,7 +287,7 @@ class SeenMerge:
             return None
         if self._refused(record):
             return None
-        return _seen_key(int(fp, 16), record)
+        return int(fp, 16)
 
     def _refused(self, record: Record) -> bool:
         """True if ``record`` was refused (and handed to ``on_refused``): too long
@@ -587,15 +587,3 @@ def store_stats(store: SeenStore, *, count_bits: bool = True) -> dict[str, Any]:
         bytes_per_url_ram=bloom.nbytes / stored if stored else None,
     )
     return out
-
-
-def _seen_key(fp: int, record: Record) -> int:
-    """The seen-set key of a record: its URL's fingerprint, except for a sitemap's URL
-    on another host (``cross_host``), which is seen as "this URL as sitemap ``via``
-    lists it". fetch refuses such a URL (``sitemap-host``) unless its host's
-    robots.txt names the sitemap; marked seen as the URL itself, it was then lost
-    to a link that found it later (a sitemap of a.org listing www.a.org pages)."""
-    via = record.get("via")
-    if record.get("cross_host") is True and isinstance(via, str):
-        return fp ^ fingerprint_int(via)
-    return fp

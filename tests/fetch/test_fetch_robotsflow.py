@@ -152,35 +152,3 @@ def test_urls_behind_an_unreachable_robots_txt_are_deferred_at_once(tmp_path: Pa
     assert server.paths == ["/robots.txt"]
     assert [r["outcome"] for r in out] == ["deferred", "deferred"]
     assert all("robots.txt unavailable" in r["error"] for r in out), out
-
-
-def test_a_sitemaps_url_on_another_host_is_asked_only_if_its_robots_txt_names_it(
-    tmp_path: Path,
-) -> None:
-    """sitemaps.org cross-submission, as fetch checks it: a URL record with
-    ``cross_host`` (extract's, for a sitemap's URL on another host) is asked for only
-    if the host's robots.txt names the sitemap (``via``; compared canonical), else it
-    is refused ``sitemap-host`` without a request. A record without it is as ever."""
-    from conftest import fetch_loopback, serve_routes
-
-    robots = b"User-agent: *\nAllow: /\nSitemap: http://a.test/named.xml\n"
-    routes = {"/robots.txt": ("text/plain", robots)}
-    routes |= {path: ("text/html", b"<p>x</p>") for path in ("/named", "/unnamed", "/plain")}
-    with serve_routes(routes) as (root, log):
-
-        def rec(path: str, **fields: object) -> str:
-            return json.dumps({"url": root + path, "reason": "sitemap", **fields})
-
-        lines = [
-            rec("/named", via="HTTP://A.test:80/named.xml", cross_host=True),
-            rec("/unnamed", via="http://a.test/other.xml", cross_host=True),
-            rec("/plain", via="http://a.test/other.xml"),
-        ]
-        res = fetch_loopback(tmp_path / "s", lines)
-    assert res.code == 0, res.stderr
-    out = {json.loads(line)["url"].removeprefix(root): json.loads(line) for line in res.lines}
-    assert sorted(log) == ["/named", "/plain", "/robots.txt"]
-    assert out["/named"]["outcome"] == out["/plain"]["outcome"] == "fetched"
-    refused = out["/unnamed"]
-    assert (refused["outcome"], refused["refused"]) == ("refused", "sitemap-host")
-    assert "http://a.test/other.xml" in refused["detail"]

@@ -22,7 +22,8 @@ URLSET = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<!-- generated -->\n'
     b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
     b"<url><loc>http://s.test/a</loc><lastmod>2026-10-01</lastmod></url>"
-    b"<url><loc>http://other.test/x</loc></url></urlset>"
+    b"<url><loc>http://other.test/x</loc><lastmod>2026-10-02</lastmod>"
+    b"<changefreq>daily</changefreq><priority>1.0</priority></url></urlset>"
 )
 INDEX = (
     b'<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/'
@@ -104,6 +105,9 @@ def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
     assert [(r["url"], r["via"], r["cross_host"]) for r in foreign] == [
         ("http://other.test/x", "http://s.test/sitemap.xml", True)
     ]
+    # what the sitemap says about another host's page is not taken
+    assert "lastmod" not in foreign[0] and "changefreq" not in foreign[0]
+    assert foreign[0]["priority"] == 0.5
     records = [r for r in records if r not in foreign]
     got = [(r["from"], r["url"], r.get("kind"), r["reason"]) for r in records]
     assert got == [
@@ -117,8 +121,8 @@ def test_extract_reads_robots_sitemap_lines_and_sitemaps(tmp_path):
         ("http://s.test/page", "http://s.test/p2", None, "link"),  # HTML sniffed first
     ]
     assert records[2]["lastmod"] == "2026-10-01T00:00:00Z"
-    # Another host's URL in a sitemap is kept for the fetcher to check against that
-    # host's robots.txt (cross-submission); the records above are those without it.
+    # Another host's URL in a sitemap is kept as a link, marked; the records above are
+    # those without it.
     assert [r for r in records if r.get("cross_host")] == []
     assert "5 sitemaps and robots.txt read" in res.stderr
     res = crawlkit("extract", str(warc), "--links", str(links), "--no-sitemaps")
@@ -191,10 +195,11 @@ def _urlset(*urls: str) -> bytes:
     return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'.encode()
 
 
-def test_crawl_takes_another_hosts_urls_only_from_the_sitemap_its_robots_names(tmp_path):
-    """sitemaps.org cross-submission: a sitemap on host A may list host B's URLs when
-    B's robots.txt names that sitemap. A's two sitemaps both list B URLs; B's
-    robots.txt names one of them: B's server sees the URL of that one only."""
+@pytest.mark.parametrize("scope", ["any", "host"])
+def test_a_sitemaps_urls_on_another_host_are_queued_as_links(tmp_path, scope):
+    """A sitemap on host A lists host B's URLs (one of A's sitemaps named by B's
+    robots.txt, cross-submission, one not): both are URLs the crawl found, and --scope
+    decides for them as for links. B's server sees each once, or nothing."""
     b_routes: dict[str, tuple[str, bytes]] = {"/named": ("text/html", b"<p>named</p>")}
     b_routes["/unnamed"] = ("text/html", b"<p>unnamed</p>")
     a_routes: dict[str, tuple[str, bytes]] = {"/": ("text/html", b"<p>home</p>")}
@@ -207,14 +212,11 @@ def test_crawl_takes_another_hosts_urls_only_from_the_sitemap_its_robots_names(t
         a_routes["/other.xml"] = ("application/xml", _urlset(f"{b}/unnamed"))
         a_routes["/own"] = ("text/html", b"<p>own</p>")
         b_routes["/robots.txt"] = ("text/plain", f"Sitemap: {a}/named.xml\n".encode())
-        res = crawl_loopback(f"{a}/", tmp_path / "state", "--scope", "any")
+        res = crawl_loopback(f"{a}/", tmp_path / "state", "--scope", scope)
         assert res.code == 0, res.stderr
     assert {"/named.xml", "/other.xml", "/own"} <= set(a_log)
-    assert sorted(b_log) == ["/named", "/robots.txt"]
-    fetched = [
-        json.loads(line)
-        for p in sorted((tmp_path / "state").glob("crawl/cycles/*/fetch.ndjson"))
-        for line in p.read_text().splitlines()
-    ]
-    refused = [(r["url"], r.get("refused")) for r in fetched if r["outcome"] == "refused"]
-    assert refused == [(f"{b}/unnamed", "sitemap-host")]
+    if scope == "any":
+        assert sorted(b_log) == ["/named", "/robots.txt", "/unnamed"]
+    else:
+        assert b_log == []
+        assert "out-of-scope 2" in res.stderr

@@ -109,28 +109,6 @@ def test_never_marks_seen_what_it_did_not_emit(runs, chunk_size, capacity, failu
     assert union == {v for run in runs for v in run}
 
 
-def test_a_sitemaps_url_on_another_host_does_not_make_the_url_seen(tmp_path: Path):
-    """A sitemap's URL on another host (cross_host) may be refused by fetch
-    (sitemap-host: that host's robots.txt does not name the sitemap); marked seen as
-    the URL, a link found later to the same page was dropped and the page never
-    fetched. It is seen as the URL as that sitemap lists it: the link still passes,
-    and the same sitemap's URL is not passed twice."""
-    url = "https://www.a.org/page"
-    listed = {"url": url, "reason": "sitemap", "via": "https://a.org/sitemap.xml"}
-    cross = {**listed, "cross_host": True}
-    link = {"url": url, "reason": "link", "from": "https://www.a.org/"}
-    with SeenStore.open(tmp_path, capacity=16) as store:
-        first, _ = merge(store, [cross, cross])
-        second, _ = merge(store, [link, cross, dict(cross, via="https://b.org/s.xml")])
-        third, _ = merge(store, [link, listed])
-    assert [r["reason"] for r in first.records] == ["sitemap"]
-    assert [(r["reason"], r.get("via")) for r in second.records] == [
-        ("link", None),
-        ("sitemap", "https://b.org/s.xml"),  # another sitemap's listing is its own
-    ]
-    assert third.records == []  # the URL itself is seen now
-
-
 def test_a_filter_that_always_says_maybe_still_lets_every_new_url_out(tmp_path: Path):
     with SeenStore.open(tmp_path, capacity=100_000) as store:
         store.commit(np.arange(0, 2000, 2, dtype=np.uint64))  # the even numbers
