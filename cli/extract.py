@@ -116,26 +116,28 @@ def extract(
     Reads WARC files from any writer (crawlkit, wget, Heritrix, Common Crawl; WARC/1.0
     or 1.1; uncompressed, gzip per record or whole). Parses the HTML responses (by
     Content-Type, or by sniffing the bytes when the type is missing or generic; charset
-    from the BOM, the header, or <meta>) with Lexbor, and writes one page record per
-    page: url, host, site, fp, depth, status, fetched_at, content_type, charset,
-    digest (the WARC-Payload-Digest, or a sha1 of the payload when absent), simhash
-    (64-bit, 16 hex digits, over the distinct word 3-shingles of the visible text
-    (non-ASCII spaces, punctuation and symbols separate words) without script,
-    style, noscript, template, nav, header, footer and aside; digits and the names of
-    days and months do not count, so a changed timestamp leaves it as it was), title,
-    canonical, noindex, nofollow, links (count), text_bytes (visible text, whitespace
-    runs as one space). Link records (only with --links) are URL records (depth + 1,
-    priority 1/(depth + 1), halved for nofollow; reason "link"; via) plus from,
-    nofollow and tag: from a[href] and area[href] (an empty href is the page itself,
-    as browsers have it), link[rel=canonical|alternate|next],
-    frame and iframe src, and meta refresh, resolved against <base href> and the
-    page's final URL (WARC-Target-URI) with a query's non-ASCII characters in the
-    page's encoding, as browsers send them, canonicalized, http(s) only, each URL once
-    per page. rel=nofollow and meta robots (or X-Robots-Tag) nofollow flag links
-    "nofollow": true; noindex is recorded. <meta name=robots> and <meta name=TOKEN>
-    count (TOKEN: --agent's first token); of X-Robots-Tag headers (each read on its
-    own), the directives after 'otherbot:' up to the next name are otherbot's. A
-    page's depth is the WARC-Crawlkit-Depth header of its record (0 if absent).
+    from the BOM, the header, or <meta>; else UTF-8 when the bytes are valid UTF-8; else
+    windows-1252, unless windows-1252 cannot explain the bytes and Firefox's detector,
+    chardetng, names another encoding that reads them cleanly) with Lexbor, and writes
+    one page record per page: url, host, site, fp, depth, status, fetched_at,
+    content_type, charset, digest (the WARC-Payload-Digest, or a sha1 of the payload
+    when absent), simhash (64-bit, 16 hex digits, over the distinct word 3-shingles of
+    the visible text (non-ASCII spaces, punctuation and symbols separate words) without
+    script, style, noscript, template, nav, header, footer and aside; digits and the
+    names of days and months do not count, so a changed timestamp leaves it as it was),
+    title, canonical, noindex, nofollow, links (count), text_bytes (visible text,
+    whitespace runs as one space). Link records (only with --links) are URL records
+    (depth + 1, priority 1/(depth + 1), halved for nofollow; reason "link"; via) plus
+    from, nofollow and tag: from a[href], area[href],
+    link[rel=canonical|alternate|next], frame and iframe src, and meta refresh, resolved
+    against <base href> and the page's final URL (WARC-Target-URI) with a query's
+    non-ASCII characters in the page's encoding, as browsers send them, canonicalized,
+    http(s) only, each URL once per page. rel=nofollow and meta robots (or X-Robots-Tag)
+    nofollow flag links "nofollow": true; noindex is recorded. <meta name=robots> and
+    <meta name=TOKEN> count (TOKEN: --agent's first token); of X-Robots-Tag headers
+    (each read on its own), the directives after 'otherbot:' up to the next name are
+    otherbot's. A page's depth is the WARC-Crawlkit-Depth header of its record (0 if
+    absent).
 
     Page requisites, what a browser loads to show the page, are link records with
     reason "requisite" (never nofollow; the page record counts them in

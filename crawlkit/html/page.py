@@ -13,8 +13,11 @@ Contracts:
   then the Content-Type ``charset``, then a ``<meta charset>`` or ``<meta http-equiv>``
   in the first 4 KiB as HTML's prescan reads tags (not in a comment, not in another
   tag's attribute: :mod:`crawlkit.html.prescan`), then UTF-8 if the bytes are valid
-  UTF-8, else windows-1252. A page served as ``application/xhtml+xml`` follows XML's
-  rules instead: after the BOM and the header, its XML declaration, else UTF-8.
+  UTF-8, else windows-1252, unless windows-1252 is implausible for the bytes and a
+  detector is sure of another encoding (:mod:`crawlkit.html.guess`: Shift_JIS, GBK,
+  EUC-KR, windows-1251, ... pages without a declaration). A page served as
+  ``application/xhtml+xml`` follows XML's rules instead: after the BOM and the
+  header, its XML declaration, else UTF-8.
   Labels map to codecs by the WHATWG Encoding Standard (``iso-8859-1`` means
   windows-1252, ``gb2312`` means gb18030, ...).
 * :class:`HtmlExtractor` parses with selectolax's Lexbor parser (the HTML5 tree
@@ -55,6 +58,7 @@ from crawlkit.dedup.simhash import simhash
 from crawlkit.html.css import css_refs
 from crawlkit.html.encoding import codec_for_label, query_in_document_encoding
 from crawlkit.html.guard import guard_markup
+from crawlkit.html.guess import guess_legacy
 from crawlkit.html.prescan import prescan, xml_declared
 from crawlkit.html.resolve import LinkResolver
 from crawlkit.url import Canonicalizer, ParsedURL, trim_url, whatwg_href
@@ -219,8 +223,10 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
     ``source`` is one of ``bom``, ``header``, ``meta`` (HTML's prescan,
     :mod:`crawlkit.html.prescan`), ``xml`` (the XML declaration of a page served as
     ``application/xhtml+xml``, whose ``<meta>`` is not read: XML's rules), ``utf-8``
-    (valid UTF-8 without a declaration, and any XHTML page without one) or ``default``
-    (windows-1252, the web's historical default).
+    (valid UTF-8 without a declaration, and any XHTML page without one), ``guess``
+    (an undeclared page that is not UTF-8 and that windows-1252 cannot explain, in the
+    encoding :func:`crawlkit.html.guess.guess_legacy` names) or ``default``
+    (windows-1252, the web's historical default, for the other undeclared pages).
     """
     if body.startswith(b"\xef\xbb\xbf"):
         return "utf-8", "bom", 3
@@ -242,7 +248,8 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
-        return "cp1252", "default", 0
+        guessed = guess_legacy(body)
+        return (guessed, "guess", 0) if guessed else ("cp1252", "default", 0)
     return "utf-8", "utf-8", 0
 
 

@@ -1,0 +1,122 @@
+"""Undeclared pages that are not UTF-8: windows-1252 unless it is implausible and the
+detector is sure (crawlkit/html/guess.py). Real text in tests/data/charset: Western
+pages stay windows-1252, the others are read in the encoding they were written in."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import crawlkit, fetch_loopback, serve_routes
+
+from crawlkit.html.guess import guess_legacy, implausible_share, windows_1252_implausible
+from crawlkit.html.page import HtmlExtractor, detect_charset
+from crawlkit.url import Canonicalizer
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "charset"
+# file -> the encoding it is written in (tests/data/charset/README.md)
+WESTERN = {
+    "de-windows-1252.html": "cp1252",
+    "en-windows-1252.html": "cp1252",
+    "en-2-windows-1252.html": "cp1252",
+    "en-3-windows-1252.html": "cp1252",
+    "fr-windows-1252.html": "cp1252",
+    "pt-windows-1252.html": "cp1252",
+}
+LEGACY = {
+    "ja-shift_jis.html": "cp932",
+    "ja-euc-jp.html": "euc_jp",
+    "zh-gbk.html": "gbk",
+    "zh-tw-big5.html": "big5",
+    "ko-euc-kr.html": "cp949",
+    "ru-windows-1251.html": "cp1251",
+    "ru-koi8-r.html": "koi8_r",
+    "el-iso-8859-7.html": "iso8859_7",
+    "pl-windows-1250.html": "cp1250",
+}
+
+
+def _title(body: bytes, codec: str) -> str:
+    """The page's title as ``codec`` reads it, as document.title gives it."""
+    start = body.index(b"<title>") + len(b"<title>")
+    return " ".join(html.unescape(body[start : body.index(b"</title>")].decode(codec)).split())
+
+
+@pytest.mark.parametrize("name", sorted(WESTERN))
+def test_an_undeclared_western_page_stays_windows_1252(name: str) -> None:
+    body = (DATA / name).read_bytes()
+    assert not body.isascii()
+    assert detect_charset(body) == ("cp1252", "default", 0)
+    assert not windows_1252_implausible(body)
+
+
+@pytest.mark.parametrize("name", sorted(LEGACY))
+def test_an_undeclared_legacy_page_is_read_as_written(name: str) -> None:
+    body = (DATA / name).read_bytes()
+    truth = LEGACY[name]
+    codec, source, bom = detect_charset(body)
+    assert (source, bom) == ("guess", 0)
+    # right when it reads the bytes as the true encoding does (gb18030 for GBK, KOI8-U
+    # for KOI8-R's letters, windows-1253 for ISO-8859-7's)
+    assert body.decode(codec) == body.decode(truth)
+    page = HtmlExtractor(Canonicalizer()).extract(
+        body, "https://example.com/", content_type="text/html"
+    )
+    assert page.charset == codec
+    assert page.title == _title(body, truth)
+    assert "\ufffd" not in page.text and len(page.text) > 200
+
+
+def test_a_declaration_or_utf_8_is_never_second_guessed() -> None:
+    body = (DATA / "ja-shift_jis.html").read_bytes()
+    assert detect_charset(body, "text/html; charset=windows-1252")[:2] == ("cp1252", "header")
+    declared = b'<meta charset="iso-8859-1">' + body
+    assert detect_charset(declared)[:2] == ("cp1252", "meta")
+    text = body.decode("cp932").encode("utf-8")
+    assert detect_charset(text)[:2] == ("utf-8", "utf-8")
+
+
+def test_what_western_text_puts_between_letters_is_no_sign() -> None:
+    # ’ in "don’t", – in "A–Z", a soft hyphen, é and ü one at a time: all explained
+    western = "Don’t miss the A–Z of caf\xe9s in M\xfcnchen, Gro\xadstadt.".encode("cp1252")
+    assert implausible_share(western * 20)[0] == 0
+    # Polish in windows-1250: ł and ż are symbols in windows-1252 (³, ¿), and inside a
+    # word (Ma³gorzata, mo¿e, jab³ka) no Western text has them
+    polish = "Małgorzata może mieć rację, że jabłka są tańsze.".encode("cp1250")
+    assert implausible_share(polish) == (3, 8)
+
+
+def test_scripts_styles_and_comments_are_not_text() -> None:
+    # a form validator's character class of accented letters, a comment and a style
+    # with runs of high bytes: a Western page all the same
+    script = "<script>var word = /^[ÀÈÌÒÙàèìòùÁÉÍÓÚÝáéíóúý]+$/;</script>"
+    noise = "<!-- ¦º¹¦¦º --><style>p:after{content:'¦º¹¦'}</style>"
+    body = f"{script}{noise}<p>Grüße aus Köln</p>".encode("cp1252")
+    assert implausible_share(body) == (0, 3)
+    assert detect_charset(body)[:2] == ("cp1252", "default")
+
+
+def test_bytes_no_encoding_explains_stay_windows_1252() -> None:
+    # every high byte back to back: implausible for windows-1252, and no guess reads it
+    # without replacement characters either
+    body = b"<p>" + bytes(range(0x80, 0x100)) * 64 + b"</p>"
+    assert windows_1252_implausible(body)
+    assert guess_legacy(body) is None
+    assert detect_charset(body)[:2] == ("cp1252", "default")
+
+
+def test_extract_reads_an_undeclared_shift_jis_page_from_a_warc(tmp_path: Path) -> None:
+    body = (DATA / "ja-shift_jis.html").read_bytes()
+    western = (DATA / "de-windows-1252.html").read_bytes()
+    routes = {"/ja.html": ("text/html", body), "/de.html": ("text/html", western)}
+    with serve_routes(routes) as (root, _log):
+        res = fetch_loopback(tmp_path / "s", [f"{root}/ja.html", f"{root}/de.html"])
+    assert res.code == 0, res.stderr
+    res = crawlkit("extract", str(tmp_path / "s" / "warc" / "new"))
+    assert res.code == 0, res.stderr
+    pages = {orjson.loads(line)["url"]: orjson.loads(line) for line in res.lines}
+    ja, de = pages[f"{root}/ja.html"], pages[f"{root}/de.html"]
+    assert (ja["charset"], de["charset"]) == ("cp932", "cp1252")
+    assert (ja["title"], de["title"]) == (_title(body, "cp932"), _title(western, "cp1252"))
