@@ -223,7 +223,8 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
     ``source`` is one of ``bom``, ``header``, ``meta`` (HTML's prescan,
     :mod:`crawlkit.html.prescan`), ``xml`` (the XML declaration of a page served as
     ``application/xhtml+xml``, whose ``<meta>`` is not read: XML's rules), ``utf-8``
-    (valid UTF-8 without a declaration, and any XHTML page without one), ``guess``
+    (valid UTF-8 without a declaration, also when cut inside its last character, and
+    any XHTML page without one), ``guess``
     (an undeclared page that is not UTF-8 and that windows-1252 cannot explain, in the
     encoding :func:`crawlkit.html.guess.guess_legacy` names) or ``default``
     (windows-1252, the web's historical default, for the other undeclared pages).
@@ -245,12 +246,22 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
     declared = prescan(body)
     if declared:
         return declared, "meta", 0
+    if _is_utf8(body):
+        return "utf-8", "utf-8", 0
+    guessed = guess_legacy(body)
+    return (guessed, "guess", 0) if guessed else ("cp1252", "default", 0)
+
+
+def _is_utf8(body: bytes) -> bool:
+    """True when ``body`` is valid UTF-8, or would be but for a last character cut short:
+    a page capped at ``max_html_bytes`` (or a fetch capped at its ``max_body``) ends
+    mid-character as often as not when its text is CJK or Cyrillic, and read as
+    windows-1252 for that one character it lost all of its text."""
     try:
         body.decode("utf-8")
-    except UnicodeDecodeError:
-        guessed = guess_legacy(body)
-        return (guessed, "guess", 0) if guessed else ("cp1252", "default", 0)
-    return "utf-8", "utf-8", 0
+    except UnicodeDecodeError as error:
+        return error.reason == "unexpected end of data" and error.end == len(body)
+    return True
 
 
 # ---------------------------------------------------------------- robots

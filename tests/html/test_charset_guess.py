@@ -120,3 +120,17 @@ def test_extract_reads_an_undeclared_shift_jis_page_from_a_warc(tmp_path: Path) 
     ja, de = pages[f"{root}/ja.html"], pages[f"{root}/de.html"]
     assert (ja["charset"], de["charset"]) == ("cp932", "cp1252")
     assert (ja["title"], de["title"]) == (_title(body, "cp932"), _title(western, "cp1252"))
+
+
+def test_a_utf_8_page_cut_inside_a_character_is_still_utf_8() -> None:
+    # extract parses at most max_html_bytes of a page: a cap that falls inside a
+    # character of an undeclared UTF-8 page made all of it windows-1252 mojibake
+    body = (DATA / "ja-shift_jis.html").read_bytes().decode("cp932").encode("utf-8")
+    cap = body.index("改造".encode(), body.index(b"</title>")) + 1  # one byte into 改
+    assert detect_charset(body[:cap]) == ("utf-8", "utf-8", 0)
+    small = HtmlExtractor(Canonicalizer(), max_html_bytes=cap)
+    page = small.extract(body, "https://example.com/", content_type="text/html")
+    assert (page.charset, page.capped) == ("utf-8", ["html"])
+    assert page.title == _title(body, "utf-8")
+    # an invalid byte before the end is no cut: not UTF-8
+    assert detect_charset(body[:cap] + b"<p>x</p>")[0] != "utf-8"
