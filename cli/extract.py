@@ -128,8 +128,9 @@ def extract(
     title, canonical, noindex, nofollow, links (count), text_bytes (visible text,
     whitespace runs as one space). Link records (only with --links) are URL records
     (depth + 1, priority 1/(depth + 1), halved for nofollow; reason "link"; via) plus
-    from, nofollow and tag: from a[href], area[href],
-    link[rel=canonical|alternate|next], frame and iframe src, and meta refresh, resolved
+    from, nofollow and tag: from a[href] and area[href] (an empty href is the page
+    itself, as browsers have it), link[rel=canonical|alternate|next], frame and iframe
+    src, and meta refresh, resolved
     against <base href> and the page's final URL (WARC-Target-URI) with a query's
     non-ASCII characters in the page's encoding, as browsers send them, canonicalized,
     http(s) only, each URL once per page. rel=nofollow and meta robots (or X-Robots-Tag)
