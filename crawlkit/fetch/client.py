@@ -228,6 +228,12 @@ _NO_FILE_LIMIT = 1 << 20  # what an unlimited RLIMIT_NOFILE counts as
 _MAX_UNVERIFIED = 100_000  # origins remembered as failing a TLS check (--insecure)
 _MAX_HEADER_LINE = 1 << 16  # bytes of a status or header line (see AiohttpClient)
 _MAX_HEADERS = 512
+# A body framed by the close (no Content-Length, not chunked) that a reset ended: no
+# end the server meant (crawlkit/fetch/protocol.py), as a chunked body cut short.
+_RESET_IN_BODY = (
+    "ConnectionResetError: the connection was reset before the end of a body "
+    "that only the close delimits"
+)
 # Failures --insecure fetches anyway (a stalled handshake is not a failed check).
 _INSECURE_RETRY = ("tls-expired", "tls-hostname", "tls-untrusted", "tls-protocol")
 
@@ -524,6 +530,7 @@ class AiohttpClient:
         watch: list[socket.socket] = []
         token = _connecting.set(watch if url.scheme == "https" else None)
         resp = None
+        protocol: Any = None
         chunks: list[bytes] = []
         counter: _DecodedCounter | None = None
         frozen_before = self._freeze.frozen
@@ -549,6 +556,8 @@ class AiohttpClient:
                 ]
                 result.response_head = _response_head(resp)
                 result.request_head = _request_head(resp, url)
+                # (the connection is let go when the body ends: asked for it now)
+                protocol = resp.connection.protocol if resp.connection is not None else None
                 counter = _DecodedCounter(
                     resp.headers.get("Content-Encoding", ""), request.max_decoded
                 )
@@ -572,6 +581,9 @@ class AiohttpClient:
                         if not _body_complete(resp, size):
                             result.truncated = "length"
                         break
+                if result.truncated is None and getattr(protocol, "reset_in_body", False):
+                    result.truncated = "disconnect"
+                    result.error = _RESET_IN_BODY
         except _ProxyAnswered as exc:  # a plain http request's 407 (above)
             _proxy_failed(result, PROXY_REFUSED, f"the proxy {_shown_proxy(proxy)} {exc}")
         except aiohttp.ClientHttpProxyError as exc:  # CONNECT answered with no 2xx

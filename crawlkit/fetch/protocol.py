@@ -26,6 +26,12 @@ connection waits in the pool close it, and so does a response parsed between the
 of one request and the next (bytes that came just before the connection went back to
 the pool); the next request goes on a new connection.
 
+**Reset or closed?** A body with neither a Content-Length nor chunked framing ends
+when the connection does, and aiohttp ends it whether the server closed the connection
+(FIN) or it was reset (RST): a page cut by a reset was archived as whole. The protocol
+notes a connection lost by an error while a body was still open
+(``reset_in_body``), and the client marks such a body truncated.
+
 **When did it go out?** :data:`ON_SENT` is called as a request goes out, after its
 connection was made (the per-IP gap counts from then). **Was the connection reused?**
 :data:`REUSED` tells the request whether it went on a connection that had carried one
@@ -180,6 +186,17 @@ def _handler_class() -> type:
     class CrawlProtocol(ResponseHandler):
         requests = 0  # how many requests this connection has been made ready for
         idle = False  # in the pool, between requests
+        reset_in_body = False  # lost by an error (a reset) while a body was being read
+
+        def connection_lost(self, exc: BaseException | None) -> None:
+            # A body with neither a length nor chunks ends at the close, and aiohttp
+            # ends it at any close: a reset (RST) gave a whole-looking body. Only a
+            # clean close (FIN) is the end the server meant; the client asks this
+            # flag once the body has ended (see client.py).
+            payload = self._payload
+            if exc is not None and payload is not None and not payload.is_eof():
+                self.reset_in_body = True
+            super().connection_lost(exc)
 
         def set_response_params(self, **params: Any) -> None:
             # a response parsed, or bytes kept, since the last one ended: sent unasked

@@ -1,0 +1,108 @@
+"""What `crawlkit fetch` records when a server misbehaves on the wire: the fetch record
+and the WARC (read back with warcio, as pywb and ReplayWeb.page read it) must say what
+came, not what a lenient parse made of it.
+
+- A body framed by the close (no Content-Length, not chunked) that a reset (RST) ended
+  was recorded whole; only a clean close (FIN) ends such a body.
+
+The server here answers each path with raw bytes and then closes the connection,
+cleanly or with a reset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from conftest import fetch_loopback
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlkit import streams
+from crawlkit.warc.write import sha1_digest
+
+ROBOTS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+@contextlib.contextmanager
+def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[str]:
+    """A server on 127.0.0.1: ``routes`` maps a path to (the bytes sent, how the
+    connection then ends: "fin", a clean close, or "reset", an RST through SO_LINGER
+    0); robots.txt is a 404. Yields the root URL (no slash)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(30)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                head += data
+            path = head.split(b" ", 2)[1].decode()
+            sent, how = routes.get(path, (ROBOTS, "fin"))
+            conn.sendall(sent)
+            if how == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):  # the listener closed: the test is over
+            while True:
+                conn, _ = listener.accept()
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+
+
+def _fetch(tmp_path: Path, urls: list[str]) -> dict[str, dict[str, Any]]:
+    """``crawlkit fetch`` of ``urls``: their fetch records by path."""
+    log = tmp_path / "fetched.ndjson"
+    result = fetch_loopback(tmp_path / "s", urls, "--log", str(log))
+    assert result.code == 0, result.stderr
+    return {r["url"].rsplit("/", 1)[1]: r for r in streams.read_records([str(log)])}
+
+
+def _warc_records(tmp_path: Path, kinds: tuple[str, ...] = ("response",)) -> dict[str, Any]:
+    """The WARC records of ``kinds`` fetch wrote, by their URL's path: (WARC headers,
+    HTTP headers, the payload as stored), each record's block and payload digests
+    checked by warcio as it reads them (a wrong one raises)."""
+    found: dict[str, Any] = {}
+    for warc in sorted((tmp_path / "s" / "warc").rglob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f, check_digests="raise"):
+                if record.rec_type in kinds:
+                    stored = record.raw_stream.read()
+                    path = record.rec_headers["WARC-Target-URI"].rsplit("/", 1)[1]
+                    found[path] = (record.rec_headers, record.http_headers, stored)
+    return found
+
+
+def test_a_body_the_close_delimits_is_truncated_when_a_reset_ends_it(tmp_path: Path) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+    routes = {"/reset": (head + b"<p>half a pa", "reset"), "/fin": (head + b"<p>whole</p>", "fin")}
+    with raw_server(routes) as root:
+        records = _fetch(tmp_path, [f"{root}/reset", f"{root}/fin"])
+    cut, whole = records["reset"], records["fin"]
+    assert (cut["outcome"], cut["bytes"], cut["truncated"]) == ("fetched", 12, "disconnect")
+    assert cut["error"] == (
+        "ConnectionResetError: the connection was reset before the end of a body "
+        "that only the close delimits"
+    )
+    assert (whole["outcome"], whole.get("truncated"), whole["error"]) == ("fetched", None, None)
+    warc = _warc_records(tmp_path)
+    cut_headers, _, cut_body = warc["reset"]
+    assert cut_headers["WARC-Truncated"] == "disconnect"
+    assert cut_body == b"<p>half a pa"  # what came is kept
+    assert cut_headers["WARC-Payload-Digest"] == sha1_digest(cut_body)
+    whole_headers, _, whole_body = warc["fin"]
+    assert whole_headers.get_header("WARC-Truncated") is None
+    assert whole_body == b"<p>whole</p>"
