@@ -142,11 +142,15 @@ class WarcArchiver:
         date = warc_date(res.started, self.warc.version)
         not_modified = not_modified_of is not None
         digest = not_modified_of or sha1_digest(res.body)
+        whole = not res.truncated and 200 <= res.status < 300 and not not_modified
         # a 2xx payload whole: stored once, its copies as revisits of the first capture
-        state = self.state if res.body and not res.truncated and 200 <= res.status < 300 else None
+        state = self.state if whole and res.body else None
         first = state.digest(digest) if state is not None else None
         if not_modified and not_modified_of and self.state is not None:
-            first = self.state.digest(not_modified_of)  # the capture it is the same as
+            # the capture it is the same as: an empty one only by its own URL
+            first = self.state.digest(not_modified_of) or self.state.digest(
+                _at_url(not_modified_of, url)
+            )
         meta = {
             "fetchTimeMs": str(int(res.elapsed * 1000)),
             "ipAddress": res.address or "",
@@ -173,6 +177,8 @@ class WarcArchiver:
         where = self.warc.write_capture(cap).to_dict()
         if state is not None and first is None:
             state.put_digest(digest, url, date, json.dumps(where))
+        elif whole and not res.body and self.state is not None:
+            self.state.put_digest(_at_url(digest, url), url, date, json.dumps(where))
         elif first is not None and first[2] is not None and first[0] != url and not not_modified:
             # A copy at another URL: its links resolve against its own URL, so extract
             # parses it from the first capture (crawl/cycle.py: CycleWarcs.originals).
@@ -188,6 +194,15 @@ class WarcArchiver:
     def shutdown(self) -> None:
         """Stop the WARC thread (after :meth:`close`)."""
         self._pool.shutdown()
+
+
+def _at_url(digest: str, url: str) -> str:
+    """The host state's key for the capture of payload ``digest`` at ``url`` alone (a
+    digest has no space). An empty body is no payload to share between URLs (every
+    empty page would be a revisit of the first), so it is not kept by its digest; a
+    304 to the recrawl of an empty page still has its capture to refer to (without it,
+    its revisit had no WARC-Refers-To-Target-URI or -Date)."""
+    return f"{digest} {url}"
 
 
 def _deliver(futures: list[asyncio.Future[Any]], results: list[tuple[bool, Any]]) -> None:

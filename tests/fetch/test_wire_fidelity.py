@@ -4,9 +4,12 @@ came, not what a lenient parse made of it.
 
 - A body framed by the close (no Content-Length, not chunked) that a reset (RST) ended
   was recorded whole; only a clean close (FIN) ends such a body.
+- A 304 to the recrawl of a page whose body was empty was a revisit that named no
+  earlier capture (no WARC-Refers-To-Target-URI or -Date): empty bodies were never
+  remembered.
 
-The server here answers each path with raw bytes and then closes the connection,
-cleanly or with a reset.
+The server here answers each path with raw bytes (its routes may change between runs)
+and then closes the connection, cleanly or with a reset.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 from conftest import fetch_loopback
 from warcio.archiveiterator import ArchiveIterator
 
@@ -63,9 +67,10 @@ def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[str]:
         listener.close()
 
 
-def _fetch(tmp_path: Path, urls: list[str]) -> dict[str, dict[str, Any]]:
-    """``crawlkit fetch`` of ``urls``: their fetch records by path."""
-    log = tmp_path / "fetched.ndjson"
+def _fetch(tmp_path: Path, urls: list[str], log_name: str = "fetched") -> dict[str, dict[str, Any]]:
+    """``crawlkit fetch`` of ``urls`` (or URL records) into the state ``tmp_path/s``:
+    their fetch records by path."""
+    log = tmp_path / f"{log_name}.ndjson"
     result = fetch_loopback(tmp_path / "s", urls, "--log", str(log))
     assert result.code == 0, result.stderr
     return {r["url"].rsplit("/", 1)[1]: r for r in streams.read_records([str(log)])}
@@ -106,3 +111,24 @@ def test_a_body_the_close_delimits_is_truncated_when_a_reset_ends_it(tmp_path: P
     whole_headers, _, whole_body = warc["fin"]
     assert whole_headers.get_header("WARC-Truncated") is None
     assert whole_body == b"<p>whole</p>"
+
+
+def test_a_304_for_a_page_stored_empty_refers_to_its_capture(tmp_path: Path) -> None:
+    empty = b'HTTP/1.1 200 OK\r\nETag: "e1"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
+    routes = {"/empty": (empty, "fin"), "/other-empty": (empty, "fin")}
+    with raw_server(routes) as root:
+        url = f"{root}/empty"
+        first = _fetch(tmp_path, [url, f"{root}/other-empty"], "first")["empty"]
+        assert (first["outcome"], first["bytes"], first["etag"]) == ("fetched", 0, '"e1"')
+        routes["/empty"] = (b'HTTP/1.1 304 Not Modified\r\nETag: "e1"\r\n\r\n', "fin")
+        # what `crawlkit recrawl` emits for the page: its validators and digest
+        due = {"url": url, "reason": "recrawl", "etag": '"e1"', "digest": first["digest"]}
+        second = _fetch(tmp_path, [orjson.dumps(due).decode()], "second")["empty"]
+    assert (second["status"], second["outcome"]) == (304, "not-modified")
+    assert second["digest"] == first["digest"] == sha1_digest(b"")
+    response = _warc_records(tmp_path, ("response",))["empty"][0]
+    revisit = _warc_records(tmp_path, ("revisit",))["empty"][0]
+    assert revisit["WARC-Profile"].endswith("/revisit/server-not-modified")
+    assert revisit["WARC-Refers-To-Target-URI"] == url  # not the other empty page
+    assert revisit["WARC-Refers-To-Date"] == response["WARC-Date"]
+    assert revisit["WARC-Payload-Digest"] == response["WARC-Payload-Digest"]
