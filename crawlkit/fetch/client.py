@@ -124,9 +124,23 @@ class FetchResult:
         (``/café/``, as Apache and IIS send it) went to the URL parser as ``cafÃ©``
         and came out ``/caf%C3%83%C2%A9/``, a URL the server never named."""
         value = self.header("Location")
-        if value is None or value.isascii():
+        if value is None or self.location_conflict() is not None:
+            return None
+        if value.isascii():
             return value
         return "".join(c if c < "\x80" else f"%{ord(c):02X}" for c in value)
+
+    def location_conflict(self) -> str | None:
+        """Why this response names no redirect target, when it has Location header
+        lines of different values; else None (one line, or the same value repeated).
+        Location is one URI (RFC 9110 10.2.2; a field that is no list is sent once,
+        5.3): Chrome refuses such a response (ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION)
+        and Firefox too, so following the first (as curl does) is a guess."""
+        values = [v for k, v in self.headers if k.lower() == "location"]
+        if len(set(values)) < 2:
+            return None
+        named = ", ".join(repr(v) for v in values)
+        return f"{len(values)} Location headers of different values ({named}): not followed"[:300]
 
 
 class HttpClient(Protocol):

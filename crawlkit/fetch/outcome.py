@@ -125,6 +125,10 @@ def shape_response(
         fields["etag"] = fields["last_modified"] = None
     elif status == 304:
         outcome = "not-modified"
+    elif 300 <= status < 400 and (conflict := res.location_conflict()) is not None:
+        # no target the server meant: an error of the response, archived as it came
+        outcome = "error"
+        fields["error"] = f"HTTP {status} with {conflict}"
     elif status in (429, 503):
         outcome = "deferred"
         fields["retry_at"] = iso_time(backoff_until)

@@ -381,6 +381,9 @@ class RobotsFlow:
                 now,
                 task.previous,
             )
+        conflict = res.location_conflict() if 300 <= status < 400 else None
+        if conflict is not None:  # no target the server meant: as a failed fetch
+            return self.policy.on_error(f"robots.txt redirect: {conflict}", now, task.previous)
         if 300 <= status < 400 and res.location() and task.hops < self.policy.max_redirects:
             target = resolve_location(task.url, res.location() or "")
             try:

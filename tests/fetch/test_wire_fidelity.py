@@ -7,6 +7,9 @@ came, not what a lenient parse made of it.
 - A 304 to the recrawl of a page whose body was empty was a revisit that named no
   earlier capture (no WARC-Refers-To-Target-URI or -Date): empty bodies were never
   remembered.
+- A redirect with two Location headers of different values was followed to the first;
+  browsers refuse it. It is an error of the response, archived as it came; the same
+  value twice is followed.
 
 The server here answers each path with raw bytes (its routes may change between runs)
 and then closes the connection, cleanly or with a reset.
@@ -33,10 +36,11 @@ ROBOTS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\
 
 
 @contextlib.contextmanager
-def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[str]:
+def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[tuple[str, list[str]]]:
     """A server on 127.0.0.1: ``routes`` maps a path to (the bytes sent, how the
     connection then ends: "fin", a clean close, or "reset", an RST through SO_LINGER
-    0); robots.txt is a 404. Yields the root URL (no slash)."""
+    0); robots.txt is a 404. Yields the root URL (no slash) and the paths asked."""
+    log: list[str] = []
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve(conn: socket.socket) -> None:
@@ -49,6 +53,7 @@ def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[str]:
                     return
                 head += data
             path = head.split(b" ", 2)[1].decode()
+            log.append(path)
             sent, how = routes.get(path, (ROBOTS, "fin"))
             conn.sendall(sent)
             if how == "reset":
@@ -62,7 +67,7 @@ def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[str]:
 
     threading.Thread(target=accept, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", log
     finally:
         listener.close()
 
@@ -94,7 +99,7 @@ def _warc_records(tmp_path: Path, kinds: tuple[str, ...] = ("response",)) -> dic
 def test_a_body_the_close_delimits_is_truncated_when_a_reset_ends_it(tmp_path: Path) -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
     routes = {"/reset": (head + b"<p>half a pa", "reset"), "/fin": (head + b"<p>whole</p>", "fin")}
-    with raw_server(routes) as root:
+    with raw_server(routes) as (root, _log):
         records = _fetch(tmp_path, [f"{root}/reset", f"{root}/fin"])
     cut, whole = records["reset"], records["fin"]
     assert (cut["outcome"], cut["bytes"], cut["truncated"]) == ("fetched", 12, "disconnect")
@@ -116,7 +121,7 @@ def test_a_body_the_close_delimits_is_truncated_when_a_reset_ends_it(tmp_path: P
 def test_a_304_for_a_page_stored_empty_refers_to_its_capture(tmp_path: Path) -> None:
     empty = b'HTTP/1.1 200 OK\r\nETag: "e1"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'
     routes = {"/empty": (empty, "fin"), "/other-empty": (empty, "fin")}
-    with raw_server(routes) as root:
+    with raw_server(routes) as (root, _log):
         url = f"{root}/empty"
         first = _fetch(tmp_path, [url, f"{root}/other-empty"], "first")["empty"]
         assert (first["outcome"], first["bytes"], first["etag"]) == ("fetched", 0, '"e1"')
@@ -132,3 +137,38 @@ def test_a_304_for_a_page_stored_empty_refers_to_its_capture(tmp_path: Path) -> 
     assert revisit["WARC-Refers-To-Target-URI"] == url  # not the other empty page
     assert revisit["WARC-Refers-To-Date"] == response["WARC-Date"]
     assert revisit["WARC-Payload-Digest"] == response["WARC-Payload-Digest"]
+
+
+def _redirect(*targets: bytes) -> bytes:
+    lines = b"".join(b"Location: " + t + b"\r\n" for t in targets)
+    return b"HTTP/1.1 302 Found\r\n" + lines + b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def test_a_redirect_to_two_different_locations_is_an_error_not_a_guess(tmp_path: Path) -> None:
+    routes = {"/two": (_redirect(b"/a", b"/b"), "fin"), "/same": (_redirect(b"/a", b"/a"), "fin")}
+    with raw_server(routes) as (root, log):
+        records = _fetch(tmp_path, [f"{root}/two", f"{root}/same"])
+    assert log == ["/robots.txt", "/two", "/same"]  # (fetch hands targets on, never asks)
+    two, same = records["two"], records["same"]
+    assert (two["status"], two["outcome"], two["location"]) == (302, "error", None)
+    assert two["error"] == (
+        "HTTP 302 with 2 Location headers of different values ('/a', '/b'): not followed"
+    )
+    assert (same["outcome"], same["location"], same["error"]) == ("redirect", f"{root}/a", None)
+    warc = _warc_records(tmp_path)
+    assert two["warc"] is not None  # archived as it came, both headers
+    assert [v for k, v in warc["two"][1].headers if k == "Location"] == ["/a", "/b"]
+
+
+def test_a_robots_txt_redirect_to_two_different_locations_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    """Followed, the first Location was a guess at the rules; now robots.txt is taken
+    as unreachable (disallow all, retry later), and no hop is asked."""
+    routes = {"/robots.txt": (_redirect(b"/r1.txt", b"/r2.txt"), "fin")}
+    with raw_server(routes) as (root, log):
+        records = _fetch(tmp_path, [f"{root}/page"])
+    assert log == ["/robots.txt"]
+    page = records["page"]
+    assert page["outcome"] == "deferred"
+    assert "Location headers of different values" in page["error"], page
