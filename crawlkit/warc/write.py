@@ -11,9 +11,11 @@ directory cuts such a file after its last complete record and renames it
 rotated once it passes ``max_size`` bytes; a capture never spans two files.
 
 The response record holds the HTTP response as received: status line and original
-headers, then the body with its Content-Encoding intact but de-chunked (a
+headers, then the body with its Content-Encoding intact but its transfer codings
+undone by the client (de-chunked; ``Transfer-Encoding: gzip, chunked`` gunzipped too:
+the payload of WARC 1.1 5.9 is the entity-body, which has no transfer coding); a
 ``Transfer-Encoding`` header is kept as ``X-Crawlkit-Transfer-Encoding`` so readers do
-not try to de-chunk it again). ``WARC-Payload-Digest`` is the SHA-1 (base32) of that
+not try to undo it again. ``WARC-Payload-Digest`` is the SHA-1 (base32) of that
 body; ``WARC-Truncated: length`` marks a body cut at a cap. A body identical to an
 earlier capture is written as a ``revisit`` record (identical-payload-digest profile)
 with the headers only.
@@ -613,7 +615,7 @@ class WarcWriter:
 
 
 def _clean_head(head: bytes) -> bytes:
-    """Rename Transfer-Encoding: the stored body is already de-chunked."""
+    """Rename Transfer-Encoding: the stored body has its transfer codings undone."""
     if b"transfer-encoding" not in head.lower():
         return head
     lines = head.split(b"\r\n")

@@ -10,6 +10,9 @@ came, not what a lenient parse made of it.
 - A redirect with two Location headers of different values was followed to the first;
   browsers refuse it. It is an error of the response, archived as it came; the same
   value twice is followed.
+- ``Transfer-Encoding: gzip, chunked`` stored the gzip bytes under no Content-Encoding:
+  warcio and pywb gave the gzip bytes as the page. A transfer coding is undone as the
+  chunks are (the WARC payload excludes it), and the digests are of the page.
 
 The server here answers each path with raw bytes (its routes may change between runs)
 and then closes the connection, cleanly or with a reset.
@@ -18,6 +21,9 @@ and then closes the connection, cleanly or with a reset.
 from __future__ import annotations
 
 import contextlib
+import gzip
+import hashlib
+import shutil
 import socket
 import struct
 import threading
@@ -26,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from conftest import fetch_loopback
+from archive_tools import pywb_replay
+from conftest import crawlkit, fetch_loopback
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
@@ -72,11 +79,13 @@ def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[tuple[str, list
         listener.close()
 
 
-def _fetch(tmp_path: Path, urls: list[str], log_name: str = "fetched") -> dict[str, dict[str, Any]]:
-    """``crawlkit fetch`` of ``urls`` (or URL records) into the state ``tmp_path/s``:
-    their fetch records by path."""
+def _fetch(
+    tmp_path: Path, urls: list[str], log_name: str = "fetched", *extra: str
+) -> dict[str, dict[str, Any]]:
+    """``crawlkit fetch`` of ``urls`` (or URL records) into the state ``tmp_path/s``
+    with ``extra`` options: their fetch records by path."""
     log = tmp_path / f"{log_name}.ndjson"
-    result = fetch_loopback(tmp_path / "s", urls, "--log", str(log))
+    result = fetch_loopback(tmp_path / "s", urls, "--log", str(log), *extra)
     assert result.code == 0, result.stderr
     return {r["url"].rsplit("/", 1)[1]: r for r in streams.read_records([str(log)])}
 
@@ -172,3 +181,60 @@ def test_a_robots_txt_redirect_to_two_different_locations_is_not_followed(
     page = records["page"]
     assert page["outcome"] == "deferred"
     assert "Location headers of different values" in page["error"], page
+
+
+PAGES = {  # (different pages: a copy of one would be archived as a revisit)
+    path: b"<html><p>" + f"{path}: compressed by the transfer coding ".encode() * 40 + b"</p>"
+    for path in ("chunked", "close")
+}
+
+
+def _chunked(data: bytes, size: int = 300) -> bytes:
+    parts = [data[i : i + size] for i in range(0, len(data), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+def test_a_gzip_transfer_coding_is_undone_so_replay_shows_the_page(tmp_path: Path) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: %s\r\n\r\n"
+    routes = {
+        "/chunked": (head % b"gzip, chunked" + _chunked(gzip.compress(PAGES["chunked"])), "fin"),
+        "/close": (head % b"gzip" + gzip.compress(PAGES["close"]), "fin"),  # (ends at the close)
+        "/bomb": (head % b"gzip, chunked" + _chunked(gzip.compress(b"\0" * 3_000_000)), "fin"),
+    }
+    with raw_server(routes) as (root, _log):
+        urls = [f"{root}/chunked", f"{root}/close", f"{root}/bomb"]
+        records = _fetch(tmp_path, urls, "fetched", "--max-decoded", "1MB")
+    warc = _warc_records(tmp_path)  # block and payload digests checked as read
+    for path, page in PAGES.items():
+        record = records[path]
+        assert (record["outcome"], record["error"], record.get("truncated")) == (
+            "fetched",
+            None,
+            None,
+        )
+        assert (record["bytes"], record["digest"]) == (len(page), sha1_digest(page))
+        warc_headers, http_headers, stored = warc[path]
+        assert stored == page
+        assert warc_headers["WARC-Payload-Digest"] == sha1_digest(page)
+        # no header left that makes a reader decode the page again
+        assert http_headers.get_header("Transfer-Encoding") is None
+        assert http_headers.get_header("Content-Encoding") is None
+
+    # a gzip bomb by transfer coding stops at --max-decoded, as one by content coding
+    bomb = records["bomb"]
+    assert (bomb["truncated"], bomb["bytes"]) == ("length", 1_000_000)
+    assert warc["bomb"][0]["WARC-Truncated"] == "length"
+    assert warc["bomb"][2] == b"\0" * 1_000_000
+
+    coll = tmp_path / "pywb" / "collections" / "c"
+    (coll / "archive").mkdir(parents=True)
+    (coll / "indexes").mkdir()
+    warcs = sorted((tmp_path / "s" / "warc").rglob("*.warc.gz"))
+    for file in warcs:
+        shutil.copy(file, coll / "archive" / file.name)
+    index = crawlkit("index", *map(str, warcs), "-o", str(coll / "indexes" / "index.cdxj"))
+    assert index.code == 0, index.stderr
+    url = f"{root}/chunked"
+    replayed = pywb_replay(tmp_path / "pywb", "c", url)[url]
+    assert replayed["status"] == 200
+    assert replayed["sha256"] == hashlib.sha256(PAGES["chunked"]).hexdigest()
