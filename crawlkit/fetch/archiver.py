@@ -159,6 +159,8 @@ class WarcArchiver:
         if res.truncated:
             meta["truncated"] = res.truncated
         encoded = (res.header("Content-Encoding") or "identity").strip().lower() != "identity"
+        place = json.loads(first[2]) if first is not None and first[2] is not None else {}
+        first_id = place.pop("id", None)  # its WARC-Record-ID (digests kept since it is)
         cap = Capture(
             url=url,
             ip=res.address,
@@ -170,19 +172,23 @@ class WarcArchiver:
             truncated=res.truncated,
             depth=depth if isinstance(depth, int) else None,
             revisit_of=first[:2] if first is not None else None,
+            revisit_of_id=first_id if isinstance(first_id, str) else None,
             not_modified=not_modified,
             metadata=meta,
             precompressed=encoded,
         )
-        where = self.warc.write_capture(cap).to_dict()
+        location = self.warc.write_capture(cap)
+        where = location.to_dict()
+        # the place kept for later revisits names the record too (WARC-Refers-To)
+        kept = json.dumps({**where, "id": location.record_id})
         if state is not None and first is None:
-            state.put_digest(digest, url, date, json.dumps(where))
+            state.put_digest(digest, url, date, kept)
         elif whole and not res.body and self.state is not None:
-            self.state.put_digest(_at_url(digest, url), url, date, json.dumps(where))
-        elif first is not None and first[2] is not None and first[0] != url and not not_modified:
+            self.state.put_digest(_at_url(digest, url), url, date, kept)
+        elif place and first is not None and first[0] != url and not not_modified:
             # A copy at another URL: its links resolve against its own URL, so extract
             # parses it from the first capture (crawl/cycle.py: CycleWarcs.originals).
-            where["refers_to"] = {**json.loads(first[2]), "url": first[0]}
+            where["refers_to"] = {**place, "url": first[0]}
         return digest, where
 
     async def close(self) -> None:

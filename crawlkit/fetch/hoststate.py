@@ -209,7 +209,8 @@ class HostState:
     # -- digests -------------------------------------------------------------------------
     def digest(self, digest: str) -> Digest | None:
         """The (URI, WARC-Date, place) of the first capture of this payload digest (place:
-        ``{"file", "offset", "length"}`` as JSON, or None), or None."""
+        ``{"file", "offset", "length"}`` as JSON, with ``"id"``, its WARC-Record-ID, when
+        written since that was kept; or None), or None."""
         hit = self._digest_rows.get(digest) or self._digests_committing.get(digest)
         if hit is not None:
             return hit

@@ -178,11 +178,14 @@ def warc_date(t: float, version: str = "1.1") -> str:
 
 @dataclass(frozen=True)
 class WarcLocation:
-    """Where a record lives: the final file name (no directory), offset and length."""
+    """Where a record lives: the final file name (no directory), offset and length;
+    ``record_id`` is its WARC-Record-ID when the writer tells it (not in
+    :meth:`to_dict`: a fetch record names a place, not a record)."""
 
     file: str
     offset: int
     length: int
+    record_id: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, object]:
         return {"file": self.file, "offset": self.offset, "length": self.length}
@@ -202,6 +205,7 @@ class Capture:
     truncated: str | None = None
     depth: int | None = None
     revisit_of: tuple[str, str] | None = None  # (uri, WARC-Date) of the earlier capture
+    revisit_of_id: str | None = None  # and its WARC-Record-ID, when known
     # A 304 to a conditional GET: a revisit of the server-not-modified profile, of
     # ``revisit_of`` when the earlier capture is known; ``payload_digest`` is its digest.
     not_modified: bool = False
@@ -473,7 +477,8 @@ class WarcWriter:
         return offset, len(data)
 
     def write_capture(self, cap: Capture) -> WarcLocation:
-        """Write request + response/revisit + metadata; returns the response's location."""
+        """Write request + response/revisit + metadata; returns the response's location
+        (with its WARC-Record-ID)."""
         if self._file is None:
             self._open()
         date = warc_date(cap.date, self.version)
@@ -505,6 +510,8 @@ class WarcWriter:
                 ("WARC-Profile", profiles[self.version]),
             ]
             if cap.revisit_of is not None:
+                if cap.revisit_of_id:  # (WARC 1.1 6.7: to be used when known)
+                    headers.append(("WARC-Refers-To", cap.revisit_of_id))
                 headers += [
                     ("WARC-Refers-To-Target-URI", cap.revisit_of[0]),
                     ("WARC-Refers-To-Date", cap.revisit_of[1]),
@@ -520,7 +527,7 @@ class WarcWriter:
         # ~100-150 µs for 8 KB); stored deflate blocks cost ~8 µs and ~0.3 KB of headers.
         level = 0 if cap.precompressed and not revisit else None
         offset, length = self._append(headers, block, level)
-        location = WarcLocation(self._name, offset, length)
+        location = WarcLocation(self._name, offset, length, response_id)
         if self._index is not None and not cap.not_modified:  # (cdxj.py: not indexed)
             line = capture_line(
                 url=cap.url,

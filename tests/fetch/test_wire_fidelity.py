@@ -13,6 +13,8 @@ came, not what a lenient parse made of it.
 - ``Transfer-Encoding: gzip, chunked`` stored the gzip bytes under no Content-Encoding:
   warcio and pywb gave the gzip bytes as the page. A transfer coding is undone as the
   chunks are (the WARC payload excludes it), and the digests are of the page.
+- Revisit records named the capture they repeat by URI and date only: now also by
+  WARC-Refers-To, its WARC-Record-ID.
 
 The server here answers each path with raw bytes (its routes may change between runs)
 and then closes the connection, cleanly or with a reset.
@@ -238,3 +240,34 @@ def test_a_gzip_transfer_coding_is_undone_so_replay_shows_the_page(tmp_path: Pat
     replayed = pywb_replay(tmp_path / "pywb", "c", url)[url]
     assert replayed["status"] == 200
     assert replayed["sha256"] == hashlib.sha256(PAGES["chunked"]).hexdigest()
+
+
+def test_a_revisit_names_the_record_it_repeats(tmp_path: Path) -> None:
+    page = (
+        b'HTTP/1.1 200 OK\r\nETag: "p1"\r\nContent-Length: 9\r\nConnection: close\r\n\r\nsame page'
+    )
+    routes = {"/first": (page, "fin"), "/copy": (page, "fin")}
+    with raw_server(routes) as (root, _log):
+        first = _fetch(tmp_path, [f"{root}/first", f"{root}/copy"], "first")["first"]
+        routes["/first"] = (b'HTTP/1.1 304 Not Modified\r\nETag: "p1"\r\n\r\n', "fin")
+        due = {
+            "url": f"{root}/first",
+            "reason": "recrawl",
+            "etag": '"p1"',
+            "digest": first["digest"],
+        }
+        again = _fetch(tmp_path, [orjson.dumps(due).decode()], "second")["first"]
+    assert again["outcome"] == "not-modified"
+    response = _warc_records(tmp_path)["first"][0]
+    revisits: dict[str, Any] = {}
+    for warc in sorted((tmp_path / "s" / "warc").rglob("*.warc.gz")):
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type == "revisit":
+                    revisits[record.rec_headers["WARC-Profile"].rsplit("/", 1)[1]] = record
+    assert set(revisits) == {"identical-payload-digest", "server-not-modified"}
+    for revisit in revisits.values():
+        headers = revisit.rec_headers
+        assert headers["WARC-Refers-To"] == response["WARC-Record-ID"]
+        assert headers["WARC-Refers-To-Target-URI"] == f"{root}/first"
+        assert headers["WARC-Refers-To-Date"] == response["WARC-Date"]
