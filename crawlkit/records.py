@@ -215,7 +215,7 @@ class FetchRecord(URLRecord, total=False):
     error: str | None  #: why it failed or was refused or deferred, one sentence
     error_code: str  #: a classified failure: tls-expired, dns-nxdomain, proxy-refused, ...
     tls_unverified: str  #: fetched with --insecure after this TLS failure code
-    truncated: str  #: why the body was cut short (length, time, ...)
+    truncated: str  #: why the body was cut short: length (a cap), time, disconnect
     retry_at: str  #: a deferred URL's earliest retry, ISO 8601 UTC
     stopped: bool  #: deferred because the run ended, not because of the host
     refused: str  #: a refusal's short code (see :class:`Refusal`)
