@@ -463,17 +463,23 @@ def decode_body(
 ) -> tuple[bytes, bool, bool]:
     """``(body, cut, undecodable)``: the entity body with codings undone.
 
-    ``cut`` is true when the decoded body went over ``cap`` (and was cut there).
-    ``undecodable`` is true when a content coding could not be undone (the raw bytes
-    are returned then).
+    Transfer codings first (a writer that kept the body as it came on the wire, as
+    wget does: chunks, and ``Transfer-Encoding: gzip, chunked`` gunzipped too), then
+    content codings. ``cut`` is true when the decoded body went over ``cap`` (and was
+    cut there). ``undecodable`` is true when a coding could not be undone (the bytes
+    are returned as far as they were decoded then).
     """
     body = raw
-    if "chunked" in headers.get("transfer-encoding", "").lower():
+    transfer = [c.strip().lower() for c in headers.get("transfer-encoding", "").split(",")]
+    if "chunked" in transfer:
         dechunked = _dechunk(raw)
         if dechunked is not None:
             body = dechunked
     undecodable = False
+    # Applied in this order (content codings, then transfer codings but the chunks,
+    # already joined), undone the other way.
     codings = [c.strip().lower() for c in headers.get("content-encoding", "").split(",")]
+    codings += [c for c in transfer if c != "chunked"]
     for coding in reversed([c for c in codings if c and c != "identity"]):
         decoded = _decompress(body, coding, cap)
         if decoded is None:

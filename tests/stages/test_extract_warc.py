@@ -543,6 +543,24 @@ def test_content_coding_bombs_stop_at_the_cap(coding):
     assert decode_body(b"<p>plain</p>", {"content-encoding": coding})[0] == b"<p>plain</p>"
 
 
+def test_a_transfer_coding_kept_by_another_writer_is_undone():
+    """A WARC that kept the body as it came on the wire (wget) has chunks and, from a
+    server compressing by transfer coding, gzip under ``Transfer-Encoding: gzip,
+    chunked``: the chunks were joined and the gzip bytes parsed as the page."""
+    from crawlkit.warc.read import decode_body
+
+    page = b"<html><p>" + b"sent gzipped by transfer coding " * 20 + b"</p></html>"
+    wire = chunked(gzip.compress(page))
+    assert decode_body(wire, {"transfer-encoding": "gzip, chunked"}) == (page, False, False)
+    # a content coding under the transfer coding: the transfer coding is undone first
+    both = {"transfer-encoding": "gzip, chunked", "content-encoding": "deflate"}
+    assert decode_body(chunked(gzip.compress(zlib.compress(page))), both)[0] == page
+    # and a bomb in it stops at the cap, as in a content coding
+    bomb = chunked(gzip.compress(b"\0" * 5_000_000, 1))
+    body, cut, _ = decode_body(bomb, {"transfer-encoding": "gzip, chunked"}, cap=100_000)
+    assert (len(body), cut) == (100_000, True)
+
+
 def test_a_huge_record_is_cut_at_max_body_and_the_next_one_read(tmp_path):
     import base64
     import hashlib
