@@ -271,3 +271,28 @@ def test_a_revisit_names_the_record_it_repeats(tmp_path: Path) -> None:
         assert headers["WARC-Refers-To"] == response["WARC-Record-ID"]
         assert headers["WARC-Refers-To-Target-URI"] == f"{root}/first"
         assert headers["WARC-Refers-To-Date"] == response["WARC-Date"]
+
+
+def test_a_transfer_coding_crawlkit_cannot_undo_is_stored_as_sent_and_said(
+    tmp_path: Path,
+) -> None:
+    """Nothing is lost to a coding that cannot be undone: the bytes as they came (but
+    the chunks), and one line in the record's error."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: %s\r\n\r\n"
+    routes = {
+        "/br": (head % b"br, chunked" + _chunked(b"not brotli at all"), "fin"),
+        "/liar": (head % b"gzip, chunked" + _chunked(b"<p>plain, not gzip</p>"), "fin"),
+    }
+    with raw_server(routes) as (root, _log):
+        records = _fetch(tmp_path, [f"{root}/br", f"{root}/liar"])
+    warc = _warc_records(tmp_path)
+    for path, coding, sent in (
+        ("br", "br", b"not brotli at all"),
+        ("liar", "gzip", b"<p>plain, not gzip</p>"),
+    ):
+        record = records[path]
+        assert (record["outcome"], record["bytes"]) == ("fetched", len(sent))
+        error = record["error"]
+        assert error.startswith(f"transfer coding {coding!r} not undone ("), error
+        assert error.endswith("): the body is stored as sent"), error
+        assert warc[path][2] == sent
