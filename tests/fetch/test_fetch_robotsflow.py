@@ -13,8 +13,9 @@ import pytest
 class CutRobotsServer:
     """A loopback HTTP server whose robots.txt promises 200 bytes (the full file
     disallows /private/), sends ``User-agent: *`` and then resets the connection
-    (``how="reset"``) or goes silent (``how="stall"``). Pages answer 200. ``paths``
-    is the server's request log, in arrival order."""
+    (``how="reset"``) or goes silent (``how="stall"``); with ``how="reset-unframed"``
+    it promises no length (the close ends the body) and resets. Pages answer 200.
+    ``paths`` is the server's request log, in arrival order."""
 
     FULL = b"User-agent: *\nDisallow: /private/\n"
 
@@ -64,11 +65,11 @@ class CutRobotsServer:
             if path != "/robots.txt":
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
                 return
+            length = b"" if self.how == "reset-unframed" else b"Content-Length: 200\r\n"
             conn.sendall(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                b"Content-Length: 200\r\n\r\nUser-agent: *\n"
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n" + length + b"\r\nUser-agent: *\n"
             )
-            if self.how == "reset":  # RST instead of FIN: SO_LINGER with a zero timeout
+            if self.how.startswith("reset"):  # RST, not FIN: SO_LINGER with a zero timeout
                 conn.setsockopt(socketlib.SOL_SOCKET, socketlib.SO_LINGER, struct.pack("ii", 1, 0))
             else:
                 self._stop.wait(10)  # silent until the client gives up (or the test ends)
@@ -80,7 +81,7 @@ class CutRobotsServer:
             t.join(12)
 
 
-@pytest.mark.parametrize("how", ["reset", "stall"])
+@pytest.mark.parametrize("how", ["reset", "reset-unframed", "stall"])
 def test_a_robots_txt_cut_off_mid_body_is_a_network_error(tmp_path: Path, how: str) -> None:
     """The cut file says only ``User-agent: *`` (no rules); used as complete, it would
     let /private/ through. A cut robots.txt disallows all and is retried later: the
