@@ -394,33 +394,40 @@ def _undo_transfer_codings(result: FetchResult, cap: int) -> None:
 def _inflate(data: bytes, coding: str, cap: int) -> tuple[bytes, bool]:
     """``data`` decoded from ``coding`` (gzip, x-gzip or deflate: zlib-wrapped or raw,
     as browsers take it) and whether ``cap`` cut the output; ValueError for any other
-    coding. A stream cut short gives what it holds."""
+    coding, ``deflate.Error`` for data that is not in it. A stream cut short gives what
+    it holds."""
     if coding in ("gzip", "x-gzip"):
-        wbits = [47]
-    elif coding == "deflate":
-        wbits = [15, -15]  # zlib-wrapped, or raw deflate as some servers send it
-    else:
+        return _inflate_members(data, 47, cap)
+    if coding != "deflate":
         raise ValueError("a coding crawlkit does not decode")
-    for tried, bits in enumerate(wbits):
-        out: list[bytes] = []
-        size = 0
-        rest = data
+    try:
+        return _inflate_members(data, 15, cap)
+    except deflate.Error:
+        return _inflate_members(data, -15, cap)  # raw deflate, as some servers send it
+
+
+def _inflate_members(data: bytes, wbits: int, cap: int) -> tuple[bytes, bool]:
+    """Inflate ``data`` member after member (gzip members back to back are one body),
+    at most ``cap`` bytes, and whether the cap cut it. Bytes after a member that start
+    no gzip member, or a damaged member after the first, end the body there (as
+    :func:`crawlkit.warc.read.decode_body` reads it); a damaged first one raises."""
+    out: list[bytes] = []
+    room = cap + 1
+    while data and room > 0:
+        d = deflate.decompressobj(wbits)
         try:
-            while rest:
-                d = deflate.decompressobj(bits)
-                piece = d.decompress(rest, cap - size + 1)
-                out.append(piece)
-                size += len(piece)
-                if size > cap:
-                    return b"".join(out)[:cap], True
-                # another gzip member after this one (concatenated members are one body)
-                rest = d.unused_data if d.eof and bits == 47 else b""
+            piece = d.decompress(data, room)
         except deflate.Error:
-            if tried + 1 < len(wbits):
-                continue
-            raise
-        return b"".join(out), False
-    raise AssertionError("unreachable")
+            if not out:
+                raise
+            break
+        out.append(piece)
+        room -= len(piece)
+        if not d.eof or not d.unused_data.startswith(b"\x1f\x8b"):
+            break
+        data = d.unused_data
+    body = b"".join(out)
+    return body[:cap], len(body) > cap
 
 
 def _body_complete(resp: Any, size: int) -> bool:

@@ -187,7 +187,7 @@ def test_a_robots_txt_redirect_to_two_different_locations_is_not_followed(
 
 PAGES = {  # (different pages: a copy of one would be archived as a revisit)
     path: b"<html><p>" + f"{path}: compressed by the transfer coding ".encode() * 40 + b"</p>"
-    for path in ("chunked", "close")
+    for path in ("chunked", "close", "members", "junk")
 }
 
 
@@ -196,15 +196,26 @@ def _chunked(data: bytes, size: int = 300) -> bytes:
     return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
 
+def _members(data: bytes) -> bytes:
+    half = len(data) // 2
+    return gzip.compress(data[:half]) + gzip.compress(data[half:])
+
+
 def test_a_gzip_transfer_coding_is_undone_so_replay_shows_the_page(tmp_path: Path) -> None:
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: %s\r\n\r\n"
     routes = {
         "/chunked": (head % b"gzip, chunked" + _chunked(gzip.compress(PAGES["chunked"])), "fin"),
         "/close": (head % b"gzip" + gzip.compress(PAGES["close"]), "fin"),  # (ends at the close)
+        # two gzip members are one body; bytes after the last that start none end it
+        "/members": (head % b"gzip, chunked" + _chunked(_members(PAGES["members"])), "fin"),
+        "/junk": (
+            head % b"gzip, chunked" + _chunked(gzip.compress(PAGES["junk"]) + b"\r\n"),
+            "fin",
+        ),
         "/bomb": (head % b"gzip, chunked" + _chunked(gzip.compress(b"\0" * 3_000_000)), "fin"),
     }
     with raw_server(routes) as (root, _log):
-        urls = [f"{root}/chunked", f"{root}/close", f"{root}/bomb"]
+        urls = [f"{root}/{path}" for path in (*PAGES, "bomb")]
         records = _fetch(tmp_path, urls, "fetched", "--max-decoded", "1MB")
     warc = _warc_records(tmp_path)  # block and payload digests checked as read
     for path, page in PAGES.items():
