@@ -459,6 +459,12 @@ class AiohttpClient:
         import aiohttp
 
         self._aiohttp = aiohttp
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        # what a parser raises for a response it cannot read: aiohttp wraps most of it
+        # in ClientResponseError, not an error inside a body the Python parser reads
+        # (protocol.py's second look), which escaped fetch and ended the run
+        self._malformed = (aiohttp.ClientResponseError, HttpProcessingError)
         # how a kept-alive connection the server closed fails a request sent on it
         self._closed_under_us = (
             aiohttp.ServerDisconnectedError,
@@ -683,6 +689,10 @@ class AiohttpClient:
                 if result.truncated is None and getattr(protocol, "reset_in_body", False):
                     result.truncated = "disconnect"
                     result.error = _RESET_IN_BODY
+                body_error = getattr(protocol, "body_error", None)
+                if result.truncated is None and body_error is not None:
+                    result.truncated = "disconnect"
+                    result.error = _malformed(body_error)
         except _ProxyAnswered as exc:  # a plain http request's 407 (above)
             _proxy_failed(result, PROXY_REFUSED, f"the proxy {_shown_proxy(proxy)} {exc}")
         except aiohttp.ClientHttpProxyError as exc:  # CONNECT answered with no 2xx
@@ -718,10 +728,9 @@ class AiohttpClient:
                 # dropped our ClientHello (how many servers answer an unwanted version).
                 result.error_code = "tls-protocol"
                 result.error = "tls-protocol: the server reset the connection in the handshake"
-        except aiohttp.ClientResponseError as exc:
-            # what aiohttp raises for a response it cannot parse (its text says "400",
-            # the status it would answer with as a server: no status of this response)
-            result.error = f"malformed response: {_one_line(str(exc.message))}"[:300]
+        except self._malformed as exc:
+            # a response aiohttp cannot parse, its head or (Python parser) its body
+            result.error = _malformed(exc)
             if result.status is not None:
                 result.truncated = "disconnect"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
@@ -773,6 +782,17 @@ def _proxy_failed(result: FetchResult, code: str, why: str) -> None:
 def _shown_proxy(proxy: Any) -> str:
     """The proxy's URL as an error shows it (its password masked)."""
     return mask_url(str(proxy))
+
+
+def _malformed(exc: Any) -> str:
+    """A response aiohttp could not parse, in words (``exc`` is an aiohttp
+    ClientResponseError or HttpProcessingError; their text says "400", the status
+    aiohttp would answer with as a server: no status of this response). A subclass
+    names itself: "TransferEncodingError: zz" says more than "zz"."""
+    detail = _one_line(str(exc.message))
+    if type(exc).__name__ not in ("ClientResponseError", "HttpProcessingError"):
+        detail = f"{type(exc).__name__}: {detail}"
+    return f"malformed response: {detail}"[:300]
 
 
 def _describe(exc: BaseException) -> str:

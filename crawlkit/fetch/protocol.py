@@ -32,6 +32,11 @@ when the connection does, and aiohttp ends it whether the server closed the conn
 notes a connection lost by an error while a body was still open
 (``reset_in_body``), and the client marks such a body truncated.
 
+**A broken body ends at once.** A parse error inside a body (a chunk size that is no
+number, in a read after the head's) was put on the connection, not on the body: the
+read of the body waited for the whole timeout. The body now ends there
+(``body_error``), what was parsed before kept, and the client marks it truncated.
+
 **When did it go out?** :data:`ON_SENT` is called as a request goes out, after its
 connection was made (the per-IP gap counts from then). **Was the connection reused?**
 :data:`REUSED` tells the request whether it went on a connection that had carried one
@@ -187,6 +192,7 @@ def _handler_class() -> type:
         requests = 0  # how many requests this connection has been made ready for
         idle = False  # in the pool, between requests
         reset_in_body = False  # lost by an error (a reset) while a body was being read
+        body_error: BaseException | None = None  # the parser's, inside the body being read
 
         def connection_lost(self, exc: BaseException | None) -> None:
             # A body with neither a length nor chunks ends at the close, and aiohttp
@@ -246,6 +252,22 @@ def _handler_class() -> type:
                 self._close_unused()
                 return
             super().data_received(data)
+            self._fail_open_body()
+
+        def _fail_open_body(self) -> None:
+            # aiohttp puts an error of the parser (a bad chunk size in a read after the
+            # one that held the head) on the connection's queue, not on the body being
+            # read: with llhttp that read waited for the whole timeout, and the page
+            # was recorded "truncated: time" after 30 s of a server long gone. The body
+            # ends here instead, what was parsed before the error still to be read,
+            # and the client asks ``body_error`` once it has read it.
+            error = self.exception()
+            payload = self._payload
+            if error is None or payload is None or payload.is_eof():
+                return
+            if payload.exception() is None:
+                self.body_error = error
+                payload.feed_eof()
 
         def _close_unused(self) -> None:
             self._should_close = True

@@ -15,6 +15,9 @@ came, not what a lenient parse made of it.
   chunks are (the WARC payload excludes it), and the digests are of the page.
 - Revisit records named the capture they repeat by URI and date only: now also by
   WARC-Refers-To, its WARC-Record-ID.
+- A chunk size that is no number, in a read after the head's: read by llhttp, the
+  body waited for the whole timeout ("truncated: time"); read by the Python parser (a
+  head mended first), the error escaped and ended the run ("internal error").
 
 The server here answers each path with raw bytes (its routes may change between runs)
 and then closes the connection, cleanly or with a reset.
@@ -22,6 +25,7 @@ and then closes the connection, cleanly or with a reset.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import hashlib
@@ -39,6 +43,7 @@ from conftest import crawlkit, fetch_loopback
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
+from crawlkit.fetch.client import AiohttpClient, FetchRequest, FetchResult
 from crawlkit.warc.write import sha1_digest
 
 ROBOTS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -307,3 +312,82 @@ def test_a_transfer_coding_crawlkit_cannot_undo_is_stored_as_sent_and_said(
         assert error.startswith(f"transfer coding {coding!r} not undone ("), error
         assert error.endswith("): the body is stored as sent"), error
         assert warc[path][2] == sent
+
+
+# A first chunk larger than a read (asyncio reads at most 256 KiB at a time): the head
+# is handed over with the first read, the bad chunk size comes in a later one.
+BIG_CHUNK = b"<p>" + b"x" * 600_000
+
+
+def _bad_chunk_after_a_big_one(head_lines: bytes) -> tuple[bytes, str]:
+    head = b"HTTP/1.1 200 OK\r\n" + head_lines + b"Transfer-Encoding: chunked\r\n\r\n"
+    return head + b"%x\r\n%s\r\nzz\r\n" % (len(BIG_CHUNK), BIG_CHUNK), "fin"
+
+
+def test_a_bad_chunk_size_in_a_later_read_ends_the_body_at_once(tmp_path: Path) -> None:
+    routes = {"/late": _bad_chunk_after_a_big_one(b"Content-Type: text/html\r\n")}
+    with raw_server(routes) as (root, _log):
+        records = _fetch(tmp_path, [f"{root}/late"], "fetched", "--timeout", "5s")
+    record = records["late"]
+    # (not "truncated: time" after the whole --timeout, nor an internal error)
+    assert (record["status"], record["truncated"]) == (200, "disconnect")
+    assert record["error"] == "malformed response: Invalid character in chunk size: b'zz'"
+    assert record["bytes"] == len(BIG_CHUNK)  # every byte parsed before the error
+    headers, _, stored = _warc_records(tmp_path)["late"]
+    assert headers["WARC-Truncated"] == "disconnect"
+    assert stored == BIG_CHUNK
+
+
+def _waiting_for_the_body(task: asyncio.Task[Any]) -> bool:
+    """Whether ``task`` is suspended in a read of a response body (aiohttp's
+    StreamReader waiting for data): the event the server below waits for. Found by
+    walking the chain of coroutines the task awaits."""
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None)
+        if frame is not None and frame.f_code.co_name == "_wait":
+            return frame.f_code.co_filename.endswith("streams.py")
+        awaited = getattr(awaited, "cr_await", None)
+    return False
+
+
+def test_a_bad_chunk_read_by_the_python_parser_is_a_result_not_a_crash() -> None:
+    """A head llhttp refuses and browsers forgive (a space before a colon) is read by
+    aiohttp's Python parser, which fails a later bad chunk size by putting its own
+    TransferEncodingError on a body being waited for: that escaped the client (which
+    never raises for a server's fault) and ended the run as an internal error."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type : text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+    release = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while b"\r\n\r\n" not in conn.recv(65536):
+                pass
+            conn.sendall(head + b"5\r\nhello\r\n")
+            release.wait(30)  # until the client waits for more of the body
+            conn.sendall(b"zz\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    async def go() -> FetchResult:
+        client = AiohttpClient()
+        try:
+            request = FetchRequest(f"http://mended.test:{port}/", "127.0.0.1", timeout=30)
+            task = asyncio.create_task(client.fetch(request))
+            while not task.done() and not _waiting_for_the_body(task):
+                await asyncio.sleep(0.01)  # (looking: the wait has no signal of its own)
+            release.set()
+            return await task
+        finally:
+            await client.close()
+
+    try:
+        res = asyncio.run(go())
+    finally:
+        release.set()
+        listener.close()
+    assert (res.status, res.body, res.truncated) == (200, b"hello", "disconnect")
+    assert res.error == "malformed response: TransferEncodingError: zz"
