@@ -790,7 +790,7 @@ def _malformed(exc: Any) -> str:
     aiohttp would answer with as a server: no status of this response). A subclass
     names itself: "TransferEncodingError: zz" says more than "zz"."""
     detail = _one_line(str(exc.message))
-    if type(exc).__name__ not in ("ClientResponseError", "HttpProcessingError"):
+    if type(exc).__name__ not in ("ClientResponseError", "HttpProcessingError", "BadHttpMessage"):
         detail = f"{type(exc).__name__}: {detail}"
     return f"malformed response: {detail}"[:300]
 

@@ -112,25 +112,64 @@ class _SecondLook:
         return messages, upgraded, tail
 
     def _read_again(self, data: bytes, refused: Exception) -> Any:
-        lenient = self._make_lenient()
         try:
-            messages, upgraded, tail = lenient.feed_data(data)
+            lenient, parsed = self._read_lenient(data, refused)
         except self._errors:
             repaired = repaired_head(data)
             if repaired is None:
                 raise refused from None  # in llhttp's words, as before
-            lenient = self._make_lenient()
             try:
-                messages, upgraded, tail = lenient.feed_data(repaired)
+                # (llhttp's words were about the head: a fault in the body is told in
+                # the parser's own)
+                lenient, parsed = self._read_lenient(repaired, None)
             except self._errors:
                 raise refused from None
         self._active = lenient
         self._close_after()
-        return messages, upgraded, tail
+        return parsed
+
+    def _read_lenient(self, data: bytes, refused: Exception | None) -> tuple[Any, Any]:
+        """A new Python parser and what it made of ``data``. A refusal inside the body
+        (a chunk size that is no number) took the head with it: the whole response was
+        an error with no status, archived nowhere, when the same fault a read later
+        keeps the head (a truncated body). So the head is then read alone and the rest
+        after it; a fault in the rest ends the body with an error (llhttp's
+        ``refused``, as a later read would tell it, else the parser's), and only a
+        refused head raises."""
+        lenient = self._make_lenient()
+        try:
+            return lenient, lenient.feed_data(data)
+        except self._errors:
+            end = head_end(data)
+            if end < 0 or end >= len(data):
+                raise
+        lenient = self._make_lenient()
+        messages, upgraded, tail = lenient.feed_data(data[:end])
+        if not messages:
+            raise refused if refused is not None else self._errors()  # (a whole head)
+        try:
+            more, upgraded, tail = lenient.feed_data(data[end:])
+        except self._errors as fault:
+            payload = messages[-1][1]
+            if not payload.is_eof():  # (what the parser put there said "400")
+                payload.set_exception(refused if refused is not None else fault)
+            return lenient, (messages, False, b"")
+        return lenient, (messages + more, upgraded, tail)
 
     def __getattr__(self, name: str) -> Any:
         # feed_eof, pause_reading and whatever else the protocol asks of its parser
         return getattr(self._active, name)
+
+
+def head_end(data: bytes) -> int:
+    """Where the response head at the start of ``data`` ends (after its blank line,
+    CRLF or bare LF as the parsers take it), or -1 when the head is not whole."""
+    end = data.find(b"\r\n\r\n")
+    end = end + 4 if end >= 0 else -1
+    bare = data.find(b"\n\n")
+    if bare >= 0 and (end < 0 or bare + 2 < end):
+        end = bare + 2
+    return end
 
 
 def repaired_head(data: bytes) -> bytes | None:
@@ -146,11 +185,7 @@ def repaired_head(data: bytes) -> bytes | None:
 
     A Content-Length list of different values stays refused: no length is the body's.
     """
-    end = data.find(b"\r\n\r\n")
-    end = end + 4 if end >= 0 else -1
-    bare = data.find(b"\n\n")
-    if bare >= 0 and (end < 0 or bare + 2 < end):
-        end = bare + 2
+    end = head_end(data)
     if end < 0:
         return None
     status, *lines = data[:end].rstrip(b"\r\n").split(b"\n")

@@ -17,7 +17,8 @@ came, not what a lenient parse made of it.
   WARC-Refers-To, its WARC-Record-ID.
 - A chunk size that is no number, in a read after the head's: read by llhttp, the
   body waited for the whole timeout ("truncated: time"); read by the Python parser (a
-  head mended first), the error escaped and ended the run ("internal error").
+  head mended first), the error escaped and ended the run ("internal error"). In the
+  head's own read it took the head with it: no status, nothing archived.
 
 The server here answers each path with raw bytes (its routes may change between runs)
 and then closes the connection, cleanly or with a reset.
@@ -336,6 +337,24 @@ def test_a_bad_chunk_size_in_a_later_read_ends_the_body_at_once(tmp_path: Path) 
     headers, _, stored = _warc_records(tmp_path)["late"]
     assert headers["WARC-Truncated"] == "disconnect"
     assert stored == BIG_CHUNK
+
+
+def test_a_bad_chunk_size_in_the_heads_read_keeps_the_head(tmp_path: Path) -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+    routes = {"/early": (head + b"5\r\nhello\r\nzz\r\n", "fin")}
+    with raw_server(routes) as (root, _log):
+        records = _fetch(tmp_path, [f"{root}/early"])
+    record = records["early"]
+    # as the same fault a read later is told (the test before)
+    assert (record["status"], record["outcome"], record["truncated"]) == (
+        200,
+        "fetched",
+        "disconnect",
+    )
+    assert record["error"] == "malformed response: Invalid character in chunk size: b'zz'"
+    headers, http_headers, _ = _warc_records(tmp_path)["early"]
+    assert headers["WARC-Truncated"] == "disconnect"
+    assert http_headers.get_statuscode() == "200"
 
 
 def _waiting_for_the_body(task: asyncio.Task[Any]) -> bool:
