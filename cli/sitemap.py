@@ -55,7 +55,8 @@ def sitemap(
             "--same-host",
             help="Skip (and report) URLs on another host than --base. (The sitemap "
             "protocol also wants them under the sitemap's directory and scheme, which "
-            "is not checked; a crawl reads a sitemap so too.)",
+            "is not checked. A crawl keeps another host's URLs as links, without the "
+            "sitemap's lastmod and priority.)",
         ),
     ] = False,
     vouched_hosts: Annotated[
@@ -64,7 +65,7 @@ def sitemap(
             "--vouched-host",
             help="With --same-host, keep URLs of HOST too: a host whose robots.txt names "
             "--base in a Sitemap: line (the protocol's cross-submission; checking that "
-            "robots.txt is the caller's part, crawl does it). Repeatable.",
+            "robots.txt is the caller's part). Repeatable.",
             metavar="HOST",
             show_default=False,
         ),
