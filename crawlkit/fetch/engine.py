@@ -58,7 +58,7 @@ import asyncio
 import contextlib
 import functools
 import re
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
 from typing import Any
 
 from crawlkit.errors import InvalidURL
@@ -359,7 +359,7 @@ class Fetcher:
         records: Iterable[Record],
         *,
         refill: Callable[[], Coroutine[Any, Any, list[Record] | None]] | None = None,
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Fetch every record; yields fetch records as they complete.
 
         ``refill`` keeps a long run fed (``crawlkit crawl``): it is awaited whenever

@@ -18,7 +18,7 @@ import signal
 import socket
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -234,10 +234,9 @@ def _run(
         stop_on_signal.attach(asyncio.get_running_loop(), fetcher.stop)
         try:
             more = None if refill is None else (lambda: refill(fetcher))
-            async for record in fetcher.run(cast("Iterable[Record]", records), refill=more):
-                sink(cast(FetchRecord, record))
-                if flush is not None:
-                    flush()
+            run = fetcher.run(cast("Iterable[Record]", records), refill=more)
+            async with contextlib.aclosing(run):
+                await _deliver(run, sink, flush, fetcher)
         finally:
             if client is None:
                 await http.close()
@@ -253,6 +252,35 @@ def _run(
         except ImportError:
             return asyncio.run(main())
         return uvloop.run(main())
+
+
+async def _deliver(
+    run: AsyncGenerator[Record, None],
+    sink: Callable[[FetchRecord], None],
+    flush: Callable[[], None] | None,
+    fetcher: Fetcher,
+) -> None:
+    """Hand each fetch record of ``run`` to ``sink``; ``run`` is closed by the caller.
+
+    A reader of the records gone (``crawlkit fetch B | head -1``: ``sink`` raises
+    BrokenPipeError) ends the run as a stop does, then raises that error: no new
+    request starts, the requests in flight finish (within the stop's grace) and are
+    archived, and the run's end closes and renames the WARC file and commits the
+    host state. Left to the event loop's shutdown instead, the run's end never ran:
+    the WARC file stayed ``*.warc.gz.open`` and the pages in it were in no finished
+    file. The fetch records made meanwhile are dropped: nobody can read them, and
+    what they describe is in the WARC file.
+    """
+    async for record in run:
+        try:
+            sink(cast(FetchRecord, record))
+            if flush is not None:
+                flush()
+        except BrokenPipeError:
+            fetcher.stop()
+            async for _ in run:
+                pass
+            raise
 
 
 class _FirstSignal:
