@@ -285,10 +285,11 @@ def add(
     # holds the lock: read the pipe to its end before taking the lock.
     from_pipe = _reading_a_pipe(files)
     with streams.open_output(refused or "-") as sink:
+        refusals = streams.ByProduct(sink.write_record)  # a closed pipe stops no queuing
         result = frontier_add(
             state,
             records,
-            on_refused=sink.write_record,
+            on_refused=refusals,
             limits=limits,
             now=_now(now),
             lock_wait=parse_duration(lock_wait),
@@ -298,6 +299,7 @@ def add(
             scope=scope,
             excludes=patterns,
         )
+        refusals.end()
     if not quiet:
         sharded = (
             f"; {result.routed} for other shards' outboxes, {result.delivered} new from the inbox"

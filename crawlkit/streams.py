@@ -27,7 +27,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -482,6 +482,36 @@ class Output:
             self.commit()
         else:
             self.abort()
+
+
+class ByProduct:
+    """A record sink for what a stage reports on the side of its work (``frontier
+    add``'s refused records), which must not cut that work short.
+
+    A reader of the records gone (``frontier add | head -1``: ``write`` raises
+    BrokenPipeError) drops the rest, and the stage goes on: the work its input asked
+    for (queue the other URLs) is done and committed. Stopped there instead, an input
+    read from a pipe (``seen-merge | frontier add``, whose URLs seen-merge has
+    already marked seen) was gone for good. :meth:`end` then raises the error, so the
+    command ends as any other whose reader went away (quietly, cli/main.py).
+    """
+
+    def __init__(self, write: Callable[[Any], None]) -> None:
+        self._write = write
+        self._gone: BrokenPipeError | None = None
+
+    def __call__(self, record: Any) -> None:
+        if self._gone is not None:
+            return  # nobody reads them any more
+        try:
+            self._write(record)
+        except BrokenPipeError as exc:
+            self._gone = exc
+
+    def end(self) -> None:
+        """Raise the BrokenPipeError that ended the records, if one did."""
+        if self._gone is not None:
+            raise self._gone
 
 
 def _without_name(exc: OSError) -> OSError:
