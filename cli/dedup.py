@@ -88,7 +88,7 @@ def dedup(
         records = cast(
             "Iterator[tuple[str, int, PageRecord]]", streams.read_records_with_lines(files, rep)
         )
-        with streams.open_output(out) as sink:
+        with streams.still_to_write(sites), streams.open_output(out) as sink:
             for record in dedup_records(records, store, k=max_distance, reporter=rep, stats=stats):
                 sink.write_record(record)
         if sites is not None:

@@ -496,7 +496,7 @@ def next_batch(
     patterns = excludes(exclude, ignore_file)
 
     def write(batch: Batch) -> None:
-        with streams.open_output(out) as sink:
+        with streams.still_to_write(refused), streams.open_output(out) as sink:
             for line in batch.lines:
                 sink.write(line)
             if refused is None:

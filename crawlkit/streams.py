@@ -322,6 +322,20 @@ _WRITE_BATCH = 64 * 1024  # bytes of records Output.write_records joins into one
 ABANDONED: list[Path] = []
 
 
+@contextlib.contextmanager
+def still_to_write(*paths: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Name the outputs a command writes only after the block (``dedup --sites F``
+    writes F once its records are out): if the block ends because the reader of
+    standard output went away, they are never written, and the command must say so
+    and exit 1 as when an open output is abandoned (``extract --links L | head -1``),
+    not end 0 with F missing. Standard output itself (``-``, None) is not counted."""
+    try:
+        yield
+    except BrokenPipeError:
+        ABANDONED.extend(Path(p) for p in paths if p is not None and not is_stdio(p))
+        raise
+
+
 class Output:
     """A binary output that is either stdout or a file committed atomically on close.
 

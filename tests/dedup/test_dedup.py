@@ -664,3 +664,30 @@ def test_pages_with_no_word_that_counts_are_checked_for_exact_copies_only(tmp_pa
     assert {p["simhash"] for p in pages} == {"0000000000000000"}
     out = run(tmp_path / "store", pages)
     assert [r["kind"] for r in out] == ["unique", "unique", "unique"]
+
+
+def test_head_closing_stdout_says_sites_were_not_written(tmp_path):
+    """`dedup --sites F | head -1` ended 0 and quiet with F never written (it is
+    written after the records); as `extract --links L | head -1`, the command says so
+    and exits 1. The store is not committed either, so a rerun does the same work."""
+    import subprocess
+    import sys
+
+    inp = tmp_path / "pages.ndjson"
+    inp.write_text("".join(json.dumps(p) + "\n" for p in synthetic_pages(3000)))
+    state, sites = tmp_path / "S", tmp_path / "sites.ndjson"
+    cmd = f"{sys.executable} -m crawlkit dedup --state {state} {inp} --sites {sites}"
+    proc = subprocess.run(
+        ["bash", "-c", f"{cmd} | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"crawlkit dedup: standard output was closed before the end; not written: {sites}"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S", "pages.ndjson"]
+    again = crawlkit("dedup", "--state", str(state), str(inp), "--sites", str(sites))
+    fresh = crawlkit("dedup", "--state", str(tmp_path / "fresh"), str(inp))
+    assert again.code == 0 and again.lines == fresh.lines  # nothing taken as seen before

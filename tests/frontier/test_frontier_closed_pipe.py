@@ -43,3 +43,32 @@ def test_head_closing_the_refusals_of_frontier_add_loses_no_url(tmp_path: Path) 
     assert queued == {f"http://h{i % 40}.test/ok/{i}" for i in range(N)}
     again = crawlkit("seen-merge", "--state", str(state), str(links))
     assert again.code == 0 and again.lines == []  # seen, and queued: none lost between
+
+
+def test_head_closing_a_batch_hands_nothing_out_and_says_refused_was_not_written(
+    tmp_path: Path,
+) -> None:
+    """`frontier next --refused R | head -1` ended 0 with R never written (it is
+    written after the batch). Now it says so and exits 1, as `extract --links L`
+    does. The batch is not committed, so the next one hands out every URL again."""
+    urls = tmp_path / "urls.txt"
+    urls.write_text("".join(f"http://h{i % 40}.test/p/{i}\n" for i in range(N)))
+    state, refused = tmp_path / "s", tmp_path / "refused.ndjson"
+    added = crawlkit("frontier", "add", "-q", "--state", str(state), "--urls", str(urls))
+    assert added.code == 0, added.stderr
+    batch_args = ("--max", str(N), "--per-host", "0", "--no-budgets", "-q")
+    ck = f"{sys.executable} -m crawlkit frontier next --state {state} {' '.join(batch_args)}"
+    proc = subprocess.run(
+        ["bash", "-c", f"{ck} --refused {refused} | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"crawlkit frontier next: standard output was closed before the end; not written: {refused}"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "urls.txt"]
+    batch = crawlkit("frontier", "next", "--state", str(state), *batch_args)
+    assert batch.code == 0, batch.stderr
+    assert len({orjson.loads(line)["url"] for line in batch.lines}) == N
