@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import orjson
 import typer
 from crawlkit_cli.app import app, reporter
 
+from crawlkit import streams
 from crawlkit.errors import UsageError
 from crawlkit.stages.audit import AuditConfig, format_report, run_audit
 from crawlkit.times import parse_duration
@@ -133,8 +133,8 @@ def audit(
         server_logs=server_log, fetch_logs=fetch_log, manifest=manifest, config=config, reporter=rep
     )
     if as_json:
-        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        streams.write_verdict(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        sys.stdout.write(format_report(report))
+        streams.write_verdict(format_report(report).encode("utf-8"))
     if not report["ok"] or rep.input_damaged:
         raise typer.Exit(1)

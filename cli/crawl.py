@@ -391,7 +391,7 @@ def crawl_command(
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     if as_json:
-        sys.stdout.buffer.write(orjson.dumps(summary) + b"\n")
+        streams.write_verdict(orjson.dumps(summary) + b"\n")  # a failure below stands
     else:
         print(summary_text(summary), file=sys.stderr)
     if summary.get("failed"):

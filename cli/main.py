@@ -219,7 +219,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        code = _broken_pipe()
+        # What was left in the buffer met a reader gone: a normal end, unless an
+        # output was abandoned. The command's own failure stands (`crawlkit crawl
+        # --json | true` of a crawl that failed exited 0).
+        code = _broken_pipe() or code
     sys.exit(code)
 
 

@@ -322,6 +322,19 @@ _WRITE_BATCH = 64 * 1024  # bytes of records Output.write_records joins into one
 ABANDONED: list[Path] = []
 
 
+def write_verdict(data: bytes) -> None:
+    """Write ``data`` (a report, a summary) to standard output, for a command whose
+    exit status says something of its own once its work is done: audit's violations,
+    a crawl's failure. A reader gone (``crawlkit audit ... | head``) is no error here,
+    so the command goes on to end with that status; ended by the BrokenPipeError, it
+    exited 0, and ``set -o pipefail`` took a failed audit for a passed one. The rest
+    of ``data`` is dropped: nobody can read it.
+    """
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
 @contextlib.contextmanager
 def still_to_write(*paths: str | os.PathLike[str] | None) -> Iterator[None]:
     """Name the outputs a command writes only after the block (``dedup --sites F``

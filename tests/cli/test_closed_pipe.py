@@ -4,13 +4,15 @@ in a real shell pipeline, with more output than a pipe holds (64 KiB).
 The convention (cli/main.py, README "Exit status"): a reader that goes away is a
 normal end, exit 0 with nothing said, and leaves no temporary or ``.open`` file; a
 stage with --state commits nothing it has not handed on (checked here by what the
-next run does). The stages that also lose an output they were asked for, and fetch
+next run does). A status decided before the output (audit's verdict, a crawl's
+failure) stands. The stages that also lose an output they were asked for, and fetch
 and frontier add, have their own tests (tests/cli/test_output_targets.py,
 tests/fetch/test_fetch_closed_pipe.py, tests/frontier/test_frontier_closed_pipe.py).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +115,55 @@ def test_a_reader_that_goes_away_is_a_quiet_normal_end(
 
 def _urls(lines: list[str]) -> list[str]:
     return sorted(orjson.loads(line)["url"] for line in lines)
+
+
+def _status(line: str, *, unbuffered: bool) -> tuple[int, str]:
+    """The exit status and stderr of the first command of ``line`` run by bash, with
+    Python's stdout buffered (as a user's shell runs it) or not (PYTHONUNBUFFERED)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.run(
+        ["bash", "-c", f"{line}; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+@pytest.mark.parametrize("form", ["", "--json"])
+def test_a_closed_pipe_does_not_pass_a_failed_audit(
+    form: str, unbuffered: bool, tmp_path: Path
+) -> None:
+    """`crawlkit audit ... | head` of a log with violations exited 0 (the report's
+    write met the closed pipe, and that was taken for a normal end), so `set -o
+    pipefail` passed a failed audit. The verdict is known before the report is
+    written: it stands."""
+    log = tmp_path / "fetched.ndjson"
+    with log.open("wb") as f:  # 1,000 hosts, 4 requests each at once: 1,000 violations
+        for i in range(4000):
+            at = f"2026-12-01T00:00:{i // 1000:02d}.000Z"
+            rec = {"url": f"http://h{i % 1000}.test/{i}", "status": 200, "fetched_at": at}
+            f.write(orjson.dumps({**rec, "outcome": "fetched"}) + b"\n")
+    audit = f"{sys.executable} -m crawlkit audit --fetch-log {log} {form}"
+    assert _status(f"{audit} >/dev/null", unbuffered=unbuffered) == (1, "")
+    assert _status(f"{audit} | head -1 >/dev/null", unbuffered=unbuffered) == (1, "")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_a_closed_pipe_does_not_pass_a_failed_crawl(unbuffered: bool, tmp_path: Path) -> None:
+    """`crawlkit crawl --json S | true` of a crawl that fails (here: its seeds file is
+    cut) exited 0, its summary's write or the last flush meeting the closed pipe."""
+    import gzip
+
+    seeds = tmp_path / "seeds.gz"
+    seeds.write_bytes(gzip.compress(b"http://a.test/\nhttp://b.test/\n")[:30])
+    crawl = f"{sys.executable} -m crawlkit crawl {seeds} --state {tmp_path / 's'} --json"
+    code, err = _status(f"{crawl} | true", unbuffered=unbuffered)
+    assert code == 1
+    assert err.splitlines()[-1] == (
+        "crawlkit crawl: the seeds were read up to damage (see above); fix them and run again"
+    )
