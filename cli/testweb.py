@@ -172,7 +172,8 @@ def testweb(
     if_modified_since, user_agent, conn, conn_opened, special; flushed as it goes). When ready it
     prints one JSON line on stdout: {"ready": true, "seeds", "hosts_file", "hosts",
     "reachable_pages", "log", "port", "manifest", ...}. It stops on SIGINT/SIGTERM or
-    after --for, flushing the log. SIGUSR1 flushes the log and then adds one to the
+    after --for, flushing the log, and when the reader of the log goes away (--log
+    /dev/stdout | head). SIGUSR1 flushes the log and then adds one to the
     number in DIR/log-flushed, so a client can wait until every request it made is in
     the log.
 

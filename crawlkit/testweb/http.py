@@ -24,6 +24,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -51,7 +52,15 @@ class Dispatcher(Protocol):
 
 
 class RequestLog:
-    """NDJSON request log; lines are flushed once per event-loop turn, and on close."""
+    """NDJSON request log; lines are flushed once per event-loop turn, and on close.
+
+    A log whose reader went away (``--log /dev/stdout | head``: a write raises
+    BrokenPipeError) takes no more lines and calls ``on_gone`` once; the server stops
+    then, as on SIGTERM (:func:`crawlkit.testweb.run.serve`), and :meth:`end` raises
+    the error, so the command ends as any other whose reader went away. Before, each
+    turn's flush raised again into the event loop: a traceback per turn on stderr,
+    the lines heaped up unwritten, and the web served on for its whole --for.
+    """
 
     def __init__(self, path: str, loop: asyncio.AbstractEventLoop):
         self._file = open(path, "ab")  # noqa: SIM115 (lives as long as the server)
@@ -59,24 +68,40 @@ class RequestLog:
         self._loop = loop
         self._scheduled = False
         self.count = 0
+        self.gone: BrokenPipeError | None = None
+        self.on_gone: Callable[[], object] = lambda: None
 
     def add(self, record: dict[str, Any]) -> None:
-        self._buf.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
         self.count += 1
+        if self.gone is not None:
+            return  # nobody reads the log any more
+        self._buf.append(orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self._scheduled = False
-        if self._buf and not self._file.closed:
-            self._file.write(b"".join(self._buf))
+        if self._buf and not self._file.closed and self.gone is None:
+            try:
+                self._file.write(b"".join(self._buf))
+                self._file.flush()
+            except BrokenPipeError as exc:
+                self.gone = exc
+                self.on_gone()
             self._buf.clear()
-            self._file.flush()
 
     def close(self) -> None:
         self.flush()
-        self._file.close()
+        # (what a gone reader left in the file's buffer cannot be written: the file
+        # is closed all the same)
+        with contextlib.suppress(BrokenPipeError):
+            self._file.close()
+
+    def end(self) -> None:
+        """Raise the BrokenPipeError that ended the log, if one did."""
+        if self.gone is not None:
+            raise self.gone
 
 
 _date_cache: list[Any] = [0, ""]

@@ -25,7 +25,8 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 async def serve(
     server: TestWebServer, duration: float | None, on_ready: Callable[[dict[str, Any]], None]
 ) -> None:
-    """Start ``server``, report readiness, stop on SIGINT/SIGTERM or after ``duration``.
+    """Start ``server``, report readiness, stop on SIGINT/SIGTERM or after ``duration``,
+    or when the reader of its request log goes away (then raise its BrokenPipeError).
 
     SIGUSR1 asks for a flush of the request log (see :meth:`TestWebServer.flush_mark`).
     """
@@ -43,6 +44,7 @@ async def serve(
             installed.append(sig)
     try:
         info = await server.start()
+        server.log.on_gone = stop.set  # (its reader gone: --log /dev/stdout | head)
         try:
             on_ready(info)
             if duration is None:
@@ -52,6 +54,7 @@ async def serve(
                     await asyncio.wait_for(stop.wait(), duration)
         finally:
             await server.stop()
+        server.log.end()
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
