@@ -134,6 +134,17 @@ class Invocation:
     command: str = ""
     debug: bool = False
     argv: tuple[str, ...] = ()  # the words after "crawlkit" as given (for provenance)
+    # The command's reporters: the exit point asks them whether a damaged input was
+    # read when the command ends early, its reader of stdout gone.
+    reporters: list[Reporter]
+
+    def __init__(self) -> None:
+        self.reporters = []
+
+    @property
+    def input_damaged(self) -> bool:
+        """Whether the command has read a truncated or corrupt input (and said so)."""
+        return any(rep.input_damaged for rep in self.reporters)
 
 
 invocation = Invocation()
@@ -142,7 +153,9 @@ invocation = Invocation()
 def reporter() -> Reporter:
     """The stderr reporter of the running command (``crawlkit <command>: ...``)."""
     name = f"crawlkit {invocation.command}".strip()
-    return Reporter(name)
+    rep = Reporter(name)
+    invocation.reporters.append(rep)
+    return rep
 
 
 @app.callback()

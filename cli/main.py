@@ -2,7 +2,10 @@
 
 Exit status (docs/design.md): 0 success, 1 failure, 2 usage error. Errors are printed as
 one line, ``crawlkit <command>: <message>``, on stderr; ``--debug`` adds the traceback.
-A closed stdout (``crawlkit canon urls.txt | head``) ends the command quietly.
+A closed stdout (``crawlkit canon urls.txt | head``) ends the command quietly, with 0,
+unless the command had more to say: an output it was asked for and did not write
+(named on stderr), a damaged input it read (said on stderr), a failure it decided
+before writing (audit's violations): then 1.
 """
 
 from __future__ import annotations
@@ -210,6 +213,10 @@ def _broken_pipe() -> int:
             f"not written: {names}",
             file=sys.stderr,
         )
+        return 1
+    if invocation.input_damaged:
+        # (`canon cut.gz big.txt | head -1`: the damage was said on stderr, and the
+        # exit status 1 it owes stands, as when the whole output was read)
         return 1
     return 0
 

@@ -167,3 +167,21 @@ def test_a_closed_pipe_does_not_pass_a_failed_crawl(unbuffered: bool, tmp_path: 
     assert err.splitlines()[-1] == (
         "crawlkit crawl: the seeds were read up to damage (see above); fix them and run again"
     )
+
+
+def test_a_closed_pipe_keeps_the_status_of_a_damaged_input(tmp_path: Path) -> None:
+    """`canon cut.gz big.txt | head -1` said the damage on stderr and exited 0; read
+    to the end it exits 1 (docs/design.md), and a reader gone does not change that."""
+    import gzip
+
+    cut = tmp_path / "cut.gz"
+    # (cut before its first 8 KiB of output: read before stdout's first write fails)
+    whole = gzip.compress(b"".join(b"http://a.test/%d\n" % i for i in range(100)))
+    cut.write_bytes(whole[: len(whole) // 2])
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"".join(b"http://b.test/%d\n" % i for i in range(N * 5)))
+    canon = f"{sys.executable} -m crawlkit canon {cut} {big}"
+    for line in (f"{canon} >/dev/null", f"{canon} | head -1 >/dev/null"):
+        code, err = _status(line, unbuffered=False)
+        assert code == 1, (line, err)
+        assert len(err.splitlines()) == 1 and "gzip stream ends early" in err
