@@ -1,5 +1,6 @@
-"""``crawlkit fetch B | head -1``: a reader that goes away ends the fetch quietly, with
-its WARC file finished under its normal name and its host state committed."""
+"""``crawlkit fetch B | head -1`` (or ``head -c 100``): a reader that goes away ends
+the fetch quietly, with its WARC file finished under its normal name and its host
+state committed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import serve_routes
 from warcio.archiveiterator import ArchiveIterator
 
@@ -25,42 +27,53 @@ def _archived(warc_dir: Path) -> dict[str, str]:
     return found
 
 
+def _fetch_into_head(fetch: str, batch: Path, reader: str) -> bytes:
+    """Run ``FETCH BATCH | READER`` in bash; returns what the reader printed, after
+    checking the fetch ended 0 with nothing on stderr (a normal end)."""
+    line = f"{fetch} {batch} --min-delay 0.05s | {reader}; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", line], capture_output=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert proc.stdout.startswith(b'{"url":"')
+    return proc.stdout
+
+
+@pytest.mark.parametrize("reader", ["head -1", "head -c 100"])
 def test_head_closing_the_fetch_log_finishes_the_warc_and_commits_the_state(
-    tmp_path: Path,
+    reader: str, tmp_path: Path
 ) -> None:
-    """The WARC file was left as ``*.warc.gz.open`` (the run's end never ran), so the
-    pages fetched were in a file no tool takes as done."""
+    """The WARC file was left as ``*.warc.gz.open`` (the run's end was left to the
+    event loop's shutdown, which ran it only sometimes: 5 runs in 6 here), so the
+    pages fetched were in a file no tool takes as done. Three fresh runs, so that a
+    lucky one does not hide it."""
     routes = {f"/p{i}": ("text/html", b"<title>%d</title>" % i) for i in range(PAGES)}
     routes["/robots.txt"] = ("text/plain", b"User-agent: *\nAllow: /\n")
-    state, batch = tmp_path / "s", tmp_path / "batch.txt"
-    new = state / "warc" / "new"
-    fetch = f"{sys.executable} -m crawlkit fetch --state {state} --allow-net 127.0.0.0/8"
+    batch = tmp_path / "batch.txt"
     with serve_routes(routes) as (root, log):
         batch.write_text("".join(f"{root}/p{i}\n" for i in range(PAGES)))
-        proc = subprocess.run(
-            ["bash", "-c", f"{fetch} {batch} --min-delay 0.05s | head -1; exit ${{PIPESTATUS[0]}}"],
-            capture_output=True,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stderr == b""  # a normal end: nothing said
-        first = orjson.loads(proc.stdout)
-        assert first["outcome"] == "fetched"
-        assert sorted(p.name for p in new.iterdir()) == [first["warc"]["file"]]
-        # the record the reader got points at its response in the finished file
-        with (new / first["warc"]["file"]).open("rb") as f:
-            f.seek(first["warc"]["offset"])
-            rec = next(iter(ArchiveIterator(f)))
-            assert rec.rec_headers.get_header("WARC-Target-URI") == first["url"]
-        # every page the server gave is archived; the fetch stopped, not ran on
-        archived = _archived(new)
-        assert archived.pop(f"{root}/robots.txt") == "response"
-        pages = [path for path in log if path != "/robots.txt"]
-        assert {f"{root}{path}" for path in pages} == set(archived)
-        assert len(pages) < PAGES
+        for run in range(3):
+            state = tmp_path / f"s{run}"
+            new = state / "warc" / "new"
+            fetch = f"{sys.executable} -m crawlkit fetch --state {state} --allow-net 127.0.0.0/8"
+            asked = len(log)
+            out = _fetch_into_head(fetch, batch, reader)
+            files = sorted(p.name for p in new.iterdir())
+            assert len(files) == 1 and files[0].endswith(".warc.gz")  # finished, not .open
+            if reader == "head -1":  # the record read points at its response in that file
+                first = orjson.loads(out)
+                assert first["outcome"] == "fetched" and first["warc"]["file"] == files[0]
+                with (new / files[0]).open("rb") as f:
+                    f.seek(first["warc"]["offset"])
+                    rec = next(iter(ArchiveIterator(f)))
+                    assert rec.rec_headers.get_header("WARC-Target-URI") == first["url"]
+            # every page the server gave is archived; the fetch stopped, not ran on
+            archived = _archived(new)
+            assert archived.pop(f"{root}/robots.txt") == "response"
+            pages = [path for path in log[asked:] if path != "/robots.txt"]
+            assert {f"{root}{path}" for path in pages} == set(archived)
+            assert len(pages) < PAGES
 
-        # The next run, given the URLs not in the WARC, starts from the committed state:
-        # robots.txt comes from its cache, and no page is asked for twice.
+        # The next run on the last state, given the URLs not in its WARC, starts from
+        # the committed state: robots.txt comes from its cache, no page is asked twice.
         rest, done = tmp_path / "rest.txt", tmp_path / "done.ndjson"
         rest.write_text(
             "".join(f"{root}/p{i}\n" for i in range(PAGES) if f"{root}/p{i}" not in archived)
@@ -71,8 +84,8 @@ def test_head_closing_the_fetch_log_finishes_the_warc_and_commits_the_state(
             timeout=120,
         )
         assert again.returncode == 0, again.stderr
-        assert log.count("/robots.txt") == 1
-        assert sorted(log) == sorted(["/robots.txt", *(f"/p{i}" for i in range(PAGES))])
+        last = log[asked:]
+        assert sorted(last) == sorted(["/robots.txt", *(f"/p{i}" for i in range(PAGES))])
         assert set(_archived(new)) == {
             f"{root}/robots.txt",
             *(f"{root}/p{i}" for i in range(PAGES)),
