@@ -173,10 +173,14 @@ def _owned_by(
 
     A refused URL is not lost: it is also written to the outbox of the shard that
     owns its slot now (``crawlkit shard --deliver`` takes it there), once the input
-    has been read.
+    has been read. So a reader of ``sink`` gone (``fetch --shard 0 B | head -1``:
+    BrokenPipeError) stops the refusals, not the routing: the outbox is written, then
+    the error raised (before, it skipped the outbox, and the URLs of other shards in
+    the batch were lost to the fleet).
     """
     canon = Canonicalizer()
     moved: dict[int, list[Record]] = defaultdict(list)
+    gone: BrokenPipeError | None = None
     for rec in records:
         site = record_site(rec, canon)
         if site is None:
@@ -188,9 +192,15 @@ def _owned_by(
             continue
         owner = role.owner(site)
         moved[owner].append({k: v for k, v in rec.items() if k != "shard_epoch"})
-        sink(stale_refusal(rec, f"{why}; sent to shard {owner}'s outbox"))
         stale["refused"] += 1
+        if gone is None:
+            try:
+                sink(stale_refusal(rec, f"{why}; sent to shard {owner}'s outbox"))
+            except BrokenPipeError as exc:
+                gone = exc
     write_outbox(state, moved, "stale")
+    if gone is not None:
+        raise gone
 
 
 def _run(

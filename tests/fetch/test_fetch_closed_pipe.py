@@ -93,3 +93,39 @@ def test_head_closing_the_fetch_log_finishes_the_warc_and_commits_the_state(
     outcomes = [orjson.loads(line)["outcome"] for line in done.read_bytes().splitlines()]
     assert len(outcomes) == PAGES - len(pages) and set(outcomes) == {"fetched"}
     assert not list(new.glob("*.open"))
+
+
+def _outbox(state: Path) -> set[str]:
+    """The URLs in ``state``'s outboxes for other shards."""
+    import zstandard
+
+    urls: set[str] = set()
+    for path in (state / "outbox").rglob("*.ndjson.zst"):
+        data = zstandard.ZstdDecompressor().stream_reader(path.read_bytes()).read()
+        urls |= {orjson.loads(line)["url"] for line in data.splitlines()}
+    return urls
+
+
+def test_head_closing_a_sharded_fetch_still_routes_other_shards_urls(tmp_path: Path) -> None:
+    """`fetch --shard 0 --shards 2 B | head -1`: the refusals of URLs shard 1 owns met
+    the closed pipe, and the outbox they go to as well was never written: those URLs
+    were lost to the fleet. (No network: every name is a loopback address, refused.)"""
+    urls, hosts = tmp_path / "urls.txt", tmp_path / "hosts"
+    urls.write_text("".join(f"http://site{i}.test/p\n" for i in range(3000)))
+    hosts.write_text("".join(f"127.0.0.9 site{i}.test\n" for i in range(3000)))
+    fetch = f"{sys.executable} -m crawlkit fetch --shard 0 --shards 2 --hosts-file {hosts}"
+    whole = tmp_path / "whole"
+    full = subprocess.run(
+        ["bash", "-c", f"{fetch} --state {whole} {urls} --quiet"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert full.returncode == 0, full.stderr
+    routed = {
+        r["url"] for r in map(orjson.loads, full.stdout.splitlines()) if r.get("refused") == "shard"
+    }
+    assert len(routed) > 1000 and _outbox(whole) == routed
+    piped = tmp_path / "piped"
+    out = _fetch_into_head(f"{fetch} --state {piped}", urls, "head -1")
+    assert orjson.loads(out)["refused"] == "shard"
+    assert _outbox(piped) == routed
