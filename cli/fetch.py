@@ -225,7 +225,10 @@ def fetch(
     caches and payload digests (for revisit records). A new host is on disk before it is
     first contacted; after a crash (kill -9) every known host waits its full gap from
     the restart, so a restart never bursts. STATE is locked while running. The first
-    SIGINT/SIGTERM stops new requests and reports the rest as deferred.
+    SIGINT/SIGTERM stops new requests and reports the rest as deferred. So does the
+    reader of the fetch records going away (| head), at once, whether a record was due
+    or not; the WARC file is finished and renamed, STATE committed, and the exit
+    status 0.
 
     Sharded (--shard K with --shards N or --slot-map FILE, or a STATE that a sharded
     crawl made its shard's): a URL whose slot K does not own, or stamped with an older
@@ -277,7 +280,8 @@ def fetch(
         redirect_out = stack.enter_context(streams.open_output(redirects)) if redirects else None
         if redirects is not None and streams.is_stdio(redirects) and streams.is_stdio(log):
             raise UsageError("--redirects and the fetch log cannot both be stdout")
-        flush = sys.stdout.buffer.flush if streams.is_stdio(log) else None
+        to_stdout = streams.is_stdio(log)
+        flush = sys.stdout.buffer.flush if to_stdout else None
         counts = fetch_records(
             records,
             sink.write_record,
@@ -293,6 +297,7 @@ def fetch(
             flush=flush,
             role=role,
             net=NetOptions(ca_file=ca_file, insecure=insecure, dns_server=dns_server),
+            stop_with_reader=sys.stdout.fileno() if to_stdout else None,
         )
     save_site_cookies(fetch, state)
     if not quiet:

@@ -24,9 +24,11 @@ import contextlib
 import gzip
 import io
 import os
+import select
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,6 +322,45 @@ _WRITE_BATCH = 64 * 1024  # bytes of records Output.write_records joins into one
 #: gone): a command that stops because ``| head`` closed its stdout is a normal end
 #: only when nothing else it was asked to write was lost (cli/main.py).
 ABANDONED: list[Path] = []
+
+
+@contextlib.contextmanager
+def on_reader_gone(fd: int, callback: Callable[[], object]) -> Iterator[None]:
+    """Call ``callback`` (from a thread of its own) once the reader of the pipe on
+    ``fd`` goes away, for as long as the block runs; nothing if ``fd`` is not a pipe.
+
+    A stage finds a closed stdout at its next write; one that writes rarely (a fetch
+    waiting out a host's Crawl-delay between records) would go on working for that
+    long, into a pipe nobody reads. The kernel says it at once: the write end of a
+    pipe without readers polls as POLLERR.
+    """
+    try:
+        is_pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        is_pipe = False
+    if not is_pipe:
+        yield
+        return
+    wake_r, wake_w = os.pipe()
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked for: POLLERR (no reader) comes anyway
+        poller.register(wake_r, select.POLLIN)
+        # (blocks until one of them; a signal's EINTR is retried inside, PEP 475)
+        events = dict(poller.poll())
+        if fd in events and wake_r not in events:
+            callback()
+
+    thread = threading.Thread(target=watch, name="reader-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        os.write(wake_w, b"x")
+        thread.join()
+        os.close(wake_r)
+        os.close(wake_w)
 
 
 def write_verdict(data: bytes) -> None:

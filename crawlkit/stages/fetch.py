@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable, Itera
 from pathlib import Path
 from typing import Any, cast
 
-from crawlkit import early_signals
+from crawlkit import early_signals, streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import ProxyError
 from crawlkit.fetch.client import AiohttpClient, HttpClient
@@ -71,8 +71,13 @@ def fetch_records(
     on_robots_capture: Callable[[FetchRecord], None] | None = None,
     host_state: HostState | None = None,
     on_request: Callable[[], None] | None = None,
+    stop_with_reader: int | None = None,
 ) -> dict[str, int]:
     """Fetch every record; returns the count of each outcome (plus ``redirects``).
+
+    ``stop_with_reader`` is the file descriptor ``sink`` writes to (``crawlkit fetch``:
+    stdout): once the reader of that pipe goes away the run stops as on SIGTERM, not
+    only at the next record (:func:`crawlkit.streams.on_reader_gone`).
 
     ``host_state`` is the opened host state of ``state_dir`` (``crawlkit crawl`` opens
     it once for all its fetch runs, holding the state lock itself): it is committed
@@ -156,6 +161,7 @@ def fetch_records(
             net,
             on_robots_capture,
             on_request,
+            stop_with_reader,
         )
     if stale:
         counts["refused"] = counts.get("refused", 0) + stale["refused"]
@@ -219,6 +225,7 @@ def _run(
     net: NetOptions | None = None,
     on_robots_capture: Callable[[FetchRecord], None] | None = None,
     on_request: Callable[[], None] | None = None,
+    stop_with_reader: int | None = None,
 ) -> dict[str, int]:
     async def main() -> dict[str, int]:
         opts = net or NetOptions()
@@ -241,12 +248,21 @@ def _run(
             on_robots_capture=cast("Callable[[Record], None] | None", on_robots_capture),
             on_request=on_request,
         )
-        stop_on_signal.attach(asyncio.get_running_loop(), fetcher.stop)
+        loop = asyncio.get_running_loop()
+        stop_on_signal.attach(loop, fetcher.stop)
+        reader = (
+            streams.on_reader_gone(
+                stop_with_reader, lambda: loop.call_soon_threadsafe(fetcher.stop)
+            )
+            if stop_with_reader is not None
+            else contextlib.nullcontext()
+        )
         try:
             more = None if refill is None else (lambda: refill(fetcher))
             run = fetcher.run(cast("Iterable[Record]", records), refill=more)
-            async with contextlib.aclosing(run):
-                await _deliver(run, sink, flush, fetcher)
+            with reader:
+                async with contextlib.aclosing(run):
+                    await _deliver(run, sink, flush, fetcher)
         finally:
             if client is None:
                 await http.close()

@@ -129,3 +129,27 @@ def test_head_closing_a_sharded_fetch_still_routes_other_shards_urls(tmp_path: P
     out = _fetch_into_head(f"{fetch} --state {piped}", urls, "head -1")
     assert orjson.loads(out)["refused"] == "shard"
     assert _outbox(piped) == routed
+
+
+def test_a_fetch_waiting_out_a_crawl_delay_stops_when_its_reader_goes(tmp_path: Path) -> None:
+    """The fetch found a closed stdout only at its next record: with a host's
+    Crawl-delay of 30 s ahead it went on for 30 s, then made one more request nobody
+    would read of. Now the reader's going (POLLERR on the pipe) stops it at once.
+    a.test has one page; b.test's pages wait out its Crawl-delay after robots.txt."""
+    fast = {"/robots.txt": ("text/plain", b"User-agent: *\nAllow: /\n"), "/a0": ("text/html", b"a")}
+    slow = {"/robots.txt": ("text/plain", b"User-agent: *\nCrawl-delay: 30\n")}
+    slow |= {f"/b{i}": ("text/html", b"b") for i in range(5)}
+    hosts, batch, state = tmp_path / "hosts", tmp_path / "batch.txt", tmp_path / "s"
+    hosts.write_text("127.0.0.1 a.test b.test\n")
+    with serve_routes(fast) as (root_a, log_a), serve_routes(slow) as (root_b, log_b):
+        port_a, port_b = root_a.rsplit(":", 1)[1], root_b.rsplit(":", 1)[1]
+        batch.write_text(
+            f"http://a.test:{port_a}/a0\n"
+            + "".join(f"http://b.test:{port_b}/b{i}\n" for i in range(5))
+        )
+        fetch = f"{sys.executable} -m crawlkit fetch --state {state} --allow-net 127.0.0.0/8"
+        out = _fetch_into_head(f"{fetch} --hosts-file {hosts}", batch, "head -1")
+        assert orjson.loads(out)["url"] == f"http://a.test:{port_a}/a0"
+        assert (log_a, log_b) == (["/robots.txt", "/a0"], ["/robots.txt"])
+    files = sorted(p.name for p in (state / "warc" / "new").iterdir())
+    assert len(files) == 1 and files[0].endswith(".warc.gz")
