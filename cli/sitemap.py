@@ -82,10 +82,11 @@ def sitemap(
     when given, and "via" with --base. Children of a sitemap index come out as records
     with "kind": "sitemap" and their lastmod, so a pipeline can fetch the changed ones.
     A <url>'s hreflang alternates (<xhtml:link rel="alternate" hreflang="de"
-    href="..."/>) are URLs to crawl too: each comes out as a record after its <loc>
-    (default priority, no lastmod), under the same rules (absolute, --same-host, the
-    limits), and each URL once a file, though every <url> of a language cluster
-    repeats the whole cluster.
+    href="..."/>) are URLs to crawl too, under the same rules (absolute, --same-host,
+    the limits), and each URL once a file, though every <url> of a language cluster
+    repeats the whole cluster: an alternate the file also lists as a <loc> comes out
+    as that <loc> (its lastmod, changefreq, priority), the others at the end of the
+    file (default priority, no lastmod).
 
     Protocol limits: 50,000 URLs and 50 MiB uncompressed per file; records up to the
     limit are written and the rest is counted and reported. Invalid URLs are reported

@@ -55,12 +55,19 @@ class EntryRecords:
         self.vouched_hosts = frozenset(host.lower() for host in vouched_hosts)
         self._pending: list[URLRecord] = []
         self._listed: set[int] | None = None  # fingerprints given, once hreflang is seen
-        self._alternates: set[int] = set()  # those given as hreflang alternates
+        # hreflang alternates not listed as a <loc> yet, by fingerprint: held to the
+        # document's end, when a <loc> of the same URL has not taken their place
+        self._alternates: dict[int, URLRecord] = {}
 
-    def drain(self) -> Iterator[URLRecord]:
-        """The records made since the last call, in order."""
+    def drain(self, final: bool = False) -> Iterator[URLRecord]:
+        """The records made since the last call, in order; with ``final`` (the
+        document ended, or broke), then the hreflang alternates held back, in the
+        order first given (see :meth:`_first_listing`)."""
         pending, self._pending = self._pending, []
         yield from pending
+        if final:
+            held, self._alternates = self._alternates, {}
+            yield from held.values()
 
     def entry(self, entry: dict[str, str], line: int, alternates: list[tuple[str, int]]) -> None:
         """Turn one <url>/<sitemap>/<item>/<entry> into a pending record, or report it;
@@ -118,7 +125,8 @@ class EntryRecords:
                 self.source, line, f"URL on another host than the sitemap skipped: {parsed.url}"
             )
             return
-        if not self._first_listing(parsed.fp, alternate):
+        listing = self._first_listing(parsed.fp, alternate)
+        if listing is None:
             return
         record = url_record(
             parsed, depth=0, priority=self._priority(priority, line), reason="sitemap"
@@ -145,28 +153,37 @@ class EntryRecords:
                 )
         if self.base is not None:
             record["via"] = self.base
-        if kind == "sitemap":
+        if listing == "replaces":
+            del self._alternates[int(parsed.fp, 16)]  # (counted when it was held)
+        elif kind == "sitemap":
             stats.sitemaps += 1
         else:
             stats.urls += 1
-        self._pending.append(record)
+        if alternate and self._listed is not None:
+            self._alternates[int(parsed.fp, 16)] = record  # out at the end, or replaced
+        else:
+            self._pending.append(record)
 
-    def _first_listing(self, fp: str, alternate: bool) -> bool:
-        """Whether to emit a URL: not when it is an hreflang alternate already listed
-        (as a <loc> or an alternate), nor a <loc> already given as an alternate. Every
-        <url> of a language cluster repeats the whole cluster, whose pages are <loc>s
-        too; a French page in 30 languages came out 31 times. Fingerprints are kept
-        from the first <url> with alternates on, so a sitemap without any keeps none
-        (memory stays flat) and repeats of a plain <loc> are left as they were."""
+    def _first_listing(self, fp: str, alternate: bool) -> str | None:
+        """Whether to emit a URL: None when it is an hreflang alternate already listed
+        (as a <loc> or an alternate) or a <loc> listed already, ``"replaces"`` for a
+        <loc> given before as an alternate still held, else ``"new"``. Every <url> of
+        a language cluster repeats the whole cluster, whose pages are <loc>s too; a
+        French page in 30 languages came out 31 times. An alternate is held back to
+        the document's end (:meth:`drain`): a <loc> of its URL coming later replaces
+        it, so the URL comes out once with the <loc>'s lastmod, changefreq and
+        priority (emitted at once, the alternate took the URL's one record and every
+        page of a cluster but the first lost its lastmod). Fingerprints are kept from
+        the first <url> with alternates on, so a sitemap without any keeps none
+        (memory stays flat) and repeats of a plain <loc> are left as they were; the
+        alternates held are bounded by the file's 50,000 URLs."""
         if self._listed is None:
-            return True
+            return "new"
         key = int(fp, 16)
-        if key in self._listed:
-            return not alternate and key not in self._alternates
-        self._listed.add(key)
-        if alternate:
-            self._alternates.add(key)
-        return True
+        if key not in self._listed:
+            self._listed.add(key)
+            return "new"
+        return "replaces" if not alternate and key in self._alternates else None
 
     def _own_host(self, host: str) -> bool:
         """Whether a URL of ``host`` may be listed here: the sitemap's own host, or one

@@ -196,9 +196,9 @@ class SitemapReader:
             for _ in parse_xml(first, chunks, entries.entry, self.stats, self.source):
                 yield from entries.drain()
         except SitemapError:
-            yield from entries.drain()  # the records before the damage stand
+            yield from entries.drain(final=True)  # the records before the damage stand
             raise
-        yield from entries.drain()
+        yield from entries.drain(final=True)
 
     def _read_text(self, first: bytes, chunks: Iterator[bytes]) -> Iterator[URLRecord]:
         """One URL a line (UTF-8, UTF-16 decoded to it before); blank lines skipped;
@@ -206,7 +206,7 @@ class SitemapReader:
         entries = self._entries
         for _ in read_lines(first, chunks, self.stats, entries.text_line, entries.overlong_line):
             yield from entries.drain()
-        yield from entries.drain()
+        yield from entries.drain(final=True)
 
 
 def parse_sitemap(

@@ -42,11 +42,11 @@ def test_urlset() -> None:
     assert [r["url"] for r in recs] == [
         "https://www.example.com/",
         "https://www.example.com/catalog?desc=vacation_hawaii&item=12",
-        "https://www.example.com/de/catalog",  # its hreflang alternate
         "https://www.example.com/caf%C3%A9/menu",
         "https://www.example.com/odd-fields",
+        "https://www.example.com/de/catalog",  # an hreflang alternate: at the end
     ]
-    assert recs.pop(2)["priority"] == 0.5
+    assert recs.pop(4)["priority"] == 0.5
     first = recs[0]
     assert first == {
         "url": "https://www.example.com/",
@@ -705,3 +705,43 @@ def test_hreflang_alternates_are_urls_each_once_under_the_loc_rules() -> None:
     assert ":13: invalid URL skipped: relative URL" in out.getvalue()
     limited = SitemapReader(max_urls=2, reporter=Reporter("t", io.StringIO()))
     assert len(list(limited.read(io.BytesIO(HREFLANG)))) == 2
+
+
+CLUSTER = b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:xhtml="http://www.w3.org/1999/xhtml">
+  <url><loc>https://a.org/en/</loc><lastmod>2024-05-01</lastmod>
+    <xhtml:link rel="alternate" hreflang="en" href="https://a.org/en/"/>
+    <xhtml:link rel="alternate" hreflang="de" href="https://a.org/de/"/>
+    <xhtml:link rel="alternate" hreflang="fr" href="https://a.org/fr/"/></url>
+  <url><loc>https://a.org/de/</loc><lastmod>2026-12-01</lastmod><priority>0.9</priority>
+    <changefreq>daily</changefreq>
+    <xhtml:link rel="alternate" hreflang="en" href="https://a.org/en/"/>
+    <xhtml:link rel="alternate" hreflang="de" href="https://a.org/de/"/></url>
+  <url><loc>https://a.org/de/</loc><lastmod>2020-01-01</lastmod></url>
+"""
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_a_loc_listed_first_as_an_alternate_keeps_its_own_fields(whole: bool) -> None:
+    """Google's hreflang form lists the whole cluster in every <url>: the second
+    page's <loc> (its lastmod, priority, changefreq) came after it was given as an
+    alternate of the first, and was dropped as a repeat, so every page of a cluster
+    but the first lost its lastmod. Each URL still comes out once; an alternate no
+    <loc> lists comes out at the end, also of a document cut short."""
+    body = CLUSTER + b"</urlset>\n" if whole else CLUSTER
+    out = io.StringIO()
+    reader = SitemapReader(base="https://a.org/sitemap.xml", reporter=Reporter("t", out))
+    recs = []
+    with contextlib.suppress(SitemapError):
+        recs.extend(reader.read(io.BytesIO(body)))
+    assert [r["url"] for r in recs] == [
+        "https://a.org/en/",
+        "https://a.org/de/",
+        "https://a.org/fr/",
+    ]
+    de = recs[1]
+    assert de["lastmod"] == "2026-12-01T00:00:00Z" and de["priority"] == 0.9
+    assert de["changefreq"] == "daily"
+    assert recs[2]["priority"] == 0.5 and "lastmod" not in recs[2]
+    assert reader.stats.urls == 3
