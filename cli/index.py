@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,7 +12,7 @@ from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
-from crawlkit.stages.index import distinct_files, write_index
+from crawlkit.stages.index import distinct_files, name_clash, write_index
 
 
 @app.command("index")
@@ -57,7 +58,9 @@ def index(
     error naming it and the record (the reader and limits of 'crawlkit extract' and
     'crawlkit wacz'), and nothing is written. One file named more than once (the
     same path twice, ./a.warc.gz and a symlink to it) is read once, under the name it
-    was first given, and a line on stderr says so. Touches no state.
+    was first given, and a line on stderr says so. Two different files of the same
+    base name (a/x.warc.gz, b/x.warc.gz) are an error: their lines would name one
+    file. Touches no state.
 
     Example:
 
@@ -72,6 +75,13 @@ def index(
     if repeats:
         shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
         reporter().warn(f"the same WARC file named more than once, read once: {shown}")
+    clash = name_clash(kept)
+    if clash is not None:
+        first, second = (_shown(path) for path in clash)
+        raise UsageError(
+            f"two WARC files named {Path(first).name!r} ({first}, {second}): an index "
+            "line names its WARC by base name, so rename one or index them apart"
+        )
     lines = write_index(kept, out)
     if not quiet:
         reporter().info(f"{lines} captures indexed from {len(kept)} WARC files")

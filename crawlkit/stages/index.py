@@ -14,7 +14,7 @@ from pathlib import Path
 from crawlkit import streams
 from crawlkit.warc.cdxj import sorted_index
 
-__all__ = ["distinct_files", "write_index"]
+__all__ = ["distinct_files", "name_clash", "write_index"]
 
 
 _Path = str | os.PathLike[str]
@@ -45,6 +45,20 @@ def distinct_files(paths: Iterable[_Path]) -> tuple[list[_Path], list[tuple[_Pat
             first[key] = path
             kept.append(path)
     return kept, repeats
+
+
+def name_clash(paths: Iterable[_Path]) -> tuple[_Path, _Path] | None:
+    """Two of ``paths`` (distinct files: see :func:`distinct_files`) with the same base
+    name, the first such pair, or None. An index line names its WARC by base name, the
+    name replay opens, so the lines of the two would point into one of them: the
+    capture at an offset of the other file is a wrong record, or none."""
+    seen: dict[str, _Path] = {}
+    for path in paths:
+        name = Path(path).name
+        if name in seen:
+            return seen[name], path
+        seen[name] = path
+    return None
 
 
 def write_index(

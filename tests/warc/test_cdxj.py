@@ -222,3 +222,20 @@ def test_index_reads_a_file_named_twice_once(tmp_path):
     assert len(warned) == 1
     assert f"./{warc.name} is {warc.name}" in warned[0] and f"{link} is {warc.name}" in warned[0]
     assert "13 captures indexed from 1 WARC files" in res.stderr
+
+
+def test_index_refuses_two_files_of_one_base_name(tmp_path):
+    """An index line names its WARC by base name, the name replay opens: a/x.warc.gz
+    and b/x.warc.gz gave lines that all named x.warc.gz, so replay read the second
+    file's captures at offsets of the first (a wrong record, or none)."""
+    first = crawlkit_warc(tmp_path / "a")
+    other = tmp_path / "b" / first.name
+    other.parent.mkdir()
+    warcio_warc(other, gzip=True)
+    out = tmp_path / "index.cdxj"
+    res = crawlkit("index", str(first), str(other), "-o", str(out))
+    assert res.code == 2
+    [line] = [line for line in res.stderr.splitlines() if "two WARC files" in line]
+    assert f"two WARC files named {first.name!r} ({first}, {other})" in line
+    assert not out.exists()  # nothing written
+    assert crawlkit("index", str(first), "-o", str(out)).code == 0  # alone, it indexes
