@@ -206,7 +206,8 @@ def fetch(
     not resolve (system resolver, or --dns-server) is an error record with error_code
     dns-nxdomain, dns-no-address, dns-timeout, dns-temporary (the system resolver's
     EAI_AGAIN), dns-servfail, dns-refused or dns-error. A --proxy that fails a request
-    (error_code proxy-unreachable, or proxy-refused: it answered 407) stops the run,
+    (error_code proxy-unreachable, or proxy-refused: it answered 407, to a CONNECT or
+    an http request; an https page's 407 is the site's) stops the run,
     the URLs not fetched deferred with "stopped": true, their sites not blamed, and
     exit status 1; a CONNECT it answers with another status (a 502: it could not reach
     the site) is that site's error, error_code proxy-connect.

@@ -32,7 +32,8 @@ Guarantees of :meth:`AiohttpClient.fetch`:
   classified ones (TLS, see :mod:`crawlkit.fetch.tls`) also in ``error_code``, and
   ``error`` then starts with the code. A proxy's failure is told from the site's:
   ``proxy-unreachable`` (no connection to the proxy) and ``proxy-refused`` (a 407, to
-  a CONNECT or a plain http request: only a proxy sends it), their errors naming the
+  a CONNECT or a plain http request: a proxy's; an https response through the tunnel
+  is the site's, 407 or not), their errors naming the
   proxy (:attr:`FetchResult.proxy_failed`); ``proxy-connect`` (a CONNECT answered
   with another status, a 502 when the proxy could not reach the site) is the site's
   failure as the proxy saw it.
@@ -652,8 +653,11 @@ class AiohttpClient:
                     proxy=proxy,
                     server_hostname=server_hostname,
                 )
-                if resp.status == 407 and proxy is not None:
-                    # Only a proxy answers 407 (RFC 9110 15.5.8): not the site's page
+                if resp.status == 407 and proxy is not None and url.scheme == "http":
+                    # A 407 is a proxy's (RFC 9110 15.5.8): not the site's page. Not
+                    # through a CONNECT tunnel (https), where the proxy relays bytes it
+                    # cannot read and only the site (or its own gateway) answers: one
+                    # such site stopped every crawl behind a proxy.
                     raise _ProxyAnswered(f"answered {resp.status} {resp.reason or ''}".strip())
                 result.status = resp.status
                 result.headers = [

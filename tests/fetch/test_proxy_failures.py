@@ -6,9 +6,12 @@ error, named as the proxy's answer, and the run goes on."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import socket
 import socketserver
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +134,79 @@ def test_a_proxy_that_cannot_be_reached_stops_the_run(tmp_path: Path) -> None:
             _check_failed_run(res, urls, proxy_url, "cannot connect to the proxy")
             assert not log
             _next_run_asks_the_site(tmp_path / "s", urls, log)
+
+
+class _Tunnel(socketserver.StreamRequestHandler):
+    """A CONNECT proxy's tunnel: the bytes both ways, to the address asked for."""
+
+    def handle(self) -> None:
+        target = self.rfile.readline().decode("latin-1").split()[1]
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        host, port = target.rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as site:
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            back = threading.Thread(target=_pipe, args=(site, self.connection), daemon=True)
+            back.start()
+            _pipe(self.connection, site)
+            back.join()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # the other end gone: the tunnel ends
+        while data := src.recv(65536):
+            dst.sendall(data)
+        dst.shutdown(socket.SHUT_WR)
+
+
+class _Site(http.server.BaseHTTPRequestHandler):
+    """An HTTPS site whose /gate answers 407 itself (a gateway in front of it)."""
+
+    def do_GET(self) -> None:
+        status = {"/gate": 407, "/page": 200}.get(self.path, 404)
+        self.send_response(status)
+        if status == 407:
+            self.send_header("Proxy-Authenticate", 'Basic realm="the site"')
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_407_from_the_site_through_a_tunnel_is_the_sites_answer(tmp_path: Path) -> None:
+    """Through a CONNECT tunnel only the site answers (the proxy relays TLS it cannot
+    read): its 407 is its page, not the proxy's refusal, and the run goes on. Taken
+    for the proxy's, one such site stopped every crawl behind a proxy."""
+    tls = pytest.importorskip("crawlkit.testweb.tls", reason="needs crawlkit[testweb]")
+    ca = tls.CertificateAuthority()
+    (tmp_path / "site.pem").write_bytes(ca.issue("site.test"))
+    (tmp_path / "ca.pem").write_bytes(ca.ca_pem())
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "site.pem")
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Site)
+    site.socket = context.wrap_socket(site.socket, server_side=True)
+    tunnel = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Tunnel)
+    tunnel.daemon_threads = True
+    (tmp_path / "hosts").write_text("127.0.0.1 site.test\n")
+    root = f"https://site.test:{site.server_address[1]}"
+    urls = [f"{root}/gate", f"{root}/page"]
+    for server in (site, tunnel):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        res = fetch_loopback(
+            tmp_path / "s",
+            urls,
+            *("--proxy", f"http://127.0.0.1:{tunnel.server_address[1]}"),
+            *("--hosts-file", str(tmp_path / "hosts"), "--ca-file", str(tmp_path / "ca.pem")),
+        )
+    finally:
+        for server in (site, tunnel):
+            server.shutdown()
+            server.server_close()
+    assert res.code == 0, res.stderr
+    got = {r["url"]: r for r in _records(res)}
+    assert got[urls[0]]["status"] == 407 and not got[urls[0]].get("stopped"), got[urls[0]]
+    assert "error_code" not in got[urls[0]]
+    assert (got[urls[1]]["outcome"], got[urls[1]]["status"]) == ("fetched", 200)
