@@ -229,7 +229,7 @@ def fetch(
     SIGINT/SIGTERM stops new requests and reports the rest as deferred. So does the
     reader of the fetch records going away (| head), at once, whether a record was due
     or not; the WARC file is finished and renamed, STATE committed, and the exit
-    status 0.
+    status 0 (1 when a --proxy failure stopped the run, said on stderr).
 
     Sharded (--shard K with --shards N or --slot-map FILE, or a STATE that a sharded
     crawl made its shard's): a URL whose slot K does not own, or stamped with an older

@@ -263,12 +263,17 @@ def _run(
             with reader:
                 async with contextlib.aclosing(run):
                     await _deliver(run, sink, flush, fetcher)
+        except BrokenPipeError as gone:
+            # The reader of the records went away (| head): a quiet end, exit 0, but
+            # not of a run the proxy failed: that failure (exit 1, the proxy named)
+            # stands, as a closed pipe leaves audit's and crawl's failures standing.
+            _raise_proxy_failure(fetcher, gone)
+            raise
         finally:
             if client is None:
                 await http.close()
-        if fetcher.proxy_failure is not None:
-            # every record is out (the rest deferred, "stopped"): the run failed as a whole
-            raise ProxyError(f"{fetcher.proxy_failure}; stopped, the URLs not fetched are deferred")
+        # every record is out (the rest deferred, "stopped"): the run failed as a whole
+        _raise_proxy_failure(fetcher)
         return {**fetcher.counts, "redirects": fetcher.redirects_out}
 
     stop_on_signal = _FirstSignal(on_interrupt)
@@ -278,6 +283,13 @@ def _run(
         except ImportError:
             return asyncio.run(main())
         return uvloop.run(main())
+
+
+def _raise_proxy_failure(fetcher: Fetcher, cause: BaseException | None = None) -> None:
+    """Raise ProxyError when a proxy failure stopped ``fetcher``'s run; else nothing."""
+    if fetcher.proxy_failure is not None:
+        why = f"{fetcher.proxy_failure}; stopped, the URLs not fetched are deferred"
+        raise ProxyError(why) from cause
 
 
 async def _deliver(

@@ -12,12 +12,13 @@ import json
 import socket
 import socketserver
 import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Result, fetch_loopback, serve_routes
+from conftest import Result, fetch_loopback, serve_routes, start_crawlkit
 
 PAGE = ("text/html", b"<p>a page</p>")
 
@@ -210,3 +211,27 @@ def test_a_407_from_the_site_through_a_tunnel_is_the_sites_answer(tmp_path: Path
     assert got[urls[0]]["status"] == 407 and not got[urls[0]].get("stopped"), got[urls[0]]
     assert "error_code" not in got[urls[0]]
     assert (got[urls[1]]["outcome"], got[urls[1]]["status"]) == ("fetched", 200)
+
+
+def test_a_proxy_failure_stands_when_the_reader_of_the_records_is_gone(tmp_path: Path) -> None:
+    """``fetch --proxy P | head -1`` of a failed proxy exited 0 with nothing said: the
+    closed pipe's quiet end hid the failure from ``set -o pipefail``, as it hid audit's
+    violations (c5e1ce0). The reader here is gone before fetch writes anything."""
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        proxy_url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        urls = "".join(f"http://127.0.0.1:9/p{i}\n" for i in range(3))
+        proc = start_crawlkit(
+            *("fetch", "--state", str(tmp_path / "s"), "--allow-net", "127.0.0.0/8"),
+            *("--proxy", proxy_url),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader goes away at once
+        _, err = proc.communicate(urls.encode(), timeout=120)
+    assert proc.returncode == 1, err
+    (line,) = err.decode().strip().splitlines()
+    assert line.startswith("crawlkit fetch: proxy-unreachable: cannot connect to the proxy")
+    assert proxy_url in line
