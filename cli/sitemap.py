@@ -94,7 +94,9 @@ def sitemap(
     nesting deeper than 64) and malformed XML end that file with an error (records
     before the damage are kept) and the exit status 1; the other files are still read.
 
-    Streams: memory stays flat however large the file. Touches no state.
+    Streams: memory stays flat however large the file, but for the hreflang
+    alternates it has not yet listed as a <loc>, kept to its end (their URLs, at most
+    the 50,000). Touches no state.
 
     Example:
 

@@ -18,7 +18,7 @@ from crawlkit.errors import InvalidURL
 from crawlkit.records import URLRecord, url_record
 from crawlkit.sitemap.dates import normalize_lastmod
 from crawlkit.sitemap.model import ABSOLUTE, MAX_TEXT, SitemapStats
-from crawlkit.url import Canonicalizer
+from crawlkit.url import Canonicalizer, ParsedURL
 
 __all__ = ["EntryRecords"]
 
@@ -55,9 +55,9 @@ class EntryRecords:
         self.vouched_hosts = frozenset(host.lower() for host in vouched_hosts)
         self._pending: list[URLRecord] = []
         self._listed: set[int] | None = None  # fingerprints given, once hreflang is seen
-        # hreflang alternates not listed as a <loc> yet, by fingerprint: held to the
-        # document's end, when a <loc> of the same URL has not taken their place
-        self._alternates: dict[int, URLRecord] = {}
+        # hreflang alternates not listed as a <loc> yet (their canonical URLs, by
+        # fingerprint): held to the document's end, unless a <loc> takes their place
+        self._alternates: dict[int, str] = {}
 
     def drain(self, final: bool = False) -> Iterator[URLRecord]:
         """The records made since the last call, in order; with ``final`` (the
@@ -67,7 +67,8 @@ class EntryRecords:
         yield from pending
         if final:
             held, self._alternates = self._alternates, {}
-            yield from held.values()
+            for url in held.values():
+                yield self._via(self._record(self.canon.parse(url)))  # (parsed before)
 
     def entry(self, entry: dict[str, str], line: int, alternates: list[tuple[str, int]]) -> None:
         """Turn one <url>/<sitemap>/<item>/<entry> into a pending record, or report it;
@@ -128,9 +129,11 @@ class EntryRecords:
         listing = self._first_listing(parsed.fp, alternate)
         if listing is None:
             return
-        record = url_record(
-            parsed, depth=0, priority=self._priority(priority, line), reason="sitemap"
-        )
+        if alternate and self._listed is not None:
+            self._alternates[int(parsed.fp, 16)] = parsed.url  # out at the end, or replaced
+            stats.urls += 1
+            return
+        record = self._record(parsed, self._priority(priority, line))
         if kind is not None:
             record["kind"] = kind
         if lastmod is not None:
@@ -151,18 +154,28 @@ class EntryRecords:
                     f"{self.source}:{line}: unknown changefreq {changefreq[:80]!r} left out",
                     kind="bad field",
                 )
-        if self.base is not None:
-            record["via"] = self.base
         if listing == "replaces":
             del self._alternates[int(parsed.fp, 16)]  # (counted when it was held)
         elif kind == "sitemap":
             stats.sitemaps += 1
         else:
             stats.urls += 1
-        if alternate and self._listed is not None:
-            self._alternates[int(parsed.fp, 16)] = record  # out at the end, or replaced
-        else:
-            self._pending.append(record)
+        self._pending.append(self._via(record))
+
+    def _record(self, parsed: ParsedURL, priority: float | None = None) -> URLRecord:
+        """The URL record of ``parsed``, with ``priority`` (default: the default one)."""
+        return url_record(
+            parsed,
+            depth=0,
+            priority=self.default_priority if priority is None else priority,
+            reason="sitemap",
+        )
+
+    def _via(self, record: URLRecord) -> URLRecord:
+        """``record`` with ``via`` (the sitemap's URL), when known, as its last field."""
+        if self.base is not None:
+            record["via"] = self.base
+        return record
 
     def _first_listing(self, fp: str, alternate: bool) -> str | None:
         """Whether to emit a URL: None when it is an hreflang alternate already listed
