@@ -60,7 +60,7 @@ def index(
     same path twice, ./a.warc.gz and a symlink to it) is read once, under the name it
     was first given, and a line on stderr says so. Two different files of the same
     base name (a/x.warc.gz, b/x.warc.gz) are an error: their lines would name one
-    file. Touches no state.
+    file; so is an --out that is one of the WARC files. Touches no state.
 
     Example:
 
@@ -75,6 +75,9 @@ def index(
     if repeats:
         shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
         reporter().warn(f"the same WARC file named more than once, read once: {shown}")
+    if not streams.is_stdio(out) and any(_same_file(out, path) for path in kept):
+        # the index is renamed over it when done: the WARC was gone, its index in its place
+        raise UsageError(f"the index would replace the WARC file it indexes: {_shown(out)}")
     clash = name_clash(kept)
     if clash is not None:
         first, second = (_shown(path) for path in clash)
@@ -85,6 +88,14 @@ def index(
     lines = write_index(kept, out)
     if not quiet:
         reporter().info(f"{lines} captures indexed from {len(kept)} WARC files")
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name one existing file (False when either is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _shown(path: str | os.PathLike[str]) -> str:

@@ -239,3 +239,17 @@ def test_index_refuses_two_files_of_one_base_name(tmp_path):
     assert f"two WARC files named {first.name!r} ({first}, {other})" in line
     assert not out.exists()  # nothing written
     assert crawlkit("index", str(first), "-o", str(out)).code == 0  # alone, it indexes
+
+
+def test_index_refuses_to_write_over_the_warc_it_reads(tmp_path):
+    """``crawlkit index a.warc.gz -o a.warc.gz`` (a completion away from -o a.cdxj)
+    renamed the index over the WARC file: the archive was gone, exit 0."""
+    warc = crawlkit_warc(tmp_path / "ck")
+    kept = warc.read_bytes()
+    link = tmp_path / "link.warc.gz"
+    link.symlink_to(warc)
+    for out in (str(warc), str(link)):
+        res = crawlkit("index", str(warc), "-o", out)
+        assert res.code == 2
+        assert f"the index would replace the WARC file it indexes: {out}" in res.stderr
+        assert warc.read_bytes() == kept
