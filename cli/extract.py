@@ -116,7 +116,8 @@ def extract(
     Reads WARC files from any writer (crawlkit, wget, Heritrix, Common Crawl; WARC/1.0
     or 1.1; uncompressed, gzip per record or whole). Parses the HTML responses (by
     Content-Type, or by sniffing the bytes when the type is missing or generic; charset
-    from the BOM, the header, or <meta>; else UTF-8 when the bytes are valid UTF-8; else
+    from the BOM, the header, or <meta>; else UTF-8 when the bytes are valid UTF-8, or
+    all but a stray byte in a hundred of the non-ASCII ones; else
     windows-1252, unless windows-1252 cannot explain the bytes and Firefox's detector,
     chardetng, names another encoding that reads them cleanly) with Lexbor, and writes
     one page record per page: url, host, site, fp, depth, status, fetched_at,

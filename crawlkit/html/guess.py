@@ -147,7 +147,8 @@ def _decodes_cleanly(sample: bytes, codec: str) -> bool:
 
 
 def guess_legacy(body: bytes) -> str | None:
-    """The Python codec of ``body``, an undeclared page that is not valid UTF-8, when
+    """The Python codec of ``body``, an undeclared page that is not UTF-8 (nor UTF-8
+    with a stray byte: crawlkit.html.page reads those as UTF-8 first), when
     windows-1252 is implausible for it and a detector names another encoding that
     decodes it cleanly; else None (windows-1252, the WHATWG default, stands). Reads
     the first :data:`DETECT_BYTES` of ``body`` at most."""

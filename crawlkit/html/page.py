@@ -224,9 +224,10 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
     :mod:`crawlkit.html.prescan`), ``xml`` (the XML declaration of a page served as
     ``application/xhtml+xml``, whose ``<meta>`` is not read: XML's rules), ``utf-8``
     (valid UTF-8 without a declaration, also when cut inside its last character, and
-    any XHTML page without one), ``guess``
-    (an undeclared page that is not UTF-8 and that windows-1252 cannot explain, in the
-    encoding :func:`crawlkit.html.guess.guess_legacy` names) or ``default``
+    any XHTML page without one), ``guess`` (UTF-8 for a page that is UTF-8 but for a
+    stray byte or a few, :func:`_mostly_utf8`; else an undeclared page that is not
+    UTF-8 and that windows-1252 cannot explain, in the encoding
+    :func:`crawlkit.html.guess.guess_legacy` names) or ``default``
     (windows-1252, the web's historical default, for the other undeclared pages).
     """
     if body.startswith(b"\xef\xbb\xbf"):
@@ -248,6 +249,8 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
         return declared, "meta", 0
     if _is_utf8(body):
         return "utf-8", "utf-8", 0
+    if _mostly_utf8(body):
+        return "utf-8", "guess", 0
     guessed = guess_legacy(body)
     return (guessed, "guess", 0) if guessed else ("cp1252", "default", 0)
 
@@ -262,6 +265,26 @@ def _is_utf8(body: bytes) -> bool:
     except UnicodeDecodeError as error:
         return error.reason == "unexpected end of data" and error.end == len(body)
     return True
+
+
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+# A page whose non-ASCII bytes are UTF-8 but for at most one in this many is UTF-8 with
+# a stray byte (a Latin-1 character pasted into a UTF-8 page), and at least this many
+# of them valid: a few valid sequences prove nothing. Text in windows-1252 or a CJK
+# legacy encoding read as UTF-8 fails on most of its non-ASCII bytes.
+_STRAY_SHARE = 100
+_MIN_VALID_HIGH = 16
+
+
+def _mostly_utf8(body: bytes) -> bool:
+    """True when ``body`` is UTF-8 but for a stray invalid byte or a few: read as
+    UTF-8 (each stray byte a replacement character), it keeps all of its text, where
+    windows-1252 turned every character into two and a detector, asked about bytes
+    that are UTF-8, named encodings such as gb18030 that decode anything (a Greek page
+    with one stray byte became CJK)."""
+    high = len(body) - len(body.translate(None, _HIGH_BYTES))
+    stray = body.decode("utf-8", "replace").count("\ufffd")
+    return high - stray >= _MIN_VALID_HIGH and stray * _STRAY_SHARE <= high
 
 
 # ---------------------------------------------------------------- robots

@@ -132,5 +132,34 @@ def test_a_utf_8_page_cut_inside_a_character_is_still_utf_8() -> None:
     page = small.extract(body, "https://example.com/", content_type="text/html")
     assert (page.charset, page.capped) == ("utf-8", ["html"])
     assert page.title == _title(body, "utf-8")
-    # an invalid byte before the end is no cut: not UTF-8
-    assert detect_charset(body[:cap] + b"<p>x</p>")[0] != "utf-8"
+    # an invalid byte before the end is no cut: UTF-8 with a stray byte (a guess)
+    assert detect_charset(body[:cap] + b"<p>x</p>") == ("utf-8", "guess", 0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Καλημέρα κόσμε: το γρήγορο καφέ αλεπού πηδά πάνω από τον τεμπέλη σκύλο. ",
+        "素早い茶色の狐がのろまな犬を飛び越える。日本語の文章です。",
+        "Съешь же ещё этих мягких французских булок, да выпей чаю. ",
+    ],
+)
+def test_a_utf_8_page_with_a_stray_byte_stays_utf_8(text: str) -> None:
+    """A Latin-1 byte pasted into an undeclared UTF-8 page: read as UTF-8 (one
+    replacement character), not as windows-1252 (every character two) nor as what a
+    detector says of bytes that are UTF-8 (the Greek page came out gb18030, CJK)."""
+    title = text.split(":")[0].split("。")[0].strip()
+    page = f"<html><head><title>{title}</title></head><body><p>{text * 20}</p></body></html>"
+    body = page.encode()
+    at = body.index(b"<p>") + 3
+    body = body[:at] + b"caf\xe9 " + body[at:]
+    assert detect_charset(body) == ("utf-8", "guess", 0)
+    extracted = HtmlExtractor(Canonicalizer()).extract(body, "http://a.test/")
+    assert extracted.title == title and "caf\ufffd" in extracted.raw_text
+
+
+def test_a_windows_1252_page_with_a_few_utf_8_lookalikes_stays_windows_1252() -> None:
+    """Mostly-UTF-8 needs many valid sequences and nearly no invalid byte: a Western
+    page whose accents happen to form a valid sequence or two stays windows-1252."""
+    body = ("<p>" + "Café crème, naïve façade. " * 30 + "Ã©</p>").encode("cp1252")
+    assert detect_charset(body) == ("cp1252", "default", 0)
