@@ -31,10 +31,10 @@ from conftest import crawlkit
 from warcio.archiveiterator import ArchiveIterator
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "real-site" / "formats.kaitai.io.tar.zst"
-GAP = 0.04  # seconds: the --min-delay the crawl is given, and what the log must show
-# The server stamps an answer's end once its thread runs again after the write: up to
-# a few ms late under load. crawlkit audit allows the same 10 ms.
-JITTER = 0.01
+GAP = 0.05  # seconds: the --min-delay the crawl is given, and what the log must show
+# The server stamps an answer's end when its thread runs again after the write: late by
+# a time slice or two on a loaded machine, which makes a gap look that much shorter.
+JITTER = 0.02
 
 
 def _unpack(into: Path) -> Path:
