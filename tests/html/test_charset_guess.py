@@ -1,6 +1,8 @@
 """Undeclared pages that are not UTF-8: windows-1252 unless it is implausible and the
-detector is sure (crawlkit/html/guess.py). Real text in tests/data/charset: Western
-pages stay windows-1252, the others are read in the encoding they were written in."""
+detector is sure (crawlkit/html/guess.py). Pages made of the texts in tests/data/charset
+(written for these tests, as news pages write) in a legacy encoding, no declaration:
+Western pages stay windows-1252, the others are read in the encoding they were written
+in."""
 
 from __future__ import annotations
 
@@ -16,26 +18,37 @@ from crawlkit.html.page import HtmlExtractor, detect_charset
 from crawlkit.url import Canonicalizer
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "charset"
-# file -> the encoding it is written in (tests/data/charset/README.md)
+# page -> (its text in tests/data/charset, the encoding it is written in)
 WESTERN = {
-    "de-windows-1252.html": "cp1252",
-    "en-windows-1252.html": "cp1252",
-    "en-2-windows-1252.html": "cp1252",
-    "en-3-windows-1252.html": "cp1252",
-    "fr-windows-1252.html": "cp1252",
-    "pt-windows-1252.html": "cp1252",
+    "de-windows-1252.html": ("de.txt", "cp1252"),
+    "en-windows-1252.html": ("en.txt", "cp1252"),  # £ and quotes: chardetng alone says 1250
+    "en-2-windows-1252.html": ("en-2.txt", "cp1252"),
+    "en-3-windows-1252.html": ("en-3.txt", "cp1252"),
+    "fr-windows-1252.html": ("fr.txt", "cp1252"),
+    "pt-windows-1252.html": ("pt.txt", "cp1252"),
 }
 LEGACY = {
-    "ja-shift_jis.html": "cp932",
-    "ja-euc-jp.html": "euc_jp",
-    "zh-gbk.html": "gbk",
-    "zh-tw-big5.html": "big5",
-    "ko-euc-kr.html": "cp949",
-    "ru-windows-1251.html": "cp1251",
-    "ru-koi8-r.html": "koi8_r",
-    "el-iso-8859-7.html": "iso8859_7",
-    "pl-windows-1250.html": "cp1250",
+    "ja-shift_jis.html": ("ja.txt", "cp932"),
+    "ja-euc-jp.html": ("ja.txt", "euc_jp"),
+    "zh-gbk.html": ("zh.txt", "gbk"),
+    "zh-tw-big5.html": ("zh-tw.txt", "big5"),
+    "ko-euc-kr.html": ("ko.txt", "cp949"),
+    "ru-windows-1251.html": ("ru.txt", "cp1251"),
+    "ru-koi8-r.html": ("ru.txt", "koi8_r"),
+    "el-iso-8859-7.html": ("el.txt", "iso8859_7"),
+    "pl-windows-1250.html": ("pl.txt", "cp1250"),
 }
+
+
+def _page(name: str) -> bytes:
+    """The undeclared page ``name``: its text's first line the title, the rest
+    paragraphs, in its encoding (a character it lacks as a numeric reference, as a
+    real page in that encoding writes it)."""
+    text, codec = {**WESTERN, **LEGACY}[name]
+    title, *paragraphs = (DATA / text).read_text("utf-8").strip().splitlines()
+    body = "".join(f"<p>{html.escape(p, quote=False)}</p>\n" for p in paragraphs)
+    page = f"<html><head><title>{html.escape(title)}</title></head><body>\n{body}</body></html>"
+    return page.encode(codec, "xmlcharrefreplace")
 
 
 def _title(body: bytes, codec: str) -> str:
@@ -46,7 +59,7 @@ def _title(body: bytes, codec: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(WESTERN))
 def test_an_undeclared_western_page_stays_windows_1252(name: str) -> None:
-    body = (DATA / name).read_bytes()
+    body = _page(name)
     assert not body.isascii()
     assert detect_charset(body) == ("cp1252", "default", 0)
     assert not windows_1252_implausible(body)
@@ -54,8 +67,8 @@ def test_an_undeclared_western_page_stays_windows_1252(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(LEGACY))
 def test_an_undeclared_legacy_page_is_read_as_written(name: str) -> None:
-    body = (DATA / name).read_bytes()
-    truth = LEGACY[name]
+    body = _page(name)
+    truth = LEGACY[name][1]
     codec, source, bom = detect_charset(body)
     assert (source, bom) == ("guess", 0)
     # right when it reads the bytes as the true encoding does (gb18030 for GBK, KOI8-U
@@ -70,7 +83,7 @@ def test_an_undeclared_legacy_page_is_read_as_written(name: str) -> None:
 
 
 def test_a_declaration_or_utf_8_is_never_second_guessed() -> None:
-    body = (DATA / "ja-shift_jis.html").read_bytes()
+    body = _page("ja-shift_jis.html")
     assert detect_charset(body, "text/html; charset=windows-1252")[:2] == ("cp1252", "header")
     declared = b'<meta charset="iso-8859-1">' + body
     assert detect_charset(declared)[:2] == ("cp1252", "meta")
@@ -108,8 +121,8 @@ def test_bytes_no_encoding_explains_stay_windows_1252() -> None:
 
 
 def test_extract_reads_an_undeclared_shift_jis_page_from_a_warc(tmp_path: Path) -> None:
-    body = (DATA / "ja-shift_jis.html").read_bytes()
-    western = (DATA / "de-windows-1252.html").read_bytes()
+    body = _page("ja-shift_jis.html")
+    western = _page("de-windows-1252.html")
     routes = {"/ja.html": ("text/html", body), "/de.html": ("text/html", western)}
     with serve_routes(routes) as (root, _log):
         res = fetch_loopback(tmp_path / "s", [f"{root}/ja.html", f"{root}/de.html"])
@@ -125,8 +138,8 @@ def test_extract_reads_an_undeclared_shift_jis_page_from_a_warc(tmp_path: Path) 
 def test_a_utf_8_page_cut_inside_a_character_is_still_utf_8() -> None:
     # extract parses at most max_html_bytes of a page: a cap that falls inside a
     # character of an undeclared UTF-8 page made all of it windows-1252 mojibake
-    body = (DATA / "ja-shift_jis.html").read_bytes().decode("cp932").encode("utf-8")
-    cap = body.index("改造".encode(), body.index(b"</title>")) + 1  # one byte into 改
+    body = _page("ja-shift_jis.html").decode("cp932").encode("utf-8")
+    cap = body.index("図書館".encode(), body.index(b"</title>")) + 1  # one byte into 図
     assert detect_charset(body[:cap]) == ("utf-8", "utf-8", 0)
     small = HtmlExtractor(Canonicalizer(), max_html_bytes=cap)
     page = small.extract(body, "https://example.com/", content_type="text/html")
