@@ -6,7 +6,11 @@
 * :mod:`~crawlkit.fetch.resolver` — hosts file, TTL cache, bounded negative cache.
 * :mod:`~crawlkit.fetch.dns` — the ``--dns-server`` stub resolver (UDP, dnslib).
 * :mod:`~crawlkit.fetch.client` — the HTTP client behind one small interface
-  (aiohttp, pinned to the checked address, caps and one total timeout).
+  (aiohttp, pinned to the checked address, caps and one total timeout), with
+  :mod:`~crawlkit.fetch.exchange` (the request and result records, the interface),
+  :mod:`~crawlkit.fetch.connector` (pinned resolver, capped pool),
+  :mod:`~crawlkit.fetch.codings` (body codings under caps) and
+  :mod:`~crawlkit.fetch.failures` (failures classified and worded).
 * :mod:`~crawlkit.fetch.tls` — trust (system store, ``--ca-file``, ``--insecure``)
   and the ``tls-*`` failure codes.
 * :mod:`~crawlkit.fetch.netoptions` — :class:`NetOptions`, those choices as one record.

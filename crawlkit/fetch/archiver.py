@@ -24,7 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from crawlkit.fetch.client import FetchResult
+from crawlkit.fetch.exchange import FetchResult
 from crawlkit.fetch.hoststate import HostState
 from crawlkit.warc.write import Capture, WarcWriter, sha1_digest, warc_date
 

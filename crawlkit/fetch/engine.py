@@ -63,8 +63,8 @@ from typing import Any
 
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver, provenance_fields
-from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import DEADLINE_GRACE, DEFAULT_AGENT, FetchConfig
+from crawlkit.fetch.exchange import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.hosts import (
     Host,
     HostTable,
@@ -177,7 +177,7 @@ class Fetcher:
         self._failures: list[BaseException] = []
         self._launching = 0  # hosts taken from the scheduler, their tasks not yet spawned
         self.running = False  # inside run(), until it starts to finish (WARC still open)
-        # The first proxy failure (client.PROXY_FAILURES): it stopped the run, and the
+        # The first proxy failure (exchange.PROXY_FAILURES): it stopped the run, and the
         # caller reports it (stages.fetch raises ProxyError once every record is out).
         self.proxy_failure: str | None = None
         self._in_flight: set[asyncio.Timeout] = set()  # requests' scopes (see stop)

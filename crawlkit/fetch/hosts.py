@@ -41,7 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from crawlkit.errors import InvalidURL
-from crawlkit.fetch.client import FetchResult
+from crawlkit.fetch.exchange import FetchResult
 from crawlkit.fetch.hoststate import HostRecord, HostState
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.outcome import (

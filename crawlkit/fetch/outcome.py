@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from crawlkit import records
 from crawlkit.errors import InvalidURL
-from crawlkit.fetch.client import FetchResult
+from crawlkit.fetch.exchange import FetchResult
 from crawlkit.records import Record, error_code
 from crawlkit.times import iso
 from crawlkit.url import Canonicalizer, whatwg_href

@@ -44,8 +44,8 @@ from urllib.parse import urlsplit
 
 from crawlkit.errors import InvalidURL
 from crawlkit.fetch.archiver import WarcArchiver
-from crawlkit.fetch.client import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.config import DEADLINE_GRACE, FetchConfig
+from crawlkit.fetch.exchange import FetchRequest, FetchResult, HttpClient
 from crawlkit.fetch.hosts import (
     Host,
     HostTable,
