@@ -22,6 +22,8 @@
   whole queues deferred or failed, idle hosts forgotten.
 * :mod:`~crawlkit.fetch.robotsflow` — robots.txt fetched, cached and applied.
 * :mod:`~crawlkit.fetch.archiver` — captures written on the WARC thread.
+* :mod:`~crawlkit.fetch.intake` — which input records are queued, which answered at once.
+* :mod:`~crawlkit.fetch.pages` — one page request from start to record.
 * :mod:`~crawlkit.fetch.engine` — :class:`Fetcher`, which ties them together.
 
 ``crawlkit.stages.fetch.fetch_records`` builds all of it from plain arguments.

@@ -38,9 +38,12 @@ per queued URL, plus per-host state; :meth:`Fetcher.feed` and ``run(refill=...)`
 keep a long run fed instead, and :meth:`Fetcher.stop` ends one early with every URL
 not yet fetched reported ``deferred``.
 
-:class:`Fetcher` owns the intake (one queued URL per accepted record), the run loop
-(refill, launches, the deadline) and a page request from start to record; each other
-job is a part it composes:
+:class:`Fetcher` owns the run loop (refill, launches, the deadline, a stop); each
+other job is a part it composes:
+
+* :func:`~crawlkit.fetch.intake.take` — the intake: one queued URL per accepted
+  record, the others answered at once;
+* :class:`~crawlkit.fetch.pages.PageFlow` — a page request from start to record;
 
 * :class:`~crawlkit.fetch.hosts.HostTable` — host lifecycle: resolving and the
   address check, durable clocks, whole queues deferred or failed, idle hosts
@@ -56,39 +59,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import re
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
 from typing import Any
 
-from crawlkit.errors import InvalidURL
-from crawlkit.fetch.archiver import WarcArchiver, provenance_fields
+from crawlkit.fetch.archiver import WarcArchiver
 from crawlkit.fetch.config import DEADLINE_GRACE, DEFAULT_AGENT, FetchConfig
-from crawlkit.fetch.exchange import FetchRequest, FetchResult, HttpClient
+from crawlkit.fetch.exchange import FetchResult, HttpClient
 from crawlkit.fetch.hosts import (
     Host,
     HostTable,
-    Item,
     RobotsTask,
     StateCommits,
     Task,
     split_url,
 )
 from crawlkit.fetch.hoststate import HostState
+from crawlkit.fetch.intake import take
 from crawlkit.fetch.netpolicy import NetPolicy
 from crawlkit.fetch.outcome import (
     OUTCOMES,
     Outbox,
     Record,
-    conditional,
-    fetch_record,
-    fetch_refusal,
     iso_time,
     parse_retry_after,
-    redirect_target,
-    shape_response,
-    timing_fields,
 )
+from crawlkit.fetch.pages import PageFlow
 from crawlkit.fetch.resolver import Resolver
 from crawlkit.fetch.robotsflow import RobotsFlow
 from crawlkit.fetch.scheduler import Scheduler
@@ -110,7 +105,6 @@ __all__ = [
 ]
 
 REFILL_PAUSE = 0.25  # seconds before asking an empty refill again
-_UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")  # never in a URL as sent (WHATWG encodes them)
 # (DEADLINE_GRACE, from config.py: how long past the run's end a request may go on.)
 
 
@@ -163,7 +157,6 @@ class Fetcher:
         self.scheduler = Scheduler.from_config(
             config, ip_clocks=state.ip_clocks if state is not None else None
         )
-        self.redirects_out = 0
         self._headers = {
             "User-Agent": config.agent,
             "Accept": "*/*",
@@ -212,12 +205,31 @@ class Fetcher:
             on_proxy_failure=self.proxy_failed,
         )
         self.robots.in_flight = self._in_flight  # stop() bounds robots.txt requests too
+        self.pages = PageFlow(
+            config,
+            client=client,
+            headers=self._headers,
+            hosts=self.hosts,
+            outbox=self.outbox,
+            archiver=self.archiver,
+            canon=self.canon,
+            in_flight=self._in_flight,
+            clock=clock,
+            on_proxy_failure=self.proxy_failed,
+            on_request=on_request,
+            on_redirect=on_redirect,
+        )
 
     # ------------------------------------------------------------------ figures
     @property
     def counts(self) -> dict[str, int]:
         """Fetch records handed out so far, by outcome."""
         return self.outbox.counts
+
+    @property
+    def redirects_out(self) -> int:
+        """Redirect targets within the hop limit handed to ``on_redirect`` so far."""
+        return self.pages.redirects_out
 
     @property
     def evicted(self) -> int:
@@ -252,46 +264,6 @@ class Fetcher:
         self.hosts.idle_evict = value
 
     # ------------------------------------------------------------------ input
-    def _add(self, rec: Record) -> Host | None:
-        """Queue one input record on its host, or answer it at once (``refused``: no
-        URL, refused upstream, not an http(s) URL, already queued or in flight)."""
-        emit = self.outbox.emit
-        url = rec.get("url")
-        if not isinstance(url, str) or not url:
-            out = fetch_refusal(rec, "", "invalid-url", "record has no url")
-            out["url"] = url  # as it came (null, a number, absent): no made-up string
-            emit(out, settles=False)
-            return None
-        if rec.get("outcome") == "refused":
-            # Refused upstream (a frontier block, a trap limit): passed through, never
-            # fetched, still one record for it.
-            why = rec.get("detail") or rec.get("refused") or "refused before the fetch"
-            emit(fetch_record(rec, url, "refused", error=str(why)), settles=False)
-            return None
-        try:
-            if not url.isascii() or _UNSENDABLE.search(url):
-                # A request line and the WARC's headers take it as it is: a CR LF in it
-                # wrote headers of its own into the WARC, a space split the request line.
-                raise InvalidURL(
-                    "URL holds a space, a control or a non-ASCII character "
-                    "(give canonical URLs: crawlkit canon, frontier next)"
-                )
-            sp = split_url(url)
-        except InvalidURL as exc:
-            emit(fetch_refusal(rec, url, "invalid-url", str(exc)), settles=False)
-            return None
-        accepted = self.outbox.accepted
-        if url in accepted:
-            # The same URL twice in a batch (or handed out again while the first is
-            # still queued): the server is asked once; the repeat comes out refused.
-            why = "the same URL is already queued or in flight"
-            emit(fetch_refusal(rec, url, "duplicate", why), settles=False)
-            return None
-        accepted.add(url)
-        host = self.hosts.get(sp)
-        host.items.append(Item(rec, url, sp.origin))
-        return host
-
     def feed(self, records: Iterable[Record]) -> int:
         """Add URL records to a running fetch (call it on the loop's thread).
 
@@ -301,13 +273,13 @@ class Fetcher:
         """
         touched: dict[str, Host] = {}
         taken = 0
+        outbox, hosts = self.outbox, self.hosts
         for rec in records:
             taken += 1
-            host = self._add(rec)
+            host = take(rec, outbox, hosts)
             if host is not None:
                 touched[host.key] = host
         now = self.clock()
-        hosts = self.hosts
         for host in touched.values():
             if host.state == "new":
                 hosts.prepare(host)
@@ -376,7 +348,7 @@ class Fetcher:
             self.state.begin_run()
             self.resolver.load(self.state.dns())
         for rec in records:
-            self._add(rec)
+            take(rec, self.outbox, self.hosts)
         while self.outbox:
             yield self.outbox.pop()
         for host in list(self.hosts.hosts.values()):
@@ -603,133 +575,4 @@ class Fetcher:
         if isinstance(task, RobotsTask):
             await self.robots.fetch(host, task)
         else:
-            await self._fetch_url(host, task)
-
-    def _request_headers(self, item: Item) -> dict[str, str]:
-        """The run's headers, a conditional GET's validators from the input record,
-        then the per-URL headers of the request settings."""
-        rec = item.record
-        headers = self._headers
-        if conditional(rec):
-            headers = dict(headers)
-            if isinstance(rec.get("etag"), str) and rec["etag"]:
-                headers["If-None-Match"] = rec["etag"]
-            if isinstance(rec.get("last_modified"), str) and rec["last_modified"]:
-                headers["If-Modified-Since"] = rec["last_modified"]
-        if self.config.request:
-            headers = {**headers, **self.config.request.for_url(item.url)}
-        return headers
-
-    async def _fetch_url(self, host: Host, item: Item) -> None:
-        """Fetch one page: request, the host's clock, the WARC, the fetch record (and
-        a redirect target's URL record before it)."""
-        rec = item.record
-        cfg = self.config
-        # The deadline can move earlier while the request runs (stop()), so the cap is
-        # the time left at the start, and the cut is judged against the cap given.
-        timeout = min(cfg.timeout, max(0.0, self._deadline + DEADLINE_GRACE - self.clock()))
-        request = FetchRequest(
-            item.url,
-            host.address or "",
-            self._request_headers(item),
-            timeout,
-            cfg.max_body,
-            cfg.max_decoded,
-            on_sent=functools.partial(self.hosts.sent, host),
-        )
-        started = self.clock()
-        if self.on_request is not None:
-            self.on_request()
-        # A stop (stop()) gives the request DEADLINE_GRACE more through this scope.
-        scope = asyncio.timeout(None)
-        try:
-            async with scope:
-                self._in_flight.add(scope)
-                try:
-                    res: FetchResult = await self.client.fetch(request)
-                finally:
-                    self._in_flight.discard(scope)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            res = FetchResult(
-                error="timeout: the run was stopped during the request",
-                started=started,
-                elapsed=self.clock() - started,
-                address=host.address,
-            )
-        if cfg.request:
-            cfg.request.note_response(item.url, res.headers)
-        if res.proxy_failed:
-            self.proxy_failed(res)  # before the host goes back: its URLs are deferred
-        now = self.hosts.finish(host, res)
-        # The host's clock is set: it may go back to the heap while the WARC is written.
-        self.hosts.schedule(host, now)
-        if res.proxy_failed:
-            # the site was never asked (no fetched_at: no request to it to audit), it
-            # made no error of its own; asked again next run
-            self.outbox.emit(
-                fetch_record(
-                    rec,
-                    item.url,
-                    "deferred",
-                    retry_at=iso_time(now),
-                    error=res.error,
-                    stopped=True,
-                )
-            )
-            return
-        if scope.expired() or (
-            timeout < cfg.timeout and (res.truncated == "time" or _timed_out(res))
-        ):
-            # Cut by the run's end, not by the server: nothing is archived, and the next
-            # run asks again.
-            self.outbox.emit(
-                fetch_record(
-                    rec,
-                    item.url,
-                    "deferred",
-                    retry_at=iso_time(now),
-                    error="the run ended (--for or a stop) during the request",
-                    stopped=True,
-                    **timing_fields(res),
-                )
-            )
-            return
-        if res.status is None:
-            self.outbox.emit(
-                fetch_record(rec, item.url, "error", error=res.error, **timing_fields(res))
-            )
-            return
-        extra = {"tlsUnverified": res.tls_unverified} if res.tls_unverified else {}
-        extra.update(provenance_fields(rec))  # the hop path, in the capture's metadata
-        not_modified_of = None
-        if res.status == 304 and conditional(rec):
-            known = rec.get("digest")
-            not_modified_of = known if isinstance(known, str) else ""
-        digest, loc = await self.archiver.archive(
-            res, item.url, rec.get("depth"), extra, not_modified_of
-        )
-        outcome, fields = shape_response(
-            rec, res, digest=digest, warc=loc, backoff_until=host.backoff_until
-        )
-        if outcome == "redirect":
-            target = redirect_target(
-                rec,
-                item.url,
-                res.location() or "",
-                fields,
-                max_hops=cfg.max_hops,
-                canon=self.canon,
-            )
-            if target is not None:
-                self.redirects_out += 1
-                if self.on_redirect is not None:
-                    self.on_redirect(target)
-        self.outbox.emit(fetch_record(rec, item.url, outcome, **fields))
-
-
-def _timed_out(res: FetchResult) -> bool:
-    """Whether the request ended for want of time, before any response came."""
-    error = res.error or ""
-    return res.status is None and (error.startswith("timeout") or "handshake-timeout" in error)
+            await self.pages.fetch(host, task)

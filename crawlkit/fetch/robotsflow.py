@@ -301,7 +301,7 @@ class RobotsFlow:
         """Fetch one robots.txt hop through ``host``'s clock, settle or follow it, move
         the host's clock on, then archive the response and report the capture."""
         cfg = self.config
-        # Bounded by the run's end as a page request is (engine._fetch_url): a robots.txt
+        # Bounded by the run's end as a page request is (pages.PageFlow.fetch): a robots.txt
         # that stalls (a TLS handshake never answered) held --for and SIGTERM for the
         # whole --timeout. Cut so, it gives no verdict: the host's URLs come out
         # deferred by the stop, and the next run asks again.
