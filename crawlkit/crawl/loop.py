@@ -21,7 +21,8 @@ their locks), :class:`~crawlkit.crawl.core.Limits` (when to stop),
 :class:`~crawlkit.crawl.admission.Admission` (seeds, a shard's inbox),
 :class:`~crawlkit.crawl.cycle.CycleRunner` (the post-fetch steps),
 :class:`~crawlkit.crawl.recovery.Recovery` (what a killed run left) and
-:class:`~crawlkit.crawl.feed.Feed` (the fetch side).
+:class:`~crawlkit.crawl.feed.Feed` and :class:`~crawlkit.crawl.fetchrun.FetchRun` (the
+fetch side).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from crawlkit.crawl.archive import LinkPolicy, update_collection_index
 from crawlkit.crawl.core import Gate, Limits
 from crawlkit.crawl.cycle import CycleRunner, CycleWarcs
 from crawlkit.crawl.feed import Feed
+from crawlkit.crawl.fetchrun import FetchRun
 from crawlkit.crawl.files import CrawlDir
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.crawl.recovery import Leftover, Recovery
@@ -183,7 +185,7 @@ class Crawl:
                 break
             self.gate.release_waiting()
             before = sum(self.summary.outcomes.values())
-            self.feed.run(leftover)
+            FetchRun(self.feed).run(leftover or Leftover())
             leftover = None
             if self.feed.post_error is not None:
                 raise self.feed.post_error

@@ -57,6 +57,6 @@ class CrawlOptions:
     # a shared file (crawlkit.crawl.budget). None: this run's requests alone count.
     page_budget: PageBudget | None = None
     # A worker of ``crawl --workers N``: N. Each worker fetches about 1/N of the
-    # crawl's pages, so it cuts its cycles N times as old (crawl/feed.py): cycles as
+    # crawl's pages, so it cuts its cycles N times as old (crawl/pacing.py): cycles as
     # big per page as one process's, paying post-processing's fixed costs as often.
     workers: int = 1

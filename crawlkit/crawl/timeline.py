@@ -80,7 +80,7 @@ class LoopProbe:
     and refills, and samples its states once a window (see the module doc)."""
 
     def __init__(self, run: Any, timeline: Timeline):
-        # ``run``: the feed.FetchRun it samples (feed.py imports this module)
+        # ``run``: the fetchrun.FetchRun it samples (fetchrun.py imports this module)
         self.fetch_run = run
         self.timeline = timeline
         self.busy_before = 0.0  # the post thread's busy seconds at the last sample

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import crawlkit, start_testweb
 
-from crawlkit.crawl import core, feed
+from crawlkit.crawl import core, feed, pacing
 from crawlkit.crawl.cycle import CycleRunner
 from crawlkit.crawl.feed import CUT_AGE_MAX, POST_BACKLOG_MAX
 from crawlkit.crawl.loop import CrawlOptions, crawl
@@ -54,7 +54,7 @@ def test_a_stuck_post_processing_stops_the_feed_and_the_next_run_finishes(
         # test_crawl_few_hosts.py's
         monkeypatch.setattr(feed, "FEW_HOSTS", 0)
         # Small cycles, so the backlog reaches its bound well within the web's pages.
-        monkeypatch.setattr(feed, "CHUNK_RECORDS", 20)
+        monkeypatch.setattr(pacing, "CHUNK_RECORDS", 20)  # read by pacing.cut_due
         monkeypatch.setattr(CycleRunner, "dedup", dedup_stuck_until_the_deadline)
         first = crawl(state, pages, _options(web, duration=10.0))
         monkeypatch.setattr(CycleRunner, "dedup", real_dedup)
@@ -106,10 +106,8 @@ def test_refills_shrink_with_the_backlog_and_stop_only_at_its_bound() -> None:
 def test_cycles_are_cut_bigger_while_post_processing_lags_up_to_a_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from crawlkit.crawl import feed
-
     assert [feed.cut_scale(n) for n in range(8)] == [1] * 8  # off by default
-    monkeypatch.setattr(feed, "CUT_SCALE_MAX", 4)
+    monkeypatch.setattr(pacing, "CUT_SCALE_MAX", 4)  # read by pacing.cut_scale
     scales = [feed.cut_scale(n) for n in range(feed.POST_BACKLOG_MAX + 2)]
     assert scales[: feed.POST_BACKLOG] == [1] * feed.POST_BACKLOG
     assert scales == sorted(scales) and max(scales) == 4
