@@ -54,13 +54,15 @@ def index(
     Buffers: at most about 64 MiB of lines are held in memory; more are sorted in
     temporary run files (an external sort, in $TMPDIR) and merged, so memory stays
     bounded whatever the number of captures. A file that is not a WARC, ends inside
-    a record (whatever its Content-Length says) or has a WARC head over 256 KiB is an
-    error naming it and the record (the reader and limits of 'crawlkit extract' and
-    'crawlkit wacz'), and nothing is written. One file named more than once (the
-    same path twice, ./a.warc.gz and a symlink to it) is read once, under the name it
-    was first given, and a line on stderr says so. Two different files of the same
-    base name (a/x.warc.gz, b/x.warc.gz) are an error: their lines would name one
-    file; so is an --out that is one of the WARC files. Touches no state.
+    a record (whatever its Content-Length says), has a WARC head over 256 KiB or is
+    not gzipped record by record (a record sharing its gzip member with another, or
+    spread over two: no offset replay can read) is an error naming it and the record
+    (the reader and limits of 'crawlkit extract' and 'crawlkit wacz'), and nothing
+    is written. One file named more than once (the same path twice, ./a.warc.gz and
+    a symlink to it) is read once, under the name it was first given, and a line on
+    stderr says so. Two different files of the same base name (a/x.warc.gz,
+    b/x.warc.gz) are an error: their lines would name one file; so is an --out that
+    is one of the WARC files. Touches no state.
 
     Example:
 

@@ -173,7 +173,9 @@ class WarcStream:
         start of the member that holds ``start`` to the start of the first member at
         or after ``end`` (or the end of the file), as warcio and cdxj-indexer count a
         record of a ``.warc.gz``; for a plain file, the bytes themselves. Calls must
-        come in file order (members before ``start`` are forgotten)."""
+        come in file order (members before ``start`` are forgotten). Raises
+        :class:`InputError` when the bytes share a member with the last call's or
+        span more than one member (neither has an offset a replay can read)."""
         if self._mode == "plain":
             return start, end - start
         members = self._members
@@ -194,6 +196,16 @@ class WarcStream:
         while not self._eof and members[-1][0] < end:
             self._fill()
         raw_end = next((raw for dec, raw in members if dec >= end), self._raw_read)
+        # A record cut into several members (its head in one, its block in the next):
+        # a replay reads one member at the offset, so it would serve an empty page.
+        inside = sum(1 for dec, _ in members if start < dec < end)
+        if inside:
+            kind = "gzip members" if self._mode == "gzip" else "zstd frames"
+            raise InputError(
+                f"a record spans {inside + 1} {kind}: a replay would read only the "
+                f"first (recompress it, e.g. warcio recompress)",
+                source=self.source,
+            )
         return raw_start, raw_end - raw_start
 
     def close(self) -> None:

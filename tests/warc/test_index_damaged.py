@@ -224,6 +224,29 @@ def test_a_warc_gzipped_whole_is_refused_for_an_index(tmp_path: Path) -> None:
     assert "not compressed record by record" in err and "1 whole records before it" in err
 
 
+def test_a_record_cut_into_two_gzip_members_is_refused_for_an_index(tmp_path: Path) -> None:
+    """warcio's example-wrong-chunks.warc.gz: a record's WARC head in one gzip member,
+    its block in the next. The index said offset 0 and both members' length, and pywb
+    replayed the page as an empty 200 (it reads one member at an offset)."""
+    import gzip
+
+    record = _record(*_GOOD)
+    body_at = record.index(b"HTTP/1.1")
+    good = gzip.compress(_record(*_GOOD))
+    split = tmp_path / "split.warc.gz"
+    split.write_bytes(good + gzip.compress(record[:body_at]) + gzip.compress(record[body_at:]))
+    code, text, err = _index(split)
+    assert code == 1 and text == "", err
+    assert "a record spans 2 gzip members" in err and "1 whole records before it" in err
+    assert len(err.strip().splitlines()) == 1
+    res = crawlkit("wacz", str(split), "-o", str(tmp_path / "x.wacz"))
+    assert res.code == 1 and "a record spans 2 gzip members" in res.stderr, res.stderr
+    assert not (tmp_path / "x.wacz").exists()
+    # extract reads the bytes, not offsets: the page is there
+    res = crawlkit("extract", str(split))
+    assert res.code == 0 and res.text.count('"text_bytes":5') == 2, res.stderr
+
+
 @pytest.mark.parametrize("cut", [2, 40])
 def test_a_warc_cut_in_a_records_head_counts_the_records_kept(tmp_path: Path, cut: int) -> None:
     """Cut 2 or 40 bytes into record 4's head: three whole records before it (extract
