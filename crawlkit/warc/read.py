@@ -657,6 +657,12 @@ def _read_head(
     if cut and b"WARC/".startswith(line[:5]):  # cut inside "WARC/": no other damage
         raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
     if not line.startswith(b"WARC/"):
+        if number == 1 and line.startswith(b"filedesc://"):  # an ARC file's version block
+            raise InputError(
+                "an ARC file, not a WARC: ARC is not read (convert it to WARC, e.g. "
+                "warcio recompress FILE.arc.gz FILE.warc.gz)",
+                source=source,
+            )
         raise InputError(
             f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
         )

@@ -247,6 +247,31 @@ def test_a_record_cut_into_two_gzip_members_is_refused_for_an_index(tmp_path: Pa
     assert res.code == 0 and res.text.count('"text_bytes":5') == 2, res.stderr
 
 
+_ARC = (
+    b"filedesc://live-web-example.arc.gz 127.0.0.1 20140216050221 text/plain 75\n"
+    b"1 0 LiveWeb Capture\nURL IP-address Archive-date Content-type Archive-length\n\n"
+    b"http://example.com/ 93.184.216.119 20140216050221 text/html 72\n" + _HTTP + b"\n"
+)
+
+
+@pytest.mark.parametrize("name", ["old.arc", "old.arc.gz"])
+@pytest.mark.parametrize("stage", ["index", "extract", "wacz"])
+def test_an_arc_file_is_named_as_one(tmp_path: Path, name: str, stage: str) -> None:
+    """pywb's and warcio's example.arc(.gz): "record 1: not a WARC record (starts
+    b'filedesc://live-web-')", which did not say the file is an ARC file."""
+    import gzip
+
+    arc = tmp_path / name
+    arc.write_bytes(gzip.compress(_ARC) if name.endswith(".gz") else _ARC)
+    extra = ("-o", str(tmp_path / "x.wacz")) if stage == "wacz" else ()
+    res = crawlkit(stage, str(arc), *extra)
+    assert res.code == 1, res.stderr
+    first = res.stderr.splitlines()[0]
+    assert first.startswith(f"crawlkit {stage}: {arc}: an ARC file, not a WARC"), first
+    assert "warcio recompress" in first
+    assert not (tmp_path / "x.wacz").exists()
+
+
 @pytest.mark.parametrize("cut", [2, 40])
 def test_a_warc_cut_in_a_records_head_counts_the_records_kept(tmp_path: Path, cut: int) -> None:
     """Cut 2 or 40 bytes into record 4's head: three whole records before it (extract
