@@ -1,6 +1,6 @@
-"""index, extract and wacz on WARC files other writers wrote (wget, wpull, warcprox,
-Webrecorder, ArchiveWeb.page, warcit, Common Crawl): the test data of public projects,
-listed in tests/data/real-warcs/MANIFEST.tsv with their source, commit and licence.
+"""index, extract and wacz on WARC files other writers wrote (Heritrix, wget, wpull,
+warcprox, Webrecorder, ArchiveWeb.page, warcit, Common Crawl): the test data of public
+projects, listed in tests/data/real-warcs/MANIFEST.tsv with source, commit and licence.
 
 Each file's sha256 is checked against the manifest, then: ``index`` is cdxj-indexer's
 byte for byte, ``extract`` gives one page per HTTP 200 HTML response warcio sees, and
