@@ -663,8 +663,15 @@ def _read_head(
                 "warcio recompress FILE.arc.gz FILE.warc.gz)",
                 source=source,
             )
+        # Bytes where a record's Content-Length says it ends: most often that length is
+        # wrong (a hand-edited record), which the user cannot guess from the bytes alone.
+        after = (
+            f" where record {number - 1} ends by its Content-Length, which may be wrong"
+            if number > 1
+            else ""
+        )
         raise InputError(
-            f"record {number}: not a WARC record (starts {line[:20]!r})", source=source
+            f"record {number}: not a WARC record (starts {line[:20]!r}){after}", source=source
         )
     if not line.endswith(b"\n"):
         if len(line) < MAX_HEADER_BYTES:

@@ -247,6 +247,22 @@ def test_a_record_cut_into_two_gzip_members_is_refused_for_an_index(tmp_path: Pa
     assert res.code == 0 and res.text.count('"text_bytes":5') == 2, res.stderr
 
 
+def test_a_content_length_too_short_is_pointed_at(tmp_path: Path) -> None:
+    """pywb's example.warc: record 5 says 320 bytes for a block of 323, so record 6
+    "starts" with the block's last bytes. The error said only "record 6: not a WARC
+    record (starts b'm\\r\\n')", which sent the user looking at record 6."""
+    warc = tmp_path / "edited.warc"
+    record = _record(*_GOOD)
+    short = _record(*_GOOD, length=len(_HTTP) - 3)  # "llo\r\n\r\n" left over
+    warc.write_bytes(record + short + record)
+    for stage in ("index", "extract"):
+        res = crawlkit(stage, str(warc))
+        assert res.code == 1, res.stderr
+        first = res.stderr.splitlines()[0]
+        assert "record 3: not a WARC record (starts b'llo\\r\\n')" in first, first
+        assert "where record 2 ends by its Content-Length, which may be wrong" in first
+
+
 _ARC = (
     b"filedesc://live-web-example.arc.gz 127.0.0.1 20140216050221 text/plain 75\n"
     b"1 0 LiveWeb Capture\nURL IP-address Archive-date Content-type Archive-length\n\n"
