@@ -27,8 +27,8 @@ def extract(
         list[str] | None,
         typer.Argument(
             help="WARC files (.warc, .warc.gz per record or whole, .warc.zst); a directory "
-            "stands for its *.warc.gz files, in name order (none: no input); '-' or none "
-            "reads stdin.",
+            "stands for its *.warc.gz files, in name order (none: no input; its .warc and "
+            ".warc.zst files are named in a warning, not read); '-' or none reads stdin.",
             show_default=False,
         ),
     ] = None,
@@ -235,14 +235,32 @@ def extract(
         raise typer.Exit(1)
 
 
+# WARC files a directory holds that it does not stand for (only *.warc.gz): named on
+# stderr, so a directory of wget's or another writer's plain WARCs is not read as empty
+# without a word.
+_OTHER_WARCS = (".warc", ".warc.zst")
+
+
 def _inputs(given: list[str]) -> list[str]:
     """The WARC files of the arguments: a directory's ``*.warc.gz`` in name order (so
     ``crawlkit extract DIR`` of a cycle that wrote no WARC file reads nothing and writes
-    empty outputs, where an unmatched shell glob would fail)."""
+    empty outputs, where an unmatched shell glob would fail). A warning names a
+    directory's ``*.warc`` and ``*.warc.zst`` files, which are not read."""
     out: list[str] = []
     for arg in given:
         if not streams.is_stdio(arg) and Path(arg).is_dir():
             out.extend(str(p) for p in sorted(Path(arg).glob("*.warc.gz")))
+            _warn_unread(Path(arg))
         else:
             out.append(arg)
     return out
+
+
+def _warn_unread(directory: Path) -> None:
+    others = sorted(p.name for p in directory.iterdir() if p.name.endswith(_OTHER_WARCS))
+    if others:
+        more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+        reporter().warn(
+            f"{directory}: {others[0]}{more} not read: a directory stands for its "
+            f"*.warc.gz files (name the others as arguments)"
+        )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import crawlkit
-from warc_samples import HTML, _http_headers, write_warcio
+from warc_samples import HTML, _http_headers, warcio_warc, write_warcio
 from warcio.warcwriter import WARCWriter
 
 from crawlkit.html.page import HtmlExtractor
@@ -626,3 +626,23 @@ def test_gzip_members_and_coding_lines_are_all_undone(tmp_path):
         ("http://a.example/members", "http://a.example/last"),
         ("http://a.example/twice", "http://a.example/last"),
     }
+
+
+def test_a_directory_names_the_warcs_it_does_not_read(tmp_path: Path) -> None:
+    """A directory of other writers' WARCs (wget's uncompressed .warc, say) was read
+    as empty: rc 0, "0 WARC records", no word of the files passed over."""
+    d = tmp_path / "warcs"
+    d.mkdir()
+    warcio_warc(d / "b.warc", gzip=False)
+    res = crawlkit("extract", str(d))
+    assert res.code == 0, res.stderr
+    warned = [line for line in res.stderr.splitlines() if "not read" in line]
+    assert warned == [
+        f"crawlkit extract: {d}: b.warc not read: a directory stands for its *.warc.gz "
+        "files (name the others as arguments)"
+    ]
+    warcio_warc(d / "a.warc.gz", gzip=True)
+    (d / "c.warc.zst").write_bytes(b"")
+    res = crawlkit("extract", str(d))
+    assert res.code == 0 and res.text, res.stderr
+    assert f"{d}: b.warc and 1 more not read" in res.stderr
