@@ -27,7 +27,15 @@ from typing import cast
 
 from zlib_ng import zlib_ng
 
-__all__ = ["DEFLATED", "MAX_WBITS", "Error", "compressobj", "crc32", "decompressobj"]
+__all__ = [
+    "DEFLATED",
+    "MAX_WBITS",
+    "Error",
+    "compressobj",
+    "crc32",
+    "decompressobj",
+    "inflate_members",
+]
 
 compressobj = zlib_ng.compressobj
 crc32 = zlib_ng.crc32
@@ -36,3 +44,28 @@ DEFLATED: int = zlib_ng.DEFLATED
 MAX_WBITS: int = zlib_ng.MAX_WBITS
 #: What a damaged stream raises (zlib-ng's own class, not ``zlib.error``).
 Error = cast(type[Exception], zlib_ng.error)
+
+
+def inflate_members(data: bytes, wbits: int, cap: int) -> bytes:
+    """``data`` inflated member after member, ``cap + 1`` bytes at most (so a caller
+    tells a body cut at ``cap`` from one that fits): a gzip body may be several members
+    back to back (a server that flushes as it writes; gzip(1) and browsers read them
+    all), and reading only the first cut the page short unflagged. Bytes after a member
+    that start no gzip member, or a damaged member after the first, end the body there;
+    a damaged first one raises :data:`Error`."""
+    out: list[bytes] = []
+    room = cap + 1
+    while data and room > 0:
+        obj = decompressobj(wbits)
+        try:
+            chunk = obj.decompress(data, room)
+        except Error:
+            if not out:
+                raise
+            break  # a damaged later member: what came before is the body
+        out.append(chunk)
+        room -= len(chunk)
+        if not obj.eof or not obj.unused_data.startswith(b"\x1f\x8b"):
+            break
+        data = obj.unused_data
+    return b"".join(out)

@@ -146,24 +146,7 @@ def _inflate(data: bytes, coding: str, cap: int) -> tuple[bytes, bool]:
 
 
 def _inflate_members(data: bytes, wbits: int, cap: int) -> tuple[bytes, bool]:
-    """Inflate ``data`` member after member (gzip members back to back are one body),
-    at most ``cap`` bytes, and whether the cap cut it. Bytes after a member that start
-    no gzip member, or a damaged member after the first, end the body there (as
-    :func:`crawlkit.warc.read.decode_body` reads it); a damaged first one raises."""
-    out: list[bytes] = []
-    room = cap + 1
-    while data and room > 0:
-        d = deflate.decompressobj(wbits)
-        try:
-            piece = d.decompress(data, room)
-        except deflate.Error:
-            if not out:
-                raise
-            break
-        out.append(piece)
-        room -= len(piece)
-        if not d.eof or not d.unused_data.startswith(b"\x1f\x8b"):
-            break
-        data = d.unused_data
-    body = b"".join(out)
+    """:func:`crawlkit.deflate.inflate_members` up to ``cap`` bytes, and whether the
+    cap cut it."""
+    body = deflate.inflate_members(data, wbits, cap)
     return body[:cap], len(body) > cap

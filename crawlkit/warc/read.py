@@ -422,36 +422,12 @@ def _dechunk(data: bytes) -> bytes | None:
     return b"".join(out)  # no final 0-size chunk: a cut-off body, keep what came
 
 
-def _inflate_members(data: bytes, wbits: int, cap: int) -> bytes:
-    """Inflate ``data`` up to ``cap + 1`` bytes, member after member: a gzip body may be
-    several members back to back (a server that flushes as it writes; gzip(1) and
-    browsers read them all), and only the first was read, a page cut short unflagged.
-    Bytes after the last member that start no member, or a damaged member after the
-    first, end the body there."""
-    out: list[bytes] = []
-    room = cap + 1
-    while data and room > 0:
-        obj = deflate.decompressobj(wbits)
-        try:
-            chunk = obj.decompress(data, room)
-        except deflate.Error:
-            if not out:
-                raise
-            break  # a damaged later member: what came before is the body
-        out.append(chunk)
-        room -= len(chunk)
-        if not obj.eof or not obj.unused_data.startswith(b"\x1f\x8b"):
-            break
-        data = obj.unused_data
-    return b"".join(out)
-
-
 def _decompress(data: bytes, coding: str, cap: int) -> bytes | None:
     """Undo one content coding, stopping at ``cap`` bytes; None if it is not that."""
     if coding in ("gzip", "x-gzip", "deflate"):
         for wbits in (47,) if coding != "deflate" else (15, -15, 47):
             try:
-                return _inflate_members(data, wbits, cap)
+                return deflate.inflate_members(data, wbits, cap)
             except deflate.Error:
                 continue
         return None
