@@ -12,7 +12,7 @@ from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
 from crawlkit.errors import UsageError
-from crawlkit.stages.index import distinct_files, name_clash, write_index
+from crawlkit.stages.index import distinct_files, name_clash, repeats_note, write_index
 
 
 @app.command("index")
@@ -75,8 +75,7 @@ def index(
     # every line twice, which replay shows as duplicate captures
     kept, repeats = distinct_files(warcs)
     if repeats:
-        shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
-        reporter().warn(f"the same WARC file named more than once, read once: {shown}")
+        reporter().warn(repeats_note(repeats))
     if not streams.is_stdio(out) and any(_same_file(out, path) for path in kept):
         # the index is renamed over it when done: the WARC was gone, its index in its place
         raise UsageError(f"the index would replace the WARC file it indexes: {_shown(out)}")

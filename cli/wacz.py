@@ -11,6 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit.errors import UsageError
+from crawlkit.stages.index import distinct_files, repeats_note
 from crawlkit.stages.wacz import archive_names, write_wacz
 
 
@@ -75,7 +76,9 @@ def wacz(
 
     A WARC keeps its base name under archive/; bytes of the name that are not UTF-8
     are written as %XX, and a name equal to an earlier one but for case gets -2, -3
-    before its .warc. One file given twice is an error.
+    before its .warc. One file named more than once (the same path twice, ./a.warc.gz
+    and a symlink to it) is read once, as 'crawlkit index' does, and a line on stderr
+    says so.
 
     Streams the WARC bytes; the index and the page list are sorted in bounded memory
     (an external sort, with temporary files beside the output). Written to a
@@ -87,6 +90,12 @@ def wacz(
     """
     if out.suffix != ".wacz":
         raise UsageError("--out must end in .wacz")
+    # one file named twice (a glob given twice, ./a and a symlink to it): read once,
+    # as index does (its captures and pages would be in the package twice)
+    kept, repeats = distinct_files(warcs)
+    if repeats:
+        reporter().warn(repeats_note(repeats))
+    warcs = [Path(w) for w in kept]
     package = write_wacz(
         warcs, out, title=title, description=description, main_url=main_url, reports=report or []
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from crawlkit import streams
 from crawlkit.warc.cdxj import sorted_index
 
-__all__ = ["distinct_files", "name_clash", "write_index"]
+__all__ = ["distinct_files", "name_clash", "repeats_note", "write_index"]
 
 
 _Path = str | os.PathLike[str]
@@ -45,6 +45,18 @@ def distinct_files(paths: Iterable[_Path]) -> tuple[list[_Path], list[tuple[_Pat
             first[key] = path
             kept.append(path)
     return kept, repeats
+
+
+def repeats_note(repeats: Iterable[tuple[_Path, _Path]]) -> str:
+    """The line that tells which WARC files :func:`distinct_files` read once (the
+    ``index`` and ``wacz`` commands print it), each path as a message shows it (bytes
+    that are not UTF-8 as ``\\xNN``)."""
+    shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
+    return f"the same WARC file named more than once, read once: {shown}"
+
+
+def _shown(path: _Path) -> str:
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def name_clash(paths: Iterable[_Path]) -> tuple[_Path, _Path] | None:

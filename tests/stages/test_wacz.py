@@ -100,11 +100,26 @@ def test_wacz_validate_catches_a_damaged_package(tmp_path, warcs):
 def test_wacz_usage_errors(tmp_path, warcs):
     res = crawlkit("wacz", str(warcs[0]), "-o", str(tmp_path / "x.zip"))
     assert res.code == 2 and "must end in .wacz" in res.stderr
-    res = crawlkit("wacz", str(warcs[0]), str(warcs[0]), "-o", str(tmp_path / "x.wacz"))
-    assert res.code == 2 and "given twice" in res.stderr
     res = crawlkit("wacz", str(tmp_path / "missing.warc.gz"), "-o", str(tmp_path / "x.wacz"))
     assert res.code == 1 and "missing.warc.gz" in res.stderr
     assert not (tmp_path / "x.wacz").exists()
+
+
+def test_wacz_reads_a_warc_named_twice_once(tmp_path, warcs):
+    """The same file named twice (and through a symlink): packed and indexed once, a
+    line on stderr saying so, as `crawlkit index` does; the package validates."""
+    link = tmp_path / "link.warc.gz"
+    link.symlink_to(warcs[0])
+    once, twice = tmp_path / "once.wacz", tmp_path / "twice.wacz"
+    assert crawlkit("wacz", str(warcs[0]), "-o", str(once)).code == 0
+    res = crawlkit("wacz", str(warcs[0]), str(warcs[0]), str(link), "-o", str(twice))
+    assert res.code == 0, res.stderr
+    assert "named more than once, read once" in res.stderr and "link.warc.gz" in res.stderr
+    with zipfile.ZipFile(once) as a, zipfile.ZipFile(twice) as b:
+        assert sorted(a.namelist()) == sorted(b.namelist())
+        for name in ("indexes/index.cdx", "pages/pages.jsonl"):
+            assert a.read(name) == b.read(name), name
+    assert wacz_validate(twice).returncode == 0
 
 
 def test_wacz_names_warcs_that_collide_or_are_not_utf8(tmp_path, warcs):
