@@ -11,6 +11,7 @@ from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
 from crawlkit import streams
+from crawlkit.diag import shown_path
 from crawlkit.errors import UsageError
 from crawlkit.stages.index import distinct_files, name_clash, repeats_note, write_index
 
@@ -78,10 +79,10 @@ def index(
         reporter().warn(repeats_note(repeats))
     if not streams.is_stdio(out) and any(_same_file(out, path) for path in kept):
         # the index is renamed over it when done: the WARC was gone, its index in its place
-        raise UsageError(f"the index would replace the WARC file it indexes: {_shown(out)}")
+        raise UsageError(f"the index would replace the WARC file it indexes: {shown_path(out)}")
     clash = name_clash(kept)
     if clash is not None:
-        first, second = (_shown(path) for path in clash)
+        first, second = (shown_path(path) for path in clash)
         raise UsageError(
             f"two WARC files named {Path(first).name!r} ({first}, {second}): an index "
             "line names its WARC by base name, so rename one or index them apart"
@@ -97,8 +98,3 @@ def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return False
-
-
-def _shown(path: str | os.PathLike[str]) -> str:
-    """A path as a message shows it (bytes that are not UTF-8 as ``\\xNN``)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")

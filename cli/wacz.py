@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +9,7 @@ import typer
 from crawlkit_cli.app import app, reporter
 from crawlkit_cli.options import Quiet
 
+from crawlkit.diag import shown_path
 from crawlkit.errors import UsageError
 from crawlkit.stages.index import distinct_files, repeats_note
 from crawlkit.stages.wacz import archive_names, write_wacz
@@ -102,7 +102,7 @@ def wacz(
     if not quiet:
         for path, name in zip(warcs, archive_names(warcs), strict=True):
             if name != path.name:
-                shown = os.fsencode(path.name).decode("utf-8", "backslashreplace")
+                shown = shown_path(path.name)
                 reporter().info(f"{shown}: stored as archive/{name}")
         size = out.stat().st_size
         reporter().info(

@@ -7,6 +7,7 @@ counts them so the summary can say how many records were skipped.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from typing import TextIO
@@ -83,3 +84,8 @@ class NullReporter(Reporter):
 
     def _write(self, message: str) -> None:
         pass
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A file name as a message shows it: bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

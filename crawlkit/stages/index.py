@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from crawlkit import streams
+from crawlkit.diag import shown_path
 from crawlkit.warc.cdxj import sorted_index
 
 __all__ = ["distinct_files", "name_clash", "repeats_note", "write_index"]
@@ -51,12 +52,8 @@ def repeats_note(repeats: Iterable[tuple[_Path, _Path]]) -> str:
     """The line that tells which WARC files :func:`distinct_files` read once (the
     ``index`` and ``wacz`` commands print it), each path as a message shows it (bytes
     that are not UTF-8 as ``\\xNN``)."""
-    shown = "; ".join(f"{_shown(path)} is {_shown(earlier)}" for path, earlier in repeats)
+    shown = "; ".join(f"{shown_path(path)} is {shown_path(earlier)}" for path, earlier in repeats)
     return f"the same WARC file named more than once, read once: {shown}"
-
-
-def _shown(path: _Path) -> str:
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def name_clash(paths: Iterable[_Path]) -> tuple[_Path, _Path] | None:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from crawlkit import __version__, streams
+from crawlkit.diag import shown_path
 from crawlkit.errors import InputError, UsageError
 from crawlkit.html.page import looks_like_html, media_type
 from crawlkit.stages.extract import page_texts
@@ -298,10 +299,10 @@ def write_wacz(
         raise UsageError("two report files have the same name")
     for p in [*warc_paths, *report_paths]:
         if not p.is_file():
-            raise InputError(f"{_shown(p)}: no such file")
+            raise InputError(f"{shown_path(p)}: no such file")
     for i, p in enumerate(warc_paths):
         if any(os.path.samefile(p, q) for q in warc_paths[:i]):
-            raise UsageError(f"{_shown(p)}: given twice")
+            raise UsageError(f"{shown_path(p)}: given twice")
     arc_names = archive_names(warc_paths)
     tmpdir = Path(out).parent
     stamp = time.gmtime(created if created is not None else time.time())
@@ -378,8 +379,3 @@ def _size(f: BinaryIO) -> int:
     size = f.seek(0, os.SEEK_END)
     f.seek(0)
     return size
-
-
-def _shown(path: Path) -> str:
-    """A path as an error message shows it (bytes that are not UTF-8 as ``\\xNN``)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
