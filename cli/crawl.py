@@ -394,6 +394,8 @@ def crawl_command(
         streams.write_verdict(orjson.dumps(summary) + b"\n")  # a failure below stands
     else:
         print(summary_text(summary), file=sys.stderr)
+    if summary.get("failure"):  # a worker's --proxy failed: the line one process ends on
+        raise CrawlkitError(summary["failure"])
     if summary.get("failed"):
         raise CrawlkitError(f"{summary['stopped']}; run the crawl again to finish what was cut")
     if seeds_damaged:

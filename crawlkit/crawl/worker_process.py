@@ -3,7 +3,9 @@
 :func:`worker_main` is the spawned process's target: an ordinary crawl of shard K on
 its own state, which tells the parent over a pipe that it can take signals ("ready"),
 how it goes ("progress"), that it has nothing left ("idle", then "busy" when its inbox
-gets files) and how it ended ("summary" or "error"). It dies with the parent.
+gets files) and how it ended ("summary"; "failed" with the one line a crawl of one
+process ends on, when it stopped on a crawlkit error such as a ``--proxy`` that
+fails; or "error" with what crashed it). It dies with the parent.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.loop import crawl
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.diag import Reporter
-from crawlkit.errors import environment_error
+from crawlkit.errors import CrawlkitError, environment_error
 from crawlkit.shard.routing import inbox_files
 from crawlkit.times import steady_time
 
@@ -130,6 +132,9 @@ def worker_main(
             progress=lambda i: send(("progress", i)),
             peer_seeds=peers,
         )
+    except CrawlkitError as exc:  # the crawl's own failure (its --proxy failed): its line
+        send(("failed", str(exc)))
+        raise SystemExit(1) from None
     except Exception as exc:  # a one-line error, as the CLI would print it
         send(("error", environment_error(exc) or f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None

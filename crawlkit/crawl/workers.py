@@ -38,7 +38,9 @@ in the second or so a worker imports, before it has a group of its own, waits in
 each worker gets the time left; one still running :data:`KILL_AFTER` seconds past
 the deadline is killed (kill -9 loses nothing). A worker that dies (kill -9, a crash)
 is reported in one line and the crawl stops with exit 1: every worker's state is an
-ordinary crawl state, so the next run finishes what was cut.
+ordinary crawl state, so the next run finishes what was cut. A worker that stops on an
+error of the crawl's own (a ``--proxy`` that fails) did not die: the crawl stops, and
+ends on that error's one line, as a crawl of one process does.
 """
 
 from __future__ import annotations
@@ -242,7 +244,9 @@ class _Worker:
     # the summary so far of a run that has not sent its own (from its last progress):
     # what the crawl's summary counts of a worker that died or was killed
     unfinished: dict[str, Any] | None = None
-    error: str = ""
+    error: str = ""  # what crashed it
+    # the crawlkit error it stopped on (a --proxy that fails), as one process says it
+    failure: str = ""
     killed: bool = False  # by the parent, past --for: not a death that fails the crawl
     # its temporary files' directory (its pool's fork server has a socket there), which
     # the parent removes once the process has ended, however it ended
@@ -284,6 +288,7 @@ class WorkerFleet:
         self.stops = 0  # SIGTERMs every worker is to get: the first stops it, the second at once
         self.stopped = ""  # the parent's own reason to stop (a signal, a limit, a death)
         self.failed = False
+        self.failure = ""  # the first crawlkit error a worker stopped on (_reap)
         self.cycle_done = False  # a worker finished a cycle since the last delivery
         self._ctx = multiprocessing.get_context("spawn")
 
@@ -332,6 +337,8 @@ class WorkerFleet:
         )
         summary["workers"] = self.n
         summary["failed"] = self.failed
+        if self.failure:
+            summary["failure"] = self.failure
         return summary
 
     def _start(self, w: _Worker) -> None:
@@ -473,6 +480,8 @@ class WorkerFleet:
                     w.state, w.unfinished = "ended", None
                 elif kind == "error":
                     w.error = str(message[1])
+                elif kind == "failed":
+                    w.failure = str(message[1])
         return heard
 
     def _reap(self) -> None:
@@ -489,6 +498,14 @@ class WorkerFleet:
                 continue
             w.state = "failed"
             self.failed = True
+            if w.failure:
+                # not a death: the worker stopped on an error of the crawl's own (its
+                # --proxy failed), which its peers meet too. The crawl ends on that one
+                # line, as one process does (the CLI says it, once), not on each
+                # worker's "died".
+                self.failure = self.failure or w.failure
+                self._stop(f"worker {w.k} failed")
+                continue
             how = f"exit {p.exitcode}" if p.exitcode and p.exitcode > 0 else None
             if how is None:
                 how = f"signal {signal.Signals(-(p.exitcode or 0)).name}" if p.exitcode else "?"

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -899,3 +900,37 @@ def test_a_crawl_with_work_a_kill_cut_is_not_grown(tmp_path: Path) -> None:
     (crawl_dir / "batches" / "000003-1.ndjson.zst").unlink()
     prepare(tmp_path, 3)  # nothing cut: grown
     assert streams.read_json(tmp_path / "workers" / "fleet.json") == {"workers": 3}
+
+
+def test_a_proxy_that_fails_ends_the_workers_crawl_as_it_ends_one_process(tmp_path):
+    """A --proxy that cannot be reached stops each worker's fetch run (every URL not
+    fetched deferred). The crawl says so in the one line one process ends on, once,
+    and not as workers that "died" (a crash's words: each worker's exception, twice);
+    nothing reached the web, and the next run without the proxy fetches the seeds."""
+    # bound, not listening: a connection to it is refused, and no one else takes it
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    proxy = f"http://user:secret@127.0.0.1:{closed.getsockname()[1]}"
+    try:
+        with start_testweb(tmp_path, *WEB) as web:
+            ends = []
+            for n in ("1", "2"):
+                res = crawlkit(
+                    *_args(web, tmp_path / f"state{n}", "--workers", n, "--proxy", proxy)
+                )
+                assert res.code == 1, res.stderr
+                lines = res.stderr.splitlines()
+                assert "died" not in res.stderr and "ProxyError" not in res.stderr
+                ends.append(lines[-1])
+            web.flush()
+            assert web.requests() == []
+            assert ends[1] == ends[0]
+            assert ends[0].startswith("crawlkit crawl: proxy-unreachable: cannot connect to")
+            assert "secret" not in ends[0] and "***" in ends[0]
+            again = crawlkit(*_args(web, tmp_path / "state2", "--workers", "2"))
+            assert again.code == 0, again.stderr
+            web.flush()
+            asked = {f"http://{q['host']}:{q['port']}{q['path']}" for q in web.requests()}
+            assert set(web.seeds.read_text().split()) <= asked
+    finally:
+        closed.close()
