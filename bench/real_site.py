@@ -8,9 +8,10 @@ the whole Kaitai Struct format gallery (tests/data/real-site/README.md; 3,119 pa
         archive HEAD | tar x -C /tmp/kaitai-site
     .venv/bin/python bench/real_site.py /tmp/kaitai-site --for 600
 
-The directory is served on 127.0.0.1 (HTTP/1.1 keep-alive, a request log kept in
-memory); ``crawlkit archive`` runs on it with ``--dns-server 127.0.0.1:9`` (the other
-hosts the pages name are looked up nowhere) for ``--for`` seconds at a time, again
+The directory is served by ``crawlkit testweb --files`` (HTTP/1.1 keep-alive, as the
+host ``files.test``, the web's request log on disk); ``crawlkit archive`` runs on it
+with ``--dns-server 127.0.0.1:9`` (the other hosts the pages name are looked up
+nowhere) for ``--for`` seconds at a time, again
 and again (each run resumes the last) until it ends on its own or ``--runs`` is
 reached. Then the server's log is set against what a walk of the files with the
 standard library's HTML parser reaches from the home page by ``<a href>``: URLs never
@@ -23,39 +24,18 @@ from __future__ import annotations
 
 import argparse
 import collections
-import http.server
 import itertools
+import json
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    log: list[tuple[str, int, float, float]]  # path, status, request in, answer out
-
-    def parse_request(self) -> bool:
-        self._t_start = time.time()
-        return super().parse_request()
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        self._code = int(code) if str(code).isdigit() else 0
-
-    def handle_one_request(self) -> None:
-        self._t_start = 0.0
-        super().handle_one_request()
-        if self._t_start:
-            self.log.append((self.path, getattr(self, "_code", 0), self._t_start, time.time()))
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 class _Links(HTMLParser):
@@ -103,18 +83,25 @@ def main() -> int:
     ap.add_argument("--min-delay", default="0s", help="crawl's --min-delay")
     args = ap.parse_args()
 
-    log: list[tuple[str, int, float, float]] = []
-    handler = type("Handler", (_Handler,), {"log": log})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), lambda *a: handler(*a, directory=str(args.site))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    start = f"http://127.0.0.1:{server.server_address[1]}/"
     out = Path(tempfile.mkdtemp(prefix="real-site-"))
+    serve = ["testweb", "--hosts", "0", "--special", "none", "--files", str(args.site)]
+    web = subprocess.Popen(
+        [sys.executable, "-m", "crawlkit", *serve, "--dir", str(out / "web")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+    )
+    assert web.stdout is not None
+    ready = json.loads(web.stdout.readline() or b"{}")
+    if not ready.get("ready"):
+        web.kill()
+        print("testweb did not start", file=sys.stderr)
+        return 1
+    start = f"http://files.test:{ready['port']}/"
     began = time.monotonic()
     for run in range(1, args.runs + 1):
         cmd = [sys.executable, "-m", "crawlkit", "archive", start, str(out / "coll")]
-        cmd += ["--allow-net", "127.0.0.0/8", "--dns-server", "127.0.0.1:9"]
+        cmd += ["--allow-net", "127.0.0.0/9", "--hosts-file", ready["hosts_file"]]
+        cmd += ["--dns-server", "127.0.0.1:9"]
         cmd += ["--min-delay", args.min_delay, "--for", f"{args.duration:g}s"]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         print(f"run {run}: exit {done.returncode}")
@@ -122,7 +109,12 @@ def main() -> int:
         if "frontier empty" in done.stderr or done.returncode != 0:
             break
     wall = time.monotonic() - began
-    server.shutdown()
+    web.send_signal(signal.SIGTERM)  # it flushes its log as it stops
+    web.wait()
+    log = [
+        (r["path"], r["status"], r["t_start"], r["t_end"])
+        for r in map(json.loads, Path(ready["log"]).read_text().splitlines())
+    ]
 
     want = reachable(args.site, start)
     asked = collections.Counter(path for path, *_ in log)

@@ -32,6 +32,15 @@ def _tls_specials(chosen: dict[str, int], text: str, tls: bool) -> None:
         chosen.update({k: 1 for k in TLS_KINDS if k not in removed and k not in chosen})
 
 
+def _served_directory(path: Path | None) -> str | None:
+    """--files as an absolute path, refused unless it is a directory."""
+    if path is None:
+        return None
+    if not path.is_dir():
+        raise UsageError(f"--files {path}: not a directory")
+    return str(path.resolve())
+
+
 @app.command("testweb")
 def testweb(
     hosts: Annotated[int, typer.Option("--hosts", help="Ordinary hosts (h0.test ...).")] = 10,
@@ -151,6 +160,22 @@ def testweb(
             "robots.txt is a 404, so at most --hosts minus 1.",
         ),
     ] = 0,
+    files: Annotated[
+        Path | None,
+        typer.Option(
+            "--files",
+            help="Also serve this directory's files as they are, as one more host "
+            "(--files-host; its root a seed): a saved site on loopback, for a crawl to "
+            "rehearse on and 'crawlkit audit' to judge. A directory path is its "
+            "index.html (301 to it without the slash), Content-Type by extension, "
+            "robots.txt the directory's own or a 404. With --files, --hosts 0 serves "
+            "the directory alone.",
+            show_default=False,
+        ),
+    ] = None,
+    files_host: Annotated[
+        str, typer.Option("--files-host", help="The name of the --files host.")
+    ] = "files.test",
     warm: Annotated[
         bool,
         typer.Option(
@@ -197,6 +222,7 @@ def testweb(
         crawlkit testweb --hosts 3 --pages 20 --dir web --for 60s | jq .seeds
         crawlkit testweb --hosts 500 --pages 15 --ip-hosts --seed-hosts 5 \\
             --robots-404 0.5 --crawl-delay-hosts 50 --dir web   # a web found by discovery
+        crawlkit testweb --hosts 0 --special none --files ./saved-site --dir web
     """
     rep = reporter()
     config = WebConfig(
@@ -213,6 +239,8 @@ def testweb(
         seed_hosts=seed_hosts,
         robots_404=robots_404,
         crawl_delay_hosts=crawl_delay_hosts,
+        files=_served_directory(files),
+        files_host=files_host.strip().lower(),
     )
     _tls_specials(config.specials, special, tls)
     if config.change_every <= 0:

@@ -16,10 +16,14 @@ Contract:
   ``2j+2``, so all stay reachable). ``robots_404`` is the share of ordinary hosts whose
   robots.txt answers 404, ``crawl_delay_hosts`` how many others ask for a Crawl-delay
   of ``crawl_delay`` seconds (``Host.robots``: ``allow``, ``404`` or ``delay``).
+* With ``files`` (a directory) one more host, ``files_host``, serves that directory's
+  files as they are (:mod:`crawlkit.testweb.files`); its root is a seed, and
+  ``hosts`` may then be 0.
 * Addresses: public hosts live in 127.0.0.0/9 (ordinary hosts in 127.1/16, specials in
-  127.2/16; about one ordinary host in five shares its address with the previous one,
-  like shared hosting, and link-farm hosts all share one address). The simulated
-  private network is 127.255.0.0/16: crawlers are told to allow only 127.0.0.0/9.
+  127.2/16, the files host at 127.3.0.1; about one ordinary host in five shares its
+  address with the previous one, like shared hosting, and link-farm hosts all share
+  one address). The simulated private network is 127.255.0.0/16: crawlers are told
+  to allow only 127.0.0.0/9.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class WebConfig:
     seed_hosts: int | None = None  # None: every public host is a seed
     robots_404: float = 0.0
     crawl_delay_hosts: int = 0
+    files: str | None = None  # a directory served as it is by one more host (files.py)
+    files_host: str = "files.test"
 
 
 def _addr(net: int, slot: int) -> str:
@@ -136,6 +142,8 @@ class Web:
     def is_seed(self, host: Host) -> bool:
         """Whether ``host``'s root is in the seeds file (see the module docstring)."""
         limit = self.config.seed_hosts
+        if host.kind == "files":
+            return True  # its root is the way into the directory served
         return limit is None or (host.kind == "ordinary" and host.index < limit)
 
     def tree_children(self, host: Host) -> list[Host]:
@@ -162,8 +170,8 @@ def _robots_kinds(config: WebConfig) -> list[str]:
 
 def build_web(config: WebConfig) -> Web:
     """Hosts and addresses for ``config`` (deterministic; see module docstring)."""
-    if config.hosts < 1:
-        raise UsageError("--hosts must be at least 1")
+    if config.hosts < (0 if config.files else 1):
+        raise UsageError("--hosts must be at least 1 (0 with --files)")
     if config.pages < 1:
         raise UsageError("--pages must be at least 1")
     if config.seed_hosts is not None and config.seed_hosts < 1:
@@ -203,4 +211,8 @@ def build_web(config: WebConfig) -> Web:
                     addr = _addr(2, special_slot)
                     special_slot += 1
                 hosts.append(Host(len(hosts), name, addr, sub, spec.size, k))
+    if config.files is not None:
+        if config.files_host in {h.name for h in hosts}:
+            raise UsageError(f"--files-host {config.files_host} is a host of the web already")
+        hosts.append(Host(len(hosts), config.files_host, _addr(3, 0), "files"))
     return Web(config, hosts)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from crawlkit.testweb import pages, specials
+from crawlkit.testweb import files, pages, specials
 from crawlkit.testweb.graph import PRIVATE_NET, PUBLIC_NET, Host, Web
 from crawlkit.testweb.special_site import AGENT, ALLOW_ALL, Facts, Site, robots_entry
 
@@ -47,7 +47,12 @@ def _describe(
 ) -> dict[str, Any]:
     scheme, link_port = ("https", tls_port) if tls_port else ("http", port)
     site = Site(web, host, scheme, port, link_port, directory)
-    facts = _ordinary(site) if host.kind == "ordinary" else specials.describe(site)
+    if host.kind == "ordinary":
+        facts = _ordinary(site)
+    elif host.kind == "files" and web.config.files is not None:
+        facts = files.describe(site, Path(web.config.files))
+    else:
+        facts = specials.describe(site)
     base = site.base
     robots = facts.robots or robots_entry(site.robots_url, 200, ALLOW_ALL.decode())
     page_urls = [base + p for p in facts.pages]

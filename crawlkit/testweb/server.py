@@ -27,7 +27,7 @@ from typing import Any
 from crawlkit.errors import CrawlkitError
 from crawlkit.streams import atomic_write_bytes, atomic_write_json
 from crawlkit.testweb import dns as dnsweb
-from crawlkit.testweb import pages, specials
+from crawlkit.testweb import files, pages, specials
 from crawlkit.testweb import tls as tlsweb
 from crawlkit.testweb.graph import (
     IPV6_ADDR,
@@ -149,6 +149,8 @@ class TestWebServer:
             return Response(421, b"misdirected request\n", content_type="text/plain"), host.kind
         if host.kind == "ordinary":
             return self._ordinary(host, req), "ordinary"
+        if host.kind == "files" and self.web.config.files is not None:
+            return files.respond(Path(self.web.config.files), req), "files"
         return specials.handle(self, self.web, host, req), host.kind
 
     # -- ordinary pages ----------------------------------------------------------

@@ -1,6 +1,7 @@
 """`crawlkit archive` on a real site's structure: a part of formats.kaitai.io (the Kaitai
 Struct format gallery, a generated static site) served from its files on loopback.
 
+The site is served by ``crawlkit testweb --files`` (its request log judges the crawl).
 The files are public data of another project, so they are not in this repository: the
 test reads them from ``$CRAWLKIT_REAL_SITE`` or tests/data/real-site/formats.kaitai.io/
 (git-ignored), and skips, saying how to get them, when neither holds them.
@@ -17,20 +18,15 @@ page in the WARC with the bytes the server sent.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
-import threading
-import time
 from collections import Counter
-from collections.abc import Iterator
 from html.parser import HTMLParser
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import pytest
-from conftest import crawlkit
+from conftest import crawlkit, start_testweb
 from warcio.archiveiterator import ArchiveIterator
 
 SITE = Path(
@@ -38,63 +34,10 @@ SITE = Path(
     or Path(__file__).resolve().parents[1] / "data" / "real-site" / "formats.kaitai.io"
 )
 GAP = 0.05  # seconds: the --min-delay the crawl is given, and what the log must show
-# The server stamps an answer's end when its thread runs again after the write: late by
-# a time slice or two on a loaded machine, which makes a gap look that much shorter.
+# The server stamps an answer's end when its event loop runs again after the write:
+# late by a time slice or two on a loaded machine, which makes a gap look that much
+# shorter.
 JITTER = 0.02
-
-
-class _LoggedFiles(SimpleHTTPRequestHandler):
-    """Serves a directory over HTTP/1.1 keep-alive and logs each request: when its
-    request line had come in and when its answer was written."""
-
-    protocol_version = "HTTP/1.1"
-    log: list[dict]
-    lock: threading.Lock
-
-    def parse_request(self) -> bool:
-        self._t_start = time.time()  # the request line is in: the request has arrived
-        return super().parse_request()
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        self._code = int(code) if str(code).isdigit() else 0
-
-    def handle_one_request(self) -> None:
-        self._t_start = 0.0
-        super().handle_one_request()
-        if self._t_start:
-            with self.lock:
-                self.log.append(
-                    {
-                        "path": self.path,
-                        "status": getattr(self, "_code", 0),
-                        "t_start": self._t_start,
-                        "t_end": time.time(),
-                        "conn": id(self.connection),
-                    }
-                )
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _serve(root: Path) -> Iterator[tuple[str, list[dict]]]:
-    log: list[dict] = []
-    handler = type(
-        "Handler", (_LoggedFiles,), {"log": log, "lock": threading.Lock(), "directory": None}
-    )
-
-    def make(*args: object) -> _LoggedFiles:
-        return handler(*args, directory=str(root))  # type: ignore[arg-type]
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make)  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", log
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class _Refs(HTMLParser):
@@ -158,14 +101,16 @@ def _reachable(root: Path, start: str) -> tuple[set[str], set[str]]:
 )
 def test_archive_takes_every_page_of_a_real_site_once(tmp_path: Path) -> None:
     root = SITE
-    with _serve(root) as (start, log):
+    with start_testweb(tmp_path, "--hosts", "0", "--special", "none", "--files", str(root)) as web:
+        start = web.url("files.test")
         pages, requisites = _reachable(root, start)
         out = tmp_path / "coll"
-        args = ["archive", start, str(out), "--allow-net", "127.0.0.0/8"]
+        args = ["archive", start, str(out), "--allow-net", "127.0.0.0/9"]
+        args += ["--hosts-file", str(web.hosts_file)]
         # --dns-server: the CDN hosts the pages name are looked up nowhere but here
         args += ["--min-delay", f"{GAP}s", "--delay-factor", "0", "--dns-server", "127.0.0.1:9"]
         done = crawlkit(*args)
-        requests = list(log)
+        requests = web.requests()
     assert done.code == 0, done.stderr
     # The part holds 5 formats of 185: the cross-reference and index pages link the
     # rest, which the server does not have.
