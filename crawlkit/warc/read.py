@@ -19,6 +19,10 @@ Contracts:
   :class:`~crawlkit.errors.TruncatedInput` (or :class:`~crawlkit.errors.InputError`
   for data that is not a WARC) after every complete record before it was yielded,
   so the caller keeps them.
+* Line ends are read as warcio reads them: CRLF as the WARC grammar has it, a bare
+  LF, or CRs doubled by a CRLF conversion run twice (``\\r\\r\\n``), in the WARC
+  head, the blank lines between records and the HTTP head. Only CR and LF bytes are
+  passed over so: anything else after a record's Content-Length is an error naming it.
 * ``payload_digest`` is the record's ``WARC-Payload-Digest`` as written; when absent,
   one is computed over the payload as stored (``sha1:`` + base32, as WARC writers do).
 
@@ -42,6 +46,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -355,16 +360,26 @@ def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
     return headers
 
 
+# The end of a head: a line end, then a line of nothing but CRs before its LF.
+_HEAD_END = re.compile(rb"\n\r*\n")
+
+
+def _is_blank(line: bytes) -> bool:
+    """Whether ``line`` is an empty line: CRLF, a bare LF, or CRs and LF (a CRLF
+    conversion run twice over a file writes ``\\r\\r\\n``; warcio, pywb and
+    cdxj-indexer read such a file, and the CRs hold nothing)."""
+    return line.endswith(b"\n") and not line.rstrip(b"\r\n")
+
+
 def _split_http_head(block: bytes) -> tuple[bytes, int] | None:
-    """The HTTP head and the offset of the body, or None if the head is incomplete."""
-    end = block.find(b"\r\n\r\n")
-    # Bare-LF heads are rare: look for one only before the CRLF end (not in the body).
-    lf_end = block.find(b"\n\n", 0, end if end >= 0 else len(block))
-    if end < 0 and lf_end < 0:
+    """The HTTP head and the offset of the body, or None if the head is incomplete.
+
+    The head ends at its first blank line (see :func:`_is_blank`): CRLF as HTTP
+    writes it, a bare LF, or CRs doubled by a CRLF conversion run twice."""
+    end = _HEAD_END.search(block)
+    if end is None:
         return None
-    if end < 0 or (0 <= lf_end < end):
-        return block[:lf_end], lf_end + 2
-    return block[:end], end + 4
+    return block[: end.start()].rstrip(b"\r"), end.end()
 
 
 # Repeated headers whose every line counts, kept one a line: X-Robots-Tag lines add up
@@ -624,7 +639,7 @@ def _read_head(
     place the limits on a record's head are kept (:data:`MAX_HEADER_BYTES` for the
     version line, each header line and all of them together), for every reader."""
     line = stream.readline(MAX_HEADER_BYTES)
-    while line in (b"\r\n", b"\n"):
+    while _is_blank(line):
         line = stream.readline(MAX_HEADER_BYTES)
     if not line:
         return None
@@ -659,7 +674,7 @@ def _read_head(
         hline = stream.readline(MAX_HEADER_BYTES)
         if not hline:
             raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
-        if hline in (b"\r\n", b"\n"):
+        if _is_blank(hline):
             break
         size += len(hline)
         if not hline.endswith(b"\n") and len(hline) < MAX_HEADER_BYTES:
