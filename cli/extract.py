@@ -114,7 +114,9 @@ def extract(
     """Turn WARC responses into page records and link records.
 
     Reads WARC files from any writer (crawlkit, wget, Heritrix, Common Crawl; WARC/1.0
-    or 1.1; uncompressed, gzip per record or whole). Parses the HTML responses (by
+    or 1.1; uncompressed, gzip per record or whole). Parses the HTML responses (HTML
+    resource records of http(s) URIs too, pages as archived, as warcit writes them:
+    status 200, the record's Content-Type, its block as the body; by
     Content-Type, or by sniffing the bytes when the type is missing or generic; charset
     from the BOM, the header, or <meta>; else UTF-8 when the bytes are valid UTF-8, or
     all but a stray byte in a hundred of the non-ASCII ones; else

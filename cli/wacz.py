@@ -64,7 +64,8 @@ def wacz(
     and indexes/index.idx, as py-wacz writes it, which replay tools read a block at
     a time), pages/pages.jsonl (a header line, then one line per page with id, url,
     ts, title and text, the page's visible text for full-text search: the HTTP 200
-    HTML responses (a URL again when its content changed), and their copies at other
+    HTML responses and HTML resource records of http(s) URIs, as warcit writes them
+    (a URL again when its content changed), and their copies at other
     URLs stored as revisits, with the page's title and no text, in capture order),
     reports/ (the files given with --report; one
     named like a Frictionless descriptor, such as report.json, is stored as

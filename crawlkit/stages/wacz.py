@@ -21,7 +21,8 @@ wacz/1.1.1/) that ReplayWeb.page, pywb and ``wacz validate`` load as it is::
                                    title, created, wacz_version "1.1.1", software
     datapackage-digest.json        the sha256 of datapackage.json
 
-Pages are the HTTP 200 HTML responses of the WARCs, and the revisits that are copies of
+Pages are the HTTP 200 HTML responses of the WARCs (and their HTML ``resource`` records
+of http(s) URIs, the pages as archived), and the revisits that are copies of
 them at other URLs, in time order, with the title of the page (the ``<title>``, or ""
 when it has none), unless the caller gives the page list. ``id`` is 16 hex digits of
 the sha256 of ts and URL.
@@ -99,7 +100,8 @@ class Page:
 
 def iter_pages(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Page]:
     """The pages of the WARCs, in file order, once per URL and content (a page whose
-    later capture changed is listed again, with its new text): HTTP 200 HTML responses,
+    later capture changed is listed again, with its new text): HTTP 200 HTML responses
+    (and HTML resource records of http(s) URIs, which a replay serves as such),
     with title and text as ``crawlkit extract`` computes them, parsed in a worker
     under extract's CPU deadline (:func:`crawlkit.stages.extract.page_texts`), so a
     hostile page cannot hold the package up (it gets its bounded scan's title and no

@@ -7,9 +7,12 @@ whole, as written by crawlkit, wget, Heritrix, warcio or Common Crawl.
 
 Contracts:
 
-* Only ``response`` and ``revisit`` records with an HTTP message are yielded, in file
-  order; ``warcinfo``, ``request``, ``metadata``, ``resource`` and non-HTTP responses
-  (``dns:``) are passed over and counted in :attr:`WarcStats.other`.
+* ``response`` and ``revisit`` records with an HTTP message, and ``resource`` records
+  of an ``http:``/``https:`` URI (a document as archived, as warcit writes them:
+  yielded as the response a replay serves, status 200, the record's Content-Type,
+  its block as the body), are yielded in file order; ``warcinfo``, ``request``,
+  ``metadata``, other ``resource`` records and non-HTTP responses (``dns:``) are
+  passed over and counted in :attr:`WarcStats.other`.
 * The body is read only when ``want_body(status, content_type)`` says so (others are
   skipped without being held in memory). It is the entity body with the transfer
   coding (chunked) and the content coding (gzip, deflate, zstd; br when the brotli
@@ -95,7 +98,7 @@ class WarcResponse:
     ``body`` is None when it was not asked for.
     """
 
-    record_type: str  # "response" or "revisit"
+    record_type: str  # "response", "revisit" or "resource"
     target_uri: str
     date: str | None
     record_id: str | None
@@ -600,23 +603,28 @@ def _iter_stream(
             target = wh.get("warc-target-uri", "").strip("<> ")
             stats.records += 1
             is_http = target.lower().startswith(("http://", "https://"))
-            if rec_type not in ("response", "revisit") or not is_http:
+            if rec_type == "resource" and is_http:
+                response = _read_resource(
+                    stream, wh, length, target, number, source, want_body, max_body
+                )
+            elif rec_type not in ("response", "revisit") or not is_http:
                 stats.other += 1
                 if _skip(stream, length) < length:
                     raise TruncatedInput(f"WARC ends inside record {number}", source=source)
                 continue
-            response = _read_response(
-                stream,
-                wh,
-                length,
-                rec_type,
-                target,
-                number,
-                source,
-                want_body,
-                max_body,
-                stats,
-            )
+            else:
+                response = _read_response(
+                    stream,
+                    wh,
+                    length,
+                    rec_type,
+                    target,
+                    number,
+                    source,
+                    want_body,
+                    max_body,
+                    stats,
+                )
         except InputError as exc:
             why = f" ({stream.damage})" if stream.damage else ""
             raise type(exc)(
@@ -701,6 +709,57 @@ def _bare(exc: InputError, source: str) -> str:
     return text[len(prefix) :] if text.startswith(prefix) else text
 
 
+def _read_resource(
+    stream: WarcStream,
+    wh: dict[str, str],
+    length: int,
+    target: str,
+    number: int,
+    source: str,
+    want_body: Callable[[int | None, str | None], bool] | None,
+    max_body: int,
+) -> WarcResponse:
+    """A ``resource`` record as the response a replay serves for it: status 200, its
+    WARC Content-Type as the content type, its block as the body (stored as it is, no
+    codings to undo) and its payload, capped at ``max_body`` like a response's."""
+    headers = {"content-type": wh["content-type"]} if "content-type" in wh else {}
+    digest = wh.get("warc-payload-digest") or None
+    truncated = wh.get("warc-truncated") or None
+    body: bytes | None = None
+    if want_body is None or want_body(200, headers.get("content-type")):
+        body = _read_exact(stream, min(length, max_body))
+        if len(body) < min(length, max_body):
+            raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+    hasher = hashlib.sha1(body or b"") if digest is None else None
+    rest = length - len(body or b"")
+    if rest > 0 and _skip(stream, rest, hasher) < rest:
+        raise TruncatedInput(f"WARC ends inside record {number}", source=source)
+    if body is not None and rest > 0 and truncated is None:
+        truncated = "length"
+    if hasher is not None:
+        digest = "sha1:" + base64.b32encode(hasher.digest()).decode("ascii")
+    return WarcResponse(
+        record_type="resource",
+        target_uri=target,
+        date=wh.get("warc-date"),
+        record_id=wh.get("warc-record-id"),
+        payload_digest=digest,
+        status=200,
+        headers=headers,
+        depth=_depth(wh),
+        body=body,
+        truncated=truncated,
+        record_number=number,
+    )
+
+
+def _depth(wh: dict[str, str]) -> int:
+    try:
+        return int(wh.get("warc-crawlkit-depth", "0") or 0)
+    except ValueError:
+        return 0
+
+
 def _read_response(
     stream: WarcStream,
     wh: dict[str, str],
@@ -730,10 +789,7 @@ def _read_response(
     else:
         head, body_start = split
     status, headers = _parse_http_head(head)
-    try:
-        depth = int(wh.get("warc-crawlkit-depth", "0") or 0)
-    except ValueError:
-        depth = 0
+    depth = _depth(wh)
     digest = wh.get("warc-payload-digest") or None
     body: bytes | None = None
     truncated = wh.get("warc-truncated") or None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,40 @@ def test_a_content_length_short_of_a_cr_cr_lf_block_with_a_body_is_an_error(
         assert "record 2: not a WARC record" in res.stderr, res.stderr
         assert "where record 1 ends by its Content-Length" in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_an_html_resource_record_is_a_page_as_a_response_is(tmp_path: Path) -> None:
+    """warcit stores a site's files as resource records; pywb replays each as the page
+    (HTTP 200, the record's Content-Type): extract gives it the page record a response
+    with the same body gets, index keys it as cdxj-indexer does, wacz lists it."""
+    warc = tmp_path / "resource.warc"
+    warc.write_bytes(
+        _record("response", "http://a.example/", _http(b"200 OK", _PAGE))
+        + _record("resource", "http://b.example/", _PAGE)
+        + _record("resource", "urn:x-log:crawl", b"not a page")
+    )
+    res = crawlkit("index", str(warc))
+    assert res.code == 0, res.stderr
+    assert res.text == _cdxj_indexer(warc)
+    links = tmp_path / "links.ndjson"
+    res = crawlkit("extract", str(warc), "--links", str(links))
+    assert res.code == 0, res.stderr
+    response, resource = (json.loads(line) for line in res.text.splitlines())
+    assert resource["url"] == "http://b.example/" and resource["status"] == 200
+    site = {"url", "host", "site", "fp"}
+    assert {k: v for k, v in resource.items() if k not in site} == {
+        k: v for k, v in response.items() if k not in site
+    }
+    assert [json.loads(x)["url"] for x in links.read_text().splitlines()] == [
+        "http://a.example/next",
+        "http://b.example/next",
+    ]
+    assert _warcio_bodies(warc)["http://b.example/"] == _PAGE
+    wacz = tmp_path / "resource.wacz"
+    res = crawlkit("wacz", str(warc), "-o", str(wacz))
+    assert res.code == 0, res.stderr
+    check = wacz_validate(wacz)
+    assert check.returncode == 0, check.stdout + check.stderr
+    with zipfile.ZipFile(wacz) as z:
+        pages = z.read("pages/pages.jsonl").decode().splitlines()[1:]
+    assert [json.loads(p)["url"] for p in pages] == ["http://a.example/", "http://b.example/"]

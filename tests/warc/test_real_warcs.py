@@ -3,11 +3,11 @@ warcprox, Webrecorder, ArchiveWeb.page, warcit, Common Crawl): the test data of 
 projects, listed in tests/data/real-warcs/MANIFEST.tsv with source, commit and licence.
 
 Each file's sha256 is checked against the manifest, then: ``index`` is cdxj-indexer's
-byte for byte, ``extract`` gives one page per HTTP 200 HTML response warcio sees, and
-one WACZ of them all passes ``wacz validate``; a damaged or unsupported file is a
-one-line error saying what is wrong. A file not present is skipped (see the README
-there: the files themselves are placed by the lead engineer); CRAWLKIT_REAL_WARCS
-names another directory holding them.
+byte for byte, ``extract`` gives one page per HTTP 200 HTML response or HTML resource
+record warcio sees, and one WACZ of them all passes ``wacz validate``; a damaged or
+unsupported file is a one-line error saying what is wrong. A file not present is
+skipped (see the README there: the files themselves are placed by the lead engineer);
+CRAWLKIT_REAL_WARCS names another directory holding them.
 """
 
 from __future__ import annotations
@@ -58,12 +58,19 @@ def _cdxj_indexer(path: Path) -> str:
 
 
 def _html_200s(path: Path) -> int:
-    """The HTTP 200 text/html response records of the file, as warcio reads them.
-    (warcio takes any protocol: pywb's example-extra.warc has an "HTTPX/1.1 200 OK"
-    response, which extract counts as a non-200, as it is no HTTP response.)"""
+    """The HTTP 200 text/html response records of the file, and its text/html resource
+    records of http(s) URIs (pages as archived, as warcit writes them; pywb replays
+    them), as warcio reads them. (warcio takes any protocol: pywb's example-extra.warc
+    has an "HTTPX/1.1 200 OK" response, which extract counts as a non-200, as it is no
+    HTTP response.)"""
     count = 0
     with open(path, "rb") as f:
         for record in ArchiveIterator(f):
+            if record.rec_type == "resource":
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                mime = record.rec_headers.get_header("Content-Type") or ""
+                count += uri.startswith(("http:", "https:")) and "html" in mime
+                continue
             http = record.http_headers
             if record.rec_type != "response" or http is None:
                 continue
