@@ -153,3 +153,39 @@ def test_an_html_resource_record_is_a_page_as_a_response_is(tmp_path: Path) -> N
     with zipfile.ZipFile(wacz) as z:
         pages = z.read("pages/pages.jsonl").decode().splitlines()[1:]
     assert [json.loads(p)["url"] for p in pages] == ["http://a.example/", "http://b.example/"]
+
+
+def _trunc_shape(tmp_path: Path, after: bytes) -> Path:
+    """warcio's example-trunc.warc: record 2's Content-Length stops 2 bytes short of its
+    block (the last 2 bytes of its gzip body, NULs, fall after it), then ``after``."""
+    body = b"\x1f\x8b" + bytes(range(1, 40)) + b"\x00\x00"
+    http = _http(b"200 OK", body, b"application/gzip")
+    warc = tmp_path / "trunc.warc"
+    warc.write_bytes(
+        _record("response", "http://a.example/", _http(b"200 OK", _PAGE))
+        + _record("response", "http://a.example/z", http, length=len(http) - 2)[:-6]
+        + b"\x00\x00\r\n\r\n"
+        + after
+    )
+    return warc
+
+
+@pytest.mark.parametrize("after", [b"", _record("resource", "urn:x:log", b"log")])
+def test_nul_bytes_after_a_content_length_are_an_error_naming_the_record(
+    tmp_path: Path, after: bytes
+) -> None:
+    """warcio and cdxj-indexer warn ("Record not followed by newline") and read on;
+    passing over NULs would keep quiet that record 2 lost its last bytes (or, at a
+    file's end, that a crash left zeros where records were), so it is an error, after
+    the records before it, naming the record."""
+    warc = _trunc_shape(tmp_path, after)
+    for stage in ("index", "wacz"):
+        res = crawlkit(stage, str(warc), "-o", str(tmp_path / f"out.{stage}"))
+        assert res.code == 1, (stage, res.stderr)
+        assert res.stderr.startswith(f"crawlkit {stage}: {warc}: record 3: not a WARC record")
+        assert "where record 2 ends by its Content-Length" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert not (tmp_path / f"out.{stage}").exists()
+    res = crawlkit("extract", str(warc))
+    assert [json.loads(line)["url"] for line in res.text.splitlines()] == ["http://a.example/"]
+    assert "record 3: not a WARC record" in res.stderr, res.stderr
