@@ -506,7 +506,8 @@ def iter_responses(
     max_body: int = MAX_BODY,
     stats: WarcStats | None = None,
 ) -> Iterator[WarcResponse]:
-    """Yield the HTTP response and revisit records of one WARC file, in order.
+    """Yield the HTTP response and revisit records of one WARC file, and its resource
+    records of http(s) URIs (see the module docstring), in order.
 
     Raises :class:`TruncatedInput` / :class:`InputError` when the file is cut off or
     damaged, after yielding every complete record before the damage.
