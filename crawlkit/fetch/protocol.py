@@ -14,8 +14,9 @@ keeps the first look: the bytes it is fed are kept only until it hands over a re
 reads the same bytes again. A response so read closes its connection after it: what the
 server sent past it is nobody's, and must not become the head of the next response on
 that connection. A head both refuse for a fault browsers forgive (a space before a
-colon, ``Content-Length: 5, 5``, a length beside chunked framing: :func:`repaired_head`)
-is read once more mended; anything else is refused with llhttp's words.
+colon, ``Content-Length: 5, 5``, a length beside a Transfer-Encoding:
+:func:`repaired_head`) is read once more mended; anything else is refused with llhttp's
+words.
 
 **Nothing read while idle is a response.** A server may write to a kept-alive
 connection between requests: a ``408 Request Timeout`` before it closes an idle one
@@ -180,8 +181,9 @@ def repaired_head(data: bytes) -> bytes | None:
       it from a response; ``Content-Type : text/html``);
     * a Content-Length list of one value repeated (``5, 5``, or the header twice), as a
       proxy stacking its copy on the server's makes it: that value (RFC 9110 8.6);
-    * Content-Length beside a chunked Transfer-Encoding: the chunks frame the body, the
-      length is dropped (RFC 9112 6.3).
+    * Content-Length beside any Transfer-Encoding: the transfer coding overrides the
+      length, which is dropped (RFC 9112 6.3). With chunked last, the chunks frame the
+      body; with another coding last (``gzip`` alone), the body runs to the close.
 
     A Content-Length list of different values stays refused: no length is the body's.
     """
@@ -201,13 +203,11 @@ def repaired_head(data: bytes) -> bytes | None:
         if name.lower() == b"content-length"
         for part in value.split(b",")
     }
-    chunked = any(
-        name.lower() == b"transfer-encoding"
-        and value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
-        for name, value in headers
-    )
+    # Any coding at all, not only chunked: a length beside ``Transfer-Encoding: gzip``
+    # was refused whole, where the RFC reads the body to the close.
+    coded = any(name.lower() == b"transfer-encoding" and value for name, value in headers)
     kept = [(n, v) for n, v in headers if n.lower() != b"content-length"]
-    if lengths and not chunked:
+    if lengths and not coded:
         if len(lengths) != 1:
             return None
         kept.append((b"Content-Length", lengths.pop()))

@@ -262,6 +262,8 @@ def test_a_head_is_mended_only_where_browsers_mend_it() -> None:
     assert repaired_head(chunked + body) == (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked" + body
     )
+    gzipped = b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\nTransfer-Encoding: gzip"
+    assert repaired_head(gzipped + body) == b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip" + body
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4, 5" + body) is None
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4" + body) is None  # sound
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n") is None  # no whole head

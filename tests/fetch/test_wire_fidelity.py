@@ -13,6 +13,9 @@ came, not what a lenient parse made of it.
 - ``Transfer-Encoding: gzip, chunked`` stored the gzip bytes under no Content-Encoding:
   warcio and pywb gave the gzip bytes as the page. A transfer coding is undone as the
   chunks are (the WARC payload excludes it), and the digests are of the page.
+- ``Transfer-Encoding: gzip`` (no chunked) beside a Content-Length was refused as
+  malformed: nothing archived. The coding overrides the length and the body runs to
+  the close (RFC 9112 6.3), its coding undone as for ``gzip, chunked``.
 - Revisit records named the capture they repeat by URI and date only: now also by
   WARC-Refers-To, its WARC-Record-ID.
 - A chunk size that is no number, in a read after the head's: read by llhttp, the
@@ -257,6 +260,52 @@ def test_a_gzip_transfer_coding_is_undone_so_replay_shows_the_page(tmp_path: Pat
     replayed = pywb_replay(tmp_path / "pywb", "c", url)[url]
     assert replayed["status"] == 200
     assert replayed["sha256"] == hashlib.sha256(PAGES["chunked"]).hexdigest()
+
+
+def test_a_length_beside_a_transfer_coding_gives_way_to_the_close(tmp_path: Path) -> None:
+    """RFC 9112 6.3: Transfer-Encoding overrides Content-Length, and with chunked not
+    the last coding a response's body ends when the server closes the connection.
+    The length is the gzip's, shorter, or longer than what came: none of them frames
+    the body."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: gzip\r\n"
+    pages = {
+        path: b"<html><p>" + f"{path}: a length beside gzip ".encode() * 40 + b"</p>"
+        for path in ("exact", "short", "long", "before")
+    }
+    coded = {path: gzip.compress(page) for path, page in pages.items()}
+    lengths = {"exact": len(coded["exact"]), "short": 5, "long": len(coded["long"]) + 100}
+    routes = {
+        f"/{path}": (head + b"Content-Length: %d\r\n\r\n" % n + coded[path], "fin")
+        for path, n in lengths.items()
+    }
+    before = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Type: text/html\r\n"
+    routes["/before"] = (before + b"Transfer-Encoding: gzip\r\n\r\n" + coded["before"], "fin")
+    bomb = gzip.compress(b"\0" * 3_000_000)
+    routes["/bomb"] = (head + b"Content-Length: %d\r\n\r\n" % len(bomb) + bomb, "fin")
+    with raw_server(routes) as (root, _log):
+        urls = [f"{root}/{path}" for path in (*pages, "bomb")]
+        records = _fetch(tmp_path, urls, "fetched", "--max-decoded", "1MB")
+    warc = _warc_records(tmp_path)  # block and payload digests checked as read
+    for path, page in pages.items():
+        record = records[path]
+        assert (record["outcome"], record["status"], record["error"]) == ("fetched", 200, None)
+        assert record.get("truncated") is None
+        assert (record["bytes"], record["digest"]) == (len(page), sha1_digest(page))
+        warc_headers, http_headers, stored = warc[path]
+        assert stored == page
+        assert warc_headers["WARC-Payload-Digest"] == sha1_digest(page)
+        assert warc_headers.get_header("WARC-Truncated") is None
+        # neither a coding a reader would undo again nor a length that is not the page's
+        assert http_headers.get_statuscode() == "200"
+        assert http_headers.get_header("Transfer-Encoding") is None
+        assert http_headers.get_header("Content-Encoding") is None
+        assert http_headers.get_header("Content-Length") is None
+        assert http_headers.get_header("Content-Type") == "text/html"
+
+    # a gzip bomb so sent still stops at --max-decoded
+    assert (records["bomb"]["truncated"], records["bomb"]["bytes"]) == ("length", 1_000_000)
+    assert warc["bomb"][0]["WARC-Truncated"] == "length"
+    assert warc["bomb"][2] == b"\0" * 1_000_000
 
 
 def test_a_revisit_names_the_record_it_repeats(tmp_path: Path) -> None:
