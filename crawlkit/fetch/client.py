@@ -74,7 +74,13 @@ from crawlkit.fetch.exchange import (
     FetchResult,
     HttpClient,
 )
-from crawlkit.fetch.failures import RESET_IN_BODY, Failures, ProxyAnswered, malformed
+from crawlkit.fetch.failures import (
+    RESET_IN_BODY,
+    Failures,
+    ProxyAnswered,
+    UnaskedUpgrade,
+    malformed,
+)
 from crawlkit.fetch.freeze import FreezeWatch
 from crawlkit.fetch.protocol import ON_SENT, REUSED
 from crawlkit.fetch.tls import insecure_context, verifying_context
@@ -315,6 +321,15 @@ class AiohttpClient:
                     # cannot read and only the site (or its own gateway) answers: one
                     # such site stopped every crawl behind a proxy.
                     raise ProxyAnswered(f"answered {resp.status} {resp.reason or ''}".strip())
+                if resp.status == 101:
+                    # aiohttp takes a 101 as the final answer (a websocket's); unasked,
+                    # it was "fetched 101" and the connection, switched to whatever the
+                    # server speaks next, was left to the pool's care
+                    upgrade = resp.headers.get("Upgrade")
+                    named = f" (Upgrade: {upgrade})" if upgrade else ""
+                    raise UnaskedUpgrade(
+                        f"101 Switching Protocols to a request that asked for no upgrade{named}"
+                    )
                 result.status = resp.status
                 result.headers = [
                     (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers

@@ -22,7 +22,7 @@ from crawlkit.fetch.protocol import REUSED
 from crawlkit.fetch.tls import classify_certificate_error
 from crawlkit.masking import mask_url
 
-__all__ = ["RESET_IN_BODY", "Failures", "ProxyAnswered", "malformed"]
+__all__ = ["RESET_IN_BODY", "Failures", "ProxyAnswered", "UnaskedUpgrade", "malformed"]
 
 # A body framed by the close (no Content-Length, not chunked) that a reset ended: no
 # end the server meant (crawlkit/fetch/protocol.py), as a chunked body cut short.
@@ -58,6 +58,7 @@ class Failures:
         )
         self.caught: tuple[type[BaseException], ...] = (
             ProxyAnswered,
+            UnaskedUpgrade,
             TimeoutError,
             *self._malformed,
             aiohttp.ClientError,
@@ -83,6 +84,8 @@ class Failures:
         aiohttp = self._aiohttp
         if isinstance(exc, ProxyAnswered):  # a plain http request's 407
             proxy_failed(result, PROXY_REFUSED, f"the proxy {shown_proxy(proxy)} {exc}")
+        elif isinstance(exc, UnaskedUpgrade):  # a head read whole, of no HTTP answer
+            result.error = f"malformed response: {one_line(str(exc))}"[:300]
         elif isinstance(exc, aiohttp.ClientHttpProxyError):  # CONNECT answered with no 2xx
             answer = f"{exc.status} {one_line(str(exc.message))}".strip()
             why = f"the proxy {shown_proxy(proxy)} answered CONNECT with {answer}"
@@ -132,6 +135,15 @@ class Failures:
 
 class ProxyAnswered(Exception):
     """The proxy, not the site, answered a plain http request (407)."""
+
+
+class UnaskedUpgrade(Exception):
+    """A ``101 Switching Protocols`` to a request that asked for no upgrade.
+
+    The crawler never sends ``Upgrade``, and a server may switch only to a protocol
+    the client named (RFC 9110 15.2.2): what follows the 101 is in no protocol
+    crawlkit reads, so it is a malformed response (no status, nothing archived, the
+    connection closed), not a page "fetched 101" with an empty body."""
 
 
 def proxy_failed(result: FetchResult, code: str, why: str) -> None:

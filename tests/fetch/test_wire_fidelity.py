@@ -16,6 +16,9 @@ came, not what a lenient parse made of it.
 - ``Transfer-Encoding: gzip`` (no chunked) beside a Content-Length was refused as
   malformed: nothing archived. The coding overrides the length and the body runs to
   the close (RFC 9112 6.3), its coding undone as for ``gzip, chunked``.
+- A ``101 Switching Protocols`` to a GET (which asks for no upgrade) was recorded as
+  "fetched 101". It is a malformed response: an error, nothing archived (no HTTP
+  answer to archive), its connection closed, also for robots.txt.
 - Revisit records named the capture they repeat by URI and date only: now also by
   WARC-Refers-To, its WARC-Record-ID.
 - A chunk size that is no number, in a read after the head's: read by llhttp, the
@@ -306,6 +309,90 @@ def test_a_length_beside_a_transfer_coding_gives_way_to_the_close(tmp_path: Path
     assert (records["bomb"]["truncated"], records["bomb"]["bytes"]) == ("length", 1_000_000)
     assert warc["bomb"][0]["WARC-Truncated"] == "length"
     assert warc["bomb"][2] == b"\0" * 1_000_000
+
+
+SWITCHED = (
+    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    b"\x81\x05hello"  # (a websocket frame: no HTTP at all)
+)
+UNASKED_101 = (
+    "malformed response: 101 Switching Protocols to a request that asked for no upgrade "
+    "(Upgrade: websocket)"
+)
+
+
+def test_an_unasked_for_101_is_a_malformed_response(tmp_path: Path) -> None:
+    bare = b"HTTP/1.1 101 Switching Protocols\r\n\r\n"  # (not even an Upgrade header)
+    routes = {"/switch": (SWITCHED, "fin"), "/bare": (bare, "fin")}
+    with raw_server(routes) as (root, _log):
+        records = _fetch(tmp_path, [f"{root}/switch", f"{root}/bare"])
+    switched, bare_record = records["switch"], records["bare"]
+    assert (switched["outcome"], switched["status"], switched["warc"]) == ("error", None, None)
+    assert switched["error"] == UNASKED_101
+    assert (bare_record["outcome"], bare_record["status"]) == ("error", None)
+    assert bare_record["error"] == (
+        "malformed response: 101 Switching Protocols to a request that asked for no upgrade"
+    )
+    archived = _warc_records(tmp_path, ("response", "revisit", "request"))
+    assert set(archived) == {"robots.txt"}  # (the 404 robots.txt only)
+
+    # robots.txt so answered is no file of rules: unreachable, the page deferred
+    with raw_server({"/robots.txt": (SWITCHED, "fin")}) as (root, log):
+        page = _fetch(tmp_path, [f"{root}/page"], "robots")["page"]
+    assert log == ["/robots.txt"]
+    assert page["outcome"] == "deferred"
+    assert UNASKED_101 in page["error"], page
+
+
+def test_an_unasked_for_101_closes_its_connection() -> None:
+    """What follows a 101 is no HTTP: the connection goes nowhere near the pool. The
+    server holds it open after the 101 and sees it closed by the client; the next
+    request to the host comes on a new connection."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    closed = threading.Event()
+    asked: list[int] = []  # the connection each request came on
+
+    def serve() -> None:
+        first, _ = listener.accept()
+        with first:
+            while b"\r\n\r\n" not in first.recv(65536):
+                pass
+            asked.append(1)
+            first.sendall(SWITCHED)
+            first.settimeout(30)
+            with contextlib.suppress(OSError):
+                while first.recv(65536):  # a request on it would be read here
+                    asked.append(1)
+            closed.set()
+        second, _ = listener.accept()
+        with second:
+            while b"\r\n\r\n" not in second.recv(65536):
+                pass
+            asked.append(2)
+            second.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    async def go() -> tuple[FetchResult, bool, FetchResult]:
+        client = AiohttpClient()
+        try:
+            url = f"http://switch.test:{port}/"
+            first = await client.fetch(FetchRequest(url, "127.0.0.1", timeout=30))
+            was_closed = await asyncio.to_thread(closed.wait, 30)
+            second = await client.fetch(FetchRequest(url, "127.0.0.1", timeout=30))
+            return first, was_closed, second
+        finally:
+            await client.close()
+
+    try:
+        first, was_closed, second = asyncio.run(go())
+    finally:
+        listener.close()
+    assert (first.status, first.error, first.body) == (None, UNASKED_101, b"")
+    assert was_closed
+    assert (second.status, second.body, second.error) == (200, b"ok", None)
+    assert asked == [1, 2]
 
 
 def test_a_revisit_names_the_record_it_repeats(tmp_path: Path) -> None:
