@@ -56,7 +56,16 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, cast
 
-__all__ = ["MAX_HEAD", "ON_SENT", "REUSED", "crawl_protocol_factory", "mark_idle", "repaired_head"]
+__all__ = [
+    "MAX_HEAD",
+    "ON_SENT",
+    "REUSED",
+    "after_interim",
+    "crawl_protocol_factory",
+    "interim_end",
+    "mark_idle",
+    "repaired_head",
+]
 
 #: Set for each request when its connection is made ready for it: True when that
 #: connection carried a request before (it came from the pool).
@@ -74,7 +83,14 @@ MAX_HEAD = 256 * 1024
 
 class _SecondLook:
     """One response's parser: llhttp first; on its refusal of a response not yet handed
-    over, the Python parser over the same bytes."""
+    over, the Python parser over the same bytes.
+
+    Interim responses (1xx but 101: ``100 Continue``, ``103 Early Hints``) are handed
+    over as they come but are not the response: the bytes after them are kept for a
+    second look, and they count towards :data:`MAX_HEAD`. Ended by the first 1xx, the
+    second look lost a final response llhttp refuses and browsers take (a server
+    sending Early Hints before ``Content-Type : text/html`` got an error with no
+    status, "Server disconnected"), and the cap let a head of megabytes through."""
 
     def __init__(
         self,
@@ -102,17 +118,20 @@ class _SecondLook:
             fed.append(data)
             self._fed = None
             return self._read_again(b"".join(fed), refused)
-        if fed is not None:
+        if fed is not None and data:
+            fed.append(data)
+            self._fed_bytes += len(data)
             if messages:
-                self._fed = None
-            elif data:
-                fed.append(data)
-                self._fed_bytes += len(data)
-                if self._fed_bytes > MAX_HEAD:
-                    raise self._too_big()
+                self._fed = after_interim(b"".join(fed), [m for m, _ in messages])
+            if self._fed is not None and self._fed_bytes > MAX_HEAD:
+                raise self._too_big()
         return messages, upgraded, tail
 
     def _read_again(self, data: bytes, refused: Exception) -> Any:
+        # Interim responses before the one refused are left out: the client skips them
+        # anyway (it never sends Expect: 100-continue), repaired_head mends the first
+        # head only, and a fault in a 103's Link header must not cost the page.
+        data = data[interim_end(data) :]
         try:
             lenient, parsed = self._read_lenient(data, refused)
         except self._errors:
@@ -160,6 +179,39 @@ class _SecondLook:
     def __getattr__(self, name: str) -> Any:
         # feed_eof, pause_reading and whatever else the protocol asks of its parser
         return getattr(self._active, name)
+
+
+def after_interim(data: bytes, messages: list[Any]) -> list[bytes] | None:
+    """What of ``data`` follows ``messages``, the responses a parser handed over for
+    it, when they are all interim (1xx but 101), as the list :class:`_SecondLook`
+    keeps; None when one is not (the response was handed over: no second look). An
+    interim response has no body (RFC 9112 6.3), so each is one head off the front."""
+    if not all(100 <= message.code < 200 and message.code != 101 for message in messages):
+        return None
+    for _ in messages:
+        end = head_end(data)
+        if end < 0:  # (not as the parser read it: no second look, to be safe)
+            return None
+        data = data[end:]
+    return [data] if data else []
+
+
+def interim_end(data: bytes) -> int:
+    """Where the whole interim responses (1xx but 101: heads alone, no body) at the
+    start of ``data`` end; 0 when it starts with none."""
+    start = 0
+    while True:
+        rest = data[start:]
+        line = rest.split(b"\n", 1)[0].rstrip(b"\r")
+        version, _, status = line.partition(b" ")
+        code = status[:3]
+        interim = code[:1] == b"1" and code.isdigit() and code != b"101"
+        end = head_end(rest)
+        if not (version.startswith(b"HTTP/") and interim and status[3:4] in (b"", b" ")):
+            return start
+        if end < 0:  # (not whole: a refusal of it is the parser's to tell)
+            return start
+        start += end
 
 
 def head_end(data: bytes) -> int:

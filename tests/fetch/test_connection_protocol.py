@@ -26,7 +26,7 @@ import warcio.archiveiterator
 from conftest import fetch_loopback
 
 from crawlkit import streams
-from crawlkit.fetch.protocol import repaired_head
+from crawlkit.fetch.protocol import interim_end, repaired_head
 
 RESPONSES = {
     # Content-Length 0 and a body: the 301 and its target must both be fetched
@@ -268,6 +268,20 @@ def test_a_head_is_mended_only_where_browsers_mend_it() -> None:
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4" + body) is None  # sound
     assert repaired_head(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n") is None  # no whole head
     assert repaired_head(b"HTTP/1.1 200 OK\r\nno colon here" + body) is None
+
+
+def test_interim_responses_are_told_by_their_status_line() -> None:
+    hints = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+    final = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    assert interim_end(hints + final) == len(hints)
+    bare = b"HTTP/1.1 100\r\n\r\n"  # (no reason phrase)
+    assert interim_end(bare + hints + final) == len(bare) + len(hints)
+    lf = b"HTTP/1.1 100 Continue\n\n"
+    assert interim_end(lf + final) == len(lf)  # (bare LF)
+    assert interim_end(final) == 0
+    assert interim_end(b"HTTP/1.1 101 Switching Protocols\r\n\r\n" + final) == 0  # final
+    assert interim_end(b"HTTP/1.1 1000 x\r\n\r\n" + final) == 0  # no status
+    assert interim_end(hints + b"HTTP/1.1 103 Early Hints\r\nLink: <") == len(hints)  # cut
 
 
 def test_on_sent_is_called_once_as_each_request_goes_out() -> None:

@@ -19,6 +19,11 @@ came, not what a lenient parse made of it.
 - A ``101 Switching Protocols`` to a GET (which asks for no upgrade) was recorded as
   "fetched 101". It is a malformed response: an error, nothing archived (no HTTP
   answer to archive), its connection closed, also for robots.txt.
+- Interim responses (``100 Continue`` unasked, ``103 Early Hints``) before the
+  final one: after the first of them a final response llhttp refuses and browsers
+  take (a head to mend, ``Content-Type : text/html``) was an error with no status
+  ("Server disconnected"): the second look ended with the interim response. Its
+  head cap (256 KiB) ended there too.
 - Revisit records named the capture they repeat by URI and date only: now also by
   WARC-Refers-To, its WARC-Record-ID.
 - A chunk size that is no number, in a read after the head's: read by llhttp, the
@@ -57,10 +62,13 @@ ROBOTS = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\
 
 
 @contextlib.contextmanager
-def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[tuple[str, list[str]]]:
-    """A server on 127.0.0.1: ``routes`` maps a path to (the bytes sent, how the
-    connection then ends: "fin", a clean close, or "reset", an RST through SO_LINGER
-    0); robots.txt is a 404. Yields the root URL (no slash) and the paths asked."""
+def raw_server(
+    routes: dict[str, tuple[bytes | list[bytes], str]],
+) -> Iterator[tuple[str, list[str]]]:
+    """A server on 127.0.0.1: ``routes`` maps a path to (the bytes sent, or a list of
+    parts each sent by a write of its own, and how the connection then ends: "fin", a
+    clean close, or "reset", an RST through SO_LINGER 0); robots.txt is a 404. Yields
+    the root URL (no slash) and the paths asked."""
     log: list[str] = []
     listener = socket.create_server(("127.0.0.1", 0))
 
@@ -76,7 +84,9 @@ def raw_server(routes: dict[str, tuple[bytes, str]]) -> Iterator[tuple[str, list
             path = head.split(b" ", 2)[1].decode()
             log.append(path)
             sent, how = routes.get(path, (ROBOTS, "fin"))
-            conn.sendall(sent)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # (a part, a packet)
+            for part in [sent] if isinstance(sent, bytes) else sent:
+                conn.sendall(part)
             if how == "reset":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
@@ -393,6 +403,95 @@ def test_an_unasked_for_101_closes_its_connection() -> None:
     assert was_closed
     assert (second.status, second.body, second.error) == (200, b"ok", None)
     assert asked == [1, 2]
+
+
+HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+def _final(path: str, *lines: bytes, framing: str = "length") -> tuple[bytes, bytes, bytes]:
+    """A final response of ``path``'s own page (a copy would be archived as a
+    revisit): (its head, its bytes after the head, the page)."""
+    page = f"<html><p>the page at /{path}, after interim responses</p>".encode()
+    head = b"HTTP/1.1 200 OK\r\n" + b"".join(line + b"\r\n" for line in lines)
+    if framing == "length":
+        return head + b"Content-Length: %d\r\n\r\n" % len(page), page, page
+    if framing == "chunked":
+        return head + b"Transfer-Encoding: chunked\r\n\r\n", _chunked(page, 20), page
+    return head + b"Connection: close\r\n\r\n", page, page  # (ends at the close)
+
+
+def test_interim_responses_are_skipped_and_the_final_one_archived(tmp_path: Path) -> None:
+    """Each path sends interim responses then its page; what the fetch log and the WARC
+    say must be the final response's alone: status, headers, body, digests."""
+    typed = b"Content-Type: text/html"
+    finals = {
+        "continue": _final("continue", typed, b'ETag: "c1"'),
+        "several": _final("several", typed, b"X-After: hints"),
+        "same-packet": _final("same-packet", typed, framing="chunked"),
+        "split": _final("split", typed),
+        "close": _final("close", typed, framing="close"),
+        "spaced": _final("spaced", b"Content-Type : text/html"),  # (a head to mend)
+        "spaced-split": _final("spaced-split", b"Content-Type : text/html"),
+        "bad-hints": _final("bad-hints", typed),
+    }
+    before: dict[str, list[bytes]] = {
+        "continue": [CONTINUE],
+        "several": [CONTINUE + HINTS, HINTS.replace(b"style.css", b"app.js")],
+        "same-packet": [HINTS],
+        "split": [HINTS],
+        "close": [HINTS],
+        "spaced": [HINTS],
+        "spaced-split": [HINTS],
+        # a 103 both parsers refuse (a space before its colon): no part of the page
+        "bad-hints": [b"HTTP/1.1 103 Early Hints\r\nLink : </a.css>\r\n\r\n"],
+    }
+    routes: dict[str, tuple[bytes | list[bytes], str]] = {}
+    for path, (head, rest, _) in finals.items():
+        if path in ("split", "spaced-split"):  # the final head a write of its own
+            routes[f"/{path}"] = ([*before[path], head + rest], "fin")
+        else:  # the last interim response in the final one's packet
+            routes[f"/{path}"] = ([*before[path][:-1], before[path][-1] + head + rest], "fin")
+    with raw_server(routes) as (root, _log):
+        records = _fetch(tmp_path, [f"{root}/{path}" for path in finals])
+    warc = _warc_records(tmp_path)  # block and payload digests checked as read
+    for path, (head, _, page) in finals.items():
+        record = records[path]
+        assert (record["outcome"], record["status"], record["error"]) == ("fetched", 200, None)
+        assert record.get("truncated") is None, record
+        assert (record["bytes"], record["digest"]) == (len(page), sha1_digest(page))
+        assert record["content_type"] == "text/html"
+        warc_headers, http_headers, stored = warc[path]
+        assert stored == page
+        assert warc_headers["WARC-Payload-Digest"] == sha1_digest(page)
+        assert http_headers.get_statuscode() == "200"
+        assert http_headers.get_header("Link") is None  # (the 103's, not archived)
+        sent = [line.split(b":", 1)[0].strip().decode() for line in head.split(b"\r\n")[1:-2]]
+        kept = [name for name, _ in http_headers.headers]
+        # the final response's headers (Transfer-Encoding renamed: the chunks are undone)
+        assert [n.removeprefix("X-Crawlkit-") for n in kept] == sent, (path, kept)
+    assert records["continue"]["etag"] == '"c1"'
+
+
+def test_interim_responses_count_towards_the_head_cap(tmp_path: Path) -> None:
+    """Endless 103s are a head without end: refused past 256 KiB as one long head is,
+    not read until the timeout (or, after one 103, a head of megabytes taken whole)."""
+    many = HINTS * (600 * 1024 // len(HINTS))  # (past the cap by more than a read)
+    huge = b"".join(b"X-Filler-%d: %s\r\n" % (i, b"f" * 60_000) for i in range(40))
+    head, rest, _ = _final("unused")
+    routes: dict[str, tuple[bytes | list[bytes], str]] = {
+        "/many": ([many, head + rest], "fin"),
+        "/huge": ([HINTS + b"HTTP/1.1 200 OK\r\n" + huge + b"Content-Length: 0\r\n\r\n"], "fin"),
+    }
+    with raw_server(routes) as (root, _log):
+        urls = [f"{root}/many", f"{root}/huge"]
+        # (no gap of 10 x a slow error's time between the two)
+        records = _fetch(tmp_path, urls, "fetched", "--timeout", "20s", "--delay-factor", "0")
+    for path in ("many", "huge"):
+        assert (records[path]["outcome"], records[path]["error"]) == (
+            "error",
+            "malformed response: response head over 262144 bytes",
+        ), records[path]
 
 
 def test_a_revisit_names_the_record_it_repeats(tmp_path: Path) -> None:
