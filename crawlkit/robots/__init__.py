@@ -21,7 +21,9 @@ What the parser does, rule by rule (RFC 9309 section numbers in brackets):
 
 * Input is UTF-8, with or without a byte-order mark (or its first byte or two, which
   Google's parser skips too); invalid bytes are kept as their
-  percent-escapes, so they still match the same bytes in a URL [2.3]. Lines end with
+  percent-escapes, so they still match the same bytes in a URL [2.3]. A file that
+  starts with a UTF-16 byte-order mark is read as UTF-16 (some sites save it so;
+  read as UTF-8 its rules were lost, and Google's parser loses them). Lines end with
   LF, CRLF or CR [2.2]. ``#`` starts a comment [2.2]. The first 512 KiB are parsed
   (the RFC asks for at least 500 KiB [2.5]); a line cut by that limit is dropped
   whole, because half a path could allow or forbid more than the full one.

@@ -103,12 +103,22 @@ class RobotsTxt:
 
     @classmethod
     def parse(cls, body: bytes) -> RobotsTxt:
-        """Parse the first 512 KiB of a robots.txt. Never raises."""
+        """Parse the first 512 KiB of a robots.txt. Never raises.
+
+        The bytes are UTF-8 (RFC 9309 2.3), or UTF-16 when they start with its
+        byte-order mark; invalid UTF-8 bytes are kept as their percent-escapes, invalid
+        UTF-16 units become U+FFFD.
+        """
         robots = cls()
         robots.size = len(body)
         if len(body) > MAX_ROBOTS_BYTES:
             robots.truncated = True
             body = body[:MAX_ROBOTS_BYTES]
+        utf16 = _utf16_codec(body)
+        if utf16 is not None:
+            robots._parse_text(_cut_line(body[2:].decode(utf16, "replace"), robots.truncated))
+            return robots
+        if robots.truncated:
             cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
             body = body[: cut + 1] if cut >= 0 else b""
         # a UTF-8 BOM, or the first byte or two of one (Google's parser skips those as
@@ -261,6 +271,30 @@ class RobotsTxt:
             "ignored": [{"line": n, "text": t, "why": w} for n, t, w in self.ignored],
             "ignored_count": self.ignored_count,
         }
+
+
+def _utf16_codec(body: bytes) -> str | None:
+    """``"utf-16-le"`` or ``"utf-16-be"`` if ``body`` starts with that byte-order mark.
+
+    RFC 9309 2.3 wants UTF-8, but some sites save robots.txt from Windows editors as
+    UTF-16 with a BOM (store.usps.com, www.myvue.com). Read as UTF-8, every line is an
+    unknown key, so the site's Disallow rules were lost and everything was allowed; the
+    BOM says unambiguously how to read it. (Google's parser reads such a file as
+    empty; honouring its rules is the polite reading.)
+    """
+    if body.startswith(b"\xff\xfe"):
+        return "utf-16-le"
+    if body.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    return None
+
+
+def _cut_line(text: str, truncated: bool) -> str:
+    """``text`` without its last, unfinished line if the file was cut (see ``parse``)."""
+    if not truncated:
+        return text
+    cut = max(text.rfind("\n"), text.rfind("\r"))
+    return text[: cut + 1] if cut >= 0 else ""
 
 
 def _parse_delay(value: str) -> float | None:

@@ -1287,3 +1287,43 @@ def test_an_allow_key_is_not_read_by_its_start() -> None:
     # "Allowed:" would widen access: it stays unknown, the Disallow holds
     robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /\nAllowed: /x\n")
     assert not robots.check("FooBot", "/x").allowed
+
+
+# A robots.txt saved as UTF-16 with its BOM, as store.usps.com and www.myvue.com serve
+# theirs (protego's real files): read as UTF-8, every line was an unknown key and the
+# site's Disallow rules were lost.
+UTF16_FILE = "User-agent: *\r\nDisallow: /store/cart/\r\nSitemap: https://e.example/s.xml\r\n"
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_file_with_its_bom_is_read(codec: str) -> None:
+    body = "\ufeff".encode(codec) + UTF16_FILE.encode(codec)
+    robots = RobotsTxt.parse(body)
+    assert robots.check("FooBot", "/store/cart/1") == Verdict(False, "Disallow: /store/cart/")
+    assert robots.check("FooBot", "/store/") == Verdict(True, None)
+    assert robots.sitemaps == ["https://e.example/s.xml"]
+    assert robots.ignored_count == 0, robots.ignored
+
+
+def test_a_cut_utf16_file_drops_its_cut_line() -> None:
+    head = "\ufeffUser-agent: *\nDisallow: /early/\n".encode("utf-16-le")
+    # the cut falls after "Disallow: /late", 15 characters into the last line
+    pad = ("#" * ((MAX_ROBOTS_BYTES - len(head)) // 2 - 16) + "\n").encode("utf-16-le")
+    body = head + pad + "Disallow: /late-and-long/\n".encode("utf-16-le")
+    assert len(head + pad) < MAX_ROBOTS_BYTES < len(body)
+    robots = RobotsTxt.parse(body)
+    assert robots.truncated
+    assert robots.check("x", "/early/") == Verdict(False, "Disallow: /early/")
+    assert robots.check("x", "/late") == Verdict(True, None)  # not "Disallow: /lat"
+
+
+def test_robots_check_reads_a_utf16_file(tmp_path: Path) -> None:
+    from conftest import crawlkit
+
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes("\ufeff".encode("utf-16-le") + UTF16_FILE.encode("utf-16-le"))
+    out = crawlkit("robots", "check", "--robots", str(robots), "--agent", "FooBot", "/store/cart/")
+    assert out.code == 0, out.stderr
+    assert out.text.splitlines() == [
+        '{"url":"/store/cart/","allowed":false,"rule":"Disallow: /store/cart/"}'
+    ]
