@@ -172,8 +172,10 @@ class RobotsTxt:
                 self._ignore(lineno, raw, "outside any group (no user-agent line before it)")
             elif kind == "delay":
                 # Not an RFC rule, so like any other record it does not end the list of
-                # user-agent lines (RFC 9309 2.2.4). Google's parser starts a new group
-                # there; merging the agents is the stricter reading.
+                # user-agent lines (RFC 9309 2.2.4); Google's parser does the same (its
+                # HandleCrawlDelay leaves seen_separator_ unset). So "User-agent: *",
+                # "Crawl-delay: 120", "User-agent: 008", "Disallow: /" forbids all to
+                # every agent (bitbucket.org's file), where protego ends the group.
                 delay = _parse_delay(value)
                 if delay is None:
                     self._ignore(lineno, raw, "crawl-delay is not a non-negative number")
