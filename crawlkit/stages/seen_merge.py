@@ -75,8 +75,14 @@ _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
 _MAX_PENDING_ARRAYS = 8
 _BLOCK = 1 << 20
 # Canonical forms of recent URLs: link streams repeat navigation links a lot. Bounded
-# so a chunk of a million distinct URLs does not keep a million parses alive.
+# so a chunk of a million distinct URLs does not keep a million parses alive, and by
+# size, not by luck: a URL may be kilobytes long (65,536 URLs of 60 KB held 7.9 GB).
+# Each entry costs about its URL twice (the key and the canonical form) and the
+# objects around them (_ENTRY_BYTES); past _CACHE_BYTES the cache is cleared, which
+# costs less per lookup than an LRU and refills with the URLs at hand.
 _CACHE_MAX = 65536
+_CACHE_BYTES = 32 * 1024 * 1024
+_ENTRY_BYTES = 400
 
 Line = tuple[str, int, "bytes | Record"]
 
@@ -227,6 +233,7 @@ class SeenMerge:
         self.max_depth = max_depth
         self._pending: list[npt.NDArray[np.uint64]] = []
         self._cache: dict[str, ParsedURL] = {}
+        self._cache_bytes = 0
 
     # -- per record ----------------------------------------------------------------------
 
@@ -261,6 +268,18 @@ class SeenMerge:
             return None
         return fp, (raw if raw is not None else orjson.dumps(record))
 
+    def _remember(self, url: str, parsed: ParsedURL) -> None:
+        """Keep ``url``'s canonical form for the next time it comes (see _CACHE_BYTES);
+        a URL over ``max_url_length`` is refused when it comes, and not kept."""
+        if len(parsed.url) > self.max_url_length:
+            return
+        cost = _ENTRY_BYTES + len(url) + len(parsed.url) + len(parsed.host) + len(parsed.site)
+        if len(self._cache) >= _CACHE_MAX or self._cache_bytes + cost > _CACHE_BYTES:
+            self._cache.clear()
+            self._cache_bytes = 0
+        self._cache[url] = parsed
+        self._cache_bytes += cost
+
     def _record_fp(self, source: str, lineno: int, record: Record) -> int | None:
         """The fingerprint of one record, or None if it is bad or refused; a record
         without ``fp`` gets its canonical ``url``, ``host``, ``site`` and ``fp``."""
@@ -277,9 +296,7 @@ class SeenMerge:
                 except InvalidURL as exc:
                     self._bad(source, lineno, str(exc))
                     return None
-                if len(self._cache) >= _CACHE_MAX:
-                    self._cache.clear()
-                self._cache[url] = parsed
+                self._remember(url, parsed)
             record["url"], record["host"], record["site"], record["fp"] = parsed
             fp = parsed.fp
         elif not isinstance(fp, str) or not _HEX16.fullmatch(fp):

@@ -476,3 +476,29 @@ def test_cli_a_link_too_deep_is_refused_unseen_and_passes_by_a_shorter_path(tmp_
         input=lines({**deep, "depth": 99}),
     )
     assert off.code == 0 and len(off.lines) == 1
+
+
+def test_the_canonical_url_cache_is_bounded_by_size_not_count(tmp_path: Path) -> None:
+    """Bare URL lines are canonicalized once per distinct URL, through a cache: bounded
+    by entries alone, 65,536 URLs of 2,000 characters would have kept ~290 MB, and
+    URLs refused as too long were kept too (one of 60 KB, 120 KB with its canonical
+    form). Traced memory stays near the cache's byte bound whatever the URLs."""
+    import tracemalloc
+
+    filler = "x" * 1_900
+    urls = [f"http://a.test/{i}/{filler}".encode() for i in range(12_000)]
+    urls += [f"http://a.test/long/{i}/{'y' * 60_000}".encode() for i in range(300)]
+    with SeenStore.open(tmp_path / "seen") as store:
+        merger = SeenMerge(store, canonicalizer=CANON, chunk_size=200)
+        tracemalloc.start()
+        try:
+            merger.run(
+                (("t", i + 1, url) for i, url in enumerate(urls)), lambda data: None, lambda: None
+            )
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert merger.stats.too_long == 300
+    # all kept (a bound of entries alone), 87.6 MB at the peak: ~50 for the 12,000
+    # and ~36 for the 300 refused ones; bounded at 32 MiB, 34.6 MB
+    assert peak < 48 * 2**20, peak
