@@ -18,9 +18,20 @@ Run on demand (never in CI). Two sets of real pages, every declaration stripped 
 A guess is right when it decodes the bytes to the same text as the true encoding
 (``gbk`` for ``gb18030``, ``iso-8859-7`` for ``windows-1253`` on bytes where they agree).
 
+Each page has the top-level domain of its URL where the corpus knows it (a folder's
+``urls.tsv``), for chardetng's TLD hint. chardet's files are named by encoding folder
+and, many of them, by the host of the feed they were saved from: ``--chardet-tld name``
+takes the last label of that host that is a country or generic TLD
+(``hirtv.hu.xml``: hu; ``shamalt.uw.hu.mk.xml``: mk, a page number, wrongly),
+``lang`` the country of the folder's language (``windows-1250-hungarian``: hu; an upper
+bound: real Hungarian pages are on .com too), ``none`` (the default) no TLD.
+``--force-tld pl`` gives every Western page that TLD: what a variant does to Western
+pages served from a Central European domain, which the corpus has none of.
+
 Usage::
 
-    python bench/bench_charset.py --real DIR [DIR ...] --chardet /path/to/chardet.git
+    python bench/bench_charset.py --real DIR [DIR ...] --chardet /path/to/chardet.git \
+        [--chardet-tld none|name|lang] [--force-tld TLD] [--only crawlkit ...]
 """
 
 from __future__ import annotations
@@ -34,6 +45,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from chardetng_py import EncodingDetector
+
+from crawlkit.html import guess as legacy
 from crawlkit.html.encoding import codec_for_label
 from crawlkit.html.page import detect_charset
 
@@ -95,7 +109,58 @@ _CHARDET_LEGACY = {
 _CHARDET_WESTERN = {"windows-1252": "cp1252", "iso-8859-1": "cp1252"}
 _LANG = re.compile(r"""<html[^>]*\blang\s*=\s*["']?([a-zA-Z]{2})""", re.IGNORECASE)
 
-Page = tuple[str, bytes, str]  # (name, undeclared bytes, true codec)
+Page = tuple[str, bytes, str, str | None]  # (name, undeclared bytes, true codec, TLD)
+Detector = Callable[[bytes, str | None], str | None]  # (body, TLD) -> codec or label
+
+# Top-level domains of Central European and Turkish text, for the widened variant.
+_CENTRAL_TLDS = frozenset({"cz", "sk", "pl", "hu", "si", "hr", "ro", "tr"})
+# chardet's folder language -> the country TLD its pages would have (--chardet-tld lang).
+_LANG_TLDS = {
+    "arabic": "sa",
+    "bulgarian": "bg",
+    "croatian": "hr",
+    "czech": "cz",
+    "greek": "gr",
+    "hebrew": "il",
+    "hungarian": "hu",
+    "polish": "pl",
+    "romanian": "ro",
+    "russian": "ru",
+    "slovak": "sk",
+    "slovene": "si",
+    "turkish": "tr",
+}
+_TLD = re.compile(r"[a-z]{2,6}")
+_GENERIC_TLDS = frozenset({"com", "org", "net", "info", "edu", "gov"})
+
+
+def url_tld(url: str) -> str | None:
+    """The last label of ``url``'s host, lower-case, when it is letters only."""
+    host = re.match(r"[a-z]+://([^/:?#]+)", url.lower())
+    label = host.group(1).rstrip(".").rsplit(".", 1)[-1] if host else ""
+    return label if _TLD.fullmatch(label) else None
+
+
+def name_tld(path: str) -> str | None:
+    """The TLD in a chardet test file's name (the host its feed came from), if any."""
+    base = path.rsplit("/", 1)[-1]
+    if base.startswith("_"):
+        return None
+    labels = re.sub(r"\.(xml|txt|html?|srt)$", "", base).lower().split(".")
+    for label in reversed(labels[1:]):
+        if (len(label) == 2 and label.isalpha()) or label in _GENERIC_TLDS:
+            return label
+    return None
+
+
+def chardet_tld(path: str, how: str) -> str | None:
+    """The TLD a chardet test file gets by ``--chardet-tld`` ``how``."""
+    if how == "name":
+        return name_tld(path)
+    if how == "lang":
+        language = path.split("/")[1].rsplit("-", 1)[-1]
+        return _LANG_TLDS.get(language) or name_tld(path)
+    return None
 
 
 def strip_declarations(body: bytes) -> bytes:
@@ -105,13 +170,13 @@ def strip_declarations(body: bytes) -> bytes:
     return _XML_ENCODING.sub(rb"\1", _META.sub(b"", body))
 
 
-def _undeclared(name: str, text: str, codec: str) -> Page | None:
+def _undeclared(name: str, text: str, codec: str, tld: str | None) -> Page | None:
     """The page as ``codec`` bytes without declarations, if it is left undeclared and
     is not valid UTF-8 (else the rule under test never sees it)."""
     body = strip_declarations(text.encode(codec, "xmlcharrefreplace"))
     if detect_charset(body)[1] not in ("default", "guess"):
         return None
-    return name, body, codec
+    return name, body, codec, tld
 
 
 def _is_latin(text: str) -> bool:
@@ -128,6 +193,12 @@ def corpus_pages(folders: list[Path]) -> tuple[list[Page], list[Page]]:
     western: list[Page] = []
     legacy: list[Page] = []
     for folder in folders:
+        urls = folder / "urls.tsv"
+        tlds = {}
+        if urls.exists():
+            for line in urls.read_text("utf-8").splitlines():
+                name, _, url = line.partition("\t")
+                tlds[name] = url_tld(url)
         for path in sorted(folder.glob("*.htm*")):
             raw = path.read_bytes()
             codec, _, bom = detect_charset(raw)
@@ -136,17 +207,17 @@ def corpus_pages(folders: list[Path]) -> tuple[list[Page], list[Page]]:
             lang = match.group(1).lower() if match else "?"
             if lang in _LEGACY_BY_LANG or not _is_latin(text):
                 for target in _LEGACY_BY_LANG.get(lang, []):
-                    page = _undeclared(f"{path.name}:{target}", text, target)
+                    page = _undeclared(f"{path.name}:{target}", text, target, tlds.get(path.name))
                     if page:
                         legacy.append(page)
                 continue
-            page = _undeclared(path.name, text, "cp1252")
+            page = _undeclared(path.name, text, "cp1252", tlds.get(path.name))
             if page:
                 western.append(page)
     return western, legacy
 
 
-def chardet_pages(gitdir: str) -> tuple[list[Page], list[Page]]:
+def chardet_pages(gitdir: str, tld_how: str = "none") -> tuple[list[Page], list[Page]]:
     """(western, legacy) pages from chardet's test files, kept in their own bytes."""
     western: list[Page] = []
     legacy: list[Page] = []
@@ -166,7 +237,7 @@ def chardet_pages(gitdir: str) -> tuple[list[Page], list[Page]]:
             body = strip_declarations(raw)
             if detect_charset(body)[1] not in ("default", "guess"):
                 continue  # (pure ASCII or valid UTF-8: not the case under test)
-            page = (name, body, codec)
+            page = (name, body, codec, chardet_tld(name, tld_how))
             (western if folder in _CHARDET_WESTERN else legacy).append(page)
     return western, legacy
 
@@ -184,17 +255,39 @@ def _right(body: bytes, truth: str, guess: str | None) -> bool:
     return body.decode(guess, "replace") == body.decode(truth, "replace")
 
 
-def _detectors() -> dict[str, Callable[[bytes], str | None]]:
-    found: dict[str, Callable[[bytes], str | None]] = {
-        "crawlkit": lambda body: detect_charset(body)[0],
-        "cp1252 always": lambda body: "cp1252",
-    }
-    try:
-        import chardetng_py
+def _chardetng(sample: bytes, whole: bool, tld: str | None) -> str | None:
+    detector = EncodingDetector()
+    detector.feed(sample, last=whole)
+    label = detector.guess(tld=tld.encode() if tld else None, allow_utf8=False)
+    return codec_for_label({"cp874": "windows-874"}.get(label, label))
 
-        found["chardetng"] = lambda body: chardetng_py.detect(body, allow_utf8=False)
-    except ImportError:
-        pass
+
+def _crawlkit_tld(body: bytes, tld: str | None, widen: bool) -> str | None:
+    """crawlkit's rule with the TLD passed to chardetng when it is asked and, when
+    ``widen``, chardetng asked too for every page of a Central European or Turkish
+    TLD that windows-1252 could explain (variants measured, not adopted)."""
+    codec, source, _ = detect_charset(body)
+    if source not in ("default", "guess") or codec == "utf-8":
+        return codec
+    sample = body[: legacy.DETECT_BYTES]
+    asked = legacy.windows_1252_implausible(sample) or (widen and tld in _CENTRAL_TLDS)
+    if not asked:
+        return "cp1252"
+    found = _chardetng(sample, len(sample) == len(body), tld)
+    if found is None or found == "cp1252" or not legacy._decodes_cleanly(sample, found):
+        return "cp1252"
+    return found
+
+
+def _detectors() -> dict[str, Detector]:
+    found: dict[str, Detector] = {
+        "crawlkit": lambda body, tld: detect_charset(body)[0],
+        "crawlkit, tld": lambda body, tld: _crawlkit_tld(body, tld, widen=False),
+        "crawlkit, tld widened": lambda body, tld: _crawlkit_tld(body, tld, widen=True),
+        "cp1252 always": lambda body, tld: "cp1252",
+        "chardetng": lambda body, tld: _chardetng(body, True, None),
+        "chardetng, tld": lambda body, tld: _chardetng(body, True, tld),
+    }
     try:
         import charset_normalizer
 
@@ -202,19 +295,19 @@ def _detectors() -> dict[str, Callable[[bytes], str | None]]:
             best = charset_normalizer.from_bytes(body).best()
             return best.encoding if best else None
 
-        found["charset-normalizer"] = normalizer
+        found["charset-normalizer"] = lambda body, tld: normalizer(body)
     except ImportError:
         pass
     try:
         import cchardet
 
-        found["cchardet"] = lambda body: cchardet.detect(body)["encoding"]
+        found["cchardet"] = lambda body, tld: cchardet.detect(body)["encoding"]
     except ImportError:
         pass
     try:
         import chardet
 
-        found["chardet"] = lambda body: chardet.detect(body)["encoding"]
+        found["chardet"] = lambda body, tld: chardet.detect(body)["encoding"]
     except ImportError:
         pass
     return found
@@ -224,23 +317,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real", nargs="*", type=Path, default=[])
     parser.add_argument("--chardet", help="chardet's git dir (its tests/ folders)")
+    parser.add_argument("--chardet-tld", choices=["none", "name", "lang"], default="none")
+    parser.add_argument("--force-tld", help="this TLD for every Western page (a stress)")
+    parser.add_argument("--only", nargs="*", help="these detectors only")
     parser.add_argument("--wrong", action="store_true", help="list each wrong guess")
     args = parser.parse_args()
     western, legacy = corpus_pages(args.real)
     if args.chardet:
-        more_western, more_legacy = chardet_pages(args.chardet)
+        more_western, more_legacy = chardet_pages(args.chardet, args.chardet_tld)
         western += more_western
         legacy += more_legacy
+    if args.force_tld:
+        western = [(name, body, codec, args.force_tld) for name, body, codec, _ in western]
     print(f"western {len(western)} pages, legacy {len(legacy)} pages")
-    print(Counter(codec for _, _, codec in legacy).most_common())
+    print(Counter(codec for _, _, codec, _ in legacy).most_common())
+    print("TLDs known:", sum(tld is not None for *_, tld in western + legacy))
     for label, detect in _detectors().items():
+        if args.only and label not in args.only:
+            continue
         started = time.perf_counter()
         wrong: dict[str, list[tuple[str, str, str | None]]] = {"western": [], "legacy": []}
         for kind, pages in (("western", western), ("legacy", legacy)):
-            for name, body, truth in pages:
-                guess = detect(body)
-                if not _right(body, truth, guess):
-                    wrong[kind].append((name, truth, guess))
+            for name, body, truth, tld in pages:
+                named = detect(body, tld)
+                if not _right(body, truth, named):
+                    wrong[kind].append((name, truth, named))
         seconds = time.perf_counter() - started
         print(
             f"{label:20} western right {len(western) - len(wrong['western'])}/{len(western)}"
