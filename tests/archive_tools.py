@@ -1,4 +1,5 @@
-"""The archive tools the tests check crawlkit's output with: `wacz validate` and pywb."""
+"""The archive tools the tests check crawlkit's output with: `wacz validate`, pywb and
+cdxj-indexer."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from pathlib import Path
 from conftest import ROOT
 
 BIN = Path(sys.executable).parent
+
+
+def cdxj_indexer(*paths: Path | str, sort: bool = True, check: bool = True) -> str:
+    """cdxj-indexer's index of ``paths`` (``--sort``, as ``crawlkit index`` sorts), its
+    exit status checked unless ``check`` is False (a damaged file's partial index)."""
+    args = [str(BIN / "cdxj-indexer"), *(["--sort"] if sort else []), *map(str, paths)]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 def wacz_validate(path: Path) -> subprocess.CompletedProcess[str]:

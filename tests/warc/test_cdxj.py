@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import surt
+from archive_tools import cdxj_indexer
 from conftest import crawlkit
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -19,13 +16,6 @@ from crawlkit.warc.surt import surt_key
 pytestmark = pytest.mark.filterwarnings(
     "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning"
 )
-
-
-def cdxj_indexer(*paths: Path) -> str:
-    exe = Path(sys.executable).parent / "cdxj-indexer"
-    out = subprocess.run([str(exe), "--sort", *map(str, paths)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def test_index_is_cdxj_indexers_byte_for_byte(tmp_path):

@@ -4,11 +4,10 @@ errors, never a silent rc 0 on a cut record; odd URIs keyed as cdxj-indexer keys
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from archive_tools import cdxj_indexer
 from conftest import crawlkit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -121,7 +120,7 @@ def test_a_metadata_record_without_a_uri_is_keyed_as_cdxj_indexer_does(tmp_path:
     warc.write_bytes(_record(*_GOOD) + meta)
     code, text, err = _index(warc)
     assert code == 0, err
-    assert text == _cdxj_indexer(warc)
+    assert text == cdxj_indexer(warc)
     assert text.splitlines()[0].startswith('- 20261202010203 {"mime": "text/plain"')
 
 
@@ -164,13 +163,6 @@ ODD_URIS = [
 ]
 
 
-def _cdxj_indexer(*paths: Path) -> str:
-    exe = Path(sys.executable).parent / "cdxj-indexer"
-    out = subprocess.run([str(exe), "--sort", *map(str, paths)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
-
 def test_odd_uris_are_keyed_as_cdxj_indexer_keys_them(tmp_path: Path) -> None:
     """Before: 9 of these 35 got other keys (dns:, data:, file:, urn:, javascript:,
     bare http://, bad ports)."""
@@ -192,7 +184,7 @@ def test_odd_uris_are_keyed_as_cdxj_indexer_keys_them(tmp_path: Path) -> None:
                 )
     code, text, err = _index(warc)
     assert code == 0, err
-    assert text == _cdxj_indexer(warc)
+    assert text == cdxj_indexer(warc)
     assert len(text.splitlines()) > len(ODD_URIS)
 
 
@@ -314,7 +306,7 @@ def test_a_bracketed_or_spaced_target_uri_is_indexed_as_cdxj_indexer_does(tmp_pa
     warc.write_bytes(b"".join(records))
     code, text, err = _index(warc)
     assert code == 0, err
-    assert text == _cdxj_indexer(warc)
+    assert text == cdxj_indexer(warc)
     assert text.startswith("com,example)/a ") and '"status": "200"' in text
 
 
@@ -326,4 +318,4 @@ def test_a_target_uri_not_in_utf8_is_read_as_warcio_reads_it(tmp_path: Path) -> 
     warc.write_bytes(record)
     code, text, err = _index(warc)
     assert code == 0, err
-    assert text == _cdxj_indexer(warc) and "\ufffd" not in text
+    assert text == cdxj_indexer(warc) and "\ufffd" not in text

@@ -9,13 +9,11 @@ record, as they are not."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from archive_tools import wacz_validate
+from archive_tools import cdxj_indexer, wacz_validate
 from conftest import crawlkit
 from warcio.archiveiterator import ArchiveIterator
 
@@ -57,13 +55,6 @@ def _doubled(record: bytes, block: bytes, *, length_before: bool) -> bytes:
     return (warc_head + b"\r\n\r\n").replace(b"\r\n", b"\r\r\n") + new_block + b"\r\r\n\r\r\n"
 
 
-def _cdxj_indexer(path: Path) -> str:
-    exe = Path(sys.executable).parent / "cdxj-indexer"
-    out = subprocess.run([str(exe), "--sort", str(path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
-
 def _warcio_bodies(path: Path) -> dict[str, bytes]:
     """{url: payload} of the response and resource records, as warcio reads them."""
     with open(path, "rb") as f:
@@ -84,7 +75,7 @@ def test_lines_ended_cr_cr_lf_are_read_as_warcio_reads_them(tmp_path: Path) -> N
     )
     res = crawlkit("index", str(warc))
     assert res.code == 0, res.stderr
-    assert res.text == _cdxj_indexer(warc) and res.text.count("\n") == 2
+    assert res.text == cdxj_indexer(warc) and res.text.count("\n") == 2
     links = tmp_path / "links.ndjson"
     res = crawlkit("extract", str(warc), "--links", str(links))
     assert res.code == 0, res.stderr
@@ -130,7 +121,7 @@ def test_an_html_resource_record_is_a_page_as_a_response_is(tmp_path: Path) -> N
     )
     res = crawlkit("index", str(warc))
     assert res.code == 0, res.stderr
-    assert res.text == _cdxj_indexer(warc)
+    assert res.text == cdxj_indexer(warc)
     links = tmp_path / "links.ndjson"
     res = crawlkit("extract", str(warc), "--links", str(links))
     assert res.code == 0, res.stderr

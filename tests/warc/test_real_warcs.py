@@ -15,12 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from archive_tools import wacz_validate
+from archive_tools import cdxj_indexer, wacz_validate
 from conftest import ROOT, crawlkit
 from warcio.archiveiterator import ArchiveIterator
 
@@ -48,13 +46,6 @@ def _real(name: str) -> Path:
     want = next(row["sha256"] for row in _ROWS if row["file"] == name)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == want, f"{path} is another file"
     return path
-
-
-def _cdxj_indexer(path: Path) -> str:
-    exe = Path(sys.executable).parent / "cdxj-indexer"
-    out = subprocess.run([str(exe), "--sort", str(path)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 def _html_200s(path: Path) -> int:
@@ -87,7 +78,7 @@ def test_a_real_warc_is_indexed_and_extracted(tmp_path: Path, name: str) -> None
     warc = _real(name)
     res = crawlkit("index", str(warc))
     assert res.code == 0, res.stderr
-    assert res.text == _cdxj_indexer(warc)
+    assert res.text == cdxj_indexer(warc)
     links = tmp_path / "links.ndjson"
     res = crawlkit("extract", str(warc), "--links", str(links))
     assert res.code == 0, res.stderr
