@@ -45,5 +45,6 @@ class SitemapStats:
     over_limit: int = 0  # entries beyond max_urls (counted, not emitted)
     foreign: int = 0  # skipped for naming another host (same_host only)
     misplaced: int = 0  # <url> in a sitemap index, <sitemap> in a urlset (skipped)
+    split: int = 0  # <loc>s after the first in one <url>/<sitemap> (a record each)
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes

@@ -32,7 +32,9 @@ Limits (sitemaps.org protocol): at most 50,000 URLs and 50 MiB uncompressed per
 file. Records up to the limit are emitted; what lies beyond is counted and reported
 once, never silently dropped. Invalid URLs (not http(s), unparsable) are reported
 with their line number and skipped. Bad ``lastmod``, ``changefreq`` or ``priority``
-values are reported and left out (priority falls back to the default).
+values are reported and left out (priority falls back to the default). A ``<url>``
+or ``<sitemap>`` holding several ``<loc>`` is read as one record a ``<loc>``, each
+with the fields that follow it, and reported.
 
 Streaming: the input is read in 64 KiB chunks through expat, a push parser, and
 records are handed on after each chunk; memory does not grow with the file.
@@ -174,6 +176,13 @@ class SitemapReader:
             self.reporter.warn(
                 f"{self.source}: {s.misplaced:,} {other} records in a <{s.format}> skipped "
                 "(a sitemap index lists sitemaps, a urlset URLs)",
+                kind="malformed sitemap",
+            )
+        if s.split:
+            record = "<sitemap>" if s.format == "sitemapindex" else "<url>"
+            self.reporter.warn(
+                f"{self.source}: {s.split:,} <loc> after the first in a {record} record, "
+                "each read as a record of its own",
                 kind="malformed sitemap",
             )
         if s.truncated:

@@ -128,10 +128,23 @@ class XMLHandler:
         key = self.fields.get(local)
         if key is None and local == "date" and ns == DC_NS:
             key = "lastmod"
+        if key == "loc" and "loc" in self.entry and self.format in ("urlset", "sitemapindex"):
+            self._split_record()
         if key == "loc" and "loc" not in self.entry:
             self.line = self.parser.CurrentLineNumber
         if key is not None:
             self._collect(key)
+
+    def _split_record(self) -> None:
+        """A second ``<loc>`` in one ``<url>`` or ``<sitemap>`` (a generator that forgot
+        to close the record and open the next): hand on what came so far as a record
+        of its own and start the next at this ``<loc>``, so the fields that follow are
+        its own. Only the first ``<loc>`` was kept and the others were lost in
+        silence; an index so written lost all its sitemaps but one."""
+        self.stats.split += 1
+        self.on_entry(self.entry, self.line, self.alternates)
+        self.entry = {}
+        self.alternates = []
 
     def _alternate(self, attrs: dict[str, str]) -> None:
         """Keep the ``href`` of a ``<xhtml:link rel="alternate" hreflang=...>`` of a

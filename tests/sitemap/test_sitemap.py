@@ -776,3 +776,43 @@ def test_alternates_held_to_the_end_cost_their_urls_only(tmp_path: Path) -> None
     )
     assert max(seen) == 49_999 and reader.stats.urls == 50_000
     assert peak < 12 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB"
+
+
+def test_each_loc_of_a_record_with_several_is_a_record_of_its_own() -> None:
+    # a generator that never closes one <sitemap> and opens the next: only the first
+    # <loc> was kept, the other sitemaps (and all their URLs) lost with nothing said
+    data = (
+        b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        b"<sitemap>\n"
+        b"<loc>https://shop.example.net/sm-a.xml</loc><lastmod>2023-03-04</lastmod>\n"
+        b"<loc>https://shop.example.net/sm-b.xml</loc>\n"
+        b"<loc>https://shop.example.net/sm-c.xml</loc><lastmod>2023-05-06</lastmod>\n"
+        b"</sitemap>\n"
+        b"<sitemap><loc>https://shop.example.net/sm-d.xml</loc></sitemap>\n"
+        b"</sitemapindex>"
+    )
+    out = io.StringIO()
+    records = list(parse_sitemap(data, None, reporter=Reporter("t", out)))
+    # each <loc> with the fields that follow it, none of another's
+    assert [(r["url"], r.get("lastmod"), r["kind"]) for r in records] == [
+        ("https://shop.example.net/sm-a.xml", "2023-03-04T00:00:00Z", "sitemap"),
+        ("https://shop.example.net/sm-b.xml", None, "sitemap"),
+        ("https://shop.example.net/sm-c.xml", "2023-05-06T00:00:00Z", "sitemap"),
+        ("https://shop.example.net/sm-d.xml", None, "sitemap"),
+    ]
+    assert "2 <loc> after the first in a <sitemap> record, each read as a record" in out.getvalue()
+    # the same in a urlset, with each URL's own priority and line
+    urlset = (
+        b"<urlset>\n<url><loc>https://shop.example.net/p1</loc><priority>0.9</priority>\n"
+        b"<loc>https://shop.example.net/p2</loc>\n<changefreq>daily</changefreq></url></urlset>"
+    )
+    out = io.StringIO()
+    got = [
+        (r["url"], r["priority"], r.get("changefreq"))
+        for r in parse_sitemap(urlset, None, reporter=Reporter("t", out))
+    ]
+    assert got == [
+        ("https://shop.example.net/p1", 0.9, None),
+        ("https://shop.example.net/p2", 0.5, "daily"),
+    ]
+    assert "1 <loc> after the first in a <url> record" in out.getvalue()
