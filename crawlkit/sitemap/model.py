@@ -46,5 +46,6 @@ class SitemapStats:
     foreign: int = 0  # skipped for naming another host (same_host only)
     misplaced: int = 0  # <url> in a sitemap index, <sitemap> in a urlset (skipped)
     split: int = 0  # <loc>s after the first in one <url>/<sitemap> (a record each)
+    bare: int = 0  # <url>/<sitemap> without <loc> whose own text is the URL (taken)
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes

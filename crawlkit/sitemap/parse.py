@@ -34,7 +34,8 @@ once, never silently dropped. Invalid URLs (not http(s), unparsable) are reporte
 with their line number and skipped. Bad ``lastmod``, ``changefreq`` or ``priority``
 values are reported and left out (priority falls back to the default). A ``<url>``
 or ``<sitemap>`` holding several ``<loc>`` is read as one record a ``<loc>``, each
-with the fields that follow it, and reported.
+with the fields that follow it, and reported; one without ``<loc>`` whose own text
+is an http(s) URL has that URL for its ``<loc>`` (reported too).
 
 Streaming: the input is read in 64 KiB chunks through expat, a push parser, and
 records are handed on after each chunk; memory does not grow with the file.
@@ -183,6 +184,13 @@ class SitemapReader:
             self.reporter.warn(
                 f"{self.source}: {s.split:,} <loc> after the first in a {record} record, "
                 "each read as a record of its own",
+                kind="malformed sitemap",
+            )
+        if s.bare:
+            record = "<sitemap>" if s.format == "sitemapindex" else "<url>"
+            self.reporter.warn(
+                f"{self.source}: {s.bare:,} {record} records without <loc> give their URL "
+                "as text; taken as their <loc>",
                 kind="malformed sitemap",
             )
         if s.truncated:

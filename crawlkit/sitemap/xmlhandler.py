@@ -13,6 +13,7 @@ Dublin Core and Google News dates. Entity declarations and nesting deeper than
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin
@@ -32,6 +33,9 @@ from crawlkit.sitemap.formats import (
 from crawlkit.sitemap.model import ABSOLUTE, MAX_DEPTH, MAX_TEXT, SitemapError, SitemapStats
 
 __all__ = ["Hostile", "OnEntry", "XMLHandler"]
+
+_SITEMAP_FORMATS = ("urlset", "sitemapindex")
+_HTTP_URL = re.compile(r"https?://\S+\Z", re.IGNORECASE)
 
 # (fields by key, line, [(hreflang href, line)]) of one record
 OnEntry = Callable[[dict[str, str], int, list[tuple[str, int]]], None]
@@ -66,6 +70,9 @@ class XMLHandler:
         self.field_depth = 0  # depth of that field's element
         self.text: list[str] = []
         self.text_len = 0
+        # text of the open <url>/<sitemap> itself, outside its fields (see _bare_loc)
+        self.bare: list[str] = []
+        self.bare_len = 0
         self.bases: list[tuple[int, str]] = []  # (depth, xml:base) of open elements
 
     # ---- refusals
@@ -98,8 +105,7 @@ class XMLHandler:
         if self.record_depth == 0:
             if local == self.record_name and self._record_ns_ok(ns):
                 self.record_depth = self.depth
-                self.entry = {}
-                self.alternates = []
+                self._new_entry()
                 self.line = self.parser.CurrentLineNumber
             elif self.depth == 2 and local in OTHER_RECORD.get(self.format, ()):
                 self.stats.misplaced += 1  # (was dropped with nothing said)
@@ -128,7 +134,7 @@ class XMLHandler:
         key = self.fields.get(local)
         if key is None and local == "date" and ns == DC_NS:
             key = "lastmod"
-        if key == "loc" and "loc" in self.entry and self.format in ("urlset", "sitemapindex"):
+        if key == "loc" and "loc" in self.entry and self.format in _SITEMAP_FORMATS:
             self._split_record()
         if key == "loc" and "loc" not in self.entry:
             self.line = self.parser.CurrentLineNumber
@@ -143,8 +149,26 @@ class XMLHandler:
         silence; an index so written lost all its sitemaps but one."""
         self.stats.split += 1
         self.on_entry(self.entry, self.line, self.alternates)
+        self._new_entry()
+
+    def _new_entry(self) -> None:
         self.entry = {}
         self.alternates = []
+        self.bare = []
+        self.bare_len = 0
+
+    def _bare_loc(self) -> None:
+        """A ``<sitemap>`` or ``<url>`` without ``<loc>`` whose own text is an http(s)
+        URL (``<sitemap>https://example.com/sm.xml</sitemap>``, as some generators
+        write it): that URL is its ``<loc>``. It was reported as an entry without a
+        URL and skipped, and an index so written gave no sitemap at all. Text that
+        is no URL is left alone (the entry is reported as before)."""
+        if "loc" in self.entry or self.format not in _SITEMAP_FORMATS:
+            return
+        text = "".join(self.bare).strip()
+        if _HTTP_URL.match(text):
+            self.entry["loc"] = text
+            self.stats.bare += 1
 
     def _alternate(self, attrs: dict[str, str]) -> None:
         """Keep the ``href`` of a ``<xhtml:link rel="alternate" hreflang=...>`` of a
@@ -188,9 +212,13 @@ class XMLHandler:
         return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
 
     def chars(self, data: str) -> None:
-        if self.field is not None and self.text_len <= MAX_TEXT:
-            self.text.append(data)
-            self.text_len += len(data)
+        if self.field is not None:
+            if self.text_len <= MAX_TEXT:
+                self.text.append(data)
+                self.text_len += len(data)
+        elif self.record_depth and self.depth == self.record_depth and self.bare_len <= MAX_TEXT:
+            self.bare.append(data)
+            self.bare_len += len(data)
 
     def end(self, name: str) -> None:
         if self.field is not None and self.depth == self.field_depth:
@@ -200,9 +228,9 @@ class XMLHandler:
             self.field = None
         elif self.record_depth and self.depth == self.record_depth:
             self.record_depth = 0
+            self._bare_loc()
             self.on_entry(self.entry, self.line, self.alternates)
-            self.entry = {}
-            self.alternates = []
+            self._new_entry()
         if self.bases and self.bases[-1][0] == self.depth:
             self.bases.pop()
         self.depth -= 1

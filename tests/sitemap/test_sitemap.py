@@ -816,3 +816,31 @@ def test_each_loc_of_a_record_with_several_is_a_record_of_its_own() -> None:
         ("https://shop.example.net/p2", 0.5, "daily"),
     ]
     assert "1 <loc> after the first in a <url> record" in out.getvalue()
+
+
+def test_a_record_whose_own_text_is_its_url_has_it_for_its_loc() -> None:
+    # <sitemap>URL</sitemap> without <loc>: each was "entry without a URL skipped",
+    # the index gave no sitemap at all
+    data = (
+        b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        b"<sitemap>\n  https://maps.example.org/part.xml?n=1&amp;hl=fr\n</sitemap>\n"
+        b"<sitemap><![CDATA[ https://maps.example.org/part.xml?n=2 ]]>"
+        b"<lastmod>2022-02-02</lastmod></sitemap>\n"
+        b"<sitemap>no URL here</sitemap>\n"
+        b"<sitemap>ignored text<loc>https://maps.example.org/part.xml?n=3</loc></sitemap>\n"
+        b"</sitemapindex>"
+    )
+    out = io.StringIO()
+    records = list(parse_sitemap(data, None, reporter=Reporter("t", out)))
+    assert [(r["url"], r.get("lastmod")) for r in records] == [
+        ("https://maps.example.org/part.xml?hl=fr&n=1", None),
+        ("https://maps.example.org/part.xml?n=2", "2022-02-02T00:00:00Z"),
+        ("https://maps.example.org/part.xml?n=3", None),  # a <loc> wins over text
+    ]
+    err = out.getvalue()
+    assert "2 <sitemap> records without <loc> give their URL as text" in err
+    assert "t: <sitemap>:6: entry without a URL skipped" in err  # text that is no URL
+    # a urlset's <url> the same
+    urls, err = _urls(b"<urlset><url>https://maps.example.org/page</url></urlset>")
+    assert urls == ["https://maps.example.org/page"]
+    assert "1 <url> records without <loc>" in err
