@@ -44,7 +44,9 @@ Hostile XML is refused with :class:`SitemapError` before it can do harm: any ent
 declaration (entity expansion such as "billion laughs", external entities reaching
 for files or URLs), and nesting deeper than 64 elements. External DTDs are never
 loaded. Records emitted before the refusal or a syntax error are kept (they were
-well-formed), and the error says where the document broke.
+well-formed), and so is a record the damage (or the size limit) cut after its
+``<loc>`` was closed, with the fields closed before it; the error says where the
+document broke.
 """
 
 from __future__ import annotations

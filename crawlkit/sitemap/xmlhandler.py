@@ -151,6 +151,18 @@ class XMLHandler:
         self.on_entry(self.entry, self.line, self.alternates)
         self._new_entry()
 
+    def close_open_record(self) -> None:
+        """The document broke off (malformed from here, cut at the size limit or in
+        its gzip stream): hand on the open record if its ``<loc>`` was closed before
+        the break, with the fields closed before it. Such a record was lost with
+        the damage: a cut index lost the sitemap whose ``<loc>`` it had read whole.
+        A ``<loc>`` still open is not taken, its URL may be cut short."""
+        if self.record_depth and "loc" in self.entry:
+            self.record_depth = 0
+            self.field = None
+            self.on_entry(self.entry, self.line, self.alternates)
+            self._new_entry()
+
     def _new_entry(self) -> None:
         self.entry = {}
         self.alternates = []

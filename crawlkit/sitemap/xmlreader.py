@@ -5,7 +5,7 @@ expat decodes UTF-8 and UTF-16; any other declared encoding (a WHATWG label) is
 decoded by Python to UTF-8 on the way in. Entity declarations, external entities
 and deep nesting are refused (an external DTD is never loaded). Every error ends
 the document as a :class:`SitemapError` saying where it broke; the entries handed
-on before it stand."""
+on before it stand, and so does a record the damage cut after its ``<loc>``."""
 
 from __future__ import annotations
 
@@ -89,9 +89,12 @@ def parse_xml(
             parser.Parse(data, False)
             yield
             data = next(chunks, None)
-        if not stats.truncated:
+        if stats.truncated:
+            handler.close_open_record()  # cut at the size limit: no end to wait for
+        else:
             parser.Parse(b"", True)
     except expat.ExpatError as exc:
+        handler.close_open_record()
         raise SitemapError(
             f"malformed XML at line {exc.lineno}, column {exc.offset}: "
             f"{expat.ErrorString(exc.code)}",
@@ -102,6 +105,7 @@ def parse_xml(
             f"hostile XML refused at line {parser.CurrentLineNumber}: {exc}", source=source
         ) from exc
     except SitemapError as exc:
+        handler.close_open_record()  # (a cut gzip stream, or no record open)
         if exc.source is None:
             raise SitemapError(str(exc), source=source) from exc
         raise

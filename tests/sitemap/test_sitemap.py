@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import random
 import tracemalloc
 import zlib
 from pathlib import Path
@@ -844,3 +845,39 @@ def test_a_record_whose_own_text_is_its_url_has_it_for_its_loc() -> None:
     urls, err = _urls(b"<urlset><url>https://maps.example.org/page</url></urlset>")
     assert urls == ["https://maps.example.org/page"]
     assert "1 <url> records without <loc>" in err
+
+
+_CUT_INDEX = (
+    b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+    b"<sitemap><loc>https://cut.example.com/sm-1.xml</loc></sitemap>\n"
+    b"<sitemap><loc>https://cut.example.com/sm-2.xml</loc><lastmod>2021-07-08</lastmod>"
+    b"<lastmod>2021-07-0"  # the damage: bytes end here, or junk follows
+)
+
+
+@pytest.mark.parametrize(
+    "how", ["cut", "junk", "size limit", "cut gzip", "loc still open", "cut in the loc"]
+)
+def test_a_record_cut_after_its_loc_stands_with_the_records_before(how: str) -> None:
+    # the open record was lost with the damage though its <loc> (and lastmod) had been
+    # read whole: a cut index lost the sitemap, and every URL it lists
+    data, max_bytes, sm2 = _CUT_INDEX, MAX_SITEMAP_BYTES, True
+    if how == "junk":
+        data += b"</sitemap></sitemapindex>"
+    elif how == "size limit":
+        data, max_bytes = data + b"8</lastmod></sitemap></sitemapindex>", len(data)
+    elif how == "cut gzip":
+        padding = random.Random(5).randbytes(20_000).hex().encode()  # hardly compresses
+        data = gzip.compress(data + b"8</lastmod><!-- " + padding + b" -->")[:-5_000]
+    elif how == "loc still open":  # a URL maybe cut short: never taken
+        data, sm2 = data.split(b"<loc>https://cut.example.com/sm-2")[0] + b"<loc>https://cut", False
+    elif how == "cut in the loc":
+        data, sm2 = data.split(b".xml</loc><lastmod>")[0], False
+    reader = SitemapReader(reporter=Reporter("t", io.StringIO()), max_bytes=max_bytes)
+    got: list[dict] = []
+    with contextlib.suppress(SitemapError):
+        got.extend(reader.read(io.BytesIO(data)))
+    want = [("https://cut.example.com/sm-1.xml", None)]
+    if sm2:  # with the fields closed before the damage
+        want.append(("https://cut.example.com/sm-2.xml", "2021-07-08T00:00:00Z"))
+    assert [(r["url"], r.get("lastmod")) for r in got] == want
