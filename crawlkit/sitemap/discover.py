@@ -43,7 +43,8 @@ from crawlkit.url import Canonicalizer
 
 __all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_records"]
 
-_ROOTS = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?(urlset|sitemapindex|rss|RDF|feed)[\s>/]")
+# (a urlset or index root in another case is read too: see sitemap.xmlhandler)
+_ROOTS = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?((?i:urlset|sitemapindex)|rss|RDF|feed)[\s>/]")
 _TEXT_URL = re.compile(rb"\s*https?://\S+\s*$")
 _SNIFF = 4096
 # XML's prolog before the root element: white space, the declaration and processing

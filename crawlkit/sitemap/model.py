@@ -47,5 +47,6 @@ class SitemapStats:
     misplaced: int = 0  # <url> in a sitemap index, <sitemap> in a urlset (skipped)
     split: int = 0  # <loc>s after the first in one <url>/<sitemap> (a record each)
     bare: int = 0  # <url>/<sitemap> without <loc> whose own text is the URL (taken)
+    case_folded: int = 0  # sitemap elements named in another case (<Loc>), read as theirs
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes

@@ -36,6 +36,8 @@ values are reported and left out (priority falls back to the default). A ``<url>
 or ``<sitemap>`` holding several ``<loc>`` is read as one record a ``<loc>``, each
 with the fields that follow it, and reported; one without ``<loc>`` whose own text
 is an http(s) URL has that URL for its ``<loc>`` (reported too).
+The protocol's element names written in another case (``<URL>``, ``<Loc>``) are
+read as the protocol's, and reported.
 
 Streaming: the input is read in 64 KiB chunks through expat, a push parser, and
 records are handed on after each chunk; memory does not grow with the file.
@@ -193,6 +195,12 @@ class SitemapReader:
             self.reporter.warn(
                 f"{self.source}: {s.bare:,} {record} records without <loc> give their URL "
                 "as text; taken as their <loc>",
+                kind="malformed sitemap",
+            )
+        if s.case_folded:
+            self.reporter.warn(
+                f"{self.source}: {s.case_folded:,} elements named in another case than the "
+                "sitemap protocol's (<Loc> for <loc>) read as the protocol's",
                 kind="malformed sitemap",
             )
         if s.truncated:

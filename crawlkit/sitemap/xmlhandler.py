@@ -35,6 +35,10 @@ from crawlkit.sitemap.model import ABSOLUTE, MAX_DEPTH, MAX_TEXT, SitemapError, 
 __all__ = ["Hostile", "OnEntry", "XMLHandler"]
 
 _SITEMAP_FORMATS = ("urlset", "sitemapindex")
+# the protocol's element names (urlset and sitemap index)
+_SITEMAP_NAMES = frozenset(
+    {"urlset", "sitemapindex", "url", "sitemap", "loc", "lastmod", "changefreq", "priority"}
+)
 _HTTP_URL = re.compile(r"https?://\S+\Z", re.IGNORECASE)
 
 # (fields by key, line, [(hreflang href, line)]) of one record
@@ -93,6 +97,7 @@ class XMLHandler:
         if base is not None:
             self.bases.append((self.depth, base.strip()))
         ns, local = split_name(name)
+        local = self._fold_case(ns, local)
         if self.format is None:
             known = FORMATS.get(local)
             if known is None:
@@ -150,6 +155,23 @@ class XMLHandler:
         self.stats.split += 1
         self.on_entry(self.entry, self.line, self.alternates)
         self._new_entry()
+
+    def _fold_case(self, ns: str, local: str) -> str:
+        """The protocol's name of a sitemap element written in another case
+        (``<URL>``, ``<Loc>``, ``<LastMod>``, as some generators write them), counted;
+        other names as they are. XML names are case-sensitive, but such a document
+        means nothing else: its records were skipped with nothing said (0 URLs, exit
+        0), and an upper-case root was refused. Only the protocol's own elements (in
+        no namespace or a sitemap one) of a urlset or index, never a feed's or an
+        extension's."""
+        if local in _SITEMAP_NAMES or local.lower() not in _SITEMAP_NAMES:
+            return local
+        if self.format is not None and (
+            self.format not in _SITEMAP_FORMATS or not self._record_ns_ok(ns)
+        ):
+            return local
+        self.stats.case_folded += 1
+        return local.lower()
 
     def close_open_record(self) -> None:
         """The document broke off (malformed from here, cut at the size limit or in

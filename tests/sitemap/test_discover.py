@@ -42,6 +42,7 @@ INDEX = (
         (b"http://s.test/a\nhttps://s.test/b\n", True),
         ("\ufeffhttp://s.test/a\r\nhttps://s.test/b\r\n".encode("utf-16-le"), True),
         ('\ufeff<?xml version="1.0"?><urlset/>'.encode("utf-16-be"), True),
+        (b"<URLSET><URL><LOC>http://s.test/a</LOC></URL></URLSET>", True),  # (see test_sitemap)
         (b"http://s.test/a\nnot a url\n", False),
         (b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>', False),
         (b"<html><body>http://s.test/</body></html>", False),

@@ -881,3 +881,34 @@ def test_a_record_cut_after_its_loc_stands_with_the_records_before(how: str) -> 
     if sm2:  # with the fields closed before the damage
         want.append(("https://cut.example.com/sm-2.xml", "2021-07-08T00:00:00Z"))
     assert [(r["url"], r.get("lastmod")) for r in got] == want
+
+
+def test_sitemap_elements_in_another_case_are_read_and_said() -> None:
+    # <Url><Loc>: the records were skipped with nothing said (0 URLs, exit 0); an
+    # upper-case root was refused as no sitemap
+    urls, err = _urls(
+        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        b' xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        b"<Url><Loc>https://case.example.com/a</Loc><LastMod>2020-01-02</LastMod>"
+        b"<image:image><image:Loc>https://case.example.com/a.png</image:Loc></image:image>"
+        b"</Url></urlset>"
+    )
+    assert urls == ["https://case.example.com/a"]  # an extension's <image:Loc> is not it
+    assert "3 elements named in another case than the sitemap protocol's" in err
+    out = io.StringIO()
+    records = list(
+        parse_sitemap(
+            b"<SITEMAPINDEX><SITEMAP><LOC>https://case.example.com/sm.xml</LOC>"
+            b"<LASTMOD>2020-01-02</LASTMOD></SITEMAP></SITEMAPINDEX>",
+            reporter=Reporter("t", out),
+        )
+    )
+    assert [(r["url"], r["kind"], r["lastmod"]) for r in records] == [
+        ("https://case.example.com/sm.xml", "sitemap", "2020-01-02T00:00:00Z")
+    ]
+    # a feed's names are its own: an RSS <Link> is not its <link>
+    urls, err = _urls(
+        b'<rss version="2.0"><channel><item><Link>https://case.example.com/x</Link>'
+        b"<link>https://case.example.com/y</link></item></channel></rss>"
+    )
+    assert urls == ["https://case.example.com/y"] and "another case" not in err
