@@ -219,15 +219,26 @@ class EntryRecords:
         return value
 
     def text_line(self, raw: bytes, lineno: int) -> None:
-        """One line of a text sitemap (UTF-8) as a pending record, or reported."""
+        """One line of a text sitemap (UTF-8) as a pending record, or reported; the
+        URL is the line up to a tab, if it has one (what follows is reported)."""
         try:
             text = raw.decode("utf-8").strip()
         except UnicodeDecodeError:
             self.stats.invalid += 1
             self.reporter.bad_record(self.source, lineno, "invalid UTF-8 skipped")
             return
-        if text:
-            self.add(text, lineno)
+        url, tab, rest = text.partition("\t")
+        if tab and rest.strip():
+            # A tab ends the URL: a URL has none, and a line "URL<TAB>2024-05-01" (a
+            # spreadsheet's export) came out as the invented URL ".../page2024-05-01"
+            # (the URL parser drops tabs, as in an HTML attribute wrapped across lines).
+            self.reporter.warn(
+                f"{self.source}:{lineno}: text after a tab left out: {rest.strip()[:80]!r}",
+                kind="bad field",
+            )
+        url = url.strip()
+        if url:
+            self.add(url, lineno)
 
     def overlong_line(self, lineno: int) -> None:
         """A text sitemap's line longer than 64 KiB: counted invalid and reported."""

@@ -912,3 +912,22 @@ def test_sitemap_elements_in_another_case_are_read_and_said() -> None:
         b"<link>https://case.example.com/y</link></item></channel></rss>"
     )
     assert urls == ["https://case.example.com/y"] and "another case" not in err
+
+
+def test_a_tab_ends_a_text_sitemap_line_s_url() -> None:
+    # "URL<TAB>date" (a spreadsheet's export) gave the invented URL ".../p12024-03-04":
+    # the URL parser drops tabs, as it does in a wrapped HTML attribute
+    urls, err = _urls(
+        b"https://tsv.example.com/p1\t2024-03-04\n"
+        b"https://tsv.example.com/p2\t\n"
+        b"\thttps://tsv.example.com/p3\n"
+        b"https://tsv.example.com/my file.pdf\n"
+    )
+    assert urls == [
+        "https://tsv.example.com/p1",
+        "https://tsv.example.com/p2",
+        "https://tsv.example.com/p3",
+        "https://tsv.example.com/my%20file.pdf",  # a space may be the URL's own
+    ]
+    assert "t: <sitemap>:1: text after a tab left out: '2024-03-04'" in err
+    assert err.count("left out") == 1
