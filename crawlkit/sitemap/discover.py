@@ -45,7 +45,9 @@ __all__ = ["is_robots_txt", "looks_like_sitemap", "robots_records", "sitemap_rec
 
 # (a urlset or index root in another case is read too: see sitemap.xmlhandler)
 _ROOTS = re.compile(rb"<(?:[A-Za-z0-9_.-]+:)?((?i:urlset|sitemapindex)|rss|RDF|feed)[\s>/]")
-_TEXT_URL = re.compile(rb"\s*https?://\S+\s*$")
+# a text sitemap's line: a URL, or a URL and a tab and anything (sitemap.entries
+# reads the URL up to the tab)
+_TEXT_URL = re.compile(rb"\s*https?://\S+(?:\t[^\r\n]*)?\s*$")
 _SNIFF = 4096
 # XML's prolog before the root element: white space, the declaration and processing
 # instructions, comments (which may hold "<" or run for a licence's length), DOCTYPE.

@@ -44,6 +44,9 @@ INDEX = (
         ('\ufeff<?xml version="1.0"?><urlset/>'.encode("utf-16-be"), True),
         (b"<URLSET><URL><LOC>http://s.test/a</LOC></URL></URLSET>", True),  # (see test_sitemap)
         (b"http://s.test/a\nnot a url\n", False),
+        # a URL and a tab, then anything (a spreadsheet's export): read as the URL
+        (b"http://s.test/a\t2024-05-01\nhttp://s.test/b\t\n", True),
+        (b"http://s.test/a 2024-05-01\n", False),
         (b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>', False),
         (b"<html><body>http://s.test/</body></html>", False),
         (b"", False),
