@@ -18,7 +18,7 @@ as a record with its reason, never silently dropped):
 ``param-denylist``
     a query parameter (or a ``;name=`` path parameter) whose name is on the denylist:
     session ids that make every visit a new URL (names that also carry a page's own
-    id or word, ``sid`` and ``session``, only with a value that looks like a generated
+    id or word, ``sid``, ``_sid`` and ``session``, only with a value that looks like a generated
     token: ``?sid=12`` is a story, ``?sid=4x20931877`` a session). Canonicalization at ``--rules
     default`` already drops the common ones, so this catches what other rules or
     other tools let through; the list can be extended.
@@ -83,6 +83,9 @@ DEFAULT_PARAM_DENYLIST = (
     "sessid",
     "session=token",
     "sessionid",
+    "_sessionid",
+    "bv_sessionid",
+    "_sid=token",
     "session_id",
     "session-id",
     "phpsessid",

@@ -60,6 +60,9 @@ def link(url: str, frm: str | None = None, depth: int = 1, **extra) -> dict:
         ("https://a.test/p?sid=0000000000012345", 1, "param-denylist"),
         ("https://a.test/p?session=4x20931877", 1, "param-denylist"),
         ("https://a.test/p?PHPSESSID=abc", 1, "param-denylist"),
+        ("https://a.test/p?BV_SessionID=@@@@0417.2231@@@@", 1, "param-denylist"),
+        ("https://a.test/p?n=1&_sessionid=k2v9x7", 1, "param-denylist"),
+        ("https://a.test/p?_sid=3e1f0c9a2b7d4e6f", 1, "param-denylist"),
         ("https://a.test/p;jsessionid=ABC123/x", 1, "session-id"),
         ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "session-id"),
         ("https://a.test/s/4x20931877/catalog/item-2.html", 1, "session-id"),
@@ -87,6 +90,7 @@ def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
         "https://a.test/item/2999",  # a number is not a date
         "https://a.test/p?side=1&sidebar=2",  # names that merely start like "sid"
         "https://a.test/story.php?sid=12",  # a story's id, not a session's
+        "https://a.test/story.php?_sid=12",
         "https://a.test/article.pl?sid=06/12/05/1234567",
         "https://a.test/talks?session=keynote",
         "https://a.test/s/about/",  # a segment "s" followed by a word

@@ -225,6 +225,26 @@ def test_sid_is_dropped_only_as_a_session_token(url: str, expected: str) -> None
     assert DEFAULT.canonicalize(url) == expected
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # prefixed session-id names (BroadVision's BV_SessionID, PHP frameworks'
+        # _sessionid), met by Nutch's session-id rule: every visit a new URL
+        (
+            "http://a.com/shop.php?BV_SessionID=@@@@0417.2231@@@@&item=7",
+            "http://a.com/shop.php?item=7",
+        ),
+        ("http://a.com/list?_sessionid=k2v9x7&sort=new", "http://a.com/list?sort=new"),
+        ("http://a.com/list?page=2&_SessionID=77aa01f3c9", "http://a.com/list?page=2"),
+        # _sid, like sid, only with a generated token: "_sid=7" may be a story's id
+        ("http://a.com/a.php?_sid=3e1f0c9a2b7d4e6f&n=1", "http://a.com/a.php?n=1"),
+        ("http://a.com/a.php?_sid=7&n=1", "http://a.com/a.php?_sid=7&n=1"),
+    ],
+)
+def test_prefixed_session_id_names_are_dropped(url: str, expected: str) -> None:
+    assert DEFAULT.canonicalize(url) == expected
+
+
 def test_user_denylist_extends_shipped_one(tmp_path) -> None:
     extra = tmp_path / "deny.txt"
     extra.write_text("# mine\nref\nsrc_*\n")
