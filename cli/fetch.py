@@ -212,9 +212,11 @@ def fetch(
     exit status 1; a CONNECT it answers with another status (a 502: it could not reach
     the site) is that site's error, error_code proxy-connect.
     Redirects are not followed: each target comes out as a URL record (--redirects), at
-    most 5 hops. Request settings (--header, --cookies, --netrc, --proxy,
-    --trust-env, --ignore-robots-for, and a --config file's [hosts."NAME"] tables)
-    mean what they mean for 'crawlkit crawl'; they go with page requests only
+    most 5 hops; a target that is the URL itself once canonicalized (a session id
+    the rules strip) is none: the redirect's error says so. Request settings
+    (--header, --cookies, --netrc, --proxy, --trust-env, --ignore-robots-for, and a
+    --config file's [hosts."NAME"] tables) mean what they mean for 'crawlkit crawl';
+    they go with page requests only
     (robots.txt is asked for without them), but --proxy and --trust-env's proxies
     carry robots.txt requests too. With --cookies, the cookies sites set
     are kept in STATE/crawl/cookies.txt and sent again by the next run, of fetch or

@@ -30,6 +30,7 @@ from crawlkit.url import Canonicalizer, whatwg_href
 
 __all__ = [
     "OUTCOMES",
+    "SELF_REDIRECT",
     "Outbox",
     "Record",
     "conditional",
@@ -43,6 +44,11 @@ __all__ = [
     "shape_response",
     "timing_fields",
 ]
+
+#: The error of a redirect whose target, canonical, is the URL redirected.
+SELF_REDIRECT = (
+    "redirect to the URL itself once canonicalized (the Location adds only what the rules strip)"
+)
 
 OUTCOMES = ("fetched", "not-modified", "redirect", "robots-denied", "deferred", "refused", "error")
 
@@ -175,8 +181,9 @@ def redirect_target(
 
     Sets the fetch record's ``location`` in ``fields`` (canonical when the target
     parses) and, when there is no target record, its ``error``: past ``max_hops``
-    (counted from the input's ``hops`` when its ``reason`` is ``redirect``), or a
-    target that is not a URL crawlkit fetches. The target record carries the source's
+    (counted from the input's ``hops`` when its ``reason`` is ``redirect``), a
+    target that is not a URL crawlkit fetches, or one that is ``url`` itself once
+    canonicalized. The target record carries the source's
     ``depth`` and its ``priority`` hint, ``reason: "redirect"``, ``hops`` and ``via``,
     the source's ``requisite_hops`` when it was fetched as a page requisite, and
     ``seed_redirect`` when the source is a seed or a seed's redirect target (a seed
@@ -198,6 +205,14 @@ def redirect_target(
         fields["error"] = f"redirect target refused: {exc}"
         return None
     fields["location"] = parsed.url
+    if parsed.url == _canonical(canon, url):
+        # The Location differs from the URL only in what the rules strip (a Java
+        # server's "/a" -> "/a;jsessionid=...", a session or tracking parameter): its
+        # target is this URL, already fetched, so its record was dropped as seen and
+        # the page lost without a word. Said here, as the hop limit is, in one wording
+        # for all (the report counts by it; the WARC's response holds the Location).
+        fields["error"] = SELF_REDIRECT
+        return None
     depth, priority = rec.get("depth"), rec.get("priority")
     # An integer priority is a queue level from an older frontier, not a finder's hint.
     hint = priority if isinstance(priority, float) else None
@@ -211,6 +226,14 @@ def redirect_target(
     if rec.get("reason") == "seed" or rec.get("seed_redirect") is True:
         out["seed_redirect"] = True
     return out
+
+
+def _canonical(canon: Canonicalizer, url: str) -> str | None:
+    """``url`` under ``canon``'s rules (a fetch may be given URLs under other ones)."""
+    try:
+        return canon.canonicalize(url)
+    except InvalidURL:
+        return None
 
 
 class Outbox:

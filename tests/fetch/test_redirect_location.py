@@ -16,6 +16,7 @@ import pytest
 from conftest import RAW, crawl_loopback, crawlkit, fetch_loopback, serve_routes
 
 from crawlkit import streams
+from crawlkit.fetch.outcome import SELF_REDIRECT
 
 
 def _redirect(location: str) -> tuple[str, bytes]:
@@ -106,3 +107,28 @@ def test_a_redirect_chain_past_the_hop_limit_is_counted_and_reported(tmp_path: P
     assert (
         report["collection"]["problems"]["redirect: redirect limit reached (5 hops)"]["count"] == 1
     )
+
+
+def test_a_redirect_to_the_url_itself_once_canonicalized_is_reported(tmp_path: Path) -> None:
+    # A Java or PHP server that rewrites URLs with the session sends "/account" to
+    # "/account;jsessionid=..." (or "?PHPSESSID=..."): canonical, that is "/account"
+    # again, already fetched, so the target was dropped as seen and the page never
+    # fetched, with nothing said. It is an error of the redirect now, in the summary,
+    # the fetch log and the report.
+    routes = {
+        "/": ("text/html", b"<a href='/account'>a</a> <a href='/shop'>s</a>"),
+        "/account": _redirect("/account;jsessionid=5F1C0A77D29B3E4F"),
+        "/shop": _redirect("/shop?PHPSESSID=k8d2v0q1e7m3"),
+    }
+    with serve_routes(routes) as (root, log):
+        result = crawl_loopback(f"{root}/", tmp_path / "s", "--for", "30s", "--json")
+    assert result.code == 0, result.stderr
+    assert log == ["/robots.txt", "/", "/account", "/shop"]
+    summary = orjson.loads(result.stdout)
+    assert summary["errors"]["redirect to the URL itself once canonicalized"]["count"] == 2
+    logs = sorted((tmp_path / "s").glob("crawl/cycles/*/fetch.ndjson"))
+    redirects = [r for r in streams.read_records(logs) if r["outcome"] == "redirect"]
+    assert sorted(r["url"] for r in redirects) == [f"{root}/account", f"{root}/shop"]
+    assert all(r["error"] == SELF_REDIRECT and r["location"] == r["url"] for r in redirects)
+    report = orjson.loads(crawlkit("report", "--state", str(tmp_path / "s")).stdout)
+    assert report["collection"]["problems"][f"redirect: {SELF_REDIRECT}"]["count"] == 2
