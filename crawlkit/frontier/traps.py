@@ -23,8 +23,9 @@ as a record with its reason, never silently dropped):
     default`` already drops the common ones, so this catches what other rules or
     other tools let through; the list can be extended.
 ``session-id``
-    a session id in the path: ``;jsessionid=...``, ASP.NET's ``/(S(...))/``, or a
-    segment named like a session parameter (``/s/``, ``/sid/``, ``/session/``...)
+    a session id in the path: ``;jsessionid=...``, ASP.NET's ``/(S(...))/`` (also
+    ``/(X(1)S(...))/`` and 1.x's ``/(24 letters and digits)/``), or a segment named
+    like a session parameter (``/s/``, ``/sid/``, ``/session/``...)
     followed by a token with a digit in it (``/s/4x20931877/catalog/``).
 ``calendar``
     a date in the path or query (``/2031/01/``, ``2031-01-05``, ``year=2031``) more
@@ -103,9 +104,16 @@ DEFAULT_PARAM_DENYLIST = (
 
 _DATE = re.compile(r"(?<![0-9])(1[89][0-9]{2}|2[0-9]{3})(?:[-/_.]|%2[fF])(0[1-9]|1[0-2])(?![0-9])")
 _YEAR_PARAM = re.compile(r"(?:^|[?&;])(?:year|yr|y)=(1[89][0-9]{2}|2[0-9]{3})(?![0-9])", re.I)
-# ASP.NET cookieless sessions put the id in the path: /(S(lit3py55t21z5v55vlm25s55))/
 _TOKEN = re.compile(r"^[A-Za-z0-9_.~-]+$")
-_ASPNET_SESSION = re.compile(r"/\([A-Za-z]\([A-Za-z0-9]{16,}\)\)")
+# ASP.NET cookieless sessions put the id in one path segment: /(S(lit3py55t21z5v55vlm25s55))/,
+# or with other cookieless values beside it, /(X(1)S(lit3...))/ or /(A(...)S(...)F(...))/
+# (a generated value of 16 or more somewhere among them), or ASP.NET 1.x's bare 24
+# letters and digits, /(lit3py55t21z5v55vlm25s55)/. IA's surt strips all three.
+_ASPNET_VALUE = r"[A-Za-z]\([A-Za-z0-9_-]*\)"
+_ASPNET_SESSION = re.compile(
+    rf"/\((?:{_ASPNET_VALUE})*[A-Za-z]\([A-Za-z0-9_-]{{16,}}\)(?:{_ASPNET_VALUE})*\)"
+    r"|/\((?=[a-z]*[0-9])(?=[0-9]*[a-z])[a-z0-9]{24}\)/"
+)
 
 
 @dataclass(frozen=True)

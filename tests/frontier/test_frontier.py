@@ -65,6 +65,15 @@ def link(url: str, frm: str | None = None, depth: int = 1, **extra) -> dict:
         ("https://a.test/p?_sid=3e1f0c9a2b7d4e6f", 1, "param-denylist"),
         ("https://a.test/p;jsessionid=ABC123/x", 1, "session-id"),
         ("https://a.test/(S(lit3py55t21z5v55vlm25s55))/page.aspx", 1, "session-id"),
+        # the same with other cookieless values beside the session's, and ASP.NET 1.x's
+        # bare id: a new URL per session too, which the trap let through
+        ("https://a.test/(X(1)S(q2vb1d45ofz3ri55kh0wtr45))/shop/cart.aspx", 1, "session-id"),
+        (
+            "https://a.test/(A(Zm9vYmFyLWFub24taWQtMDAx)S(q2vb1d45ofz3ri55kh0wtr45))/",
+            1,
+            "session-id",
+        ),
+        ("https://a.test/app/(q2vb1d45ofz3ri55kh0wtr45)/list.aspx?p=2", 1, "session-id"),
         ("https://a.test/s/4x20931877/catalog/item-2.html", 1, "session-id"),
         ("https://a.test/session/9f8e7d6c5b4a/", 1, "session-id"),
         ("https://a.test/cal/2031/01/", 3, "calendar"),
@@ -95,6 +104,9 @@ def test_trap_limits_refuse(url: str, depth: int, reason: str) -> None:
         "https://a.test/talks?session=keynote",
         "https://a.test/s/about/",  # a segment "s" followed by a word
         "https://a.test/docs/s3/v2/",
+        "https://a.test/wiki/Set_(mathematics)/talk",  # parentheses of a title
+        "https://a.test/f(x)/(S(short))/",  # no generated id among them
+        "https://a.test/(abcdefghijklmnopqrstuvwx)/",  # 24 letters, no digit
     ],
 )
 def test_trap_limits_accept(url: str) -> None:
