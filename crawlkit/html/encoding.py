@@ -75,12 +75,19 @@ _LABELS = {
 }
 
 
+# "Get an encoding" trims ASCII white space only: a label with a no-break space, a
+# vertical tab or a NUL around it is no label (browsers reject it).
+_ASCII_SPACE = " \t\n\f\r"
+
+
 def codec_for_label(label: str | None) -> str | None:
     """The Python codec for a charset label of the WHATWG Encoding Standard, or None
-    when the label is none of them."""
+    when the label is none of them (its "get an encoding": ASCII white space around
+    it trimmed, case ignored; quotes are the caller's to remove, as a Content-Type
+    parameter, a ``<meta>`` or an XML declaration defines them)."""
     if not label:
         return None
-    return _LABELS.get(label.strip().strip("\"'").strip().lower())
+    return _LABELS.get(label.strip(_ASCII_SPACE).lower())
 
 
 # Encodings whose documents' URLs take UTF-8 queries anyway (the WHATWG URL Standard's

@@ -24,7 +24,7 @@ def test_a_python_codec_name_is_no_charset(label: str) -> None:
 
 @pytest.mark.parametrize(
     ("label", "codec"),
-    [("ISO-8859-1", "cp1252"), ("latin1", "cp1252"), ('"Shift_JIS"', "cp932"), ("gbk", "gb18030")],
+    [("ISO-8859-1", "cp1252"), ("latin1", "cp1252"), (" Shift_JIS\t", "cp932"), ("gbk", "gb18030")],
 )
 def test_the_webs_labels_are_its_encodings(label: str, codec: str) -> None:
     assert codec_for_label(label) == codec
