@@ -25,6 +25,7 @@ import re
 from typing import NamedTuple
 
 from crawlkit.html.encoding import codec_for_label
+from crawlkit.html.sniff import content_type_charset
 
 __all__ = ["MAX_CSS_BYTES", "MAX_CSS_URLS", "CssRef", "css_refs", "decode_css"]
 
@@ -59,7 +60,6 @@ def _run_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
 
 _ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n]?|\n|(.))", re.DOTALL)
 _CHARSET = re.compile(rb'^@charset "([A-Za-z0-9_:.+\-]{1,40})";')
-_CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
 
 
 def _unescape(text: str) -> str:
@@ -260,10 +260,7 @@ def decode_css(body: bytes, content_type: str | None = None) -> str:
         return body[2:].decode("utf-16-le", "replace")
     if body.startswith(b"\xfe\xff"):
         return body[2:].decode("utf-16-be", "replace")
-    codec = None
-    if content_type:
-        m = _CT_CHARSET.search(content_type)
-        codec = codec_for_label(m.group(1)) if m else None
+    codec = codec_for_label(content_type_charset(content_type))
     if codec is None and (m2 := _CHARSET.match(body)):
         codec = codec_for_label(m2.group(1).decode("ascii"))
         if codec is not None and codec.startswith("utf-16"):

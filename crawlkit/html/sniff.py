@@ -12,7 +12,13 @@ from crawlkit.html.encoding import codec_for_label
 from crawlkit.html.guess import guess_legacy
 from crawlkit.html.prescan import prescan, xml_declared
 
-__all__ = ["HTML_TYPES", "detect_charset", "looks_like_html", "media_type"]
+__all__ = [
+    "HTML_TYPES",
+    "content_type_charset",
+    "detect_charset",
+    "looks_like_html",
+    "media_type",
+]
 
 #: The media types of HTML pages.
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -57,11 +63,89 @@ _HTML_SIGNATURES = (
 )
 
 
+_HTTP_SPACE = " \t\n\r"  # HTTP's white space: no form feed, no other Unicode space
+
+
 def media_type(content_type: str | None) -> str:
-    """The lowercased ``type/subtype`` of a Content-Type value ('' when absent)."""
+    """The lowercased ``type/subtype`` of a Content-Type value ('' when absent).
+
+    Only HTTP's white space is trimmed (``text/html\\xa0`` is no HTML type)."""
     if not content_type:
         return ""
-    return content_type.split(";", 1)[0].strip().lower()
+    return content_type.split(";", 1)[0].strip(_HTTP_SPACE).lower()
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_QUOTED_TOKEN = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+_TYPE = re.compile(r"([^/]*)/([^;]*)")
+
+
+def content_type_charset(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a Content-Type value, as the WHATWG MIME Sniffing
+    standard's "parse a MIME type" reads it, or None.
+
+    The first ``charset`` counts; a value may be a quoted string (backslash escapes,
+    an unclosed quote runs to the end), and ``'`` is a character like any other. No
+    white space around ``=``, no value that is not token or quoted-string characters,
+    and no parameter of a type that does not parse: ``charset ='gbk'``, ``charset=gbk"``
+    and ``text/html(;charset=gbk`` name none, and the page's own declaration decides.
+    """
+    text = (content_type or "").strip(_HTTP_SPACE)
+    match = _TYPE.match(text)
+    if match is None or not _TOKEN.fullmatch(match.group(1)):
+        return None
+    if not _TOKEN.fullmatch(match.group(2).rstrip(_HTTP_SPACE)):
+        return None
+    pos, end = match.end(), len(text)
+    while pos < end:
+        pos += 1  # past the ";"
+        while pos < end and text[pos] in _HTTP_SPACE:
+            pos += 1
+        name_end = _find_any(text, pos, ";=")
+        name, pos = text[pos:name_end].lower(), name_end
+        if pos < end and text[pos] == ";":
+            continue
+        pos += 1  # past the "="
+        if pos >= end:
+            break
+        if text[pos] == '"':
+            value, pos = _quoted_string(text, pos)
+            pos = _find_any(text, pos, ";")
+        else:
+            value_end = _find_any(text, pos, ";")
+            value, pos = text[pos:value_end].rstrip(_HTTP_SPACE), value_end
+            if not value:
+                continue
+        if name == "charset" and _TOKEN.fullmatch(name) and _QUOTED_TOKEN.fullmatch(value):
+            return value
+    return None
+
+
+def _find_any(text: str, pos: int, chars: str) -> int:
+    """The position of the first of ``chars`` in ``text`` from ``pos``, or its end."""
+    while pos < len(text) and text[pos] not in chars:
+        pos += 1
+    return pos
+
+
+def _quoted_string(text: str, pos: int) -> tuple[str, int]:
+    """Fetch's "collect an HTTP quoted string" (its value) from the ``"`` at ``pos``:
+    the value and the position after the closing quote (or the end)."""
+    value: list[str] = []
+    pos += 1
+    while pos < len(text):
+        char = text[pos]
+        pos += 1
+        if char == '"':
+            break
+        if char == "\\":
+            if pos >= len(text):
+                value.append("\\")
+                break
+            char = text[pos]
+            pos += 1
+        value.append(char)
+    return "".join(value), pos
 
 
 def _sniff_html(body: bytes) -> bool:
@@ -87,8 +171,6 @@ def looks_like_html(content_type: str | None, body: bytes) -> bool:
 
 # ---------------------------------------------------------------- charset
 
-_CT_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([^"';\s,]+)""", re.IGNORECASE)
-
 
 def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, str, int]:
     """``(codec, source, bom_length)``: which codec decodes ``body`` and why.
@@ -109,11 +191,9 @@ def detect_charset(body: bytes, content_type: str | None = None) -> tuple[str, s
         return "utf-16-le", "bom", 2
     if body.startswith(b"\xfe\xff"):
         return "utf-16-be", "bom", 2
-    if content_type:
-        match = _CT_CHARSET.search(content_type)
-        codec = codec_for_label(match.group(1)) if match else None
-        if codec:
-            return codec, "header", 0
+    codec = codec_for_label(content_type_charset(content_type))
+    if codec:
+        return codec, "header", 0
     if media_type(content_type) == "application/xhtml+xml":
         declared = xml_declared(body)
         return (declared, "xml", 0) if declared else ("utf-8", "utf-8", 0)
