@@ -20,6 +20,7 @@ WHATWG Encoding Standard (:func:`~crawlkit.html.encoding.codec_for_label`), or N
 
 from __future__ import annotations
 
+import html
 import re
 
 from crawlkit.html.encoding import codec_for_label
@@ -131,6 +132,10 @@ def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
     failed = False  # a charset attribute whose label is no encoding
     while (attribute := _attribute(data, pos)) is not None:
         name, value, pos = attribute
+        if b"&" in value:
+            # Browsers read the tag with their tokenizer, which resolves character
+            # references: charset="&#119;indows-1251" is windows-1251 (WPT ncr.html).
+            value = html.unescape(value.decode("latin-1")).encode("latin-1", "replace")
         if name in names:
             continue
         names.add(name)
