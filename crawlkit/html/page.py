@@ -15,8 +15,9 @@ Contracts:
   gzip, ...), as browsers do (WHATWG MIME Sniffing).
 * :func:`detect_charset` follows the WHATWG encoding sniffing order: a byte order mark,
   then the Content-Type ``charset``, then a ``<meta charset>`` or ``<meta http-equiv>``
-  in the first 4 KiB as HTML's prescan reads tags (not in a comment, not in another
-  tag's attribute: :mod:`crawlkit.html.prescan`), then UTF-8 if the bytes are valid
+  as HTML's prescan reads tags (not in a comment, not in another tag's attribute, not
+  in a script; in the first KiB, or further on in the head:
+  :mod:`crawlkit.html.prescan`), then UTF-8 if the bytes are valid
   UTF-8, else windows-1252, unless windows-1252 is implausible for the bytes and a
   detector is sure of another encoding (:mod:`crawlkit.html.guess`: Shift_JIS, GBK,
   EUC-KR, windows-1251, ... pages without a declaration). A page served as

@@ -29,12 +29,19 @@ import re
 
 from crawlkit.html.encoding import codec_for_label
 
-__all__ = ["HEAD_BYTES", "PRESCAN_BYTES", "prescan", "xml_declared"]
+__all__ = ["ANYWHERE_BYTES", "HEAD_BYTES", "PRESCAN_BYTES", "prescan", "xml_declared"]
+
+ANYWHERE_BYTES = 1024
+"""A declaration starting in the page's first bytes counts wherever it is (in the
+body, after a stray tag); past them, only while the page is still in its head: no
+``</head>``, ``<body>`` or other tag that is no head's (``<div>``, ``<template>``)
+before it. Blink and Gecko read so (WPT html/syntax/charset/after-1kb.html,
+after-head-after-1kb.html, after-bogus-after-1kb.html)."""
 
 PRESCAN_BYTES = 4096
-"""Bytes of a page searched for a declaration. The standard says 1,024 at least;
-pages that put a long ``<head>`` of scripts before their ``<meta charset>`` are
-common enough that browsers read further (Blink until the body starts)."""
+"""Bytes of a page searched for a declaration first. The standard says 1,024 at
+least; pages that put a long ``<head>`` of scripts before their ``<meta charset>``
+are common enough that browsers read further (to the end of the head)."""
 
 HEAD_BYTES = 65536
 """Bytes of a page's head searched when the first :data:`PRESCAN_BYTES` declare none."""
@@ -97,6 +104,25 @@ _TO_META = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _META = re.compile(rb"<meta[\t\n\x0c\r /]", re.IGNORECASE)
+# Everything up to the first tag that ends the head, read as _TO_META reads it: a start
+# tag of these names, an end tag of those but html and head, keep a page in its head
+# (Blink's list); any other tag (</head>, <body>, <div>, <template>) leaves it.
+_HEAD_START = rb"(?:html|head|meta|link|script|style|title|base|noscript|object)"
+_HEAD_END = rb"(?:meta|link|script|style|title|base|noscript|object)"
+_TO_OUT_OF_HEAD = re.compile(
+    rb"(?:[^<]++|<!(?=--).*?-->|(?=<(?:script|style|title)[\t\n\x0c\r />])(?:"
+    + b"|".join(_raw_text(name) for name in (b"script", b"style", b"title"))
+    + rb")|<"
+    + _HEAD_START
+    + rb"(?=[\t\n\x0c\r />])"
+    + _TAG_REST
+    + rb"|</"
+    + _HEAD_END
+    + rb"(?=[\t\n\x0c\r />])"
+    + _TAG_REST
+    + rb"|<(?!!--)(?:[!?]|/(?![a-z]))[^>]*+>|<(?![a-z!/?]))*+",
+    re.DOTALL | re.IGNORECASE,
+)
 _XML_DECLARATION = re.compile(
     rb"""<\?xml[\t\n\r ][^>]*?encoding[\t\n\r ]*=[\t\n\r ]*(?:"([^"]*)"|'([^']*)')"""
 )
@@ -125,8 +151,9 @@ def prescan(body: bytes) -> str | None:
     """The codec the page's first ``<meta>`` declaring one names (see the module
     docstring), or None when there is none (or its label is no charset of the web).
 
-    Past the first :data:`PRESCAN_BYTES`, the head is read on to its end (the ``<body``
-    tag), at most :data:`HEAD_BYTES`, as Blink does: 5% of 1,392 real pages declared
+    Past the first :data:`ANYWHERE_BYTES`, a declaration counts only in the head (see
+    there). Past the first :data:`PRESCAN_BYTES`, the head is read on to its end (the
+    ``<body`` tag), at most :data:`HEAD_BYTES`, as Blink does: 5% of 1,392 real pages declared
     their charset later than 4 KB (after scripts and styles; one at 44 KB), and a
     legacy-charset page so written was read as windows-1252, its title and text
     mojibake (Shift_JIS at 15,912 bytes, windows-1251 at 25,063, GBK at 34,468).
@@ -151,10 +178,16 @@ def _declared(data: bytes) -> str | None:
 
 def _prescan(data: bytes) -> str | None:
     pos = 0
+    head_end: int | None = None  # where the head ends, once a <meta> past 1 KiB needs it
     while True:
         pos = _TO_META.match(data, pos).end()  # type: ignore[union-attr]
         if not _META.match(data, pos):
             return None  # the end, or where the bytes run out inside a comment or tag
+        if pos >= ANYWHERE_BYTES:
+            if head_end is None:
+                head_end = _TO_OUT_OF_HEAD.match(data).end()  # type: ignore[union-attr]
+            if pos > head_end:
+                return None  # past the first KiB and out of the head: browsers stop
         codec, pos = _meta(data, pos + 5)
         if codec is not None:
             return codec

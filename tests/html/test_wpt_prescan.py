@@ -59,12 +59,31 @@ REFTESTS: list[tuple[str, bytes, bool]] = [
     ("in-style.html", _page("in-style", b"<style>" + META + b"</style>"), False),
     ("in-title.html", _page("in-title", b"<title>" + META + b"</title>"), False),
     ("in-svg-in-cdata.html", _page("x", b"", b"<svg><![CDATA[" + META + b"]]></svg>"), False),
+    # Past the first 1,024 bytes a declaration counts while the page is still in its
+    # head: not after </head>, nor after a tag that is no head's (<bogus>, <template>).
     ("after-1kb.html", _at(_KB_HEAD, 1024, META + TAIL), True),
     ("after-head-in-1kb.html", _at(_KB_HEAD + b"</head>\n", 1023, META + TAIL), True),
+    ("after-head-after-1kb.html", _at(_KB_HEAD + b"</head>\n", 1024, META + TAIL), False),
     (
         "after-head-in-1kb-crlf.html",
         _at(_KB_HEAD + b"</head>\n", 1023, META + TAIL, crlf=True),
         True,
+    ),
+    (
+        "after-head-after-1kb-crlf.html",
+        _at(_KB_HEAD + b"</head>\n", 1024, META + TAIL, crlf=True),
+        False,
+    ),
+    ("after-bogus-after-1kb.html", _at(_KB_HEAD + b"<bogus>", 1024, META + TAIL), False),
+    (
+        "in-template-after-1kb.html",
+        _at(_KB_HEAD, 1130, b"<template>" + META + b"</template>\n</head>" + TAIL),
+        False,
+    ),
+    (
+        "in-noscript-after-template-after-1kb.html",
+        _at(_KB_HEAD + b"<noscript><template></template>", 1024, META + b"</noscript>" + TAIL),
+        False,
     ),
 ]
 
