@@ -109,9 +109,12 @@ _META = re.compile(rb"<meta[\t\n\x0c\r /]", re.IGNORECASE)
 # (Blink's list); any other tag (</head>, <body>, <div>, <template>) leaves it.
 _HEAD_START = rb"(?:html|head|meta|link|script|style|title|base|noscript|object)"
 _HEAD_END = rb"(?:meta|link|script|style|title|base|noscript|object)"
+# A <noscript> in the head is raw text too, as browsers (scripting enabled) parse it:
+# Google Tag Manager's <noscript><iframe ...></iframe></noscript>, pasted into many
+# heads before their <meta charset>, does not end the head.
 _TO_OUT_OF_HEAD = re.compile(
-    rb"(?:[^<]++|<!(?=--).*?-->|(?=<(?:script|style|title)[\t\n\x0c\r />])(?:"
-    + b"|".join(_raw_text(name) for name in (b"script", b"style", b"title"))
+    rb"(?:[^<]++|<!(?=--).*?-->|(?=<(?:script|style|title|noscript)[\t\n\x0c\r />])(?:"
+    + b"|".join(_raw_text(name) for name in (b"script", b"style", b"title", b"noscript"))
     + rb")|<"
     + _HEAD_START
     + rb"(?=[\t\n\x0c\r />])"
@@ -188,10 +191,20 @@ def _prescan(data: bytes) -> str | None:
                 head_end = _TO_OUT_OF_HEAD.match(data).end()  # type: ignore[union-attr]
             if pos > head_end:
                 return None  # past the first KiB and out of the head: browsers stop
+            if _in_noscript(data, pos):
+                pos += 5  # the text of a head's <noscript>, no tag (see _TO_OUT_OF_HEAD)
+                continue
         codec, pos = _meta(data, pos + 5)
         if codec is not None:
             return codec
         pos += 1
+
+
+def _in_noscript(data: bytes, pos: int) -> bool:
+    """Whether ``pos`` is inside the text of a ``<noscript>`` (not yet closed)."""
+    before = data[:pos].lower()
+    start = before.rfind(b"<noscript")
+    return start >= 0 and before.find(b"</noscript", start) < 0
 
 
 def _meta(data: bytes, pos: int) -> tuple[str | None, int]:

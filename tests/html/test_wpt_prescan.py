@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 
 from crawlkit.html.page import detect_charset
+from crawlkit.html.prescan import prescan
 
 DIR = "html/syntax/charset/"
 META = b'<meta charset="windows-1251">'
@@ -145,3 +146,17 @@ def test_wpt_charset_declarations(wpt: str, commented: bytes, real: bytes) -> No
     assert codec != "iso8859-8"
     if real:
         assert (codec, source) == ("iso8859-5", "meta")
+
+
+def test_a_noscript_in_the_head_does_not_end_it() -> None:
+    """Not a WPT case, a real page's shape (minusl.de, go-trafilatura's test data):
+    Google Tag Manager's ``<noscript><iframe>`` in the head, then the ``<meta charset>``
+    past the first KiB. With scripting on, browsers parse a head's ``<noscript>`` as
+    raw text, so the ``<iframe>`` in it does not end the head, and the declaration
+    counts; a ``<div>`` there (no raw text) still ends it."""
+    scripts = b"<script>" + b"var a = 1;\n" * 120 + b"</script>"
+    tag_manager = b"<noscript><iframe src='https://www.googletagmanager.com/ns.html'></iframe>"
+    meta = b"<meta charset='windows-1251'><title>x</title></head><body></body></html>"
+    page = b"<html><head>" + scripts + tag_manager + b"</noscript>" + meta
+    assert prescan(page) == "cp1251"
+    assert prescan(page.replace(b"<noscript>", b"<div>")) is None
