@@ -1,0 +1,146 @@
+"""`crawlkit archive` of a static site served by nginx and by Apache httpd, run from their
+own configurations on loopback (tests/crawl/real_servers.py), with the settings that
+make real sites differ from testweb: keep-alive connections the server closes (an idle
+timeout, a request limit per connection) while the crawler may be about to reuse them,
+gzip, directory redirects, validators on a recrawl, their own 404 pages.
+
+Each crawl is judged from the server's own access log: robots.txt first, every path
+asked once, one request at a time with the gap held, and every page in the WARC with
+the bytes the server sent. The tests skip, saying why, when a server is not installed
+(.ci/run installs both, best effort).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+from conftest import crawlkit
+from real_servers import (
+    APACHE,
+    NGINX,
+    Hit,
+    Server,
+    file_of,
+    free_port,
+    run_server,
+    served_root,
+    site_paths,
+    write_site,
+)
+from warcio.archiveiterator import ArchiveIterator
+
+# The servers' keep-alive timeout, scaled down from real sites' 1-5 s so that a crawl
+# of the site with a gap near it takes seconds: the race is the same (the server closes
+# an idle connection as the crawler takes it from its pool to send the next request).
+KEEPALIVE = 0.3
+# The access logs stamp in milliseconds, nginx a request's end as it logs it: a gap
+# may look a few milliseconds shorter than it was.
+ALLOWANCE = 0.02
+_PRESENT = {"nginx": NGINX, "apache": APACHE}
+_KEEPALIVE = {
+    "nginx": f"keepalive_timeout {KEEPALIVE * 1000:.0f}ms;\n    keepalive_requests 3;",
+    "apache": f"KeepAlive On\nKeepAliveTimeout {KEEPALIVE * 1000:.0f}ms\nMaxKeepAliveRequests 3",
+}
+
+
+LIMIT = {"nginx": 3, "apache": 4}
+
+
+def _need(kind: str) -> None:
+    if _PRESENT[kind] is None:
+        pytest.skip(f"{kind} is not installed (apt-get install nginx apache2; .ci/run does)")
+
+
+@pytest.fixture
+def site() -> Iterator[Path]:
+    with served_root() as root:
+        yield root
+
+
+def _archive(server: Server, out: Path, gap: float) -> None:
+    args = ["archive", f"{server.origin}/", str(out), "--allow-net", "127.0.0.0/8"]
+    # --for: a deferred URL ends the crawl at once (and fails the judging) instead of
+    # making it wait for its retry
+    args += ["--min-delay", f"{gap}s", "--delay-factor", "0", "--for", "60s"]
+    done = crawlkit(*args)
+    assert done.code == 0, done.stderr
+
+
+def fetch_log(out: Path) -> list[dict]:
+    return [
+        orjson.loads(line)
+        for log in sorted(out.glob("state/crawl/cycles/*/fetch.ndjson"))
+        for line in log.read_bytes().splitlines()
+    ]
+
+
+def warc_records(out: Path) -> dict[str, tuple[int, bytes]]:
+    """Path → (status, body with its content coding undone) of each response record."""
+    found: dict[str, tuple[int, bytes]] = {}
+    for warc in sorted(out.glob("warc/*.warc.gz")):
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type == "response":
+                    path = urlsplit(record.rec_headers.get_header("WARC-Target-URI")).path
+                    status = int(record.http_headers.get_statuscode())
+                    found[path] = (status, record.content_stream().read())
+    return found
+
+
+def judge(server: Server, out: Path, root: Path, gap: float) -> list[Hit]:
+    """The crawl of the site as the server saw it and the WARC keeps it."""
+    hits = server.hits()
+    assert hits and hits[0].path == "/robots.txt", hits[:1]
+    asked = Counter(h.path for h in hits)
+    assert [p for p, n in asked.items() if n > 1] == [], asked
+    assert {h.path: h.status for h in hits} == site_paths()
+
+    # one request at a time, each at least the gap after the last answer
+    ordered = sorted(hits, key=lambda h: h.start)
+    gaps = [(b.start - a.end, b.path) for a, b in itertools.pairwise(ordered)]
+    assert min(gaps)[0] >= gap - ALLOWANCE, sorted(gaps)[:3]
+
+    # nothing failed, nothing waits for a retry
+    log = fetch_log(out)
+    denied = [urlsplit(r["url"]).path for r in log if r["outcome"] == "robots-denied"]
+    assert denied == ["/private/secret.html"]
+    troubled = [r for r in log if r["outcome"] not in ("fetched", "redirect", "robots-denied")]
+    troubled += [r for r in log if r.get("error") and r["outcome"] != "robots-denied"]
+    assert troubled == []
+
+    # every page with the bytes the server sent (the WARC keeps them gzipped as sent)
+    archived = warc_records(out)
+    for path, status in site_paths().items():
+        assert archived[path][0] == status, path
+        if status == 200:
+            assert archived[path][1] == file_of(root, path).read_bytes(), path
+    return hits
+
+
+@pytest.mark.parametrize("kind", ["nginx", "apache"])
+@pytest.mark.parametrize("ratio", [0.9, 1.0, 1.1], ids=["under", "at", "over"])
+def test_archive_while_the_server_closes_kept_alive_connections(
+    tmp_path: Path, site: Path, kind: str, ratio: float
+) -> None:
+    """The server closes a connection idle for KEEPALIVE and after its third request;
+    the crawler's gap is just under or just over KEEPALIVE. A request that went out on
+    a connection the server was closing is sent again on a new one: no page lost, none
+    deferred, none asked twice."""
+    _need(kind)
+    port = free_port()
+    write_site(site, f"http://127.0.0.1:{port}")
+    gap = round(KEEPALIVE * ratio, 3)
+    with run_server(kind, site, port, tmp_path / kind, _KEEPALIVE[kind]) as server:
+        _archive(server, tmp_path / "coll", gap)
+        hits = judge(server, tmp_path / "coll", site, gap)
+        # the server did close connections under the crawl: nginx after 3 requests,
+        # Apache after 4 (MaxKeepAliveRequests counts the requests after the first)
+        per_conn = Counter(h.conn for h in hits)
+        assert max(per_conn.values()) <= LIMIT[kind]
+        assert server.error_log().count("[emerg]") == 0
