@@ -29,7 +29,11 @@ from crawlkit.fetch.outcome import (
 )
 from crawlkit.url import Canonicalizer
 
-__all__ = ["PageFlow"]
+__all__ = ["PageFlow", "if_none_match"]
+
+# The suffixes Apache httpd's content-coding filters add to a file's ETag (mod_deflate
+# "-gzip", mod_brotli "-br") when they compress a response.
+_CODING_SUFFIXES = ("-gzip", "-br")
 
 
 class PageFlow:
@@ -77,7 +81,7 @@ class PageFlow:
         if conditional(rec):
             headers = dict(headers)
             if isinstance(rec.get("etag"), str) and rec["etag"]:
-                headers["If-None-Match"] = rec["etag"]
+                headers["If-None-Match"] = if_none_match(rec["etag"])
             if isinstance(rec.get("last_modified"), str) and rec["last_modified"]:
                 headers["If-Modified-Since"] = rec["last_modified"]
         if self.config.request:
@@ -197,3 +201,20 @@ def _timed_out(res: FetchResult) -> bool:
     """Whether the request ended for want of time, before any response came."""
     error = res.error or ""
     return res.status is None and (error.startswith("timeout") or "handshake-timeout" in error)
+
+
+def if_none_match(etag: str) -> str:
+    """The If-None-Match value for a page last sent with ``etag``.
+
+    Apache httpd with mod_deflate (or mod_brotli) sends a compressed page with its
+    file's ETag plus "-gzip" (``"5c06d-66202c-gzip"``) but compares If-None-Match with
+    the file's own ETag: its own validator never matches (Apache bug 45023, still so in
+    2.4.71), so every recrawl of every gzipped page on such a site was a full 200,
+    never a 304. For such an ETag the file's ETag is sent beside it (a list is valid
+    If-None-Match, RFC 9110 13.1.2): Apache matches the second, any other server the
+    first. The extra tag can only match at a server that gave it to the same URL."""
+    tag = etag.strip()
+    for suffix in _CODING_SUFFIXES:
+        if tag.endswith(f'{suffix}"') and len(tag) > len(suffix) + 2:
+            return f'{tag}, {tag[: -len(suffix) - 1]}"'
+    return etag

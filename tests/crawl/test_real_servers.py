@@ -144,3 +144,50 @@ def test_archive_while_the_server_closes_kept_alive_connections(
         per_conn = Counter(h.conn for h in hits)
         assert max(per_conn.values()) <= LIMIT[kind]
         assert server.error_log().count("[emerg]") == 0
+
+
+def _fetch(state: Path, records: list[dict], log: Path) -> list[dict]:
+    batch = log.with_suffix(".in.ndjson")
+    batch.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    done = crawlkit(
+        *("fetch", "--state", str(state), "--allow-net", "127.0.0.0/8", "--min-delay", "0.05s"),
+        *("--log", str(log), str(batch)),
+    )
+    assert done.code == 0, done.stderr
+    return [orjson.loads(line) for line in log.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["nginx", "apache"])
+def test_a_recrawl_gets_304s_archived_as_revisits(tmp_path: Path, site: Path, kind: str) -> None:
+    """The pages fetched again with the validators the server sent (ETag, Last-Modified,
+    as `crawlkit recrawl` passes them on): the server answers 304 to each, gzipped
+    pages too, and each is archived as a revisit of the capture it repeats."""
+    _need(kind)
+    port = free_port()
+    write_site(site, f"http://127.0.0.1:{port}")
+    pages = [p for p, status in site_paths().items() if status == 200 and p != "/robots.txt"]
+    state = tmp_path / "state"
+    with run_server(kind, site, port, tmp_path / kind, "") as server:
+        urls = [{"url": f"{server.origin}{p}"} for p in pages]
+        first = _fetch(state, urls, tmp_path / "first.ndjson")
+        assert {r["status"] for r in first} == {200}
+        due = [
+            {"url": r["url"], "reason": "recrawl", "etag": r["etag"]}
+            | {"last_modified": r["last_modified"], "digest": r["digest"]}
+            for r in first
+        ]
+        asked_before = len(server.hits())
+        second = _fetch(state, due, tmp_path / "second.ndjson")
+        again = [h for h in server.hits()[asked_before:] if h.path != "/robots.txt"]
+    assert sorted(h.path for h in again) == sorted(pages)
+    assert all(h.if_none_match not in ("", "-") for h in again), again
+    assert {h.path: h.status for h in again} == dict.fromkeys(pages, 304)
+    assert {r["outcome"] for r in second} == {"not-modified"}
+    revisits = set()
+    for warc in sorted(state.glob("warc/**/*.warc.gz")):
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type == "revisit":
+                    assert record.rec_headers["WARC-Profile"].endswith("/server-not-modified")
+                    revisits.add(urlsplit(record.rec_headers["WARC-Target-URI"]).path)
+    assert revisits == set(pages)

@@ -8,6 +8,7 @@ capture of the digest the recrawl record carries, and a replay shows that page.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import shutil
 import threading
@@ -15,13 +16,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import orjson
+import pytest
 from archive_tools import pywb_replay
 from conftest import crawlkit, fetch_loopback
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlkit import streams
+from crawlkit.fetch.pages import if_none_match
 
 PAGE = b"<html><p>the archived page</p></html>"
 
@@ -127,3 +131,71 @@ def test_a_deferred_recrawl_keeps_what_the_page_had(tmp_path: Path) -> None:
     assert add.code == 0, add.stderr
     [waiting] = list(read_waiting(tmp_path / "s" / "crawl" / "waiting.ndjson.zst"))
     assert (waiting["etag"], waiting["digest"]) == ('"v1"', "sha1:PAGEDIGEST")
+
+
+class _ApacheDeflate(BaseHTTPRequestHandler):
+    """Apache httpd with mod_deflate: a gzipped page's ETag is its file's plus "-gzip",
+    but If-None-Match is compared with the file's own ETag (Apache bug 45023)."""
+
+    asked: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        tags = [t.strip() for t in (self.headers.get("If-None-Match") or "").split(",")]
+        self.asked.append(self.headers.get("If-None-Match"))
+        if '"5c06d-66202c"' in tags:
+            self.send_response(304)
+            self.send_header("ETag", '"5c06d-66202c"')
+            self.end_headers()
+            return
+        body = gzip.compress(PAGE)
+        self.send_response(200)
+        self.send_header("ETag", '"5c06d-66202c-gzip"')
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_gzipped_page_of_apache_gets_its_304(tmp_path: Path) -> None:
+    """Apache's mod_deflate answers its own "-gzip" ETag with a 200 every time; the
+    recrawl sends the file's ETag beside it and gets the 304 (the server's own
+    ETag first, for every other server)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ApacheDeflate)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/page"
+    state, log = tmp_path / "s", tmp_path / "fetch.ndjson"
+    try:
+        assert fetch_loopback(state, [url], "--log", str(tmp_path / "first.ndjson")).code == 0
+        (first,) = streams.read_records([str(tmp_path / "first.ndjson")])
+        assert first["etag"] == '"5c06d-66202c-gzip"'
+        due = {"url": url, "reason": "recrawl", "etag": first["etag"], "digest": first["digest"]}
+        assert fetch_loopback(state, [orjson.dumps(due).decode()], "--log", str(log)).code == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    (second,) = streams.read_records([str(log)])
+    assert (second["status"], second["outcome"]) == (304, "not-modified")
+    assert _ApacheDeflate.asked[-1] == '"5c06d-66202c-gzip", "5c06d-66202c"'
+
+
+@pytest.mark.parametrize(
+    ("etag", "sent"),
+    [
+        ('"5c06d-66202c-gzip"', '"5c06d-66202c-gzip", "5c06d-66202c"'),
+        ('W/"5c06d-66202c-br"', 'W/"5c06d-66202c-br", W/"5c06d-66202c"'),
+        ('"5c06d-66202c"', '"5c06d-66202c"'),  # no coding's mark: as it was
+        ('"-gzip"', '"-gzip"'),  # nothing left without it
+        ('W/"abc"', 'W/"abc"'),
+    ],
+)
+def test_if_none_match_adds_the_file_etag_to_an_apache_coding_etag(etag: str, sent: str) -> None:
+    assert if_none_match(etag) == sent
