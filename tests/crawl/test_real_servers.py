@@ -13,6 +13,7 @@ the bytes the server sent. The tests skip, saying why, when a server is not inst
 from __future__ import annotations
 
 import itertools
+import socket
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,8 +64,16 @@ def site() -> Iterator[Path]:
         yield root
 
 
-def _archive(server: Server, out: Path, gap: float) -> None:
-    args = ["archive", f"{server.origin}/", str(out), "--allow-net", "127.0.0.0/8"]
+def _archive(server: Server, out: Path, gap: float, command: str = "archive") -> None:
+    """`crawlkit archive` of the site into ``out``, or `crawlkit crawl` with its state
+    and WARC files where archive puts them."""
+    if command == "archive":
+        args = ["archive", f"{server.origin}/", str(out)]
+    else:
+        args = ["crawl", f"{server.origin}/", "--state", str(out / "state")]
+        # (its per-site page budget parks 6 of the site's 37 URLs for a later period)
+        args += ["--warc-dir", str(out / "warc"), "--scope", "host", "--no-budgets"]
+    args += ["--allow-net", "127.0.0.0/8"]
     # --for: a deferred URL ends the crawl at once (and fails the judging) instead of
     # making it wait for its retry
     args += ["--min-delay", f"{gap}s", "--delay-factor", "0", "--for", "60s"]
@@ -120,6 +129,7 @@ def judge(server: Server, out: Path, root: Path, gap: float) -> list[Hit]:
         assert archived[path][0] == status, path
         if status == 200:
             assert archived[path][1] == file_of(root, path).read_bytes(), path
+    assert b"404 Not Found" in archived["/gone.html"][1]  # the server's own error page
     return hits
 
 
@@ -144,6 +154,67 @@ def test_archive_while_the_server_closes_kept_alive_connections(
         per_conn = Counter(h.conn for h in hits)
         assert max(per_conn.values()) <= LIMIT[kind]
         assert server.error_log().count("[emerg]") == 0
+
+
+def _location(out: Path, path: str) -> str | None:
+    """The Location of the response archived for ``path``."""
+    for warc in sorted(out.glob("warc/*.warc.gz")):
+        with open(warc, "rb") as f:
+            for record in ArchiveIterator(f):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if record.rec_type == "response" and urlsplit(uri).path == path:
+                    return record.http_headers.get_header("Location")
+    return None
+
+
+@pytest.mark.parametrize(
+    ("kind", "settings", "location", "command"),
+    [
+        ("nginx", "absolute_redirect on;", "{origin}/docs/", "archive"),
+        ("nginx", "absolute_redirect off;", "/docs/", "crawl"),
+        ("apache", "", "{origin}/docs/", "crawl"),
+    ],
+    ids=["nginx-absolute", "nginx-relative", "apache"],
+)
+def test_a_directory_linked_without_its_slash(
+    tmp_path: Path, site: Path, kind: str, settings: str, location: str, command: str
+) -> None:
+    """/docs is answered with the server's own 301 to /docs/ (nginx: absolute or, with
+    absolute_redirect off, relative; Apache: absolute with the port); the crawl follows
+    it once, and the whole site is archived as the servers sent it, by `crawlkit archive`
+    and by `crawlkit crawl`."""
+    _need(kind)
+    port = free_port()
+    write_site(site, f"http://127.0.0.1:{port}")
+    with run_server(kind, site, port, tmp_path / kind, settings) as server:
+        _archive(server, tmp_path / "coll", 0.05, command)
+        judge(server, tmp_path / "coll", site, 0.05)
+        assert _location(tmp_path / "coll", "/docs") == location.format(origin=server.origin)
+
+
+def test_an_nginx_redirect_without_its_port(tmp_path: Path, site: Path) -> None:
+    """nginx with port_in_redirect off (as behind a load balancer on port 80) sends
+    /docs to http://127.0.0.1/docs/, port 80, where nothing listens: the 301 is
+    archived as sent, its target waits for a retry as a host whose robots.txt cannot
+    be had, and the rest of the site is archived."""
+    _need("nginx")
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", 80)) == 0:
+            pytest.skip("something listens on 127.0.0.1:80")
+    port = free_port()
+    write_site(site, f"http://127.0.0.1:{port}")
+    with run_server("nginx", site, port, tmp_path / "nginx", "port_in_redirect off;") as server:
+        _archive(server, tmp_path / "coll", 0.05)
+        hits = server.hits()
+    out = tmp_path / "coll"
+    assert _location(out, "/docs") == "http://127.0.0.1/docs/"
+    unreached = {"/docs/", "/docs/guide.html"}
+    assert {h.path: h.status for h in hits} == {
+        p: s for p, s in site_paths().items() if p not in unreached
+    }
+    [waiting] = [r for r in fetch_log(out) if r["outcome"] == "deferred"]
+    assert waiting["url"] == "http://127.0.0.1/docs/"
+    assert waiting["error"].startswith("robots.txt unavailable")
 
 
 def _fetch(state: Path, records: list[dict], log: Path) -> list[dict]:
