@@ -111,6 +111,9 @@ def write_site(root: Path, origin: str) -> None:
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
         f"<url><loc>{origin}/</loc></url>\n<url><loc>{origin}/orphan.html</loc></url>\n</urlset>\n"
     )
+    # readable by the servers' workers (nobody, www-data) whatever the umask
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def site_paths() -> dict[str, int]:
