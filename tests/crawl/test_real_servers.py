@@ -228,17 +228,24 @@ def _fetch(state: Path, records: list[dict], log: Path) -> list[dict]:
     return [orjson.loads(line) for line in log.read_bytes().splitlines()]
 
 
-@pytest.mark.parametrize("kind", ["nginx", "apache"])
-def test_a_recrawl_gets_304s_archived_as_revisits(tmp_path: Path, site: Path, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "settings"),
+    [("nginx", ""), ("nginx", "etag off;"), ("apache", ""), ("apache", "FileETag None")],
+    ids=["nginx", "nginx-no-etag", "apache", "apache-no-etag"],
+)
+def test_a_recrawl_gets_304s_archived_as_revisits(
+    tmp_path: Path, site: Path, kind: str, settings: str
+) -> None:
     """The pages fetched again with the validators the server sent (ETag, Last-Modified,
-    as `crawlkit recrawl` passes them on): the server answers 304 to each, gzipped
-    pages too, and each is archived as a revisit of the capture it repeats."""
+    as `crawlkit recrawl` passes them on; with ETags off, Last-Modified alone): the
+    server answers 304 to each, gzipped pages too, and each is archived as a revisit of
+    the capture it repeats."""
     _need(kind)
     port = free_port()
     write_site(site, f"http://127.0.0.1:{port}")
     pages = [p for p, status in site_paths().items() if status == 200 and p != "/robots.txt"]
     state = tmp_path / "state"
-    with run_server(kind, site, port, tmp_path / kind, "") as server:
+    with run_server(kind, site, port, tmp_path / kind, settings) as server:
         urls = [{"url": f"{server.origin}{p}"} for p in pages]
         first = _fetch(state, urls, tmp_path / "first.ndjson")
         assert {r["status"] for r in first} == {200}
@@ -251,7 +258,8 @@ def test_a_recrawl_gets_304s_archived_as_revisits(tmp_path: Path, site: Path, ki
         second = _fetch(state, due, tmp_path / "second.ndjson")
         again = [h for h in server.hits()[asked_before:] if h.path != "/robots.txt"]
     assert sorted(h.path for h in again) == sorted(pages)
-    assert all(h.if_none_match not in ("", "-") for h in again), again
+    validator = "if_modified_since" if "etag" in settings.lower() else "if_none_match"
+    assert all(getattr(h, validator) not in ("", "-") for h in again), again
     assert {h.path: h.status for h in again} == dict.fromkeys(pages, 304)
     assert {r["outcome"] for r in second} == {"not-modified"}
     revisits = set()
