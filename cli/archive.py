@@ -54,7 +54,10 @@ def archive_command(
         OUT/state/           the crawl's state directory
 
     Resumable: run the same command again after a stop (--for, Ctrl-C, kill -9) and
-    it continues; the report and WACZ are written again from all WARC files. Any
+    it continues; the report and WACZ are written again from all WARC files. When
+    only deferred URLs are left (a host's 429/503 backoff, a robots.txt that could not
+    be had), it waits at most 10 minutes for the first (--max-wait 10m), then ends
+    and says when they are due: run it again then. Any
     option of 'crawlkit crawl' may follow OUT and is passed to it (--for 8h,
     --min-delay 2s, --exclude PATTERN, --ignore-file FILE, --allow-net CIDR,
     --proxy, --operator, ...), except --state and --warc-dir, which are OUT's.
@@ -82,6 +85,9 @@ def archive_command(
         "--rules",
         "safe",
         "--no-budgets",
+        # a one-off collection ends rather than sleep an hour on one host's backoff
+        "--max-wait",
+        "10m",
         "--warc-dir",
         str(collection.warc_dir),
         *extra,  # after ours: a later --scope wins

@@ -149,6 +149,18 @@ def crawl_command(
         str | None,
         typer.Option("--for", help="Stop cleanly after this long (e.g. 50m), for cron."),
     ] = None,
+    max_wait: Annotated[
+        str | None,
+        typer.Option(
+            "--max-wait",
+            help="When only deferred URLs are left (a host's 429/503 backoff, a "
+            "robots.txt that could not be had, a failed host), end the run instead of "
+            "waiting longer than this for the first of them (e.g. 10m); the summary says "
+            "when it is due, and the next run fetches it. Default: wait, as long as --for "
+            "allows ('crawlkit archive': 10m).",
+            show_default=False,
+        ),
+    ] = None,
     warc_dir: Annotated[
         Path | None,
         typer.Option("--warc-dir", help="Where WARC files go (default STATE/warc)."),
@@ -321,6 +333,7 @@ def crawl_command(
         raise UsageError("--scope must not be empty")
     Scope(scope)  # a bad regex is a usage error here, --explain too (as a run says)
     run_for = seconds_of(duration, "--for") if duration else None
+    wait_at_most = seconds_of(max_wait, "--max-wait") if max_wait is not None else None
     if run_for is not None and run_for <= 0:  # 0 read as "no limit" ran a crawl forever
         raise UsageError(f"--for {duration}: must be more than 0 (leave it out for no limit)")
     options = CrawlOptions(
@@ -328,6 +341,7 @@ def crawl_command(
         rules=rules.value,
         max_pages=max_pages,
         duration=run_for,
+        max_wait=wait_at_most,
         batch_size=batch,
         per_host=4 if per_host is None else per_host,
         per_host_given=per_host is not None,

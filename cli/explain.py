@@ -51,6 +51,7 @@ CRAWL_ONLY = frozenset(
     {
         "--max-pages",  # the crawl's own count over runs
         "--for",  # the whole crawl's time limit (fetch --for limits one fetch run)
+        "--max-wait",  # how long the loop waits for deferred URLs
         "--sitemap",  # extra seeds
         "--workers",  # the parent of N worker crawls, no stage (--explain says so)
         "--json",

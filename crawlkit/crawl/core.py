@@ -76,6 +76,7 @@ class Limits:
         self.hard_stop = self.deadline + STOP_GRACE if self.deadline else float("inf")
         self.max_pages = options.max_pages
         self.idle_wait = options.idle_wait
+        self.max_wait = options.max_wait
         self.requests_before = requests_before
         self.interrupted = ""  # the name of the signal that asked the run to stop
         # A worker of crawl --workers: --max-pages held with the others (crawl/budget.py)
@@ -121,6 +122,13 @@ class Limits:
     def nothing_due_in_time(self, wake: float | None) -> bool:
         """True when the first deferred URL (due at ``wake``) is due after ``--for`` ends."""
         return wake is not None and self.deadline is not None and wake >= self.deadline
+
+    def waits_too_long(self, wake: float | None) -> bool:
+        """True when the first deferred URL (due at ``wake``) is due later than
+        ``--max-wait`` from now."""
+        return (
+            wake is not None and self.max_wait is not None and wake - self.clock() > self.max_wait
+        )
 
     def sleep_until(self, when: float) -> None:
         """Sleep until ``when`` (at most ``--idle-wait``, never past ``--for``); a

@@ -214,6 +214,11 @@ class Crawl:
                     # down): say so now rather than sleep until the retry time.
                     self.summary.stopped = NOTHING_FETCHED
                     break
+                if limits.waits_too_long(wake):
+                    # A one-off run (crawlkit archive) ends instead of sleeping an hour
+                    # on one host's backoff; the summary says when the next is due.
+                    self.summary.stopped = "nothing due within --max-wait"
+                    break
                 if wake is None and idle_runs >= 3:
                     self.summary.stopped = "nothing more can be fetched now"
                     break

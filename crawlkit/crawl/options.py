@@ -43,6 +43,9 @@ class CrawlOptions:
     limits: TrapLimits = field(default_factory=TrapLimits)
     budget_policy: BudgetPolicy = field(default_factory=BudgetPolicy)
     idle_wait: float = 5.0  # longest sleep while only deferred URLs wait
+    # --max-wait: with only deferred URLs left, end the run rather than wait longer
+    # than this for the first (None: wait, as long as --for allows)
+    max_wait: float | None = None
     recrawl: bool = True
     shard: int | None = None  # crawl only this shard's sites (with shards or slot_map)
     shards: int | None = None

@@ -160,6 +160,11 @@ def summary_text(summary: dict[str, Any]) -> str:
         f"{summary['waiting']}, not started before the stop {summary['unstarted']}, "
         f"handed out again after a stop {summary['refetched']}"
     )
+    if summary["waiting"] and summary.get("next_retry_at"):
+        lines.append(
+            f"  the first waiting URL is due at {summary['next_retry_at']}: run the crawl "
+            "again after that to fetch what waits"
+        )
     if parked:
         lines.append(
             f"  NOT FETCHED: {parked} URLs (pages and page requisites) of sites over their "

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import orjson
-from conftest import crawlkit, start_testweb
+from conftest import RAW, crawl_loopback, crawlkit, serve_routes, start_testweb
 
 
 def test_a_deferred_url_is_fetched_exactly_once_after_its_retry_time(tmp_path: Path) -> None:
@@ -70,3 +70,30 @@ def test_a_deferred_url_is_fetched_exactly_once_after_its_retry_time(tmp_path: P
         assert all(s in (429, 503) for s in statuses[:-1]), (key, statuses)
     # and never inside a Retry-After window (the server marks such a request early)
     assert not [q for q in requests if q.get("early")]
+
+
+def test_max_wait_ends_a_run_that_would_sleep_on_a_backoff(tmp_path: Path) -> None:
+    """A 503 with Retry-After 3600 defers the host an hour. Without --for a run slept
+    that hour (``crawlkit archive`` of a site one of whose hosts was down sat there);
+    with --max-wait it ends as soon as only that wait is left, exit 0, the summary
+    saying when the URL is due, and the next run does not ask for it early."""
+    unavailable = (
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3600\r\nContent-Length: 0\r\n\r\n"
+    )
+    routes = {
+        "/": ("text/html", b'<a href="/later">later</a>'),
+        "/later": (RAW, unavailable),
+    }
+    with serve_routes(routes) as (root, log):
+        seed = root + "/"
+        res = crawl_loopback(seed, tmp_path / "s", "--max-wait", "1m", "--json")
+        assert res.code == 0, res.stderr
+        summary = orjson.loads(res.stdout)
+        assert summary["stopped"] == "nothing due within --max-wait"
+        assert summary["waiting"] == 1 and summary["next_retry_at"]
+        asked = list(log)
+        again = crawl_loopback(seed, tmp_path / "s", "--max-wait", "1m")
+        assert again.code == 0, again.stderr
+        assert "the first waiting URL is due at" in again.stderr
+        assert list(log) == asked  # nothing asked before its time
+    assert asked.count("/later") == 1 and asked.count("/") == 1
