@@ -84,14 +84,14 @@ def write_site(root: Path, origin: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for i in range(PAGES):
         (root / f"p{i:02d}.html").write_text(_page(i))
-    (root / "docs").mkdir()
+    (root / "docs").mkdir(exist_ok=True)
     (root / "docs" / "index.html").write_text(
         "<html><body><a href=guide.html>guide</a></body></html>\n"
     )
     (root / "docs" / "guide.html").write_text(
         "<html><body><a href=../p00.html>p0</a></body></html>\n"
     )
-    (root / "private").mkdir()
+    (root / "private").mkdir(exist_ok=True)
     (root / "private" / "secret.html").write_text("<html><body>not for crawlers</body></html>\n")
     lines = "".join(f"<p>line {i} of a long page, words to make it big</p>\n" for i in range(7000))
     (root / "big.html").write_text(f"<html><body>{lines}<a href=/p05.html>p5</a></body></html>\n")
@@ -283,7 +283,7 @@ def run_server(
     out = open(directory / "stderr.txt", "wb")  # noqa: SIM115
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        poll_until(lambda: _listening(port), proc, f"{kind} listened on {port}", timeout=20)
+        poll_until(lambda: _listens(proc.pid, port), proc, f"{kind} listened on {port}", timeout=20)
         yield Server(kind, port, directory, proc)
     finally:
         # nginx: SIGQUIT is its graceful stop; Apache: SIGTERM
@@ -296,9 +296,45 @@ def run_server(
         out.close()
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
+@contextlib.contextmanager
+def serve_site(kind: str, root: Path, directory: Path, settings: str) -> Iterator[Server]:
+    """The site written for a free port and ``kind`` serving it there (run_server).
+
+    A free port is free only until another process binds it: a server that could not
+    bind its port (another test's server took it meanwhile) is started again on
+    another, at most three times, so a collision is no failure of the test."""
+    for attempt in range(3):
+        port = free_port()
+        write_site(root, f"http://127.0.0.1:{port}")
+        tried = directory / f"try{attempt}"
+        stack = contextlib.ExitStack()
+        try:
+            server = stack.enter_context(run_server(kind, root, port, tried, settings))
+        except AssertionError:
+            log = tried / "stderr.txt"
+            said = log.read_text(errors="replace") if log.exists() else ""
+            if attempt == 2 or "in use" not in said:
+                raise
+            continue
+        with stack:
+            yield server
+        return
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on 127.0.0.1:``port`` (Linux's
+    /proc). That the port accepts a connection is not enough: when another process
+    had taken it, the server failed to bind and the port still accepted, the other's."""
+    listening = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == "0A" and local == f"0100007F:{port:04X}":  # LISTEN on 127.0.0.1
+            listening.add(f"socket:[{inode}]")
+    if not listening:
         return False
-    return True
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) in listening for fd in fds.iterdir())
+    except OSError:  # the process ended meanwhile (poll_until then says so)
+        return False

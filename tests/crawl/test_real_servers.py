@@ -28,11 +28,9 @@ from real_servers import (
     Hit,
     Server,
     file_of,
-    free_port,
-    run_server,
+    serve_site,
     served_root,
     site_paths,
-    write_site,
 )
 from warcio.archiveiterator import ArchiveIterator
 
@@ -143,10 +141,8 @@ def test_archive_while_the_server_closes_kept_alive_connections(
     a connection the server was closing is sent again on a new one: no page lost, none
     deferred, none asked twice."""
     _need(kind)
-    port = free_port()
-    write_site(site, f"http://127.0.0.1:{port}")
     gap = round(KEEPALIVE * ratio, 3)
-    with run_server(kind, site, port, tmp_path / kind, _KEEPALIVE[kind]) as server:
+    with serve_site(kind, site, tmp_path / kind, _KEEPALIVE[kind]) as server:
         _archive(server, tmp_path / "coll", gap)
         hits = judge(server, tmp_path / "coll", site, gap)
         # the server did close connections under the crawl: nginx after 3 requests,
@@ -184,9 +180,7 @@ def test_a_directory_linked_without_its_slash(
     it once, and the whole site is archived as the servers sent it, by `crawlkit archive`
     and by `crawlkit crawl`."""
     _need(kind)
-    port = free_port()
-    write_site(site, f"http://127.0.0.1:{port}")
-    with run_server(kind, site, port, tmp_path / kind, settings) as server:
+    with serve_site(kind, site, tmp_path / kind, settings) as server:
         _archive(server, tmp_path / "coll", 0.05, command)
         judge(server, tmp_path / "coll", site, 0.05)
         assert _location(tmp_path / "coll", "/docs") == location.format(origin=server.origin)
@@ -201,9 +195,7 @@ def test_an_nginx_redirect_without_its_port(tmp_path: Path, site: Path) -> None:
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", 80)) == 0:
             pytest.skip("something listens on 127.0.0.1:80")
-    port = free_port()
-    write_site(site, f"http://127.0.0.1:{port}")
-    with run_server("nginx", site, port, tmp_path / "nginx", "port_in_redirect off;") as server:
+    with serve_site("nginx", site, tmp_path / "nginx", "port_in_redirect off;") as server:
         _archive(server, tmp_path / "coll", 0.05)
         hits = server.hits()
     out = tmp_path / "coll"
@@ -241,11 +233,9 @@ def test_a_recrawl_gets_304s_archived_as_revisits(
     server answers 304 to each, gzipped pages too, and each is archived as a revisit of
     the capture it repeats."""
     _need(kind)
-    port = free_port()
-    write_site(site, f"http://127.0.0.1:{port}")
     pages = [p for p, status in site_paths().items() if status == 200 and p != "/robots.txt"]
     state = tmp_path / "state"
-    with run_server(kind, site, port, tmp_path / kind, settings) as server:
+    with serve_site(kind, site, tmp_path / kind, settings) as server:
         urls = [{"url": f"{server.origin}{p}"} for p in pages]
         first = _fetch(state, urls, tmp_path / "first.ndjson")
         assert {r["status"] for r in first} == {200}
@@ -270,3 +260,30 @@ def test_a_recrawl_gets_304s_archived_as_revisits(
                     assert record.rec_headers["WARC-Profile"].endswith("/server-not-modified")
                     revisits.add(urlsplit(record.rec_headers["WARC-Target-URI"]).path)
     assert revisits == set(pages)
+
+
+@pytest.mark.parametrize("kind", ["nginx", "apache"])
+def test_a_port_taken_before_the_server_binds_it_is_tried_again(
+    tmp_path: Path, site: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """free_port's port is free only until someone binds it (another test's server,
+    under xdist): a server that finds it taken is started on another port, its site
+    written for that one, so a collision is no failed test."""
+    _need(kind)
+    import real_servers
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    fresh = real_servers.free_port
+    monkeypatch.setattr(real_servers, "free_port", lambda: next(ports, None) or fresh())
+    try:
+        with serve_site(kind, site, tmp_path / kind, "") as server:
+            assert server.port != taken.getsockname()[1]
+            robots = (site / "robots.txt").read_text()
+            assert f"Sitemap: {server.origin}/sitemap.xml" in robots  # the port it is on
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+                pass
+    finally:
+        taken.close()
