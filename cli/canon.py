@@ -35,7 +35,8 @@ def canon(
             "--rules",
             help="none: WHATWG parse and resolve, drop the fragment. safe: also percent-escape "
             "and case normalization. default: safe plus tracking and session parameters "
-            "removed and the query sorted.",
+            "removed, the query sorted and a host's trailing dot dropped (www.a.org. is "
+            "www.a.org).",
             case_sensitive=False,
         ),
     ] = Rules.DEFAULT,

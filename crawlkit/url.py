@@ -350,6 +350,18 @@ class Canonicalizer:
         hostname = host[: host.index("]") + 1] if host.startswith("[") else host.partition(":")[0]
         if not hostname:
             raise InvalidURL(f"URL without a host: {url[:200]!r}")
+        if self.rules is Rules.DEFAULT and hostname.endswith(".") and hostname.strip("."):
+            # "www.example.org." is the DNS name "www.example.org" written absolute: one
+            # server (which reads the Host without the dot), so one URL, one politeness
+            # queue and one robots.txt. Kept apart, a page linking both spellings had the
+            # server asked by two hosts' clocks at once. (Safe rules keep the URL as
+            # linked, for replay; browsers keep the dot, as a separate origin.)
+            bare = hostname.rstrip(".")
+            userinfo, at, _ = href[start:slash].rpartition("@")
+            host = bare + host[len(hostname) :]
+            href = href[:start] + userinfo + at + host + href[slash:]
+            slash = start + len(userinfo + at + host)
+            hostname = bare
         if "#" in href:
             href = href[: href.index("#")]
         if self.rules is not Rules.NONE:

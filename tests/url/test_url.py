@@ -245,6 +245,30 @@ def test_prefixed_session_id_names_are_dropped(url: str, expected: str) -> None:
     assert DEFAULT.canonicalize(url) == expected
 
 
+@pytest.mark.parametrize(
+    ("url", "expected", "host"),
+    [
+        ("http://www.example.org./x", "http://www.example.org/x", "www.example.org"),
+        (
+            "HTTP://WWW.Example.ORG..:8080/x",
+            "http://www.example.org:8080/x",
+            "www.example.org:8080",
+        ),
+        ("http://u:p@a.example./", "http://u:p@a.example/", "a.example"),
+        ("https://1.2.3.4./", "https://1.2.3.4/", "1.2.3.4"),
+    ],
+)
+def test_a_host_written_absolute_is_one_host(url: str, expected: str, host: str) -> None:
+    """A trailing dot (DNS's root) names the same host: one URL, one politeness queue,
+    one robots.txt at default rules (kept apart, a server was asked by two host clocks
+    at once); safe rules keep the URL as linked."""
+    parsed = DEFAULT.parse(url)
+    assert (parsed.url, parsed.host) == (expected, host)
+    assert parsed.fp == DEFAULT.parse(expected).fp
+    assert DEFAULT.canonicalize(parsed.url) == parsed.url  # a fixed point
+    assert SAFE.canonicalize("http://www.example.org./x") == "http://www.example.org./x"
+
+
 def test_user_denylist_extends_shipped_one(tmp_path) -> None:
     extra = tmp_path / "deny.txt"
     extra.write_text("# mine\nref\nsrc_*\n")
