@@ -30,8 +30,8 @@ def check(
     urls: Annotated[
         list[str] | None,
         typer.Argument(
-            help="URLs (absolute, or a path with a query) to check; none reads them from "
-            "stdin, one a line.",
+            help="URLs (absolute, or a path starting with / and any query) to check; "
+            "none reads them from stdin, one a line.",
             show_default=False,
         ),
     ] = None,
@@ -72,7 +72,9 @@ def check(
     when no rule matched or the status decided. The longest matching pattern wins,
     Allow wins a tie, /robots.txt is always allowed.
     An input line that is a JSON record with a "url" (from crawlkit sitemap, say)
-    comes out as that record plus "allowed" and "rule".
+    comes out as that record plus "allowed" and "rule". A URL that is neither
+    absolute nor a path starting with / (example.com/x: no scheme) is reported
+    and answered "allowed": false with an "error", not matched as a path.
 
     Streams the URLs with constant memory (the parsed file is held). Touches no state.
 

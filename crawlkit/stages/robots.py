@@ -7,6 +7,7 @@ loop around them (``robots parse`` only shows a parse, so it has no stage functi
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -17,6 +18,21 @@ from crawlkit.diag import NullReporter, Reporter
 from crawlkit.robots import MAX_ROBOTS_BYTES, RobotsTxt
 
 __all__ = ["check_lines", "read_robots"]
+
+# An absolute URL starts with its scheme (RFC 3986 3.1) and "//" (the authority).
+_ABSOLUTE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+NOT_A_URL = "not an absolute URL or a path starting with /"
+
+
+def _checkable(url: str) -> bool:
+    """Is ``url`` what a verdict can be given for: an absolute URL, a path starting
+    with ``/``, or ``""`` (the path ``/``)?
+
+    Anything else has no path of its own: ``example.com/private`` (a host without its
+    scheme) would be matched as the path ``/example.com/private`` and allowed where
+    ``/private`` is forbidden, so it is answered with an error instead.
+    """
+    return not url or url.startswith("/") or _ABSOLUTE.match(url) is not None
 
 
 def read_robots(path: str) -> bytes:
@@ -45,7 +61,10 @@ def check_lines(
     is neither (not UTF-8, over the line cap, a broken object, an object without a
     string ``url``) gives
     ``{"url": null, "allowed": false, "rule": null, "error": ...}`` and is reported, so
-    every input line is answered (docs/design.md invariant 1). Streams; constant memory.
+    every input line is answered (docs/design.md invariant 1). A URL that is neither
+    absolute nor a path starting with ``/`` (``example.com/x``) is reported and answered
+    ``"allowed": false, "rule": null`` with an ``"error"``, its URL (or record) kept.
+    Streams; constant memory.
     """
     reporter = reporter if reporter is not None else NullReporter()
     for source, lineno, text in lines:
@@ -68,6 +87,11 @@ def check_lines(
             yield {"url": None, "allowed": False, "rule": None, "error": error}
             continue
         if not url and skip_blank:
+            continue
+        if not _checkable(url):
+            reporter.bad_record(source, lineno, f"{NOT_A_URL}: {url[:200]!r}")
+            answer = {"allowed": False, "rule": None, "error": NOT_A_URL}
+            yield {"url": url, **answer} if record is None else {**record, **answer}
             continue
         verdict = robots.check(agent, url)
         if record is None:

@@ -630,8 +630,9 @@ def test_google_valid_agents(agent: str, google_valid: bool, token: str) -> None
 
 # TestGetPathParamsQuery: (URL, Google's path, crawlkit's path if it differs, why).
 NOT_A_URL = (
-    "deliberate: neither an absolute URL nor a path; crawlkit reads it as a path "
-    "(its check() takes absolute URLs or paths), Google as host[/path]"
+    "deliberate: neither an absolute URL nor a path; RobotsTxt.check() takes those "
+    "only and reads it as a path, Google as host[/path]; `robots check` answers it "
+    "with an error (test_robots_check_answers_a_url_without_scheme_with_an_error)"
 )
 PATHS: list[tuple[str, str, str | None, str | None]] = [
     ("", "/", None, None),
@@ -811,3 +812,30 @@ def test_google_reporting_long_line() -> None:
     assert lines_of(body) == Lines([1], [2, 3], [], [], 3)
     robots = RobotsTxt.parse(body)
     assert robots.check("foo", longline).rule == f"Disallow: {longline}"
+
+
+def test_robots_check_answers_a_url_without_scheme_with_an_error(cli, tmp_path) -> None:
+    """A URL without its scheme (TestGetPathParamsQuery's ``example.com/a``, read by
+    Google as host and path) has no path of its own: matched as the path
+    ``/example.com/private`` it was allowed where ``/private`` is forbidden. It is
+    answered with an error, kept, and reported; the lines around it are answered."""
+    robots = tmp_path / "robots.txt"
+    robots.write_bytes(b"User-agent: *\nDisallow: /private\n")
+    res = cli(
+        "robots",
+        "check",
+        "--robots",
+        str(robots),
+        "--agent",
+        "FooBot",
+        input=b'example.com/private\n{"url": "a/private", "depth": 1}\nhttp://e.com/private\n',
+    )
+    assert res.code == 0, res.stderr
+    error = "not an absolute URL or a path starting with /"
+    assert [orjson.loads(line) for line in res.lines] == [
+        {"url": "example.com/private", "allowed": False, "rule": None, "error": error},
+        {"url": "a/private", "depth": 1, "allowed": False, "rule": None, "error": error},
+        {"url": "http://e.com/private", "allowed": False, "rule": "Disallow: /private"},
+    ]
+    assert f"<stdin>:1: {error}: 'example.com/private'" in res.stderr
+    assert f"<stdin>:2: {error}: 'a/private'" in res.stderr
