@@ -176,33 +176,31 @@ class SitemapReader:
 
     def _report_limits(self) -> None:
         s = self.stats
-        if s.misplaced:
-            other = "<url>" if s.format == "sitemapindex" else "<sitemap>"
-            self.reporter.warn(
-                f"{self.source}: {s.misplaced:,} {other} records in a <{s.format}> skipped "
+        record = "<sitemap>" if s.format == "sitemapindex" else "<url>"
+        other = "<url>" if s.format == "sitemapindex" else "<sitemap>"
+        malformed = (
+            (
+                s.misplaced,
+                f"{other} records in a <{s.format}> skipped "
                 "(a sitemap index lists sitemaps, a urlset URLs)",
-                kind="malformed sitemap",
-            )
-        if s.split:
-            record = "<sitemap>" if s.format == "sitemapindex" else "<url>"
-            self.reporter.warn(
-                f"{self.source}: {s.split:,} <loc> after the first in a {record} record, "
-                "each read as a record of its own",
-                kind="malformed sitemap",
-            )
-        if s.bare:
-            record = "<sitemap>" if s.format == "sitemapindex" else "<url>"
-            self.reporter.warn(
-                f"{self.source}: {s.bare:,} {record} records without <loc> give their URL "
-                "as text; taken as their <loc>",
-                kind="malformed sitemap",
-            )
-        if s.case_folded:
-            self.reporter.warn(
-                f"{self.source}: {s.case_folded:,} elements named in another case than the "
-                "sitemap protocol's (<Loc> for <loc>) read as the protocol's",
-                kind="malformed sitemap",
-            )
+            ),
+            (
+                s.split,
+                f"<loc> after the first in a {record} record, each read as a record of its own",
+            ),
+            (
+                s.bare,
+                f"{record} records without <loc> give their URL as text; taken as their <loc>",
+            ),
+            (
+                s.case_folded,
+                "elements named in another case than the sitemap protocol's (<Loc> for <loc>) "
+                "read as the protocol's",
+            ),
+        )
+        for count, what in malformed:
+            if count:
+                self.reporter.warn(f"{self.source}: {count:,} {what}", kind="malformed sitemap")
         if s.truncated:
             self.reporter.warn(
                 f"{self.source}: larger than {self.max_bytes:,} bytes uncompressed (the "
