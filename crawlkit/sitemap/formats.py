@@ -6,6 +6,7 @@ the namespaces they may be in. :mod:`crawlkit.sitemap.xmlhandler` reads by them.
 from __future__ import annotations
 
 __all__ = [
+    "ATOM03_NS",
     "DC_NS",
     "FIELDS",
     "FORMATS",
@@ -20,6 +21,9 @@ __all__ = [
 ]
 
 RSS1_NS = "http://purl.org/rss/1.0/"
+# Atom 0.3, the draft before RFC 4287 (Blogger served it for years): its <feed> and
+# <entry> dated by <modified> and <issued> where Atom 1.0 has <updated>, <published>.
+ATOM03_NS = "http://purl.org/atom/ns#"
 DC_NS = "http://purl.org/dc/elements/1.1/"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
 XHTML_NS = "http://www.w3.org/1999/xhtml"  # <xhtml:link rel="alternate" hreflang=...>
@@ -60,6 +64,8 @@ FIELDS = {
     "rss": {"link": "loc", "guid": "guid", "pubDate": "lastmod"},
     "rdf": {"link": "loc"},
     "atom": {"updated": "lastmod", "published": "published"},
+    # an Atom 0.3 feed (root in ATOM03_NS): read as "atom", with its own dates
+    "atom03": {"modified": "lastmod", "issued": "published"},
 }
 
 

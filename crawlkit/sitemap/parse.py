@@ -21,8 +21,9 @@ href="..."/>``, Google's multilingual sitemaps) are URL records too, after its
 URL once a document (a cluster's pages each repeat the whole cluster).
 ``lastmod`` comes from ``<lastmod>``, else Google News ``<news:publication_date>``;
 in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
-``<published>``. Feed entries take RSS ``<link>`` (else a permalink ``<guid>``) or
-Atom ``<link rel="alternate">``; relative feed links resolve against ``base``.
+``<published>`` (Atom 0.3: ``<modified>`` or ``<issued>``). Feed entries take RSS
+``<link>`` (else a permalink ``<guid>``) or Atom ``<link rel="alternate">``; relative
+feed links resolve against ``base``.
 Sitemaps must list absolute URLs; with ``same_host`` URLs of other hosts are
 skipped and reported (the protocol's rule), except those of ``vouched_hosts``: hosts
 whose robots.txt names this sitemap in a ``Sitemap:`` line (the protocol's

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from crawlkit.sitemap.formats import (
+    ATOM03_NS,
     DC_NS,
     FIELDS,
     FORMATS,
@@ -105,6 +106,10 @@ class XMLHandler:
             self.format, self.record_name = known
             self.stats.format = self.format
             self.fields = FIELDS[self.format]
+            if self.format == "atom" and ns == ATOM03_NS:
+                # Atom 0.3's dates: its entries' <modified> and <issued> were not
+                # read, and a Blogger feed of the 2000s gave no lastmod at all.
+                self.fields = FIELDS["atom03"]
             self.root_ns = ns
             return
         if self.record_depth == 0:

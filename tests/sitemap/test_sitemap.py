@@ -104,6 +104,36 @@ def test_atom_resolves_relative_links_against_base() -> None:
     ]
 
 
+def test_atom_03_entries_are_dated_by_modified_else_issued() -> None:
+    # Atom 0.3 (Blogger's feeds of the 2000s, in Big5 here as one was) dates entries
+    # by <modified> and <issued>: they were not read, and no entry had a lastmod
+    doc = """<?xml version="1.0" encoding="BIG5" standalone="yes"?>
+<feed xmlns="http://purl.org/atom/ns#" version="0.3" xml:lang="zh-TW">
+<title mode="escaped" type="text/html">我的部落格</title>
+<modified>2005-10-21T00:12:34Z</modified>
+<entry xmlns="http://purl.org/atom/ns#">
+<link href="https://www.blogger.com/atom/1/2" rel="service.edit" type="application/atom+xml"/>
+<issued>2005-10-21T08:11:00+08:00</issued>
+<modified>2005-10-21T00:12:34Z</modified>
+<created>2005-10-21T00:12:34Z</created>
+<link href="http://blog.example.com.tw/2005/10/11.html" rel="alternate" type="text/html"/>
+<title mode="escaped" type="text/html">十月</title>
+</entry>
+<entry xmlns="http://purl.org/atom/ns#">
+<issued>2005-10-20T23:31:00+08:00</issued>
+<link href="/2005/10/blog-post.html" rel="alternate" type="text/html"/>
+</entry>
+</feed>""".encode("big5")
+    out = io.StringIO()
+    base = "http://blog.example.com.tw/atom.xml"
+    records = parse_sitemap(doc, base, reporter=Reporter("t", out))
+    assert [(r["url"], r.get("lastmod")) for r in records] == [
+        ("http://blog.example.com.tw/2005/10/11.html", "2005-10-21T00:12:34Z"),
+        ("http://blog.example.com.tw/2005/10/blog-post.html", "2005-10-20T15:31:00Z"),
+    ]
+    assert out.getvalue() == ""
+
+
 def test_google_news_publication_date_stands_in_for_lastmod() -> None:
     doc = b"""<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
         xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">
