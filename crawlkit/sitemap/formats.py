@@ -1,5 +1,5 @@
 """The XML vocabularies a sitemap comes in: the sitemap protocol's urlset and sitemap
-index, RSS 2.0, RSS 1.0 (RDF) and Atom feeds. For each, which root element names it,
+index, RSS 2.0, RSS 1.0 and 0.90 (RDF) and Atom feeds. For each, which root element names it,
 which element is a record and which of its children are the record's fields, and
 the namespaces they may be in. :mod:`crawlkit.sitemap.xmlhandler` reads by them."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = [
     "ATOM03_NS",
     "DC_NS",
+    "FEED_NS",
     "FIELDS",
     "FORMATS",
     "NEWS_NS",
@@ -21,6 +22,8 @@ __all__ = [
 ]
 
 RSS1_NS = "http://purl.org/rss/1.0/"
+# RSS 0.90, Netscape's first (an rdf:RDF root too); still served by old CMSs
+RSS090_NS = "http://my.netscape.com/rdf/simple/0.9/"
 # Atom 0.3, the draft before RFC 4287 (Blogger served it for years): its <feed> and
 # <entry> dated by <modified> and <issued> where Atom 1.0 has <updated>, <published>.
 ATOM03_NS = "http://purl.org/atom/ns#"
@@ -39,6 +42,13 @@ SITEMAP_NS = frozenset(
         "http://www.google.com/schemas/sitemap/0.84",
     }
 )
+# format -> the namespaces of an RSS feed's <item> fields (its items may also be in
+# RSS1_NS). An RSS 0.90 feed's items are in RSS090_NS: they were skipped whole,
+# 0 URLs and exit 0 with nothing said.
+FEED_NS = {
+    "rdf": frozenset({"", RSS1_NS, RSS090_NS}),
+    "rss": frozenset({""}),
+}
 SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
 XML_BASE = "http://www.w3.org/XML/1998/namespace\x1fbase"  # xml:base, as expat names it
 

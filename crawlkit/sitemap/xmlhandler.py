@@ -21,6 +21,7 @@ from urllib.parse import urljoin
 from crawlkit.sitemap.formats import (
     ATOM03_NS,
     DC_NS,
+    FEED_NS,
     FIELDS,
     FORMATS,
     NEWS_NS,
@@ -237,17 +238,15 @@ class XMLHandler:
         self.text_len = 0
 
     def _record_ns_ok(self, ns: str) -> bool:
-        if self.format in ("rss", "rdf"):
-            return ns in ("", RSS1_NS)
+        if self.format in FEED_NS:
+            return ns == RSS1_NS or ns in FEED_NS[self.format]
         return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
 
     def _field_ns_ok(self, ns: str, local: str) -> bool:
         if ns == DC_NS:
             return local == "date"
-        if self.format == "rdf":
-            return ns in ("", RSS1_NS)
-        if self.format == "rss":
-            return ns == ""
+        if self.format in FEED_NS:
+            return ns in FEED_NS[self.format]
         return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
 
     def chars(self, data: str) -> None:

@@ -159,6 +159,23 @@ def test_rss1_rdf() -> None:
     ]
 
 
+def test_rss_090_items_are_read() -> None:
+    # RSS 0.90 (Netscape's, an rdf:RDF root) has its items in its own namespace: a
+    # feed so written gave 0 URLs, exit 0, nothing said
+    doc = """<?xml version="1.0" encoding="big5" ?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+  xmlns="http://my.netscape.com/rdf/simple/0.9/">
+  <channel><title>沙發新聞</title><link>http://www.example.com.tw</link></channel>
+  <item><title>設計</title><link>http://www.example.com.tw/news.php?story_id=268</link></item>
+  <item><title>生活</title><link>news.php?story_id=267</link></item>
+</rdf:RDF>""".encode("big5")
+    records = parse_sitemap(doc, "http://www.example.com.tw/rss.php")
+    assert [r["url"] for r in records] == [
+        "http://www.example.com.tw/news.php?story_id=268",
+        "http://www.example.com.tw/news.php?story_id=267",
+    ]
+
+
 def test_plain_text() -> None:
     recs, err = read("urls.txt")
     assert [r["url"] for r in recs] == [
