@@ -42,12 +42,21 @@ SITEMAP_NS = frozenset(
         "http://www.google.com/schemas/sitemap/0.84",
     }
 )
+# RSS 2.0 in a namespace of its own (Userland's proposal, which Radio UserLand and
+# Yandex-fed Russian sites wrote: <rss xmlns="http://backend.userland.com/rss2">)
+RSS2_NS = frozenset(
+    {
+        "http://backend.userland.com/rss2",
+        "http://backend.userland.com/rss",
+        "http://blogs.law.harvard.edu/tech/rss",
+    }
+)
 # format -> the namespaces of an RSS feed's <item> fields (its items may also be in
-# RSS1_NS). An RSS 0.90 feed's items are in RSS090_NS: they were skipped whole,
-# 0 URLs and exit 0 with nothing said.
+# RSS1_NS). An RSS 0.90 feed's items are in RSS090_NS, a namespaced RSS 2.0 feed's
+# in RSS2_NS: they were skipped whole, 0 URLs and exit 0 with nothing said.
 FEED_NS = {
     "rdf": frozenset({"", RSS1_NS, RSS090_NS}),
-    "rss": frozenset({""}),
+    "rss": frozenset({""}) | RSS2_NS,
 }
 SEP = "\x1f"  # expat namespace separator: "ns\x1flocal"; cannot occur in a name
 XML_BASE = "http://www.w3.org/XML/1998/namespace\x1fbase"  # xml:base, as expat names it

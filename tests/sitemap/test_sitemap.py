@@ -176,6 +176,24 @@ def test_rss_090_items_are_read() -> None:
     ]
 
 
+def test_rss_2_in_userland_s_namespace_is_read() -> None:
+    # <rss xmlns="http://backend.userland.com/rss2"> (Russian news sites wrote it for
+    # Yandex): its items were in no namespace crawlkit knew, 0 URLs and nothing said
+    doc = """<?xml version="1.0" encoding="koi8-r"?>
+<rss version="2.0" xmlns="http://backend.userland.com/rss2" xmlns:yandex="http://news.yandex.ru">
+<channel><title>Новости</title><link>http://news.example.ru/</link>
+<item><title>Первая</title><link>http://news.example.ru/ru/news/1329</link>
+<pubDate>Fri, 30 Dec 2005 14:18:00 +0500</pubDate><yandex:full-text>Текст</yandex:full-text>
+</item>
+<item><title>Вторая</title><guid>http://news.example.ru/ru/news/1331</guid></item>
+</channel></rss>""".encode("koi8-r")
+    records = parse_sitemap(doc, "http://news.example.ru/rss.xml")
+    assert [(r["url"], r.get("lastmod")) for r in records] == [
+        ("http://news.example.ru/ru/news/1329", "2005-12-30T09:18:00Z"),
+        ("http://news.example.ru/ru/news/1331", None),
+    ]
+
+
 def test_plain_text() -> None:
     recs, err = read("urls.txt")
     assert [r["url"] for r in recs] == [
