@@ -45,11 +45,12 @@ records are handed on after each chunk; memory does not grow with the file.
 
 Hostile XML is refused with :class:`SitemapError` before it can do harm: any entity
 declaration (entity expansion such as "billion laughs", external entities reaching
-for files or URLs), and nesting deeper than 64 elements. External DTDs are never
-loaded. Records emitted before the refusal or a syntax error are kept (they were
-well-formed), and so is a record the damage (or the size limit) cut after its
-``<loc>`` was closed, with the fields closed before it; the error says where the
-document broke.
+for files or URLs) but an external parameter entity's, which is never loaded (Drupal
+declares one in every RSS feed), any parameter entity reference, and nesting deeper
+than 64 elements. External DTDs are never loaded. Records emitted before the refusal
+or a syntax error are kept (they were well-formed), and so is a record the damage (or
+the size limit) cut after its ``<loc>`` was closed, with the fields closed before it;
+the error says where the document broke.
 """
 
 from __future__ import annotations

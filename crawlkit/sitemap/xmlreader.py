@@ -2,7 +2,8 @@
 settled, hostile constructs refused, its records handed to ``on_entry``.
 
 expat decodes UTF-8 and UTF-16; any other declared encoding (a WHATWG label) is
-decoded by Python to UTF-8 on the way in. Entity declarations, external entities
+decoded by Python to UTF-8 on the way in. Entity declarations (but an external
+parameter entity's, never loaded), parameter entity references, external entities
 and deep nesting are refused (an external DTD is never loaded). Every error ends
 the document as a :class:`SitemapError` saying where it broke; the entries handed
 on before it stand, and so does a record the damage cut after its ``<loc>``."""
@@ -77,7 +78,9 @@ def parse_xml(
     parser.buffer_size = CHUNK
     # Refuse what hostile documents need; an external DTD is never fetched.
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.EntityDeclHandler = handler.refuse_entity
+    parser.EntityDeclHandler = handler.entity_decl
+    parser.StartDoctypeDeclHandler = handler.start_doctype
+    parser.EndDoctypeDeclHandler = handler.end_doctype
     parser.UnparsedEntityDeclHandler = handler.refuse_entity
     parser.ExternalEntityRefHandler = handler.refuse_external
     parser.StartElementHandler = handler.start

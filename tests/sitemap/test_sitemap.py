@@ -373,6 +373,31 @@ def test_parameter_entity_is_refused() -> None:
         list(parse_sitemap(doc))
 
 
+def test_drupal_s_unreferenced_parameter_entity_is_let_be() -> None:
+    # Drupal 4.7 to 6 began each RSS feed so: an external parameter entity declared,
+    # never referenced, never loaded. Every such feed was refused whole as hostile.
+    doc = """<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE rss [<!ENTITY % HTMLlat1 PUBLIC "-//W3C//ENTITIES Latin 1 for XHTML//EN"
+ "http://127.0.0.1:9/xhtml-lat1.ent">]>
+<rss version="2.0" xml:base="http://weblap.example.hu" xmlns:dc="http://purl.org/dc/elements/1.1/">
+<channel><title>Hírek</title><link>http://weblap.example.hu</link>
+<item><title>Árvíztűrő tükörfúrógép</title>
+<link>http://weblap.example.hu/hirek/20060104/árvíztűrő</link>
+<pubDate>Wed, 04 Jan 2006 13:35:31 +0100</pubDate></item>
+</channel></rss>""".encode()
+    assert [(r["url"], r["lastmod"]) for r in parse_sitemap(doc)] == [
+        (
+            "http://weblap.example.hu/hirek/20060104/%C3%A1rv%C3%ADzt%C5%B1r%C5%91",
+            "2006-01-04T12:35:31Z",
+        )
+    ]
+    # referenced, it is refused as before: expat would skip it unloaded, and then
+    # skip undefined entities too (&eacute; gone from a URL with nothing said)
+    referenced = doc.replace(b'-lat1.ent">]>', b'-lat1.ent"> %HTMLlat1; ]>')
+    with pytest.raises(SitemapError, match="parameter entity references are refused"):
+        list(parse_sitemap(referenced))
+
+
 def test_external_dtd_is_never_fetched() -> None:
     # Port 9 (discard) on loopback: a fetch would fail or hang; expat must not try.
     doc = (
