@@ -94,7 +94,8 @@ def sitemap(
     nesting deeper than 64) and malformed XML end that file with an error (records
     before the damage are kept) and the exit status 1; the other files are still read.
     An external parameter entity declared and never referenced (Drupal's feeds) is
-    let be: it is never loaded.
+    let be: it is never loaded. Text after the document's end (a PHP warning printed
+    after the feed) is skipped and reported; the file is whole.
 
     Streams: memory stays flat however large the file, but for the hreflang
     alternates it has not yet listed as a <loc>, kept to its end (their URLs, at most

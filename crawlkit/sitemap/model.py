@@ -50,3 +50,4 @@ class SitemapStats:
     case_folded: int = 0  # sitemap elements named in another case (<Loc>), read as theirs
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes
+    trailing: int = 0  # line where text after the root element's end began (skipped)

@@ -50,7 +50,9 @@ declares one in every RSS feed), any parameter entity reference, and nesting dee
 than 64 elements. External DTDs are never loaded. Records emitted before the refusal
 or a syntax error are kept (they were well-formed), and so is a record the damage (or
 the size limit) cut after its ``<loc>`` was closed, with the fields closed before it;
-the error says where the document broke.
+the error says where the document broke. Text after the root element's end (a PHP
+warning printed after the feed) is no damage to what came before: it is skipped and
+reported, and the document read without error.
 """
 
 from __future__ import annotations
@@ -203,6 +205,12 @@ class SitemapReader:
         for count, what in malformed:
             if count:
                 self.reporter.warn(f"{self.source}: {count:,} {what}", kind="malformed sitemap")
+        if s.trailing:
+            self.reporter.warn(
+                f"{self.source}: text after the end of the document (from line "
+                f"{s.trailing:,}) skipped",
+                kind="malformed sitemap",
+            )
         if s.truncated:
             self.reporter.warn(
                 f"{self.source}: larger than {self.max_bytes:,} bytes uncompressed (the "

@@ -4,8 +4,9 @@ settled, hostile constructs refused, its records handed to ``on_entry``.
 expat decodes UTF-8 and UTF-16; any other declared encoding (a WHATWG label) is
 decoded by Python to UTF-8 on the way in. Entity declarations (but an external
 parameter entity's, never loaded), parameter entity references, external entities
-and deep nesting are refused (an external DTD is never loaded). Every error ends
-the document as a :class:`SitemapError` saying where it broke; the entries handed
+and deep nesting are refused (an external DTD is never loaded). Text after the root
+element's end is skipped (``stats.trailing``); every other error ends the document
+as a :class:`SitemapError` saying where it broke; the entries handed
 on before it stand, and so does a record the damage cut after its ``<loc>``."""
 
 from __future__ import annotations
@@ -43,6 +44,14 @@ def xml_after_junk(body: bytes) -> int | None:
     if re.match(rb"\s*https?://", body, re.IGNORECASE):
         return None  # a text sitemap: its first line is a URL
     return found.start()
+
+
+def _after_the_end(exc: expat.ExpatError, handler: XMLHandler) -> bool:
+    """Whether ``exc`` is text after the root element's end (a PHP warning printed
+    after the feed, as after the XML declaration): every record was read whole by
+    then, yet the file failed (exit 1) as malformed."""
+    junk = exc.code == expat.errors.codes[expat.errors.XML_ERROR_JUNK_AFTER_DOC_ELEMENT]
+    return junk and handler.format is not None and handler.depth == 0
 
 
 def parse_xml(
@@ -97,6 +106,9 @@ def parse_xml(
         else:
             parser.Parse(b"", True)
     except expat.ExpatError as exc:
+        if _after_the_end(exc, handler):
+            stats.trailing = exc.lineno  # the document was whole: said, not failed
+            return
         handler.close_open_record()
         raise SitemapError(
             f"malformed XML at line {exc.lineno}, column {exc.offset}: "

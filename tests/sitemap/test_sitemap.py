@@ -568,6 +568,33 @@ def test_cli_hostile_file_fails_but_other_files_are_read(cli) -> None:
     assert "2 failed" in res.stderr
 
 
+def test_cli_text_after_the_end_of_a_feed_is_skipped_and_said(cli, tmp_path: Path) -> None:
+    # a PHP warning printed after </rss>: every item was read, yet the file failed
+    # (exit 1) as malformed XML
+    feed = tmp_path / "rss.xml"
+    feed.write_bytes(
+        """<?xml version="1.0" encoding="windows-1251"?>
+<rss version="2.0"><channel><title>Новини</title><link>http://www.example.bg/</link>
+<item><title>Първа</title><link>http://www.example.bg/news.php?id=1</link></item>
+<item><title>Втора</title><link>http://www.example.bg/news.php?id=2</link></item>
+</channel></rss>
+<br />
+<b>Warning</b>:  Unknown: Your script possibly relies on a session side-effect.<br />
+""".encode("windows-1251")
+    )
+    res = cli("sitemap", str(feed))
+    assert res.code == 0, res.stderr
+    assert [orjson.loads(line)["url"] for line in res.lines] == [
+        "http://www.example.bg/news.php?id=1",
+        "http://www.example.bg/news.php?id=2",
+    ]
+    assert "rss.xml: text after the end of the document (from line 6) skipped" in res.stderr
+    # text before the end is damage as before
+    feed.write_bytes(feed.read_bytes().replace(b"</channel>", b"<br>\n</channel>"))
+    res = cli("sitemap", str(feed))
+    assert res.code == 1 and "malformed XML at line 6, column 2: mismatched tag" in res.stderr
+
+
 @pytest.mark.parametrize("cut", [3_000, 30_000])
 def test_cli_cut_gzip_keeps_every_entry_before_the_damage(cli, tmp_path: Path, cut: int) -> None:
     """A gzip sitemap cut short: every whole entry before the cut comes out, then the
