@@ -29,6 +29,7 @@ _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._:
 # are windows-1252 (the WHATWG Encoding Standard), and expat read bytes 0x80-0x9F as
 # C1 controls (a "€" in a URL became %C2%80 where a browser has %E2%82%AC).
 _EXPAT_ENCODINGS = frozenset({"utf-8", "utf-16"})
+_DECLARATION_MAX = 4096  # bytes to look for the end of the XML declaration in
 _XML_START = re.compile(
     rb"<\?xml[\t\r\n ]|<(?:[A-Za-z_][\w.-]*:)?(?:urlset|sitemapindex)[\t\r\n >]"
 )
@@ -44,6 +45,21 @@ def xml_after_junk(body: bytes) -> int | None:
     if re.match(rb"\s*https?://", body, re.IGNORECASE):
         return None  # a text sitemap: its first line is a URL
     return found.start()
+
+
+def _with_declaration(first: bytes, chunks: Iterator[bytes]) -> bytes:
+    """``first`` and as many of ``chunks`` as it takes to hold the XML declaration
+    whole, up to its ``>`` (or the first tag's, if there is none; at most
+    ``_DECLARATION_MAX`` bytes). A pipe gives what was written so far: a first read
+    of ``<?xml v`` hid the encoding, and expat was left to read it, which for Big5,
+    Shift_JIS or EUC-KR was a crash (ValueError: multi-byte encodings are not
+    supported) and for iso-8859-1 its own Latin-1, not windows-1252."""
+    while b">" not in first and len(first) < _DECLARATION_MAX:
+        more = next(chunks, None)
+        if more is None:
+            break
+        first += more
+    return first
 
 
 def _after_the_end(exc: expat.ExpatError, handler: XMLHandler) -> bool:
@@ -67,6 +83,7 @@ def parse_xml(
     Raises :class:`SitemapError` (with ``source``) for an unknown encoding, malformed
     or hostile XML, or a root element of no known format.
     """
+    first = _with_declaration(first, chunks)
     declared = _XML_ENCODING.match(first.removeprefix(b"\xef\xbb\xbf"))
     encoding = declared.group(1).decode("ascii").lower() if declared else None
     if encoding is not None and encoding not in _EXPAT_ENCODINGS:
