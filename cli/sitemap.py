@@ -31,7 +31,8 @@ def sitemap(
         typer.Option(
             "--base",
             help='The sitemap\'s own URL: records carry it as "via", and relative links in '
-            "RSS and Atom feeds resolve against it (sitemaps need absolute URLs).",
+            "RSS and Atom feeds resolve against it, after the feed's own xml:base (sitemaps "
+            "need absolute URLs).",
             show_default=False,
         ),
     ] = None,

@@ -23,7 +23,7 @@ URL once a document (a cluster's pages each repeat the whole cluster).
 in feeds from RSS ``<pubDate>`` or ``<dc:date>``, Atom ``<updated>`` or
 ``<published>`` (Atom 0.3: ``<modified>`` or ``<issued>``). Feed entries take RSS
 ``<link>`` (else a permalink ``<guid>``) or Atom ``<link rel="alternate">``; relative
-feed links resolve against ``base``.
+feed links resolve against the ``xml:base`` they are in, then ``base``.
 Sitemaps must list absolute URLs; with ``same_host`` URLs of other hosts are
 skipped and reported (the protocol's rule), except those of ``vouched_hosts``: hosts
 whose robots.txt names this sitemap in a ``Sitemap:`` line (the protocol's

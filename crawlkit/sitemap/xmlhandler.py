@@ -5,7 +5,8 @@
 fields' text by key (``loc``, ``lastmod``, ``changefreq``, ``priority``, ``guid``,
 ``published``), its line, and its hreflang alternates. Which elements count is
 :mod:`crawlkit.sitemap.formats`'. Feeds' own ways are here too: Atom's
-``<link rel="alternate">`` resolved against ``xml:base``, RSS ``<guid>`` permalinks,
+``<link rel="alternate">`` and RSS ``<link>`` resolved against ``xml:base``, RSS
+``<guid>`` permalinks,
 Dublin Core and Google News dates. Entity declarations and nesting deeper than
 ``MAX_DEPTH`` raise :class:`Hostile`; a root element of no known format raises
 :class:`SitemapError`.
@@ -258,6 +259,17 @@ class XMLHandler:
                 break
         return href
 
+    def _field_text(self) -> str:
+        """The text of the field just closed; an RSS ``<link>`` resolved against the
+        ``xml:base`` it is in, as an Atom link is (:meth:`_based`). xml:base is XML's,
+        not Atom's alone: Drupal sets it on every feed's ``<rss>``, and a relative
+        ``<link>`` resolved against the feed's own URL instead. Not a ``<guid>``: most
+        are no URL (``123@example.com``) and a base would make them one."""
+        text = "".join(self.text).strip()
+        if self.field == "loc" and self.format in ("rss", "rdf") and self.bases:
+            return self._based(text)
+        return text
+
     def _collect(self, key: str) -> None:
         """Gather the text of the element just opened as the entry's ``key``."""
         self.field = key
@@ -290,7 +302,7 @@ class XMLHandler:
         if self.field is not None and self.depth == self.field_depth:
             # Text past MAX_TEXT was not kept; what was is still longer than MAX_TEXT, so
             # an overlong URL is reported as such.
-            self.entry.setdefault(self.field, "".join(self.text).strip())
+            self.entry.setdefault(self.field, self._field_text())
             self.field = None
         elif self.record_depth and self.depth == self.record_depth:
             self.record_depth = 0

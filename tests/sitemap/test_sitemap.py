@@ -776,6 +776,27 @@ def test_a_text_sitemap_with_cr_line_ends_is_one_url_a_line() -> None:
     assert urls == ["https://t.example.com/1", "https://t.example.com/2", "https://t.example.com/3"]
 
 
+def test_an_rss_feed_s_links_resolve_against_its_xml_base() -> None:
+    # Drupal puts xml:base on every feed's <rss>; it was read for Atom only, and a
+    # relative <link> resolved against the feed's own URL, a URL the feed never named
+    doc = """<?xml version="1.0" encoding="iso-8859-2"?>
+<rss version="2.0" xml:base="http://www.example.hu/portal/">
+<channel><title>Hírek</title><link>http://www.example.hu/portal/</link>
+<item><title>Első</title><link>node/5</link><guid isPermaLink="false">5 at www.example.hu</guid>
+</item>
+<item xml:base="http://archiv.example.hu/"><title>Második</title><link>/2005/ő</link></item>
+<item><title>Harmadik</title><guid>17@www.example.hu</guid></item>
+</channel></rss>""".encode("iso-8859-2")
+    out = io.StringIO()
+    records = parse_sitemap(doc, "https://feeds.example.net/rss.xml", reporter=Reporter("t", out))
+    assert [r["url"] for r in records] == [
+        "http://www.example.hu/portal/node/5",
+        "http://archiv.example.hu/2005/%C5%91",
+    ]
+    # a guid is no URL for a base: the third item has none, and is reported
+    assert ":7: entry without a URL skipped" in out.getvalue()
+
+
 def test_an_atom_feed_s_links_resolve_against_its_xml_base() -> None:
     # xml:base was ignored: relative links resolved against the feed's own URL, URLs the
     # feed never named (and without a base they were lost as unparsable)
