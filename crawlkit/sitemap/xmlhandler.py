@@ -14,6 +14,7 @@ Dublin Core and Google News dates. Entity declarations and nesting deeper than
 
 from __future__ import annotations
 
+import html.entities
 import re
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ from crawlkit.sitemap.formats import (
 )
 from crawlkit.sitemap.model import ABSOLUTE, MAX_DEPTH, MAX_TEXT, SitemapError, SitemapStats
 
-__all__ = ["Hostile", "OnEntry", "XMLHandler"]
+__all__ = ["Hostile", "OnEntry", "UndefinedEntity", "XMLHandler"]
 
 _SITEMAP_FORMATS = ("urlset", "sitemapindex")
 # the protocol's element names (urlset and sitemap index)
@@ -50,6 +51,10 @@ OnEntry = Callable[[dict[str, str], int, list[tuple[str, int]]], None]
 
 class Hostile(Exception):
     """Raised inside expat callbacks; turned into a SitemapError with a position."""
+
+
+class UndefinedEntity(Exception):
+    """An entity reference no declaration defines (see :meth:`XMLHandler.skipped`)."""
 
 
 class XMLHandler:
@@ -288,6 +293,20 @@ class XMLHandler:
         if self.format in FEED_NS:
             return ns in FEED_NS[self.format]
         return ns == self.root_ns or (self.format != "atom" and ns in SITEMAP_NS)
+
+    def skipped(self, name: str, is_parameter: int) -> None:
+        """An entity expat skipped: one no declaration it read defines, which is no
+        error to it in a document naming an external DTD (never loaded), such as RSS
+        0.91's Netscape DTD, which defines HTML's entities. Dropped, ``&eacute;`` made
+        another URL than the document wrote (``http://a.test/caf&eacute;`` came out
+        ``http://a.test/caf``, a page the site never named). An HTML named entity is
+        its character, as that DTD has it; any other ends the document."""
+        if is_parameter:
+            return  # (a reference in the DOCTYPE was refused there: doctype_text)
+        char = html.entities.html5.get(name + ";")
+        if char is None:
+            raise UndefinedEntity(f"undefined entity &{name}; (external DTDs are never read)")
+        self.chars(char)
 
     def chars(self, data: str) -> None:
         if self.field is not None:

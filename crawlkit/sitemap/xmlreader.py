@@ -20,7 +20,7 @@ from crawlkit.html.encoding import codec_for_label
 from crawlkit.sitemap.formats import SEP
 from crawlkit.sitemap.model import CHUNK, SitemapError, SitemapStats
 from crawlkit.sitemap.source import transcode
-from crawlkit.sitemap.xmlhandler import Hostile, OnEntry, XMLHandler
+from crawlkit.sitemap.xmlhandler import Hostile, OnEntry, UndefinedEntity, XMLHandler
 
 __all__ = ["parse_xml", "xml_after_junk"]
 
@@ -112,6 +112,7 @@ def parse_xml(
     parser.StartElementHandler = handler.start
     parser.EndElementHandler = handler.end
     parser.CharacterDataHandler = handler.chars
+    parser.SkippedEntityHandler = handler.skipped
     data: bytes | None = first
     try:
         while data is not None:
@@ -131,6 +132,11 @@ def parse_xml(
             f"malformed XML at line {exc.lineno}, column {exc.offset}: "
             f"{expat.ErrorString(exc.code)}",
             source=source,
+        ) from exc
+    except UndefinedEntity as exc:
+        handler.close_open_record()
+        raise SitemapError(
+            f"malformed XML at line {parser.CurrentLineNumber}: {exc}", source=source
         ) from exc
     except Hostile as exc:
         raise SitemapError(

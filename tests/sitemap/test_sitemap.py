@@ -1111,3 +1111,37 @@ def test_a_tab_ends_a_text_sitemap_line_s_url() -> None:
     ]
     assert "t: <sitemap>:1: text after a tab left out: '2024-03-04'" in err
     assert err.count("left out") == 1
+
+
+_NETSCAPE_DTD = (
+    b'<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN" '
+    b'"http://my.netscape.com/publish/formats/rss-0.91.dtd">'
+)
+
+
+def test_html_entities_of_a_never_read_dtd_are_their_characters() -> None:
+    """An RSS 0.91 feed names Netscape's DTD, which defines HTML's entities; it is never
+    read, and expat skipped ``&eacute;`` in silence: the link came out as another URL
+    (``/caf``, a page the feed never named). An HTML named entity is its character."""
+    doc = (
+        b'<?xml version="1.0" encoding="ISO-8859-1"?>' + _NETSCAPE_DTD + b'<rss version="0.91">'
+        b"<channel><item><title>caf&eacute;&nbsp;menu</title>"
+        b"<link>http://a.test/caf&eacute;</link></item>"
+        b"<item><link>http://a.test/two</link></item></channel></rss>"
+    )
+    assert [r["url"] for r in parse_sitemap(doc)] == [
+        "http://a.test/caf%C3%A9",
+        "http://a.test/two",
+    ]
+
+
+def test_an_entity_no_dtd_read_defines_ends_the_document() -> None:
+    doc = (
+        b'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "http://a.test/x.dtd"><urlset>'
+        b"<url><loc>http://a.test/1</loc></url><url><loc>http://a.test/&own;x</loc></url>"
+        b"<url><loc>http://a.test/3</loc></url></urlset>"
+    )
+    got: list[dict] = []
+    with pytest.raises(SitemapError, match=r"undefined entity &own;"):
+        got.extend(parse_sitemap(doc))
+    assert [r["url"] for r in got] == ["http://a.test/1"]  # never http://a.test/x
