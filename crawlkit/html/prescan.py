@@ -104,6 +104,8 @@ _TO_META = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 _META = re.compile(rb"<meta[\t\n\x0c\r /]", re.IGNORECASE)
+# A <noscript>'s text, from its start tag to its end tag (or the end of what is read).
+_NOSCRIPT = re.compile(rb"<noscript.*?(?:</noscript|\Z)", re.DOTALL | re.IGNORECASE)
 # Everything up to the first tag that ends the head, read as _TO_META reads it: a start
 # tag of these names, an end tag of those but html and head, keep a page in its head
 # (Blink's list); any other tag (</head>, <body>, <div>, <template>) leaves it.
@@ -182,6 +184,7 @@ def _declared(data: bytes) -> str | None:
 def _prescan(data: bytes) -> str | None:
     pos = 0
     head_end: int | None = None  # where the head ends, once a <meta> past 1 KiB needs it
+    noscripts: list[tuple[int, int]] = []  # the head's <noscript> texts, found with it
     while True:
         pos = _TO_META.match(data, pos).end()  # type: ignore[union-attr]
         if not _META.match(data, pos):
@@ -189,22 +192,16 @@ def _prescan(data: bytes) -> str | None:
         if pos >= ANYWHERE_BYTES:
             if head_end is None:
                 head_end = _TO_OUT_OF_HEAD.match(data).end()  # type: ignore[union-attr]
+                noscripts = [m.span() for m in _NOSCRIPT.finditer(data, 0, head_end)]
             if pos > head_end:
                 return None  # past the first KiB and out of the head: browsers stop
-            if _in_noscript(data, pos):
+            if any(start < pos < end for start, end in noscripts):
                 pos += 5  # the text of a head's <noscript>, no tag (see _TO_OUT_OF_HEAD)
                 continue
         codec, pos = _meta(data, pos + 5)
         if codec is not None:
             return codec
         pos += 1
-
-
-def _in_noscript(data: bytes, pos: int) -> bool:
-    """Whether ``pos`` is inside the text of a ``<noscript>`` (not yet closed)."""
-    before = data[:pos].lower()
-    start = before.rfind(b"<noscript")
-    return start >= 0 and before.find(b"</noscript", start) < 0
 
 
 def _meta(data: bytes, pos: int) -> tuple[str | None, int]:
