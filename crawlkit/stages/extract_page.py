@@ -39,7 +39,7 @@ from crawlkit.records import link_fields, page_record
 from crawlkit.sitemap.discover import robots_records, sitemap_records
 from crawlkit.sitemap.parse import MAX_SITEMAP_BYTES
 from crawlkit.url import Canonicalizer, ParsedURL, Rules, set_process_rules
-from crawlkit.warc.read import MAX_BODY
+from crawlkit.warc.payload import MAX_BODY
 
 __all__ = [
     "ChunkResult",

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.streams import display_name
+from crawlkit.warc.payload import split_http_head
 from crawlkit.warc.read import (
     MAX_HEADER_BYTES,
     WarcStream,
     _bare,
     _read_head,
     _skip,
-    _split_http_head,
     open_warc,
 )
 
@@ -101,10 +101,10 @@ def _read_record(
     hasher = None
     if rec_type in _HTTP_RECORDS and target.startswith(_HTTP_SCHEMES) and length > 0:
         first = stream.read(min(length, 65536))
-        split = _split_http_head(first)
+        split = split_http_head(first)
         if split is None and length > len(first) == 65536:
             first += stream.read(min(length - len(first), MAX_HEADER_BYTES))
-            split = _split_http_head(first)
+            split = split_http_head(first)
         got = len(first)
         head, body_start = split if split is not None else (first, len(first))
         http_head = head

@@ -526,7 +526,7 @@ def test_content_coding_bombs_stop_at_the_cap(coding):
     import brotlicffi as brotli  # a dependency: br bodies of other tools' WARCs
     import zstandard
 
-    from crawlkit.warc.read import decode_body
+    from crawlkit.warc.payload import decode_body
 
     big = b"<p>" + b"a" * 20_000_000
     packed = {
@@ -547,7 +547,7 @@ def test_a_transfer_coding_kept_by_another_writer_is_undone():
     """A WARC that kept the body as it came on the wire (wget) has chunks and, from a
     server compressing by transfer coding, gzip under ``Transfer-Encoding: gzip,
     chunked``: the chunks were joined and the gzip bytes parsed as the page."""
-    from crawlkit.warc.read import decode_body
+    from crawlkit.warc.payload import decode_body
 
     page = b"<html><p>" + b"sent gzipped by transfer coding " * 20 + b"</p></html>"
     wire = chunked(gzip.compress(page))
