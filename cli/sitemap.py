@@ -96,7 +96,9 @@ def sitemap(
     before the damage are kept) and the exit status 1; the other files are still read.
     An external parameter entity declared and never referenced (Drupal's feeds) is
     let be: it is never loaded. Text after the document's end (a PHP warning printed
-    after the feed) is skipped and reported; the file is whole.
+    after the feed) is skipped and reported; the file is whole. A bare & (one that
+    begins no reference: "?a=1&b=2", "Tom & Jerry") is read as &amp;, as search
+    engines and feed readers read it, and counted in a warning.
 
     Streams: memory stays flat however large the file, but for the hreflang
     alternates it has not yet listed as a <loc>, kept to its end (their URLs, at most

@@ -51,3 +51,4 @@ class SitemapStats:
     bytes: int = 0  # uncompressed bytes read
     truncated: bool = False  # stopped at max_bytes
     trailing: int = 0  # line where text after the root element's end began (skipped)
+    ampersands: int = 0  # bare "&" (beginning no reference) read as "&amp;"

@@ -201,6 +201,7 @@ class SitemapReader:
                 "elements named in another case than the sitemap protocol's (<Loc> for <loc>) "
                 "read as the protocol's",
             ),
+            (s.ampersands, "bare & (beginning no entity or character reference) read as &amp;"),
         )
         for count, what in malformed:
             if count:

@@ -5,7 +5,8 @@ expat decodes UTF-8 and UTF-16; any other declared encoding (a WHATWG label) is
 decoded by Python to UTF-8 on the way in. Entity declarations (but an external
 parameter entity's, never loaded), parameter entity references, external entities
 and deep nesting are refused (an external DTD is never loaded). Text after the root
-element's end is skipped (``stats.trailing``); every other error ends the document
+element's end is skipped (``stats.trailing``), and a bare ``&`` is read as ``&amp;``
+(``stats.ampersands``, :mod:`crawlkit.sitemap.ampersands`); every other error ends the document
 as a :class:`SitemapError` saying where it broke; the entries handed
 on before it stand, and so does a record the damage cut after its ``<loc>``."""
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from xml.parsers import expat
 
 from crawlkit.html.encoding import codec_for_label
+from crawlkit.sitemap.ampersands import BareAmpersands, repaired
 from crawlkit.sitemap.formats import SEP
 from crawlkit.sitemap.model import CHUNK, SitemapError, SitemapStats
 from crawlkit.sitemap.source import transcode
@@ -99,6 +101,23 @@ def parse_xml(
         parser = expat.ParserCreate("UTF-8", namespace_separator=SEP)
     else:
         parser = expat.ParserCreate(namespace_separator=SEP)
+    fix = BareAmpersands()
+    if encoding != "utf-16" and not first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        first, chunks = repaired(first, chunks, fix)  # UTF-8 on its way into expat
+    try:
+        yield from _parse(parser, first, chunks, on_entry, stats, source)
+    finally:
+        stats.ampersands = fix.repaired
+
+
+def _parse(
+    parser: expat.XMLParserType,
+    first: bytes,
+    chunks: Iterator[bytes],
+    on_entry: OnEntry,
+    stats: SitemapStats,
+    source: str,
+) -> Iterator[None]:
     handler = XMLHandler(parser, on_entry, stats)
     parser.buffer_text = True
     parser.buffer_size = CHUNK
