@@ -118,6 +118,8 @@ def _parse(
     stats: SitemapStats,
     source: str,
 ) -> Iterator[None]:
+    """:func:`parse_xml`'s work once the bytes are settled: ``parser`` fed with
+    ``first`` and ``chunks``, each error turned into a :class:`SitemapError`."""
     handler = XMLHandler(parser, on_entry, stats)
     parser.buffer_text = True
     parser.buffer_size = CHUNK
