@@ -493,7 +493,7 @@ class WorkerFleet:
             p.join()
             _remove_temp_dir(w)
             self._drain()  # its last words (summary or error) before the pipe closed
-            if (p.exitcode == 0 and w.state == "ended") or w.killed:
+            if (p.exitcode == 0 and w.state == "ended") or w.killed or self._took_our_stop(w):
                 w.state = "ended"
                 continue
             w.state = "failed"
@@ -516,6 +516,16 @@ class WorkerFleet:
                 "worker died",
             )
             self._stop(f"worker {w.k} died")
+
+    def _took_our_stop(self, w: _Worker) -> bool:
+        """Whether worker ``w`` ended of a SIGTERM this crawl sent it to stop (a peer's
+        failure, a signal, a limit): one that came once its own handling was over (its
+        run ended and it was closing its stores, where the default action is back)
+        ends the process at once. It ended as asked, cut as a kill cuts (the next run
+        finishes it), and did not die: said as a death, a peer's failed --proxy read
+        as a crash of this worker too (CI, 1 run in ~30)."""
+        p = w.process
+        return bool(self.stopped) and w.stops_sent > 0 and p.exitcode == -signal.SIGTERM
 
     def _deliver_and_check(self) -> None:
         dirs = [worker_dir(self.state, w.k) for w in self.workers]

@@ -8,14 +8,20 @@ itself started was lost, and the crawl ran on to its end.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
 from conftest import ROOT, poll_until, start_testweb
+
+from crawlkit.crawl.options import CrawlOptions
+from crawlkit.crawl.workers import WorkerFleet
+from crawlkit.diag import Reporter
 
 # 4 hosts of 20 pages, a quarter of a second between requests to a host: a crawl of
 # several seconds, so a stop is seen
@@ -105,3 +111,35 @@ def test_a_sigterm_before_the_workers_start_is_not_lost(tmp_path: Path) -> None:
             summary = _stopped_cleanly(proc, "SIGTERM")
         requests = [q for q in web.requests() if q["path"] != "/robots.txt"]
     assert summary["fetched"] == 0 and len(requests) < 80, summary
+
+
+def test_a_worker_ended_by_the_stop_the_crawl_sent_did_not_die(tmp_path: Path) -> None:
+    """A worker whose own handling of signals is over (its run ended, it closes its
+    stores) ends of the parent's SIGTERM at once: that is the stop the crawl sent (a
+    peer's failed --proxy, here), not a death. It was said "worker 0 died (signal
+    SIGTERM)" beside the proxy's one line (CI, 1 run in ~30). A SIGTERM the crawl did
+    not send is still a death."""
+    said = tmp_path / "said.txt"
+    for sent_by_the_crawl in (True, False):
+        with said.open("w") as out:
+            fleet = WorkerFleet(tmp_path / "s", [], CrawlOptions(), 2, reporter=Reporter("t", out))
+            worker = fleet.workers[0]
+            fleet.workers = [worker]
+            worker.process = multiprocessing.get_context("spawn").Process(
+                target=time.sleep, args=(60,)
+            )
+            worker.process.start()
+            if sent_by_the_crawl:
+                fleet.stopped = "worker 1 failed"  # its --proxy: the crawl stops
+                worker.stops_sent = 1
+            os.kill(worker.process.pid, signal.SIGTERM)  # default action: the process ends
+            worker.process.join(60)
+            fleet._reap()
+        if sent_by_the_crawl:
+            assert worker.state == "ended" and not fleet.failed
+            assert said.read_text() == ""
+        else:
+            assert worker.state == "failed" and fleet.failed
+            assert (
+                "worker 0 (pid" in said.read_text() and "died (signal SIGTERM)" in said.read_text()
+            )
