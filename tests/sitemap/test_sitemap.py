@@ -15,6 +15,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trickle import Trickle
 
 from crawlkit.diag import Reporter
 from crawlkit.errors import UsageError
@@ -231,23 +232,6 @@ def test_declared_encodings(encoding: str, path: str) -> None:
     assert record["url"] == "https://e.com" + quote(path.encode("utf-8"), safe="/")
 
 
-class _Trickle(io.RawIOBase):
-    """A pipe's reads: each gives at most ``size`` bytes, what was written so far."""
-
-    def __init__(self, data: bytes, size: int):
-        self._data = memoryview(data)
-        self._size = size
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        n = min(len(buffer), self._size, len(self._data))
-        buffer[:n] = self._data[:n]
-        self._data = self._data[n:]
-        return n
-
-
 @pytest.mark.parametrize(
     ("encoding", "title"),
     [("euc-jp", "日記"), ("big5", "部落格"), ("euc-kr", "뉴스"), ("iso-8859-1", "€uro")],
@@ -270,7 +254,7 @@ def test_a_feed_read_a_few_bytes_at_a_time_keeps_its_encoding(encoding: str, tit
     ]
     for size in (1, 7, 30):
         reader = SitemapReader(reporter=Reporter("t", io.StringIO()))
-        assert list(reader.read(io.BufferedReader(_Trickle(doc, size)))) == whole
+        assert list(reader.read(io.BufferedReader(Trickle(doc, size)))) == whole
 
 
 @pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
