@@ -372,22 +372,26 @@ class Canonicalizer:
         prefix = href[:path_start]
         path, has_query, query = href[path_start:].partition("?")
         path = normalize_percent(path)
-        query = normalize_percent(query) if query else ""
-        if self.rules is Rules.DEFAULT:
-            reparse = False
-            if ";" in path:
-                stripped = _JSESSIONID.sub("", path)
-                reparse = stripped != path
-                path = stripped or "/"
-            query = self._clean_query(query)
-            out = prefix + path + ("?" + query if query else "")
-            if reparse:
+        tail = self.query_part(query) if has_query else ""
+        if self.rules is Rules.DEFAULT and ";" in path:
+            stripped = _JSESSIONID.sub("", path) or "/"
+            if stripped != path:
                 # Removing a path parameter can leave a dot segment ("/.;jsessionid=1/")
                 # that the parser would resolve: run the rules once more so the result
                 # is a fixed point.
-                return self.canonicalize(out)
-            return out
-        return prefix + path + (has_query + query)
+                return self.canonicalize(prefix + stripped + tail)
+        return prefix + path + tail
+
+    def query_part(self, query: str) -> str:
+        """What this rule level makes of a WHATWG-serialized URL's query (the text
+        after its "?"): "?" and the query, or "" when the default rules leave none."""
+        if self.rules is Rules.NONE:
+            return "?" + query
+        query = normalize_percent(query) if query else ""
+        if self.rules is Rules.DEFAULT:
+            query = self._clean_query(query)
+            return "?" + query if query else ""
+        return "?" + query
 
     def _clean_query(self, query: str) -> str:
         if not query:

@@ -26,8 +26,48 @@ _NAME = r"(?:[a-z0-9-]+\.)*[a-z0-9-]*[a-z-][a-z0-9-]*"
 _CLEAN_HOST = re.compile(rf"(?:{_NAME}|(?:{_OCTET}\.){{3}}{_OCTET})(?::[0-9]{{1,5}})?")
 
 
+# A query that every rule level reads as it is but for which parameters it keeps and
+# their order (Canonicalizer.query_part): unreserved characters, "=", "&" and "+" (no
+# "%", nothing the WHATWG parser escapes).
+_CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~=&+]*")
+# A reference that starts with a scheme ("mailto:", "javascript:", "http:x").
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+# The first character of a relative-path reference this module keys by the base's
+# directory (see LinkResolver._key): not "/", "?", "#", a space, a control or "\\".
+_PATH_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~%")
+
+
 def _clean_path(path: str) -> bool:
     return _CLEAN.fullmatch(path) is not None and "/." not in "/" + path
+
+
+def _relative_path(href: str) -> bool:
+    """Whether ``href`` is a relative-path reference as the URL parser reads it: its
+    result depends on the base's directory (scheme, authority and path up to its last
+    "/") and on nothing else of the base."""
+    return (
+        href[:1] in _PATH_START
+        and "\t" not in href
+        and "\n" not in href
+        and "\r" not in href
+        and _SCHEME.match(href) is None
+    )
+
+
+def _climb(directory: str, path: str, root: int) -> tuple[str, str]:
+    """``path``'s leading "./" and "../" segments (and a last "." or "..") applied to
+    ``directory`` (a URL ending in "/", whose path starts at ``root``), as the URL
+    parser applies them: ".." never climbs above the root."""
+    while path.startswith("."):
+        if path.startswith("./") or path == ".":
+            path = path[2:]
+        elif path.startswith("../") or path == "..":
+            path = path[3:]
+            if len(directory) > root + 1:
+                directory = directory[: directory.rfind("/", 0, -1) + 1]
+        else:
+            break
+    return directory, path
 
 
 class LinkResolver:
@@ -36,13 +76,17 @@ class LinkResolver:
     Navigation links repeat on every page of a site, so results are cached under a
     key that holds exactly what the result depends on: the href alone for an
     absolute http(s) URL, the base's scheme and authority for ``/path`` and
-    ``//host`` references, the whole base otherwise.
+    ``//host`` references, the base's directory for a relative path (``b.html``,
+    ``../a/``: pages of one directory share them), the whole base otherwise. A
+    fragment alone (``#top``) is the base itself.
 
-    Most of the rest are plain paths (``/a/b.html``, ``b.html``, ``//host/a``,
-    ``https://host/a``) made only of unreserved characters: for those the canonical
-    URL is the base's authority (or directory) plus the path, at every rule level, so
-    they are joined here without a full parse. Everything else goes through
-    :meth:`Canonicalizer.parse`; a test checks that both ways agree.
+    Most of the rest are plain paths (``/a/b.html``, ``b.html``, ``../b.html``,
+    ``//host/a``, ``https://host/a``) made only of unreserved characters, with or
+    without a plain query (``/item?id=1&lang=en``): for those the canonical URL is the
+    base's authority (or directory) plus the path, and the query as the rule level
+    makes it (:meth:`Canonicalizer.query_part`), so they are joined here without a
+    full parse. Everything else goes through :meth:`Canonicalizer.parse`; a test
+    checks that both ways agree.
     """
 
     def __init__(
@@ -61,6 +105,9 @@ class LinkResolver:
         # costs less per lookup than an LRU and refills with the pages at hand.
         self.max_bytes = max_bytes
         self.bytes = 0
+        # The last base's directory key (a page's links share one base).
+        self._key_base = ""
+        self._key_dir = ""
 
     def resolve(self, href: str, base: str, authority: str) -> ParsedURL | None:
         """The canonical http(s) URL of ``href`` on a page at ``base``, or None.
@@ -68,12 +115,17 @@ class LinkResolver:
         ``base`` is a WHATWG serialization and ``authority`` its
         ``scheme://userinfo@host:port`` part.
         """
+        if href.startswith("#"):
+            # A fragment only names the base, and no rule level keeps fragments.
+            href = base.partition("#")[0]
         if href.startswith(("http://", "https://")) and "\t" not in href and "\n" not in href:
             key = ("", href)
         elif href.startswith("//"):
             key = (authority.partition(":")[0], href)
         elif href.startswith("/"):
             key = (authority, href)
+        elif _relative_path(href):
+            key = (self._directory_key(base, authority), href)
         else:
             key = (base, href)
         try:
@@ -95,6 +147,17 @@ class LinkResolver:
         self._cache[key] = parsed
         self.bytes += cost
         return parsed
+
+    def _directory_key(self, base: str, authority: str) -> str:
+        """The base up to the last "/" of its path (before its query and fragment):
+        all a relative path's result depends on; the whole base if that is shorter
+        than the authority and a "/" (not a WHATWG serialization of an http URL)."""
+        if base != self._key_base:
+            head = base.partition("?")[0].partition("#")[0]
+            slash = head.rfind("/")
+            self._key_base = base
+            self._key_dir = head[: slash + 1] if slash >= len(authority) else base
+        return self._key_dir
 
     def _host_site(self, authority: str) -> tuple[str, str] | None:
         """(host, site) when ``authority`` is already in canonical form, else None."""
@@ -126,17 +189,20 @@ class LinkResolver:
     def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
         """The plain-path cases (see the class docstring); None means "parse it"."""
         path = href.split("#", 1)[0] if "#" in href else href
+        query = ""
+        if "?" in path:
+            path, _, raw_query = path.partition("?")
+            if not _CLEAN_QUERY.fullmatch(raw_query):
+                return None
+            query = self._canon.query_part(raw_query)
         if path.startswith("//"):
             # scheme-relative ("//host/path"): the base's scheme, then as absolute
             scheme, colon, _ = authority.partition(":")
             if not colon:
                 return None
             path = scheme + ":" + path
-        # _CLEAN has no ":", so absolute URLs fail it here and are checked below.
-        if (not path or not _clean_path(path)) and not path.startswith(("http://", "https://")):
-            return None
         if path.startswith("/"):
-            if not base.startswith(authority + "/"):
+            if not base.startswith(authority + "/") or not _clean_path(path):
                 return None
             info = self._host_site(authority)
             url = authority + path
@@ -152,11 +218,17 @@ class LinkResolver:
             info = self._host_site(auth)
             url = path
         else:
-            directory = self._directory(base, authority)
+            # _CLEAN has no ":", so a reference with a scheme fails it here.
+            directory = self._directory(base, authority) if path else None
             if directory is None:
+                return None
+            if path.startswith("."):
+                directory, path = _climb(directory, path, len(authority))
+            if path and not _clean_path(path):
                 return None
             info = self._host_site(authority)
             url = directory + path
         if info is None:
             return None
+        url += query
         return ParsedURL(url, info[0], info[1], fingerprint(url))

@@ -331,6 +331,9 @@ _HREF_PARTS = st.sampled_from(
         "utm_source=z",
         "./",
         "../",
+        "+",
+        "lang=en",
+        "'",
     ]
 )
 _BASES = st.sampled_from(
@@ -347,6 +350,10 @@ _BASES = st.sampled_from(
         "http://example.com/a//b/c/d.html",
         "https://h.test:8080/x/y/z/",
         "http://127.1.0.7:8080/docs/page-2.html",
+        "http://127.1.0.7:8080/docs/page-3.html",
+        "https://h.test/a/b?x=/y/z#f/g",
+        "https://h.test/a/b#f?g/h",
+        "https://h.test/a/c/d/",
     ]
 )
 _PREFIXES = st.sampled_from(
@@ -397,6 +404,48 @@ def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
     except InvalidURL:
         expected = None
     assert resolver.resolve(href, base, authority) == expected
+
+
+# Pages of one host in different directories, and links whose results depend on them.
+_SITE_BASES = st.sampled_from(
+    [
+        "https://h.test/",
+        "https://h.test/a/b?x=/y/z#f/g",
+        "https://h.test/a/b#f?g/h",
+        "https://h.test/a/c/d/",
+        "https://h.test/a/c/e.html?id=2",
+        "https://h.test/a%2Fb/c",
+        "https://h.test/a;x/c",
+    ]
+)
+_SITE_HREFS = st.sampled_from(
+    ["x", "../x", "./", ".", "..", "../../x/y", "#top", "?q=1", "x?b=2&a=1", "", "x#f", "a:b"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(_SITE_BASES, _SITE_HREFS),
+            st.tuples(_BASES, st.builds("".join, st.tuples(_PREFIXES, *[_HREF_PARTS] * 3))),
+        ),
+        max_size=30,
+    )
+)
+def test_one_resolver_over_many_pages_agrees_with_the_canonicalizer(links):
+    """One resolver, its cache shared by the links of many bases (pages of one
+    directory share relative links' results), gives what a full parse gives."""
+    canon = Canonicalizer()
+    resolver = LinkResolver(canon)
+    for base_raw, href in links:
+        base = ada_url.normalize_url(base_raw)
+        authority = base[: base.index("/", base.index("//") + 2)]
+        try:
+            expected = canon.parse(href, base)
+        except InvalidURL:
+            expected = None
+        assert resolver.resolve(href, base, authority) == expected, (href, base)
 
 
 # Hostile shapes the tree builder spends quadratic time on (issue 15): each is cut by
