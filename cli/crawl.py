@@ -78,9 +78,9 @@ from crawlkit_cli.options import (
 from crawlkit_cli.progress import progress_printer
 
 from crawlkit import streams
+from crawlkit.collector import collect_by_clock
 from crawlkit.crawl import CrawlOptions, crawl, explain
 from crawlkit.crawl.arenas import cap_arenas
-from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.retry import fetched_nothing
 from crawlkit.crawl.summary import summary_text
 from crawlkit.crawl.workers import (
@@ -390,7 +390,7 @@ def crawl_command(
             print(explain(str(state), options, flags, given))
         return
     cap_arenas()  # before the crawl's threads start (crawl/arenas.py)
-    collect_by_clock()  # crawl/collector.py
+    collect_by_clock()  # crawlkit/collector.py
     all_seeds = read_seeds(seeds or [], rep) + list(sitemap or [])
     seeds_damaged = rep.input_damaged
     if workers > 1:

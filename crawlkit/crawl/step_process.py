@@ -48,6 +48,7 @@ from typing import Any, TypeVar, cast
 import orjson
 
 from crawlkit import streams
+from crawlkit.collector import collect_by_clock
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
@@ -313,6 +314,7 @@ def _open_stores(dedup_dir: str, history_dir: str, owner: int) -> None:
         os._exit(1)
     _dedup_store = DedupStore(dedup_dir)
     _history = History(Path(history_dir))
+    collect_by_clock()  # as in the crawl process (crawlkit/collector.py)
 
 
 def _dedup(cycle: str) -> tuple[Deduped, list[Report]]:

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from crawlkit import early_signals
+from crawlkit.collector import collect_by_clock
 from crawlkit.crawl.arenas import cap_arenas
 from crawlkit.crawl.budget import PageBudget
-from crawlkit.crawl.collector import collect_by_clock
 from crawlkit.crawl.loop import crawl
 from crawlkit.crawl.options import CrawlOptions
 from crawlkit.diag import Reporter
@@ -98,7 +98,7 @@ def worker_main(
         tempfile.tempdir = temp_dir
     cap_arenas()  # as the CLI does for one crawl process, before any thread starts
     _die_with_parent()
-    collect_by_clock()  # as the CLI does for one crawl process (crawl/collector.py)
+    collect_by_clock()  # as the CLI does for one crawl process (crawlkit/collector.py)
     lock = threading.Lock()
 
     def send(message: tuple[Any, ...]) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from crawlkit.collector import collect_by_clock
 from crawlkit.errors import InvalidURL
 from crawlkit.heap import map_large_blocks
 from crawlkit.html.css import css_refs, decode_css
@@ -212,6 +213,7 @@ def init_worker(options: ExtractOptions, owner: int | None = None) -> None:
     signal.signal(signal.SIGPROF, signal.SIG_DFL)
     _deadline = options
     end_with_owner(owner or os.getppid())
+    collect_by_clock()  # after the warm-up, which it freezes (crawlkit/collector.py)
 
 
 def end_with_owner(owner: int) -> None:

@@ -60,7 +60,7 @@ CORE = {
     "state",
     "early_signals",
 }
-CORE |= {"masking", "heap", "tempdirs", "totals"}
+CORE |= {"masking", "heap", "collector", "tempdirs", "totals"}
 DOMAIN = {"url", "robots", "sitemap", "html", "warc", "fetch", "frontier", "seen", "dedup"}
 DOMAIN |= {"recrawl", "shard", "report", "testweb", "patterns"}
 LAYERS: list[tuple[str, frozenset[str]]] = [

@@ -1,4 +1,4 @@
-"""A crawl process collects reference cycles by the clock (crawl/collector.py): the
+"""A crawl's processes collect reference cycles by the clock (crawlkit/collector.py): the
 count that starts CPython's young collections is raised past what the process
 reaches, and a timer thread collects instead, so garbage in a cycle is freed within
 the timer's period, young or old. Each case runs in a process of its own (the
@@ -9,14 +9,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
-import gc, importlib.util, os, sys, threading
-import crawlkit
-# the module alone: crawlkit.crawl's package imports the whole loop (seconds)
-path = os.path.join(os.path.dirname(crawlkit.__file__), "crawl", "collector.py")
-spec = importlib.util.spec_from_file_location("collector", path)
-collector = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(collector)
+import gc, sys, threading
+from crawlkit import collector
 mode = sys.argv[1]
 
 class Cycle:
@@ -57,7 +54,7 @@ def _probe(mode: str) -> list[str]:
 
 
 def test_cycles_are_collected_by_the_clock_young_and_old() -> None:
-    from crawlkit.crawl.collector import YOUNG_THRESHOLD
+    from crawlkit.collector import YOUNG_THRESHOLD
 
     assert _probe("timer") == [str(YOUNG_THRESHOLD), "young True", "old True"]
 
@@ -65,3 +62,38 @@ def test_cycles_are_collected_by_the_clock_young_and_old() -> None:
 def test_without_the_clock_the_raised_threshold_leaves_them() -> None:
     # the probe's cycles need the timer: with the threshold alone they stay
     assert _probe("threshold")[1:] == ["young False", "old False"]
+
+
+# Each of a crawl's other processes, set up by its own initializer in a process of its
+# own: the young threshold raised and the clock's thread running.
+INITIALIZERS = {
+    "extract": """
+from crawlkit.stages.extract_page import ExtractOptions, init_worker
+init_worker(ExtractOptions(), owner=os.getpid())
+""",
+    "step": """
+from crawlkit.crawl.step_process import _open_stores
+_open_stores(os.path.join(sys.argv[1], "dedup"), os.path.join(sys.argv[1], "recrawl"), os.getpid())
+""",
+}
+
+
+@pytest.mark.parametrize("process", sorted(INITIALIZERS))
+def test_the_extract_and_step_processes_collect_by_the_clock(process: str, tmp_path) -> None:
+    code = (
+        "import gc, os, sys, threading\n"
+        + INITIALIZERS[process]
+        + ("print(gc.get_threshold()[0], sorted(t.name for t in threading.enumerate()))\n")
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    from crawlkit.collector import YOUNG_THRESHOLD
+
+    threshold, _, threads = out.stdout.strip().partition(" ")
+    assert int(threshold) == YOUNG_THRESHOLD
+    assert "'gc-clock'" in threads

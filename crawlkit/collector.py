@@ -1,4 +1,4 @@
-"""The cycle collector in a crawl process: collections by the clock, not by the count.
+"""The cycle collector in a crawl's processes: collections by the clock, not by the count.
 
 CPython collects its youngest generation each time 700 more container objects are
 alive than at the last collection, and the middle one every tenth time. In a crawl
@@ -20,6 +20,13 @@ and middle generations every :data:`YOUNG_EVERY` seconds, all of them every
 frames, which can hold a response body) then lives at most that long, whatever the
 count does. What is loaded at start-up (modules, options) is frozen out of every
 collection (``gc.freeze``): a full collection walks only what the crawl made.
+
+The extract and step processes collect the same way. An extract process, by the count,
+made 1,111 young, 100 middle and 9 full collections in a 45-s few-seed crawl of 4,000
+hosts: 0.68 s, 3.4% of its CPU, most of it the full ones (51 ms each, walking the link
+resolver's cache of up to 200,000 results); the step process 0.10 s, 2.7% of its.
+By the clock, the same crawl: 0.36 s (1.3%) and 0.008 s (0.2%). (A ``gc.callbacks``
+probe loaded by ``sitecustomize`` in every process of the crawl.)
 """
 
 from __future__ import annotations
