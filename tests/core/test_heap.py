@@ -43,22 +43,32 @@ def test_release_free_heap_returns_the_freed_pages() -> None:
     assert before - after > 150 * 1024, (before, after)
 
 
-# In a process of its own: glibc's threshold first raised the way a run raises it (a
-# 4 MiB block freed), then 40 blocks of 300 KB made, each with a live 100 KB chunk
-# after it (so free() alone cannot shrink the heap), and the blocks freed. Printed:
-# how many blocks were mapped apart while they lived (mallinfo2's hblks, less those
-# of before), and how much RssAnon the free gave back.
-_MAPPED_CHILD = PRELUDE + textwrap.dedent(
+# glibc's mallinfo2() in a child, as libc.mallinfo2() (fields from its malloc.h).
+_MALLINFO2 = textwrap.dedent(
     """
-    import sys
-    from crawlkit.heap import map_large_blocks
-
     class MallInfo2(ctypes.Structure):
         _fields_ = [(name, ctypes.c_size_t) for name in (
             "arena", "ordblks", "smblks", "hblks", "hblkhd",
             "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
     libc.mallinfo2.restype = MallInfo2
+    """
+)
+
+
+# In a process of its own: glibc's threshold first raised the way a run raises it (a
+# 4 MiB block freed), then 40 blocks of 300 KB made, each with a live 100 KB chunk
+# after it (so free() alone cannot shrink the heap), and the blocks freed. Printed:
+# how many blocks were mapped apart while they lived (mallinfo2's hblks, less those
+# of before), and how much RssAnon the free gave back.
+_MAPPED_CHILD = (
+    PRELUDE
+    + _MALLINFO2
+    + textwrap.dedent(
+        """
+    import sys
+    from crawlkit.heap import map_large_blocks
+
     mapped = map_large_blocks() if sys.argv[1] == "map" else False
     libc.free(libc.malloc(4 << 20))  # glibc's own threshold rises to 4 MiB here
     mapped_before = libc.mallinfo2().hblks
@@ -74,21 +84,14 @@ _MAPPED_CHILD = PRELUDE + textwrap.dedent(
         libc.free(block)
     print(int(mapped), live_mapped, held - anon_kib())
     """
+    )
 )
 
 
 @pytest.mark.skipif(not heap.can_release_free_heap(), reason="not glibc: no mallopt to set")
 def test_large_blocks_are_mapped_apart_and_freed_at_once() -> None:
     def run(mode: str, env: dict[str, str]) -> tuple[int, int, int]:
-        out = subprocess.run(
-            [sys.executable, "-c", _MAPPED_CHILD, mode],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-            env=env,
-        )
-        mapped, live_mapped, given_back = map(int, out.stdout.split())
+        mapped, live_mapped, given_back = _numbers_of(_MAPPED_CHILD, mode, env)
         return mapped, live_mapped, given_back
 
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
@@ -109,17 +112,14 @@ def test_large_blocks_are_mapped_apart_and_freed_at_once() -> None:
 # (8 of 120 KB, at the heap's top) made and freed, as each page's parse does; then
 # malloc_trim. Printed: the heap's size (mallinfo2's arena) while they live, after the
 # free, and after the trim.
-_TOP_CHILD = PRELUDE + textwrap.dedent(
-    """
+_TOP_CHILD = (
+    PRELUDE
+    + _MALLINFO2
+    + textwrap.dedent(
+        """
     import sys
     from crawlkit.heap import map_large_blocks, release_free_heap
 
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(name, ctypes.c_size_t) for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd",
-            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-
-    libc.mallinfo2.restype = MallInfo2
     assert map_large_blocks(keep=int(sys.argv[1]))
     release_free_heap()
     chunks = [libc.malloc(120_000) for _ in range(8)]
@@ -132,6 +132,7 @@ _TOP_CHILD = PRELUDE + textwrap.dedent(
     release_free_heap()
     print(live, freed, libc.mallinfo2().arena)
     """
+    )
 )
 
 
@@ -143,15 +144,7 @@ def test_a_freed_tree_stays_for_the_next_page_until_the_trim() -> None:
             for k, v in os.environ.items()
             if k not in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
         }
-        out = subprocess.run(
-            [sys.executable, "-c", _TOP_CHILD, str(keep)],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-            env=env,
-        )
-        live, freed, trimmed = map(int, out.stdout.split())
+        live, freed, trimmed = _numbers_of(_TOP_CHILD, str(keep), env)
         return live, freed, trimmed
 
     live, freed, trimmed = run(heap.TRIM_THRESHOLD)
@@ -161,3 +154,16 @@ def test_a_freed_tree_stays_for_the_next_page_until_the_trim() -> None:
     # gives them back at once: the next parse faults them in again
     live, freed, _ = run(128 * 1024)
     assert live - freed > 800_000
+
+
+def _numbers_of(child: str, arg: str, env: dict[str, str]) -> list[int]:
+    """The numbers ``child`` (a script) prints, run with ``arg`` in ``env``."""
+    out = subprocess.run(
+        [sys.executable, "-c", child, arg],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    )
+    return [int(n) for n in out.stdout.split()]

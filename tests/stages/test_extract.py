@@ -394,16 +394,20 @@ _PREFIXES = st.sampled_from(
 @given(_BASES, _PREFIXES, st.lists(_HREF_PARTS, max_size=6))
 def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
     """The resolver's plain-path shortcut gives exactly what a full parse gives."""
-    canon = Canonicalizer()
-    resolver = LinkResolver(canon)
-    href = prefix + "".join(parts)
+    _assert_resolved_as_parsed(
+        LinkResolver(Canonicalizer()), href=prefix + "".join(parts), base_raw=base_raw
+    )
+
+
+def _assert_resolved_as_parsed(resolver: LinkResolver, href: str, base_raw: str) -> None:
+    """``resolver`` gives for ``href`` on a page at ``base_raw`` what a full parse gives."""
     base = ada_url.normalize_url(base_raw)
     authority = base[: base.index("/", base.index("//") + 2)]
     try:
-        expected = canon.parse(href, base)
+        expected = Canonicalizer().parse(href, base)
     except InvalidURL:
         expected = None
-    assert resolver.resolve(href, base, authority) == expected
+    assert resolver.resolve(href, base, authority) == expected, (href, base)
 
 
 # Pages of one host in different directories, and links whose results depend on them.
@@ -436,16 +440,9 @@ _SITE_HREFS = st.sampled_from(
 def test_one_resolver_over_many_pages_agrees_with_the_canonicalizer(links):
     """One resolver, its cache shared by the links of many bases (pages of one
     directory share relative links' results), gives what a full parse gives."""
-    canon = Canonicalizer()
-    resolver = LinkResolver(canon)
+    resolver = LinkResolver(Canonicalizer())
     for base_raw, href in links:
-        base = ada_url.normalize_url(base_raw)
-        authority = base[: base.index("/", base.index("//") + 2)]
-        try:
-            expected = canon.parse(href, base)
-        except InvalidURL:
-            expected = None
-        assert resolver.resolve(href, base, authority) == expected, (href, base)
+        _assert_resolved_as_parsed(resolver, href, base_raw)
 
 
 # Hostile shapes the tree builder spends quadratic time on (issue 15): each is cut by
