@@ -33,7 +33,7 @@ _CLEAN_QUERY = re.compile(r"[A-Za-z0-9\-._~=&+]*")
 # A reference that starts with a scheme ("mailto:", "javascript:", "http:x").
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 # The first character of a relative-path reference this module keys by the base's
-# directory (see LinkResolver._key): not "/", "?", "#", a space, a control or "\\".
+# directory (LinkResolver._directory_key): not "/", "?", "#", a space, a control or "\\".
 _PATH_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~%")
 
 
