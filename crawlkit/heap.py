@@ -25,9 +25,10 @@ stays at its 128 KiB default. Each parse tree (Lexbor takes ~1 MiB for a documen
 tiny one) was then given back when freed and faulted in again, page by page, by the
 next page's parse: 214 against 176 µs of CPU a parse on average over 1,500 testweb
 pages (21 KB median; medians of 3 runs of the minimum of 3), and 33.7 against 27.3
-minor faults a parse. So :func:`map_large_blocks` fixes that threshold too, at :data:`TRIM_THRESHOLD`:
-a process keeps at most that much free at its heap's top between the trims above,
-which hand it back all the same (``malloc_trim`` does not read the threshold).
+minor faults a parse. So :func:`map_large_blocks` fixes that threshold too, at
+:data:`TRIM_THRESHOLD`: a process keeps at most that much free at its heap's top
+between the trims above, which hand it back all the same (``malloc_trim`` does not
+read the threshold).
 """
 
 from __future__ import annotations
