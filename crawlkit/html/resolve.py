@@ -98,7 +98,6 @@ class LinkResolver:
         self._canon = canon
         self._cache: dict[tuple[str, str], ParsedURL | None] = {}
         self._authorities: dict[str, tuple[str, str] | None] = {}
-        self._dirs: dict[str, str | None] = {}
         self._max = max_entries
         # Bounded by size, not by luck: URLs may be kilobytes long. Estimated bytes of
         # the entries (see _cost); past max_bytes (or max_entries) all is cleared, which
@@ -142,7 +141,6 @@ class LinkResolver:
         if len(self._cache) >= self._max or self.bytes + cost > self.max_bytes:
             self._cache.clear()
             self._authorities.clear()
-            self._dirs.clear()
             self.bytes = 0
         self._cache[key] = parsed
         self.bytes += cost
@@ -176,15 +174,12 @@ class LinkResolver:
         return info
 
     def _directory(self, base: str, authority: str) -> str | None:
-        """The base URL up to the last "/" of its path, if that path is clean."""
-        try:
-            return self._dirs[base]
-        except KeyError:
-            pass
-        path = base[len(authority) :].split("?", 1)[0].split("#", 1)[0]
-        found = authority + path[: path.rfind("/") + 1] if _clean_path(path) else None
-        self._dirs[base] = found
-        return found
+        """The base's directory (:meth:`_directory_key`) when its path is clean: a
+        relative path is joined to it as it is (the base's last segment, query and
+        fragment play no part)."""
+        key = self._directory_key(base, authority)
+        path = key[len(authority) :]
+        return key if path.startswith("/") and _clean_path(path) else None
 
     def _fast(self, href: str, base: str, authority: str) -> ParsedURL | None:
         """The plain-path cases (see the class docstring); None means "parse it"."""

@@ -157,7 +157,6 @@ def test_link_resolver_cache_stays_within_its_byte_bound() -> None:
     assert 0 < len(resolver._cache) < 2000
     with_cache, _ = tracemalloc.get_traced_memory()
     resolver._cache.clear()
-    resolver._dirs.clear()
     resolver._authorities.clear()
     without, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
