@@ -2,15 +2,19 @@
 
 Run on demand (never in CI):
     .venv/bin/python bench/bench_simhash.py [--baseline REV] [--repeats 15] [--number 200]
+        [--real DIR ...]
 
 The baseline is ``crawlkit/dedup/simhash.py`` as it is at git revision ``--baseline``
 (default: the commit before simhash was made faster), loaded as a separate module.
 Texts are what ``crawlkit extract`` hashes: the visible text of ``crawlkit testweb``
 pages of several sizes (HtmlExtractor's ``raw_text``), plus synthetic texts that
 stress the other paths (accented Latin with capitals, Cyrillic, CJK, numbers and
-dates). Each timing is the median over ``--repeats`` rounds of ``--number`` calls, old
-and new interleaved so that load on a shared machine hits both alike. Both
-implementations are first checked to give the same simhash for every text.
+dates); with ``--real``, the visible text of every saved page in each directory
+(``bench/real_corpus.py`` builds them), timed as one row (µs a page). This tree is
+timed twice: its numpy passes (``simhash_numpy``) and ``simhash``, which runs the C
+pass (``crawlkit/dedup/_simhash.c``). Each timing is the median over ``--repeats``
+rounds of ``--number`` calls, the three interleaved so that load on a shared machine
+hits them alike. All are first checked to give the same simhash for every text.
 """
 
 from __future__ import annotations
@@ -106,11 +110,22 @@ def texts() -> list[tuple[str, str]]:
     ]
 
 
-def timed(fn: Callable[[str], int], text: str, number: int) -> float:
+def real_texts(folder: Path) -> list[str]:
+    """The visible text of each saved page (``*.html``) in ``folder``."""
+    extractor = HtmlExtractor(Canonicalizer())
+    return [
+        extractor.extract(path.read_bytes(), f"http://real.example/{path.name}").raw_text
+        for path in sorted(folder.glob("*.html"))
+    ]
+
+
+def timed(fn: Callable[[str], int], texts: list[str], number: int) -> float:
+    """CPU µs a call, ``number`` calls of each text, per text."""
     start = time.thread_time()
     for _ in range(number):
-        fn(text)
-    return (time.thread_time() - start) / number * 1e6
+        for text in texts:
+            fn(text)
+    return (time.thread_time() - start) / number / len(texts) * 1e6
 
 
 def main() -> None:
@@ -118,20 +133,30 @@ def main() -> None:
     parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="git revision")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--number", type=int, default=200)
+    parser.add_argument("--real", type=Path, action="append", default=[], help="pages dir")
     args = parser.parse_args()
     old = load_baseline(args.baseline)
-    print(f"baseline {args.baseline}; median of {args.repeats} x {args.number} calls")
-    print(f"{'text':22} {'bytes':>7} {'old us':>8} {'new us':>8} {'new/old':>8}")
-    for label, text in texts():
-        if old.simhash(text) != new.simhash(text):
-            sys.exit(f"bench_simhash: {label}: the simhashes differ")
-        olds, news = [], []
+    if new._compiled is None:
+        sys.exit("bench_simhash: the C pass is not built (pip install -e . with a C compiler)")
+    rows = [(label, [text], args.number) for label, text in texts()]
+    for folder in args.real:
+        pages = real_texts(folder)
+        rows.append((f"{folder.name} ({len(pages)} pages)", pages, max(1, args.number // 100)))
+    print(f"baseline {args.baseline}; median of {args.repeats} rounds")
+    print(f"{'text':26} {'bytes':>8} {'old us':>8} {'numpy us':>9} {'C us':>8} {'C/old':>8}")
+    for label, group, number in rows:
+        for text in group:
+            want = old.simhash(text)
+            if new.simhash_numpy(text) != want or new.simhash(text) != want:
+                sys.exit(f"bench_simhash: {label}: the simhashes differ")
+        olds, numpys, cs = [], [], []
         for _ in range(args.repeats):
-            olds.append(timed(old.simhash, text, args.number))
-            news.append(timed(new.simhash, text, args.number))
-        o, n = statistics.median(olds), statistics.median(news)
-        size = len(text.encode("utf-8", "surrogatepass"))
-        print(f"{label:22} {size:7} {o:8.1f} {n:8.1f} {n / o:8.2f}")
+            olds.append(timed(old.simhash, group, number))
+            numpys.append(timed(new.simhash_numpy, group, number))
+            cs.append(timed(new.simhash, group, number))
+        o, p, c = (statistics.median(t) for t in (olds, numpys, cs))
+        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in group) // len(group)
+        print(f"{label:26} {size:8} {o:8.1f} {p:9.1f} {c:8.1f} {c / o:8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""simhash gives exactly the values of the original implementation.
+"""simhash gives exactly the values of the original implementation, by both paths.
 
 Simhashes are stored in dedup indexes across runs, so a faster implementation must
 not change a single bit. The original module (per-byte uint64 prefix sums over the
@@ -6,12 +6,17 @@ lowercased UTF-8) is copied below, unchanged but for the names, as the reference
 since the features changed (non-ASCII separators, each distinct shingle counted
 once: crawlkit/dedup/simhash.py), the reference takes the text through the module's
 ``separated`` first and votes with each distinct shingle once, and
-``test_separators_follow_the_unicode_database`` checks ``separated`` itself.
+``test_separators_follow_the_unicode_database`` checks ``separated`` itself. Every
+check runs both the numpy passes and the C pass (crawlkit/dedup/_simhash.c).
 """
 
 from __future__ import annotations
 
 import random
+import shutil
+import sysconfig
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.dedup import simhash as module
-from crawlkit.dedup.simhash import DATE_WORDS, simhash, simhash_hex, word_hashes
+from crawlkit.dedup.simhash import DATE_WORDS, simhash, simhash_hex, simhash_numpy, word_hashes
 
 # --- the reference: crawlkit/dedup/simhash.py as of commit 55716ae -------------------
 
@@ -220,7 +225,17 @@ def assert_same(text: str) -> None:
     got = word_hashes(text)
     assert got.dtype == np.uint64
     assert got.tolist() == want.tolist(), repr(text[:80])
-    assert simhash(text) == reference_simhash(text), repr(text[:80])
+    value = reference_simhash(text)
+    assert simhash_numpy(text) == value, repr(text[:80])
+    assert simhash(text) == value, repr(text[:80])
+    if module._compiled is not None:
+        # The C pass itself: the same value, or None exactly where the text has a
+        # character whose lowercase it leaves to numpy (capital sigma, dotted capital I).
+        compiled = module._compiled.simhash(text)
+        if "\u03a3" in text or "\u0130" in text:
+            assert compiled is None, repr(text[:80])
+        else:
+            assert compiled == value, repr(text[:80])
 
 
 @pytest.mark.parametrize("text", CASES, ids=range(len(CASES)))
@@ -341,3 +356,41 @@ def test_separators_follow_the_unicode_database() -> None:
             else:
                 want = f"a{char}b"
             assert got == f"{pad}{want}{pad}", (hex(cp), category, len(pad))
+
+
+def test_characters_past_the_c_tables_are_their_own_lowercase() -> None:
+    # The C pass looks lowercases up in a table of planes 0 and 1 and takes every code
+    # point above as its own lowercase: str.lower must agree.
+    changed = [cp for cp in range(0x20000, 0x110000) if chr(cp).lower() != chr(cp)]
+    assert changed == []
+
+
+@pytest.mark.parametrize("shingles", [254, 255, 256, 510, 511])
+def test_votes_across_a_lane_flush_equal_the_original(shingles):
+    # The C pass adds its byte lanes up every 255 distinct shingles; a repeated
+    # shingle (counted once) falls just before and after the flush.
+    words = [f"w{i}" for i in range(shingles + 2)]
+    assert_same(" ".join(words[:255] + words[:3] + words[255:]))
+
+
+def test_the_c_pass_is_built_where_a_c_compiler_is() -> None:
+    # setup.py builds it as optional: an install without a compiler goes on with numpy.
+    # Where one is, a missing C pass is a broken build, not a machine without one.
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(compiler.split()[0]) is None:
+        pytest.skip(f"no C compiler ({compiler}): simhash runs numpy's passes only")
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not header.exists():
+        pytest.skip(f"no {header} (python3-dev): simhash runs numpy's passes only")
+    assert module._compiled is not None, "crawlkit/dedup/_simhash.c was not built"
+    assert module.simhash("Ünïcode TEXT here") == module.simhash_numpy("Ünïcode TEXT here")
+    assert module._compiled.unicode_tables_set()
+
+
+def test_long_texts_hash_while_other_threads_run() -> None:
+    # The C pass lets the interpreter lock go for a long text: threads hashing at once
+    # get the values one thread gets.
+    texts = [random_text(random.Random(i), 50_000, NON_ASCII) for i in range(8)]
+    alone = [simhash(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(simhash, texts * 4)) == alone * 4
