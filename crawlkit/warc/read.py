@@ -277,6 +277,29 @@ class WarcStream:
         self._pos += len(data)
         return data
 
+    def plain_head(self, limit: int) -> tuple[int, bytes] | None:
+        """The next record's head when it is in the buffer as plain CRLF lines:
+        ``(decoded offset of its version line, its version and header lines up to the
+        blank line, each with its CRLF)``, the stream moved past the blank line; the
+        CRLF blank lines before it are skipped. None when the line-by-line reader must
+        decide, the stream unmoved: a head not yet buffered, longer than ``limit``
+        bytes, not starting with ``WARC/``, or with a bare CR or LF in it."""
+        buf = self._buf
+        start = self._pos
+        while buf.startswith(b"\r\n", start):
+            start += 2
+        if not buf.startswith(b"WARC/", start):
+            return None
+        end = buf.find(b"\r\n\r\n", start, start + limit)
+        if end < 0:
+            return None
+        head = buf[start : end + 2]
+        lines = head.count(b"\r\n")
+        if head.count(b"\n") != lines or head.count(b"\r") != lines:
+            return None
+        self._pos = end + 4
+        return self._base + start, head
+
     def readline(self, limit: int) -> bytes:
         scan = self._pos
         while True:
@@ -325,13 +348,21 @@ def _skip(stream: WarcStream, n: int, hasher: Any = None) -> int:
 
 
 def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    last = ""
+    texts: list[str] = []
     for raw in lines:
         try:  # as warcio decodes a header line (so the index is cdxj-indexer's)
-            line = raw.decode("utf-8").rstrip("\r\n")
+            texts.append(raw.decode("utf-8").rstrip("\r\n"))
         except UnicodeDecodeError:
-            line = raw.decode("iso-8859-1").rstrip("\r\n")
+            texts.append(raw.decode("iso-8859-1").rstrip("\r\n"))
+    return _parse_warc_header_texts(texts)
+
+
+def _parse_warc_header_texts(lines: list[str]) -> dict[str, str]:
+    """A head's header lines, decoded and without line ends, as a dict of lowercased
+    names (a continuation line joins the header before it)."""
+    headers: dict[str, str] = {}
+    last = ""
+    for line in lines:
         if line[:1] in (" ", "\t") and last:
             headers[last] += " " + line.strip()
             continue
@@ -505,6 +536,17 @@ def _read_head(
     lowercased names, Content-Length)``, or None at the end of the stream. The one
     place the limits on a record's head are kept (:data:`MAX_HEADER_BYTES` for the
     version line, each header line and all of them together), for every reader."""
+    plain = stream.plain_head(MAX_HEADER_BYTES)
+    if plain is not None:  # nearly every head: split at once, not read a line at a time
+        start, block = plain
+        return start, *_checked_length(_parse_head_block(block), number, source)
+    return _read_head_by_lines(stream, number, source)
+
+
+def _read_head_by_lines(
+    stream: WarcStream, number: int, source: str
+) -> tuple[int, dict[str, str], int] | None:
+    """:func:`_read_head` a line at a time: any head, and every way one can be wrong."""
     line = stream.readline(MAX_HEADER_BYTES)
     while _is_blank(line):
         line = stream.readline(MAX_HEADER_BYTES)
@@ -552,14 +594,29 @@ def _read_head(
                 source=source,
             )
         header_lines.append(hline)
-    wh = _parse_warc_headers(header_lines)
+    return start, *_checked_length(_parse_warc_headers(header_lines), number, source)
+
+
+def _parse_head_block(block: bytes) -> dict[str, str]:
+    """:func:`_parse_warc_headers` of a head's version and header lines, each ending in
+    CRLF and nothing else (:meth:`WarcStream.plain_head`): decoded at once where all of
+    it is UTF-8 (then each line is, as lines split at CRLF), else line by line."""
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        return _parse_warc_headers(block.split(b"\r\n")[1:-1])
+    return _parse_warc_header_texts(text.split("\r\n")[1:-1])
+
+
+def _checked_length(wh: dict[str, str], number: int, source: str) -> tuple[dict[str, str], int]:
+    """``(wh, its Content-Length)``; InputError when it is missing, bad or negative."""
     try:
         length = int(wh.get("content-length", ""))
     except ValueError:
         raise InputError(f"record {number}: missing or bad Content-Length", source=source) from None
     if length < 0:
         raise InputError(f"record {number}: negative Content-Length", source=source)
-    return start, wh, length
+    return wh, length
 
 
 def _bare(exc: InputError, source: str) -> str:
