@@ -218,6 +218,10 @@ static PyObject *simhash(PyObject *module, PyObject *text) {
         PyErr_SetString(PyExc_TypeError, "simhash() takes a str");
         return NULL;
     }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0) /* (a legacy str; every str is ready from 3.12) */
+        return NULL;
+#endif
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int ascii = PyUnicode_IS_ASCII(text);
     if (!have_tables || (!ascii && !have_unicode_tables)) {
@@ -282,6 +286,8 @@ static PyObject *set_unicode_tables(PyObject *module, PyObject *args) {
     PyObject *low, *tags, *lower;
     if (!PyArg_ParseTuple(args, "OOO:set_unicode_tables", &low, &tags, &lower))
         return NULL;
+    if (have_unicode_tables) /* set once: a text may be read with them, lock let go */
+        Py_RETURN_NONE;
     if (copy_table(low, kinds_low, sizeof kinds_low, "kinds_low") < 0 ||
         copy_table(tags, kinds_tags, sizeof kinds_tags, "kinds_tags") < 0 ||
         copy_table(lower, lowercase, sizeof lowercase, "lowercase") < 0)
