@@ -3,8 +3,8 @@
  * Contract: simhash(text) is exactly simhash_numpy(text) for every str, or None for a
  * text this pass leaves to numpy (a capital sigma, whose lowercase depends on the
  * letters around it, or a dotted capital I, whose lowercase is two characters). The
- * tables are the numpy module's own, handed over once by set_tables() (and, before
- * the first text that is not ASCII, set_unicode_tables()); simhash() raises
+ * tables are the numpy module's own, handed over by set_tables() and, before the first
+ * text that is not ASCII, set_unicode_tables(), each once; simhash() raises
  * RuntimeError if the tables it needs are not set. tests/dedup/test_simhash_same_values.py
  * compares both paths with a copy of the first implementation.
  *
@@ -265,35 +265,50 @@ static int copy_table(PyObject *source, void *target, size_t size, const char *n
     if (ok)
         memcpy(target, view.buf, size);
     else
-        PyErr_Format(PyExc_ValueError, "set_tables(): %s must be %zu bytes", name, size);
+        PyErr_Format(PyExc_ValueError, "%s must be %zu bytes", name, size);
     PyBuffer_Release(&view);
     return ok ? 0 : -1;
 }
 
-static PyObject *set_tables(PyObject *module, PyObject *args) {
-    PyObject *values, *is_word, *dates;
-    if (!PyArg_ParseTuple(args, "OOO:set_tables", &values, &is_word, &dates))
+typedef struct {
+    void *target;
+    size_t size;
+    const char *name;
+} Table;
+
+/* Copy the three arguments into the three tables, once: `*set` says they are (a text
+ * may be read with them while the lock is let go, so they are never rewritten). */
+static PyObject *set_three(PyObject *args, const char *format, const Table tables[3], int *set) {
+    PyObject *sources[3];
+    if (!PyArg_ParseTuple(args, format, &sources[0], &sources[1], &sources[2]))
         return NULL;
-    if (copy_table(values, byte_values, sizeof byte_values, "values") < 0 ||
-        copy_table(is_word, byte_is_word, sizeof byte_is_word, "is_word") < 0 ||
-        copy_table(dates, date_sums, sizeof date_sums, "dates") < 0)
-        return NULL;
-    have_tables = 1;
+    if (*set)
+        Py_RETURN_NONE;
+    for (int i = 0; i < 3; i++)
+        if (copy_table(sources[i], tables[i].target, tables[i].size, tables[i].name) < 0)
+            return NULL;
+    *set = 1;
     Py_RETURN_NONE;
 }
 
+/* What set_tables() and set_unicode_tables() fill, in their arguments' order. */
+static const Table BYTE_TABLES[3] = {
+    {byte_values, sizeof byte_values, "values"},
+    {byte_is_word, sizeof byte_is_word, "is_word"},
+    {date_sums, sizeof date_sums, "dates"},
+};
+static const Table UNICODE_TABLES[3] = {
+    {kinds_low, sizeof kinds_low, "kinds_low"},
+    {kinds_tags, sizeof kinds_tags, "kinds_tags"},
+    {lowercase, sizeof lowercase, "lowercase"},
+};
+
+static PyObject *set_tables(PyObject *module, PyObject *args) {
+    return set_three(args, "OOO:set_tables", BYTE_TABLES, &have_tables);
+}
+
 static PyObject *set_unicode_tables(PyObject *module, PyObject *args) {
-    PyObject *low, *tags, *lower;
-    if (!PyArg_ParseTuple(args, "OOO:set_unicode_tables", &low, &tags, &lower))
-        return NULL;
-    if (have_unicode_tables) /* set once: a text may be read with them, lock let go */
-        Py_RETURN_NONE;
-    if (copy_table(low, kinds_low, sizeof kinds_low, "kinds_low") < 0 ||
-        copy_table(tags, kinds_tags, sizeof kinds_tags, "kinds_tags") < 0 ||
-        copy_table(lower, lowercase, sizeof lowercase, "lowercase") < 0)
-        return NULL;
-    have_unicode_tables = 1;
-    Py_RETURN_NONE;
+    return set_three(args, "OOO:set_unicode_tables", UNICODE_TABLES, &have_unicode_tables);
 }
 
 static PyObject *unicode_tables_set(PyObject *module, PyObject *unused) {
