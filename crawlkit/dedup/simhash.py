@@ -36,11 +36,11 @@ Shingles are mixed from three word hashes with a 64-bit finaliser, in place, and
 bytes assume a little-endian machine, as the first version did.
 
 :func:`simhash` runs the same features in C where the package was built with a C
-compiler (``crawlkit/dedup/_simhash.c``: one pass over the code points, about a third
-of this module's CPU, the same values); :func:`simhash_numpy` is the path without it,
-and the reference the tests hold the C pass to. The C pass leaves a text with a
-capital sigma or a dotted capital I (whose lowercases are not one code point of their
-own) to numpy.
+compiler (``crawlkit/dedup/_simhash.c``: one pass over the code points, a quarter to
+a third of this module's CPU, the same values); :func:`simhash_numpy` is the path
+without it, and the reference the tests hold the C pass to. The C pass leaves a text
+with a capital sigma or a dotted capital I (whose lowercases are not one code point
+of their own) to numpy.
 """
 
 from __future__ import annotations
