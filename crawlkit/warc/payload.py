@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 def split_http_head(block: bytes) -> tuple[bytes, int] | None:
     """The HTTP head and the offset of the body, or None if the head is incomplete.
 
-    The head ends at its first blank line (see :func:`_is_blank`): CRLF as HTTP
+    The head ends at its first blank line (see :func:`crawlkit.warc.head.is_blank`): CRLF as HTTP
     writes it, a bare LF, or CRs doubled by a CRLF conversion run twice."""
     end = _HEAD_END.search(block)
     if end is None:

@@ -30,10 +30,10 @@ Contracts:
   one is computed over the payload as stored (``sha1:`` + base32, as WARC writers do).
 
 * :func:`crawlkit.warc.records.iter_records` gives every record's head and its place
-  in the file as stored (for ``crawlkit index``), with the same parser and limits: a record's
-  WARC head (version line, each header line, all of them) is at most
-  :data:`MAX_HEADER_BYTES`, so a header line of 200 MB is refused after reading
-  256 KiB of it.
+  in the file as stored (for ``crawlkit index``), with the same parser and limits
+  (:mod:`crawlkit.warc.head`: a record's WARC head, its version line, each header line
+  and all of them, is at most :data:`MAX_HEADER_BYTES`, so a header line of 200 MB is
+  refused after reading 256 KiB of it).
 
 The reader parses the format itself instead of going through warcio: warcio accepts a
 truncated last record silently, and a plain reader over the buffered, decompressed
@@ -60,6 +60,7 @@ from crawlkit import deflate
 from crawlkit.decoders import starts_zstd
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.streams import display_name, is_stdio
+from crawlkit.warc.head import MAX_HEADER_BYTES, read_head
 from crawlkit.warc.payload import MAX_BODY, decode_body, parse_http_head, split_http_head
 
 __all__ = [
@@ -72,7 +73,6 @@ __all__ = [
     "open_warc",
 ]
 
-MAX_HEADER_BYTES = 256 * 1024  # a record's WARC head, and an HTTP head, at most
 _SKIP_CHUNK = 1 << 20
 
 
@@ -347,47 +347,6 @@ def _skip(stream: WarcStream, n: int, hasher: Any = None) -> int:
     return done
 
 
-def _parse_warc_headers(lines: list[bytes]) -> dict[str, str]:
-    texts: list[str] = []
-    for raw in lines:
-        try:  # as warcio decodes a header line (so the index is cdxj-indexer's)
-            texts.append(raw.decode("utf-8").rstrip("\r\n"))
-        except UnicodeDecodeError:
-            texts.append(raw.decode("iso-8859-1").rstrip("\r\n"))
-    return _parse_warc_header_texts(texts)
-
-
-def _parse_warc_header_texts(lines: list[str]) -> dict[str, str]:
-    """A head's header lines, decoded and without line ends, as a dict of lowercased
-    names (a continuation line joins the header before it)."""
-    headers: dict[str, str] = {}
-    last = ""
-    for line in lines:
-        if line[:1] in (" ", "\t") and last:
-            headers[last] += " " + line.strip()
-            continue
-        name, sep, value = line.partition(":")
-        if not sep:
-            continue
-        last = name.strip().lower()
-        headers[last] = value.strip()
-    uri = headers.get("warc-target-uri")
-    if uri is not None:
-        # As warcio reads it (so the index is cdxj-indexer's): wget 1.19 and later write
-        # it in angle brackets, WARC 1.0's grammar; a space is percent-encoded.
-        if uri.startswith("<") and uri.endswith(">"):
-            uri = uri[1:-1]
-        headers["warc-target-uri"] = uri.replace(" ", "%20")
-    return headers
-
-
-def _is_blank(line: bytes) -> bool:
-    """Whether ``line`` is an empty line: CRLF, a bare LF, or CRs and LF (a CRLF
-    conversion run twice over a file writes ``\\r\\r\\n``; warcio, pywb and
-    cdxj-indexer read such a file, and the CRs hold nothing)."""
-    return line.endswith(b"\n") and not line.rstrip(b"\r\n")
-
-
 def iter_responses(
     path: str | os.PathLike[str] | None,
     *,
@@ -484,7 +443,7 @@ def _iter_stream(
     while True:
         whole = number
         try:
-            head = _read_head(stream, number + 1, source)
+            head = read_head(stream, number + 1, source)
             if head is None:
                 break
             number += 1
@@ -527,96 +486,6 @@ def _iter_stream(
             f"{stream.damage} after record {number}; the {number} records before it were kept",
             source=source,
         )
-
-
-def _read_head(
-    stream: WarcStream, number: int, source: str
-) -> tuple[int, dict[str, str], int] | None:
-    """The next record's head: ``(decoded offset of its first byte, WARC headers with
-    lowercased names, Content-Length)``, or None at the end of the stream. The one
-    place the limits on a record's head are kept (:data:`MAX_HEADER_BYTES` for the
-    version line, each header line and all of them together), for every reader."""
-    plain = stream.plain_head(MAX_HEADER_BYTES)
-    if plain is not None:  # nearly every head: split at once, not read a line at a time
-        start, block = plain
-        return start, *_checked_length(_parse_head_block(block), number, source)
-    return _read_head_by_lines(stream, number, source)
-
-
-def _read_head_by_lines(
-    stream: WarcStream, number: int, source: str
-) -> tuple[int, dict[str, str], int] | None:
-    """:func:`_read_head` a line at a time: any head, and every way one can be wrong."""
-    line = stream.readline(MAX_HEADER_BYTES)
-    while _is_blank(line):
-        line = stream.readline(MAX_HEADER_BYTES)
-    if not line:
-        return None
-    start = stream.tell() - len(line)
-    cut = not line.endswith(b"\n") and len(line) < MAX_HEADER_BYTES
-    if cut and b"WARC/".startswith(line[:5]):  # cut inside "WARC/": no other damage
-        raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
-    if not line.startswith(b"WARC/"):
-        if number == 1 and line.startswith(b"filedesc://"):  # an ARC file's version block
-            raise InputError(
-                "an ARC file, not a WARC: ARC is not read (convert it to WARC, e.g. "
-                "warcio recompress FILE.arc.gz FILE.warc.gz)",
-                source=source,
-            )
-        # Bytes where a record's Content-Length says it ends: most often that length is
-        # wrong (a hand-edited record), which the user cannot guess from the bytes alone.
-        after = (
-            f" where record {number - 1} ends by its Content-Length, which may be wrong"
-            if number > 1
-            else ""
-        )
-        raise InputError(
-            f"record {number}: not a WARC record (starts {line[:20]!r}){after}", source=source
-        )
-    if not line.endswith(b"\n"):
-        if len(line) < MAX_HEADER_BYTES:
-            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
-        raise InputError(f"record {number}: WARC version line too long", source=source)
-    header_lines: list[bytes] = []
-    size = 0
-    while True:
-        hline = stream.readline(MAX_HEADER_BYTES)
-        if not hline:
-            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
-        if _is_blank(hline):
-            break
-        size += len(hline)
-        if not hline.endswith(b"\n") and len(hline) < MAX_HEADER_BYTES:
-            raise TruncatedInput(f"WARC ends inside the headers of record {number}", source=source)
-        if size > MAX_HEADER_BYTES or not hline.endswith(b"\n"):
-            raise InputError(
-                f"record {number}: WARC headers longer than {MAX_HEADER_BYTES} bytes",
-                source=source,
-            )
-        header_lines.append(hline)
-    return start, *_checked_length(_parse_warc_headers(header_lines), number, source)
-
-
-def _parse_head_block(block: bytes) -> dict[str, str]:
-    """:func:`_parse_warc_headers` of a head's version and header lines, each ending in
-    CRLF and nothing else (:meth:`WarcStream.plain_head`): decoded at once where all of
-    it is UTF-8 (then each line is, as lines split at CRLF), else line by line."""
-    try:
-        text = block.decode("utf-8")
-    except UnicodeDecodeError:
-        return _parse_warc_headers(block.split(b"\r\n")[1:-1])
-    return _parse_warc_header_texts(text.split("\r\n")[1:-1])
-
-
-def _checked_length(wh: dict[str, str], number: int, source: str) -> tuple[dict[str, str], int]:
-    """``(wh, its Content-Length)``; InputError when it is missing, bad or negative."""
-    try:
-        length = int(wh.get("content-length", ""))
-    except ValueError:
-        raise InputError(f"record {number}: missing or bad Content-Length", source=source) from None
-    if length < 0:
-        raise InputError(f"record {number}: negative Content-Length", source=source)
-    return wh, length
 
 
 def _bare(exc: InputError, source: str) -> str:

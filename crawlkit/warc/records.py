@@ -2,10 +2,10 @@
 
 One job: :func:`iter_records` walks all records of a WARC file (any type) and gives
 each one's WARC headers, HTTP head, payload digest, and offset and length in the file
-as stored, as warcio and cdxj-indexer count them. It is the reader of
-:mod:`crawlkit.warc.read` (the stream that undoes gzip and zstd, the record-head
-parser and its limits), so ``extract``, ``index`` and ``wacz`` accept and refuse the
-same files with the same messages.
+as stored, as warcio and cdxj-indexer count them. It reads with the stream of
+:mod:`crawlkit.warc.read` (which undoes gzip and zstd) and the record-head parser of
+:mod:`crawlkit.warc.head` (with its limits), so ``extract``, ``index`` and ``wacz``
+accept and refuse the same files with the same messages.
 """
 
 from __future__ import annotations
@@ -19,15 +19,9 @@ from dataclasses import dataclass
 
 from crawlkit.errors import InputError, TruncatedInput
 from crawlkit.streams import display_name
+from crawlkit.warc.head import MAX_HEADER_BYTES, read_head
 from crawlkit.warc.payload import split_http_head
-from crawlkit.warc.read import (
-    MAX_HEADER_BYTES,
-    WarcStream,
-    _bare,
-    _read_head,
-    _skip,
-    open_warc,
-)
+from crawlkit.warc.read import WarcStream, _bare, _skip, open_warc
 
 __all__ = ["WarcRecord", "iter_records"]
 
@@ -73,7 +67,7 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[WarcRecord]:
         number = 0
         while True:
             try:
-                head = _read_head(stream, number + 1, source)
+                head = read_head(stream, number + 1, source)
                 if head is None:
                     break
                 start, wh, length = head

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from crawlkit import deflate
-from crawlkit.warc.read import _parse_warc_headers
+from crawlkit.warc.head import parse_warc_headers
 
 __all__ = ["cut_to_whole_records", "whole_records_length"]
 
@@ -43,7 +43,7 @@ def _record_size(head: bytes) -> int | None:
     if head_end < 0:
         return None
     lines = head[:head_end].split(b"\r\n")[1:]
-    headers = _parse_warc_headers([line + b"\r\n" for line in lines])
+    headers = parse_warc_headers([line + b"\r\n" for line in lines])
     try:
         length = int(headers.get("content-length", ""))
     except ValueError:

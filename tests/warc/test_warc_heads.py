@@ -1,10 +1,11 @@
 """A record's head read at once (WarcStream.plain_head) is the head read line by line.
 
-``_read_head`` splits a head of plain CRLF lines from the buffer in one go and leaves
-every other head to ``_read_head_by_lines``. Both must give the same offset, headers
-and Content-Length, or the same error, and leave the stream at the same place, for
-any bytes: bare LF and CR CR LF line ends, continuation lines, headers that are not
-UTF-8, blank lines between records, heads cut short and heads past the limit.
+``read_head`` (crawlkit/warc/head.py) splits a head of plain CRLF lines from the
+buffer in one go and leaves every other head to ``read_head_by_lines``. Both must
+give the same offset, headers and Content-Length, or the same error, and leave the
+stream at the same place, for any bytes: bare LF and CR CR LF line ends,
+continuation lines, headers that are not UTF-8, blank lines between records, heads
+cut short and heads past the limit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.errors import InputError
-from crawlkit.warc import read
+from crawlkit.warc import head
 from crawlkit.warc.read import WarcStream
 
 NAMES = ["WARC-Type", "WARC-Target-URI", "Content-Type", "X-Note", "warc-date"]
@@ -50,18 +51,18 @@ def heads(draw: st.DrawFn) -> bytes:
 def _heads(data: bytes, by_lines: bool) -> list[object]:
     """Every head of ``data`` and where the stream was after it, or the error."""
     stream = WarcStream(io.BytesIO(data), "t.warc")
-    read_head = read._read_head_by_lines if by_lines else read._read_head
+    read_head = head.read_head_by_lines if by_lines else head.read_head
     seen: list[object] = []
     for number in range(1, 20):
         try:
-            head = read_head(stream, number, "t.warc")
+            got = read_head(stream, number, "t.warc")
         except InputError as exc:
             seen.append((type(exc).__name__, str(exc)))
             return seen
-        seen.append((head, stream.tell()))
-        if head is None:
+        seen.append((got, stream.tell()))
+        if got is None:
             return seen
-        stream.read(head[2])  # past the block
+        stream.read(got[2])  # past the block
     return seen
 
 
@@ -93,7 +94,7 @@ def test_the_fast_path_takes_plain_heads_and_leaves_the_rest() -> None:
     assert stream.plain_head(20) is None  # longer than the limit
 
 
-@pytest.mark.parametrize("limit", [read.MAX_HEADER_BYTES])
+@pytest.mark.parametrize("limit", [head.MAX_HEADER_BYTES])
 def test_a_head_past_the_limit_is_the_same_error_both_ways(limit: int) -> None:
     long_line = b"X-Long: " + b"a" * limit + b"\r\n"
     data = b"WARC/1.0\r\n" + long_line + b"Content-Length: 0\r\n\r\n"
