@@ -3,9 +3,11 @@
 The library's packages are found automatically; the CLI lives in ``cli/`` but installs
 as ``crawlkit_cli`` (a bare ``cli`` package would clash with other projects).
 
-simhash in C (``crawlkit/dedup/_simhash.c``) gives the same values as numpy's passes at
-about a quarter of their CPU. It is optional: without a C compiler the install goes on,
-and ``crawlkit/dedup/simhash.py`` computes every simhash with numpy.
+Two optional C extensions, each the twin of Python code that stays: simhash
+(``crawlkit/dedup/_simhash.c``) gives the same values as numpy's passes at about a
+quarter of their CPU, and the link resolver's core (``crawlkit/html/_resolve.c``) the
+same URLs as ``PyCore`` in ``crawlkit/html/resolve.py``. Without a C compiler the
+install goes on, and the Python code does the work.
 """
 
 from setuptools import Extension, find_packages, setup
@@ -18,6 +20,12 @@ setup(
             sources=["crawlkit/dedup/_simhash.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "crawlkit.html._resolve",
+            sources=["crawlkit/html/_resolve.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ],
 )

@@ -116,9 +116,13 @@ def normalize_percent(text: str) -> str:
     return _PCT.sub(_pct_repl, text) if "%" in text else text
 
 
+#: A URL fingerprint of the URL's UTF-8 bytes (:func:`fingerprint`).
+FINGERPRINT_OF_BYTES = xxhash.xxh3_64_hexdigest
+
+
 def fingerprint(url: str) -> str:
     """The 64-bit xxh3 of a canonical URL as 16 lowercase hex digits."""
-    return xxhash.xxh3_64_hexdigest(url.encode("utf-8"))
+    return FINGERPRINT_OF_BYTES(url.encode("utf-8"))
 
 
 def fingerprint_int(url: str) -> int:

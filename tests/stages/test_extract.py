@@ -390,12 +390,20 @@ _PREFIXES = st.sampled_from(
 )
 
 
+# Both resolver cores: the C one (crawlkit/html/_resolve.c) where it was built, and
+# PyCore (tests/html/test_resolver_core.py holds them to each other too).
+_CORES = pytest.mark.parametrize("compiled", [True, False], ids=["c-core", "py-core"])
+
+
+@_CORES
 @settings(max_examples=3000, deadline=None)
 @given(_BASES, _PREFIXES, st.lists(_HREF_PARTS, max_size=6))
-def test_fast_link_path_agrees_with_the_canonicalizer(base_raw, prefix, parts):
+def test_fast_link_path_agrees_with_the_canonicalizer(compiled, base_raw, prefix, parts):
     """The resolver's plain-path shortcut gives exactly what a full parse gives."""
     _assert_resolved_as_parsed(
-        LinkResolver(Canonicalizer()), href=prefix + "".join(parts), base_raw=base_raw
+        LinkResolver(Canonicalizer(), compiled=compiled),
+        href=prefix + "".join(parts),
+        base_raw=base_raw,
     )
 
 
@@ -427,6 +435,7 @@ _SITE_HREFS = st.sampled_from(
 )
 
 
+@_CORES
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(
@@ -437,10 +446,10 @@ _SITE_HREFS = st.sampled_from(
         max_size=30,
     )
 )
-def test_one_resolver_over_many_pages_agrees_with_the_canonicalizer(links):
+def test_one_resolver_over_many_pages_agrees_with_the_canonicalizer(compiled, links):
     """One resolver, its cache shared by the links of many bases (pages of one
     directory share relative links' results), gives what a full parse gives."""
-    resolver = LinkResolver(Canonicalizer())
+    resolver = LinkResolver(Canonicalizer(), compiled=compiled)
     for base_raw, href in links:
         _assert_resolved_as_parsed(resolver, href, base_raw)
 
