@@ -256,6 +256,82 @@ static PyObject *simhash(PyObject *module, PyObject *text) {
     return PyLong_FromUnsignedLongLong(result);
 }
 
+/* crawlkit/html/page.py's collapsed_length: the UTF-8 bytes of a text once each run of
+ * ASCII white space (space, tab, LF, VT, FF, CR) is one space and the ends are trimmed;
+ * a lone surrogate counts 3 bytes, as "surrogatepass" encodes it. Here because it is
+ * the page text's other pass: numpy's took ~35 us for a testweb page's 20 KB of text. */
+/* Branch-free over each code point and the one before it (no carried state), in
+ * blocks counted in 32 bits, so the compiler vectorizes it: a word starts where white
+ * space ends, and a code point counts its UTF-8 bytes unless it is white space. */
+#define IS_SPACE(c) (((c) == ' ') | ((c) - 9u <= 4u)) /* space, tab, LF, VT, FF, CR */
+
+/* The common case, Latin-1 text, in byte lanes: blocks of 127 code points count in 8
+ * bits (at most 2 bytes each), four times the lanes of the loop below. */
+static void collapsed_ucs1(const Py_UCS1 *units, Py_ssize_t n, Py_ssize_t *bytes,
+                           Py_ssize_t *words) {
+    *bytes = 0;
+    *words = n > 0 && !IS_SPACE((uint8_t)units[0]);
+    for (Py_ssize_t start = 0; start < n; start += 127) {
+        Py_ssize_t end = n - start < 127 ? n : start + 127;
+        uint8_t block_bytes = 0, block_words = 0;
+        for (Py_ssize_t i = start; i < end; i++) {
+            uint8_t c = units[i];
+            uint8_t word = ((c == ' ') | ((uint8_t)(c - 9) <= 4)) ^ 1;
+            block_bytes += (uint8_t)(word + (word & (c >> 7)));
+        }
+        for (Py_ssize_t i = start > 0 ? start : 1; i < end; i++) {
+            uint8_t before = units[i - 1], c = units[i];
+            uint8_t space_before = (before == ' ') | ((uint8_t)(before - 9) <= 4);
+            uint8_t space = (c == ' ') | ((uint8_t)(c - 9) <= 4);
+            block_words += space_before & !space;
+        }
+        *bytes += block_bytes;
+        *words += block_words;
+    }
+}
+
+#define BLOCK ((Py_ssize_t)1 << 20)
+#define COLLAPSED(NAME, TYPE)                                                          \
+    static void NAME(const TYPE *units, Py_ssize_t n, Py_ssize_t *bytes, Py_ssize_t *words) { \
+        *bytes = 0;                                                                    \
+        *words = n > 0 && !IS_SPACE((uint32_t)units[0]);                               \
+        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                        \
+            Py_ssize_t end = n - start < BLOCK ? n : start + BLOCK;                    \
+            uint32_t block_bytes = 0, block_words = 0;                                 \
+            for (Py_ssize_t i = start; i < end; i++) {                                 \
+                uint32_t c = units[i];                                                 \
+                block_bytes += !IS_SPACE(c) * (1 + (c >= 0x80) + (c >= 0x800) + (c >= 0x10000)); \
+            }                                                                          \
+            for (Py_ssize_t i = start > 0 ? start : 1; i < end; i++)                   \
+                block_words += IS_SPACE((uint32_t)units[i - 1]) & !IS_SPACE((uint32_t)units[i]); \
+            *bytes += block_bytes;                                                     \
+            *words += block_words;                                                     \
+        }                                                                              \
+    }
+COLLAPSED(collapsed_ucs2, Py_UCS2)
+COLLAPSED(collapsed_ucs4, Py_UCS4)
+
+static PyObject *collapsed_length(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "collapsed_length() takes a str");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), bytes = 0, words = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND)
+        collapsed_ucs1(data, n, &bytes, &words);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        collapsed_ucs2(data, n, &bytes, &words);
+    else
+        collapsed_ucs4(data, n, &bytes, &words);
+    return PyLong_FromSsize_t(words ? bytes + words - 1 : 0);
+}
+
 /* Copy a bytes-like object of exactly `size` bytes into `target`. */
 static int copy_table(PyObject *source, void *target, size_t size, const char *name) {
     Py_buffer view;
@@ -318,6 +394,8 @@ static PyObject *unicode_tables_set(PyObject *module, PyObject *unused) {
 static PyMethodDef methods[] = {
     {"simhash", simhash, METH_O,
      "simhash(text) -> int | None: simhash_numpy(text), or None where numpy must do it."},
+    {"collapsed_length", collapsed_length, METH_O,
+     "collapsed_length(text) -> int: crawlkit.html.page.collapsed_length(text)."},
     {"set_tables", set_tables, METH_VARARGS,
      "set_tables(values, is_word, dates): the byte and date tables (uint64, uint8, uint64)."},
     {"set_unicode_tables", set_unicode_tables, METH_VARARGS,
@@ -330,7 +408,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "crawlkit.dedup._simhash",
-    "crawlkit's simhash in C (see crawlkit/dedup/_simhash.c).", -1, methods,
+    "crawlkit's simhash, and the page text's collapsed length, in C (see "
+    "crawlkit/dedup/_simhash.c).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__simhash(void) { return PyModule_Create(&module_def); }

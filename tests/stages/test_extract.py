@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import ada_url
@@ -14,6 +15,7 @@ from crawlkit.html.page import (
     HtmlExtractor,
     LinkResolver,
     collapsed_length,
+    collapsed_length_numpy,
     detect_charset,
     looks_like_html,
     parse_robots_directives,
@@ -216,12 +218,43 @@ def test_title_canonical_and_text(ex):
     assert "https://www.example.com/n" in [link.url.url for link in page.links]  # nav counts
 
 
+def _collapsed_bytes(text: str) -> int:
+    words = [t for t in re.split(r"[ \t\n\r\f\v]+", text) if t]
+    return len(" ".join(words).encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.parametrize("count", [collapsed_length, collapsed_length_numpy], ids=["c", "numpy"])
 @pytest.mark.parametrize(
-    "text", ["", "   ", "a", "  a  b\n\n c ", "\tü\xa0ß  日本 ", "x" * 1000 + "\n" * 5 + "y"]
+    "text",
+    [
+        "",
+        "   ",
+        "a",
+        "  a  b\n\n c ",
+        "\tü\xa0ß  日本 ",
+        "x" * 1000 + "\n" * 5 + "y",
+        "\x0b\x0ca\x1cb\x85c\u2028d\u3000 ",  # ASCII's white space only, VT and FF too
+        "🙂 \U0010ffff\ud800 x",  # 4-byte code points; a lone surrogate is 3 bytes
+    ],
 )
-def test_collapsed_length(text):
-    expected = " ".join(t for t in re.split(r"[ \t\n\r\f\v]+", text) if t)
-    assert collapsed_length(text) == len(expected.encode("utf-8"))
+def test_collapsed_length(count, text):
+    assert count(text) == _collapsed_bytes(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1fa\xa0é\u0100€\ud83d😀日")))
+def test_collapsed_length_c_and_numpy_agree(text):
+    assert collapsed_length(text) == collapsed_length_numpy(text) == _collapsed_bytes(text)
+
+
+@pytest.mark.parametrize("alphabet", [" \ta\xe9\n", " a\u20ac\x0c", " a\U0001f642\r"])
+@pytest.mark.parametrize("size", [126, 127, 128, 254, 255, 1000, 300_000])
+def test_collapsed_length_over_the_c_loops_blocks(alphabet, size):
+    # The C loop counts Latin-1 text in blocks of 127 code points, wider text in
+    # blocks of 2**20; words and bytes cross their edges.
+    rng = random.Random(size)
+    text = "".join(rng.choice(alphabet) for _ in range(size))
+    assert collapsed_length(text) == _collapsed_bytes(text)
 
 
 def test_charset_detection():
