@@ -5,7 +5,7 @@ as ``crawlkit_cli`` (a bare ``cli`` package would clash with other projects).
 
 Two optional C extensions, each the twin of Python code that stays: simhash
 (``crawlkit/dedup/_simhash.c``) gives the same values as numpy's passes at about a
-quarter of their CPU, and the link resolver's core (``crawlkit/html/_resolve.c``) the
+quarter of their CPU, and the link resolver's core (``crawlkit/html/_speedups.c``) the
 same URLs as ``PyCore`` in ``crawlkit/html/resolve.py``. Without a C compiler the
 install goes on, and the Python code does the work.
 """
@@ -24,8 +24,8 @@ setup(
             extra_compile_args=["-O2", "-ftree-vectorize"],
         ),
         Extension(
-            "crawlkit.html._resolve",
-            sources=["crawlkit/html/_resolve.c"],
+            "crawlkit.html._speedups",
+            sources=["crawlkit/html/_speedups.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

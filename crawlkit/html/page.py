@@ -243,9 +243,9 @@ class HtmlExtractor:
             error = f"guard: {type(exc).__name__}: {exc}"
         tree = LexborHTMLParser(markup)
         noindex, nofollow = parse_robots_directives(x_robots_tag, self.agent)
-        # Lower-cased bytes, to tell cheaply whether the page can hold inline CSS
-        # requisites at all (most style blocks have no url() or @import).
-        raw = (body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")).lower()
+        # Bytes, to tell cheaply whether the page can hold inline CSS requisites at all
+        # (most style blocks have no url() or @import).
+        raw = body if isinstance(markup, bytes) else markup.encode("utf-8", "replace")
         found = collect(tree, raw, self.agent, noindex, nofollow)
         if codec != "utf-8":  # a link's query is sent in the page's encoding (WHATWG)
             found.encode_queries(codec)

@@ -1,7 +1,7 @@
 """Resolving and canonicalizing a page's hrefs, with a cache (:class:`LinkResolver`).
 
 The work is done by a core: :class:`PyCore` here, or the same in C
-(``crawlkit/html/_resolve.c``, built where the install has a C compiler), which gives
+(``crawlkit/html/_speedups.c``, built where the install has a C compiler), which gives
 the same results and leaves the same cache entries at about a quarter of the CPU.
 """
 
@@ -14,7 +14,7 @@ from crawlkit.errors import InvalidURL
 from crawlkit.url import FINGERPRINT_OF_BYTES, Canonicalizer, ParsedURL
 
 try:
-    from crawlkit.html import _resolve as _compiled
+    from crawlkit.html import _speedups as _compiled
 except ImportError:  # built without a C compiler: PyCore does it all
     _compiled = None  # type: ignore[assignment]
 
@@ -177,7 +177,7 @@ class LinkResolver:
 class PyCore:
     """:class:`LinkResolver`'s work: the cache key, the cache and the plain-path
     shortcut (the class docstring there), over dicts and functions it is handed
-    (the C core, ``_resolve.Core``, takes the same and does the same)."""
+    (the C core, ``_speedups.Core``, takes the same and does the same)."""
 
     def __init__(
         self,

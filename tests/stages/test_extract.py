@@ -423,8 +423,8 @@ _PREFIXES = st.sampled_from(
 )
 
 
-# Both resolver cores: the C one (crawlkit/html/_resolve.c) where it was built, and
-# PyCore (tests/html/test_resolver_core.py holds them to each other too).
+# Both resolver cores: the C one (crawlkit/html/_speedups.c) where it was built, and
+# PyCore (tests/html/test_speedups.py holds them to each other too).
 _CORES = pytest.mark.parametrize("compiled", [True, False], ids=["c-core", "py-core"])
 
 

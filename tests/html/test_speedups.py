@@ -1,7 +1,9 @@
-"""The link resolver's two cores, C (crawlkit/html/_resolve.c) and PyCore, do the same:
-the same URL for every href and base, the same cache entries, the same byte estimate,
-the same clearing at the bound. tests/stages/test_extract.py holds each to the
-canonicalizer's full parse."""
+"""crawlkit/html/_speedups.c against the Python it stands in for.
+
+The link resolver's two cores, C and PyCore, do the same: the same URL for every href
+and base, the same cache entries, the same byte estimate, the same clearing at the
+bound (tests/stages/test_extract.py holds each to the canonicalizer's full parse).
+requisite_markers gives what requisite_markers_py gives for any bytes."""
 
 from __future__ import annotations
 
@@ -200,5 +202,32 @@ def test_the_c_core_is_built_where_a_c_compiler_is() -> None:
     header = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if not header.exists():
         pytest.skip(f"no {header} (python3-dev): links resolve in PyCore only")
-    assert module._compiled is not None, "crawlkit/html/_resolve.c was not built"
+    assert module._compiled is not None, "crawlkit/html/_speedups.c was not built"
     assert LinkResolver(Canonicalizer()).compiled
+
+
+# Pieces of markup around the three markers, in either case and cut short, with the
+# white space a bytes pattern's \s takes (and \x1c, which it does not).
+_MARKUP_PIECES = st.sampled_from(
+    [b"url(", b"URL(", b"uRl", b"(", b"url", b" url (", b"@import", b"@IMPORT", b"@impor",
+     b"@", b"import", b"background", b"BACKGROUND", b"backgroun", b"=", b" ", b"\t", b"\n",
+     b"\x0b", b"\x0c", b"\r", b"\x1c", b"x", b"\xc3\xa9", b"<p style='a:b'>"]
+)  # fmt: skip
+
+
+@needs_c
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_MARKUP_PIECES, max_size=12).map(b"".join))
+def test_requisite_markers_in_c_and_python_agree(markup: bytes) -> None:
+    from crawlkit.html.links import requisite_markers_py
+
+    assert module._compiled.requisite_markers(markup) == requisite_markers_py(markup)
+
+
+@needs_c
+def test_requisite_markers_take_any_buffer_and_refuse_text() -> None:
+    markers = module._compiled.requisite_markers
+    assert markers(bytearray(b"<a background =1>")) == (False, True)
+    assert markers(memoryview(b"x{background:url(a.png)}")) == (True, False)
+    with pytest.raises(TypeError):
+        markers("url(")  # type: ignore[arg-type]

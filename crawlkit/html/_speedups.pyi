@@ -1,4 +1,4 @@
-"""Type stub of the C extension crawlkit/html/_resolve.c (see its comment)."""
+"""Type stub of the C extension crawlkit/html/_speedups.c (see its comment)."""
 
 import builtins
 from collections.abc import Callable
@@ -22,3 +22,5 @@ class Core:
         max_bytes: int,
     ) -> None: ...
     def resolve(self, href: str, base: str, authority: str, /) -> ParsedURL | None: ...
+
+def requisite_markers(data: builtins.bytes, /) -> tuple[bool, bool]: ...
