@@ -1,13 +1,14 @@
-"""What pyproject.toml cannot express on its own: package discovery and the C extension.
+"""What pyproject.toml cannot express on its own: package discovery and the C extensions.
 
 The library's packages are found automatically; the CLI lives in ``cli/`` but installs
 as ``crawlkit_cli`` (a bare ``cli`` package would clash with other projects).
 
-Two optional C extensions, each the twin of Python code that stays: simhash
-(``crawlkit/dedup/_simhash.c``) gives the same values as numpy's passes at about a
-quarter of their CPU, and the link resolver's core (``crawlkit/html/_speedups.c``) the
-same URLs as ``PyCore`` in ``crawlkit/html/resolve.py``. Without a C compiler the
-install goes on, and the Python code does the work.
+Two optional C extensions, each function in them the twin of Python code that stays:
+``crawlkit/dedup/_simhash.c`` (the simhash, the same values as numpy's passes at about a
+quarter of their CPU, and the page text's collapsed length) and
+``crawlkit/html/_speedups.c`` (the link resolver's core, the same URLs as ``PyCore`` in
+``crawlkit/html/resolve.py``, and the test for CSS requisite markers). Without a C
+compiler the install goes on, and the Python code does the work.
 """
 
 from setuptools import Extension, find_packages, setup

@@ -6,9 +6,7 @@
  * - requisite_markers: crawlkit/html/links.py's requisite_markers_py, whether a page's
  *   bytes can hold a CSS requisite at all.
  *
- * Core:
- *
- * Contract: Core(...).resolve(href, base, authority) returns what PyCore's does, for
+ * Core's contract: Core(...).resolve(href, base, authority) returns what PyCore's does, for
  * every str, and leaves the same entries in the same dicts (the cache and the
  * authorities, both the Python object's own) with the same byte estimate.
  * tests/html/test_speedups.py holds both to the canonicalizer and to each other.
