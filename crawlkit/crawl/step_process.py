@@ -52,7 +52,7 @@ from crawlkit.collector import collect_by_clock
 from crawlkit.crawl.files import read_file, write_file
 from crawlkit.dedup.store import DedupStore
 from crawlkit.diag import Reporter
-from crawlkit.errors import LockedError
+from crawlkit.errors import InputError, LockedError
 from crawlkit.heap import map_large_blocks, release_free_heap
 from crawlkit.records import PageRecord
 from crawlkit.recrawl import History
@@ -131,9 +131,17 @@ def cycle_observations(
     )
 
 
-def _lastmods(links: Path, reporter: Reporter) -> Iterator[tuple[str, int, Record]]:
+def _lastmods(
+    links: Path, reporter: Reporter, block: int = 1 << 20
+) -> Iterator[tuple[str, int, Record]]:
     """The link records of ``links`` with a ``lastmod`` (sitemap entries); the other
-    lines, most of them, are passed over without being parsed."""
+    lines, most of them, are passed over without being parsed.
+
+    Most cycles have none: the file is first searched for the key ``block`` bytes at
+    a time, and read line by line only if it is there (reading every line of a cycle's
+    ~8,700 links took a fifth of the step process's CPU)."""
+    if not _holds(links, b'"lastmod"', block):
+        return
     source = str(links)
     with contextlib.closing(streams.open_input(links)) as stream:
         for number, line in streams.iter_lines(stream, source, reporter):
@@ -144,6 +152,22 @@ def _lastmods(links: Path, reporter: Reporter) -> Iterator[tuple[str, int, Recor
                     continue  # (the links step reports it)
                 if isinstance(rec, dict) and rec.get("lastmod") is not None:
                     yield source, number, rec
+
+
+def _holds(path: Path, needle: bytes, block: int) -> bool:
+    """Whether the (decompressed) bytes of ``path`` hold ``needle``; a damaged file
+    says yes, so that the line-by-line reader meets and reports the damage."""
+    overlap = len(needle) - 1
+    tail = b""
+    try:
+        with contextlib.closing(streams.open_input(path)) as stream:
+            while data := stream.read(block):
+                if needle in tail + data[:overlap] or needle in data:
+                    return True
+                tail = (tail + data)[-overlap:]
+    except InputError:
+        return True
+    return False
 
 
 DUE = "recrawl-due.ndjson.zst"  # in a cycle: the URLs its recrawl step emitted
