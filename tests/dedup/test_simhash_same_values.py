@@ -13,13 +13,11 @@ check runs both the numpy passes and the C pass (crawlkit/dedup/_simhash.c).
 from __future__ import annotations
 
 import random
-import shutil
-import sysconfig
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
+from c_toolchain import skip_without_c_toolchain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -374,14 +372,7 @@ def test_votes_across_a_lane_flush_equal_the_original(shingles):
 
 
 def test_the_c_pass_is_built_where_a_c_compiler_is() -> None:
-    # setup.py builds it as optional: an install without a compiler goes on with numpy.
-    # Where one is, a missing C pass is a broken build, not a machine without one.
-    compiler = sysconfig.get_config_var("CC") or "cc"
-    if shutil.which(compiler.split()[0]) is None:
-        pytest.skip(f"no C compiler ({compiler}): simhash runs numpy's passes only")
-    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if not header.exists():
-        pytest.skip(f"no {header} (python3-dev): simhash runs numpy's passes only")
+    skip_without_c_toolchain("simhash runs numpy's passes only")
     assert module._compiled is not None, "crawlkit/dedup/_simhash.c was not built"
     assert module.simhash("Ünïcode TEXT here") == module.simhash_numpy("Ünïcode TEXT here")
     assert module._compiled.unicode_tables_set()

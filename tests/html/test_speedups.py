@@ -7,11 +7,8 @@ requisite_markers gives what requisite_markers_py gives for any bytes."""
 
 from __future__ import annotations
 
-import shutil
-import sysconfig
-from pathlib import Path
-
 import pytest
+from c_toolchain import skip_without_c_toolchain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -194,14 +191,7 @@ def test_an_error_in_a_callback_reaches_the_caller_and_leaves_no_entry() -> None
 
 
 def test_the_c_core_is_built_where_a_c_compiler_is() -> None:
-    # setup.py builds it as optional: an install without a compiler goes on with PyCore.
-    # Where one is, a missing C core is a broken build, not a machine without one.
-    compiler = sysconfig.get_config_var("CC") or "cc"
-    if shutil.which(compiler.split()[0]) is None:
-        pytest.skip(f"no C compiler ({compiler}): links resolve in PyCore only")
-    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if not header.exists():
-        pytest.skip(f"no {header} (python3-dev): links resolve in PyCore only")
+    skip_without_c_toolchain("links resolve in PyCore only")
     assert module._compiled is not None, "crawlkit/html/_speedups.c was not built"
     assert LinkResolver(Canonicalizer()).compiled
 
