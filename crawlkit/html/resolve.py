@@ -2,7 +2,7 @@
 
 The work is done by a core: :class:`PyCore` here, or the same in C
 (``crawlkit/html/_speedups.c``, built where the install has a C compiler), which gives
-the same results and leaves the same cache entries at about a quarter of the CPU.
+the same results and leaves the same cache entries at about half the CPU.
 """
 
 from __future__ import annotations
