@@ -120,8 +120,8 @@ def requisite_markers_py(markup: bytes) -> tuple[bool, bool]:
     requisite may be there), and whether it holds a ``background`` attribute.
 
     :func:`requisite_markers` is the same in C where it was built
-    (``crawlkit/html/_speedups.c``): lowercasing and searching a 30 KB page here
-    cost ~68 µs, 12% of the extract process's CPU a page."""
+    (``crawlkit/html/_speedups.c``): lowercasing and searching a testweb page's 30 KB
+    here cost ~55 µs, against ~3 there."""
     raw = markup.lower()
     return b"url(" in raw or b"@import" in raw, _BACKGROUND_ATTR.search(raw) is not None
 
@@ -146,7 +146,7 @@ def collect(tree: Any, markup: bytes, agent: str, noindex: bool, nofollow: bool)
     raw_links: list[tuple[str, bool, str]] = []
     reqs: list[tuple[str, str]] = []  # (href, tag) of the page's requisites
     canonical_href: str | None = None
-    css, background = requisite_markers(markup)
+    css, background_attrs = requisite_markers(markup)
     # node.attributes (one call, all attributes) is cheaper than two attrs.get().
     for node in tree.css(_SELECTOR if css else _SELECTOR_NO_STYLE):
         tag = node.tag
@@ -213,7 +213,7 @@ def collect(tree: Any, markup: bytes, agent: str, noindex: bool, nofollow: bool)
             style = node.attributes.get("style")
             if style:
                 reqs.extend((ref.url, "style") for ref in css_refs(style))
-    if background:
+    if background_attrs:
         for node in tree.css("[background]"):
             background = node.attributes.get("background")
             if background:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawlkit.html import resolve as module
+from crawlkit.html.links import requisite_markers_py
 from crawlkit.html.resolve import LinkResolver
 from crawlkit.url import Canonicalizer, ParsedURL
 
@@ -209,8 +210,6 @@ _MARKUP_PIECES = st.sampled_from(
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(_MARKUP_PIECES, max_size=12).map(b"".join))
 def test_requisite_markers_in_c_and_python_agree(markup: bytes) -> None:
-    from crawlkit.html.links import requisite_markers_py
-
     assert module._compiled.requisite_markers(markup) == requisite_markers_py(markup)
 
 
