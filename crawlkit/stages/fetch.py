@@ -25,6 +25,7 @@ from typing import Any, cast
 from crawlkit import early_signals, streams
 from crawlkit.diag import NullReporter, Reporter
 from crawlkit.errors import ProxyError
+from crawlkit.fetch import eventloop
 from crawlkit.fetch.client import AiohttpClient, HttpClient
 from crawlkit.fetch.config import robots_field
 from crawlkit.fetch.dns import DnsClient, parse_server
@@ -278,11 +279,7 @@ def _run(
 
     stop_on_signal = _FirstSignal(on_interrupt)
     with stop_on_signal:
-        try:
-            import uvloop
-        except ImportError:
-            return asyncio.run(main())
-        return uvloop.run(main())
+        return eventloop.run(main())
 
 
 def _raise_proxy_failure(fetcher: Fetcher, cause: BaseException | None = None) -> None:
