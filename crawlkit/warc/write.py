@@ -575,6 +575,7 @@ class WarcWriter:
         SHA-1 of ``data``; returns its location."""
         if self._file is None:
             self._open()
+        digest = sha1_digest(data)  # the block is the payload: one digest for both
         offset, length = self._append(
             [
                 ("WARC-Type", "resource"),
@@ -582,8 +583,8 @@ class WarcWriter:
                 ("WARC-Target-URI", uri),
                 ("WARC-Date", warc_date(time.time() if date is None else date, self.version)),
                 ("WARC-Warcinfo-ID", self._warcinfo_id),
-                ("WARC-Block-Digest", sha1_digest(data)),
-                ("WARC-Payload-Digest", sha1_digest(data)),
+                ("WARC-Block-Digest", digest),
+                ("WARC-Payload-Digest", digest),
                 ("Content-Type", content_type),
             ],
             data,

@@ -3,6 +3,8 @@ cdxj-indexer's when installed), rotate, and a dead writer's open file is salvage
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import os
 import random
@@ -237,3 +239,17 @@ def test_sha1_digest_is_base64s_base32_of_the_sha1(size: int) -> None:
         data = rng.randbytes(size)
         want = "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
         assert sha1_digest(data) == want
+
+
+def test_a_resource_record_carries_its_data_s_sha1_as_both_digests(tmp_path: Path) -> None:
+    data = b'{"url": "http://a.test/"}\n' * 40
+    w = WarcWriter(tmp_path)
+    w.write_resource("urn:x-crawlkit:log", "application/x-ndjson", data)
+    w.close()
+    [path] = tmp_path.glob("*.warc.gz")
+    expected = "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+    with open(path, "rb") as f:
+        records = list(warcio.archiveiterator.ArchiveIterator(f, check_digests="raise"))
+        [resource] = [r for r in records if r.rec_type == "resource"]
+    assert resource.rec_headers.get_header("WARC-Block-Digest") == expected
+    assert resource.rec_headers.get_header("WARC-Payload-Digest") == expected
