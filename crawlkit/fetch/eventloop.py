@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import socket
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -85,8 +86,10 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(main, loop_factory=fetch_loop_class())
 
 
+@functools.cache
 def fetch_loop_class() -> type[uvloop.Loop]:
-    """uvloop's loop class with :meth:`sock_connect` taking numeric addresses in place."""
+    """uvloop's loop class with :meth:`sock_connect` taking numeric addresses in place
+    (made on first use, so importing this module does not import uvloop)."""
     import uvloop
 
     class FetchLoop(uvloop.Loop):
