@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import uvloop
@@ -131,47 +131,47 @@ def test_a_refusal_is_what_uvloop_raises() -> None:
     assert (ours.errno, str(ours)) == (uvloops.errno, str(uvloops))
 
 
-def test_a_cancelled_connect_leaves_no_writer_on_the_socket() -> None:
-    # A listener with no room in its accept queue (backlog 0: one connection, made
-    # first) drops the next SYN, so that connect stays under way until cancelled.
-    with socket.create_server(("127.0.0.1", 0), backlog=0) as server:
-        address = server.getsockname()
-
-        async def main() -> tuple[bool, bool]:
-            loop = asyncio.get_running_loop()
-            with nonblocking() as first, nonblocking() as second:
-                await loop.sock_connect(first, address)
-                connecting = asyncio.ensure_future(loop.sock_connect(second, address))
-                while not connecting.done() and second.fileno() not in registered(loop):
-                    await asyncio.sleep(0)
-                connecting.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await connecting
-                return connecting.cancelled(), second.fileno() in registered(loop)
-
-        cancelled, writer_left = run_on(WatchedLoop, main)
-    assert cancelled
-    assert not writer_left
-
-
 class WatchedLoop(CountingLoop):
-    """The fetch loop, keeping the file descriptors it is asked to watch for writing."""
+    """The fetch loop, keeping the file descriptors it is asked to watch for writing
+    and saying (``watching``) when it is first asked."""
 
     def __init__(self) -> None:
         super().__init__()
         self.writers: set[int] = set()
+        self.watching = asyncio.Event()
 
     def add_writer(self, fd: Any, callback: Any, *args: Any) -> None:
         self.writers.add(fd)
         super().add_writer(fd, callback, *args)
+        self.watching.set()
 
     def remove_writer(self, fd: Any) -> bool:
         self.writers.discard(fd)
         return bool(super().remove_writer(fd))  # (uvloop's says None either way)
 
 
-def registered(loop: asyncio.AbstractEventLoop) -> set[int]:
-    return loop.writers  # type: ignore[attr-defined,no-any-return]
+def test_a_cancelled_connect_leaves_no_writer_on_the_socket() -> None:
+    # A listener with no room in its accept queue (backlog 0: one connection, made
+    # first) drops the next SYN, so that connect stays under way until cancelled.
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as server:
+        address = server.getsockname()
+
+        async def main() -> tuple[bool, bool, bool]:
+            loop = cast(WatchedLoop, asyncio.get_running_loop())
+            with nonblocking() as first, nonblocking() as second:
+                await loop.sock_connect(first, address)
+                loop.watching.clear()
+                connecting = asyncio.ensure_future(loop.sock_connect(second, address))
+                await loop.watching.wait()  # the connect is waiting for its socket
+                watched = second.fileno() in loop.writers
+                connecting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await connecting
+                return watched, connecting.cancelled(), second.fileno() in loop.writers
+
+        watched, cancelled, writer_left = run_on(WatchedLoop, main)
+    assert watched and cancelled
+    assert not writer_left
 
 
 def test_run_runs_on_the_fetch_loop() -> None:
