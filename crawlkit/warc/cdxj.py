@@ -162,24 +162,29 @@ def _format_line(
     """One index line: key, timestamp and the JSON block in cdxj-indexer's field order
     (a field without a value left out; no ``url`` for a record without one).
     ``timestamp`` says ``date`` is already the 14-digit timestamp."""
-    fields: dict[str, str] = {"url": url} if url else {}
+    # json.dumps of these fields as a dict, written a field at a time: its ", " and
+    # ": ", ASCII escapes, the names' quoting done once here
+    block = [f'"url": {_json(url)}'] if url else []
     if mime:
-        fields["mime"] = mime
+        block.append(f'"mime": {_json(mime)}')
     if status is not None:
-        fields["status"] = status
-    fields["digest"] = digest
-    fields["length"] = str(length)
-    fields["offset"] = str(offset)
-    fields["filename"] = filename
+        block.append(f'"status": {_json(status)}')
+    block.append(f'"digest": {_json(digest)}')
+    block.append(f'"length": {_json(str(length))}')
+    block.append(f'"offset": {_json(str(offset))}')
+    block.append(f'"filename": {_json(filename)}')
     stamp = date if timestamp else _iso_timestamp(date)
-    if all(type(v) is str for v in fields.values()):
-        # json.dumps(fields) as its C encoder writes it (", " and ": ", ASCII escapes)
-        block = ", ".join(f"{_json_str(k)}: {_json_str(v)}" for k, v in fields.items())
-        return f"{surt_key(url)} {stamp} {{{block}}}"
-    return f"{surt_key(url)} {stamp} {json.dumps(fields)}"
+    return f"{surt_key(url)} {stamp} {{{', '.join(block)}}}"
 
 
 _json_str = json.encoder.encode_basestring_ascii  # what json.dumps writes a str as
+
+
+def _json(value: object) -> str:
+    """``value`` as json.dumps writes it inside an object (a str by its C escaper)."""
+    return _json_str(value) if type(value) is str else json.dumps(value)
+
+
 _WARC_DATE = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?Z"
 )

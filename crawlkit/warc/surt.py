@@ -30,6 +30,7 @@ The rules, in order (the "Google" then the "IA" canonicalizer of archive-commons
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import socket
 import struct
@@ -59,10 +60,16 @@ _QUERY_SESSION = (
     re.compile(rb"^(.*)(?:cfid=[^&]+&cftoken=[^&]+)(?:&(.*))?$", re.I),
 )
 _DEFAULT_PORTS = {b"http": 80, b"https": 443}
+# What quote_from_bytes(data, safe=_SAFE) leaves as it is: its always-safe bytes and _SAFE.
+_QUOTE_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~" + _SAFE
+# Hosts whose key part is remembered (a crawl's captures come a host at a time).
+_HOST_CACHE = 4096
 
 
 def _unescape(data: bytes) -> bytes:
     """Percent-decode until nothing changes (``%2541`` is ``A``)."""
+    if b"%" not in data:  # the common URL: nothing to decode (unquote's own loop is slower)
+        return data
     while True:
         once = unquote_to_bytes(data)
         if once == data:
@@ -71,7 +78,9 @@ def _unescape(data: bytes) -> bytes:
 
 
 def _escape(data: bytes) -> bytes:
-    return quote_from_bytes(data, safe=_SAFE).encode("ascii") if data else data
+    if not data.translate(None, _QUOTE_SAFE):  # every byte stays as it is
+        return data
+    return quote_from_bytes(data, safe=_SAFE).encode("ascii")
 
 
 def _ip(host: bytes) -> bytes | None:
@@ -86,6 +95,7 @@ def _ip(host: bytes) -> bytes | None:
     return None
 
 
+@functools.lru_cache(maxsize=_HOST_CACHE)
 def _host(raw: bytes) -> bytes:
     host = _unescape(raw)
     try:

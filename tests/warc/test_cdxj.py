@@ -112,6 +112,26 @@ def test_surt_key_agrees_with_the_surt_package(scheme, host, port, path, query, 
     assert surt_key(url) == expected, url
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a.test/100%",  # a "%" that escapes nothing is escaped itself
+        "http://a.test/a%zz/b?q=50%&r=1",
+        "http://a.test/%41%2541/?x=%7e",  # decoded until nothing changes
+        "http://WWW.A.test/Plain/Path/?b=2&a=1",  # every byte kept: the fast path
+        "http://a.test/a b/?c d",
+        "http://%77ww.a.test/x",  # an escaped host
+        "http://a.test:8080/~user/(x)/[y]/",
+    ],
+)
+def test_urls_of_plain_bytes_or_with_a_stray_percent_agree_with_surt(url):
+    """Bytes that decoding and escaping leave as they are skip both (the common URL);
+    a "%" anywhere takes the whole path."""
+    expected = surt.surt(url)
+    for _ in range(2):  # the second time with the host's part remembered
+        assert surt_key(url) == expected
+
+
 def test_resource_records_of_a_provenance_file_index_as_cdxj_indexer_does(tmp_path):
     """The crawl log and report crawlkit archive stores as resource records have
     opaque URIs (urn:...): their keys keep the scheme, as surt's do."""
