@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import pytest
+import surt
 
 from crawlkit.html.guard import SCAN_FROM, guard_markup
 from crawlkit.html.page import HtmlExtractor
 from crawlkit.url import Canonicalizer
+from crawlkit.warc.surt import surt_key
 
 _HERE = Path(__file__).resolve().parent.parent / "data" / "real-pages"
 DATA = Path(os.environ.get("CRAWLKIT_REAL_PAGES", _HERE))
@@ -66,12 +69,6 @@ def test_the_links_of_a_real_page_get_the_surt_packages_keys(name):
     """The index line's key (crawlkit.warc.surt) of every link a real page holds, as
     extracted and as written in its markup, equals the surt package's (which pywb
     looks it up by): real query strings, escapes and hosts, not generated ones."""
-    import re
-
-    import surt
-
-    from crawlkit.warc.surt import surt_key
-
     url, _ = PAGES[name]
     path = DATA / name
     if not path.exists():
