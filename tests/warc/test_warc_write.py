@@ -231,9 +231,6 @@ def test_a_writer_never_takes_the_name_of_a_file_that_is_there(
 
 @pytest.mark.parametrize("size", [0, 1, 19, 20, 300, 5000])
 def test_sha1_digest_is_base64s_base32_of_the_sha1(size: int) -> None:
-    import base64
-    import hashlib
-
     rng = random.Random(size)
     for _ in range(200):
         data = rng.randbytes(size)
