@@ -11,7 +11,8 @@ BIN    := $(VENV)/bin
 # cli/ by pyproject's package-dir): a directory with a crawlkit_cli -> cli link shows it.
 MYPY_PATH := $(VENV)/mypy-path
 
-$(BIN)/crawlkit: pyproject.toml setup.py crawlkit/dedup/_simhash.c crawlkit/html/_speedups.c
+$(BIN)/crawlkit: pyproject.toml setup.py crawlkit/dedup/_simhash.c crawlkit/html/_speedups.c \
+		crawlkit/warc/_gzip.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -23,3 +23,12 @@ def skip_without_c_toolchain(fallback: str) -> None:
     header = Path(sysconfig.get_paths()["include"]) / "Python.h"
     if not header.exists():
         pytest.skip(f"no {header} (python3-dev): {fallback}")
+
+
+def skip_without_c_header(header: str, package: str, fallback: str) -> None:
+    """As :func:`skip_without_c_toolchain`, and skip where the library header
+    ``header`` (from the Debian package ``package``) is in no system include directory."""
+    skip_without_c_toolchain(fallback)
+    places = [Path("/usr/include"), Path("/usr/local/include")]
+    if not any((place / header).exists() for place in places):
+        pytest.skip(f"no {header} ({package}): {fallback}")

@@ -55,6 +55,11 @@ from crawlkit.times import iso
 from crawlkit.warc.cdxj import capture_line
 from crawlkit.warc.salvage import cut_to_whole_records
 
+try:  # optional C extension (setup.py); without it zlib-ng makes every member
+    from crawlkit.warc._gzip import gzip_member as _held_gzip_member
+except ImportError:  # built without a C compiler or zlib's header
+    _held_gzip_member = None  # type: ignore[assignment]
+
 __all__ = [
     "DEFAULT_MAX_SIZE",
     "DEFAULT_WARC",
@@ -135,14 +140,34 @@ def gzip_member(raw: bytes, level: int) -> bytes:
     level, so the memory level stays at most 7: a record of 8 to 16 KB then stays
     under the mapping threshold (221 against 300 µs on real pages cut to 12 KB, the
     same sizes). Level 0 (a body already compressed) is written as stored blocks here,
-    with no compressor at all (:func:`stored_member`).
+    with no compressor at all (:func:`stored_member`). A record of at most
+    :data:`HELD_MEMBER_MAX` bytes is deflated by the system's zlib without letting go of
+    the interpreter lock (the same format, other bytes).
     """
     if level == 0:
         return stored_member(raw)
     bits = max(9, min(15, (len(raw) - 1).bit_length()))
     mem_level = max(1, min(7, bits - 6))
+    if len(raw) <= HELD_MEMBER_MAX and _held_gzip_member is not None:
+        return _held_gzip_member(raw, level, bits, mem_level)
     packer = deflate.compressobj(level, deflate.DEFLATED, 16 + bits, mem_level)
     return packer.compress(raw) + packer.flush()
+
+
+# Records up to this size (a request, a metadata record, a revisit: 200-600 bytes as a
+# rule) are deflated by crawlkit/warc/_gzip.c, which keeps the interpreter lock: zlib-ng
+# lets it go for every call, and in a crawl the WARC thread then waits to take it back
+# from the event loop, at more CPU than the deflate (a futex wait and a context switch
+# each time; bench/bench_warc_write.py --contend). At 4 KiB the system zlib takes
+# ~37 µs at level 6 against zlib-ng's ~31: a short hold; larger records let it go.
+HELD_MEMBER_MAX = 4096
+
+# The WARC file's buffer. A response record is larger than the default 8 KiB, so each
+# went out in its own write call, and a write lets the interpreter lock go (see
+# HELD_MEMBER_MAX): ~2 a capture. The crawl's archiver flushes after each batch of
+# captures (tens of them in a busy crawl) before it says where they are, so with a
+# buffer this size a batch goes out in one or a few writes and nothing said is lost.
+WRITE_BUFFER = 1 << 20
 
 
 # A gzip header as zlib writes it for level 0: no name, no time, "fastest" (XFL 4), Unix.
@@ -396,7 +421,9 @@ class WarcWriter:
             if (self.directory / self._name).exists():
                 continue
             with contextlib.suppress(FileExistsError):
-                self._file = open(self.directory / (self._name + ".open"), "xb")  # noqa: SIM115
+                self._file = open(  # noqa: SIM115
+                    self.directory / (self._name + ".open"), "xb", buffering=WRITE_BUFFER
+                )
                 break
         if self.index:
             self._index = open(self._index_path(".open"), "w", encoding="utf-8")  # noqa: SIM115

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import warcio.archiveiterator
 from archive_tools import cdxj_indexer
+from c_toolchain import skip_without_c_header
 from zlib_ng import zlib_ng
 
 from crawlkit.warc import write as warc_write
@@ -169,9 +170,66 @@ def test_gzip_member_is_one_member_that_inflates_back(level: int) -> None:
         # CPython's zlib reads zlib-ng's members: gzip only, one member
         inflate = zlib.decompressobj(31)
         assert inflate.decompress(member) == raw and inflate.eof and not inflate.unused_data
-        # a window sized to the record loses nothing (stored blocks: a few bytes)
-        full = len(zlib_ng.compress(raw, level, wbits=31))
+        # a window sized to the record loses nothing (stored blocks: a few bytes), with
+        # the compressor that made it (the system's zlib for a small record, when built)
+        held = size <= warc_write.HELD_MEMBER_MAX and warc_write._held_gzip_member
+        compress = zlib.compress if held and level else zlib_ng.compress
+        full = len(compress(raw, level, wbits=31))
         assert len(member) <= full + full // 1000 + 8
+
+
+def test_small_records_are_deflated_by_the_c_member_and_large_ones_by_zlib_ng() -> None:
+    """A record of at most HELD_MEMBER_MAX bytes is made by crawlkit/warc/_gzip.c (the
+    system's zlib, keeping the interpreter lock), a larger one by zlib-ng: each is one
+    gzip member that inflates back, and which one made it shows in its bytes."""
+    skip_without_c_header("zlib.h", "zlib1g-dev", "zlib-ng makes every member")
+    assert warc_write._held_gzip_member is not None, "crawlkit/warc/_gzip.c was not built"
+    rng = random.Random(7)
+    limit = warc_write.HELD_MEMBER_MAX
+    for size in (0, 1, 300, 600, limit - 1, limit, limit + 1, 9_000):
+        raw = bytes(rng.choice(b"GET /HTTP1.1 Host: a.test\r\n") for _ in range(size))
+        bits = max(9, min(15, (size - 1).bit_length()))
+        mem_level = max(1, min(7, bits - 6))
+        member = gzip_member(raw, 6)
+        inflate = zlib.decompressobj(31)
+        assert inflate.decompress(member) == raw and inflate.eof and not inflate.unused_data
+        packer = zlib_ng.compressobj(6, zlib_ng.DEFLATED, 16 + bits, mem_level)
+        by_zlib_ng = packer.compress(raw) + packer.flush()
+        if size <= limit:
+            assert member == warc_write._held_gzip_member(raw, 6, bits, mem_level)
+            assert size < 600 or member != by_zlib_ng  # (the two are told apart)
+        else:
+            assert member == by_zlib_ng
+
+
+def test_the_c_member_refuses_what_zlib_refuses() -> None:
+    skip_without_c_header("zlib.h", "zlib1g-dev", "zlib-ng makes every member")
+    held = warc_write._held_gzip_member
+    assert held is not None, "crawlkit/warc/_gzip.c was not built"
+    with pytest.raises(ValueError, match="deflateInit2"):
+        held(b"x", 12, 9, 1)  # no level 12
+    with pytest.raises(ValueError, match="deflateInit2"):
+        held(b"x", 6, 16, 1)  # no window of 2**16
+    with pytest.raises(TypeError):
+        held("text", 6, 9, 1)
+
+
+def test_a_batch_of_captures_is_on_disk_only_after_the_flush(tmp_path: Path) -> None:
+    """The file's buffer (WRITE_BUFFER) holds a batch of captures until the archiver's
+    flush, which must then put all of them on disk: a reader of the open file (a
+    recovery after kill -9, extract) sees every capture the flush covered."""
+    writer = WarcWriter(tmp_path)
+    body = random.Random(3).randbytes(30_000)  # incompressible: larger than 8 KiB stored
+    locations = [writer.write_capture(capture(i, body)) for i in range(3)]
+    open_file = tmp_path / (writer.name + ".open")
+    assert open_file.stat().st_size < locations[-1].offset + locations[-1].length
+    writer.flush()
+    data = open_file.read_bytes()
+    for loc in locations:
+        inflate = zlib.decompressobj(31)
+        record = inflate.decompress(data[loc.offset : loc.offset + loc.length])
+        assert inflate.eof and body in record
+    writer.close()
 
 
 def test_stored_members_are_zlibs_level_0_and_cross_block_boundaries() -> None:

@@ -1,0 +1,3 @@
+"""Types of the optional C extension ``crawlkit/warc/_gzip.c`` (see its comment)."""
+
+def gzip_member(raw: bytes, level: int, wbits: int, mem_level: int, /) -> bytes: ...
