@@ -8,10 +8,10 @@
  * more than deflating a 500-byte request record takes. bench/bench_warc_write.py
  * --contend (a lock-hungry thread beside the writer): 249 against 139 us of the
  * writer's CPU a capture, with the larger file buffer of write.py; in a crawl the
- * WARC thread's CPU went from 254-288 to 236-242 us a capture (much of the rest is
- * Python code run slower beside the event loop). So small records are made here
- * without letting go; large bodies still go through zlib-ng, which lets the lock go
- * while it works. */
+ * WARC thread's CPU went from 253 to 227 us a capture (medians of four runs; much of
+ * the rest is Python code run slower beside the event loop). So small records are made
+ * here without letting go; large bodies still go through zlib-ng, which lets the lock
+ * go while it works. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
