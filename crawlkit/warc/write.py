@@ -146,12 +146,18 @@ def gzip_member(raw: bytes, level: int) -> bytes:
     """
     if level == 0:
         return stored_member(raw)
-    bits = max(9, min(15, (len(raw) - 1).bit_length()))
-    mem_level = max(1, min(7, bits - 6))
+    bits, mem_level = member_window(len(raw))
     if len(raw) <= HELD_MEMBER_MAX and _held_gzip_member is not None:
         return _held_gzip_member(raw, level, bits, mem_level)
     packer = deflate.compressobj(level, deflate.DEFLATED, 16 + bits, mem_level)
     return packer.compress(raw) + packer.flush()
+
+
+def member_window(size: int) -> tuple[int, int]:
+    """(window bits, memory level) of the deflate state for a record of ``size`` bytes:
+    a window no larger than the record, hash tables to match (see :func:`gzip_member`)."""
+    bits = max(9, min(15, (size - 1).bit_length()))
+    return bits, max(1, min(7, bits - 6))
 
 
 # Records up to this size (a request, a metadata record, a revisit: 200-600 bytes as a

@@ -188,8 +188,7 @@ def test_small_records_are_deflated_by_the_c_member_and_large_ones_by_zlib_ng() 
     limit = warc_write.HELD_MEMBER_MAX
     for size in (0, 1, 300, 600, limit - 1, limit, limit + 1, 9_000):
         raw = bytes(rng.choice(b"GET /HTTP1.1 Host: a.test\r\n") for _ in range(size))
-        bits = max(9, min(15, (size - 1).bit_length()))
-        mem_level = max(1, min(7, bits - 6))
+        bits, mem_level = warc_write.member_window(size)
         member = gzip_member(raw, 6)
         inflate = zlib.decompressobj(31)
         assert inflate.decompress(member) == raw and inflate.eof and not inflate.unused_data
