@@ -219,6 +219,8 @@ class CycleRunner:
         self.step_process = step_process
         # Recrawl steps started with their cycle's dedup step, not yet taken.
         self._recrawling: dict[Path, Started[list[Record]] | None] = {}
+        # The new records each cycle's seen merge wrote (by file name), until queued.
+        self._written: dict[Path, dict[str, list[Record]]] = {}
         self.link_policy = link_policy
         self.recrawl_due = recrawl
         self.rep = reporter
@@ -230,6 +232,7 @@ class CycleRunner:
             future.cancel()
         self._extracting.clear()
         self._recrawling.clear()  # (the step process ends them before it stops)
+        self._written.clear()
         if self.workers is not None:
             self.workers.close()
         if self.step_process is not None:
@@ -317,8 +320,10 @@ class CycleRunner:
         """dedup: exact and near duplicates; the site records go to the frontier.
 
         The step process runs it (off this process's interpreter lock; if it died,
-        this thread), and then, while this thread runs the links step, the cycle's
-        recrawl step: both read only the cycle's fetch log and pages.
+        this thread), and then the cycle's recrawl step: both read only the cycle's
+        fetch log, pages and links. Meanwhile this thread runs the links step's seen
+        merge (marked ``seen``; a crash between the two leaves ``seen`` done and
+        ``dedup`` not, and the next run dedups and then queues the merge's file).
         """
         process = self.step_process
         started = process.start_dedup(cycle) if process is not None else None
@@ -326,6 +331,13 @@ class CycleRunner:
             self._recrawling[cycle] = process.start_recrawl(
                 cycle, self.limits.clock(), RECRAWL_HOLD_MU
             )
+        if started is not None:
+            # While the step process dedups, this thread merges the cycle's links
+            # into the seen set: the seen merge reads neither the dedup index nor
+            # its site records, and waiting for them left this thread, the crawl's
+            # pace, idle ~15% of each cycle. Its new URLs are queued by the links
+            # step, after the site records below, as before.
+            self._merge_links(cycle)
         done = process.take(started, self.rep) if process is not None else None
         if done is None:
             done = dedup_cycle(self.stores.dedup(), cycle, self.rep)
@@ -345,57 +357,10 @@ class CycleRunner:
         each URL once, so a crash before the commit does not queue the cycle's new URLs
         twice (each copy handed out and counted against its site's budget).
         """
-        refused_path = cycle / "links-refused.ndjson.zst"
-        # The records of the new-N file this attempt wrote: queued from memory, the
-        # file is read back only after a crash (JSON gives back what it was given).
-        written: dict[str, list[Record]] = {}
-        if not is_done(cycle, "seen"):
-            # A shard's inbox (other shards' links and site links) is admitted with
-            # the cycle's own links: one commit of each store for both.
-            delivered = self.admission.take_inbox(cycle)
-            fetched = {str(r.get("url")): r for r in self.warcs.fetch_logs.records(cycle)}
-            site_links = SiteLinks()  # every link, not only new URLs, feeds site importance
-            refused: list[Refusal] = []
-            pairs: set[tuple[str, str]] = set()  # site links for the other shards
-            router = self.gate.router(f"c{cycle.name}")
-
-            def candidates() -> Iterator[Record]:
-                """The links and redirects to merge, read a slice at a time (the seen
-                merge takes them as it goes: see MERGE_CHUNK), then the inbox's URLs
-                (sorted by the shard that found them)."""
-                for part in _slices(read_file(cycle / "links.ndjson.zst"), MERGE_CHUNK):
-                    site_links.add(part)
-                    pairs.update(self.admission.site_link_pairs(part))
-                    kept, refusals = self.link_policy.sort(part, lambda _rec: True, fetched)
-                    refused.extend(refusals)
-                    yield from router.mine(kept)
-                kept, refusals = self.link_policy.sort(
-                    read_file(cycle / "redirects.ndjson"), lambda _rec: True, fetched
-                )
-                refused.extend(refusals)
-                site_links.add(delivered)
-                kept += [r for r in delivered if r.get("url")]
-                yield from router.mine(kept)
-                router.send(site_edges(pairs))
-
-            earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
-            attempt = _attempt(earlier[-1]) + 1 if earlier else 1
-            out = cycle / f"new-{attempt}.ndjson.zst"
-            merged = self.gate.seen_merge(
-                candidates(),
-                out,
-                cycle / "scope-refused.ndjson.zst",
-                carry=[r for path in earlier for r in read_file(path)],
-            )
-            write_file(refused_path, refused)
-            self.gate.count_refused(refused)
-            # (before the step is marked done: a retry notes the links again)
-            self.gate.note_site_links(site_links)
-            written[out.name] = merged.written
-            for path in earlier:  # their URLs are in the new file
-                path.unlink()
-            self.summary.new_urls += len(merged.fresh)
-            mark_done(cycle, "seen", {"new": len(merged.fresh)})
+        self._merge_links(cycle)
+        # The records of the new-N file this run's merge wrote: queued from memory,
+        # the file is read back only after a crash (JSON gives back what it was given).
+        written = self._written.pop(cycle, {})
         for path in sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt):
             # Each file is marked queued once the frontier has committed it: a crash
             # after that queues it again only if it falls between the two (a URL
@@ -410,6 +375,60 @@ class CycleRunner:
                 queued.touch()
         self._wait_deferred(cycle)
         mark_done(cycle, "links")
+
+    def _merge_links(self, cycle: Path) -> None:
+        """The links step's seen merge, once (marked ``seen``): the cycle's links,
+        redirects and inbox through seen-merge ``--scope`` into a new-N file, the
+        site links noted; the new records kept for :meth:`links` to queue."""
+        if is_done(cycle, "seen"):
+            return
+        refused_path = cycle / "links-refused.ndjson.zst"
+        # A shard's inbox (other shards' links and site links) is admitted with
+        # the cycle's own links: one commit of each store for both.
+        delivered = self.admission.take_inbox(cycle)
+        fetched = {str(r.get("url")): r for r in self.warcs.fetch_logs.records(cycle)}
+        site_links = SiteLinks()  # every link, not only new URLs, feeds site importance
+        refused: list[Refusal] = []
+        pairs: set[tuple[str, str]] = set()  # site links for the other shards
+        router = self.gate.router(f"c{cycle.name}")
+
+        def candidates() -> Iterator[Record]:
+            """The links and redirects to merge, read a slice at a time (the seen
+            merge takes them as it goes: see MERGE_CHUNK), then the inbox's URLs
+            (sorted by the shard that found them)."""
+            for part in _slices(read_file(cycle / "links.ndjson.zst"), MERGE_CHUNK):
+                site_links.add(part)
+                pairs.update(self.admission.site_link_pairs(part))
+                kept, refusals = self.link_policy.sort(part, lambda _rec: True, fetched)
+                refused.extend(refusals)
+                yield from router.mine(kept)
+            kept, refusals = self.link_policy.sort(
+                read_file(cycle / "redirects.ndjson"), lambda _rec: True, fetched
+            )
+            refused.extend(refusals)
+            site_links.add(delivered)
+            kept += [r for r in delivered if r.get("url")]
+            yield from router.mine(kept)
+            router.send(site_edges(pairs))
+
+        earlier = sorted(cycle.glob("new-*.ndjson.zst"), key=_attempt)
+        attempt = _attempt(earlier[-1]) + 1 if earlier else 1
+        out = cycle / f"new-{attempt}.ndjson.zst"
+        merged = self.gate.seen_merge(
+            candidates(),
+            out,
+            cycle / "scope-refused.ndjson.zst",
+            carry=[r for path in earlier for r in read_file(path)],
+        )
+        write_file(refused_path, refused)
+        self.gate.count_refused(refused)
+        # (before the step is marked done: a retry notes the links again)
+        self.gate.note_site_links(site_links)
+        self._written[cycle] = {out.name: merged.written}
+        for path in earlier:  # their URLs are in the new file
+            path.unlink()
+        self.summary.new_urls += len(merged.fresh)
+        mark_done(cycle, "seen", {"new": len(merged.fresh)})
 
     def recrawl(self, cycle: Path) -> None:
         """recrawl: the change history; URLs due again are queued. The step process

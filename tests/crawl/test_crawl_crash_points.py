@@ -17,8 +17,9 @@ from conftest import ROOT, crawlkit, start_testweb
 from test_crawl import _crawl_args, _fetch_records, _strip_port
 
 # Runs ``crawlkit ARGS`` and dies at the first seen-set commit of a cycle's links step
-# (``CycleRunner.links``), before it or after it (``when``): the cycle's new URLs are in
-# its new-1 file, marked seen or not, and not queued.
+# (its seen merge, ``CycleRunner._merge_links``, run while the step process dedups),
+# before it or after it (``when``): the cycle's new URLs are in its new-1 file, marked
+# seen or not, and not queued.
 CHILD = """
 import os, sys, traceback
 from crawlkit.seen.store import SeenStore
@@ -29,7 +30,7 @@ real_commit = SeenStore.commit
 
 def commit(self, *args, **kw):
     links_step = any(
-        frame.name == "links" and frame.filename.endswith("cycle.py")  # CycleRunner.links
+        frame.name == "_merge_links" and frame.filename.endswith("cycle.py")
         for frame in traceback.extract_stack()
     )
     if links_step and when == "before":
